@@ -1,0 +1,58 @@
+// Validates bodies against the bundled contract with Ajv (JSON Schema 2020-12, as OpenAPI 3.1).
+import { readFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import Ajv2020 from "ajv/dist/2020.js";
+import addFormats from "ajv-formats";
+import { parse } from "yaml";
+
+export const contractPath = fileURLToPath(new URL("../../generated/openapi.yaml", import.meta.url));
+
+export interface Operation {
+  operationId: string;
+  method: string;
+  path: string;
+  op: Record<string, any>;
+}
+
+export const contract: Record<string, any> = parse(readFileSync(contractPath, "utf8"));
+
+export const operations: Operation[] = Object.entries(contract.paths as Record<string, Record<string, any>>).flatMap(
+  ([path, item]) =>
+    ["get", "put", "post", "delete", "patch"]
+      .filter((m) => item[m])
+      .map((method) => ({ operationId: item[method].operationId as string, method, path, op: item[method] })),
+);
+
+const ajv = new Ajv2020.default({ strict: false, allErrors: true, validateFormats: true });
+addFormats.default(ajv);
+ajv.addFormat("int32", { type: "number", validate: (n: number) => Number.isInteger(n) && n >= -(2 ** 31) && n < 2 ** 31 });
+ajv.addFormat("int64", { type: "string", validate: (s: string) => /^-?[0-9]{1,19}$/.test(s) });
+ajv.addVocabulary(["example", "x-extensible-enum", "discriminator"]);
+ajv.addSchema(contract, "openapi");
+
+const pointer = (...parts: string[]) => "openapi#/" + parts.map((p) => p.replaceAll("~", "~0").replaceAll("/", "~1")).join("/");
+
+/** Errors of `body` against the JSON response schema of `operationId` for `status` (or `default`); [] when valid. */
+export function responseErrors(operationId: string, status: number, body: unknown): string[] {
+  const operation = operations.find((o) => o.operationId === operationId);
+  if (!operation) return [`unknown operation ${operationId}`];
+  const key = operation.op.responses[String(status)] ? String(status) : "default";
+  let response = operation.op.responses[key];
+  if (!response) return [`${operationId} documents no ${status} response`];
+  let ptr: string[] = ["paths", operation.path, operation.method, "responses", key];
+  if (response.$ref) {
+    ptr = (response.$ref as string).replace(/^#\//, "").split("/");
+    response = ptr.reduce((node: any, p) => node[p], contract);
+  }
+  if (!response.content?.["application/json"]) return [`${operationId} ${status} has no JSON body`];
+  const validate = ajv.getSchema(pointer(...ptr, "content", "application/json", "schema"));
+  if (!validate) return [`no schema for ${operationId} ${status}`];
+  return validate(body) ? [] : (validate.errors ?? []).map((e) => `${e.instancePath || "/"} ${e.message} ${JSON.stringify(e.params)}`);
+}
+
+/** Errors of `value` against a named component schema; [] when valid. */
+export function schemaErrors(name: string, value: unknown): string[] {
+  const validate = ajv.getSchema(pointer("components", "schemas", name));
+  if (!validate) return [`no schema ${name}`];
+  return validate(value) ? [] : (validate.errors ?? []).map((e) => `${e.instancePath || "/"} ${e.message}`);
+}
