@@ -64,7 +64,8 @@ for (const [path, item] of Object.entries(spec.paths ?? {})) {
     const m = ID.exec(op.operationId ?? "");
     if (!m) throw new Error(`operationId ${op.operationId} of ${method.toUpperCase()} ${path} breaks the naming rule`);
     const [, area, service, name] = m;
-    const secured = (op.security ?? spec.security ?? []).length > 0;
+    // Secured by an access token: the API's own schemes (the webhook intake has schemes of its own).
+    const secured = (op.security ?? spec.security ?? []).some((req) => "oauth2" in req || "bearerAuth" in req);
     ops.push({ id: op.operationId, area, service, name, method, path, secured });
   }
 }

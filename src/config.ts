@@ -1,0 +1,88 @@
+// All configuration, from the environment, typed and validated in one place. A bad value stops
+// the process at start with a message naming the variable; secrets are never echoed back.
+import { resolve } from "node:path";
+
+export type LogLevel = "fatal" | "error" | "warn" | "info" | "debug" | "trace" | "silent";
+
+export interface Config {
+  port: number;
+  host: string;
+  /** The tenant base URL: the `sub` of webhook JWTs and the prefix of listener URLs. */
+  baseUrl: string;
+  database: { kind: "sqlite"; path: string } | { kind: "postgres"; url: string };
+  tenantId: string;
+  fundCurrency: string;
+  bootstrap: { clientId: string; clientSecret: string } | null;
+  logLevel: LogLevel;
+  /** Validate every response against the contract (on unless NODE_ENV=production). */
+  validateResponses: boolean;
+  /** Lifetime of issued access tokens, in seconds. */
+  accessTokenTtlSeconds: number;
+}
+
+export class ConfigError extends Error {
+  override name = "ConfigError";
+}
+
+const LOG_LEVELS: readonly LogLevel[] = ["fatal", "error", "warn", "info", "debug", "trace", "silent"];
+
+function integer(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number, max: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === "") return fallback;
+  if (!/^[0-9]+$/.test(raw)) throw new ConfigError(`${name} must be an integer between ${min} and ${max}, got "${raw}"`);
+  const n = Number(raw);
+  if (n < min || n > max) throw new ConfigError(`${name} must be between ${min} and ${max}, got ${n}`);
+  return n;
+}
+
+function url(name: string, raw: string): string {
+  let parsed: URL;
+  try {
+    parsed = new URL(raw);
+  } catch {
+    throw new ConfigError(`${name} must be an absolute http(s) URL, got "${raw}"`);
+  }
+  if (parsed.protocol !== "http:" && parsed.protocol !== "https:") throw new ConfigError(`${name} must be an http(s) URL`);
+  if (parsed.search || parsed.hash) throw new ConfigError(`${name} must not carry a query or fragment`);
+  return parsed.toString().replace(/\/$/, "");
+}
+
+function database(raw: string | undefined): Config["database"] {
+  if (!raw) return { kind: "sqlite", path: resolve("data/tenant.sqlite") };
+  if (raw.startsWith("sqlite:")) {
+    const path = raw.slice("sqlite:".length).replace(/^\/\/(?=\/)/, "");
+    if (!path) throw new ConfigError(`DATABASE_URL sqlite: needs a file path, e.g. sqlite:./data/tenant.sqlite`);
+    return { kind: "sqlite", path: path === ":memory:" ? path : resolve(path) };
+  }
+  if (/^postgres(ql)?:\/\//.test(raw)) return { kind: "postgres", url: raw };
+  throw new ConfigError(`DATABASE_URL must start with sqlite: or postgres://`);
+}
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const port = integer(env, "PORT", 8080, 0, 65535);
+  const host = env.HOST || "0.0.0.0";
+  const baseUrl = url("BASE_URL", env.BASE_URL || `http://localhost:${port}`);
+  const tenantId = env.TENANT_ID || "default";
+  if (!/^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/.test(tenantId)) throw new ConfigError(`TENANT_ID must be 1-63 characters of [A-Za-z0-9._-]`);
+  const fundCurrency = env.FUND_CURRENCY || "USD";
+  if (!/^[A-Z]{3}$/.test(fundCurrency)) throw new ConfigError(`FUND_CURRENCY must be an ISO 4217 code such as USD, got "${fundCurrency}"`);
+  const clientId = env.BOOTSTRAP_CLIENT_ID;
+  const clientSecret = env.BOOTSTRAP_CLIENT_SECRET;
+  if (Boolean(clientId) !== Boolean(clientSecret)) throw new ConfigError(`BOOTSTRAP_CLIENT_ID and BOOTSTRAP_CLIENT_SECRET go together`);
+  if (clientId && !/^[A-Za-z0-9._-]{3,128}$/.test(clientId)) throw new ConfigError(`BOOTSTRAP_CLIENT_ID must be 3-128 characters of [A-Za-z0-9._-]`);
+  if (clientSecret && (clientSecret.length < 16 || clientSecret.length > 256)) throw new ConfigError(`BOOTSTRAP_CLIENT_SECRET must be 16 to 256 characters`);
+  const logLevel = (env.LOG_LEVEL || "info") as LogLevel;
+  if (!LOG_LEVELS.includes(logLevel)) throw new ConfigError(`LOG_LEVEL must be one of ${LOG_LEVELS.join(", ")}`);
+  return {
+    port,
+    host,
+    baseUrl,
+    database: database(env.DATABASE_URL),
+    tenantId,
+    fundCurrency,
+    bootstrap: clientId && clientSecret ? { clientId, clientSecret } : null,
+    logLevel,
+    validateResponses: env.VALIDATE_RESPONSES ? env.VALIDATE_RESPONSES === "1" : env.NODE_ENV !== "production",
+    accessTokenTtlSeconds: integer(env, "ACCESS_TOKEN_TTL_SECONDS", 900, 60, 86_400),
+  };
+}

@@ -1,0 +1,66 @@
+// Keyset pagination shared by every List and Search (seed 4.5 and 8). A page token carries the sort
+// key of the last row served, bound by an HMAC to the list it belongs to (operation and filters), so
+// a forged, malformed or foreign token is refused and a token stays valid on every instance that
+// shares the key (it lives in the database).
+import { createHmac, timingSafeEqual } from "node:crypto";
+import { invalidField } from "./errors.js";
+
+export const PAGE_SIZE_DEFAULT = 25;
+export const PAGE_SIZE_MIN = 10;
+export const PAGE_SIZE_MAX = 100;
+
+/** Default 25; a value below 10 is treated as 10; a value above 100 as 100. */
+export function pageSize(requested: number | undefined | null): number {
+  if (requested === undefined || requested === null) return PAGE_SIZE_DEFAULT;
+  return Math.min(PAGE_SIZE_MAX, Math.max(PAGE_SIZE_MIN, Math.trunc(requested)));
+}
+
+export type SortKey = readonly (string | number)[];
+
+export interface Page<T> {
+  items: T[];
+  nextPageToken: string;
+}
+
+export class PageTokens {
+  constructor(private readonly key: Buffer) {}
+
+  private mac(scope: string, payload: string): Buffer {
+    return createHmac("sha256", this.key).update(scope).update("\0").update(payload).digest();
+  }
+
+  /** A token resuming after `key` within the list named by `scope`. */
+  encode(scope: string, key: SortKey): string {
+    const payload = Buffer.from(JSON.stringify(key)).toString("base64url");
+    return `${payload}.${this.mac(scope, payload).toString("base64url")}`;
+  }
+
+  /** The sort key a token resumes after, or null for a first page; 400 for anything not ours. */
+  decode(scope: string, token: string | undefined | null, field: string, arity: number): SortKey | null {
+    if (!token) return null;
+    const bad = () => invalidField(field, "malformed, forged or foreign page token", "INVALID_PAGE_TOKEN");
+    const [payload, mac, extra] = token.split(".");
+    if (!payload || !mac || extra !== undefined) throw bad();
+    const given = Buffer.from(mac, "base64url");
+    const expected = this.mac(scope, payload);
+    if (given.length !== expected.length || !timingSafeEqual(given, expected)) throw bad();
+    let key: unknown;
+    try {
+      key = JSON.parse(Buffer.from(payload, "base64url").toString("utf8"));
+    } catch {
+      throw bad();
+    }
+    if (!Array.isArray(key) || key.length !== arity || !key.every((k) => typeof k === "string" || typeof k === "number")) throw bad();
+    return key as SortKey;
+  }
+
+  /** Cuts a fetch of `size + 1` rows into a page; the extra row only tells that more follow. */
+  page<R, T>(scope: string, rows: R[], size: number, sortKey: (row: R) => SortKey, view: (row: R) => T): Page<T> {
+    const served = rows.slice(0, size);
+    const last = served[served.length - 1];
+    return {
+      items: served.map(view),
+      nextPageToken: rows.length > size && last !== undefined ? this.encode(scope, sortKey(last)) : "",
+    };
+  }
+}

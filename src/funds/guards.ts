@@ -1,0 +1,26 @@
+// Shape checks for untyped request input. The contract validator runs first over HTTP, but the
+// domain refuses bad values itself so no caller can store a shape the rules forbid.
+import { invalidField } from "../core/errors.js";
+
+export const isRecord = (v: unknown): v is Record<string, unknown> =>
+  typeof v === "object" && v !== null && !Array.isArray(v);
+
+/** A field that is absent or null is not set (proto3 JSON: null means the default). */
+export const isSet = (v: unknown): boolean => v !== undefined && v !== null;
+
+/** An object, or a 400 naming the field. */
+export function requireRecord(input: unknown, path: string): Record<string, unknown> {
+  if (!isRecord(input)) throw invalidField(path, "must be an object");
+  return input;
+}
+
+/** The contract's bound on free-text reasons. */
+const MAX_REASON_LENGTH = 500;
+
+/** An optional free-text reason: absent/null is undefined, otherwise a string of at most 500 characters. */
+export function parseReason(input: unknown, path: string): string | undefined {
+  if (!isSet(input)) return undefined;
+  if (typeof input !== "string") throw invalidField(path, "must be a string");
+  if (input.length > MAX_REASON_LENGTH) throw invalidField(path, `must be at most ${MAX_REASON_LENGTH} characters`);
+  return input;
+}

@@ -1,0 +1,120 @@
+// The layered resolution of seed 2.3: the first layer with an opinion decides, each layer resolved
+// by the same per-row rule (suspension; else an unexpired extension; else the base limit; else
+// no opinion). Pure: time comes in as `now` from the Clock.
+import { formatMoney } from "./money.js";
+import { limitKind } from "./spend-limit.js";
+import type { EffectiveCause, EffectiveLimit, LimitScope, PeriodKind, SpendControls, SpendLimit } from "./types.js";
+
+export interface Layer {
+  scope: LimitScope;
+  /** Null when the layer has no row. */
+  controls: SpendControls | null;
+}
+
+/** The period every amount takes when no layer states one. */
+const DEFAULT_PERIOD: PeriodKind = "PERIOD_KIND_MONTHLY";
+/** Reasons are quoted into the trace; clipped so a line stays well under the contract's 500 characters. */
+const MAX_TRACE_REASON = 200;
+
+/**
+ * Resolves the limit in force at `now` (ms since the epoch). `layers` run most specific first:
+ * subject-app row, app cap, tenant default.
+ */
+export function resolveEffective(layers: readonly Layer[], now: number): EffectiveLimit {
+  const evaluatedAt = new Date(now).toISOString();
+  const trace: string[] = [];
+
+  for (const [index, { scope, controls }] of layers.entries()) {
+    if (!controls) {
+      trace.push(`${scope}: no row -> no opinion`);
+      continue;
+    }
+
+    // 1. A suspension denies whatever is underneath; what it froze is not the limit in force, so none is answered.
+    if (controls.suspension) {
+      const reason = controls.suspension.reason ? ` (${quote(controls.suspension.reason)})` : "";
+      trace.push(`${scope}: suspended${reason} -> deny`);
+      return { decision: "EFFECTIVE_DECISION_DENY", limit: null, period: null, scope, cause: "CAUSE_SUSPENSION", evaluatedAt, trace };
+    }
+
+    // 2. An unexpired extension; one that has lapsed (expiresAt <= now) falls back to this row's own limit.
+    let prefix = "";
+    const ext = controls.extension;
+    if (ext) {
+      const expiresAt = ext.expiresAt ? Date.parse(ext.expiresAt) : Number.NaN;
+      if (ext.limit && now < expiresAt) {
+        const label = `extension until ${new Date(expiresAt).toISOString()}`;
+        return decide(ext.limit, "CAUSE_EXTENSION", label, scope, rowPeriod(controls, layers, index), evaluatedAt, trace);
+      }
+      // Stored extensions always have a limit and an expiry; one lacking either never takes effect.
+      prefix = Number.isFinite(expiresAt) ? `extension lapsed at ${new Date(expiresAt).toISOString()}; ` : "extension without expiry ignored; ";
+    }
+
+    // 3. The base limit.
+    if (controls.limit) {
+      return decide(controls.limit, "CAUSE_LIMIT", `${prefix}base limit`, scope, rowPeriod(controls, layers, index), evaluatedAt, trace);
+    }
+
+    // 4. No opinion: the next layer decides.
+    trace.push(`${scope}: ${prefix}${prefix ? "no base limit" : "nothing set"} -> no opinion`);
+  }
+
+  trace.push("no layer states an opinion -> deny");
+  return { decision: "EFFECTIVE_DECISION_DENY", limit: null, period: null, scope: "SCOPE_UNSPECIFIED", cause: "CAUSE_NO_LIMIT", evaluatedAt, trace };
+}
+
+interface ResolvedPeriod {
+  period: PeriodKind;
+  /** How it was found, for the trace. */
+  source: string;
+}
+
+/** A layer states a period when it has a limit with a period (UNSPECIFIED is no period). */
+function statedPeriod(controls: SpendControls | null): PeriodKind | undefined {
+  const period = controls?.limit ? controls.period : undefined;
+  return period === "PERIOD_KIND_UNSPECIFIED" ? undefined : period;
+}
+
+/**
+ * The period of an amount decided at `layers[index]`: the row's own (an extension never changes
+ * it), else that of the next layer below that states one, else monthly.
+ */
+function rowPeriod(controls: SpendControls, layers: readonly Layer[], index: number): ResolvedPeriod {
+  const own = statedPeriod(controls);
+  if (own) return { period: own, source: own };
+  for (const lower of layers.slice(index + 1)) {
+    const inherited = statedPeriod(lower.controls);
+    if (inherited) return { period: inherited, source: `${inherited} from ${lower.scope}` };
+  }
+  return { period: DEFAULT_PERIOD, source: `${DEFAULT_PERIOD} by default` };
+}
+
+/** The answer when `limit` applies at `scope`. */
+function decide(
+  limit: SpendLimit,
+  cause: EffectiveCause,
+  label: string,
+  scope: LimitScope,
+  period: ResolvedPeriod,
+  evaluatedAt: string,
+  trace: string[],
+): EffectiveLimit {
+  switch (limitKind(limit)) {
+    case "blocked":
+      trace.push(`${scope}: ${label} blocked -> deny`);
+      return { decision: "EFFECTIVE_DECISION_DENY", limit: { blocked: {} }, period: null, scope, cause: "CAUSE_BLOCKED", evaluatedAt, trace };
+    case "unlimited":
+      trace.push(`${scope}: ${label} unlimited -> unlimited`);
+      return { decision: "EFFECTIVE_DECISION_UNLIMITED", limit: { unlimited: {} }, period: null, scope, cause, evaluatedAt, trace };
+    case "amount": {
+      const money = limit.amount?.money;
+      trace.push(`${scope}: ${label} ${money ? formatMoney(money) : "amount"} per ${period.source} -> limit`);
+      return { decision: "EFFECTIVE_DECISION_LIMIT", limit, period: period.period, scope, cause, evaluatedAt, trace };
+    }
+  }
+}
+
+function quote(reason: string): string {
+  const clipped = reason.length > MAX_TRACE_REASON ? `${reason.slice(0, MAX_TRACE_REASON)}…` : reason;
+  return JSON.stringify(clipped);
+}

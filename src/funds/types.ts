@@ -1,0 +1,71 @@
+// The funds domain shapes, exactly as the contract puts them on the wire (JSON). Names match the
+// contract's schemas so they can later be checked against the generated types.
+
+export interface Money {
+  currencyCode: string;
+  /** A non-negative int64 as a decimal string; units * 10^9 + nanos fits in int64. */
+  units: string;
+  /** 0 <= nanos < 10^9. */
+  nanos: number;
+}
+
+export interface SpendLimitAmount {
+  money?: Money | null;
+}
+
+/** The empty message `{}` carried by the arms of a oneof that hold no data. */
+export type Empty = Record<string, never>;
+
+/** Oneof `kind`: exactly one arm is set, the other two are absent or null. */
+export type SpendLimit =
+  | { amount: SpendLimitAmount; blocked?: null; unlimited?: null }
+  | { amount?: null; blocked: Empty; unlimited?: null }
+  | { amount?: null; blocked?: null; unlimited: Empty };
+
+/** The known values; the single source of both the type and request validation. */
+export const PERIOD_KINDS = [
+  "PERIOD_KIND_UNSPECIFIED",
+  "PERIOD_KIND_DAILY",
+  "PERIOD_KIND_WEEKLY",
+  "PERIOD_KIND_MONTHLY",
+  "PERIOD_KIND_QUARTERLY",
+  "PERIOD_KIND_YEARLY",
+] as const;
+
+export type PeriodKind = (typeof PERIOD_KINDS)[number];
+
+export interface SpendExtension {
+  limit?: SpendLimit | null;
+  expiresAt?: string | null;
+  reason?: string;
+}
+
+export interface SpendSuspension {
+  reason?: string;
+  suspendedAt?: string | null;
+}
+
+/** Not a oneof: every field may be present; the one that does not take effect is kept. */
+export interface SpendControls {
+  limit?: SpendLimit | null;
+  period?: PeriodKind;
+  extension?: SpendExtension | null;
+  suspension?: SpendSuspension | null;
+}
+
+/** Resolution layers, most specific first; SCOPE_UNSPECIFIED when no layer decided. */
+export type LimitScope = "SCOPE_SUBJECT_APP" | "SCOPE_APP_CAP" | "SCOPE_TENANT_DEFAULT" | "SCOPE_UNSPECIFIED";
+
+export type EffectiveDecision = "EFFECTIVE_DECISION_DENY" | "EFFECTIVE_DECISION_LIMIT" | "EFFECTIVE_DECISION_UNLIMITED";
+
+export type EffectiveCause = "CAUSE_SUSPENSION" | "CAUSE_BLOCKED" | "CAUSE_EXTENSION" | "CAUSE_LIMIT" | "CAUSE_NO_LIMIT";
+
+export interface EffectiveLimit {
+  decision: EffectiveDecision;
+  limit: SpendLimit | null;
+  period: PeriodKind | null;
+  scope: LimitScope;
+  cause: EffectiveCause;
+  evaluatedAt: string;
+  trace: string[];
+}

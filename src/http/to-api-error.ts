@@ -1,0 +1,58 @@
+// Maps whatever a request failed with to an ApiError: our own errors pass through; the body
+// parser's and the OpenAPI validator's are translated; anything else is an internal error whose
+// details stay in the log, never in the answer.
+import { ApiError, GrpcCode, type FieldViolation } from "../core/errors.js";
+
+interface ValidatorIssue {
+  path?: string;
+  message?: string;
+}
+
+const isObject = (e: unknown): e is Record<string, unknown> => typeof e === "object" && e !== null;
+
+/** `.body.limit.amount` or `/body/limit/amount` to `body.limit.amount`. */
+function fieldPath(path: string | undefined): string {
+  return (path ?? "").replace(/^[./]+/, "").replaceAll("/", ".") || "request";
+}
+
+function validatorError(status: number, issues: ValidatorIssue[], fallback: string): ApiError {
+  const violations: FieldViolation[] = issues.map((i) => ({ field: fieldPath(i.path), description: i.message ?? "is invalid" }));
+  const message = violations.map((v) => `${v.field}: ${v.description}`).join("; ") || fallback;
+  switch (status) {
+    case 400:
+      return new ApiError(400, GrpcCode.INVALID_ARGUMENT, "INVALID_ARGUMENT", message, { violations });
+    case 404:
+      return new ApiError(404, GrpcCode.NOT_FOUND, "ROUTE_NOT_FOUND", "no such route");
+    case 405:
+      return new ApiError(405, GrpcCode.UNIMPLEMENTED, "METHOD_NOT_ALLOWED", "the route does not accept this method");
+    case 413:
+      return new ApiError(413, GrpcCode.INVALID_ARGUMENT, "PAYLOAD_TOO_LARGE", "the request body exceeds the limit");
+    case 415:
+      return new ApiError(415, GrpcCode.INVALID_ARGUMENT, "UNSUPPORTED_MEDIA_TYPE", "unsupported Content-Type for this operation");
+    default:
+      return new ApiError(status, GrpcCode.INVALID_ARGUMENT, "INVALID_ARGUMENT", message);
+  }
+}
+
+export function toApiError(error: unknown): { error: ApiError; internal: boolean } {
+  if (error instanceof ApiError) return { error, internal: false };
+  if (isObject(error)) {
+    // body-parser (express.json / express.urlencoded)
+    if (error.type === "entity.too.large") return { error: validatorError(413, [], ""), internal: false };
+    if (error.type === "entity.parse.failed") {
+      return { error: new ApiError(400, GrpcCode.INVALID_ARGUMENT, "MALFORMED_BODY", "the request body is not valid JSON"), internal: false };
+    }
+    if (typeof error.type === "string" && error.type.startsWith("encoding.") || error.type === "charset.unsupported") {
+      return { error: new ApiError(415, GrpcCode.INVALID_ARGUMENT, "UNSUPPORTED_MEDIA_TYPE", "unsupported request body encoding"), internal: false };
+    }
+    // express-openapi-validator: HttpError subclasses carry status and errors[]
+    const status = typeof error.status === "number" ? error.status : undefined;
+    if (status !== undefined && status >= 400 && status < 500 && Array.isArray(error.errors)) {
+      return { error: validatorError(status, error.errors as ValidatorIssue[], String(error.message ?? "invalid request")), internal: false };
+    }
+  }
+  return {
+    error: new ApiError(500, GrpcCode.INTERNAL, "INTERNAL", "internal error; quote the request id when reporting it"),
+    internal: true,
+  };
+}

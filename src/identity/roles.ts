@@ -1,0 +1,62 @@
+// Roles and who may call what. The table is keyed by every secured operation id of the contract,
+// so an operation added to the contract without a decision here fails the typecheck.
+import type { OperationId } from "../../generated/server.js";
+
+export type Role = "ROLE_SUPER_ADMIN" | "ROLE_FUND_ADMIN" | "ROLE_USER";
+export const ROLES: readonly Role[] = ["ROLE_SUPER_ADMIN", "ROLE_FUND_ADMIN", "ROLE_USER"];
+
+export interface Principal {
+  userId: string;
+  credentialId: string;
+  roles: Role[];
+}
+
+type Unsecured = "svc.api.iam.v1.TokenService.CreateToken" | "svc.api.webhooks.v1.IncomingWebhookService.Receive";
+
+const SUPER: readonly Role[] = ["ROLE_SUPER_ADMIN"];
+const FUNDS_ADMIN: readonly Role[] = ["ROLE_SUPER_ADMIN", "ROLE_FUND_ADMIN"];
+const ANYONE: readonly Role[] = ROLES;
+
+export const ALLOWED_ROLES: Record<Exclude<OperationId, Unsecured>, readonly Role[]> = {
+  "svc.api.iam.v1.UserService.Create": SUPER,
+  "svc.api.iam.v1.UserService.Get": SUPER,
+  "svc.api.iam.v1.UserService.List": SUPER,
+  "svc.api.iam.v1.CredentialService.Create": SUPER,
+  "svc.api.iam.v1.CredentialService.List": SUPER,
+  "svc.api.iam.v1.CredentialService.Revoke": SUPER,
+  "svc.api.funds.v1.SubjectAppLimitService.Get": FUNDS_ADMIN,
+  "svc.api.funds.v1.SubjectAppLimitService.SetLimit": FUNDS_ADMIN,
+  "svc.api.funds.v1.SubjectAppLimitService.Suspend": FUNDS_ADMIN,
+  "svc.api.funds.v1.SubjectAppLimitService.Unsuspend": FUNDS_ADMIN,
+  "svc.api.funds.v1.SubjectAppLimitService.SetExtension": FUNDS_ADMIN,
+  "svc.api.funds.v1.SubjectAppLimitService.ClearExtension": FUNDS_ADMIN,
+  "svc.api.funds.v1.SubjectAppLimitService.Delete": FUNDS_ADMIN,
+  "svc.api.funds.v1.SubjectAppLimitService.GetEffective": FUNDS_ADMIN,
+  "svc.api.funds.v1.SubjectAppLimitService.Search": FUNDS_ADMIN,
+  "svc.api.funds.v1.AppCapService.Get": FUNDS_ADMIN,
+  "svc.api.funds.v1.AppCapService.Set": FUNDS_ADMIN,
+  "svc.api.funds.v1.AppCapService.Delete": FUNDS_ADMIN,
+  "svc.api.funds.v1.AppCapService.List": FUNDS_ADMIN,
+  "svc.api.funds.v1.FundPolicyService.Get": ANYONE,
+  "svc.api.funds.v1.FundPolicyService.Update": FUNDS_ADMIN,
+  // The caller's own rows: every role, and only ever the caller's user id.
+  "svc.api.funds.v1.MyFundLimitsService.SetLimit": ANYONE,
+  "svc.api.funds.v1.MyFundLimitsService.Get": ANYONE,
+  "svc.api.funds.v1.MyFundLimitsService.List": ANYONE,
+  "svc.api.funds.v1.MyFundLimitsService.ClearLimit": ANYONE,
+  "svc.api.funds.v1.MyFundLimitsService.GetEffective": ANYONE,
+  "svc.api.automations.v1.AutomationService.CreateAutomation": SUPER,
+  "svc.api.automations.v1.AutomationService.GetAutomation": SUPER,
+  "svc.api.automations.v1.AutomationService.UpdateAutomation": SUPER,
+  "svc.api.automations.v1.AutomationService.DeleteAutomation": SUPER,
+  "svc.api.automations.v1.AutomationService.ListAutomations": SUPER,
+  "svc.api.automations.v1.AutomationService.RotateWebhookSecret": SUPER,
+  "svc.api.automations.v1.AutomationExecutionService.ListAutomationExecutions": SUPER,
+  "svc.api.automations.v1.AutomationExecutionService.GetAutomationExecution": SUPER,
+  "svc.api.automations.v1.WebhookEventService.ListWebhookEvents": SUPER,
+};
+
+export function mayCall(principal: Principal, operationId: OperationId): boolean {
+  const allowed = (ALLOWED_ROLES as Record<string, readonly Role[] | undefined>)[operationId];
+  return allowed !== undefined && principal.roles.some((r) => allowed.includes(r));
+}
