@@ -65,16 +65,22 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
   const client = createClient<paths>({ baseUrl: options.baseUrl, ...(options.fetch ? { fetch: options.fetch } : {}) });
   if (!options.credentials) return client;
   const tokens = tokenSource(createClient<paths>({ baseUrl: options.baseUrl, ...(options.fetch ? { fetch: options.fetch } : {}) }), options.credentials, options.refreshSkewSeconds ?? 30);
+  const doFetch = options.fetch ?? globalThis.fetch;
+  const retryable = new WeakMap<Request, Request>();
   const auth: Middleware = {
     async onRequest({ request, schemaPath }) {
       if (UNAUTHENTICATED_PATHS.some((p) => schemaPath.startsWith(p))) return undefined;
       request.headers.set("Authorization", `Bearer ${await tokens.token()}`);
+      retryable.set(request, request.clone());
       return request;
     },
-    onResponse({ response }) {
-      // A token the server no longer accepts (revoked credential, rotated key): fetch a new one next time.
-      if (response.status === 401) tokens.forget();
-      return undefined;
+    async onResponse({ request, response }) {
+      const copy = retryable.get(request);
+      if (response.status !== 401 || !copy) return undefined;
+      // The server no longer accepts the cached token (expired early, key rotated): retry once with a fresh one.
+      tokens.forget();
+      copy.headers.set("Authorization", `Bearer ${await tokens.token()}`);
+      return doFetch(copy);
     },
   };
   client.use(auth);

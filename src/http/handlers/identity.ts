@@ -1,0 +1,33 @@
+// Handlers of TokenService, UserService and CredentialService: translate, delegate, wrap.
+import type { ServiceHandlers } from "../../../generated/server.js";
+import type { ClientCredentialsGrant } from "../../identity/client-credentials-grant.js";
+import type { Credentials } from "../../identity/credentials.js";
+import type { Users } from "../../identity/users.js";
+import type { RequestContext } from "../context.js";
+
+type IdentityHandlers = Pick<ServiceHandlers<RequestContext>, "TokenService" | "UserService" | "CredentialService">;
+
+export function identityHandlers(deps: { grant: ClientCredentialsGrant; users: Users; credentials: Credentials }): IdentityHandlers {
+  const { grant, users, credentials } = deps;
+  return {
+    TokenService: {
+      CreateToken: async ({ body }) => grant.exchange(body),
+    },
+    UserService: {
+      Create: async ({ body }) => ({ user: await users.create(body) }),
+      Get: async ({ path }) => ({ user: await users.get(path.user_id) }),
+      List: async ({ query }) => {
+        const page = await users.list(query.page_size, query.page_token);
+        return { list: page.items.map((user) => ({ user })), nextPageToken: page.nextPageToken };
+      },
+    },
+    CredentialService: {
+      Create: async ({ path, body }) => credentials.create(path.user_id, body.displayName ?? ""),
+      List: async ({ path, query }) => {
+        const page = await credentials.list(path.user_id, query.page_size, query.page_token);
+        return { list: page.items.map((credential) => ({ credential })), nextPageToken: page.nextPageToken };
+      },
+      Revoke: async ({ path }) => ({ credential: await credentials.revoke(path.user_id, path.credential_id) }),
+    },
+  };
+}

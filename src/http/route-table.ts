@@ -1,0 +1,21 @@
+// Matches a request to its operation in the generated routing table, before validation, so that
+// authentication (401) and roles (403) are decided before the request's shape (400).
+import { operationRoutes, type OperationRoute } from "../../generated/server.js";
+
+interface CompiledRoute {
+  route: OperationRoute;
+  pattern: RegExp;
+}
+
+const compiled: CompiledRoute[] = operationRoutes.map((route) => ({
+  route,
+  pattern: new RegExp(`^${route.path.replace(/[.*+?^$()|[\]\\]/g, "\\$&").replace(/\\?\{[a-z_]+\\?\}/g, "[^/]+").replace(/\{[a-z_]+\}/g, "[^/]+")}/?$`),
+}));
+
+export function findRoute(method: string, path: string): OperationRoute | undefined {
+  const m = method.toLowerCase();
+  return compiled.find((c) => c.route.method === m && c.pattern.test(path))?.route;
+}
+
+/** `/api/v1/users/{user_id}` as Express writes it: `/api/v1/users/:user_id`. */
+export const expressPath = (template: string): string => template.replace(/\{([a-z_]+)\}/g, ":$1");

@@ -1,0 +1,95 @@
+// The composition root: opens storage, builds the services, binds handlers, and serves HTTP.
+// Tests start it in-process on an ephemeral port with a clock they control; main.ts starts it for real.
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { sql } from "kysely";
+import type { Config } from "./config.js";
+import { systemClock, type Clock } from "./core/clock.js";
+import { createLogger, type Logger } from "./core/logger.js";
+import { contractPath, docsPath } from "./core/package-root.js";
+import { PageTokens } from "./core/pagination.js";
+import { createApp } from "./http/app.js";
+import { identityHandlers } from "./http/handlers/identity.js";
+import { pendingService } from "./http/handlers/pending.js";
+import { AccessTokens } from "./identity/access-tokens.js";
+import { bootstrapAdmin, type BootstrapResult } from "./identity/bootstrap.js";
+import { ClientCredentialsGrant } from "./identity/client-credentials-grant.js";
+import { Credentials } from "./identity/credentials.js";
+import { FailureThrottle } from "./identity/failure-throttle.js";
+import { SigningKeys } from "./identity/signing-keys.js";
+import { Users } from "./identity/users.js";
+import { openStorage } from "./storage/connect.js";
+import { sharedKey } from "./storage/settings.js";
+
+export interface ServerOptions {
+  config: Config;
+  clock?: Clock;
+  logger?: Logger;
+}
+
+export interface RunningServer {
+  /** The address it listens on, e.g. http://127.0.0.1:8080. */
+  url: string;
+  /** Set on a brand-new database: the bootstrap super-admin's client id (and generated secret). */
+  bootstrap: BootstrapResult | null;
+  /** Stops accepting connections, lets in-flight requests finish, then closes the database. */
+  close(): Promise<void>;
+}
+
+export async function startServer(options: ServerOptions): Promise<RunningServer> {
+  const { config } = options;
+  const clock = options.clock ?? systemClock;
+  const logger = options.logger ?? createLogger(config.logLevel);
+  const storage = await openStorage(config.database);
+
+  const pageTokens = new PageTokens(await sharedKey(storage, "page_token_key"));
+  const users = new Users(storage, clock, pageTokens);
+  const credentials = new Credentials(storage, clock, users, pageTokens);
+  const accessTokens = new AccessTokens(storage, await SigningKeys.load(storage, clock), clock, {
+    issuer: config.baseUrl,
+    ttlSeconds: config.accessTokenTtlSeconds,
+  });
+  const grant = new ClientCredentialsGrant(credentials, accessTokens, new FailureThrottle(clock));
+  const bootstrap = await bootstrapAdmin(storage, users, credentials, config.bootstrap);
+
+  const app = createApp({
+    logger,
+    accessTokens,
+    contractPath,
+    docsPath,
+    validateResponses: config.validateResponses,
+    ready: async () => (await sql`select 1 as ok`.execute(storage.db), true),
+    handlers: {
+      ...identityHandlers({ grant, users, credentials }),
+      SubjectAppLimitService: pendingService("SubjectAppLimitService"),
+      MyFundLimitsService: pendingService("MyFundLimitsService"),
+      AppCapService: pendingService("AppCapService"),
+      FundPolicyService: pendingService("FundPolicyService"),
+      AutomationService: pendingService("AutomationService"),
+      AutomationExecutionService: pendingService("AutomationExecutionService"),
+      WebhookEventService: pendingService("WebhookEventService"),
+      IncomingWebhookService: pendingService("IncomingWebhookService"),
+    },
+  });
+
+  const server: Server = createServer(app);
+  server.keepAliveTimeout = 5_000;
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(config.port, config.host, () => resolve());
+  });
+  const { port, address } = server.address() as AddressInfo;
+  const host = address.includes(":") ? `[${address}]` : address;
+
+  let closing: Promise<void> | undefined;
+  const close = () =>
+    (closing ??= (async () => {
+      await new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeIdleConnections();
+      });
+      await storage.close();
+    })());
+
+  return { url: `http://${host === "[::]" || host === "0.0.0.0" ? "127.0.0.1" : host}:${port}`, bootstrap, close };
+}

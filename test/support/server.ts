@@ -1,0 +1,87 @@
+// A real server on an ephemeral port with a fresh database file and a clock the test moves, plus
+// typed clients for its bootstrap super-admin and for users the test creates. Every answer any
+// client receives is checked against the contract: a response that breaks it fails the test.
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { Middleware } from "openapi-fetch";
+import { expect } from "vitest";
+import { loadConfig } from "../../src/config.js";
+import { ManualClock } from "../../src/core/clock.js";
+import { createLogger } from "../../src/core/logger.js";
+import { createApiClient, unwrap, type ApiClient } from "../../src/client/index.js";
+import { startServer, type RunningServer } from "../../src/server.js";
+import { operations, responseErrors } from "./contract.js";
+
+export const BOOTSTRAP = { clientId: "bootstrap-admin", clientSecret: "bootstrap-secret-for-tests-only" };
+
+export interface TestServer {
+  url: string;
+  clock: ManualClock;
+  server: RunningServer;
+  /** The bootstrap super-admin. */
+  admin: ApiClient;
+  /** A client without credentials. */
+  anonymous: ApiClient;
+  /** Creates a user with these roles and a client acting as that user. */
+  userClient(roles: ("ROLE_SUPER_ADMIN" | "ROLE_FUND_ADMIN" | "ROLE_USER")[], name?: string): Promise<{ userId: string; client: ApiClient; clientId: string; clientSecret: string }>;
+  client(credentials: { clientId: string; clientSecret: string }): ApiClient;
+  stop(): Promise<void>;
+}
+
+/** Fails the test when an answer's body breaks the contract (any status). */
+const contractCheck: Middleware = {
+  async onResponse({ request, response, schemaPath }) {
+    const op = operations.find((o) => o.path === schemaPath && o.method === request.method.toLowerCase());
+    if (!op) return undefined;
+    const text = await response.clone().text();
+    const body: unknown = text ? JSON.parse(text) : undefined;
+    expect(responseErrors(op.operationId, response.status, body), `${op.operationId} answered ${response.status} ${text.slice(0, 300)}`).toEqual([]);
+    return undefined;
+  },
+};
+
+let counter = 0;
+
+export async function startTestServer(env: Record<string, string> = {}): Promise<TestServer> {
+  const dir = mkdtempSync(join(tmpdir(), "tenant-api-"));
+  const clock = new ManualClock(Date.parse("2026-11-20T09:00:00Z"));
+  const config = loadConfig({
+    PORT: "0",
+    HOST: "127.0.0.1",
+    DATABASE_URL: `sqlite:${join(dir, "test.sqlite")}`,
+    BOOTSTRAP_CLIENT_ID: BOOTSTRAP.clientId,
+    BOOTSTRAP_CLIENT_SECRET: BOOTSTRAP.clientSecret,
+    LOG_LEVEL: "silent",
+    VALIDATE_RESPONSES: "1",
+    ...env,
+  });
+  const server = await startServer({ config, clock, logger: createLogger("silent") });
+  const make = (credentials?: { clientId: string; clientSecret: string }) => {
+    const c = createApiClient({ baseUrl: server.url, ...(credentials ? { credentials } : {}) });
+    c.use(contractCheck);
+    return c;
+  };
+  const admin = make(BOOTSTRAP);
+  return {
+    url: server.url,
+    clock,
+    server,
+    admin,
+    anonymous: make(),
+    client: make,
+    async userClient(roles, name) {
+      const n = ++counter;
+      const { user } = unwrap(
+        await admin.POST("/api/v1/users", { body: { displayName: name ?? `User ${n}`, email: `user${n}-${Date.now()}@example.com`, roles } }),
+      );
+      const cred = unwrap(await admin.POST("/api/v1/users/{user_id}/credentials", { params: { path: { user_id: user.id! } }, body: {} }));
+      const credentials = { clientId: cred.credential.clientId, clientSecret: cred.clientSecret };
+      return { userId: user.id!, client: make(credentials), ...credentials };
+    },
+    async stop() {
+      await server.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
