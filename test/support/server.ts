@@ -43,7 +43,7 @@ const contractCheck: Middleware = {
 
 let counter = 0;
 
-export async function startTestServer(env: Record<string, string> = {}): Promise<TestServer> {
+export async function startTestServer(env: Record<string, string> = {}, logs?: NodeJS.WritableStream): Promise<TestServer> {
   const dir = mkdtempSync(join(tmpdir(), "tenant-api-"));
   const clock = new ManualClock(Date.parse("2026-11-20T09:00:00Z"));
   const config = loadConfig({
@@ -56,7 +56,7 @@ export async function startTestServer(env: Record<string, string> = {}): Promise
     VALIDATE_RESPONSES: "1",
     ...env,
   });
-  const server = await startServer({ config, clock, logger: createLogger("silent") });
+  const server = await startServer({ config, clock, logger: logs ? createLogger("info", logs) : createLogger("silent") });
   const make = (credentials?: { clientId: string; clientSecret: string }) => {
     const c = createApiClient({ baseUrl: server.url, ...(credentials ? { credentials } : {}) });
     c.use(contractCheck);

@@ -1,0 +1,109 @@
+// The HTTP layer itself: request ids, the one error body for every failure (unknown routes, wrong
+// methods, malformed JSON, oversized bodies), the served contract and docs, health, and logs.
+import { readFileSync } from "node:fs";
+import { PassThrough } from "node:stream";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { contractPath, schemaErrors } from "../support/contract.js";
+import { BOOTSTRAP, startTestServer, type TestServer } from "../support/server.js";
+
+let ts: TestServer;
+let logs = "";
+let accessToken = "";
+beforeAll(async () => {
+  const stream = new PassThrough();
+  stream.on("data", (d: Buffer) => (logs += d.toString()));
+  ts = await startTestServer({}, stream);
+  const r = await fetch(`${ts.url}/auth/v1/token`, {
+    method: "POST",
+    headers: { "Content-Type": "application/x-www-form-urlencoded" },
+    body: new URLSearchParams({ grant_type: "client_credentials", client_id: BOOTSTRAP.clientId, client_secret: BOOTSTRAP.clientSecret }),
+  });
+  accessToken = ((await r.json()) as { access_token: string }).access_token;
+});
+afterAll(async () => ts?.stop());
+
+async function call(method: string, path: string, init: { body?: string | Buffer; headers?: Record<string, string> } = {}) {
+  const r = await fetch(ts.url + path, {
+    method,
+    headers: { Authorization: `Bearer ${accessToken}`, ...init.headers },
+    ...(init.body !== undefined ? { body: init.body } : {}),
+  });
+  const text = await r.text();
+  return { status: r.status, headers: r.headers, text, body: text.startsWith("{") ? (JSON.parse(text) as Record<string, any>) : undefined };
+}
+
+function expectStatusBody(r: { status: number; headers: Headers; body?: Record<string, any> }, status: number, reason: string) {
+  expect(r.status).toBe(status);
+  expect(schemaErrors("Status", r.body)).toEqual([]);
+  const info = r.body?.details.find((d: any) => d["@type"].endsWith("ErrorInfo"));
+  const request = r.body?.details.find((d: any) => d["@type"].endsWith("RequestInfo"));
+  expect(info.reason).toBe(reason);
+  expect(request.requestId).toBe(r.headers.get("x-request-id"));
+}
+
+describe("the one error body", () => {
+  it("unknown routes are 404", async () => expectStatusBody(await call("GET", "/api/v1/nothing-here"), 404, "ROUTE_NOT_FOUND"));
+
+  it("a wrong method is 405", async () => expectStatusBody(await call("PUT", "/api/v1/users"), 405, "METHOD_NOT_ALLOWED"));
+
+  it("malformed JSON is 400, never a stack trace", async () => {
+    const r = await call("POST", "/api/v1/users", { body: '{"displayName": ', headers: { "Content-Type": "application/json" } });
+    expectStatusBody(r, 400, "MALFORMED_BODY");
+    expect(r.text).not.toMatch(/at .*\.(js|ts):\d+/);
+  });
+
+  it("a body over the limit is 413", async () => {
+    const big = JSON.stringify({ displayName: "x".repeat(300 * 1024), email: "a@example.com", roles: ["ROLE_USER"] });
+    expectStatusBody(await call("POST", "/api/v1/users", { body: big, headers: { "Content-Type": "application/json" } }), 413, "PAYLOAD_TOO_LARGE");
+  });
+
+  it("a body that breaks the contract is 400 naming the field", async () => {
+    const r = await call("POST", "/api/v1/users", { body: JSON.stringify({ displayName: "x", email: "not-an-email", roles: ["ROLE_USER"] }), headers: { "Content-Type": "application/json" } });
+    expectStatusBody(r, 400, "INVALID_ARGUMENT");
+    const violations = r.body?.details.find((d: any) => d["@type"].endsWith("BadRequest")).fieldViolations;
+    expect(violations.map((v: any) => v.field)).toContain("body.email");
+  });
+
+  it("an unknown query parameter is 400", async () => expectStatusBody(await call("GET", "/api/v1/users?colour=blue"), 400, "INVALID_ARGUMENT"));
+});
+
+describe("request ids", () => {
+  it("every response carries one; a well-formed caller id is reused, a hostile one replaced", async () => {
+    const fresh = await call("GET", "/healthz");
+    expect(fresh.headers.get("x-request-id")).toMatch(/^[0-9a-f-]{36}$/);
+    expect((await call("GET", "/healthz", { headers: { "X-Request-Id": "trace-123" } })).headers.get("x-request-id")).toBe("trace-123");
+    expect((await call("GET", "/healthz", { headers: { "X-Request-Id": "<script>alert(1)</script> and more" } })).headers.get("x-request-id")).not.toContain("script");
+  });
+});
+
+describe("served artifacts and health", () => {
+  it("/openapi.yaml is the bundled contract and /docs the Redoc page", async () => {
+    const spec = await call("GET", "/openapi.yaml");
+    expect(spec.status).toBe(200);
+    expect(spec.text).toBe(readFileSync(contractPath, "utf8"));
+    const docs = await call("GET", "/docs");
+    expect(docs.status).toBe(200);
+    expect(docs.headers.get("content-type")).toContain("text/html");
+    expect(docs.text).toContain("svc.api.funds.v1.SubjectAppLimitService.Suspend");
+  });
+
+  it("/healthz and /readyz answer without credentials", async () => {
+    expect((await fetch(`${ts.url}/healthz`)).status).toBe(200);
+    expect(await (await fetch(`${ts.url}/readyz`)).json()).toEqual({ status: "ready" });
+  });
+});
+
+describe("logs", () => {
+  it("one structured JSON line per request, with no secrets or tokens", async () => {
+    await call("GET", "/api/v1/users?page_size=10");
+    await fetch(`${ts.url}/auth/v1/token?client_secret=${BOOTSTRAP.clientSecret}`, { method: "POST", body: "x" });
+    await new Promise((r) => setTimeout(r, 50));
+    const lines = logs.trim().split("\n").map((l) => JSON.parse(l) as Record<string, unknown>);
+    const requests = lines.filter((l) => l.msg === "request");
+    expect(requests.length).toBeGreaterThan(5);
+    expect(requests.every((l) => typeof l.requestId === "string" && typeof l.status === "number")).toBe(true);
+    expect(logs).not.toContain(BOOTSTRAP.clientSecret);
+    expect(logs).not.toContain(accessToken);
+    expect(logs).not.toContain(accessToken.split(".")[2]!);
+  });
+});
