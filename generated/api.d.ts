@@ -1376,7 +1376,7 @@ export interface components {
          * @example ROLE_USER
          * @enum {string}
          */
-        Role: "ROLE_UNSPECIFIED" | "ROLE_SUPER_ADMIN" | "ROLE_FUND_ADMIN" | "ROLE_USER" | (string & {});
+        Role: string;
         /**
          * @description A user of this tenant: a person or a service that calls the API with the credentials
          *     (`Credential`) issued to it, with the rights of its roles. Users are the subjects of the
@@ -1832,7 +1832,7 @@ export interface components {
          * @example PERIOD_KIND_MONTHLY
          * @enum {string}
          */
-        PeriodKind: "PERIOD_KIND_UNSPECIFIED" | "PERIOD_KIND_DAILY" | "PERIOD_KIND_WEEKLY" | "PERIOD_KIND_MONTHLY" | "PERIOD_KIND_QUARTERLY" | "PERIOD_KIND_YEARLY" | (string & {});
+        PeriodKind: string;
         /**
          * @description Replaces the row's total with a temporary one until `expiresAt`. It never changes the period
          *     and never expresses a refusal (its `limit` is never `blocked`); a temporary refusal is a
@@ -2326,7 +2326,7 @@ export interface components {
          * @example EFFECTIVE_DECISION_LIMIT
          * @enum {string}
          */
-        EffectiveDecision: "EFFECTIVE_DECISION_UNSPECIFIED" | "EFFECTIVE_DECISION_DENY" | "EFFECTIVE_DECISION_LIMIT" | "EFFECTIVE_DECISION_UNLIMITED" | (string & {});
+        EffectiveDecision: string;
         /**
          * @description The authority scope (resolution layer) that decided, most specific first.
          *
@@ -2343,7 +2343,7 @@ export interface components {
          * @example SCOPE_SUBJECT_APP
          * @enum {string}
          */
-        LimitScope: "SCOPE_UNSPECIFIED" | "SCOPE_SUBJECT_APP" | "SCOPE_APP_CAP" | "SCOPE_TENANT_DEFAULT" | (string & {});
+        LimitScope: string;
         /**
          * @description Why the deciding layer decided as it did (the step of the per-row resolution that applied).
          *
@@ -2361,7 +2361,7 @@ export interface components {
          * @example CAUSE_LIMIT
          * @enum {string}
          */
-        EffectiveCause: "CAUSE_UNSPECIFIED" | "CAUSE_SUSPENSION" | "CAUSE_BLOCKED" | "CAUSE_EXTENSION" | "CAUSE_LIMIT" | "CAUSE_NO_LIMIT" | (string & {});
+        EffectiveCause: string;
         /**
          * @description The limit in force for one subject and one app at `evaluatedAt`, with how it was found.
          *
@@ -3878,7 +3878,7 @@ export interface components {
          * @example WEBHOOK_EVENT_OUTCOME_EXECUTED
          * @enum {string}
          */
-        WebhookEventOutcome: "WEBHOOK_EVENT_OUTCOME_UNSPECIFIED" | "WEBHOOK_EVENT_OUTCOME_EXECUTED" | "WEBHOOK_EVENT_OUTCOME_NOT_RUN_DRAFT" | "WEBHOOK_EVENT_OUTCOME_NOT_RUN_DISABLED" | (string & {});
+        WebhookEventOutcome: string;
         /**
          * @description One accepted inbound webhook event: an entry of the delivery log. An event is identified by
          *     its event id (UUID v4) within its listener. Event records are kept for 7 days; a second
@@ -3997,7 +3997,7 @@ export interface components {
          * @example AUTOMATION_EXECUTION_STATE_DONE
          * @enum {string}
          */
-        AutomationExecutionState: "AUTOMATION_EXECUTION_STATE_UNSPECIFIED" | "AUTOMATION_EXECUTION_STATE_PENDING" | "AUTOMATION_EXECUTION_STATE_RUNNING" | "AUTOMATION_EXECUTION_STATE_DONE" | "AUTOMATION_EXECUTION_STATE_ERROR" | (string & {});
+        AutomationExecutionState: string;
         /**
          * @description Any valid JSON value (an object, an array, a string, a bare number, `true`, `false` or
          *     `null`), at most 64 KB (65,536 bytes); passed to the automation as context data, available
@@ -4036,7 +4036,7 @@ export interface components {
          * @example STEP_STATE_DONE
          * @enum {string}
          */
-        StepState: "STEP_STATE_UNSPECIFIED" | "STEP_STATE_PENDING" | "STEP_STATE_DONE" | "STEP_STATE_SKIPPED" | "STEP_STATE_ERROR" | (string & {});
+        StepState: string;
         /**
          * @description The result of one step of an execution.
          * @example {

@@ -21,6 +21,21 @@ export type OperationResponse<Id extends OperationId> = operations[Id] extends {
 
 export type Handler<Id extends OperationId, Ctx> = (request: OperationRequest<Id>, ctx: Ctx) => Promise<OperationResponse<Id>>;
 
+/** What a handler of an `x-raw-request` operation receives: the bytes and headers as they arrived, unvalidated. */
+export interface RawOperationRequest<Id extends OperationId> {
+  path: Params<operations[Id], "path">;
+  /** Header values by lower-case name. */
+  headers: Readonly<Record<string, string | undefined>>;
+  /** Reads the body, refusing (413) past the operation's x-max-body-bytes without reading further. */
+  readBody: () => Promise<Buffer>;
+  /** The peer's address as the socket reports it. */
+  remoteAddress: string;
+  /** Values of X-Forwarded-For, for a handler that trusts configured proxies. */
+  forwardedFor: string | undefined;
+}
+
+export type RawHandler<Id extends OperationId, Ctx> = (request: RawOperationRequest<Id>, ctx: Ctx) => Promise<OperationResponse<Id>>;
+
 export interface AppCapServiceHandlers<Ctx> {
   /** DELETE /api/v1/funds/app-caps/{app_id} */
   Delete: Handler<"svc.api.funds.v1.AppCapService.Delete", Ctx>;
@@ -72,7 +87,7 @@ export interface FundPolicyServiceHandlers<Ctx> {
 
 export interface IncomingWebhookServiceHandlers<Ctx> {
   /** POST /api/v1/webhooks/incoming/{listener_id} */
-  Receive: Handler<"svc.api.webhooks.v1.IncomingWebhookService.Receive", Ctx>;
+  Receive: RawHandler<"svc.api.webhooks.v1.IncomingWebhookService.Receive", Ctx>;
 }
 
 export interface MyFundLimitsServiceHandlers<Ctx> {
@@ -151,54 +166,59 @@ export interface OperationRoute {
   readonly path: string;
   /** Whether the operation requires a bearer access token. */
   readonly secured: boolean;
+  /** The handler takes the raw body and headers (x-raw-request); the contract validator is bypassed. */
+  readonly raw: boolean;
+  /** The largest request body the operation accepts (x-max-body-bytes), or null for the server's default. */
+  readonly maxBodyBytes: number | null;
 }
 
 /** The routing table: operation id to service method, method and path. */
 export const operationRoutes = [
-  { operationId: "svc.api.automations.v1.AutomationExecutionService.GetAutomationExecution", service: "AutomationExecutionService", method: "get", path: "/api/v1/automation_executions/{id}", secured: true },
-  { operationId: "svc.api.automations.v1.AutomationExecutionService.ListAutomationExecutions", service: "AutomationExecutionService", method: "get", path: "/api/v1/automation_executions", secured: true },
-  { operationId: "svc.api.automations.v1.AutomationService.CreateAutomation", service: "AutomationService", method: "post", path: "/api/v1/automations", secured: true },
-  { operationId: "svc.api.automations.v1.AutomationService.DeleteAutomation", service: "AutomationService", method: "delete", path: "/api/v1/automations/{id}", secured: true },
-  { operationId: "svc.api.automations.v1.AutomationService.GetAutomation", service: "AutomationService", method: "get", path: "/api/v1/automations/{id}", secured: true },
-  { operationId: "svc.api.automations.v1.AutomationService.ListAutomations", service: "AutomationService", method: "get", path: "/api/v1/automations", secured: true },
-  { operationId: "svc.api.automations.v1.AutomationService.RotateWebhookSecret", service: "AutomationService", method: "post", path: "/api/v1/automations/{id}/webhook-secret", secured: true },
-  { operationId: "svc.api.automations.v1.AutomationService.UpdateAutomation", service: "AutomationService", method: "post", path: "/api/v1/automations/{id}", secured: true },
-  { operationId: "svc.api.automations.v1.WebhookEventService.ListWebhookEvents", service: "WebhookEventService", method: "get", path: "/api/v1/automations/{id}/webhook-events", secured: true },
-  { operationId: "svc.api.funds.v1.AppCapService.Delete", service: "AppCapService", method: "delete", path: "/api/v1/funds/app-caps/{app_id}", secured: true },
-  { operationId: "svc.api.funds.v1.AppCapService.Get", service: "AppCapService", method: "get", path: "/api/v1/funds/app-caps/{app_id}", secured: true },
-  { operationId: "svc.api.funds.v1.AppCapService.List", service: "AppCapService", method: "get", path: "/api/v1/funds/app-caps", secured: true },
-  { operationId: "svc.api.funds.v1.AppCapService.Set", service: "AppCapService", method: "post", path: "/api/v1/funds/app-caps/{app_id}", secured: true },
-  { operationId: "svc.api.funds.v1.FundPolicyService.Get", service: "FundPolicyService", method: "get", path: "/api/v1/funds/policy", secured: true },
-  { operationId: "svc.api.funds.v1.FundPolicyService.Update", service: "FundPolicyService", method: "post", path: "/api/v1/funds/policy", secured: true },
-  { operationId: "svc.api.funds.v1.MyFundLimitsService.ClearLimit", service: "MyFundLimitsService", method: "delete", path: "/api/v1/funds/my/app-limits/{app_id}/limit", secured: true },
-  { operationId: "svc.api.funds.v1.MyFundLimitsService.Get", service: "MyFundLimitsService", method: "get", path: "/api/v1/funds/my/app-limits/{app_id}", secured: true },
-  { operationId: "svc.api.funds.v1.MyFundLimitsService.GetEffective", service: "MyFundLimitsService", method: "get", path: "/api/v1/funds/my/app-limits/{app_id}/effective", secured: true },
-  { operationId: "svc.api.funds.v1.MyFundLimitsService.List", service: "MyFundLimitsService", method: "get", path: "/api/v1/funds/my/app-limits", secured: true },
-  { operationId: "svc.api.funds.v1.MyFundLimitsService.SetLimit", service: "MyFundLimitsService", method: "post", path: "/api/v1/funds/my/app-limits/{app_id}/limit", secured: true },
-  { operationId: "svc.api.funds.v1.SubjectAppLimitService.ClearExtension", service: "SubjectAppLimitService", method: "delete", path: "/api/v1/funds/subject-app-limits/{user_id}/{app_id}/extension", secured: true },
-  { operationId: "svc.api.funds.v1.SubjectAppLimitService.Delete", service: "SubjectAppLimitService", method: "delete", path: "/api/v1/funds/subject-app-limits/{user_id}/{app_id}", secured: true },
-  { operationId: "svc.api.funds.v1.SubjectAppLimitService.Get", service: "SubjectAppLimitService", method: "get", path: "/api/v1/funds/subject-app-limits/{user_id}/{app_id}", secured: true },
-  { operationId: "svc.api.funds.v1.SubjectAppLimitService.GetEffective", service: "SubjectAppLimitService", method: "get", path: "/api/v1/funds/subject-app-limits/{user_id}/{app_id}/effective", secured: true },
-  { operationId: "svc.api.funds.v1.SubjectAppLimitService.Search", service: "SubjectAppLimitService", method: "post", path: "/api/v1/funds/subject-app-limits/search", secured: true },
-  { operationId: "svc.api.funds.v1.SubjectAppLimitService.SetExtension", service: "SubjectAppLimitService", method: "post", path: "/api/v1/funds/subject-app-limits/{user_id}/{app_id}/extension", secured: true },
-  { operationId: "svc.api.funds.v1.SubjectAppLimitService.SetLimit", service: "SubjectAppLimitService", method: "post", path: "/api/v1/funds/subject-app-limits/{user_id}/{app_id}/limit", secured: true },
-  { operationId: "svc.api.funds.v1.SubjectAppLimitService.Suspend", service: "SubjectAppLimitService", method: "post", path: "/api/v1/funds/subject-app-limits/{user_id}/{app_id}/suspension", secured: true },
-  { operationId: "svc.api.funds.v1.SubjectAppLimitService.Unsuspend", service: "SubjectAppLimitService", method: "delete", path: "/api/v1/funds/subject-app-limits/{user_id}/{app_id}/suspension", secured: true },
-  { operationId: "svc.api.iam.v1.CredentialService.Create", service: "CredentialService", method: "post", path: "/api/v1/users/{user_id}/credentials", secured: true },
-  { operationId: "svc.api.iam.v1.CredentialService.List", service: "CredentialService", method: "get", path: "/api/v1/users/{user_id}/credentials", secured: true },
-  { operationId: "svc.api.iam.v1.CredentialService.Revoke", service: "CredentialService", method: "post", path: "/api/v1/users/{user_id}/credentials/{credential_id}/revoke", secured: true },
-  { operationId: "svc.api.iam.v1.TokenService.CreateToken", service: "TokenService", method: "post", path: "/auth/v1/token", secured: false },
-  { operationId: "svc.api.iam.v1.UserService.Create", service: "UserService", method: "post", path: "/api/v1/users", secured: true },
-  { operationId: "svc.api.iam.v1.UserService.Get", service: "UserService", method: "get", path: "/api/v1/users/{user_id}", secured: true },
-  { operationId: "svc.api.iam.v1.UserService.List", service: "UserService", method: "get", path: "/api/v1/users", secured: true },
-  { operationId: "svc.api.webhooks.v1.IncomingWebhookService.Receive", service: "IncomingWebhookService", method: "post", path: "/api/v1/webhooks/incoming/{listener_id}", secured: false },
+  { operationId: "svc.api.automations.v1.AutomationExecutionService.GetAutomationExecution", service: "AutomationExecutionService", method: "get", path: "/api/v1/automation_executions/{id}", secured: true, raw: false, maxBodyBytes: null },
+  { operationId: "svc.api.automations.v1.AutomationExecutionService.ListAutomationExecutions", service: "AutomationExecutionService", method: "get", path: "/api/v1/automation_executions", secured: true, raw: false, maxBodyBytes: null },
+  { operationId: "svc.api.automations.v1.AutomationService.CreateAutomation", service: "AutomationService", method: "post", path: "/api/v1/automations", secured: true, raw: false, maxBodyBytes: null },
+  { operationId: "svc.api.automations.v1.AutomationService.DeleteAutomation", service: "AutomationService", method: "delete", path: "/api/v1/automations/{id}", secured: true, raw: false, maxBodyBytes: null },
+  { operationId: "svc.api.automations.v1.AutomationService.GetAutomation", service: "AutomationService", method: "get", path: "/api/v1/automations/{id}", secured: true, raw: false, maxBodyBytes: null },
+  { operationId: "svc.api.automations.v1.AutomationService.ListAutomations", service: "AutomationService", method: "get", path: "/api/v1/automations", secured: true, raw: false, maxBodyBytes: null },
+  { operationId: "svc.api.automations.v1.AutomationService.RotateWebhookSecret", service: "AutomationService", method: "post", path: "/api/v1/automations/{id}/webhook-secret", secured: true, raw: false, maxBodyBytes: null },
+  { operationId: "svc.api.automations.v1.AutomationService.UpdateAutomation", service: "AutomationService", method: "post", path: "/api/v1/automations/{id}", secured: true, raw: false, maxBodyBytes: null },
+  { operationId: "svc.api.automations.v1.WebhookEventService.ListWebhookEvents", service: "WebhookEventService", method: "get", path: "/api/v1/automations/{id}/webhook-events", secured: true, raw: false, maxBodyBytes: null },
+  { operationId: "svc.api.funds.v1.AppCapService.Delete", service: "AppCapService", method: "delete", path: "/api/v1/funds/app-caps/{app_id}", secured: true, raw: false, maxBodyBytes: null },
+  { operationId: "svc.api.funds.v1.AppCapService.Get", service: "AppCapService", method: "get", path: "/api/v1/funds/app-caps/{app_id}", secured: true, raw: false, maxBodyBytes: null },
+  { operationId: "svc.api.funds.v1.AppCapService.List", service: "AppCapService", method: "get", path: "/api/v1/funds/app-caps", secured: true, raw: false, maxBodyBytes: null },
+  { operationId: "svc.api.funds.v1.AppCapService.Set", service: "AppCapService", method: "post", path: "/api/v1/funds/app-caps/{app_id}", secured: true, raw: false, maxBodyBytes: null },
+  { operationId: "svc.api.funds.v1.FundPolicyService.Get", service: "FundPolicyService", method: "get", path: "/api/v1/funds/policy", secured: true, raw: false, maxBodyBytes: null },
+  { operationId: "svc.api.funds.v1.FundPolicyService.Update", service: "FundPolicyService", method: "post", path: "/api/v1/funds/policy", secured: true, raw: false, maxBodyBytes: null },
+  { operationId: "svc.api.funds.v1.MyFundLimitsService.ClearLimit", service: "MyFundLimitsService", method: "delete", path: "/api/v1/funds/my/app-limits/{app_id}/limit", secured: true, raw: false, maxBodyBytes: null },
+  { operationId: "svc.api.funds.v1.MyFundLimitsService.Get", service: "MyFundLimitsService", method: "get", path: "/api/v1/funds/my/app-limits/{app_id}", secured: true, raw: false, maxBodyBytes: null },
+  { operationId: "svc.api.funds.v1.MyFundLimitsService.GetEffective", service: "MyFundLimitsService", method: "get", path: "/api/v1/funds/my/app-limits/{app_id}/effective", secured: true, raw: false, maxBodyBytes: null },
+  { operationId: "svc.api.funds.v1.MyFundLimitsService.List", service: "MyFundLimitsService", method: "get", path: "/api/v1/funds/my/app-limits", secured: true, raw: false, maxBodyBytes: null },
+  { operationId: "svc.api.funds.v1.MyFundLimitsService.SetLimit", service: "MyFundLimitsService", method: "post", path: "/api/v1/funds/my/app-limits/{app_id}/limit", secured: true, raw: false, maxBodyBytes: null },
+  { operationId: "svc.api.funds.v1.SubjectAppLimitService.ClearExtension", service: "SubjectAppLimitService", method: "delete", path: "/api/v1/funds/subject-app-limits/{user_id}/{app_id}/extension", secured: true, raw: false, maxBodyBytes: null },
+  { operationId: "svc.api.funds.v1.SubjectAppLimitService.Delete", service: "SubjectAppLimitService", method: "delete", path: "/api/v1/funds/subject-app-limits/{user_id}/{app_id}", secured: true, raw: false, maxBodyBytes: null },
+  { operationId: "svc.api.funds.v1.SubjectAppLimitService.Get", service: "SubjectAppLimitService", method: "get", path: "/api/v1/funds/subject-app-limits/{user_id}/{app_id}", secured: true, raw: false, maxBodyBytes: null },
+  { operationId: "svc.api.funds.v1.SubjectAppLimitService.GetEffective", service: "SubjectAppLimitService", method: "get", path: "/api/v1/funds/subject-app-limits/{user_id}/{app_id}/effective", secured: true, raw: false, maxBodyBytes: null },
+  { operationId: "svc.api.funds.v1.SubjectAppLimitService.Search", service: "SubjectAppLimitService", method: "post", path: "/api/v1/funds/subject-app-limits/search", secured: true, raw: false, maxBodyBytes: null },
+  { operationId: "svc.api.funds.v1.SubjectAppLimitService.SetExtension", service: "SubjectAppLimitService", method: "post", path: "/api/v1/funds/subject-app-limits/{user_id}/{app_id}/extension", secured: true, raw: false, maxBodyBytes: null },
+  { operationId: "svc.api.funds.v1.SubjectAppLimitService.SetLimit", service: "SubjectAppLimitService", method: "post", path: "/api/v1/funds/subject-app-limits/{user_id}/{app_id}/limit", secured: true, raw: false, maxBodyBytes: null },
+  { operationId: "svc.api.funds.v1.SubjectAppLimitService.Suspend", service: "SubjectAppLimitService", method: "post", path: "/api/v1/funds/subject-app-limits/{user_id}/{app_id}/suspension", secured: true, raw: false, maxBodyBytes: null },
+  { operationId: "svc.api.funds.v1.SubjectAppLimitService.Unsuspend", service: "SubjectAppLimitService", method: "delete", path: "/api/v1/funds/subject-app-limits/{user_id}/{app_id}/suspension", secured: true, raw: false, maxBodyBytes: null },
+  { operationId: "svc.api.iam.v1.CredentialService.Create", service: "CredentialService", method: "post", path: "/api/v1/users/{user_id}/credentials", secured: true, raw: false, maxBodyBytes: null },
+  { operationId: "svc.api.iam.v1.CredentialService.List", service: "CredentialService", method: "get", path: "/api/v1/users/{user_id}/credentials", secured: true, raw: false, maxBodyBytes: null },
+  { operationId: "svc.api.iam.v1.CredentialService.Revoke", service: "CredentialService", method: "post", path: "/api/v1/users/{user_id}/credentials/{credential_id}/revoke", secured: true, raw: false, maxBodyBytes: null },
+  { operationId: "svc.api.iam.v1.TokenService.CreateToken", service: "TokenService", method: "post", path: "/auth/v1/token", secured: false, raw: false, maxBodyBytes: null },
+  { operationId: "svc.api.iam.v1.UserService.Create", service: "UserService", method: "post", path: "/api/v1/users", secured: true, raw: false, maxBodyBytes: null },
+  { operationId: "svc.api.iam.v1.UserService.Get", service: "UserService", method: "get", path: "/api/v1/users/{user_id}", secured: true, raw: false, maxBodyBytes: null },
+  { operationId: "svc.api.iam.v1.UserService.List", service: "UserService", method: "get", path: "/api/v1/users", secured: true, raw: false, maxBodyBytes: null },
+  { operationId: "svc.api.webhooks.v1.IncomingWebhookService.Receive", service: "IncomingWebhookService", method: "post", path: "/api/v1/webhooks/incoming/{listener_id}", secured: false, raw: true, maxBodyBytes: 65536 },
 ] as const satisfies readonly OperationRoute[];
 
 /** Binds a service's handler for an operation id, keeping the handler's exact type. */
-export function handlerFor<Ctx, Id extends OperationId>(handlers: ServiceHandlers<Ctx>, route: { operationId: Id; service: keyof ServiceHandlers<Ctx> }): Handler<Id, Ctx> {
+export function handlerFor<Ctx, Id extends OperationId, R extends boolean = false>(handlers: ServiceHandlers<Ctx>, route: { operationId: Id; service: keyof ServiceHandlers<Ctx>; raw?: R }): R extends true ? RawHandler<Id, Ctx> : Handler<Id, Ctx> {
+  type H = R extends true ? RawHandler<Id, Ctx> : Handler<Id, Ctx>;
   const method = route.operationId.slice(route.operationId.lastIndexOf(".") + 1);
-  const service = handlers[route.service] as unknown as Record<string, Handler<Id, Ctx>>;
+  const service = handlers[route.service] as unknown as Record<string, H & ((...args: never[]) => unknown)>;
   const handler = service[method];
   if (!handler) throw new Error(`no handler for ${route.operationId}`);
-  return handler.bind(service);
+  return handler.bind(service) as H;
 }

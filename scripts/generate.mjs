@@ -2,6 +2,7 @@
 // Turns the hand-written contract (openapi/) into every artifact the rest of the package reads:
 //   generated/openapi.yaml  the bundled contract (server, mock, docs and tests load this one file)
 //   generated/api.d.ts      types by openapi-typescript (typed client, handlers)
+//   generated/enums.ts      the known values of each enumeration
 //   generated/server.ts     server stubs: per-service handler interfaces and the operation table
 //   generated/docs.html     the Redoc page
 // `--out DIR` writes elsewhere (the staleness test compares a fresh run with the committed files).
@@ -32,26 +33,29 @@ const bundledText = HEADER + readFileSync(bundledPath, "utf8");
 writeFileSync(bundledPath, bundledText);
 const spec = parse(bundledText);
 
-// 2. Types. Enums marked x-extensible-enum may gain values (seed section 9), so their types admit
-// any other string while keeping the known literals for completion: `"A" | "B" | (string & {})`.
-const openString = ts.factory.createIntersectionTypeNode([
-  ts.factory.createKeywordTypeNode(ts.SyntaxKind.StringKeyword),
-  ts.factory.createTypeLiteralNode([]),
-]);
+// 2. Types. Enums marked x-extensible-enum may gain values (seed section 9), so their types are
+// plain `string`: a client must hold a value it does not know. (A `"A" | (string & {})` union would
+// keep completions, but openapi-fetch's Readable/Writable helpers turn `string & {}` into an object
+// type.) The known values are exported as constants and literal types in generated/enums.ts.
 const ast = await openapiTS(new URL(`file://${bundledPath}`), {
   exportType: false,
   alphabetize: false,
   transform(schema) {
     if (schema["x-extensible-enum"] === true && Array.isArray(schema.enum)) {
-      return ts.factory.createUnionTypeNode([
-        ...schema.enum.map((v) => ts.factory.createLiteralTypeNode(ts.factory.createStringLiteral(String(v)))),
-        openString,
-      ]);
+      return ts.factory.createKeywordTypeNode(ts.SyntaxKind.StringKeyword);
     }
     return undefined;
   },
 });
 writeFileSync(join(outDir, "api.d.ts"), TS_HEADER + astToString(ast));
+
+const enumLines = [TS_HEADER, "// The known values of every enumeration of the contract. Extensible ones may gain values:", "// compare against these, never assume a value is one of them.", ""];
+for (const [name, schema] of Object.entries(spec.components?.schemas ?? {}).sort(([a], [b]) => a.localeCompare(b))) {
+  if (!Array.isArray(schema.enum)) continue;
+  enumLines.push(`export const ${name}Values = ${JSON.stringify(schema.enum)} as const;`);
+  enumLines.push(`export type Known${name} = (typeof ${name}Values)[number];`, "");
+}
+writeFileSync(join(outDir, "enums.ts"), enumLines.join("\n"));
 
 // 3. Server stubs: one handler interface per service and the table that routes operation ids.
 const METHODS = ["get", "put", "post", "delete", "patch"];
@@ -66,7 +70,9 @@ for (const [path, item] of Object.entries(spec.paths ?? {})) {
     const [, area, service, name] = m;
     // Secured by an access token: the API's own schemes (the webhook intake has schemes of its own).
     const secured = (op.security ?? spec.security ?? []).some((req) => "oauth2" in req || "bearerAuth" in req);
-    ops.push({ id: op.operationId, area, service, name, method, path, secured });
+    const raw = op["x-raw-request"] === true;
+    const maxBodyBytes = op["x-max-body-bytes"] ?? null;
+    ops.push({ id: op.operationId, area, service, name, method, path, secured, raw, maxBodyBytes });
   }
 }
 ops.sort((a, b) => a.id.localeCompare(b.id));
@@ -96,12 +102,27 @@ const lines = [
   ``,
   `export type Handler<Id extends OperationId, Ctx> = (request: OperationRequest<Id>, ctx: Ctx) => Promise<OperationResponse<Id>>;`,
   ``,
+  `/** What a handler of an \`x-raw-request\` operation receives: the bytes and headers as they arrived, unvalidated. */`,
+  `export interface RawOperationRequest<Id extends OperationId> {`,
+  `  path: Params<operations[Id], "path">;`,
+  `  /** Header values by lower-case name. */`,
+  `  headers: Readonly<Record<string, string | undefined>>;`,
+  `  /** Reads the body, refusing (413) past the operation's x-max-body-bytes without reading further. */`,
+  `  readBody: () => Promise<Buffer>;`,
+  `  /** The peer's address as the socket reports it. */`,
+  `  remoteAddress: string;`,
+  `  /** Values of X-Forwarded-For, for a handler that trusts configured proxies. */`,
+  `  forwardedFor: string | undefined;`,
+  `}`,
+  ``,
+  `export type RawHandler<Id extends OperationId, Ctx> = (request: RawOperationRequest<Id>, ctx: Ctx) => Promise<OperationResponse<Id>>;`,
+  ``,
 ];
 for (const service of services) {
   lines.push(`export interface ${service}Handlers<Ctx> {`);
   for (const o of ops.filter((x) => x.service === service)) {
     lines.push(`  /** ${o.method.toUpperCase()} ${o.path} */`);
-    lines.push(`  ${o.name}: Handler<${q(o.id)}, Ctx>;`);
+    lines.push(`  ${o.name}: ${o.raw ? "RawHandler" : "Handler"}<${q(o.id)}, Ctx>;`);
   }
   lines.push(`}`, ``);
 }
@@ -117,20 +138,25 @@ lines.push(`  /** The contract's path template, e.g. /api/v1/users/{user_id}. */
 lines.push(`  readonly path: string;`);
 lines.push(`  /** Whether the operation requires a bearer access token. */`);
 lines.push(`  readonly secured: boolean;`);
+lines.push(`  /** The handler takes the raw body and headers (x-raw-request); the contract validator is bypassed. */`);
+lines.push(`  readonly raw: boolean;`);
+lines.push(`  /** The largest request body the operation accepts (x-max-body-bytes), or null for the server's default. */`);
+lines.push(`  readonly maxBodyBytes: number | null;`);
 lines.push(`}`, ``);
 lines.push(`/** The routing table: operation id to service method, method and path. */`);
 lines.push(`export const operationRoutes = [`);
 for (const o of ops) {
-  lines.push(`  { operationId: ${q(o.id)}, service: ${q(o.service)}, method: ${q(o.method)}, path: ${q(o.path)}, secured: ${o.secured} },`);
+  lines.push(`  { operationId: ${q(o.id)}, service: ${q(o.service)}, method: ${q(o.method)}, path: ${q(o.path)}, secured: ${o.secured}, raw: ${o.raw}, maxBodyBytes: ${o.maxBodyBytes} },`);
 }
 lines.push(`] as const satisfies readonly OperationRoute[];`, ``);
 lines.push(`/** Binds a service's handler for an operation id, keeping the handler's exact type. */`);
-lines.push(`export function handlerFor<Ctx, Id extends OperationId>(handlers: ServiceHandlers<Ctx>, route: { operationId: Id; service: keyof ServiceHandlers<Ctx> }): Handler<Id, Ctx> {`);
+lines.push(`export function handlerFor<Ctx, Id extends OperationId, R extends boolean = false>(handlers: ServiceHandlers<Ctx>, route: { operationId: Id; service: keyof ServiceHandlers<Ctx>; raw?: R }): R extends true ? RawHandler<Id, Ctx> : Handler<Id, Ctx> {`);
+lines.push(`  type H = R extends true ? RawHandler<Id, Ctx> : Handler<Id, Ctx>;`);
 lines.push(`  const method = route.operationId.slice(route.operationId.lastIndexOf(".") + 1);`);
-lines.push(`  const service = handlers[route.service] as unknown as Record<string, Handler<Id, Ctx>>;`);
+lines.push(`  const service = handlers[route.service] as unknown as Record<string, H & ((...args: never[]) => unknown)>;`);
 lines.push(`  const handler = service[method];`);
 lines.push(`  if (!handler) throw new Error(\`no handler for \${route.operationId}\`);`);
-lines.push(`  return handler.bind(service);`);
+lines.push(`  return handler.bind(service) as H;`);
 lines.push(`}`, ``);
 writeFileSync(join(outDir, "server.ts"), lines.join("\n"));
 

@@ -8,7 +8,12 @@ import { systemClock, type Clock } from "./core/clock.js";
 import { createLogger, type Logger } from "./core/logger.js";
 import { contractPath, docsPath } from "./core/package-root.js";
 import { PageTokens } from "./core/pagination.js";
+import { AppCaps } from "./funds/app-caps.js";
+import { EffectiveLimits } from "./funds/effective.js";
+import { FundPolicies } from "./funds/fund-policy.js";
+import { SubjectAppLimits } from "./funds/subject-app-limits.js";
 import { createApp } from "./http/app.js";
+import { fundsHandlers } from "./http/handlers/funds.js";
 import { identityHandlers } from "./http/handlers/identity.js";
 import { pendingService } from "./http/handlers/pending.js";
 import { AccessTokens } from "./identity/access-tokens.js";
@@ -52,6 +57,12 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const grant = new ClientCredentialsGrant(credentials, accessTokens, new FailureThrottle(clock));
   const bootstrap = await bootstrapAdmin(storage, users, credentials, config.bootstrap);
 
+  const policy = new FundPolicies(storage, clock, config.tenantId);
+  await policy.ensure(config.fundCurrency);
+  const limits = new SubjectAppLimits(storage, clock, users, policy, pageTokens, config.tenantId);
+  const caps = new AppCaps(storage, clock, policy, pageTokens, config.tenantId);
+  const effective = new EffectiveLimits(storage, clock, limits, caps, policy);
+
   const app = createApp({
     logger,
     accessTokens,
@@ -61,10 +72,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     ready: async () => (await sql`select 1 as ok`.execute(storage.db), true),
     handlers: {
       ...identityHandlers({ grant, users, credentials }),
-      SubjectAppLimitService: pendingService("SubjectAppLimitService"),
-      MyFundLimitsService: pendingService("MyFundLimitsService"),
-      AppCapService: pendingService("AppCapService"),
-      FundPolicyService: pendingService("FundPolicyService"),
+      ...fundsHandlers({ limits, caps, policy, effective }),
       AutomationService: pendingService("AutomationService"),
       AutomationExecutionService: pendingService("AutomationExecutionService"),
       WebhookEventService: pendingService("WebhookEventService"),

@@ -3,7 +3,7 @@
 // others, so a suspension never erases the limit it froze and a lapsed extension stays stored.
 // Normalized controls omit unset fields (never null) and never carry PERIOD_KIND_UNSPECIFIED.
 import { invalidField } from "../core/errors.js";
-import { isSet, parseReason, requireRecord } from "./guards.js";
+import { isRecord, isSet, parseReason, requireRecord } from "./guards.js";
 import { parseSpendLimit } from "./spend-limit.js";
 import type { LimitContext } from "./spend-limit.js";
 import { parseTimestamp } from "./timestamp.js";
@@ -131,3 +131,58 @@ export const withoutExtension = (controls: Row): SpendControls => compact({ ...c
 /** Nothing left to state: the caller removes the row rather than keep an empty one. */
 export const isEmpty = (controls: Row): boolean =>
   !controls || (!isSet(controls.limit) && !isSet(controls.extension) && !isSet(controls.suspension));
+
+/** A canonical JSON form (keys sorted), so stored and requested controls compare by value. */
+export function canonicalJson(value: unknown): string {
+  return JSON.stringify(value, (_key, v: unknown) =>
+    isRecord(v) ? Object.fromEntries(Object.keys(v).sort().map((k) => [k, v[k]])) : v,
+  );
+}
+
+export const sameControls = (a: Row, b: Row): boolean => canonicalJson(a ?? {}) === canonicalJson(b ?? {});
+
+/** An extension granted now must still be running: `expiresAt` strictly after `now`. */
+export function requireFutureExpiry(extension: SpendExtension, now: number, path: string): SpendExtension {
+  const expiresAt = extension.expiresAt ? Date.parse(extension.expiresAt) : Number.NaN;
+  if (!(expiresAt > now)) throw invalidField(path, "must be in the future", "EXTENSION_EXPIRY_NOT_IN_FUTURE");
+  return extension;
+}
+
+/**
+ * Controls that replace a stored set as a whole (an app cap, the tenant default): validated as
+ * `parseControls` does, then completed against what is stored.
+ * - An extension must expire in the future, unless it equals the stored one, so a read-modify-write
+ *   of a lapsed extension round-trips.
+ * - `suspension.suspendedAt` is the server's: kept from the stored suspension, else now; a value
+ *   sent is ignored.
+ * The result may be empty; the caller decides what no control at all means.
+ */
+export function replaceControls(input: unknown, stored: Row, currencyCode: string, path: string, now: number): SpendControls {
+  const parsed = parseControls(input, currencyCode, path, now);
+  const { extension, suspension } = parsed;
+  if (extension && canonicalJson(extension) !== canonicalJson(stored?.extension ?? null)) {
+    requireFutureExpiry(extension, now, `${path}.extension.expiresAt`);
+  }
+  return compact({
+    ...parsed,
+    suspension: suspension
+      ? {
+          ...(suspension.reason === undefined ? {} : { reason: suspension.reason }),
+          suspendedAt: stored?.suspension?.suspendedAt ?? new Date(now).toISOString(),
+        }
+      : null,
+  });
+}
+
+/**
+ * The currency of the amounts a control set holds (base limit and extension), or null when it
+ * holds none. Every stored amount is in the fund currency, so one code describes the set; a set
+ * holding two would be refused by the currency check and is reported by its first.
+ */
+export function amountCurrency(controls: Row): string | null {
+  for (const limit of [controls?.limit, controls?.extension?.limit]) {
+    const code = limit?.amount?.money?.currencyCode;
+    if (code) return code;
+  }
+  return null;
+}

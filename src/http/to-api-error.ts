@@ -45,6 +45,10 @@ export function toApiError(error: unknown): { error: ApiError; internal: boolean
     if (typeof error.type === "string" && error.type.startsWith("encoding.") || error.type === "charset.unsupported") {
       return { error: new ApiError(415, GrpcCode.INVALID_ARGUMENT, "UNSUPPORTED_MEDIA_TYPE", "unsupported request body encoding"), internal: false };
     }
+    // raw-body and other http-errors with a status meant for the client (aborted, length mismatch)
+    if (error.expose === true && typeof error.type === "string" && error.status === 400) {
+      return { error: new ApiError(400, GrpcCode.INVALID_ARGUMENT, "MALFORMED_BODY", "the request body could not be read"), internal: false };
+    }
     // express-openapi-validator: HttpError subclasses carry status and errors[]
     const status = typeof error.status === "number" ? error.status : undefined;
     if (status !== undefined && status >= 400 && status < 500 && Array.isArray(error.errors)) {

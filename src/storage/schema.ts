@@ -38,7 +38,8 @@ export interface FundPolicyTable {
   tenant_id: string;
   currency_code: string;
   default_controls: string | null;
-  updated_at: string;
+  /** Null until the policy is first changed. */
+  updated_at: string | null;
 }
 
 export interface SubjectAppLimitsTable {
@@ -46,7 +47,10 @@ export interface SubjectAppLimitsTable {
   user_id: string;
   app_id: string;
   controls: string;
+  /** 1 when a suspension is present (the Search filter), else 0. */
   suspended: number;
+  /** The currency of the amounts in `controls`, null when it holds none (the currency-in-use check). */
+  amount_currency: string | null;
   created_at: string;
   updated_at: string;
   deleted_at: string | null;
@@ -56,6 +60,8 @@ export interface AppCapsTable {
   id: string;
   app_id: string;
   controls: string;
+  /** The currency of the amounts in `controls`, null when it holds none. */
+  amount_currency: string | null;
   created_at: string;
   updated_at: string;
   deleted_at: string | null;
@@ -69,4 +75,71 @@ export interface Database {
   fund_policy: FundPolicyTable;
   subject_app_limits: SubjectAppLimitsTable;
   app_caps: AppCapsTable;
+  automations: AutomationsTable;
+  webhook_listeners: WebhookListenersTable;
+  webhook_secrets: WebhookSecretsTable;
+  webhook_events: WebhookEventsTable;
+  automation_executions: AutomationExecutionsTable;
+}
+
+export interface AutomationsTable {
+  id: string;
+  display_name: string;
+  description: string;
+  is_draft: number;
+  enabled: number;
+  /** AutomationStep[] as JSON. */
+  steps: string;
+  created_at: string;
+  updated_at: string;
+  last_executed_at: string | null;
+}
+
+export interface WebhookListenersTable {
+  id: string;
+  automation_id: string;
+  method: "hmac" | "jwt";
+  jwks_url: string | null;
+  /** string[] as JSON. */
+  allowed_cidrs: string;
+  created_at: string;
+}
+
+export interface WebhookSecretsTable {
+  id: string;
+  listener_id: string;
+  /** AES-256-GCM sealed secret (see src/automations/secret-box.ts), never the plain secret. */
+  sealed: string;
+  created_at: string;
+  /** Null for the current secret; a rotated-out secret stays valid until then. */
+  expires_at: string | null;
+}
+
+export interface WebhookEventsTable {
+  listener_id: string;
+  /** Lower-case UUID. */
+  event_id: string;
+  automation_id: string;
+  received_at: string;
+  outcome: string;
+  not_run_reason: string | null;
+  execution_id: string | null;
+}
+
+export interface AutomationExecutionsTable {
+  id: string;
+  automation_id: string;
+  event_id: string | null;
+  state: string;
+  /** { trigger } as JSON. */
+  context: string;
+  /** The automation's steps as they were when the event arrived, as JSON. */
+  steps: string;
+  /** StepResult[] as JSON. */
+  step_results: string;
+  created_at: string;
+  completed_at: string | null;
+  /** A run in progress holds the execution until then; after it, another worker may resume it. */
+  lease_until: string | null;
+  attempts: number;
 }

@@ -1,0 +1,140 @@
+// The tenant's fund policy: the one currency every amount is stated in, and the tenant default
+// controls (the last layer of resolution). One row per tenant, created at start.
+import type { components } from "../../generated/api.js";
+import type { Clock } from "../core/clock.js";
+import { failedPrecondition, invalidField } from "../core/errors.js";
+import type { Storage } from "../storage/connect.js";
+import { writeTransaction, type Db } from "../storage/transactions.js";
+import { amountCurrency, isEmpty, replaceControls, sameControls } from "./controls.js";
+import { isSet } from "./guards.js";
+import type { SpendControls } from "./types.js";
+
+export type FundPolicy = components["schemas"]["FundPolicy"];
+
+/** The lock key every write that checks money against the fund currency holds shared. */
+export const FUND_POLICY_LOCK = "fund_policy";
+
+const CURRENCY = /^[A-Z]{3}$/;
+const MASK_FIELDS = ["currencyCode", "defaultControls"] as const;
+type MaskField = (typeof MASK_FIELDS)[number];
+
+interface StoredPolicy {
+  currencyCode: string;
+  defaultControls: SpendControls | null;
+  updatedAt: string | null;
+}
+
+/** `currencyCode,defaultControls`; absent or empty names every field. */
+function parseMask(mask: string | undefined | null): Set<MaskField> {
+  if (!mask) return new Set(MASK_FIELDS);
+  const fields = mask.split(",");
+  for (const field of fields) {
+    if (!(MASK_FIELDS as readonly string[]).includes(field)) {
+      throw invalidField("body.updateMask", `names unknown field "${field}" (allowed: ${MASK_FIELDS.join(", ")})`, "INVALID_UPDATE_MASK");
+    }
+  }
+  return new Set(fields as MaskField[]);
+}
+
+export class FundPolicies {
+  constructor(
+    private readonly storage: Storage,
+    private readonly clock: Clock,
+    private readonly tenantId: string,
+  ) {}
+
+  /** Creates the tenant's policy with `currencyCode` unless it exists; an existing one is kept as it is. */
+  async ensure(currencyCode: string): Promise<void> {
+    await this.storage.db
+      .insertInto("fund_policy")
+      .values({ tenant_id: this.tenantId, currency_code: currencyCode, default_controls: null, updated_at: null })
+      .onConflict((oc) => oc.column("tenant_id").doNothing())
+      .execute();
+  }
+
+  /** The policy as stored; `db` is a transaction's connection when the caller is in one. */
+  async load(db: Db = this.storage.db): Promise<StoredPolicy> {
+    const row = await db.selectFrom("fund_policy").selectAll().where("tenant_id", "=", this.tenantId).executeTakeFirst();
+    if (!row) throw new Error(`no fund policy for tenant ${this.tenantId}; FundPolicies.ensure runs at start`);
+    return {
+      currencyCode: row.currency_code,
+      defaultControls: row.default_controls === null ? null : (JSON.parse(row.default_controls) as SpendControls),
+      updatedAt: row.updated_at,
+    };
+  }
+
+  /** The currency every amount must be stated in. */
+  async currency(db: Db = this.storage.db): Promise<string> {
+    return (await this.load(db)).currencyCode;
+  }
+
+  async get(): Promise<FundPolicy> {
+    return this.load();
+  }
+
+  /**
+   * Replaces the fields named in `updateMask`. A currency change while any stored amount (a live
+   * subject-app row, a live app cap, or default controls kept by this update) is in another
+   * currency is 409 CURRENCY_IN_USE; new default controls must be in the policy's new currency.
+   */
+  async update(input: { currencyCode?: unknown; defaultControls?: unknown }, updateMask: string | undefined): Promise<FundPolicy> {
+    const mask = parseMask(updateMask);
+    return writeTransaction(this.storage, { exclusive: [FUND_POLICY_LOCK] }, async (db) => {
+      const now = this.clock.now();
+      const stored = await this.load(db);
+
+      let currencyCode = stored.currencyCode;
+      if (mask.has("currencyCode")) {
+        if (typeof input.currencyCode !== "string" || !CURRENCY.test(input.currencyCode)) {
+          throw invalidField("body.fundPolicy.currencyCode", "must be an ISO 4217 code such as USD", "INVALID_CURRENCY");
+        }
+        currencyCode = input.currencyCode;
+      }
+
+      let defaultControls = stored.defaultControls;
+      if (mask.has("defaultControls")) {
+        const path = "body.fundPolicy.defaultControls";
+        const replaced = isSet(input.defaultControls) ? replaceControls(input.defaultControls, stored.defaultControls, currencyCode, path, now) : null;
+        // Controls with nothing set state no opinion, exactly as no default at all.
+        defaultControls = isEmpty(replaced) ? null : replaced;
+      }
+
+      if (currencyCode !== stored.currencyCode) await this.requireCurrencyUnused(db, currencyCode, mask.has("defaultControls") ? null : defaultControls);
+
+      if (currencyCode === stored.currencyCode && sameControls(defaultControls, stored.defaultControls)) {
+        return stored;
+      }
+      const updatedAt = new Date(now).toISOString();
+      await db
+        .updateTable("fund_policy")
+        .set({ currency_code: currencyCode, default_controls: defaultControls === null ? null : JSON.stringify(defaultControls), updated_at: updatedAt })
+        .where("tenant_id", "=", this.tenantId)
+        .execute();
+      return { currencyCode, defaultControls, updatedAt };
+    });
+  }
+
+  /** 409 when an amount stored anywhere (live rows, live caps, `keptDefaults`) is not in `currencyCode`. */
+  private async requireCurrencyUnused(db: Db, currencyCode: string, keptDefaults: SpendControls | null): Promise<void> {
+    const inUse = async (table: "subject_app_limits" | "app_caps") =>
+      (await db
+        .selectFrom(table)
+        .select("amount_currency")
+        .where("deleted_at", "is", null)
+        .where("amount_currency", "is not", null)
+        .where("amount_currency", "!=", currencyCode)
+        .limit(1)
+        .executeTakeFirst()) !== undefined;
+    const defaultsCurrency = amountCurrency(keptDefaults);
+    const holders = [
+      ...((await inUse("subject_app_limits")) ? ["subject-app limits"] : []),
+      ...((await inUse("app_caps")) ? ["app caps"] : []),
+      ...(defaultsCurrency !== null && defaultsCurrency !== currencyCode ? ["the default controls"] : []),
+    ];
+    if (holders.length > 0) {
+      throw failedPrecondition("CURRENCY_IN_USE", `the fund currency cannot change to ${currencyCode} while ${holders.join(", ")} hold amounts in another currency`, {
+        metadata: { currencyCode },
+      });
+    }
+  }
+}

@@ -1,0 +1,253 @@
+// Subject-app limit rows: the controls capping what one app may take from one subject's fund. The
+// same row serves SubjectAppLimitService (any subject, for administrators) and MyFundLimitsService
+// (the caller's own rows); the `Mine` variants differ only in what their errors name.
+//
+// Every mutation is one read-modify-write in a write transaction: load the live row, apply a pure
+// mutation of ./controls.ts, then insert, update or remove. A row always holds at least one
+// control: clearing its last one removes it (deleted_at set), and a later write creates a new row.
+import type { components } from "../../generated/api.js";
+import type { Clock } from "../core/clock.js";
+import { invalidField, notFound } from "../core/errors.js";
+import { newId } from "../core/ids.js";
+import { pageSize, type Page, type PageTokens } from "../core/pagination.js";
+import type { Users } from "../identity/users.js";
+import type { Storage } from "../storage/connect.js";
+import type { SubjectAppLimitsTable } from "../storage/schema.js";
+import { writeTransaction, type Db } from "../storage/transactions.js";
+import {
+  amountCurrency,
+  isEmpty,
+  parseExtension,
+  parseLimitAndPeriod,
+  requireFutureExpiry,
+  sameControls,
+  withExtension,
+  withLimit,
+  withoutExtension,
+  withoutLimit,
+  withoutSuspension,
+  withSuspension,
+} from "./controls.js";
+import { FUND_POLICY_LOCK, type FundPolicies } from "./fund-policy.js";
+import { parseReason } from "./guards.js";
+import type { LimitContext } from "./spend-limit.js";
+import type { SpendControls } from "./types.js";
+
+export type SubjectAppLimit = components["schemas"]["SubjectAppLimit"];
+
+export interface SearchFilters {
+  userIds?: readonly string[] | undefined;
+  appIds?: readonly string[] | undefined;
+  suspended?: boolean | undefined;
+}
+
+/** Whose row an operation addresses, and how its errors name it. */
+interface Target {
+  userId: string;
+  appId: string;
+  /** The caller's own row (MyFundLimitsService): errors never name the user. */
+  mine: boolean;
+}
+
+/** A mutation of a row's controls; `currencyCode` is the fund currency for money in the request. */
+type Change = (controls: SpendControls | null, currencyCode: string, now: number) => SpendControls;
+
+const controlsOf = (row: SubjectAppLimitsTable): SpendControls => JSON.parse(row.controls) as SpendControls;
+
+export class SubjectAppLimits {
+  constructor(
+    private readonly storage: Storage,
+    private readonly clock: Clock,
+    private readonly users: Users,
+    private readonly policy: FundPolicies,
+    private readonly pageTokens: PageTokens,
+    private readonly tenantId: string,
+  ) {}
+
+  private view(row: SubjectAppLimitsTable): SubjectAppLimit {
+    return {
+      appId: row.app_id,
+      userId: row.user_id,
+      tenantId: this.tenantId,
+      controls: controlsOf(row),
+      createdAt: row.created_at,
+      updatedAt: row.updated_at,
+      deletedAt: row.deleted_at,
+    };
+  }
+
+  // ---- reads -------------------------------------------------------------------------------
+
+  /** The live row, or 404 (USER_NOT_FOUND for an unknown user, else ROW_NOT_FOUND). */
+  async get(userId: string, appId: string): Promise<SubjectAppLimit> {
+    return this.view(await this.requireRow({ userId, appId, mine: false }));
+  }
+
+  async getMine(userId: string, appId: string): Promise<SubjectAppLimit> {
+    return this.view(await this.requireRow({ userId, appId, mine: true }));
+  }
+
+  /** The live row's controls, or null when there is none (resolution: no opinion at this layer). */
+  async controls(db: Db, userId: string, appId: string): Promise<SpendControls | null> {
+    const row = await this.liveRow(db, userId, appId);
+    return row ? controlsOf(row) : null;
+  }
+
+  /** 404 USER_NOT_FOUND unless the user exists. Users are never removed, so a check before a transaction holds in it. */
+  async requireUser(userId: string): Promise<void> {
+    if (!(await this.users.exists(userId))) throw notFound("USER_NOT_FOUND", "no user with this id", { metadata: { userId } });
+  }
+
+  /** Live rows matching every filter, ordered by (user_id, app_id). */
+  async search(filters: SearchFilters, size: number | undefined, token: string | undefined): Promise<Page<SubjectAppLimit>> {
+    const userIds = [...new Set(filters.userIds ?? [])].sort();
+    const appIds = [...new Set(filters.appIds ?? [])].sort();
+    const suspended = filters.suspended;
+    // The token is bound to the filters as normalized here: the same set of ids in another order is the same list.
+    const scope = `subject-app-limits.search:${JSON.stringify({ userIds, appIds, suspended: suspended ?? null })}`;
+    const after = this.pageTokens.decode(scope, token, "body.pageToken", 2);
+    const limit = pageSize(size);
+    let query = this.storage.db.selectFrom("subject_app_limits").selectAll().where("deleted_at", "is", null);
+    if (userIds.length > 0) query = query.where("user_id", "in", userIds);
+    if (appIds.length > 0) query = query.where("app_id", "in", appIds);
+    if (suspended !== undefined) query = query.where("suspended", "=", suspended ? 1 : 0);
+    if (after) {
+      const [userId, appId] = after.map(String) as [string, string];
+      query = query.where((eb) => eb(eb.refTuple("user_id", "app_id"), ">", eb.tuple(userId, appId)));
+    }
+    const rows = await query.orderBy("user_id").orderBy("app_id").limit(limit + 1).execute();
+    return this.pageTokens.page(scope, rows, limit, (r) => [r.user_id, r.app_id], (r) => this.view(r));
+  }
+
+  /** The caller's live rows, ordered by app_id. The token is bound to the caller. */
+  async listMine(userId: string, size: number | undefined, token: string | undefined): Promise<Page<SubjectAppLimit>> {
+    const scope = `my-fund-limits.list:${userId}`;
+    const after = this.pageTokens.decode(scope, token, "query.page_token", 1);
+    const limit = pageSize(size);
+    let query = this.storage.db.selectFrom("subject_app_limits").selectAll().where("deleted_at", "is", null).where("user_id", "=", userId);
+    if (after) query = query.where("app_id", ">", String(after[0]));
+    const rows = await query.orderBy("app_id").limit(limit + 1).execute();
+    return this.pageTokens.page(scope, rows, limit, (r) => [r.app_id], (r) => this.view(r));
+  }
+
+  // ---- writes ------------------------------------------------------------------------------
+
+  /** Sets the base limit and its period (creating the row); suspension and extension stay. */
+  async setLimit(userId: string, appId: string, body: { limit?: unknown; period?: unknown }): Promise<SubjectAppLimit> {
+    return this.setLimitIn({ userId, appId, mine: false }, "row", body);
+  }
+
+  /** The caller's own SetLimit: only the amount arm. */
+  async setMyLimit(userId: string, appId: string, body: { limit?: unknown; period?: unknown }): Promise<SubjectAppLimit> {
+    return this.setLimitIn({ userId, appId, mine: true }, "my-limit", body);
+  }
+
+  private async setLimitIn(target: Target, context: LimitContext, body: { limit?: unknown; period?: unknown }): Promise<SubjectAppLimit> {
+    const row = await this.mutate(target, true, (controls, currencyCode) => {
+      const { limit, period } = parseLimitAndPeriod(body.limit, body.period, context, currencyCode, "body");
+      if (!limit) throw invalidField("body.limit", "is required (to remove the limit, clear it)", "LIMIT_MISSING");
+      return withLimit(controls, limit, period);
+    });
+    return row as SubjectAppLimit;
+  }
+
+  /** Suspends the row (creating it); the limit underneath stays, to be restored by unsuspend. */
+  async suspend(userId: string, appId: string, body: { reason?: unknown }): Promise<SubjectAppLimit> {
+    const row = await this.mutate({ userId, appId, mine: false }, true, (controls, _currency, now) =>
+      withSuspension(controls, parseReason(body.reason, "body.reason"), now),
+    );
+    return row as SubjectAppLimit;
+  }
+
+  /** Lifts the suspension; null when it was the row's last control (the row is removed). */
+  async unsuspend(userId: string, appId: string): Promise<SubjectAppLimit | null> {
+    return this.mutate({ userId, appId, mine: false }, false, (controls) => withoutSuspension(controls));
+  }
+
+  /** Grants a temporary total until `expiresAt` (future), replacing any extension (creating the row). */
+  async setExtension(userId: string, appId: string, body: { limit?: unknown; expiresAt?: unknown; reason?: unknown }): Promise<SubjectAppLimit> {
+    const row = await this.mutate({ userId, appId, mine: false }, true, (controls, currencyCode, now) =>
+      withExtension(controls, requireFutureExpiry(parseExtension(body, currencyCode, "body"), now, "body.expiresAt")),
+    );
+    return row as SubjectAppLimit;
+  }
+
+  /** Removes the extension, running or lapsed; null when it was the row's last control. */
+  async clearExtension(userId: string, appId: string): Promise<SubjectAppLimit | null> {
+    return this.mutate({ userId, appId, mine: false }, false, (controls) => withoutExtension(controls));
+  }
+
+  /** The caller's own ClearLimit: drops limit and period; null when the limit was the last control. */
+  async clearMyLimit(userId: string, appId: string): Promise<SubjectAppLimit | null> {
+    return this.mutate({ userId, appId, mine: true }, false, (controls) => withoutLimit(controls));
+  }
+
+  /** Removes the row with all its controls. */
+  async delete(userId: string, appId: string): Promise<void> {
+    const target: Target = { userId, appId, mine: false };
+    await this.requireUser(userId);
+    await writeTransaction(this.storage, { exclusive: [lockKey(target)] }, async (db) => {
+      const row = await this.liveRow(db, userId, appId);
+      if (!row) throw rowNotFound(target);
+      await db.updateTable("subject_app_limits").set({ deleted_at: new Date(this.clock.now()).toISOString() }).where("id", "=", row.id).execute();
+    });
+  }
+
+  /**
+   * The read-modify-write behind every change of one row. `create`: a missing row is created
+   * (from no controls), else it is 404. Controls left empty remove the row (answer null); controls
+   * left as they were leave the row untouched (updatedAt too).
+   */
+  private async mutate(target: Target, create: boolean, change: Change): Promise<SubjectAppLimit | null> {
+    await this.requireUser(target.userId);
+    // Inside, query only through `db`: on SQLite the transaction holds the one connection.
+    const result = await writeTransaction(this.storage, { exclusive: [lockKey(target)], shared: [FUND_POLICY_LOCK] }, async (db) => {
+      const row = await this.liveRow(db, target.userId, target.appId);
+      if (!row && !create) throw rowNotFound(target);
+      const now = this.clock.now();
+      const stamp = new Date(now).toISOString();
+      const before = row ? controlsOf(row) : null;
+      const after = change(before, await this.policy.currency(db), now);
+
+      if (row && sameControls(before, after)) return row;
+      const columns = { controls: JSON.stringify(after), suspended: after.suspension ? 1 : 0, amount_currency: amountCurrency(after), updated_at: stamp };
+      if (isEmpty(after)) {
+        if (row) await db.updateTable("subject_app_limits").set({ ...columns, deleted_at: stamp }).where("id", "=", row.id).execute();
+        return null;
+      }
+      if (row) {
+        await db.updateTable("subject_app_limits").set(columns).where("id", "=", row.id).execute();
+        return { ...row, ...columns };
+      }
+      const created: SubjectAppLimitsTable = { id: newId(), user_id: target.userId, app_id: target.appId, ...columns, created_at: stamp, deleted_at: null };
+      await db.insertInto("subject_app_limits").values(created).execute();
+      return created;
+    });
+    return result ? this.view(result) : null;
+  }
+
+  private async liveRow(db: Db, userId: string, appId: string): Promise<SubjectAppLimitsTable | undefined> {
+    return db
+      .selectFrom("subject_app_limits")
+      .selectAll()
+      .where("user_id", "=", userId)
+      .where("app_id", "=", appId)
+      .where("deleted_at", "is", null)
+      .executeTakeFirst();
+  }
+
+  private async requireRow(target: Target): Promise<SubjectAppLimitsTable> {
+    await this.requireUser(target.userId);
+    const row = await this.liveRow(this.storage.db, target.userId, target.appId);
+    if (!row) throw rowNotFound(target);
+    return row;
+  }
+}
+
+const lockKey = (t: Target) => `subject_app_limits:${t.userId}:${t.appId}`;
+
+function rowNotFound(target: Target) {
+  return target.mine
+    ? notFound("ROW_NOT_FOUND", "you have no limit row for this app", { metadata: { appId: target.appId } })
+    : notFound("ROW_NOT_FOUND", "the user has no limit row for this app", { metadata: { userId: target.userId, appId: target.appId } });
+}

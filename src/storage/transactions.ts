@@ -1,0 +1,55 @@
+// Transactions, where the dialects differ. Services write every read-modify-write through
+// `writeTransaction` and never issue BEGIN or locking SQL themselves, so the PostgreSQL
+// implementation changes this file only.
+//
+// - SQLite: `BEGIN IMMEDIATE` takes the database's write lock before the first read, so two
+//   read-modify-writes (in this process or another sharing the file) never interleave and no
+//   deferred transaction fails to upgrade its lock half-way. `lockKeys` needs nothing more.
+// - PostgreSQL: a READ COMMITTED transaction that first takes transaction-scoped advisory locks on
+//   `lockKeys` (exclusive) and `sharedKeys` (shared): rows that do not exist yet cannot be locked
+//   with FOR UPDATE, a key can.
+import { type Kysely, sql } from "kysely";
+import type { Storage } from "./connect.js";
+import type { Database } from "./schema.js";
+
+/** What a transaction body queries through: the transaction's connection. */
+export type Db = Kysely<Database>;
+
+export interface Locks {
+  /** Keys written by the transaction, e.g. `subject_app_limits:<user>:<app>`. */
+  exclusive: readonly string[];
+  /** Keys only read but which must not change until commit, e.g. `fund_policy`. */
+  shared?: readonly string[];
+}
+
+export async function writeTransaction<T>(storage: Storage, locks: Locks, body: (db: Db) => Promise<T>): Promise<T> {
+  if (storage.dialect === "sqlite") {
+    // One connection, held for the whole transaction (Kysely's SQLite driver serializes its users).
+    return storage.db.connection().execute(async (db) => {
+      await sql`begin immediate`.execute(db);
+      try {
+        const result = await body(db);
+        await sql`commit`.execute(db);
+        return result;
+      } catch (e) {
+        await sql`rollback`.execute(db).catch(() => undefined);
+        throw e;
+      }
+    });
+  }
+  return storage.db.transaction().execute(async (trx) => {
+    // Sorted, so two transactions taking the same keys never wait on each other in a cycle.
+    for (const key of [...locks.exclusive].sort()) await sql`select pg_advisory_xact_lock(hashtextextended(${key}, 0))`.execute(trx);
+    for (const key of [...(locks.shared ?? [])].sort()) await sql`select pg_advisory_xact_lock_shared(hashtextextended(${key}, 0))`.execute(trx);
+    return body(trx);
+  });
+}
+
+/** Several reads that must see one state of the database (a snapshot). */
+export async function readTransaction<T>(storage: Storage, body: (db: Db) => Promise<T>): Promise<T> {
+  if (storage.dialect === "sqlite") {
+    // A deferred transaction: in WAL mode its reads share one snapshot and block no writer.
+    return storage.db.transaction().execute(body);
+  }
+  return storage.db.transaction().setIsolationLevel("repeatable read").execute(body);
+}

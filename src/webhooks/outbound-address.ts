@@ -1,0 +1,59 @@
+// Which addresses the server may connect to when it calls out to a URL an administrator typed (the
+// JWKS of a JWT listener). An allowlist, not a blocklist: only global unicast addresses pass, so a
+// range nobody thought of is refused rather than reached.
+import ipaddr from "ipaddr.js";
+
+export interface OutboundAddressPolicy {
+  /** Also allow loopback and private addresses (RFC 1918, fc00::/7): development and tests only. */
+  allowInsecure?: boolean;
+}
+
+// Cloud metadata and platform endpoints, refused even with allowInsecure. Most are already outside
+// global unicast (169.254/16, 100.64/10, 192.0.0/24); the Azure wire server is a public address and
+// the IPv6 ones are unique-local, which allowInsecure would otherwise let through.
+const METADATA_ADDRESSES: ReadonlySet<string> = new Set(
+  [
+    "169.254.169.254", // AWS, GCP, Azure, OpenStack, DigitalOcean...
+    "169.254.169.253", // AWS DNS
+    "169.254.170.2", // AWS ECS task metadata
+    "169.254.170.23", // AWS EKS pod identity
+    "100.100.100.200", // Alibaba Cloud
+    "192.0.0.192", // Oracle Cloud
+    "168.63.129.16", // Azure wire server
+    "fd00:ec2::254", // AWS IMDS over IPv6
+    "fd00:ec2::23", // AWS EKS pod identity over IPv6
+    "fd20:ce::254", // GCP metadata over IPv6
+  ].map((a) => ipaddr.parse(a).toNormalizedString()),
+);
+
+const INSECURE_V4 = new Set(["loopback", "private"]);
+const INSECURE_V6 = new Set(["loopback", "uniqueLocal"]);
+const GLOBAL_UNICAST_V6 = ipaddr.parseCIDR("2000::/3");
+
+/** The address as IPv4 when it is an IPv4-mapped IPv6 address (`::ffff:127.0.0.1`), else as parsed. */
+export function unmapped(address: ipaddr.IPv4 | ipaddr.IPv6): ipaddr.IPv4 | ipaddr.IPv6 {
+  return address instanceof ipaddr.IPv6 && address.isIPv4MappedAddress() ? address.toIPv4Address() : address;
+}
+
+/** Parses an address as Node reports it (a zone id such as `%eth0` is dropped); undefined if not an IP. */
+export function parseAddress(text: string): ipaddr.IPv4 | ipaddr.IPv6 | undefined {
+  const bare = text.startsWith("[") && text.endsWith("]") ? text.slice(1, -1) : text;
+  // Only the canonical notations: ipaddr.js would also take `0x7f.1` or `127.1` for IPv4.
+  if (!ipaddr.IPv6.isValid(bare) && !ipaddr.IPv4.isValidFourPartDecimal(bare)) return undefined;
+  return ipaddr.parse(bare);
+}
+
+/** Whether the server may open a connection to `address` (an IP literal). */
+export function isOutboundAddressAllowed(address: string, policy: OutboundAddressPolicy = {}): boolean {
+  const parsed = parseAddress(address);
+  if (!parsed) return false;
+  const ip = unmapped(parsed);
+  if (METADATA_ADDRESSES.has(ip.toNormalizedString())) return false;
+  const range = ip.range();
+  if (ip instanceof ipaddr.IPv4) {
+    if (range === "unicast") return true;
+    return policy.allowInsecure === true && INSECURE_V4.has(range);
+  }
+  if (range === "unicast" && ip.match(GLOBAL_UNICAST_V6)) return true;
+  return policy.allowInsecure === true && INSECURE_V6.has(range);
+}
