@@ -18,6 +18,14 @@ export interface Config {
   validateResponses: boolean;
   /** Lifetime of issued access tokens, in seconds. */
   accessTokenTtlSeconds: number;
+  /** The key that seals webhook secrets: SECRETS_KEY, else a key file created beside the data. */
+  secretsKey: { kind: "value"; key: Buffer } | { kind: "file"; path: string };
+  /** How long a rotated-out webhook secret stays valid, in seconds. */
+  webhookSecretGraceSeconds: number;
+  /** JWKS_ALLOW_INSECURE=1: allow http: and loopback/private JWKS addresses (development, tests). */
+  jwksAllowInsecure: boolean;
+  /** TRUST_PROXY: CIDRs of proxies whose X-Forwarded-For is honoured; empty trusts none. */
+  trustProxy: string[];
 }
 
 export class ConfigError extends Error {
@@ -58,6 +66,22 @@ function database(raw: string | undefined): Config["database"] {
   throw new ConfigError(`DATABASE_URL must start with sqlite: or postgres://`);
 }
 
+function flag(env: NodeJS.ProcessEnv, name: string): boolean {
+  const raw = env[name];
+  if (raw === undefined || raw === "" || raw === "0") return false;
+  if (raw === "1") return true;
+  throw new ConfigError(`${name} must be 0 or 1`);
+}
+
+function secretsKey(value: string | undefined, file: string | undefined): Config["secretsKey"] {
+  if (value) {
+    const key = Buffer.from(value, "base64url");
+    if (key.length !== 32 || !/^[A-Za-z0-9_-]+$/.test(value)) throw new ConfigError(`SECRETS_KEY must be 32 bytes as base64url (43 characters)`);
+    return { kind: "value", key };
+  }
+  return { kind: "file", path: resolve(file || "data/secrets.key") };
+}
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const port = integer(env, "PORT", 8080, 0, 65535);
   const host = env.HOST || "0.0.0.0";
@@ -84,5 +108,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     logLevel,
     validateResponses: env.VALIDATE_RESPONSES ? env.VALIDATE_RESPONSES === "1" : env.NODE_ENV !== "production",
     accessTokenTtlSeconds: integer(env, "ACCESS_TOKEN_TTL_SECONDS", 900, 60, 86_400),
+    secretsKey: secretsKey(env.SECRETS_KEY, env.SECRETS_KEY_FILE),
+    webhookSecretGraceSeconds: integer(env, "WEBHOOK_SECRET_GRACE_SECONDS", 86_400, 0, 30 * 86_400),
+    jwksAllowInsecure: flag(env, "JWKS_ALLOW_INSECURE"),
+    trustProxy: (env.TRUST_PROXY ?? "").split(",").map((s) => s.trim()).filter(Boolean),
   };
 }

@@ -1,0 +1,172 @@
+// Automations: their fields, steps and webhook trigger. Saving checks every step (see
+// automation-input.ts) and keeps the trigger's listener in step with the trigger.
+import type { components } from "../../generated/api.js";
+import type { Clock } from "../core/clock.js";
+import { invalidArgument, invalidField, notFound } from "../core/errors.js";
+import { base62 } from "../core/ids.js";
+import { pageSize, type Page, type PageTokens } from "../core/pagination.js";
+import type { FundPolicies } from "../funds/fund-policy.js";
+import type { Storage } from "../storage/connect.js";
+import type { AutomationsTable } from "../storage/schema.js";
+import { writeTransaction, type Db } from "../storage/transactions.js";
+import { checkSteps, checkTrigger, type AutomationStep } from "./automation-input.js";
+import type { Listener, Listeners } from "./listeners.js";
+
+export type Automation = components["schemas"]["Automation"];
+type AutomationInput = components["schemas"]["AutomationServiceCreateAutomationRequest"]["automation"];
+
+export interface Saved {
+  automation: Automation;
+  /** The HMAC secret this save created, to be shown once. */
+  webhookSecret?: string;
+}
+
+const MASK_FIELDS = ["displayName", "description", "isDraft", "enabled", "triggers", "automationSteps"] as const;
+type MaskField = (typeof MASK_FIELDS)[number];
+
+const lockKey = (id: string) => `automations:${id}`;
+
+export class Automations {
+  constructor(
+    private readonly storage: Storage,
+    private readonly clock: Clock,
+    private readonly listeners: Listeners,
+    private readonly policy: FundPolicies,
+    private readonly pageTokens: PageTokens,
+    private readonly options: { baseUrl: string; allowInsecureJwks: boolean },
+  ) {}
+
+  listenerUrl(listenerId: string): string {
+    return `${this.options.baseUrl}/api/v1/webhooks/incoming/${listenerId}`;
+  }
+
+  private view(row: AutomationsTable, listener: Listener | undefined): Automation {
+    const triggers: Automation["triggers"] = [];
+    if (listener) {
+      const common = { allowedSourceCidrs: JSON.parse(listener.allowed_cidrs) as string[], listenerId: listener.id, url: this.listenerUrl(listener.id) };
+      triggers.push({ webhook: listener.method === "jwt" ? { jwt: { jwksUrl: listener.jwks_url ?? "" }, ...common } : { hmac: {}, ...common } });
+    }
+    return {
+      id: row.id,
+      displayName: row.display_name,
+      description: row.description,
+      isDraft: row.is_draft === 1,
+      enabled: row.enabled === 1,
+      triggers,
+      automationSteps: JSON.parse(row.steps) as AutomationStep[],
+      createdAt: row.created_at,
+      updatedAt: row.updated_at,
+      lastExecutedAt: row.last_executed_at,
+    };
+  }
+
+  private async load(db: Db, id: string): Promise<Automation> {
+    const row = await db.selectFrom("automations").selectAll().where("id", "=", id).executeTakeFirst();
+    if (!row) throw notFound("AUTOMATION_NOT_FOUND", "no automation with this id", { metadata: { automationId: id } });
+    return this.view(row, await this.listeners.forAutomation(db, id));
+  }
+
+  async get(id: string): Promise<Automation> {
+    return this.load(this.storage.db, id);
+  }
+
+  async create(input: AutomationInput): Promise<Saved> {
+    const currency = await this.policy.currency();
+    const steps = checkSteps(input.automationSteps ?? [], currency);
+    const trigger = checkTrigger(input.triggers ?? [], this.options.allowInsecureJwks);
+    const now = new Date(this.clock.now()).toISOString();
+    const id = `aut_${base62(16)}`;
+    return writeTransaction(this.storage, { exclusive: [lockKey(id)] }, async (db) => {
+      await db
+        .insertInto("automations")
+        .values({
+          id,
+          display_name: input.displayName,
+          description: input.description ?? "",
+          is_draft: input.isDraft === false ? 0 : 1,
+          enabled: input.enabled === false ? 0 : 1,
+          steps: JSON.stringify(steps),
+          created_at: now,
+          updated_at: now,
+          last_executed_at: null,
+        })
+        .execute();
+      const webhookSecret = await this.listeners.save(db, id, trigger);
+      return { automation: await this.load(db, id), ...(webhookSecret ? { webhookSecret } : {}) };
+    });
+  }
+
+  async update(id: string, input: AutomationInput, updateMask: string): Promise<Saved> {
+    const mask = parseMask(updateMask);
+    const currency = await this.policy.currency();
+    const steps = mask.has("automationSteps") ? checkSteps(input.automationSteps ?? [], currency) : undefined;
+    const trigger = mask.has("triggers") ? checkTrigger(input.triggers ?? [], this.options.allowInsecureJwks) : undefined;
+    for (const flag of ["isDraft", "enabled"] as const) {
+      if (mask.has(flag) && typeof input[flag] !== "boolean") throw invalidField(`body.automation.${flag}`, "must be set when named in updateMask");
+    }
+    return writeTransaction(this.storage, { exclusive: [lockKey(id)] }, async (db) => {
+      await this.load(db, id);
+      await db
+        .updateTable("automations")
+        .set({
+          ...(mask.has("displayName") ? { display_name: input.displayName } : {}),
+          ...(mask.has("description") ? { description: input.description ?? "" } : {}),
+          ...(mask.has("isDraft") ? { is_draft: input.isDraft ? 1 : 0 } : {}),
+          ...(mask.has("enabled") ? { enabled: input.enabled ? 1 : 0 } : {}),
+          ...(steps ? { steps: JSON.stringify(steps) } : {}),
+          updated_at: new Date(this.clock.now()).toISOString(),
+        })
+        .where("id", "=", id)
+        .execute();
+      const webhookSecret = trigger !== undefined ? await this.listeners.save(db, id, trigger) : undefined;
+      return { automation: await this.load(db, id), ...(webhookSecret ? { webhookSecret } : {}) };
+    });
+  }
+
+  async delete(id: string): Promise<void> {
+    await writeTransaction(this.storage, { exclusive: [lockKey(id)] }, async (db) => {
+      await this.load(db, id);
+      await this.listeners.save(db, id, null);
+      await db.deleteFrom("webhook_events").where("automation_id", "=", id).execute();
+      await db.deleteFrom("automations").where("id", "=", id).execute();
+    });
+  }
+
+  async rotateSecret(id: string): Promise<Required<Saved>> {
+    return writeTransaction(this.storage, { exclusive: [lockKey(id)] }, async (db) => {
+      const automation = await this.load(db, id);
+      const listener = await this.listeners.forAutomation(db, id);
+      if (!listener || listener.method !== "hmac") throw invalidArgument("NOT_HMAC_TRIGGER", "the automation has no HMAC webhook trigger");
+      const webhookSecret = await this.listeners.rotate(db, listener.id);
+      return { automation, webhookSecret };
+    });
+  }
+
+  /** Ordered by id. */
+  async list(size: number | undefined, token: string | undefined): Promise<Page<Automation>> {
+    const scope = "automations";
+    const after = this.pageTokens.decode(scope, token, "query.page_token", 1);
+    const limit = pageSize(size);
+    let query = this.storage.db
+      .selectFrom("automations")
+      .leftJoin("webhook_listeners", "webhook_listeners.automation_id", "automations.id")
+      .selectAll("automations")
+      .select(["webhook_listeners.id as l_id", "webhook_listeners.method as l_method", "webhook_listeners.jwks_url as l_jwks", "webhook_listeners.allowed_cidrs as l_cidrs", "webhook_listeners.created_at as l_created"])
+      .orderBy("automations.id")
+      .limit(limit + 1);
+    if (after) query = query.where("automations.id", ">", String(after[0]));
+    const rows = await query.execute();
+    return this.pageTokens.page(scope, rows, limit, (r) => [r.id], (r) =>
+      this.view(r, r.l_id ? { id: r.l_id, automation_id: r.id, method: r.l_method!, jwks_url: r.l_jwks, allowed_cidrs: r.l_cidrs!, created_at: r.l_created! } : undefined),
+    );
+  }
+}
+
+function parseMask(mask: string): Set<MaskField> {
+  const fields = mask.split(",").map((f) => f.trim()).filter(Boolean);
+  if (fields.length === 0) throw invalidField("body.updateMask", "must name at least one field");
+  for (const f of fields) {
+    if (!(MASK_FIELDS as readonly string[]).includes(f)) throw invalidField("body.updateMask", `unknown field "${f}"; allowed: ${MASK_FIELDS.join(", ")}`, "INVALID_UPDATE_MASK");
+  }
+  return new Set(fields as MaskField[]);
+}

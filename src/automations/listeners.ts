@@ -1,0 +1,85 @@
+// Webhook listeners (one per automation with a webhook trigger) and their HMAC secrets. A secret is
+// generated here, returned once to the caller, and stored only sealed. Rotation keeps the replaced
+// secret valid for a grace period so senders can switch without losing events.
+import type { Clock } from "../core/clock.js";
+import { base62, newId, secret256 } from "../core/ids.js";
+import type { Storage } from "../storage/connect.js";
+import type { WebhookListenersTable } from "../storage/schema.js";
+import type { Db } from "../storage/transactions.js";
+import type { WebhookTriggerConfig } from "./automation-input.js";
+import type { SecretBox } from "./secret-box.js";
+
+export type Listener = WebhookListenersTable;
+
+export class Listeners {
+  constructor(
+    private readonly storage: Storage,
+    private readonly clock: Clock,
+    private readonly box: SecretBox,
+    private readonly graceSeconds: number,
+  ) {}
+
+  private iso(offsetMs = 0): string {
+    return new Date(this.clock.now() + offsetMs).toISOString();
+  }
+
+  private async addSecret(db: Db, listenerId: string): Promise<string> {
+    const secret = secret256();
+    await db.insertInto("webhook_secrets").values({ id: newId(), listener_id: listenerId, sealed: this.box.seal(secret, listenerId), created_at: this.iso(), expires_at: null }).execute();
+    return secret;
+  }
+
+  /**
+   * Makes the automation's listener match its trigger: created, updated in place (same id and URL),
+   * or removed. Returns the new HMAC secret when this save created one.
+   */
+  async save(db: Db, automationId: string, config: WebhookTriggerConfig | null): Promise<string | undefined> {
+    const existing = await db.selectFrom("webhook_listeners").selectAll().where("automation_id", "=", automationId).executeTakeFirst();
+    if (!config) {
+      if (existing) {
+        await db.deleteFrom("webhook_secrets").where("listener_id", "=", existing.id).execute();
+        await db.deleteFrom("webhook_listeners").where("id", "=", existing.id).execute();
+      }
+      return undefined;
+    }
+    const fields = { method: config.method, jwks_url: config.jwksUrl, allowed_cidrs: JSON.stringify(config.allowedSourceCidrs) };
+    if (!existing) {
+      const id = `wh_${base62(16)}`;
+      await db.insertInto("webhook_listeners").values({ id, automation_id: automationId, created_at: this.iso(), ...fields }).execute();
+      return config.method === "hmac" ? this.addSecret(db, id) : undefined;
+    }
+    await db.updateTable("webhook_listeners").set(fields).where("id", "=", existing.id).execute();
+    if (config.method === "jwt") {
+      await db.deleteFrom("webhook_secrets").where("listener_id", "=", existing.id).execute();
+      return undefined;
+    }
+    return existing.method === "jwt" ? this.addSecret(db, existing.id) : undefined;
+  }
+
+  /** A new current secret; the replaced one stays valid for the grace period, older ones end now. */
+  async rotate(db: Db, listenerId: string): Promise<string> {
+    await db.deleteFrom("webhook_secrets").where("listener_id", "=", listenerId).where("expires_at", "is not", null).execute();
+    await db.updateTable("webhook_secrets").set({ expires_at: this.iso(this.graceSeconds * 1000) }).where("listener_id", "=", listenerId).where("expires_at", "is", null).execute();
+    return this.addSecret(db, listenerId);
+  }
+
+  async forAutomation(db: Db, automationId: string): Promise<Listener | undefined> {
+    return db.selectFrom("webhook_listeners").selectAll().where("automation_id", "=", automationId).executeTakeFirst();
+  }
+
+  async find(listenerId: string): Promise<Listener | undefined> {
+    return this.storage.db.selectFrom("webhook_listeners").selectAll().where("id", "=", listenerId).executeTakeFirst();
+  }
+
+  /** The secrets a signature may be made with now: the current one first, then any in grace. */
+  async validSecrets(listenerId: string): Promise<string[]> {
+    const rows = await this.storage.db
+      .selectFrom("webhook_secrets")
+      .select(["sealed", "expires_at"])
+      .where("listener_id", "=", listenerId)
+      .where((eb) => eb.or([eb("expires_at", "is", null), eb("expires_at", ">", this.iso())]))
+      .orderBy("created_at", "desc")
+      .execute();
+    return rows.map((r) => this.box.open(r.sealed, listenerId));
+  }
+}

@@ -1,0 +1,29 @@
+// Seals webhook signing secrets with AES-256-GCM under a key kept outside the database, so a
+// database dump alone does not reveal them. The listener id is bound as associated data, so a
+// sealed secret copied onto another listener does not open.
+import { createCipheriv, createDecipheriv, randomBytes } from "node:crypto";
+
+const VERSION = "v1";
+
+export class SecretBox {
+  constructor(private readonly key: Buffer) {
+    if (key.length !== 32) throw new Error("the secrets key must be 32 bytes");
+  }
+
+  seal(plain: string, context: string): string {
+    const iv = randomBytes(12);
+    const cipher = createCipheriv("aes-256-gcm", this.key, iv);
+    cipher.setAAD(Buffer.from(context));
+    const data = Buffer.concat([cipher.update(plain, "utf8"), cipher.final()]);
+    return [VERSION, iv.toString("base64url"), data.toString("base64url"), cipher.getAuthTag().toString("base64url")].join(".");
+  }
+
+  open(sealed: string, context: string): string {
+    const [version, iv, data, tag] = sealed.split(".");
+    if (version !== VERSION || !iv || !data || !tag) throw new Error("unreadable sealed secret");
+    const decipher = createDecipheriv("aes-256-gcm", this.key, Buffer.from(iv, "base64url"));
+    decipher.setAAD(Buffer.from(context));
+    decipher.setAuthTag(Buffer.from(tag, "base64url"));
+    return Buffer.concat([decipher.update(Buffer.from(data, "base64url")), decipher.final()]).toString("utf8");
+  }
+}

@@ -1,0 +1,72 @@
+// The record of accepted webhook events: the idempotency key of the intake (one event id per
+// listener, settled by the table's primary key) and the delivery log of each automation.
+import type { components } from "../../generated/api.js";
+import type { Clock } from "../core/clock.js";
+import { pageSize, type Page, type PageTokens } from "../core/pagination.js";
+import type { Storage } from "../storage/connect.js";
+import type { WebhookEventsTable } from "../storage/schema.js";
+import type { Db } from "../storage/transactions.js";
+
+export type WebhookEvent = components["schemas"]["WebhookEvent"];
+
+/** Event records are kept for 7 days (seed section 6 and 8). */
+export const EVENT_RETENTION_MS = 7 * 24 * 3600 * 1000;
+
+export const toWebhookEvent = (row: WebhookEventsTable): WebhookEvent => ({
+  eventId: row.event_id,
+  listenerId: row.listener_id,
+  automationId: row.automation_id,
+  receivedAt: row.received_at,
+  outcome: row.outcome,
+  notRunReason: row.not_run_reason,
+  automationExecutionId: row.execution_id,
+});
+
+export class WebhookEvents {
+  constructor(
+    private readonly storage: Storage,
+    private readonly clock: Clock,
+    private readonly pageTokens: PageTokens,
+  ) {}
+
+  private retainedSince(): string {
+    return new Date(this.clock.now() - EVENT_RETENTION_MS).toISOString();
+  }
+
+  /**
+   * Claims `eventId` on the listener inside the caller's transaction: false when it was already
+   * seen within retention. A record past retention that the sweep has not removed yet no longer
+   * counts, so the same id is accepted again.
+   */
+  async claim(db: Db, row: WebhookEventsTable): Promise<boolean> {
+    await db.deleteFrom("webhook_events").where("listener_id", "=", row.listener_id).where("event_id", "=", row.event_id).where("received_at", "<=", this.retainedSince()).execute();
+    const inserted = await db.insertInto("webhook_events").values(row).onConflict((oc) => oc.columns(["listener_id", "event_id"]).doNothing()).executeTakeFirst();
+    return Number(inserted.numInsertedOrUpdatedRows ?? 0) === 1;
+  }
+
+  /** Removes records past retention; safe to run on every instance at once. */
+  async sweep(): Promise<number> {
+    const result = await this.storage.db.deleteFrom("webhook_events").where("received_at", "<=", this.retainedSince()).executeTakeFirst();
+    return Number(result.numDeletedRows);
+  }
+
+  /** The delivery log of one automation, newest first. */
+  async list(automationId: string, size: number | undefined, token: string | undefined): Promise<Page<WebhookEvent>> {
+    const scope = `webhook-events:${automationId}`;
+    const after = this.pageTokens.decode(scope, token, "query.page_token", 2);
+    const limit = pageSize(size);
+    let query = this.storage.db
+      .selectFrom("webhook_events")
+      .selectAll()
+      .where("automation_id", "=", automationId)
+      .where("received_at", ">", this.retainedSince())
+      .orderBy("received_at", "desc")
+      .orderBy("event_id", "desc")
+      .limit(limit + 1);
+    if (after) {
+      const [at, id] = after.map(String) as [string, string];
+      query = query.where((eb) => eb.or([eb("received_at", "<", at), eb.and([eb("received_at", "=", at), eb("event_id", "<", id)])]));
+    }
+    return this.pageTokens.page(scope, await query.execute(), limit, (r) => [r.received_at, r.event_id], toWebhookEvent);
+  }
+}
