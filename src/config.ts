@@ -1,6 +1,7 @@
 // All configuration, from the environment, typed and validated in one place. A bad value stops
 // the process at start with a message naming the variable; secrets are never echoed back.
 import { resolve } from "node:path";
+import { parseTrustProxy } from "./webhooks/source-ip.js";
 
 export type LogLevel = "fatal" | "error" | "warn" | "info" | "debug" | "trace" | "silent";
 
@@ -82,6 +83,14 @@ function secretsKey(value: string | undefined, file: string | undefined): Config
   return { kind: "file", path: resolve(file || "data/secrets.key") };
 }
 
+function trustProxy(raw: string | undefined): string[] {
+  try {
+    return parseTrustProxy(raw);
+  } catch (e) {
+    throw new ConfigError(e instanceof Error ? e.message : String(e));
+  }
+}
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const port = integer(env, "PORT", 8080, 0, 65535);
   const host = env.HOST || "0.0.0.0";
@@ -111,6 +120,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     secretsKey: secretsKey(env.SECRETS_KEY, env.SECRETS_KEY_FILE),
     webhookSecretGraceSeconds: integer(env, "WEBHOOK_SECRET_GRACE_SECONDS", 86_400, 0, 30 * 86_400),
     jwksAllowInsecure: flag(env, "JWKS_ALLOW_INSECURE"),
-    trustProxy: (env.TRUST_PROXY ?? "").split(",").map((s) => s.trim()).filter(Boolean),
+    trustProxy: trustProxy(env.TRUST_PROXY),
   };
 }

@@ -15,7 +15,7 @@ import { SubjectAppLimits } from "./funds/subject-app-limits.js";
 import { createApp } from "./http/app.js";
 import { fundsHandlers } from "./http/handlers/funds.js";
 import { identityHandlers } from "./http/handlers/identity.js";
-import { pendingService } from "./http/handlers/pending.js";
+import { automationHandlers } from "./http/handlers/automations.js";
 import { AccessTokens } from "./identity/access-tokens.js";
 import { bootstrapAdmin, type BootstrapResult } from "./identity/bootstrap.js";
 import { ClientCredentialsGrant } from "./identity/client-credentials-grant.js";
@@ -23,7 +23,17 @@ import { Credentials } from "./identity/credentials.js";
 import { FailureThrottle } from "./identity/failure-throttle.js";
 import { SigningKeys } from "./identity/signing-keys.js";
 import { Users } from "./identity/users.js";
+import { Automations } from "./automations/automations.js";
+import { Executions } from "./automations/executions.js";
+import { Listeners } from "./automations/listeners.js";
+import { ExecutionRunner } from "./automations/runner.js";
+import { SecretBox } from "./automations/secret-box.js";
+import { Worker } from "./automations/worker.js";
 import { openStorage } from "./storage/connect.js";
+import { loadSecretsKey } from "./storage/secrets-key.js";
+import { WebhookEvents } from "./webhooks/events.js";
+import { WebhookIntake } from "./webhooks/intake.js";
+import { JwksCache } from "./webhooks/jwks-cache.js";
 import { sharedKey } from "./storage/settings.js";
 
 export interface ServerOptions {
@@ -37,6 +47,8 @@ export interface RunningServer {
   url: string;
   /** Set on a brand-new database: the bootstrap super-admin's client id (and generated secret). */
   bootstrap: BootstrapResult | null;
+  /** The execution worker of this process (tests wait for it to be idle). */
+  worker: Worker;
   /** Stops accepting connections, lets in-flight requests finish, then closes the database. */
   close(): Promise<void>;
 }
@@ -63,6 +75,24 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const caps = new AppCaps(storage, clock, policy, pageTokens, config.tenantId);
   const effective = new EffectiveLimits(storage, clock, limits, caps, policy);
 
+  const listeners = new Listeners(storage, clock, new SecretBox(loadSecretsKey(config.secretsKey)), config.webhookSecretGraceSeconds);
+  const automations = new Automations(storage, clock, listeners, policy, pageTokens, { baseUrl: config.baseUrl, allowInsecureJwks: config.jwksAllowInsecure });
+  const executions = new Executions(storage, clock, pageTokens);
+  const events = new WebhookEvents(storage, clock, pageTokens);
+  const worker = new Worker({ storage, clock, events, logger, runner: new ExecutionRunner({ storage, clock, limits, logger }) });
+  const intake = new WebhookIntake({
+    storage,
+    clock,
+    listeners,
+    automations,
+    events,
+    executions,
+    jwks: new JwksCache({ clock, fetchOptions: { allowInsecure: config.jwksAllowInsecure } }),
+    baseUrl: config.baseUrl,
+    trustProxy: config.trustProxy,
+    onEnqueued: () => worker.notify(),
+  });
+
   const app = createApp({
     logger,
     accessTokens,
@@ -73,10 +103,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     handlers: {
       ...identityHandlers({ grant, users, credentials }),
       ...fundsHandlers({ limits, caps, policy, effective }),
-      AutomationService: pendingService("AutomationService"),
-      AutomationExecutionService: pendingService("AutomationExecutionService"),
-      WebhookEventService: pendingService("WebhookEventService"),
-      IncomingWebhookService: pendingService("IncomingWebhookService"),
+      ...automationHandlers({ automations, executions, events, intake }),
     },
   });
 
@@ -86,6 +113,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     server.once("error", reject);
     server.listen(config.port, config.host, () => resolve());
   });
+  worker.start();
   const { port, address } = server.address() as AddressInfo;
   const host = address.includes(":") ? `[${address}]` : address;
 
@@ -96,8 +124,9 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
         server.close(() => resolve());
         server.closeIdleConnections();
       });
+      await worker.stop();
       await storage.close();
     })());
 
-  return { url: `http://${host === "[::]" || host === "0.0.0.0" ? "127.0.0.1" : host}:${port}`, bootstrap, close };
+  return { url: `http://${host === "[::]" || host === "0.0.0.0" ? "127.0.0.1" : host}:${port}`, bootstrap, worker, close };
 }

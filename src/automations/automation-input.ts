@@ -4,8 +4,9 @@
 import type { components } from "../../generated/api.js";
 import { invalidField } from "../core/errors.js";
 import { parseSpendLimit } from "../funds/spend-limit.js";
+import { checkJwksUrl } from "../webhooks/jwks-fetch.js";
 import { parseCidrs } from "../webhooks/source-ip.js";
-import { checkExpression } from "./cel.js";
+import { checkExpression, type ExpectedResult } from "./cel.js";
 
 export type AutomationStep = components["schemas"]["AutomationStep"];
 export type AutomationTriggerInput = components["schemas"]["AutomationTrigger"];
@@ -21,17 +22,17 @@ export function checkSteps(steps: readonly AutomationStep[], currencyCode: strin
   return steps.map((step, i) => {
     const at = `${path}[${i}]`;
     if (names.includes(step.stepName)) throw invalidField(`${at}.stepName`, `duplicate step name "${step.stepName}"`, "DUPLICATE_STEP_NAME");
-    const cel = (field: string, source: string | undefined | null) => {
-      if (source !== undefined && source !== null && source !== "") checkExpression(source, `${at}.${field}`, { stepNames: names });
+    const cel = (field: string, source: string | undefined | null, expect: ExpectedResult = "string") => {
+      if (source !== undefined && source !== null && source !== "") checkExpression(source, `${at}.${field}`, { stepNames: names, expect });
     };
-    cel("skipIfTrueCel", step.skipIfTrueCel);
+    cel("skipIfTrueCel", step.skipIfTrueCel, "bool");
     let normalized: AutomationStep = step;
     if ("evaluateExpressions" in step && step.evaluateExpressions) {
       const seen = new Set<string>();
       step.evaluateExpressions.expressions.forEach((e, j) => {
         if (seen.has(e.name)) throw invalidField(`${at}.evaluateExpressions.expressions[${j}].name`, `duplicate name "${e.name}"`, "DUPLICATE_EXPRESSION_NAME");
         seen.add(e.name);
-        cel(`evaluateExpressions.expressions[${j}].expression`, e.expression);
+        cel(`evaluateExpressions.expressions[${j}].expression`, e.expression, "any");
       });
     } else if ("suspendAppLimit" in step && step.suspendAppLimit) {
       const s = step.suspendAppLimit;
@@ -45,7 +46,7 @@ export function checkSteps(steps: readonly AutomationStep[], currencyCode: strin
       const s = step.setAppLimitExtension;
       cel("setAppLimitExtension.userIdCel", s.userIdCel);
       cel("setAppLimitExtension.appIdCel", s.appIdCel);
-      cel("setAppLimitExtension.expiresAtCel", s.expiresAtCel);
+      cel("setAppLimitExtension.expiresAtCel", s.expiresAtCel, "timestamp");
       cel("setAppLimitExtension.reasonCel", s.reasonCel);
       const limit = parseSpendLimit(s.limit, "extension", currencyCode, `${at}.setAppLimitExtension.limit`);
       normalized = { ...step, setAppLimitExtension: { ...s, limit } } as AutomationStep;
@@ -62,16 +63,8 @@ export function checkTrigger(triggers: readonly AutomationTriggerInput[], allowI
   const at = `${path}[0].webhook`;
   const allowedSourceCidrs = parseCidrs(webhook.allowedSourceCidrs ?? [], `${at}.allowedSourceCidrs`);
   if ("jwt" in webhook && webhook.jwt) {
-    let url: URL;
-    try {
-      url = new URL(webhook.jwt.jwksUrl);
-    } catch {
-      throw invalidField(`${at}.jwt.jwksUrl`, "must be an absolute URL", "INVALID_JWKS_URL");
-    }
-    if (url.protocol !== "https:" && !(allowInsecureJwks && url.protocol === "http:")) {
-      throw invalidField(`${at}.jwt.jwksUrl`, "must be an https: URL", "INVALID_JWKS_URL");
-    }
-    return { method: "jwt", jwksUrl: url.toString(), allowedSourceCidrs };
+    const jwksUrl = checkJwksUrl(webhook.jwt.jwksUrl, `${at}.jwt.jwksUrl`, { allowInsecure: allowInsecureJwks });
+    return { method: "jwt", jwksUrl, allowedSourceCidrs };
   }
   return { method: "hmac", jwksUrl: null, allowedSourceCidrs };
 }

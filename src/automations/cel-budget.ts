@@ -72,3 +72,11 @@ export function withBudget<T>(budget: EvaluationBudget, fn: () => T): T {
     active = previous;
   }
 }
+
+/**
+ * Forgets the active budget. Needed after the hard timeout: V8 terminates the evaluation without
+ * running its `finally` blocks, so `withBudget` cannot restore the previous value itself.
+ */
+export function clearActiveBudget(): void {
+  active = undefined;
+}

@@ -94,11 +94,15 @@ export class SubjectAppLimits {
   }
 
   /** 404 USER_NOT_FOUND unless the user exists. Users are never removed, so a check before a transaction holds in it. */
-  async requireUser(userId: string): Promise<void> {
-    if (!(await this.users.exists(userId))) throw notFound("USER_NOT_FOUND", "no user with this id", { metadata: { userId } });
+  async requireUser(userId: string, db?: Db): Promise<void> {
+    if (!(await this.users.exists(userId, db))) throw notFound("USER_NOT_FOUND", "no user with this id", { metadata: { userId } });
   }
 
-  /** Live rows matching every filter, ordered by (user_id, app_id). */
+  /**
+   * Live rows matching every filter, ordered by (user_id, app_id), each page a seek from the token's
+   * position. Filtered by app ids alone, one bounded seek per app (index by app) is merged, since
+   * their union is in no index's order: a page costs at most `apps * (size + 1)` rows, at any depth.
+   */
   async search(filters: SearchFilters, size: number | undefined, token: string | undefined): Promise<Page<SubjectAppLimit>> {
     const userIds = [...new Set(filters.userIds ?? [])].sort();
     const appIds = [...new Set(filters.appIds ?? [])].sort();
@@ -107,15 +111,29 @@ export class SubjectAppLimits {
     const scope = `subject-app-limits.search:${JSON.stringify({ userIds, appIds, suspended: suspended ?? null })}`;
     const after = this.pageTokens.decode(scope, token, "body.pageToken", 2);
     const limit = pageSize(size);
-    let query = this.storage.db.selectFrom("subject_app_limits").selectAll().where("deleted_at", "is", null);
-    if (userIds.length > 0) query = query.where("user_id", "in", userIds);
-    if (appIds.length > 0) query = query.where("app_id", "in", appIds);
-    if (suspended !== undefined) query = query.where("suspended", "=", suspended ? 1 : 0);
-    if (after) {
-      const [userId, appId] = after.map(String) as [string, string];
-      query = query.where((eb) => eb(eb.refTuple("user_id", "app_id"), ">", eb.tuple(userId, appId)));
+    const db = this.storage.db;
+
+    const page = (appIdsHere: readonly string[]) => {
+      let query = db.selectFrom("subject_app_limits").selectAll().where("deleted_at", "is", null);
+      if (userIds.length > 0) query = query.where("user_id", "in", userIds);
+      if (appIdsHere.length === 1) query = query.where("app_id", "=", appIdsHere[0]!);
+      else if (appIdsHere.length > 1) query = query.where("app_id", "in", appIdsHere);
+      if (suspended !== undefined) query = query.where("suspended", "=", suspended ? 1 : 0);
+      if (after) {
+        const [userId, appId] = after.map(String) as [string, string];
+        query = query.where((eb) => eb(eb.refTuple("user_id", "app_id"), ">", eb.tuple(userId, appId)));
+      }
+      return query.orderBy("user_id").orderBy("app_id").limit(limit + 1);
+    };
+
+    let rows: SubjectAppLimitsTable[];
+    if (userIds.length === 0 && appIds.length > 1) {
+      const [first, ...rest] = appIds.map((appId) => db.selectFrom(page([appId]).as("one_app")).selectAll());
+      const union = rest.reduce((all, next) => all.unionAll(next), first!);
+      rows = await db.selectFrom(union.as("apps")).selectAll().orderBy("user_id").orderBy("app_id").limit(limit + 1).execute();
+    } else {
+      rows = await page(appIds).execute();
     }
-    const rows = await query.orderBy("user_id").orderBy("app_id").limit(limit + 1).execute();
     return this.pageTokens.page(scope, rows, limit, (r) => [r.user_id, r.app_id], (r) => this.view(r));
   }
 
@@ -151,23 +169,28 @@ export class SubjectAppLimits {
     return row as SubjectAppLimit;
   }
 
+  // Suspend, Unsuspend and SetExtension also run as automation steps: `outer` joins the step's
+  // transaction so the effect and the step's result commit together.
+
   /** Suspends the row (creating it); the limit underneath stays, to be restored by unsuspend. */
-  async suspend(userId: string, appId: string, body: { reason?: unknown }): Promise<SubjectAppLimit> {
+  async suspend(userId: string, appId: string, body: { reason?: unknown }, outer?: Db): Promise<SubjectAppLimit> {
     const row = await this.mutate({ userId, appId, mine: false }, true, (controls, _currency, now) =>
-      withSuspension(controls, parseReason(body.reason, "body.reason"), now),
+        withSuspension(controls, parseReason(body.reason, "body.reason"), now),
+      outer,
     );
     return row as SubjectAppLimit;
   }
 
   /** Lifts the suspension; null when it was the row's last control (the row is removed). */
-  async unsuspend(userId: string, appId: string): Promise<SubjectAppLimit | null> {
-    return this.mutate({ userId, appId, mine: false }, false, (controls) => withoutSuspension(controls));
+  async unsuspend(userId: string, appId: string, outer?: Db): Promise<SubjectAppLimit | null> {
+    return this.mutate({ userId, appId, mine: false }, false, (controls) => withoutSuspension(controls), outer);
   }
 
   /** Grants a temporary total until `expiresAt` (future), replacing any extension (creating the row). */
-  async setExtension(userId: string, appId: string, body: { limit?: unknown; expiresAt?: unknown; reason?: unknown }): Promise<SubjectAppLimit> {
+  async setExtension(userId: string, appId: string, body: { limit?: unknown; expiresAt?: unknown; reason?: unknown }, outer?: Db): Promise<SubjectAppLimit> {
     const row = await this.mutate({ userId, appId, mine: false }, true, (controls, currencyCode, now) =>
-      withExtension(controls, requireFutureExpiry(parseExtension(body, currencyCode, "body"), now, "body.expiresAt")),
+        withExtension(controls, requireFutureExpiry(parseExtension(body, currencyCode, "body"), now, "body.expiresAt")),
+      outer,
     );
     return row as SubjectAppLimit;
   }
@@ -198,8 +221,8 @@ export class SubjectAppLimits {
    * (from no controls), else it is 404. Controls left empty remove the row (answer null); controls
    * left as they were leave the row untouched (updatedAt too).
    */
-  private async mutate(target: Target, create: boolean, change: Change): Promise<SubjectAppLimit | null> {
-    await this.requireUser(target.userId);
+  private async mutate(target: Target, create: boolean, change: Change, outer?: Db): Promise<SubjectAppLimit | null> {
+    await this.requireUser(target.userId, outer);
     // Inside, query only through `db`: on SQLite the transaction holds the one connection.
     const result = await writeTransaction(this.storage, { exclusive: [lockKey(target)], shared: [FUND_POLICY_LOCK] }, async (db) => {
       const row = await this.liveRow(db, target.userId, target.appId);
@@ -222,7 +245,7 @@ export class SubjectAppLimits {
       const created: SubjectAppLimitsTable = { id: newId(), user_id: target.userId, app_id: target.appId, ...columns, created_at: stamp, deleted_at: null };
       await db.insertInto("subject_app_limits").values(created).execute();
       return created;
-    });
+    }, outer);
     return result ? this.view(result) : null;
   }
 

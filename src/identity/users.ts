@@ -6,6 +6,7 @@ import { newId } from "../core/ids.js";
 import { pageSize, type Page, type PageTokens } from "../core/pagination.js";
 import type { Storage } from "../storage/connect.js";
 import type { UsersTable } from "../storage/schema.js";
+import type { Db } from "../storage/transactions.js";
 import { ROLES, type Role } from "./roles.js";
 
 export type User = components["schemas"]["User"];
@@ -62,8 +63,8 @@ export class Users {
     return toUser(row);
   }
 
-  async exists(id: string): Promise<boolean> {
-    return (await this.storage.db.selectFrom("users").select("id").where("id", "=", id).executeTakeFirst()) !== undefined;
+  async exists(id: string, db: Db = this.storage.db): Promise<boolean> {
+    return (await db.selectFrom("users").select("id").where("id", "=", id).executeTakeFirst()) !== undefined;
   }
 
   async count(): Promise<number> {

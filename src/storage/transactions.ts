@@ -22,7 +22,16 @@ export interface Locks {
   shared?: readonly string[];
 }
 
-export async function writeTransaction<T>(storage: Storage, locks: Locks, body: (db: Db) => Promise<T>): Promise<T> {
+/**
+ * Runs `body` in a write transaction holding `locks`. With `outer`, joins that transaction instead
+ * (taking the locks in it on PostgreSQL), so a caller can commit its own writes atomically with a
+ * service's, e.g. an automation step's effect with the step's result.
+ */
+export async function writeTransaction<T>(storage: Storage, locks: Locks, body: (db: Db) => Promise<T>, outer?: Db): Promise<T> {
+  if (outer) {
+    if (storage.dialect === "postgres") await takeLocks(outer, locks);
+    return body(outer);
+  }
   if (storage.dialect === "sqlite") {
     // One connection, held for the whole transaction (Kysely's SQLite driver serializes its users).
     return storage.db.connection().execute(async (db) => {
@@ -38,11 +47,15 @@ export async function writeTransaction<T>(storage: Storage, locks: Locks, body: 
     });
   }
   return storage.db.transaction().execute(async (trx) => {
-    // Sorted, so two transactions taking the same keys never wait on each other in a cycle.
-    for (const key of [...locks.exclusive].sort()) await sql`select pg_advisory_xact_lock(hashtextextended(${key}, 0))`.execute(trx);
-    for (const key of [...(locks.shared ?? [])].sort()) await sql`select pg_advisory_xact_lock_shared(hashtextextended(${key}, 0))`.execute(trx);
+    await takeLocks(trx, locks);
     return body(trx);
   });
+}
+
+async function takeLocks(db: Db, locks: Locks): Promise<void> {
+  // Sorted, so two transactions taking the same keys never wait on each other in a cycle.
+  for (const key of [...locks.exclusive].sort()) await sql`select pg_advisory_xact_lock(hashtextextended(${key}, 0))`.execute(db);
+  for (const key of [...(locks.shared ?? [])].sort()) await sql`select pg_advisory_xact_lock_shared(hashtextextended(${key}, 0))`.execute(db);
 }
 
 /** Several reads that must see one state of the database (a snapshot). */

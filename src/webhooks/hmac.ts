@@ -32,14 +32,16 @@ export function constantTimeEqual(a: string, b: string): boolean {
  */
 export function verifyHmac(
   secrets: readonly string[],
-  header: string | undefined,
+  header: string | readonly string[] | undefined,
   timestamp: string,
   eventIdRaw: string,
   rawBody: Uint8Array,
 ): number {
-  if (header === undefined || header === "") {
+  if (header === undefined || header === "" || (Array.isArray(header) && header.length === 0)) {
     throw unauthenticated("MISSING_SIGNATURE", `the ${SIGNATURE_HEADER} header is required`);
   }
+  // A repeated header (Node joins unknown repeated headers, so only a caller's array) never matches.
+  if (typeof header !== "string") throw unauthenticated("INVALID_SIGNATURE", `the ${SIGNATURE_HEADER} header must be sent once`);
   let matched = -1;
   // Every secret is tried, without an early exit, so timing does not tell which one matched.
   secrets.forEach((secret, index) => {

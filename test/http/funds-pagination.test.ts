@@ -200,6 +200,18 @@ describe("Search filters combine with AND; any listed id matches; an empty list 
     expect(rows).toEqual(sorted(rows));
   });
 
+  it("appIds across many users, walked in small pages (page ends between two apps of one user)", async () => {
+    const users = await Promise.all(Array.from({ length: 12 }, () => ts.userClient(["ROLE_USER"])));
+    const apps = ["q-1", "q-2", "q-3"];
+    await inBatches(
+      users.flatMap((u) => apps.map((a) => [u.userId, a] as const)),
+      async ([u, a]) => unwrap(await admin.setLimit(u, a, { limit: amount("1") })),
+    );
+    const expected = sorted(users.flatMap((u) => apps.map((a) => `${u.userId}/${a}`)));
+    for (const size of [10, 11, 13]) expect(await walkSearch({ appIds: ["q-3", "q-1", "q-2"] }, size)).toEqual(expected);
+    expect(await walkSearch({ appIds: ["q-2", "q-3"], suspended: false }, 10)).toEqual(expected.filter((k) => !k.endsWith("q-1")));
+  });
+
   it("suspended", async () => {
     expect(sorted(await walkSearch({ suspended: true }))).toEqual(sorted([`${many.userId}/p-005`, `${few.userId}/p-001`, `${few.userId}/p-002`]));
     const notSuspended = await walkSearch({ suspended: false, userIds: [few.userId] });
@@ -247,6 +259,12 @@ describe("page tokens are opaque and bound to their list: forged, malformed or f
     expectError(await admin.search({ ...filters, pageSize: 10, pageToken }), 400, "INVALID_PAGE_TOKEN");
   const badMine = async (page_token: string, client: Funds = many.f) => expectError(await client.myList({ page_size: 10, page_token }), 400, "INVALID_PAGE_TOKEN");
   const badCaps = async (page_token: string) => expectError(await admin.capList({ page_size: 10, page_token }), 400, "INVALID_PAGE_TOKEN");
+
+  it("an empty token is the first page", async () => {
+    expect(await search({ userIds: [many.userId], pageSize: 10, pageToken: "" })).toEqual(await search({ userIds: [many.userId], pageSize: 10 }));
+    expect(unwrap(await many.f.myList({ page_size: 10, page_token: "" }))).toEqual(unwrap(await many.f.myList({ page_size: 10 })));
+    expect(unwrap(await admin.capList({ page_token: "" }))).toEqual(unwrap(await admin.capList()));
+  });
 
   it("a valid token resumes where the last page ended", async () => {
     const next = await search({ userIds: [many.userId], pageSize: 10, pageToken: searchToken });

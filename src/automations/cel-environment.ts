@@ -1,0 +1,183 @@
+// The one CEL environment of automations (@marcbachmann/cel-js, pinned to an exact version because
+// the guards below reach into it) and the guards that make evaluation safe against hostile input:
+//
+// - Parse-time limits (AST size, nesting depth, literal sizes) refuse absurd expressions.
+// - Every AST node evaluation passes through the evaluator's `run`; it is wrapped to charge the
+//   active EvaluationBudget (one unit per node, plus the size of each string or list that an
+//   operator or a function produced) and to read the clock, and to refuse int results outside
+//   int64 (the library lets `-9223372036854775808 / -1` and `int(1e20)` through). Its `tryEval`
+//   (the error-catching variant) is wrapped so that an exhausted budget is never caught.
+// - `matches` runs on RE2 (re2js, linear time) instead of JavaScript's backtracking RegExp;
+//   `join` charges the size of the string it would build before building it; `duration` refuses
+//   long strings (the library parses them with a regex that is quadratic in the input length).
+//
+// The library does not expose its evaluator; a probe function, evaluated once at start-up,
+// captures it (function handlers are called with the evaluator as `this`). Expressions cannot
+// call the probe: the save-time check refuses its name.
+import { Environment, EvaluationError, type ASTNode } from "@marcbachmann/cel-js";
+import { activeBudget, type EvaluationBudget } from "./cel-budget.js";
+import { re2Matches } from "./cel-regex.js";
+
+/** CEL type of the `ctx` variable. */
+export const CONTEXT_TYPE = "automation.Context";
+/** Name of the internal probe function; expressions may not call it. */
+export const PROBE_FUNCTION = "__automationCelProbe";
+
+/** Structural limits applied when an expression is parsed (at save time). */
+export const PARSE_LIMITS = {
+  maxAstNodes: 1000,
+  maxDepth: 32,
+  maxListElements: 256,
+  maxMapEntries: 256,
+  maxCallArguments: 16,
+} as const;
+
+const MAX_INT64 = 9223372036854775807n;
+const MIN_INT64 = -9223372036854775808n;
+const MAX_DURATION_STRING = 64;
+
+export const celEnvironment = new Environment({
+  unlistedVariablesAreDyn: false,
+  // `{"a": 1, "b": "x"}` and `[1, "a"]` are accepted (as map<string, dyn> and list<dyn>), as in cel-go.
+  homogeneousAggregateLiterals: false,
+  // `ctx.trigger.?field.orValue("default")` reads optional fields.
+  enableOptionalTypes: true,
+  limits: PARSE_LIMITS,
+})
+  .registerType(CONTEXT_TYPE, { fields: { trigger: "dyn", steps: "map<string, dyn>" } })
+  .registerVariable("ctx", CONTEXT_TYPE, { description: "trigger: the webhook's JSON body; steps: outputs of earlier steps" });
+
+// ---- capture the evaluator --------------------------------------------------------------------
+
+interface RunFn {
+  (ast: ASTNode, ctx: unknown): unknown;
+}
+interface FunctionDeclarationLike {
+  handler: (this: unknown, ...args: unknown[]) => unknown;
+}
+interface EvaluatorLike {
+  run: RunFn;
+  /** Evaluates and returns a thrown error as the value (for CEL's commutative `||`, `&&` and quantifiers). */
+  tryEval: RunFn;
+  registry: {
+    functionCandidates(receiver: boolean, name: string, argCount: number): { declarations: FunctionDeclarationLike[] };
+  };
+}
+
+let captured: EvaluatorLike | undefined;
+celEnvironment.registerFunction(`${PROBE_FUNCTION}(): bool`, function (this: unknown) {
+  captured ??= this as EvaluatorLike;
+  return true;
+});
+celEnvironment.evaluate(`${PROBE_FUNCTION}()`, {});
+if (!captured || typeof captured.run !== "function" || typeof captured.tryEval !== "function" || typeof captured.registry?.functionCandidates !== "function") {
+  throw new Error("cel: cannot install the evaluation guards (unexpected @marcbachmann/cel-js internals)");
+}
+const evaluator: EvaluatorLike = captured;
+
+// ---- per-node charging ------------------------------------------------------------------------
+
+/** Operators whose result is a newly built value, charged by size. */
+const PRODUCING_OPS = new Set(["+", "call", "rcall", "list"]);
+
+function sizeOf(value: unknown): number {
+  if (typeof value === "string") return value.length;
+  if (Array.isArray(value) || value instanceof Uint8Array) return value.length;
+  if (value instanceof Map || value instanceof Set) return value.size;
+  return 0;
+}
+
+/** Checks and charges the value an AST node produced. Exported for the root node, which `run` does not see. */
+export function afterNode(budget: EvaluationBudget, ast: ASTNode, result: unknown): void {
+  // Literals are checked at save time (and `-9223372036854775808` is the literal 2^63 negated).
+  if (typeof result === "bigint" && ast.op !== "value" && (result > MAX_INT64 || result < MIN_INT64)) {
+    throw new EvaluationError("integer overflow", ast);
+  }
+  if (PRODUCING_OPS.has(ast.op)) {
+    const meta = (ast as unknown as { meta?: { alternate?: unknown; macro?: unknown } }).meta;
+    // Macros (map, filter, cel.bind...) are charged per iteration already.
+    if (!meta?.alternate && !meta?.macro) {
+      const size = sizeOf(result);
+      if (size > 0) budget.charge(size);
+    }
+  }
+}
+
+const originalRun = evaluator.run;
+evaluator.run = function guardedRun(this: unknown, ast: ASTNode, ctx: unknown): unknown {
+  const budget = activeBudget();
+  // Every evaluation goes through cel-evaluate.ts, which sets a budget: never run unguarded.
+  if (budget === undefined) throw new Error("cel: evaluation without a budget (use evaluate() from cel.ts)");
+  budget.charge(1);
+  const result = originalRun.call(this, ast, ctx);
+  afterNode(budget, ast, result);
+  return result;
+};
+
+// `error || true` is true in CEL, so the library evaluates operands of `||`, `&&` and quantifiers
+// catching errors. An exhausted budget must not be caught: it would let a quantifier go on
+// through all its remaining items (each failing at once, but each a thrown exception).
+const originalTryEval = evaluator.tryEval;
+evaluator.tryEval = function guardedTryEval(this: unknown, ast: ASTNode, ctx: unknown): unknown {
+  const budget = activeBudget();
+  if (budget?.exceeded) throw budget.exceeded;
+  const result = originalTryEval.call(this, ast, ctx);
+  if (budget?.exceeded) throw budget.exceeded;
+  return result;
+};
+
+// ---- guarded built-in functions ---------------------------------------------------------------
+
+/**
+ * Replaces the handler of a built-in in this environment's overload table. Declarations are
+ * frozen and shared with the library's default environment, so each is replaced by a copy (same
+ * prototype and fields, guarded handler) in this environment's own candidates list only.
+ */
+function replaceHandler(
+  receiver: boolean,
+  name: string,
+  argCount: number,
+  guarded: (original: FunctionDeclarationLike["handler"]) => FunctionDeclarationLike["handler"],
+): void {
+  const declarations = evaluator.registry.functionCandidates(receiver, name, argCount).declarations;
+  if (declarations.length === 0) throw new Error(`cel: no built-in ${name}/${argCount} to guard`);
+  declarations.forEach((declaration, index) => {
+    const copy = Object.create(Object.getPrototypeOf(declaration) as object | null) as FunctionDeclarationLike;
+    Object.assign(copy, declaration, { handler: guarded(declaration.handler) });
+    declarations[index] = Object.freeze(copy);
+  });
+}
+
+replaceHandler(true, "matches", 1, () => (input, pattern) => {
+  if (typeof input !== "string" || typeof pattern !== "string") throw new EvaluationError("matches() requires strings");
+  activeBudget()?.charge(input.length + pattern.length);
+  try {
+    return re2Matches(input, pattern);
+  } catch (error) {
+    throw new EvaluationError(error instanceof Error ? error.message : "invalid regular expression");
+  }
+});
+
+for (const argCount of [0, 1]) {
+  replaceHandler(true, "join", argCount, (original) =>
+    function (this: unknown, ...args: unknown[]) {
+      const [list, separator] = args;
+      if (Array.isArray(list)) {
+        let total = typeof separator === "string" ? separator.length * Math.max(0, list.length - 1) : 0;
+        for (const item of list) total += typeof item === "string" ? item.length : 0;
+        activeBudget()?.charge(total); // before the string is built
+      }
+      return original.apply(this, args);
+    },
+  );
+}
+
+replaceHandler(false, "duration", 1, (original) =>
+  function (this: unknown, ...args: unknown[]) {
+    const [text] = args;
+    if (typeof text === "string" && text.length > MAX_DURATION_STRING) {
+      throw new EvaluationError(`duration() string longer than ${MAX_DURATION_STRING} characters`);
+    }
+    return original.apply(this, args);
+  },
+);

@@ -1,0 +1,101 @@
+// Runs one claimed execution: its steps in order, each with `ctx.trigger` and the outputs of the
+// steps before it. A step's result is stored in the same transaction as its effect, so a run that
+// is retried after a crash resumes at the first step without a result and no effect happens twice.
+import { ApiError } from "../core/errors.js";
+import type { Clock } from "../core/clock.js";
+import type { Logger } from "../core/logger.js";
+import type { SubjectAppLimits } from "../funds/subject-app-limits.js";
+import type { Storage } from "../storage/connect.js";
+import type { AutomationExecutionsTable } from "../storage/schema.js";
+import { writeTransaction, type Db } from "../storage/transactions.js";
+import type { AutomationStep } from "./automation-input.js";
+import { CelEvaluationError, checkExpression, evaluateBoolean, evaluateJson, evaluateString, evaluateTimestamp, type CelContext, type ExpectedResult } from "./cel.js";
+import { ExecutionState, StepState, type StepResult } from "./executions.js";
+
+export class ExecutionRunner {
+  constructor(
+    private readonly deps: { storage: Storage; clock: Clock; limits: SubjectAppLimits; logger: Logger },
+  ) {}
+
+  async run(execution: AutomationExecutionsTable): Promise<void> {
+    const steps = JSON.parse(execution.steps) as AutomationStep[];
+    const results = JSON.parse(execution.step_results) as StepResult[];
+    const { trigger } = JSON.parse(execution.context) as { trigger: unknown };
+    for (const [i, step] of steps.entries()) {
+      const result = results[i];
+      if (!result || result.state !== StepState.PENDING) continue;
+      const ctx: CelContext = { trigger, steps: outputsBefore(steps, results, i) };
+      const cel = (field: string, source: string, expect: ExpectedResult) => checkExpression(source, `automationSteps[${i}].${field}`, { stepNames: steps.slice(0, i).map((s) => s.stepName), expect });
+      try {
+        if (step.skipIfTrueCel && evaluateBoolean(cel("skipIfTrueCel", step.skipIfTrueCel, "bool"), ctx)) {
+          results[i] = { ...result, state: StepState.SKIPPED };
+          await this.save(this.deps.storage.db, execution.id, results);
+          continue;
+        }
+        await writeTransaction(this.deps.storage, { exclusive: [`automation_executions:${execution.id}`] }, async (db) => {
+          const output = await this.perform(db, step, ctx, cel);
+          results[i] = { ...result, state: StepState.DONE, output };
+          await this.save(db, execution.id, results);
+        });
+      } catch (e) {
+        results[i] = { ...result, state: StepState.ERROR, error: describe(e) };
+        if (!(e instanceof ApiError) && !(e instanceof CelEvaluationError)) this.deps.logger.error({ msg: "automation step failed", executionId: execution.id, step: step.stepName, err: e });
+        await this.save(this.deps.storage.db, execution.id, results, ExecutionState.ERROR);
+        return;
+      }
+    }
+    await this.save(this.deps.storage.db, execution.id, results, ExecutionState.DONE);
+  }
+
+  /** The step's effect, through the same funds code as the API; its answer is the step's output. */
+  private async perform(db: Db, step: AutomationStep, ctx: CelContext, cel: (field: string, source: string, expect: ExpectedResult) => ReturnType<typeof checkExpression>): Promise<unknown> {
+    const { limits } = this.deps;
+    const str = (field: string, source: string) => evaluateString(cel(field, source, "string"), ctx);
+    if ("evaluateExpressions" in step && step.evaluateExpressions) {
+      return Object.fromEntries(step.evaluateExpressions.expressions.map((e, j) => [e.name, evaluateJson(cel(`evaluateExpressions.expressions[${j}].expression`, e.expression, "any"), ctx)]));
+    }
+    if ("suspendAppLimit" in step && step.suspendAppLimit) {
+      const s = step.suspendAppLimit;
+      const reason = s.reasonCel ? str("suspendAppLimit.reasonCel", s.reasonCel) : undefined;
+      return { limit: await limits.suspend(str("suspendAppLimit.userIdCel", s.userIdCel), str("suspendAppLimit.appIdCel", s.appIdCel), { reason }, db) };
+    }
+    if ("unsuspendAppLimit" in step && step.unsuspendAppLimit) {
+      const s = step.unsuspendAppLimit;
+      return { limit: await limits.unsuspend(str("unsuspendAppLimit.userIdCel", s.userIdCel), str("unsuspendAppLimit.appIdCel", s.appIdCel), db) };
+    }
+    if ("setAppLimitExtension" in step && step.setAppLimitExtension) {
+      const s = step.setAppLimitExtension;
+      const expiresAt = evaluateTimestamp(cel("setAppLimitExtension.expiresAtCel", s.expiresAtCel, "timestamp"), ctx);
+      const reason = s.reasonCel ? str("setAppLimitExtension.reasonCel", s.reasonCel) : undefined;
+      return { limit: await limits.setExtension(str("setAppLimitExtension.userIdCel", s.userIdCel), str("setAppLimitExtension.appIdCel", s.appIdCel), { limit: s.limit, expiresAt, reason }, db) };
+    }
+    throw new Error("the step has no kind");
+  }
+
+  private async save(db: Db, id: string, results: StepResult[], state?: string): Promise<void> {
+    await db
+      .updateTable("automation_executions")
+      .set({
+        step_results: JSON.stringify(results),
+        ...(state ? { state, completed_at: new Date(this.deps.clock.now()).toISOString(), lease_until: null } : {}),
+      })
+      .where("id", "=", id)
+      .execute();
+  }
+}
+
+function outputsBefore(steps: readonly AutomationStep[], results: readonly StepResult[], index: number): Record<string, unknown> {
+  const outputs: Record<string, unknown> = {};
+  for (let j = 0; j < index; j++) {
+    const r = results[j];
+    const s = steps[j];
+    if (s && r?.state === StepState.DONE) outputs[s.stepName] = r.output;
+  }
+  return outputs;
+}
+
+/** What the execution shows for a failed step: the rule broken or the evaluation error, never internals. */
+function describe(e: unknown): string {
+  if (e instanceof ApiError || e instanceof CelEvaluationError) return e.message;
+  return "internal error while running the step";
+}

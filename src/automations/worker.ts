@@ -1,0 +1,89 @@
+// Runs pending executions in this process: woken right after the intake commits one, and polling
+// so that work left by a crash (an expired lease) or another instance is picked up. Also sweeps
+// webhook event records past their retention.
+import type { Clock } from "../core/clock.js";
+import type { Logger } from "../core/logger.js";
+import type { Storage } from "../storage/connect.js";
+import { claimNextExecution } from "../storage/claims.js";
+import type { WebhookEvents } from "../webhooks/events.js";
+import type { ExecutionRunner } from "./runner.js";
+
+export interface WorkerOptions {
+  /** How long a claimed run holds its execution before another worker may resume it. */
+  leaseMs: number;
+  pollMs: number;
+  sweepMs: number;
+}
+
+export const WORKER_DEFAULTS: WorkerOptions = { leaseMs: 60_000, pollMs: 1_000, sweepMs: 60_000 };
+
+export class Worker {
+  private timers: NodeJS.Timeout[] = [];
+  private draining: Promise<void> | undefined;
+  private again = false;
+  private stopped = false;
+
+  constructor(
+    private readonly deps: { storage: Storage; clock: Clock; runner: ExecutionRunner; events: WebhookEvents; logger: Logger },
+    private readonly options: WorkerOptions = WORKER_DEFAULTS,
+  ) {}
+
+  start(): void {
+    this.timers.push(setInterval(() => this.notify(), this.options.pollMs).unref());
+    this.timers.push(setInterval(() => void this.sweep(), this.options.sweepMs).unref());
+    this.notify();
+  }
+
+  /** Runs every runnable execution, now; a call while running makes the loop go once more. */
+  notify(): void {
+    if (this.stopped) return;
+    if (this.draining) {
+      this.again = true;
+      return;
+    }
+    this.draining = this.drain().finally(() => {
+      this.draining = undefined;
+      if (this.again) {
+        this.again = false;
+        this.notify();
+      }
+    });
+  }
+
+  /** Resolves when no run is in progress (tests wait on it). */
+  async idle(): Promise<void> {
+    while (this.draining) await this.draining;
+  }
+
+  async sweep(): Promise<void> {
+    try {
+      const removed = await this.deps.events.sweep();
+      if (removed > 0) this.deps.logger.info({ msg: "swept webhook event records", removed });
+    } catch (err) {
+      this.deps.logger.error({ msg: "webhook event sweep failed", err });
+    }
+  }
+
+  private async drain(): Promise<void> {
+    const { storage, clock, runner, logger } = this.deps;
+    while (!this.stopped) {
+      const now = clock.now();
+      let claimed;
+      try {
+        claimed = await claimNextExecution(storage, new Date(now).toISOString(), new Date(now + this.options.leaseMs).toISOString());
+      } catch (err) {
+        logger.error({ msg: "claiming an execution failed", err });
+        return;
+      }
+      if (!claimed) return;
+      await runner.run(claimed).catch((err: unknown) => logger.error({ msg: "execution run failed", executionId: claimed.id, err }));
+    }
+  }
+
+  /** Stops polling and waits for the run in progress to finish. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    for (const t of this.timers) clearInterval(t);
+    await this.idle();
+  }
+}

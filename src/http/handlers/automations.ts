@@ -1,0 +1,49 @@
+// Handlers of AutomationService, AutomationExecutionService, WebhookEventService and the webhook
+// intake: translate, delegate, wrap.
+import type { ServiceHandlers } from "../../../generated/server.js";
+import type { Automations } from "../../automations/automations.js";
+import type { Executions } from "../../automations/executions.js";
+import type { WebhookEvents } from "../../webhooks/events.js";
+import type { WebhookIntake } from "../../webhooks/intake.js";
+import type { RequestContext } from "../context.js";
+
+type AutomationHandlers = Pick<ServiceHandlers<RequestContext>, "AutomationService" | "AutomationExecutionService" | "WebhookEventService" | "IncomingWebhookService">;
+
+export function automationHandlers(deps: { automations: Automations; executions: Executions; events: WebhookEvents; intake: WebhookIntake }): AutomationHandlers {
+  const { automations, executions, events, intake } = deps;
+  return {
+    AutomationService: {
+      CreateAutomation: async ({ body }) => automations.create(body.automation),
+      GetAutomation: async ({ path }) => ({ automation: await automations.get(path.id) }),
+      UpdateAutomation: async ({ path, body }) => automations.update(path.id, body.automation, body.updateMask),
+      DeleteAutomation: async ({ path }) => {
+        await automations.delete(path.id);
+        return {};
+      },
+      ListAutomations: async ({ query }) => {
+        const page = await automations.list(query.page_size, query.page_token);
+        return { list: page.items.map((automation) => ({ automation })), nextPageToken: page.nextPageToken };
+      },
+      RotateWebhookSecret: async ({ path }) => automations.rotateSecret(path.id),
+    },
+    AutomationExecutionService: {
+      GetAutomationExecution: async ({ path }) => ({ automationExecution: await executions.get(path.id) }),
+      ListAutomationExecutions: async ({ query }) => {
+        const page = await executions.list(query.automation_id, query.page_size, query.page_token);
+        return { list: page.items.map((automationExecution) => ({ automationExecution })), nextPageToken: page.nextPageToken };
+      },
+    },
+    WebhookEventService: {
+      ListWebhookEvents: async ({ path, query }) => {
+        await automations.get(path.id);
+        const page = await events.list(path.id, query.page_size, query.page_token);
+        return { list: page.items.map((webhookEvent) => ({ webhookEvent })), nextPageToken: page.nextPageToken };
+      },
+    },
+    IncomingWebhookService: {
+      Receive: async ({ path, headers, readBody, remoteAddress, forwardedFor }) => ({
+        webhookEvent: await intake.receive({ listenerId: path.listener_id, headers, readBody, remoteAddress, forwardedFor }),
+      }),
+    },
+  };
+}

@@ -1,0 +1,114 @@
+// The inbound webhook intake (seed 4.3, 5.2, 6, 7), in the order the contract states: the listener
+// (404), the source address (403), the body size (413), headers and body (400), authentication
+// (401), then idempotency (409). Only a request that passed every check records its event id, and
+// the record and the execution it starts commit together before the 200.
+import type { Clock } from "../core/clock.js";
+import { conflict, notFound, permissionDenied } from "../core/errors.js";
+import type { Automations } from "../automations/automations.js";
+import type { AutomationStep } from "../automations/automation-input.js";
+import type { Executions } from "../automations/executions.js";
+import type { Listeners } from "../automations/listeners.js";
+import type { Storage } from "../storage/connect.js";
+import { writeTransaction } from "../storage/transactions.js";
+import { parseJsonBody } from "./body.js";
+import { toWebhookEvent, type WebhookEvent, type WebhookEvents } from "./events.js";
+import { parseWebhookHeaders, type HeaderBag } from "./headers.js";
+import { SIGNATURE_HEADER, verifyHmac } from "./hmac.js";
+import type { JwksCache } from "./jwks-cache.js";
+import { verifyWebhookJwt } from "./jwt.js";
+import { clientAddress, isAllowed } from "./source-ip.js";
+
+export interface IncomingRequest {
+  listenerId: string;
+  headers: HeaderBag;
+  readBody: () => Promise<Buffer>;
+  remoteAddress: string;
+  forwardedFor: string | undefined;
+}
+
+export const WebhookOutcome = {
+  EXECUTED: "WEBHOOK_EVENT_OUTCOME_EXECUTED",
+  NOT_RUN_DRAFT: "WEBHOOK_EVENT_OUTCOME_NOT_RUN_DRAFT",
+  NOT_RUN_DISABLED: "WEBHOOK_EVENT_OUTCOME_NOT_RUN_DISABLED",
+} as const;
+
+export class WebhookIntake {
+  constructor(
+    private readonly deps: {
+      storage: Storage;
+      clock: Clock;
+      listeners: Listeners;
+      automations: Automations;
+      events: WebhookEvents;
+      executions: Executions;
+      jwks: JwksCache;
+      baseUrl: string;
+      trustProxy: readonly string[];
+      /** Called after an execution was committed, to wake the worker. */
+      onEnqueued: () => void;
+    },
+  ) {}
+
+  async receive(request: IncomingRequest): Promise<WebhookEvent> {
+    const { listeners, clock } = this.deps;
+    const listener = await listeners.find(request.listenerId);
+    if (!listener) throw notFound("LISTENER_NOT_FOUND", "no webhook listener with this id");
+    const peer = clientAddress(request.remoteAddress, request.forwardedFor, this.deps.trustProxy);
+    if (!isAllowed(JSON.parse(listener.allowed_cidrs) as string[], peer)) {
+      throw permissionDenied("SOURCE_NOT_ALLOWED", "the source address is not in the listener's allowed CIDR ranges");
+    }
+    const rawBody = await request.readBody();
+    const { timestamp, eventId, eventIdRaw } = parseWebhookHeaders(request.headers, clock);
+    const trigger = parseJsonBody(rawBody);
+
+    if (listener.method === "hmac") {
+      verifyHmac(await listeners.validSecrets(listener.id), request.headers[SIGNATURE_HEADER.toLowerCase()], timestamp, eventIdRaw, rawBody);
+    } else {
+      await verifyWebhookJwt({
+        authorization: first(request.headers.authorization),
+        jwksUrl: listener.jwks_url ?? "",
+        cache: this.deps.jwks,
+        baseUrl: this.deps.baseUrl,
+        listenerUrl: this.deps.automations.listenerUrl(listener.id),
+        eventId: eventIdRaw,
+        rawBody,
+        clock,
+      });
+    }
+    const event = await this.record(listener.id, listener.automation_id, eventId, trigger);
+    if (event.automationExecutionId) this.deps.onEnqueued();
+    return event;
+  }
+
+  private async record(listenerId: string, automationId: string, eventId: string, trigger: unknown): Promise<WebhookEvent> {
+    const { storage, clock, events, executions } = this.deps;
+    return writeTransaction(storage, { exclusive: [`webhook_events:${listenerId}:${eventId}`] }, async (db) => {
+      const automation = await db.selectFrom("automations").select(["is_draft", "enabled", "steps"]).where("id", "=", automationId).executeTakeFirstOrThrow();
+      const receivedAt = new Date(clock.now()).toISOString();
+      const notRun =
+        automation.is_draft === 1
+          ? { outcome: WebhookOutcome.NOT_RUN_DRAFT, reason: "the automation is a draft (not published)" }
+          : automation.enabled !== 1
+            ? { outcome: WebhookOutcome.NOT_RUN_DISABLED, reason: "the automation's trigger toggle is not enabled" }
+            : null;
+      // Enqueued before the claim: a duplicate's claim fails and the rollback takes the execution with it.
+      const executionId = notRun ? null : await executions.enqueue(db, automationId, eventId, trigger, JSON.parse(automation.steps) as AutomationStep[]);
+      const row = {
+        listener_id: listenerId,
+        event_id: eventId,
+        automation_id: automationId,
+        received_at: receivedAt,
+        outcome: notRun?.outcome ?? WebhookOutcome.EXECUTED,
+        not_run_reason: notRun?.reason ?? null,
+        execution_id: executionId,
+      };
+      if (!(await events.claim(db, row))) {
+        throw conflict("DUPLICATE_EVENT", "this event id was already received by this listener; the automation is not run again");
+      }
+      if (executionId) await db.updateTable("automations").set({ last_executed_at: receivedAt }).where("id", "=", automationId).execute();
+      return toWebhookEvent(row);
+    });
+  }
+}
+
+const first = (v: string | readonly string[] | undefined): string | undefined => (typeof v === "string" ? v : v?.[0]);

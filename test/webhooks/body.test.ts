@@ -1,0 +1,56 @@
+import { describe, expect, it } from "vitest";
+import { htbS256, parseJsonBody } from "../../src/webhooks/body.js";
+import { caught, expectApiError } from "./helpers.js";
+
+const raw = (text: string) => Buffer.from(text, "utf8");
+
+describe("parseJsonBody", () => {
+  it.each([
+    ['{"a":1}', { a: 1 }],
+    ["[1,2]", [1, 2]],
+    ["42", 42],
+    ["-1.5e3", -1500],
+    ['"text"', "text"],
+    ["null", null],
+    ["true", true],
+    [" \n\t{ }\r\n ", {}],
+    ['{"a":"café ✓"}', { a: "café ✓" }],
+  ])("accepts any JSON value: %j", (text, value) => {
+    expect(parseJsonBody(raw(text))).toEqual(value);
+  });
+
+  it.each(["", " ", "{", "{'a':1}", "undefined", "NaN", "01", '{"a":1,}', "[1] [2]", "// c\n1"])("refuses %j with 400 MALFORMED_BODY", (text) => {
+    expectApiError(caught(() => parseJsonBody(raw(text))), 400, "MALFORMED_BODY");
+  });
+
+  it("refuses invalid UTF-8 (lone continuation byte, overlong encoding, surrogate)", () => {
+    for (const bytes of [[0x22, 0x80, 0x22], [0x22, 0xc0, 0xaf, 0x22], [0x22, 0xed, 0xa0, 0x80, 0x22]]) {
+      expectApiError(caught(() => parseJsonBody(Buffer.from(bytes))), 400, "MALFORMED_BODY");
+    }
+  });
+
+  it("refuses a leading byte order mark", () => {
+    expectApiError(caught(() => parseJsonBody(Buffer.from([0xef, 0xbb, 0xbf, 0x31]))), 400, "MALFORMED_BODY");
+  });
+
+  it("keeps a __proto__ key as data, without touching the prototype", () => {
+    const value = parseJsonBody(raw('{"__proto__":{"polluted":true}}')) as Record<string, unknown>;
+    expect(Object.hasOwn(value, "__proto__")).toBe(true);
+    expect(({} as Record<string, unknown>).polluted).toBeUndefined();
+  });
+
+  it("accepts nesting up to the limit and refuses deeper nesting (a 64 KB `[[[...` would overflow the stack later)", () => {
+    const nested = (n: number) => raw("[".repeat(n) + "]".repeat(n));
+    expect(() => parseJsonBody(nested(128))).not.toThrow();
+    expectApiError(caught(() => parseJsonBody(nested(129))), 400, "MALFORMED_BODY");
+    expectApiError(caught(() => parseJsonBody(nested(32_768))), 400, "MALFORMED_BODY");
+    expect(() => parseJsonBody(raw('{"a":"[[[[[[[[[[[[["}'), { maxDepth: 1 })).not.toThrow();
+    expect(() => parseJsonBody(raw('{"a":"\\"[[[\\\\"}'), { maxDepth: 1 })).not.toThrow();
+  });
+});
+
+describe("htbS256", () => {
+  it("is base64url without padding of SHA-256 over the raw bytes", () => {
+    expect(htbS256(Buffer.alloc(0))).toBe("47DEQpj8HBSa-_TImW-5JCeuQeRkm5NMpJWZG3hSuFU");
+  });
+});
