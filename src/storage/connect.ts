@@ -1,11 +1,13 @@
 // Opens the database named by the configuration and brings its schema up to date. Everything
-// above this module sees only `Storage`: a Kysely instance and the dialect's few differences.
+// above this module sees only `Storage`: a Kysely instance and its dialect. What differs between
+// the dialects lives in this folder (connection here, transactions and claims beside it).
 import { mkdirSync } from "node:fs";
 import { dirname } from "node:path";
 import SQLite from "better-sqlite3";
-import { Kysely, Migrator, SqliteDialect } from "kysely";
+import { Kysely, Migrator, PostgresDialect, SqliteDialect, sql } from "kysely";
+import pg from "pg";
 import type { Config } from "../config.js";
-import { migrations } from "./migrations.js";
+import { migrationsFor } from "./migrations.js";
 import type { Database } from "./schema.js";
 
 export interface Storage {
@@ -25,14 +27,39 @@ function openSqlite(path: string): Kysely<Database> {
   return new Kysely<Database>({ dialect: new SqliteDialect({ database }) });
 }
 
+function openPostgres(url: string): Kysely<Database> {
+  const pool = new pg.Pool({ connectionString: url, max: 10, idleTimeoutMillis: 30_000, connectionTimeoutMillis: 5_000 });
+  // An idle client that loses its connection must not take the process down.
+  pool.on("error", () => undefined);
+  return new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+}
+
+/**
+ * Applies pending migrations. On PostgreSQL a session advisory lock, held on its own connection for
+ * the whole run, makes instances that start together take turns: Kysely's migrator locks only once
+ * its own tables exist, and creating those concurrently can fail. SQLite's write lock does the same.
+ */
+async function migrateExclusively(db: Kysely<Database>, dialect: Storage["dialect"]) {
+  const migrate = () => new Migrator({ db, provider: migrationsFor(dialect) }).migrateToLatest();
+  if (dialect === "sqlite") return migrate();
+  return db.connection().execute(async (lockHolder) => {
+    await sql`select pg_advisory_lock(hashtextextended('tenant-api:migrations', 0))`.execute(lockHolder);
+    try {
+      return await migrate();
+    } finally {
+      await sql`select pg_advisory_unlock(hashtextextended('tenant-api:migrations', 0))`.execute(lockHolder);
+    }
+  });
+}
+
 export async function openStorage(config: Config["database"]): Promise<Storage> {
-  if (config.kind !== "sqlite") throw new Error("DATABASE_URL=postgres:// is not supported yet; use sqlite:<path>");
-  const db = openSqlite(config.path);
-  const { error, results } = await new Migrator({ db, provider: migrations }).migrateToLatest();
+  const dialect = config.kind;
+  const db = dialect === "sqlite" ? openSqlite(config.path) : openPostgres(config.url);
+  const { error, results } = await migrateExclusively(db, dialect);
   const failed = results?.find((r) => r.status === "Error");
   if (error || failed) {
     await db.destroy();
     throw new Error(`database migration ${failed?.migrationName ?? ""} failed: ${error instanceof Error ? error.message : String(error)}`);
   }
-  return { db, dialect: "sqlite", close: () => db.destroy() };
+  return { db, dialect, close: () => db.destroy() };
 }

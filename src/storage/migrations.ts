@@ -1,63 +1,70 @@
 // Schema migrations, written once with Kysely's schema builder so that they run on SQLite and on
 // PostgreSQL alike. Append new migrations; never edit one that has shipped.
-import { type Kysely, type Migration, type MigrationProvider, sql } from "kysely";
+import { type Kysely, type Migration, type MigrationProvider, type RawBuilder, sql } from "kysely";
 
-const m0001: Migration = {
+/**
+ * The text type of every column. PostgreSQL compares text by the database's locale unless told
+ * otherwise; "C" makes it compare bytes, as SQLite does, so keyset pages and sort orders are the
+ * same on both.
+ */
+type TextType = "text" | RawBuilder<unknown>;
+
+const m0001 = (text: TextType): Migration => ({
   async up(db: Kysely<any>) {
     await db.schema
       .createTable("users")
-      .addColumn("id", "text", (c) => c.primaryKey())
-      .addColumn("display_name", "text", (c) => c.notNull())
-      .addColumn("email", "text", (c) => c.notNull())
-      .addColumn("email_key", "text", (c) => c.notNull().unique())
-      .addColumn("roles", "text", (c) => c.notNull())
-      .addColumn("created_at", "text", (c) => c.notNull())
-      .addColumn("updated_at", "text", (c) => c.notNull())
+      .addColumn("id", text, (c) => c.primaryKey())
+      .addColumn("display_name", text, (c) => c.notNull())
+      .addColumn("email", text, (c) => c.notNull())
+      .addColumn("email_key", text, (c) => c.notNull().unique())
+      .addColumn("roles", text, (c) => c.notNull())
+      .addColumn("created_at", text, (c) => c.notNull())
+      .addColumn("updated_at", text, (c) => c.notNull())
       .execute();
     await db.schema
       .createTable("credentials")
-      .addColumn("id", "text", (c) => c.primaryKey())
-      .addColumn("user_id", "text", (c) => c.notNull().references("users.id"))
-      .addColumn("client_id", "text", (c) => c.notNull().unique())
-      .addColumn("secret_hash", "text", (c) => c.notNull())
-      .addColumn("display_name", "text", (c) => c.notNull())
-      .addColumn("created_at", "text", (c) => c.notNull())
-      .addColumn("revoked_at", "text")
-      .addColumn("last_used_at", "text")
+      .addColumn("id", text, (c) => c.primaryKey())
+      .addColumn("user_id", text, (c) => c.notNull().references("users.id"))
+      .addColumn("client_id", text, (c) => c.notNull().unique())
+      .addColumn("secret_hash", text, (c) => c.notNull())
+      .addColumn("display_name", text, (c) => c.notNull())
+      .addColumn("created_at", text, (c) => c.notNull())
+      .addColumn("revoked_at", text)
+      .addColumn("last_used_at", text)
       .execute();
     await db.schema.createIndex("credentials_by_user").on("credentials").columns(["user_id", "created_at", "id"]).execute();
     await db.schema
       .createTable("signing_keys")
-      .addColumn("kid", "text", (c) => c.primaryKey())
-      .addColumn("private_jwk", "text", (c) => c.notNull())
-      .addColumn("public_jwk", "text", (c) => c.notNull())
-      .addColumn("created_at", "text", (c) => c.notNull())
+      .addColumn("kid", text, (c) => c.primaryKey())
+      .addColumn("private_jwk", text, (c) => c.notNull())
+      .addColumn("public_jwk", text, (c) => c.notNull())
+      .addColumn("created_at", text, (c) => c.notNull())
       .execute();
     await db.schema
       .createTable("settings")
-      .addColumn("key", "text", (c) => c.primaryKey())
-      .addColumn("value", "text", (c) => c.notNull())
+      .addColumn("key", text, (c) => c.primaryKey())
+      .addColumn("value", text, (c) => c.notNull())
       .execute();
     await db.schema
       .createTable("fund_policy")
-      .addColumn("tenant_id", "text", (c) => c.primaryKey())
-      .addColumn("currency_code", "text", (c) => c.notNull())
-      .addColumn("default_controls", "text")
+      .addColumn("tenant_id", text, (c) => c.primaryKey())
+      .addColumn("currency_code", text, (c) => c.notNull())
+      .addColumn("default_controls", text)
       // Null until the policy is first changed through the API.
-      .addColumn("updated_at", "text")
+      .addColumn("updated_at", text)
       .execute();
     // Removed rows stay (deleted_at set); at most one live row per key, enforced by a partial index.
     await db.schema
       .createTable("subject_app_limits")
-      .addColumn("id", "text", (c) => c.primaryKey())
-      .addColumn("user_id", "text", (c) => c.notNull().references("users.id"))
-      .addColumn("app_id", "text", (c) => c.notNull())
-      .addColumn("controls", "text", (c) => c.notNull())
+      .addColumn("id", text, (c) => c.primaryKey())
+      .addColumn("user_id", text, (c) => c.notNull().references("users.id"))
+      .addColumn("app_id", text, (c) => c.notNull())
+      .addColumn("controls", text, (c) => c.notNull())
       .addColumn("suspended", "integer", (c) => c.notNull())
-      .addColumn("amount_currency", "text")
-      .addColumn("created_at", "text", (c) => c.notNull())
-      .addColumn("updated_at", "text", (c) => c.notNull())
-      .addColumn("deleted_at", "text")
+      .addColumn("amount_currency", text)
+      .addColumn("created_at", text, (c) => c.notNull())
+      .addColumn("updated_at", text, (c) => c.notNull())
+      .addColumn("deleted_at", text)
       .execute();
     await sql`create unique index subject_app_limits_live on subject_app_limits (user_id, app_id) where deleted_at is null`.execute(db);
     // Keyset pagination seeks on (user_id, app_id) (Search, and a caller's own rows by app_id) through
@@ -67,87 +74,90 @@ const m0001: Migration = {
     await sql`create index subject_app_limits_by_currency on subject_app_limits (amount_currency) where deleted_at is null`.execute(db);
     await db.schema
       .createTable("app_caps")
-      .addColumn("id", "text", (c) => c.primaryKey())
-      .addColumn("app_id", "text", (c) => c.notNull())
-      .addColumn("controls", "text", (c) => c.notNull())
-      .addColumn("amount_currency", "text")
-      .addColumn("created_at", "text", (c) => c.notNull())
-      .addColumn("updated_at", "text", (c) => c.notNull())
-      .addColumn("deleted_at", "text")
+      .addColumn("id", text, (c) => c.primaryKey())
+      .addColumn("app_id", text, (c) => c.notNull())
+      .addColumn("controls", text, (c) => c.notNull())
+      .addColumn("amount_currency", text)
+      .addColumn("created_at", text, (c) => c.notNull())
+      .addColumn("updated_at", text, (c) => c.notNull())
+      .addColumn("deleted_at", text)
       .execute();
     await sql`create unique index app_caps_live on app_caps (app_id) where deleted_at is null`.execute(db);
     await sql`create index app_caps_by_currency on app_caps (amount_currency) where deleted_at is null`.execute(db);
   },
-};
+});
 
-const m0002: Migration = {
+const m0002 = (text: TextType): Migration => ({
   async up(db: Kysely<any>) {
     await db.schema
       .createTable("automations")
-      .addColumn("id", "text", (c) => c.primaryKey())
-      .addColumn("display_name", "text", (c) => c.notNull())
-      .addColumn("description", "text", (c) => c.notNull())
+      .addColumn("id", text, (c) => c.primaryKey())
+      .addColumn("display_name", text, (c) => c.notNull())
+      .addColumn("description", text, (c) => c.notNull())
       .addColumn("is_draft", "integer", (c) => c.notNull())
       .addColumn("enabled", "integer", (c) => c.notNull())
-      .addColumn("steps", "text", (c) => c.notNull())
-      .addColumn("created_at", "text", (c) => c.notNull())
-      .addColumn("updated_at", "text", (c) => c.notNull())
-      .addColumn("last_executed_at", "text")
+      .addColumn("steps", text, (c) => c.notNull())
+      .addColumn("created_at", text, (c) => c.notNull())
+      .addColumn("updated_at", text, (c) => c.notNull())
+      .addColumn("last_executed_at", text)
       .execute();
     await db.schema
       .createTable("webhook_listeners")
-      .addColumn("id", "text", (c) => c.primaryKey())
-      .addColumn("automation_id", "text", (c) => c.notNull().unique().references("automations.id").onDelete("cascade"))
-      .addColumn("method", "text", (c) => c.notNull())
-      .addColumn("jwks_url", "text")
-      .addColumn("allowed_cidrs", "text", (c) => c.notNull())
-      .addColumn("created_at", "text", (c) => c.notNull())
+      .addColumn("id", text, (c) => c.primaryKey())
+      .addColumn("automation_id", text, (c) => c.notNull().unique().references("automations.id").onDelete("cascade"))
+      .addColumn("method", text, (c) => c.notNull())
+      .addColumn("jwks_url", text)
+      .addColumn("allowed_cidrs", text, (c) => c.notNull())
+      .addColumn("created_at", text, (c) => c.notNull())
       .execute();
     await db.schema
       .createTable("webhook_secrets")
-      .addColumn("id", "text", (c) => c.primaryKey())
-      .addColumn("listener_id", "text", (c) => c.notNull().references("webhook_listeners.id").onDelete("cascade"))
-      .addColumn("sealed", "text", (c) => c.notNull())
-      .addColumn("created_at", "text", (c) => c.notNull())
-      .addColumn("expires_at", "text")
+      .addColumn("id", text, (c) => c.primaryKey())
+      .addColumn("listener_id", text, (c) => c.notNull().references("webhook_listeners.id").onDelete("cascade"))
+      .addColumn("sealed", text, (c) => c.notNull())
+      .addColumn("created_at", text, (c) => c.notNull())
+      .addColumn("expires_at", text)
       .execute();
     await db.schema.createIndex("webhook_secrets_by_listener").on("webhook_secrets").columns(["listener_id"]).execute();
     // The primary key settles duplicate deliveries: one event id per listener, by the database.
     await db.schema
       .createTable("webhook_events")
-      .addColumn("listener_id", "text", (c) => c.notNull())
-      .addColumn("event_id", "text", (c) => c.notNull())
-      .addColumn("automation_id", "text", (c) => c.notNull())
-      .addColumn("received_at", "text", (c) => c.notNull())
-      .addColumn("outcome", "text", (c) => c.notNull())
-      .addColumn("not_run_reason", "text")
-      .addColumn("execution_id", "text")
+      .addColumn("listener_id", text, (c) => c.notNull())
+      .addColumn("event_id", text, (c) => c.notNull())
+      .addColumn("automation_id", text, (c) => c.notNull())
+      .addColumn("received_at", text, (c) => c.notNull())
+      .addColumn("outcome", text, (c) => c.notNull())
+      .addColumn("not_run_reason", text)
+      .addColumn("execution_id", text)
       .addPrimaryKeyConstraint("webhook_events_pk", ["listener_id", "event_id"])
       .execute();
     await db.schema.createIndex("webhook_events_by_automation").on("webhook_events").columns(["automation_id", "received_at", "event_id"]).execute();
     await db.schema.createIndex("webhook_events_by_age").on("webhook_events").columns(["received_at"]).execute();
     await db.schema
       .createTable("automation_executions")
-      .addColumn("id", "text", (c) => c.primaryKey())
-      .addColumn("automation_id", "text", (c) => c.notNull())
-      .addColumn("event_id", "text")
-      .addColumn("state", "text", (c) => c.notNull())
-      .addColumn("context", "text", (c) => c.notNull())
-      .addColumn("steps", "text", (c) => c.notNull())
-      .addColumn("step_results", "text", (c) => c.notNull())
-      .addColumn("created_at", "text", (c) => c.notNull())
-      .addColumn("completed_at", "text")
-      .addColumn("lease_until", "text")
+      .addColumn("id", text, (c) => c.primaryKey())
+      .addColumn("automation_id", text, (c) => c.notNull())
+      .addColumn("event_id", text)
+      .addColumn("state", text, (c) => c.notNull())
+      .addColumn("context", text, (c) => c.notNull())
+      .addColumn("steps", text, (c) => c.notNull())
+      .addColumn("step_results", text, (c) => c.notNull())
+      .addColumn("created_at", text, (c) => c.notNull())
+      .addColumn("completed_at", text)
+      .addColumn("lease_until", text)
       .addColumn("attempts", "integer", (c) => c.notNull().defaultTo(0))
       .execute();
     await db.schema.createIndex("automation_executions_by_created").on("automation_executions").columns(["created_at", "id"]).execute();
     await db.schema.createIndex("automation_executions_by_automation").on("automation_executions").columns(["automation_id", "created_at", "id"]).execute();
     await db.schema.createIndex("automation_executions_runnable").on("automation_executions").columns(["state", "lease_until"]).execute();
   },
-};
+});
 
-export const migrations: MigrationProvider = {
-  async getMigrations() {
-    return { "0001_identity_and_funds": m0001, "0002_automations_and_webhooks": m0002 };
-  },
-};
+export function migrationsFor(dialect: "sqlite" | "postgres"): MigrationProvider {
+  const text: TextType = dialect === "postgres" ? sql`text collate "C"` : "text";
+  return {
+    async getMigrations() {
+      return { "0001_identity_and_funds": m0001(text), "0002_automations_and_webhooks": m0002(text) };
+    },
+  };
+}

@@ -15,7 +15,7 @@ import { FundPolicies } from "../../src/funds/fund-policy.js";
 import { SubjectAppLimits } from "../../src/funds/subject-app-limits.js";
 import { Users } from "../../src/identity/users.js";
 import type { Storage } from "../../src/storage/connect.js";
-import { migrations } from "../../src/storage/migrations.js";
+import { migrationsFor } from "../../src/storage/migrations.js";
 import type { Database } from "../../src/storage/schema.js";
 
 let dir: string;
@@ -34,7 +34,7 @@ beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), "tenant-api-plan-"));
   database = new SQLite(join(dir, "plan.sqlite"));
   const db = new Kysely<Database>({ dialect: new SqliteDialect({ database }), log: (event) => void executed.push(event.query) });
-  const { error } = await new Migrator({ db, provider: migrations }).migrateToLatest();
+  const { error } = await new Migrator({ db, provider: migrationsFor("sqlite") }).migrateToLatest();
   if (error) throw error;
   storage = { db, dialect: "sqlite", close: () => db.destroy() };
 

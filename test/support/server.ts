@@ -12,6 +12,7 @@ import { createLogger } from "../../src/core/logger.js";
 import { createApiClient, unwrap, type ApiClient } from "../../src/client/index.js";
 import { startServer, type RunningServer } from "../../src/server.js";
 import { operations, responseErrors } from "./contract.js";
+import { createTestDatabase } from "./database.js";
 import { freePort } from "./process.js";
 
 export const BOOTSTRAP = { clientId: "bootstrap-admin", clientSecret: "bootstrap-secret-for-tests-only" };
@@ -48,12 +49,13 @@ export async function startTestServer(env: Record<string, string> = {}, logs?: N
   const dir = mkdtempSync(join(tmpdir(), "tenant-api-"));
   const clock = new ManualClock(Date.parse("2026-11-20T09:00:00Z"));
   const port = await freePort();
+  const database = await createTestDatabase(dir);
   const config = loadConfig({
     // A known port, so that BASE_URL (listener URLs, the JWT `sub` and `aud`) is the real address.
     PORT: String(port),
     BASE_URL: `http://127.0.0.1:${port}`,
     HOST: "127.0.0.1",
-    DATABASE_URL: `sqlite:${join(dir, "test.sqlite")}`,
+    DATABASE_URL: database.url,
     SECRETS_KEY_FILE: join(dir, "secrets.key"),
     JWKS_ALLOW_INSECURE: "1",
     BOOTSTRAP_CLIENT_ID: BOOTSTRAP.clientId,
@@ -87,6 +89,7 @@ export async function startTestServer(env: Record<string, string> = {}, logs?: N
     },
     async stop() {
       await server.close();
+      await database.drop();
       rmSync(dir, { recursive: true, force: true });
     },
   };
