@@ -1,0 +1,170 @@
+// Several stateless instances on one database, as behind a load balancer: three server processes
+// share nothing but the database (and the configured secrets key). Idempotency, execution claiming,
+// access tokens and page tokens must hold across them.
+import { randomUUID } from "node:crypto";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import SQLite from "better-sqlite3";
+import pg from "pg";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createApiClient, unwrap, type ApiClient } from "../../src/client/index.js";
+import { sendWebhookEvent } from "../../src/client/webhook-sender.js";
+import { createTestDatabase, testDialect, type TestDatabase } from "../support/database.js";
+import { freePort, serve, type Served } from "../support/process.js";
+
+const root = fileURLToPath(new URL("../..", import.meta.url));
+const ADMIN = { clientId: "multi-admin", clientSecret: "multi-admin-secret-0123456789" };
+const BASE_URL = "http://tenant.example.test";
+
+let dir: string;
+let database: TestDatabase;
+let instances: Served[] = [];
+let clients: ApiClient[] = [];
+
+beforeAll(async () => {
+  dir = mkdtempSync(join(tmpdir(), "tenant-multi-"));
+  database = await createTestDatabase(dir);
+  const env = {
+    DATABASE_URL: database.url,
+    BASE_URL,
+    SECRETS_KEY: Buffer.alloc(32, 7).toString("base64url"),
+    BOOTSTRAP_CLIENT_ID: ADMIN.clientId,
+    BOOTSTRAP_CLIENT_SECRET: ADMIN.clientSecret,
+    LOG_LEVEL: "warn",
+    HOST: "127.0.0.1",
+  };
+  // Started together: migrations, the signing key and the bootstrap admin race, and must settle once.
+  instances = await Promise.all(
+    [0, 1, 2].map(async () => {
+      const port = await freePort();
+      return serve({ command: join(root, "node_modules/.bin/tsx"), args: [join(root, "src/main.ts")], url: `http://127.0.0.1:${port}`, probePath: "/readyz", env: { ...env, PORT: String(port) }, timeoutMs: 90_000 });
+    }),
+  );
+  clients = instances.map((s) => createApiClient({ baseUrl: s.url, credentials: ADMIN }));
+}, 120_000);
+
+afterAll(async () => {
+  await Promise.all(instances.map((s) => s.stop()));
+  await database?.drop();
+  if (dir) rmSync(dir, { recursive: true, force: true });
+});
+
+async function token(url: string): Promise<string> {
+  const r = await fetch(`${url}/auth/v1/token`, {
+    method: "POST",
+    headers: { "Content-Type": "application/x-www-form-urlencoded" },
+    body: new URLSearchParams({ grant_type: "client_credentials", client_id: ADMIN.clientId, client_secret: ADMIN.clientSecret }),
+  });
+  expect(r.status).toBe(200);
+  return ((await r.json()) as { access_token: string }).access_token;
+}
+
+async function publishedHmacAutomation(): Promise<{ id: string; path: string; secret: string }> {
+  const created = unwrap(
+    await clients[0]!.POST("/api/v1/automations", {
+      body: {
+        automation: {
+          displayName: `multi ${randomUUID()}`,
+          isDraft: false,
+          enabled: true,
+          triggers: [{ webhook: { hmac: {} } }],
+          automationSteps: [{ stepName: "calc", evaluateExpressions: { expressions: [{ name: "n", expression: "ctx.trigger.n * 2.0" }] } }],
+        },
+      },
+    }),
+  );
+  const url = new URL(created.automation.triggers![0]!.webhook.url!);
+  expect(url.origin).toBe(BASE_URL);
+  return { id: created.automation.id!, path: url.pathname, secret: created.webhookSecret! };
+}
+
+/** Waits until every execution of the automation has finished, across all instances. */
+async function finished(automationId: string, expected: number): Promise<Array<{ state?: string }>> {
+  for (let i = 0; i < 300; i++) {
+    const all: Array<{ state?: string }> = [];
+    let token = "";
+    do {
+      const page = unwrap(await clients[i % 3]!.GET("/api/v1/automation_executions", { params: { query: { automation_id: automationId, page_size: 100, ...(token ? { page_token: token } : {}) } } }));
+      all.push(...page.list.map((e) => e.automationExecution));
+      token = page.nextPageToken;
+    } while (token);
+    if (all.length >= expected && all.every((e) => e.state === "AUTOMATION_EXECUTION_STATE_DONE" || e.state === "AUTOMATION_EXECUTION_STATE_ERROR")) return all;
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  throw new Error("executions did not finish");
+}
+
+describe(`three instances on one ${testDialect()} database`, () => {
+  it("a token from one instance works on the others", async () => {
+    const t = await token(instances[0]!.url);
+    for (const s of instances) {
+      const r = await fetch(`${s.url}/api/v1/users`, { headers: { Authorization: `Bearer ${t}` } });
+      expect(r.status).toBe(200);
+    }
+  });
+
+  it("the bootstrap admin, migrations and the signing key were created once", async () => {
+    const users = unwrap(await clients[1]!.GET("/api/v1/users", { params: { query: { page_size: 100 } } }));
+    expect(users.list.filter((u) => u.user.roles?.includes("ROLE_SUPER_ADMIN"))).toHaveLength(1);
+  });
+
+  it("a page token from one instance continues on another", async () => {
+    for (let i = 0; i < 12; i++) unwrap(await clients[i % 3]!.POST("/api/v1/users", { body: { displayName: `U${i}`, email: `multi${i}@example.com`, roles: ["ROLE_USER"] } }));
+    const first = unwrap(await clients[0]!.GET("/api/v1/users", { params: { query: { page_size: 10 } } }));
+    expect(first.nextPageToken).not.toBe("");
+    const second = unwrap(await clients[1]!.GET("/api/v1/users", { params: { query: { page_size: 10, page_token: first.nextPageToken } } }));
+    const third = second.nextPageToken ? unwrap(await clients[2]!.GET("/api/v1/users", { params: { query: { page_size: 10, page_token: second.nextPageToken } } })) : { list: [], nextPageToken: "" };
+    const ids = [...first.list, ...second.list, ...third.list].map((u) => u.user.id);
+    expect(new Set(ids).size).toBe(ids.length);
+    expect(ids.length).toBe(13);
+  });
+
+  it("30 concurrent deliveries of one event id spread across instances: one 200, one execution", async () => {
+    const automation = await publishedHmacAutomation();
+    const eventId = randomUUID();
+    const body = JSON.stringify({ n: 21 });
+    const answers = await Promise.all(
+      Array.from({ length: 30 }, (_, i) =>
+        sendWebhookEvent({ url: instances[i % 3]!.url + automation.path, body, eventId, auth: { hmac: { secret: automation.secret } } }).then((r) => r.status),
+      ),
+    );
+    expect(answers.filter((s) => s === 200)).toHaveLength(1);
+    expect(answers.filter((s) => s === 409)).toHaveLength(29);
+    const executions = await finished(automation.id, 1);
+    expect(executions).toHaveLength(1);
+  });
+
+  it("300 distinct events spread across instances: 300 executions, each claimed and run once", async () => {
+    const automation = await publishedHmacAutomation();
+    const statuses: number[] = [];
+    for (let batch = 0; batch < 10; batch++) {
+      statuses.push(
+        ...(await Promise.all(
+          Array.from({ length: 30 }, (_, i) =>
+            sendWebhookEvent({ url: instances[i % 3]!.url + automation.path, body: JSON.stringify({ n: batch * 30 + i }), auth: { hmac: { secret: automation.secret } } }).then((r) => r.status),
+          ),
+        )),
+      );
+    }
+    expect(statuses.every((s) => s === 200)).toBe(true);
+    const executions = await finished(automation.id, 300);
+    expect(executions).toHaveLength(300);
+    expect(executions.every((e) => e.state === "AUTOMATION_EXECUTION_STATE_DONE")).toBe(true);
+    // Claimed once each: no execution was taken by two workers, nor resumed.
+    const query = "select attempts, count(*) as n from automation_executions where automation_id = $1 group by attempts";
+    let rows: Array<{ attempts: number; n: number }>;
+    if (testDialect() === "postgres") {
+      const client = new pg.Client({ connectionString: database.url });
+      await client.connect();
+      rows = (await client.query<{ attempts: number; n: string }>(query, [automation.id])).rows.map((r) => ({ attempts: r.attempts, n: Number(r.n) }));
+      await client.end();
+    } else {
+      const file = new SQLite(database.url.slice("sqlite:".length), { readonly: true });
+      rows = file.prepare(query.replace("$1", "?")).all(automation.id) as typeof rows;
+      file.close();
+    }
+    expect(rows).toEqual([{ attempts: 1, n: 300 }]);
+  }, 120_000);
+});
