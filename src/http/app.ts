@@ -54,23 +54,6 @@ async function readRawBody(req: Request, res: Response, limit: number | string):
   }
 }
 
-/**
- * Seed 4.5: `page_token` is "omitted or empty" on the first request. The validator refuses empty
- * query values, so a single empty `page_token` is dropped from the URL, as if omitted, before it runs.
- */
-function dropEmptyPageToken(req: Request, _res: Response, next: NextFunction): void {
-  const at = req.url.indexOf("?");
-  if (at >= 0) {
-    const params = new URLSearchParams(req.url.slice(at + 1));
-    if (params.getAll("page_token").length === 1 && params.get("page_token") === "") {
-      params.delete("page_token");
-      const rest = params.toString();
-      req.url = req.url.slice(0, at) + (rest ? `?${rest}` : "");
-    }
-  }
-  next();
-}
-
 export function createApp(options: AppOptions): Express {
   const { logger, handlers, accessTokens } = options;
   const app = express();
@@ -134,7 +117,6 @@ export function createApp(options: AppOptions): Express {
     });
   }
 
-  app.use(dropEmptyPageToken);
   app.use(express.json({ limit: JSON_LIMIT, type: ["application/json", "application/*+json"] }));
   app.use(express.urlencoded({ extended: false, limit: FORM_LIMIT, parameterLimit: 20 }));
   app.use(
