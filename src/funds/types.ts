@@ -1,5 +1,6 @@
-// The funds domain shapes, exactly as the contract puts them on the wire (JSON). Names match the
-// contract's schemas so they can later be checked against the generated types.
+// The funds domain shapes, exactly as the contract puts them on the wire (JSON), with enums
+// narrowed to their known values. test/funds/types.test-d.ts checks they fit the generated types.
+import { PeriodKindValues, type KnownPeriodKind } from "../../generated/enums.js";
 
 export interface Money {
   currencyCode: string;
@@ -22,17 +23,9 @@ export type SpendLimit =
   | { amount?: null; blocked: Empty; unlimited?: null }
   | { amount?: null; blocked?: null; unlimited: Empty };
 
-/** The known values; the single source of both the type and request validation. */
-export const PERIOD_KINDS = [
-  "PERIOD_KIND_UNSPECIFIED",
-  "PERIOD_KIND_DAILY",
-  "PERIOD_KIND_WEEKLY",
-  "PERIOD_KIND_MONTHLY",
-  "PERIOD_KIND_QUARTERLY",
-  "PERIOD_KIND_YEARLY",
-] as const;
-
-export type PeriodKind = (typeof PERIOD_KINDS)[number];
+/** The known values, from the contract: requests must use one of them. */
+export const PERIOD_KINDS = PeriodKindValues;
+export type PeriodKind = KnownPeriodKind;
 
 export interface SpendExtension {
   limit?: SpendLimit | null;
