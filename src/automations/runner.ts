@@ -1,7 +1,7 @@
 // Runs one claimed execution: its steps in order, each with `ctx.trigger` and the outputs of the
 // steps before it. A step's result is stored in the same transaction as its effect, so a run that
 // is retried after a crash resumes at the first step without a result and no effect happens twice.
-import { ApiError } from "../core/errors.js";
+import { ApiError, invalidField } from "../core/errors.js";
 import type { Clock } from "../core/clock.js";
 import type { Logger } from "../core/logger.js";
 import type { SubjectAppLimits } from "../funds/subject-app-limits.js";
@@ -11,6 +11,9 @@ import { writeTransaction, type Db } from "../storage/transactions.js";
 import type { AutomationStep } from "./automation-input.js";
 import { CelEvaluationError, checkExpression, evaluateBoolean, evaluateJson, evaluateString, evaluateTimestamp, type CelContext, type ExpectedResult } from "./cel.js";
 import { ExecutionState, StepState, type StepResult } from "./executions.js";
+
+/** The shape of `user_id` and `app_id` in the API's paths (contract parameters UserId and AppId). */
+const CONTRACT_ID = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
 
 export class ExecutionRunner {
   constructor(
@@ -51,23 +54,31 @@ export class ExecutionRunner {
   private async perform(db: Db, step: AutomationStep, ctx: CelContext, cel: (field: string, source: string, expect: ExpectedResult) => ReturnType<typeof checkExpression>): Promise<unknown> {
     const { limits } = this.deps;
     const str = (field: string, source: string) => evaluateString(cel(field, source, "string"), ctx);
+    // The API takes user and app ids as path parameters of a fixed shape (checked by the contract
+    // validator, not by the funds code): an id computed by CEL must have that shape too, or the step
+    // would create a row that no API call can address.
+    const id = (field: string, source: string) => {
+      const value = str(field, source);
+      if (!CONTRACT_ID.test(value)) throw invalidField(field, "must evaluate to an id of 1 to 128 characters of [A-Za-z0-9._:-], starting with a letter or digit");
+      return value;
+    };
     if ("evaluateExpressions" in step && step.evaluateExpressions) {
       return Object.fromEntries(step.evaluateExpressions.expressions.map((e, j) => [e.name, evaluateJson(cel(`evaluateExpressions.expressions[${j}].expression`, e.expression, "any"), ctx)]));
     }
     if ("suspendAppLimit" in step && step.suspendAppLimit) {
       const s = step.suspendAppLimit;
       const reason = s.reasonCel ? str("suspendAppLimit.reasonCel", s.reasonCel) : undefined;
-      return { limit: await limits.suspend(str("suspendAppLimit.userIdCel", s.userIdCel), str("suspendAppLimit.appIdCel", s.appIdCel), { reason }, db) };
+      return { limit: await limits.suspend(id("suspendAppLimit.userIdCel", s.userIdCel), id("suspendAppLimit.appIdCel", s.appIdCel), { reason }, db) };
     }
     if ("unsuspendAppLimit" in step && step.unsuspendAppLimit) {
       const s = step.unsuspendAppLimit;
-      return { limit: await limits.unsuspend(str("unsuspendAppLimit.userIdCel", s.userIdCel), str("unsuspendAppLimit.appIdCel", s.appIdCel), db) };
+      return { limit: await limits.unsuspend(id("unsuspendAppLimit.userIdCel", s.userIdCel), id("unsuspendAppLimit.appIdCel", s.appIdCel), db) };
     }
     if ("setAppLimitExtension" in step && step.setAppLimitExtension) {
       const s = step.setAppLimitExtension;
       const expiresAt = evaluateTimestamp(cel("setAppLimitExtension.expiresAtCel", s.expiresAtCel, "timestamp"), ctx);
       const reason = s.reasonCel ? str("setAppLimitExtension.reasonCel", s.reasonCel) : undefined;
-      return { limit: await limits.setExtension(str("setAppLimitExtension.userIdCel", s.userIdCel), str("setAppLimitExtension.appIdCel", s.appIdCel), { limit: s.limit, expiresAt, reason }, db) };
+      return { limit: await limits.setExtension(id("setAppLimitExtension.userIdCel", s.userIdCel), id("setAppLimitExtension.appIdCel", s.appIdCel), { limit: s.limit, expiresAt, reason }, db) };
     }
     throw new Error("the step has no kind");
   }

@@ -104,7 +104,10 @@ export class JwksCache {
       await this.refresh(url, entry);
     }
     if (entry.keys?.kids.has(kid)) return entry.keys;
-    throw unauthenticated("INVALID_JWT", "the JWT header kid does not name a key in the JWKS", { metadata: { check: "kid" } });
+    throw unauthenticated("INVALID_JWT", "the JWT header kid does not name a key in the JWKS", {
+      metadata: { check: "kid" },
+      headers: { "WWW-Authenticate": 'Bearer error="invalid_token"' },
+    });
   }
 
   /** Drops what is cached for `url` (e.g. when a listener's JWKS URL changes). */
