@@ -28,7 +28,7 @@ import { Executions } from "./automations/executions.js";
 import { Listeners } from "./automations/listeners.js";
 import { ExecutionRunner } from "./automations/runner.js";
 import { SecretBox } from "./automations/secret-box.js";
-import { Worker } from "./automations/worker.js";
+import { Worker, WORKER_DEFAULTS } from "./automations/worker.js";
 import { openStorage } from "./storage/connect.js";
 import { loadSecretsKey } from "./storage/secrets-key.js";
 import { WebhookEvents } from "./webhooks/events.js";
@@ -79,7 +79,10 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const automations = new Automations(storage, clock, listeners, policy, pageTokens, { baseUrl: config.baseUrl, allowInsecureJwks: config.jwksAllowInsecure });
   const executions = new Executions(storage, clock, pageTokens);
   const events = new WebhookEvents(storage, clock, pageTokens);
-  const worker = new Worker({ storage, clock, events, logger, runner: new ExecutionRunner({ storage, clock, limits, logger }) });
+  const worker = new Worker(
+    { storage, clock, events, logger, runner: new ExecutionRunner({ storage, clock, limits, logger }) },
+    { ...WORKER_DEFAULTS, concurrency: storage.dialect === "postgres" ? 4 : 1 },
+  );
   const intake = new WebhookIntake({
     storage,
     clock,

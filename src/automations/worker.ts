@@ -13,9 +13,11 @@ export interface WorkerOptions {
   leaseMs: number;
   pollMs: number;
   sweepMs: number;
+  /** Runs in parallel in this process (PostgreSQL serves several; SQLite has one writer). */
+  concurrency: number;
 }
 
-export const WORKER_DEFAULTS: WorkerOptions = { leaseMs: 60_000, pollMs: 1_000, sweepMs: 60_000 };
+export const WORKER_DEFAULTS: WorkerOptions = { leaseMs: 60_000, pollMs: 1_000, sweepMs: 60_000, concurrency: 1 };
 
 export class Worker {
   private timers: NodeJS.Timeout[] = [];
@@ -65,8 +67,14 @@ export class Worker {
   }
 
   private async drain(): Promise<void> {
+    await Promise.all(Array.from({ length: this.options.concurrency }, () => this.runUntilEmpty()));
+  }
+
+  private async runUntilEmpty(): Promise<void> {
     const { storage, clock, runner, logger } = this.deps;
     while (!this.stopped) {
+      // On SQLite every await resolves at once: yield so that waiting requests are served between runs.
+      await new Promise((resolve) => setImmediate(resolve));
       const now = clock.now();
       let claimed;
       try {

@@ -16,6 +16,27 @@ export interface Storage {
   close(): Promise<void>;
 }
 
+const STATEMENT_CACHE_SIZE = 500;
+
+/**
+ * Kysely's SQLite driver prepares every query anew; preparing is a measurable share of a request
+ * (see bench/RESULTS.md). Statements are reusable, and the driver runs one query at a time on the
+ * connection, so a bounded cache keyed by SQL text serves them again.
+ */
+function cachePreparedStatements(database: SQLite.Database): void {
+  const prepare = database.prepare.bind(database);
+  const cache = new Map<string, SQLite.Statement>();
+  database.prepare = ((source: string) => {
+    let statement = cache.get(source);
+    if (!statement) {
+      statement = prepare(source);
+      if (cache.size >= STATEMENT_CACHE_SIZE) cache.delete(cache.keys().next().value as string);
+      cache.set(source, statement);
+    }
+    return statement;
+  }) as typeof database.prepare;
+}
+
 function openSqlite(path: string): Kysely<Database> {
   if (path !== ":memory:") mkdirSync(dirname(path), { recursive: true });
   const database = new SQLite(path);
@@ -24,6 +45,7 @@ function openSqlite(path: string): Kysely<Database> {
   database.pragma("synchronous = NORMAL");
   database.pragma("busy_timeout = 5000");
   database.pragma("foreign_keys = ON");
+  cachePreparedStatements(database);
   return new Kysely<Database>({ dialect: new SqliteDialect({ database }) });
 }
 

@@ -44,6 +44,18 @@ export class WebhookEvents {
     return Number(inserted.numInsertedOrUpdatedRows ?? 0) === 1;
   }
 
+  /** Whether `eventId` was seen on the listener within retention: a read that spares duplicates a write. */
+  async seen(listenerId: string, eventId: string): Promise<boolean> {
+    const row = await this.storage.db
+      .selectFrom("webhook_events")
+      .select("event_id")
+      .where("listener_id", "=", listenerId)
+      .where("event_id", "=", eventId)
+      .where("received_at", ">", this.retainedSince())
+      .executeTakeFirst();
+    return row !== undefined;
+  }
+
   /** Removes records past retention; safe to run on every instance at once. */
   async sweep(): Promise<number> {
     const result = await this.storage.db.deleteFrom("webhook_events").where("received_at", "<=", this.retainedSince()).executeTakeFirst();

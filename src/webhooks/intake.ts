@@ -75,6 +75,8 @@ export class WebhookIntake {
         clock,
       });
     }
+    // Most duplicates are answered by this read; the claim in `record` settles the races.
+    if (await this.deps.events.seen(listener.id, eventId)) throw duplicate();
     const event = await this.record(listener.id, listener.automation_id, eventId, trigger);
     if (event.automationExecutionId) this.deps.onEnqueued();
     return event;
@@ -102,13 +104,13 @@ export class WebhookIntake {
         not_run_reason: notRun?.reason ?? null,
         execution_id: executionId,
       };
-      if (!(await events.claim(db, row))) {
-        throw conflict("DUPLICATE_EVENT", "this event id was already received by this listener; the automation is not run again");
-      }
+      if (!(await events.claim(db, row))) throw duplicate();
       if (executionId) await db.updateTable("automations").set({ last_executed_at: receivedAt }).where("id", "=", automationId).execute();
       return toWebhookEvent(row);
     });
   }
 }
+
+const duplicate = () => conflict("DUPLICATE_EVENT", "this event id was already received by this listener; the automation is not run again");
 
 const first = (v: string | readonly string[] | undefined): string | undefined => (typeof v === "string" ? v : v?.[0]);

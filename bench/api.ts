@@ -1,0 +1,65 @@
+// What the bench sets up through the API before measuring: an access token, automations with
+// their webhook listeners, a subject user and its rows. Plain fetch, failing loudly on any
+// unexpected status.
+
+export interface Credentials {
+  clientId: string;
+  clientSecret: string;
+}
+
+export class Api {
+  constructor(
+    readonly origin: string,
+    private readonly token: string,
+  ) {}
+
+  static async login(origin: string, credentials: Credentials): Promise<Api> {
+    const r = await fetch(`${origin}/auth/v1/token`, {
+      method: "POST",
+      headers: { "Content-Type": "application/x-www-form-urlencoded" },
+      body: new URLSearchParams({ grant_type: "client_credentials", client_id: credentials.clientId, client_secret: credentials.clientSecret }),
+    });
+    if (r.status !== 200) throw new Error(`token request answered ${r.status}: ${await r.text()}`);
+    return new Api(origin, ((await r.json()) as { access_token: string }).access_token);
+  }
+
+  /** `Authorization` and `Content-Type` headers of an authenticated JSON request. */
+  get headers(): Record<string, string> {
+    return { Authorization: `Bearer ${this.token}`, "Content-Type": "application/json" };
+  }
+
+  async call<T = any>(method: "GET" | "POST" | "DELETE", path: string, body?: unknown, expect = 200): Promise<T> {
+    const r = await fetch(this.origin + path, { method, headers: this.headers, ...(body !== undefined ? { body: JSON.stringify(body) } : {}) });
+    const text = await r.text();
+    if (r.status !== expect) throw new Error(`${method} ${path} answered ${r.status} (expected ${expect}): ${text.slice(0, 500)}`);
+    return (text ? JSON.parse(text) : undefined) as T;
+  }
+
+  /** The caller's user id: the `sub` of its access token. */
+  me(): string {
+    const payload = JSON.parse(Buffer.from(this.token.split(".")[1] ?? "", "base64url").toString("utf8")) as { sub?: string };
+    if (!payload.sub) throw new Error("the access token has no sub");
+    return payload.sub;
+  }
+
+  async createUser(displayName: string, email: string): Promise<string> {
+    const { user } = await this.call<{ user: { id: string } }>("POST", "/api/v1/users", { displayName, email, roles: ["ROLE_USER"] });
+    return user.id;
+  }
+
+  /** A published, enabled automation with one `evaluateExpressions` step and a webhook trigger. */
+  async createWebhookAutomation(name: string, trigger: { hmac: Record<string, never> } | { jwt: { jwksUrl: string } }): Promise<{ id: string; path: string; url: string; secret?: string }> {
+    const created = await this.call<{ automation: { id: string; triggers: Array<{ webhook: { url: string } }> }; webhookSecret?: string }>("POST", "/api/v1/automations", {
+      automation: {
+        displayName: name,
+        isDraft: false,
+        enabled: true,
+        triggers: [{ webhook: trigger }],
+        automationSteps: [{ stepName: "calc", evaluateExpressions: { expressions: [{ name: "n", expression: "ctx.trigger.n * 2.0" }] } }],
+      },
+    });
+    const url = created.automation.triggers[0]?.webhook.url;
+    if (!url) throw new Error("the automation has no listener URL");
+    return { id: created.automation.id, path: new URL(url).pathname, url, ...(created.webhookSecret ? { secret: created.webhookSecret } : {}) };
+  }
+}

@@ -1,0 +1,221 @@
+// The figures of a run as Markdown (bench/RESULTS.md, and the console): pure functions only, so
+// that the ratio and percentile arithmetic and the formatting are unit-tested (test/bench).
+import { totalErrors, type LoadResult } from "./load.js";
+
+export type ScenarioKey =
+  | "baseline"
+  | "hmac"
+  | "jwt-es256"
+  | "jwt-eddsa"
+  | "duplicate"
+  | "my-set-limit"
+  | "suspend"
+  | "get-effective"
+  | "list-first"
+  | "list-deep"
+  | "validation-off"
+  | "validation-on";
+
+export interface Measured {
+  key: ScenarioKey;
+  label: string;
+  result: LoadResult;
+  /** RSS of the server process at the end of the scenario, in MiB. */
+  rssMiB: number;
+}
+
+export interface ExecutionWait {
+  /** Executions of the scenario-1 automation. */
+  count: number;
+  p50Ms: number;
+  p99Ms: number;
+  maxMs: number;
+  /** From the end of the load until the last execution finished. */
+  drainMs: number;
+  /** Executions that did not end DONE, and what one of them recorded. */
+  notDone?: { count: number; sample: string };
+}
+
+export interface Section {
+  dialect: "sqlite" | "postgres";
+  database: string;
+  scenarios: Measured[];
+  executionWait?: ExecutionWait;
+  seed?: { users: number; rows: number; ms: number; analyzeMs: number; method: string };
+  /** The walk to the deep page: pages fetched and how long it took. */
+  walk?: { pages: number; ms: number };
+}
+
+export interface RunInfo {
+  date: string;
+  cpus: number;
+  cpuModel: string;
+  node: string;
+  platform: string;
+  autocannon: string;
+  connections: number;
+  durationSeconds: number;
+  warmupSeconds: number;
+  quick: boolean;
+  /** The server's environment that matters for the figures. */
+  serverEnv: string;
+  /** 1-minute load average before the run and at its end: other work on the machine skews figures. */
+  loadAverage: { before: number; after: number };
+}
+
+export interface Report {
+  info: RunInfo;
+  baseline: Measured;
+  sections: Section[];
+}
+
+export interface TargetCheck {
+  target: string;
+  measured: string;
+  met: boolean;
+}
+
+// ---- arithmetic ------------------------------------------------------------------------------
+
+/** Requests per second relative to the baseline's (NaN when there is no baseline figure). */
+export const ratio = (rps: number, baselineRps: number): number => (baselineRps > 0 ? rps / baselineRps : Number.NaN);
+
+/** The nearest-rank percentile `p` (0-100) of ascending `sorted` values; NaN for none. */
+export function percentile(sorted: readonly number[], p: number): number {
+  if (sorted.length === 0) return Number.NaN;
+  const rank = Math.ceil((p / 100) * sorted.length);
+  return sorted[Math.min(sorted.length, Math.max(1, rank)) - 1]!;
+}
+
+/** How much slower the deep page is than the first: first req/s over deep req/s (1 = as fast). */
+export const depthSlowdown = (first: LoadResult, deep: LoadResult): number => (deep.requestsPerSecond > 0 ? first.requestsPerSecond / deep.requestsPerSecond : Number.NaN);
+
+/** The share of throughput response validation costs: 1 - on/off (0.1 = 10% fewer requests/s). */
+export const validationCost = (off: LoadResult, on: LoadResult): number => (off.requestsPerSecond > 0 ? 1 - on.requestsPerSecond / off.requestsPerSecond : Number.NaN);
+
+// ---- formatting ------------------------------------------------------------------------------
+
+export const formatRps = (n: number): string => (Number.isFinite(n) ? Math.round(n).toLocaleString("en-US") : "–");
+export const formatRatio = (r: number): string => (Number.isFinite(r) ? `${r.toFixed(2)}×` : "–");
+export const formatPercent = (r: number): string => (Number.isFinite(r) ? `${(r * 100).toFixed(1)}%` : "–");
+export const formatMiB = (n: number): string => (Number.isFinite(n) ? `${Math.round(n)}` : "–");
+
+/** Milliseconds with the precision that matters at their size: 0.84, 12.3, 145. */
+export function formatMs(ms: number): string {
+  if (!Number.isFinite(ms)) return "–";
+  if (ms < 10) return ms.toFixed(2);
+  if (ms < 100) return ms.toFixed(1);
+  return Math.round(ms).toLocaleString("en-US");
+}
+
+export function formatDuration(ms: number): string {
+  if (!Number.isFinite(ms)) return "–";
+  return ms < 1000 ? `${Math.round(ms)} ms` : `${(ms / 1000).toFixed(1)} s`;
+}
+
+/** A Markdown table; numeric-looking columns (every cell but the first) are right-aligned. */
+export function markdownTable(headers: readonly string[], rows: readonly (readonly string[])[]): string {
+  const widths = headers.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? "").length), 3));
+  const line = (cells: readonly string[]) => `| ${cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join(" | ")} |`;
+  const rule = `| ${widths.map((w, i) => (i === 0 ? "-".repeat(w) : `${"-".repeat(w - 1)}:`)).join(" | ")} |`;
+  return [line(headers), rule, ...rows.map(line)].join("\n");
+}
+
+const SCENARIO_HEADERS = ["Scenario", "req/s", "× baseline", "p50 ms", "p99 ms", "p99.9 ms", "errors", "RSS MiB"] as const;
+
+export function scenarioRow(m: Measured, baselineRps: number): string[] {
+  const r = m.result;
+  const errors = totalErrors(r);
+  const detail = errors > 0 ? ` (${[r.errors.unexpectedStatus && `${r.errors.unexpectedStatus} status`, r.errors.socket && `${r.errors.socket} socket`, r.errors.timeouts && `${r.errors.timeouts} timeout`].filter(Boolean).join(", ")})` : "";
+  return [m.label, formatRps(r.requestsPerSecond), formatRatio(ratio(r.requestsPerSecond, baselineRps)), formatMs(r.latencyMs.p50), formatMs(r.latencyMs.p99), formatMs(r.latencyMs.p99_9), `${errors}${detail}`, formatMiB(m.rssMiB)];
+}
+
+export function scenarioTable(scenarios: readonly Measured[], baselineRps: number): string {
+  return markdownTable(SCENARIO_HEADERS, scenarios.map((m) => scenarioRow(m, baselineRps)));
+}
+
+const find = (s: Section, key: ScenarioKey): Measured | undefined => s.scenarios.find((m) => m.key === key);
+
+/** The issue's targets, checked on one database's figures. */
+export function checkTargets(section: Section, baselineRps: number): TargetCheck[] {
+  const checks: TargetCheck[] = [];
+  const hmac = find(section, "hmac");
+  if (hmac) {
+    const r = ratio(hmac.result.requestsPerSecond, baselineRps);
+    checks.push({ target: "HMAC intake ≥ 50% of the baseline's req/s", measured: formatPercent(r), met: r >= 0.5 });
+    checks.push({ target: "HMAC intake p99 < 20 ms at that load", measured: `${formatMs(hmac.result.latencyMs.p99)} ms`, met: hmac.result.latencyMs.p99 < 20 });
+    checks.push({ target: "HMAC intake: no error", measured: String(totalErrors(hmac.result)), met: totalErrors(hmac.result) === 0 });
+  }
+  const first = find(section, "list-first");
+  const deep = find(section, "list-deep");
+  if (first && deep) {
+    const slowdown = depthSlowdown(first.result, deep.result);
+    checks.push({ target: "deep page no slower than 1.2× the first page", measured: formatRatio(slowdown), met: slowdown <= 1.2 });
+  }
+  const off = find(section, "validation-off");
+  const on = find(section, "validation-on");
+  if (off && on) {
+    const cost = validationCost(off.result, on.result);
+    checks.push({ target: "response validation costs ≤ 15% of throughput", measured: formatPercent(cost), met: cost <= 0.15 });
+  }
+  return checks;
+}
+
+function sectionMarkdown(section: Section, baselineRps: number): string {
+  const title = section.dialect === "sqlite" ? "SQLite" : "PostgreSQL";
+  const out = [`## ${title}`, "", `Database: ${section.database}.`, "", scenarioTable(section.scenarios, baselineRps), ""];
+  const facts: string[] = [];
+  const w = section.executionWait;
+  if (w) facts.push(`Execution wait under scenario 1's load (automation_executions.completed_at − created_at, ${w.count.toLocaleString("en-US")} executions): p50 ${formatMs(w.p50Ms)} ms, p99 ${formatMs(w.p99Ms)} ms, max ${formatMs(w.maxMs)} ms; the queue drained ${formatDuration(w.drainMs)} after the load stopped.${w.notDone ? ` ${w.notDone.count} execution(s) did not end DONE, e.g. \`${w.notDone.sample.slice(0, 300)}\`.` : ""}`);
+  const first = find(section, "list-first");
+  const deep = find(section, "list-deep");
+  if (section.seed) facts.push(`Seeding: ${section.seed.rows.toLocaleString("en-US")} subject-app rows (${section.seed.users.toLocaleString("en-US")} users × ${Math.round(section.seed.rows / section.seed.users)} apps) straight into the database, ${section.seed.method}: ${formatDuration(section.seed.ms)}${section.seed.analyzeMs > 1 ? ` (+ ANALYZE ${formatDuration(section.seed.analyzeMs)})` : ""}.`);
+  if (section.walk) facts.push(`Walk to the deep page through the API (Search, page_size 100): ${section.walk.pages.toLocaleString("en-US")} pages in ${formatDuration(section.walk.ms)} (${formatMs(section.walk.ms / Math.max(1, section.walk.pages))} ms a page, one at a time).`);
+  if (first && deep) facts.push(`Deep page vs first page: first page req/s ÷ deep page req/s = ${formatRatio(depthSlowdown(first.result, deep.result))} (above 1: the deep page is slower); p50 ${formatMs(deep.result.latencyMs.p50)} vs ${formatMs(first.result.latencyMs.p50)} ms.`);
+  const off = find(section, "validation-off");
+  const on = find(section, "validation-on");
+  if (off && on) {
+    const cost = validationCost(off.result, on.result);
+    facts.push(`Response validation (VALIDATE_RESPONSES=1 vs 0, ${off.label.replace(/, validation .*$/, "")}): costs ${formatPercent(cost)} of throughput${cost < 0 ? " (negative: within the run's noise)" : ""}.`);
+  }
+  const jwt = section.scenarios.filter((m) => m.result.tokens);
+  for (const m of jwt) facts.push(`${m.label}: ${m.result.tokens!.pregenerated.toLocaleString("en-US")} tokens signed before the run, ${m.result.tokens!.signedDuringRun.toLocaleString("en-US")} during it.`);
+  if (facts.length) out.push(...facts.map((f) => `- ${f}`), "");
+  const checks = checkTargets(section, baselineRps);
+  if (checks.length) out.push(`Targets on ${title}:`, "", markdownTable(["Target", "Measured", "Met"], checks.map((c) => [c.target, c.measured, c.met ? "yes" : "**no**"])), "");
+  return out.join("\n");
+}
+
+export function renderMarkdown(report: Report): string {
+  const { info, baseline } = report;
+  const baselineRps = baseline.result.requestsPerSecond;
+  return [
+    "# Benchmark results",
+    "",
+    `Written by \`npm run bench${info.quick ? " -- --quick" : ""}\` on ${info.date}. Figures are only comparable within one run: each ratio is to the baseline measured in the same run on the same machine.`,
+    "",
+    `- Machine: ${info.cpus} CPUs (${info.cpuModel}), ${info.platform}; the load generator runs on the same machine. Load average (1 min) ${info.loadAverage.before.toFixed(2)} before the run, ${info.loadAverage.after.toFixed(2)} at its end.`,
+    `- Node ${info.node}; autocannon ${info.autocannon} in its own process on loopback, ${info.connections} connections, ${info.durationSeconds} s per scenario ${info.warmupSeconds > 0 ? `after a ${info.warmupSeconds} s warm-up` : "without warm-up"}; latencies from an HDR histogram in microseconds.`,
+    `- Server: \`node dist/src/main.js\` (compiled), ${info.serverEnv}.`,
+    `- Databases: ${report.sections.map((s) => s.database).join("; ")}.`,
+    "- Errors: answers with another status than the scenario expects (200, or 409 for duplicates), socket errors and timeouts. RSS: VmRSS of the server process at the end of each scenario.",
+    "",
+    "## Baseline",
+    "",
+    "A bare Express 5 route answering `{}`, started like the server (node on compiled JS).",
+    "",
+    scenarioTable([baseline], baselineRps),
+    "",
+    ...report.sections.map((s) => sectionMarkdown(s, baselineRps)),
+  ].join("\n");
+}
+
+/** Marks the start of hand-written notes in RESULTS.md (profiles, before/after); a new run keeps them. */
+export const NOTES_MARKER = "<!-- notes: everything below this line is kept when the bench rewrites the file -->";
+
+/** The new results followed by the notes section of the previous file, if it had one. */
+export function withKeptNotes(rendered: string, previous: string | undefined): string {
+  const at = previous?.indexOf(NOTES_MARKER) ?? -1;
+  const notes = at >= 0 ? previous!.slice(at) : `${NOTES_MARKER}\n`;
+  return `${rendered.trimEnd()}\n\n${notes.trimEnd()}\n`;
+}

@@ -1,0 +1,228 @@
+// The scenarios of issue 6 on one database: start the server (compiled), set up through the API,
+// measure each scenario in the load-generator process, and collect the figures of the section.
+import type { JsonWebKey } from "node:crypto";
+import { randomUUID } from "node:crypto";
+import { join } from "node:path";
+import { hmacSignature } from "../src/client/webhook-sender.js";
+import { openStorage, type Storage } from "../src/storage/connect.js";
+import { Api, type Credentials } from "./api.js";
+import { createBenchDatabase, type Dialect } from "./database.js";
+import type { LoadSpec, RequestSpec } from "./load.js";
+import { freePort, ROOT, startNode, type Driver, type NodeProcess } from "./processes.js";
+import { percentile, type ExecutionWait, type Measured, type ScenarioKey, type Section } from "./report.js";
+import { seedSubjectAppLimits } from "./seed.js";
+
+export interface BenchSettings {
+  connections: number;
+  durationSeconds: number;
+  warmupSeconds: number;
+  /** Users seeded for the list scenario; each gets `appsPerUser` rows. */
+  seedUsers: number;
+  appsPerUser: number;
+  /** The page of the deep list request (page_size 100). */
+  deepPage: number;
+  logLevel: string;
+  /** With --profile: the servers write V8 CPU profiles (--cpu-prof) into this folder. */
+  profileDir?: string;
+  /** Where the servers' logs go. */
+  workDir: string;
+  /** With --only: the scenarios to measure (setup still runs); all when undefined. */
+  only?: ReadonlySet<ScenarioKey>;
+}
+
+export interface JwtKey {
+  alg: "ES256" | "EdDSA";
+  kid: string;
+  privateJwk: JsonWebKey;
+  /** Its JWKS URL on the bench's JWKS server. */
+  jwksUrl: string;
+}
+
+const ADMIN: Credentials = { clientId: "bench-admin", clientSecret: "bench-admin-secret-0123456789" };
+const SECRETS_KEY = Buffer.alloc(32, 11).toString("base64url");
+const HMAC_BODY = JSON.stringify({ n: 21, source: "bench", items: [{ sku: "A-1", qty: 2 }, { sku: "B-7", qty: 1 }] });
+const APP_KEYS = 100;
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * Waits until every execution of the automation has finished, and no new one appeared for 300 ms
+ * (requests still in flight when the load generator stopped may commit a moment later); answers
+ * how long that took.
+ */
+async function drain(storage: Storage, automationId: string, timeoutMs = 300_000): Promise<number> {
+  const started = performance.now();
+  let settled: { total: number; at: number } | undefined;
+  for (;;) {
+    const { pending, total } = await storage.db
+      .selectFrom("automation_executions")
+      .select((eb) => [eb.fn.countAll<number | string>().as("total"), eb.fn.sum<number | string | null>(eb.case().when("completed_at", "is", null).then(1).else(0).end()).as("pending")])
+      .where("automation_id", "=", automationId)
+      .executeTakeFirstOrThrow();
+    const now = performance.now();
+    if (Number(pending ?? 0) === 0) {
+      if (settled?.total === Number(total)) {
+        if (now - settled.at >= 300) return settled.at - started;
+      } else {
+        settled = { total: Number(total), at: now };
+      }
+    } else {
+      settled = undefined;
+    }
+    if (now - started > timeoutMs) throw new Error(`${pending} executions of ${automationId} still pending after ${timeoutMs} ms`);
+    await sleep(50);
+  }
+}
+
+/** completed_at − created_at of every finished execution of the automation. */
+async function executionWait(storage: Storage, automationId: string, drainMs: number): Promise<ExecutionWait & { failedCount: number; sample?: string }> {
+  const rows = await storage.db.selectFrom("automation_executions").select(["created_at", "completed_at", "state", "step_results"]).where("automation_id", "=", automationId).execute();
+  const failed = rows.filter((r) => r.state !== "AUTOMATION_EXECUTION_STATE_DONE");
+  const waits = rows.filter((r) => r.completed_at).map((r) => Date.parse(r.completed_at!) - Date.parse(r.created_at)).sort((a, b) => a - b);
+  return {
+    count: rows.length,
+    p50Ms: percentile(waits, 50),
+    p99Ms: percentile(waits, 99),
+    maxMs: waits[waits.length - 1] ?? Number.NaN,
+    drainMs,
+    failedCount: failed.length,
+    ...(failed[0] ? { sample: `${failed[0].state} ${failed[0].step_results}` } : {}),
+  };
+}
+
+export async function runDatabase(dialect: Dialect, settings: BenchSettings, driver: Driver, keys: { es256: JwtKey; eddsa: JwtKey }, log: (line: string) => void): Promise<Section> {
+  const database = await createBenchDatabase(dialect, settings.workDir);
+  const description = await database.describe();
+  const processes: NodeProcess[] = [];
+  let storage: Storage | undefined;
+  try {
+    const port = await freePort();
+    const origin = `http://127.0.0.1:${port}`;
+    const serverEnv = (validate: "0" | "1"): Record<string, string> => ({
+      HOST: "127.0.0.1",
+      BASE_URL: origin,
+      DATABASE_URL: database.url,
+      SECRETS_KEY,
+      BOOTSTRAP_CLIENT_ID: ADMIN.clientId,
+      BOOTSTRAP_CLIENT_SECRET: ADMIN.clientSecret,
+      LOG_LEVEL: settings.logLevel,
+      NODE_ENV: "production",
+      VALIDATE_RESPONSES: validate,
+      JWKS_ALLOW_INSECURE: "1",
+      ACCESS_TOKEN_TTL_SECONDS: "3600",
+    });
+    const start = async (validate: "0" | "1", listenPort: number) => {
+      const name = `${dialect}-validate${validate}-${new Date().toISOString().replace(/[-:.]/g, "")}`;
+      const nodeArgs = settings.profileDir ? ["--cpu-prof", `--cpu-prof-dir=${settings.profileDir}`, `--cpu-prof-name=${name}.cpuprofile`] : [];
+      const p = await startNode({ script: join(ROOT, "dist/src/main.js"), env: serverEnv(validate), port: listenPort, probePath: "/readyz", logFile: join(settings.workDir, `server-${dialect}-${listenPort}.log`), nodeArgs });
+      processes.push(p);
+      return p;
+    };
+    const server = await start("0", port);
+    storage = await openStorage(database.config);
+    const db = storage;
+    const api = await Api.login(origin, ADMIN);
+    log(`${dialect}: server pid ${server.pid} on ${origin} (${description})`);
+
+    const scenarios: Measured[] = [];
+    const wanted = (...keys: ScenarioKey[]) => !settings.only || keys.some((k) => settings.only!.has(k));
+    const measure = async (key: ScenarioKey, label: string, request: RequestSpec, opts: { expectStatus?: number; target?: NodeProcess } = {}): Promise<Measured | undefined> => {
+      if (!wanted(key)) return undefined;
+      const target = opts.target ?? server;
+      const spec: LoadSpec = { origin: target.url, connections: settings.connections, durationSeconds: settings.durationSeconds, warmupSeconds: settings.warmupSeconds, expectStatus: opts.expectStatus ?? 200 };
+      const result = await driver.run(spec, request);
+      const m: Measured = { key, label, result, rssMiB: target.rssMiB() };
+      scenarios.push(m);
+      log(`${dialect}: ${label}: ${Math.round(result.requestsPerSecond)} req/s, p50 ${result.latencyMs.p50.toFixed(2)} ms, p99 ${result.latencyMs.p99.toFixed(2)} ms, statuses ${JSON.stringify(result.statuses)}, errors ${result.errors.socket + result.errors.timeouts}, RSS ${Math.round(m.rssMiB)} MiB`);
+      return m;
+    };
+
+    // ---- 1. HMAC intake, a fresh event id per request --------------------------------------
+    const hmac = await api.createWebhookAutomation("bench hmac", { hmac: {} });
+    const hmacRun = await measure("hmac", "1. Webhook intake, HMAC, fresh event ids", { kind: "hmac", path: hmac.path, secret: hmac.secret!, body: HMAC_BODY });
+    let executionWaitFigures: ExecutionWait | undefined;
+    if (hmacRun) {
+      const drainMs = await drain(db, hmac.id);
+      const { failedCount, sample, ...figures } = await executionWait(db, hmac.id, drainMs);
+      if (failedCount > 0) log(`${dialect}: warning: ${failedCount} executions of the HMAC automation did not end DONE, e.g. ${sample}`);
+      log(`${dialect}: execution wait p50 ${figures.p50Ms} ms, p99 ${figures.p99Ms} ms over ${figures.count} executions; drained ${Math.round(drainMs)} ms after the load`);
+      executionWaitFigures = failedCount > 0 ? { ...figures, notDone: { count: failedCount, sample: sample ?? "" } } : figures;
+    }
+
+    // ---- 2. JWT intake, keys cached ----------------------------------------------------------
+    // Tokens are signed before the run (a token per event id, jti = event id, htb_s256 of the
+    // body), as many as HMAC intake answered with some margin; any beyond are signed during the run.
+    const expectedRps = hmacRun?.result.requestsPerSecond ?? 1000;
+    const pregenerate = Math.min(100_000, Math.ceil(expectedRps * (settings.durationSeconds + settings.warmupSeconds) * 1.25) + 500);
+    for (const [key, jwt] of [["jwt-es256", keys.es256], ["jwt-eddsa", keys.eddsa]] as const) {
+      if (!wanted(key)) continue;
+      const automation = await api.createWebhookAutomation(`bench ${jwt.alg}`, { jwt: { jwksUrl: jwt.jwksUrl } });
+      await measure(key, `2. Webhook intake, JWT ${jwt.alg}, keys cached`, { kind: "jwt", path: automation.path, alg: jwt.alg, kid: jwt.kid, privateJwk: jwt.privateJwk, subject: origin, audience: automation.url, body: HMAC_BODY, pregenerate });
+      await drain(db, automation.id);
+    }
+
+    // ---- 3. Duplicates: one event id again and again (409) -----------------------------------
+    if (wanted("duplicate")) {
+      const dupId = randomUUID();
+      const dupTimestamp = String(Math.floor(Date.now() / 1000));
+      const dupHeaders = { "Content-Type": "application/json", "Webhook-Timestamp": dupTimestamp, "Webhook-Event-Id": dupId, "Webhook-Signature": hmacSignature(hmac.secret!, dupTimestamp, dupId, HMAC_BODY) };
+      const first = await fetch(origin + hmac.path, { method: "POST", headers: dupHeaders, body: HMAC_BODY });
+      if (first.status !== 200) throw new Error(`the first delivery of the duplicate event answered ${first.status}`);
+      await measure("duplicate", "3. Webhook intake, duplicate event id (409)", { kind: "fixed", method: "POST", path: hmac.path, headers: dupHeaders, body: HMAC_BODY }, { expectStatus: 409 });
+      await drain(db, hmac.id);
+    }
+
+    // ---- 4. SetLimit (the caller's own) and Suspend ------------------------------------------
+    // The subject's rows app-0..app-99 hold a monthly amount limit (GetEffective, Get and the seed's template).
+    const subject = await api.createUser("Bench subject", "bench-subject@bench.example");
+    const money = (units: string) => ({ money: { currencyCode: "USD", units, nanos: 0 } });
+    for (let k = 0; k < APP_KEYS; k++) {
+      await api.call("POST", `/api/v1/funds/subject-app-limits/${subject}/app-${k}/limit`, { limit: { amount: money(String(100 + k)) }, period: "PERIOD_KIND_MONTHLY" });
+    }
+    const headers = api.headers;
+    await measure("my-set-limit", "4. MyFundLimitsService.SetLimit", { kind: "varying", method: "POST", path: "/api/v1/funds/my/app-limits/app-{k}/limit", headers, body: JSON.stringify({ limit: { amount: money("{r}") } }), keys: APP_KEYS });
+    await measure("suspend", "4. SubjectAppLimitService.Suspend", { kind: "varying", method: "POST", path: `/api/v1/funds/subject-app-limits/${subject}/susp-{k}/suspension`, headers, body: JSON.stringify({ reason: "bench {r}" }), keys: APP_KEYS });
+
+    // ---- 5. GetEffective ----------------------------------------------------------------------
+    await measure("get-effective", "5. SubjectAppLimitService.GetEffective", { kind: "varying", method: "GET", path: `/api/v1/funds/subject-app-limits/${subject}/app-{k}/effective`, headers, keys: APP_KEYS });
+
+    // ---- 7. Response validation off and on, on one GET ----------------------------------------
+    const getRow: RequestSpec = { kind: "varying", method: "GET", path: `/api/v1/funds/subject-app-limits/${subject}/app-{k}`, headers, keys: APP_KEYS };
+    await measure("validation-off", "7. SubjectAppLimitService.Get, validation off", getRow);
+    if (wanted("validation-on")) {
+      const validating = await start("1", await freePort());
+      await measure("validation-on", "7. SubjectAppLimitService.Get, validation on", getRow, { target: validating });
+      await validating.stop();
+    }
+
+    // ---- 6. A list page at the start and deep, over the seeded rows --------------------------
+    let seed: Section["seed"];
+    let walk: Section["walk"];
+    if (wanted("list-first", "list-deep")) {
+      const template = await db.db.selectFrom("subject_app_limits").select(["controls", "amount_currency", "suspended"]).where("user_id", "=", subject).where("app_id", "=", "app-0").where("deleted_at", "is", null).executeTakeFirstOrThrow();
+      log(`${dialect}: seeding ${(settings.seedUsers * settings.appsPerUser).toLocaleString("en-US")} subject-app rows...`);
+      seed = await seedSubjectAppLimits(db, { users: settings.seedUsers, appsPerUser: settings.appsPerUser, template });
+      log(`${dialect}: seeded ${seed.rows.toLocaleString("en-US")} rows in ${Math.round(seed.ms)} ms${seed.analyzeMs > 1 ? ` (+ ANALYZE ${Math.round(seed.analyzeMs)} ms)` : ""}`);
+      const search = "/api/v1/funds/subject-app-limits/search";
+      let token = "";
+      const walkStarted = performance.now();
+      for (let page = 1; page < settings.deepPage; page++) {
+        const answer = await api.call<{ list: unknown[]; nextPageToken: string }>("POST", search, { pageSize: 100, ...(token ? { pageToken: token } : {}) });
+        if (!answer.nextPageToken) throw new Error(`the list ended at page ${page}, before page ${settings.deepPage}`);
+        token = answer.nextPageToken;
+      }
+      walk = { pages: settings.deepPage - 1, ms: performance.now() - walkStarted };
+      log(`${dialect}: walked ${walk.pages} pages in ${Math.round(walk.ms)} ms`);
+      await measure("list-first", "6. Search, page_size 100, first page", { kind: "fixed", method: "POST", path: search, headers, body: JSON.stringify({ pageSize: 100 }) });
+      await measure("list-deep", `6. Search, page_size 100, page ${settings.deepPage.toLocaleString("en-US")}`, { kind: "fixed", method: "POST", path: search, headers, body: JSON.stringify({ pageSize: 100, pageToken: token }) });
+    }
+
+    const order: ScenarioKey[] = ["hmac", "jwt-es256", "jwt-eddsa", "duplicate", "my-set-limit", "suspend", "get-effective", "list-first", "list-deep", "validation-off", "validation-on"];
+    scenarios.sort((a, b) => order.indexOf(a.key) - order.indexOf(b.key));
+    return { dialect, database: description, scenarios, ...(executionWaitFigures ? { executionWait: executionWaitFigures } : {}), ...(seed ? { seed } : {}), ...(walk ? { walk } : {}) };
+  } finally {
+    await storage?.close();
+    for (const p of processes.reverse()) await p.stop();
+    await database.drop();
+  }
+}

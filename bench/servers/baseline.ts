@@ -1,0 +1,16 @@
+// The baseline: a bare Express 5 route answering `{}`, started the same way as the server under
+// test (node on compiled JS, same keep-alive), so that ratios to it measure what the API adds.
+import { createServer } from "node:http";
+import express from "express";
+
+const app = express();
+app.disable("x-powered-by");
+app.set("etag", false);
+app.get("/", (_req, res) => void res.json({}));
+
+const server = createServer(app);
+server.keepAliveTimeout = 5_000;
+server.listen(Number(process.env.PORT ?? 8090), process.env.HOST ?? "127.0.0.1");
+const stop = () => server.close(() => process.exit(0));
+process.on("SIGTERM", stop);
+process.on("SIGINT", stop);

@@ -1,0 +1,162 @@
+// The arithmetic and formatting of the benchmark report (bench/report.ts). No timing here:
+// benchmarks are a command (`npm run bench`), never a test; these figures are made up.
+import { describe, expect, it } from "vitest";
+import type { LoadResult } from "../../bench/load.js";
+import {
+  checkTargets,
+  depthSlowdown,
+  formatMs,
+  formatRatio,
+  formatRps,
+  markdownTable,
+  NOTES_MARKER,
+  percentile,
+  ratio,
+  renderMarkdown,
+  scenarioRow,
+  validationCost,
+  withKeptNotes,
+  type Measured,
+  type Report,
+  type Section,
+} from "../../bench/report.js";
+
+function load(rps: number, p99 = 5, errors: Partial<LoadResult["errors"]> = {}): LoadResult {
+  return {
+    requestsPerSecond: rps,
+    total: rps * 10,
+    durationSeconds: 10,
+    latencyMs: { p50: 1.234, p99, p99_9: 150.4, max: 200, mean: 1.5 },
+    errors: { unexpectedStatus: 0, socket: 0, timeouts: 0, ...errors },
+    statuses: { "200": rps * 10 },
+  };
+}
+
+const measured = (key: Measured["key"], rps: number, p99?: number, errors?: Partial<LoadResult["errors"]>): Measured => ({ key, label: key, result: load(rps, p99, errors), rssMiB: 120.4 });
+
+describe("ratios", () => {
+  it("relates requests per second to the baseline", () => {
+    expect(ratio(2500, 10_000)).toBe(0.25);
+    expect(ratio(10_000, 10_000)).toBe(1);
+    expect(ratio(100, 0)).toBeNaN();
+    expect(formatRatio(ratio(2500, 10_000))).toBe("0.25×");
+    expect(formatRatio(Number.NaN)).toBe("–");
+  });
+
+  it("says how much slower the deep page is, and what validation costs", () => {
+    expect(depthSlowdown(load(1200), load(1000))).toBeCloseTo(1.2);
+    expect(depthSlowdown(load(1000), load(0))).toBeNaN();
+    expect(validationCost(load(1000), load(850))).toBeCloseTo(0.15);
+    expect(validationCost(load(1000), load(1100))).toBeCloseTo(-0.1);
+  });
+});
+
+describe("percentile", () => {
+  it("is the nearest rank", () => {
+    const values = Array.from({ length: 100 }, (_, i) => i + 1);
+    expect(percentile(values, 50)).toBe(50);
+    expect(percentile(values, 99)).toBe(99);
+    expect(percentile(values, 100)).toBe(100);
+    expect(percentile(values, 0)).toBe(1);
+    expect(percentile([7], 99)).toBe(7);
+    expect(percentile([], 50)).toBeNaN();
+  });
+});
+
+describe("formatting", () => {
+  it("rounds milliseconds to the precision that matters", () => {
+    expect(formatMs(0.8449)).toBe("0.84");
+    expect(formatMs(12.345)).toBe("12.3");
+    expect(formatMs(1234.5)).toBe("1,235");
+    expect(formatMs(Number.NaN)).toBe("–");
+    expect(formatRps(12345.6)).toBe("12,346");
+  });
+
+  it("draws an aligned Markdown table, numbers to the right", () => {
+    expect(markdownTable(["Name", "n"], [["a", "1"], ["long name", "12,345"]]).split("\n")).toEqual([
+      "| Name      |      n |",
+      "| --------- | -----: |",
+      "| a         |      1 |",
+      "| long name | 12,345 |",
+    ]);
+  });
+
+  it("puts a scenario on one row with its ratio and its errors by kind", () => {
+    expect(scenarioRow(measured("hmac", 2000, 12.5), 8000)).toEqual(["hmac", "2,000", "0.25×", "1.23", "12.5", "150", "0", "120"]);
+    expect(scenarioRow(measured("hmac", 2000, 12.5, { unexpectedStatus: 3, timeouts: 1 }), 8000)[6]).toBe("4 (3 status, 1 timeout)");
+  });
+});
+
+describe("targets", () => {
+  const section = (scenarios: Measured[]): Section => ({ dialect: "sqlite", database: "SQLite", scenarios });
+
+  it("are met when intake keeps half the baseline with a short tail, pages stay flat and validation is cheap", () => {
+    const checks = checkTargets(section([measured("hmac", 5000, 19.9), measured("list-first", 1100), measured("list-deep", 1000), measured("validation-off", 1000), measured("validation-on", 900)]), 10_000);
+    expect(checks.map((c) => [c.measured, c.met])).toEqual([
+      ["50.0%", true],
+      ["19.9 ms", true],
+      ["0", true],
+      ["1.10×", true],
+      ["10.0%", true],
+    ]);
+  });
+
+  it("are missed past any bound", () => {
+    const checks = checkTargets(section([measured("hmac", 4999, 20, { socket: 1 }), measured("list-first", 1300), measured("list-deep", 1000), measured("validation-off", 1000), measured("validation-on", 800)]), 10_000);
+    expect(checks.every((c) => !c.met)).toBe(true);
+  });
+
+  it("are only checked for the scenarios that ran", () => {
+    expect(checkTargets(section([measured("get-effective", 100)]), 1000)).toEqual([]);
+  });
+});
+
+describe("the report", () => {
+  const report: Report = {
+    info: {
+      date: "2026-11-22T10:00:00Z",
+      cpus: 2,
+      cpuModel: "Test CPU",
+      node: "v20.20.2",
+      platform: "linux",
+      autocannon: "9.0.0",
+      connections: 20,
+      durationSeconds: 10,
+      warmupSeconds: 2,
+      quick: false,
+      serverEnv: "NODE_ENV=production",
+      loadAverage: { before: 0.5, after: 1.5 },
+    },
+    baseline: measured("baseline", 10_000),
+    sections: [
+      {
+        dialect: "postgres",
+        database: "PostgreSQL 15",
+        scenarios: [measured("hmac", 2500), measured("list-first", 1000), measured("list-deep", 800)],
+        executionWait: { count: 25_000, p50Ms: 3, p99Ms: 40, maxMs: 90, drainMs: 12 },
+        seed: { users: 10_000, rows: 1_000_000, ms: 30_000, analyzeMs: 500, method: "unnest" },
+        walk: { pages: 9_999, ms: 60_000 },
+      },
+    ],
+  };
+
+  it("names the machine, the baseline and each database's figures", () => {
+    const md = renderMarkdown(report);
+    expect(md).toContain("2 CPUs (Test CPU)");
+    expect(md).toContain("Node v20.20.2");
+    expect(md).toContain("## PostgreSQL");
+    expect(md).toContain("| hmac ");
+    expect(md).toMatch(/\| hmac\s+\|\s+2,500 \|\s+0\.25× \|/);
+    expect(md).toContain("p50 3.00 ms, p99 40.0 ms");
+    expect(md).toContain("1,000,000 subject-app rows (10,000 users × 100 apps)");
+    expect(md).toContain("9,999 pages in 60.0 s (6.00 ms a page");
+    expect(md).toContain("Deep page vs first page: first page req/s ÷ deep page req/s = 1.25× (above 1: the deep page is slower)");
+    expect(md).toMatch(/\| deep page no slower than 1\.2× the first page\s+\|\s+1\.25× \| \*\*no\*\* \|/);
+  });
+
+  it("keeps the hand-written notes of the previous file", () => {
+    expect(withKeptNotes("# New\n", undefined)).toBe(`# New\n\n${NOTES_MARKER}\n`);
+    const previous = `# Old figures\n\n${NOTES_MARKER}\n\n## Profiles\nbefore/after\n`;
+    expect(withKeptNotes("# New\n", previous)).toBe(`# New\n\n${NOTES_MARKER}\n\n## Profiles\nbefore/after\n`);
+  });
+});
