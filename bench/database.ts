@@ -1,8 +1,7 @@
 // The database of one run: a fresh SQLite file in a temporary folder, or a fresh PostgreSQL
 // database created through the maintenance URL (BENCH_POSTGRES_URL overrides) and dropped after.
-import { randomBytes } from "node:crypto";
 import { join } from "node:path";
-import pg from "pg";
+import { createScratchDatabase, withAdminClient } from "../scripts/scratch-database.js";
 import type { Config } from "../src/config.js";
 
 export type Dialect = "sqlite" | "postgres";
@@ -18,16 +17,6 @@ export interface BenchDatabase {
   /** A human description for the report, e.g. "PostgreSQL 15.4". */
   describe(): Promise<string>;
   drop(): Promise<void>;
-}
-
-async function admin<T>(run: (client: pg.Client) => Promise<T>): Promise<T> {
-  const client = new pg.Client({ connectionString: POSTGRES_ADMIN_URL });
-  await client.connect();
-  try {
-    return await run(client);
-  } finally {
-    await client.end();
-  }
 }
 
 export async function createBenchDatabase(dialect: Dialect, dir: string): Promise<BenchDatabase> {
@@ -47,15 +36,13 @@ export async function createBenchDatabase(dialect: Dialect, dir: string): Promis
       drop: async () => undefined,
     };
   }
-  const name = `tenant_bench_${randomBytes(6).toString("hex")}`;
-  await admin((c) => c.query(`create database ${name}`));
-  const url = new URL(POSTGRES_ADMIN_URL);
-  url.pathname = `/${name}`;
+  const scratch = await createScratchDatabase(POSTGRES_ADMIN_URL, "tenant_bench");
+  const url = new URL(scratch.url);
   return {
     dialect,
-    url: url.toString(),
-    config: { kind: "postgres", url: url.toString() },
-    describe: () => admin(async (c) => `PostgreSQL ${(await c.query<{ v: string }>("select current_setting('server_version') as v")).rows[0]?.v ?? "?"} on ${url.hostname}:${url.port || 5432} (pool of 10 per server process)`),
-    drop: () => admin((c) => c.query(`drop database if exists ${name} with (force)`)).then(() => undefined),
+    url: scratch.url,
+    config: { kind: "postgres", url: scratch.url },
+    describe: () => withAdminClient(POSTGRES_ADMIN_URL, async (c) => `PostgreSQL ${(await c.query<{ v: string }>("select current_setting('server_version') as v")).rows[0]?.v ?? "?"} on ${url.hostname}:${url.port || 5432} (pool of 10 per server process)`),
+    drop: scratch.drop,
   };
 }
