@@ -63,10 +63,17 @@ describe("the server process", () => {
       });
       req.on("error", reject);
       req.write(body.slice(0, 10));
+      // Once the server has answered a later request, it has read this one's headers: the request is
+      // in flight (a connection still waiting for its headers would count as idle and be closed).
       setTimeout(() => {
-        s.child.kill("SIGTERM");
-        setTimeout(() => req.end(body.slice(10)), 300);
-      }, 300);
+        fetch(`${s.url}/healthz`).then(
+          () => {
+            s.child.kill("SIGTERM");
+            setTimeout(() => req.end(body.slice(10)), 300);
+          },
+          reject,
+        );
+      }, 200);
     });
     const exited = new Promise<number | null>((resolve) => s.child.once("exit", (code) => resolve(code)));
     expect(await answer).toBe(200);
