@@ -1,0 +1,51 @@
+// The sender's command (scripts/send-webhook.ts) as a partner runs it: signs, sends, prints what it
+// sent and the answer, and exits 0 on a 2xx (1 otherwise).
+import { spawn } from "node:child_process";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { unwrap } from "../../src/client/index.js";
+import { startTestServer, type TestServer } from "../support/server.js";
+
+const root = fileURLToPath(new URL("../..", import.meta.url));
+let ts: TestServer;
+beforeAll(async () => {
+  ts = await startTestServer();
+  ts.clock.set(Date.now());
+});
+afterAll(async () => ts?.stop());
+
+function run(args: string[]): Promise<{ code: number | null; out: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(join(root, "node_modules/.bin/tsx"), [join(root, "scripts/send-webhook.ts"), ...args], { env: { ...process.env, BASE_URL: "" } });
+    let out = "";
+    child.stdout.on("data", (d: Buffer) => (out += d.toString()));
+    child.stderr.on("data", (d: Buffer) => (out += d.toString()));
+    child.on("exit", (code) => resolve({ code, out }));
+  });
+}
+
+describe("scripts/send-webhook.ts", () => {
+  it("sends an HMAC-signed event that the intake accepts, then the same id again (409, exit 1)", async () => {
+    const { automation, webhookSecret } = unwrap(
+      await ts.admin.POST("/api/v1/automations", { body: { automation: { displayName: "script", isDraft: false, enabled: true, triggers: [{ webhook: { hmac: {} } }] } } }),
+    );
+    const url = automation.triggers![0]!.webhook.url!;
+    const eventId = "0b7c5a1e-3f2d-4c6b-9a8e-1d2f3a4b5c6d";
+    const first = await run(["--url", url, "--secret", webhookSecret!, "--body", '{"event":"card.lost"}', "--event-id", eventId]);
+    expect(first.out).toContain(`POST ${url}`);
+    expect(first.out).toContain("Webhook-Signature:");
+    expect(first.out).toContain("=> 200");
+    expect(first.out).not.toContain(webhookSecret!);
+    expect(first.code).toBe(0);
+    const again = await run(["--url", url, "--secret", webhookSecret!, "--body", '{"event":"card.lost"}', "--event-id", eventId]);
+    expect(again.out).toContain("=> 409");
+    expect(again.code).toBe(1);
+  }, 60_000);
+
+  it("refuses to run without a way to authenticate (exit 2)", async () => {
+    const r = await run(["--url", `${ts.url}/api/v1/webhooks/incoming/wh_x`, "--body", "{}"]);
+    expect(r.code).toBe(2);
+    expect(r.out).toContain("--secret");
+  }, 60_000);
+});
