@@ -57,13 +57,24 @@ function openPostgres(url: string): Kysely<Database> {
 }
 
 /**
- * Applies pending migrations. On PostgreSQL a session advisory lock, held on its own connection for
- * the whole run, makes instances that start together take turns: Kysely's migrator locks only once
- * its own tables exist, and creating those concurrently can fail. SQLite's write lock does the same.
+ * Applies pending migrations, once, even when several instances start together.
+ * - PostgreSQL: a session advisory lock, held on its own connection for the whole run, makes the
+ *   instances take turns (Kysely's migrator locks only once its own tables exist, and creating those
+ *   concurrently can fail).
+ * - SQLite: Kysely runs all pending migrations in one transaction but takes no lock first, so a
+ *   second process can start from a stale view and fail when it writes. The run is atomic, so the
+ *   loser rolls back cleanly and tries again, and then finds nothing to do.
  */
 async function migrateExclusively(db: Kysely<Database>, dialect: Storage["dialect"]) {
   const migrate = () => new Migrator({ db, provider: migrationsFor(dialect) }).migrateToLatest();
-  if (dialect === "sqlite") return migrate();
+  if (dialect === "sqlite") {
+    let outcome = await migrate();
+    for (let attempt = 1; attempt < SQLITE_MIGRATION_ATTEMPTS && outcome.error; attempt++) {
+      await new Promise((resolve) => setTimeout(resolve, 100 * attempt));
+      outcome = await migrate();
+    }
+    return outcome;
+  }
   return db.connection().execute(async (lockHolder) => {
     await sql`select pg_advisory_lock(hashtextextended('tenant-api:migrations', 0))`.execute(lockHolder);
     try {
@@ -73,6 +84,8 @@ async function migrateExclusively(db: Kysely<Database>, dialect: Storage["dialec
     }
   });
 }
+
+const SQLITE_MIGRATION_ATTEMPTS = 5;
 
 export async function openStorage(config: Config["database"]): Promise<Storage> {
   const dialect = config.kind;
