@@ -9,16 +9,32 @@ import type { Storage } from "../storage/connect.js";
 import type { AutomationExecutionsTable } from "../storage/schema.js";
 import { writeTransaction, type Db } from "../storage/transactions.js";
 import type { AutomationStep } from "./automation-input.js";
-import { CelEvaluationError, checkExpression, evaluateBoolean, evaluateJson, evaluateString, evaluateTimestamp, type CelContext, type ExpectedResult } from "./cel.js";
+import { CelEvaluationError, checkExpression, evaluateBoolean, evaluateJson, evaluateString, evaluateTimestamp, type CelContext, type CompiledExpression, type ExpectedResult } from "./cel.js";
 import { ExecutionState, StepState, type StepResult } from "./executions.js";
 
 /** The shape of `user_id` and `app_id` in the API's paths (contract parameters UserId and AppId). */
 const CONTRACT_ID = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
 
+const CHECKED_CACHE_SIZE = 2_000;
+
 export class ExecutionRunner {
   constructor(
     private readonly deps: { storage: Storage; clock: Clock; limits: SubjectAppLimits; logger: Logger },
   ) {}
+
+  /** Expressions as checked when their automation was saved; checked once more per process, not per run. */
+  private readonly checked = new Map<string, CompiledExpression>();
+
+  private compiled(source: string, path: string, stepNames: string[], expect: ExpectedResult): CompiledExpression {
+    const key = JSON.stringify([source, path, stepNames, expect]);
+    let compiled = this.checked.get(key);
+    if (!compiled) {
+      compiled = checkExpression(source, path, { stepNames, expect });
+      if (this.checked.size >= CHECKED_CACHE_SIZE) this.checked.delete(this.checked.keys().next().value as string);
+      this.checked.set(key, compiled);
+    }
+    return compiled;
+  }
 
   async run(execution: AutomationExecutionsTable): Promise<void> {
     const steps = JSON.parse(execution.steps) as AutomationStep[];
@@ -28,7 +44,7 @@ export class ExecutionRunner {
       const result = results[i];
       if (!result || result.state !== StepState.PENDING) continue;
       const ctx: CelContext = { trigger, steps: outputsBefore(steps, results, i) };
-      const cel = (field: string, source: string, expect: ExpectedResult) => checkExpression(source, `automationSteps[${i}].${field}`, { stepNames: steps.slice(0, i).map((s) => s.stepName), expect });
+      const cel = (field: string, source: string, expect: ExpectedResult) => this.compiled(source, `automationSteps[${i}].${field}`, steps.slice(0, i).map((s) => s.stepName), expect);
       try {
         if (step.skipIfTrueCel && evaluateBoolean(cel("skipIfTrueCel", step.skipIfTrueCel, "bool"), ctx)) {
           results[i] = { ...result, state: StepState.SKIPPED };
@@ -51,7 +67,7 @@ export class ExecutionRunner {
   }
 
   /** The step's effect, through the same funds code as the API; its answer is the step's output. */
-  private async perform(db: Db, step: AutomationStep, ctx: CelContext, cel: (field: string, source: string, expect: ExpectedResult) => ReturnType<typeof checkExpression>): Promise<unknown> {
+  private async perform(db: Db, step: AutomationStep, ctx: CelContext, cel: (field: string, source: string, expect: ExpectedResult) => CompiledExpression): Promise<unknown> {
     const { limits } = this.deps;
     const str = (field: string, source: string) => evaluateString(cel(field, source, "string"), ctx);
     // The API takes user and app ids as path parameters of a fixed shape (checked by the contract

@@ -35,6 +35,8 @@ const TOKEN_PATH = "/auth/v1/token";
 /** client_secret_post only: credentials in an Authorization header or the query string are refused. */
 function tokenEndpointGuard(req: Request, res: Response, next: NextFunction): void {
   res.locals.oauth = true;
+  // RFC 6749 5.1: token answers, successful or not, are never cached.
+  res.setHeader("Cache-Control", "no-store");
   if (req.get("authorization")) {
     next(invalidArgument("INVALID_REQUEST", "client credentials must be sent in the form body, not in an Authorization header"));
   } else if (Object.keys(req.query).length > 0) {
@@ -142,7 +144,6 @@ export function createApp(options: AppOptions): Express {
         const request = { path: req.params, query: req.query, body: req.body } as unknown as OperationRequest<typeof route.operationId>;
         const ctx: RequestContext = { requestId: res.locals.requestId as string, principal: res.locals.principal };
         const body = await handler(request as never, ctx);
-        if (route.operationId === "svc.api.iam.v1.TokenService.CreateToken") res.setHeader("Cache-Control", "no-store");
         res.status(200).json(body);
       } catch (e) {
         next(e);

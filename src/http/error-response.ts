@@ -29,7 +29,6 @@ export function errorResponse(logger: Logger) {
       // The token endpoint answers RFC 6749 errors: the Status body plus `error` and `error_description`.
       const oauthError = OAUTH_ERRORS[error.reason] ?? "invalid_request";
       const oauth = new ApiError(error.status, error.code, oauthError.toUpperCase(), error.message, { violations: error.violations, metadata: error.metadata });
-      res.setHeader("Cache-Control", "no-store");
       res.status(error.status).json({ ...statusBody(oauth, requestId), error: oauthError, error_description: error.message });
       return;
     }

@@ -58,6 +58,7 @@ describe("POST /auth/v1/token (client credentials, client_secret_post)", () => {
     const r = await token({ grant_type: "client_credentials" }, { headers: { Authorization: `Basic ${basic}` } });
     expect(r.status).toBe(400);
     expect(r.body.error).toBe("invalid_request");
+    expect(r.headers.get("cache-control")).toBe("no-store");
   });
 
   it("refuses credentials in the query string (invalid_request), even with a valid body", async () => {
@@ -74,6 +75,7 @@ describe("POST /auth/v1/token (client credentials, client_secret_post)", () => {
       expect(r.status).toBe(401);
       expect(r.body.error).toBe("invalid_client");
       expect(r.body.code).toBe(16);
+      expect(r.headers.get("cache-control")).toBe("no-store");
     }
     expect(wrong.body.message).toBe(unknown.body.message);
   });
