@@ -40,33 +40,43 @@ export class ExecutionRunner {
     const steps = JSON.parse(execution.steps) as AutomationStep[];
     const results = JSON.parse(execution.step_results) as StepResult[];
     const { trigger } = JSON.parse(execution.context) as { trigger: unknown };
+    const { db } = this.deps.storage;
+    // The last step's result is saved with the execution's final state: one write fewer per run.
+    const lastPending = results.findLastIndex((r) => r.state === StepState.PENDING);
+    if (lastPending === -1) return this.save(db, execution.id, results, ExecutionState.DONE);
     for (const [i, step] of steps.entries()) {
       const result = results[i];
       if (!result || result.state !== StepState.PENDING) continue;
+      const final = i === lastPending ? ExecutionState.DONE : undefined;
       const ctx: CelContext = { trigger, steps: outputsBefore(steps, results, i) };
       const cel = (field: string, source: string, expect: ExpectedResult) => this.compiled(source, `automationSteps[${i}].${field}`, steps.slice(0, i).map((s) => s.stepName), expect);
       try {
         if (step.skipIfTrueCel && evaluateBoolean(cel("skipIfTrueCel", step.skipIfTrueCel, "bool"), ctx)) {
           results[i] = { ...result, state: StepState.SKIPPED };
-          await this.save(this.deps.storage.db, execution.id, results);
-          continue;
-        }
-        await writeTransaction(this.deps.storage, { exclusive: [`automation_executions:${execution.id}`] }, async (db) => {
-          const output = await this.perform(db, step, ctx, cel);
+          await this.save(db, execution.id, results, final);
+        } else if ("evaluateExpressions" in step && step.evaluateExpressions) {
+          // No effect to commit with the result: no transaction.
+          const { expressions } = step.evaluateExpressions;
+          const output = Object.fromEntries(expressions.map((e, j) => [e.name, evaluateJson(cel(`evaluateExpressions.expressions[${j}].expression`, e.expression, "any"), ctx)]));
           results[i] = { ...result, state: StepState.DONE, output };
-          await this.save(db, execution.id, results);
-        });
+          await this.save(db, execution.id, results, final);
+        } else {
+          await writeTransaction(this.deps.storage, { exclusive: [`automation_executions:${execution.id}`] }, async (trx) => {
+            const output = await this.perform(trx, step, ctx, cel);
+            results[i] = { ...result, state: StepState.DONE, output };
+            await this.save(trx, execution.id, results, final);
+          });
+        }
       } catch (e) {
         results[i] = { ...result, state: StepState.ERROR, error: describe(e) };
         if (!(e instanceof ApiError) && !(e instanceof CelEvaluationError)) this.deps.logger.error({ msg: "automation step failed", executionId: execution.id, step: step.stepName, err: e });
-        await this.save(this.deps.storage.db, execution.id, results, ExecutionState.ERROR);
+        await this.save(db, execution.id, results, ExecutionState.ERROR);
         return;
       }
     }
-    await this.save(this.deps.storage.db, execution.id, results, ExecutionState.DONE);
   }
 
-  /** The step's effect, through the same funds code as the API; its answer is the step's output. */
+  /** A step's effect, through the same funds code as the API; its answer is the step's output. */
   private async perform(db: Db, step: AutomationStep, ctx: CelContext, cel: (field: string, source: string, expect: ExpectedResult) => CompiledExpression): Promise<unknown> {
     const { limits } = this.deps;
     const str = (field: string, source: string) => evaluateString(cel(field, source, "string"), ctx);
@@ -78,9 +88,6 @@ export class ExecutionRunner {
       if (!CONTRACT_ID.test(value)) throw invalidField(field, "must evaluate to an id of 1 to 128 characters of [A-Za-z0-9._:-], starting with a letter or digit");
       return value;
     };
-    if ("evaluateExpressions" in step && step.evaluateExpressions) {
-      return Object.fromEntries(step.evaluateExpressions.expressions.map((e, j) => [e.name, evaluateJson(cel(`evaluateExpressions.expressions[${j}].expression`, e.expression, "any"), ctx)]));
-    }
     if ("suspendAppLimit" in step && step.suspendAppLimit) {
       const s = step.suspendAppLimit;
       const reason = s.reasonCel ? str("suspendAppLimit.reasonCel", s.reasonCel) : undefined;

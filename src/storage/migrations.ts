@@ -153,11 +153,19 @@ const m0002 = (text: TextType): Migration => ({
   },
 });
 
+// The worker claims the oldest pending execution: an index in that order among pending rows, so a
+// claim is one index seek however long the backlog or the history of finished runs.
+const m0003: Migration = {
+  async up(db: Kysely<any>) {
+    await db.schema.createIndex("automation_executions_queue").on("automation_executions").columns(["state", "created_at", "id"]).execute();
+  },
+};
+
 export function migrationsFor(dialect: "sqlite" | "postgres"): MigrationProvider {
   const text: TextType = dialect === "postgres" ? sql`text collate "C"` : "text";
   return {
     async getMigrations() {
-      return { "0001_identity_and_funds": m0001(text), "0002_automations_and_webhooks": m0002(text) };
+      return { "0001_identity_and_funds": m0001(text), "0002_automations_and_webhooks": m0002(text), "0003_execution_queue_index": m0003 };
     },
   };
 }
