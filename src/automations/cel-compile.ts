@@ -45,6 +45,8 @@ export interface CompiledExpression {
 }
 
 const programs = new WeakMap<CompiledExpression, ParseResult>();
+/** Expressions with a comprehension: the only ones whose work is not bounded by their size. */
+const looping = new WeakSet<CompiledExpression>();
 
 const COMPATIBLE_TYPES: Record<Exclude<ExpectedResult, "any">, readonly string[]> = {
   bool: ["bool", "dyn"],
@@ -89,9 +91,10 @@ export function checkExpression(source: string, path: string, options: CheckOpti
 
   let program: ParseResult;
   let resultType: string;
+  let loops: boolean;
   try {
     program = celEnvironment.parse(source);
-    checkStatically(program.ast, options.stepNames);
+    loops = checkStatically(program.ast, options.stepNames);
     const result = program.check();
     if (!result.valid) {
       const error = result.error;
@@ -115,7 +118,17 @@ export function checkExpression(source: string, path: string, options: CheckOpti
 
   const compiled: CompiledExpression = Object.freeze({ source, path, resultType });
   programs.set(compiled, program);
+  if (loops) looping.add(compiled);
   return compiled;
+}
+
+/**
+ * Whether evaluating `compiled` may loop: it has a comprehension (`map`, `filter`, `all`, `exists`,
+ * `exists_one`). Without one, CEL evaluates each node once, so the work is bounded by the node count
+ * times the size of the values involved (64 KB bodies, budget-bounded step outputs).
+ */
+export function mayLoop(compiled: CompiledExpression): boolean {
+  return looping.has(compiled);
 }
 
 /** The library's program of a compiled expression (internal to the CEL module). */
@@ -153,9 +166,10 @@ function stepReference(node: ASTNode): { name: string; position: number } | unde
   return undefined;
 }
 
-/** Walks the parsed (unexpanded) AST and throws a StaticError at the first fault. */
-function checkStatically(root: ASTNode, stepNames: readonly string[]): void {
+/** Walks the parsed (unexpanded) AST and throws a StaticError at the first fault; answers whether it has a comprehension. */
+function checkStatically(root: ASTNode, stepNames: readonly string[]): boolean {
   const earlier = new Set(stepNames);
+  let comprehensions = false;
 
   const visit = (node: ASTNode, ctxShadowed: boolean, nesting: number): void => {
     if (!ctxShadowed) {
@@ -199,6 +213,7 @@ function checkStatically(root: ASTNode, stepNames: readonly string[]): void {
           if (nesting + 1 > MAX_COMPREHENSION_NESTING) {
             throw new StaticError(node.pos, `comprehensions nested deeper than ${MAX_COMPREHENSION_NESTING}`);
           }
+          comprehensions = true;
           const shadowed = ctxShadowed || first.args === "ctx";
           for (const arg of args.slice(1)) visit(arg, shadowed, nesting + 1);
           return;
@@ -231,4 +246,5 @@ function checkStatically(root: ASTNode, stepNames: readonly string[]): void {
     }
   };
   visit(root, false, 0);
+  return comprehensions;
 }

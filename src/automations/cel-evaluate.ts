@@ -3,16 +3,17 @@
 // CelEvaluationError: a hostile payload fails the step, it never hangs or crashes the server.
 //
 // Two time guards: the cooperative one (the budget reads the clock every 64 evaluated nodes and
-// inside the guarded built-ins), which ends nearly every overrun with a clean error; and a hard
-// one, the evaluation running as a vm script with a timeout (V8 terminates the execution wherever
-// it is, even inside one long built-in call), `HARD_TIMEOUT_GRACE_MS` after the budget.
+// inside the guarded built-ins), which ends nearly every overrun with a clean error; and, for
+// expressions with a comprehension, a hard one: the evaluation runs as a vm script with a timeout
+// (V8 terminates the execution wherever it is, even inside one long built-in call),
+// `HARD_TIMEOUT_GRACE_MS` after the budget.
 import vm from "node:vm";
 import { EvaluationError } from "@marcbachmann/cel-js";
 import { UnsignedInt, Duration } from "@marcbachmann/cel-js/evaluator";
 import { ApiError } from "../core/errors.js";
 import { parseTimestamp } from "../funds/timestamp.js";
 import { clearActiveBudget, EvaluationBudget, withBudget } from "./cel-budget.js";
-import { programOf, reloadProgram, type CompiledExpression } from "./cel-compile.js";
+import { mayLoop, programOf, reloadProgram, type CompiledExpression } from "./cel-compile.js";
 import { afterNode } from "./cel-environment.js";
 import { CelEvaluationError, codePointOffset } from "./cel-errors.js";
 import { setOwn, toCelInput, toJsonValue, type JsonValue } from "./cel-values.js";
@@ -125,7 +126,10 @@ export function evaluate(compiled: CompiledExpression, ctx: CelContext, limits?:
   try {
     const program = programOf(compiled);
     const input = contextInput(ctx);
-    const result: unknown = runWithHardTimeout(() => withBudget(budget, () => program(input)), timeoutMs + HARD_TIMEOUT_GRACE_MS);
+    const run = () => withBudget(budget, () => program(input));
+    // The hard guard starts a watchdog thread per call (~0.1 ms, more on a busy machine): only an
+    // expression that can loop needs it; the others stop at the cooperative checks.
+    const result: unknown = mayLoop(compiled) ? runWithHardTimeout(run, timeoutMs + HARD_TIMEOUT_GRACE_MS) : run();
     if (budget.exceeded) throw budget.exceeded; // in case the library swallowed it (`error || true`)
     if (result instanceof Promise) throw new CelEvaluationError("EVALUATION_ERROR", "asynchronous evaluation is not supported");
     afterNode(budget, program.ast, result); // the root node is not seen by the per-node hook

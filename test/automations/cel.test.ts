@@ -14,6 +14,7 @@ import {
   type ExpectedResult,
 } from "../../src/automations/cel.js";
 import { activeBudget } from "../../src/automations/cel-budget.js";
+import { mayLoop } from "../../src/automations/cel-compile.js";
 import { ApiError } from "../../src/core/errors.js";
 
 const PATH = "automation.automationSteps[1].skipIfTrueCel";
@@ -283,6 +284,15 @@ describe("hostile input finishes with a CelEvaluationError", () => {
     expect(error.code).toBe("TIMEOUT");
     expect(activeBudget()).toBeUndefined();
     expect(evaluate(compiled, context({}, { a: { l: [1, 2] } }))).toBe(false);
+  });
+
+  it("only expressions with a comprehension run under the hard (vm) timeout: the others cannot loop", () => {
+    for (const source of ["ctx.trigger.n * 2.0", 'ctx.trigger.s.matches("a+")', "cel.bind(x, ctx.trigger.l, x + x)", "1 in ctx.trigger.l"]) {
+      expect(mayLoop(compile(source)), source).toBe(false);
+    }
+    for (const source of ["ctx.trigger.l.map(x, x)", "ctx.trigger.l.exists(x, x > 1) || true", "cel.bind(l, ctx.trigger.l, l.filter(x, x in l))", "[1].all(x, x > 0)"]) {
+      expect(mayLoop(compile(source)), source).toBe(true);
+    }
   });
 
   it("a budget error is not swallowed by `|| true` (CEL's commutative or)", () => {
