@@ -81,7 +81,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const events = new WebhookEvents(storage, clock, pageTokens);
   const worker = new Worker(
     { storage, clock, events, logger, runner: new ExecutionRunner({ storage, clock, limits, logger }) },
-    { ...WORKER_DEFAULTS, concurrency: storage.dialect === "postgres" ? 4 : 1 },
+    { ...WORKER_DEFAULTS, concurrency: storage.dialect === "postgres" ? 4 : 8 },
   );
   const intake = new WebhookIntake({
     storage,

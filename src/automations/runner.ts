@@ -7,7 +7,7 @@ import type { Logger } from "../core/logger.js";
 import type { SubjectAppLimits } from "../funds/subject-app-limits.js";
 import type { Storage } from "../storage/connect.js";
 import type { AutomationExecutionsTable } from "../storage/schema.js";
-import { writeTransaction, type Db } from "../storage/transactions.js";
+import { writeStatement, writeTransaction, type Db } from "../storage/transactions.js";
 import type { AutomationStep } from "./automation-input.js";
 import { CelEvaluationError, checkExpression, evaluateBoolean, evaluateJson, evaluateString, evaluateTimestamp, type CelContext, type CompiledExpression, type ExpectedResult } from "./cel.js";
 import { ExecutionState, StepState, type StepResult } from "./executions.js";
@@ -40,10 +40,10 @@ export class ExecutionRunner {
     const steps = JSON.parse(execution.steps) as AutomationStep[];
     const results = JSON.parse(execution.step_results) as StepResult[];
     const { trigger } = JSON.parse(execution.context) as { trigger: unknown };
-    const { db } = this.deps.storage;
+    const persist = (state?: string) => writeStatement(this.deps.storage, (db) => this.save(db, execution.id, results, state));
     // The last step's result is saved with the execution's final state: one write fewer per run.
     const lastPending = results.findLastIndex((r) => r.state === StepState.PENDING);
-    if (lastPending === -1) return this.save(db, execution.id, results, ExecutionState.DONE);
+    if (lastPending === -1) return persist(ExecutionState.DONE);
     for (const [i, step] of steps.entries()) {
       const result = results[i];
       if (!result || result.state !== StepState.PENDING) continue;
@@ -53,13 +53,13 @@ export class ExecutionRunner {
       try {
         if (step.skipIfTrueCel && evaluateBoolean(cel("skipIfTrueCel", step.skipIfTrueCel, "bool"), ctx)) {
           results[i] = { ...result, state: StepState.SKIPPED };
-          await this.save(db, execution.id, results, final);
+          await persist(final);
         } else if ("evaluateExpressions" in step && step.evaluateExpressions) {
           // No effect to commit with the result: no transaction.
           const { expressions } = step.evaluateExpressions;
           const output = Object.fromEntries(expressions.map((e, j) => [e.name, evaluateJson(cel(`evaluateExpressions.expressions[${j}].expression`, e.expression, "any"), ctx)]));
           results[i] = { ...result, state: StepState.DONE, output };
-          await this.save(db, execution.id, results, final);
+          await persist(final);
         } else {
           await writeTransaction(this.deps.storage, { exclusive: [`automation_executions:${execution.id}`] }, async (trx) => {
             const output = await this.perform(trx, step, ctx, cel);
@@ -70,7 +70,7 @@ export class ExecutionRunner {
       } catch (e) {
         results[i] = { ...result, state: StepState.ERROR, error: describe(e) };
         if (!(e instanceof ApiError) && !(e instanceof CelEvaluationError)) this.deps.logger.error({ msg: "automation step failed", executionId: execution.id, step: step.stepName, err: e });
-        await this.save(db, execution.id, results, ExecutionState.ERROR);
+        await persist(ExecutionState.ERROR);
         return;
       }
     }

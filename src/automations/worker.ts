@@ -13,7 +13,7 @@ export interface WorkerOptions {
   leaseMs: number;
   pollMs: number;
   sweepMs: number;
-  /** Runs in parallel in this process (PostgreSQL serves several; SQLite has one writer). */
+  /** Runs in parallel in this process (on SQLite their writes share commits: see sqlite-group-commit.ts). */
   concurrency: number;
 }
 

@@ -5,12 +5,15 @@
 // - SQLite: `BEGIN IMMEDIATE` takes the database's write lock before the first read, so two
 //   read-modify-writes (in this process or another sharing the file) never interleave and no
 //   deferred transaction fails to upgrade its lock half-way. `lockKeys` needs nothing more.
+//   Transactions queued in the same turn of the event loop share one COMMIT, each in a savepoint
+//   (sqlite-group-commit.ts).
 // - PostgreSQL: a READ COMMITTED transaction that first takes transaction-scoped advisory locks on
 //   `lockKeys` (exclusive) and `sharedKeys` (shared): rows that do not exist yet cannot be locked
 //   with FOR UPDATE, a key can.
 import { type Kysely, sql } from "kysely";
 import type { Storage } from "./connect.js";
 import type { Database } from "./schema.js";
+import { SqliteGroupCommit } from "./sqlite-group-commit.js";
 
 /** What a transaction body queries through: the transaction's connection. */
 export type Db = Kysely<Database>;
@@ -32,24 +35,30 @@ export async function writeTransaction<T>(storage: Storage, locks: Locks, body: 
     if (storage.dialect === "postgres") await takeLocks(outer, locks);
     return body(outer);
   }
-  if (storage.dialect === "sqlite") {
-    // One connection, held for the whole transaction (Kysely's SQLite driver serializes its users).
-    return storage.db.connection().execute(async (db) => {
-      await sql`begin immediate`.execute(db);
-      try {
-        const result = await body(db);
-        await sql`commit`.execute(db);
-        return result;
-      } catch (e) {
-        await sql`rollback`.execute(db).catch(() => undefined);
-        throw e;
-      }
-    });
-  }
+  if (storage.dialect === "sqlite") return groupCommit(storage).run(body);
   return storage.db.transaction().execute(async (trx) => {
     await takeLocks(trx, locks);
     return body(trx);
   });
+}
+
+/**
+ * A write of one statement, atomic by itself: on PostgreSQL it runs as it is; on SQLite it joins the
+ * group commit instead of paying for a commit of its own.
+ */
+export function writeStatement<T>(storage: Storage, body: (db: Db) => Promise<T>): Promise<T> {
+  return storage.dialect === "sqlite" ? groupCommit(storage).run(body) : body(storage.db);
+}
+
+const groupCommits = new WeakMap<Kysely<Database>, SqliteGroupCommit>();
+
+function groupCommit(storage: Storage): SqliteGroupCommit {
+  let group = groupCommits.get(storage.db);
+  if (!group) {
+    group = new SqliteGroupCommit(storage.db);
+    groupCommits.set(storage.db, group);
+  }
+  return group;
 }
 
 async function takeLocks(db: Db, locks: Locks): Promise<void> {
