@@ -4,7 +4,7 @@
 import type { Clock } from "../core/clock.js";
 import type { Logger } from "../core/logger.js";
 import type { Storage } from "../storage/connect.js";
-import { claimNextExecution } from "../storage/claims.js";
+import { claimExecutions } from "../storage/claims.js";
 import type { WebhookEvents } from "../webhooks/events.js";
 import type { ExecutionRunner } from "./runner.js";
 
@@ -15,9 +15,11 @@ export interface WorkerOptions {
   sweepMs: number;
   /** Runs in parallel in this process (on SQLite their writes share commits: see sqlite-group-commit.ts). */
   concurrency: number;
+  /** Executions each of those claims at once and runs one after another: a claim is a write. */
+  claimBatch: number;
 }
 
-export const WORKER_DEFAULTS: WorkerOptions = { leaseMs: 60_000, pollMs: 1_000, sweepMs: 60_000, concurrency: 1 };
+export const WORKER_DEFAULTS: WorkerOptions = { leaseMs: 60_000, pollMs: 1_000, sweepMs: 60_000, concurrency: 1, claimBatch: 8 };
 
 export class Worker {
   private timers: NodeJS.Timeout[] = [];
@@ -78,13 +80,15 @@ export class Worker {
       const now = clock.now();
       let claimed;
       try {
-        claimed = await claimNextExecution(storage, new Date(now).toISOString(), new Date(now + this.options.leaseMs).toISOString());
+        claimed = await claimExecutions(storage, new Date(now).toISOString(), new Date(now + this.options.leaseMs).toISOString(), this.options.claimBatch);
       } catch (err) {
-        logger.error({ msg: "claiming an execution failed", err });
+        logger.error({ msg: "claiming executions failed", err });
         return;
       }
-      if (!claimed) return;
-      await runner.run(claimed).catch((err: unknown) => logger.error({ msg: "execution run failed", executionId: claimed.id, err }));
+      if (claimed.length === 0) return;
+      for (const execution of claimed) {
+        await runner.run(execution).catch((err: unknown) => logger.error({ msg: "execution run failed", executionId: execution.id, err }));
+      }
     }
   }
 

@@ -1,9 +1,9 @@
-// Claiming the next runnable execution, where the dialects differ: each pending execution (or one
-// whose run's lease lapsed, after a crash) goes to exactly one worker.
+// Claiming runnable executions, where the dialects differ: each pending execution (or one whose
+// run's lease lapsed, after a crash) goes to exactly one worker.
 //
-// Runs whose lease lapsed come first, then the oldest pending one. Each is its own query, so each
-// is a seek in an index kept in its order ((state, lease_until) and (state, created_at, id)): one
-// query with `state = pending or lease lapsed` would sort the whole backlog on every claim.
+// Runs whose lease lapsed come first, then the oldest pending ones. Each is its own query, so each
+// is a seek in an index kept in its order ((state, created_at, id)): one query with `state =
+// pending or lease lapsed` would sort the whole backlog on every claim.
 import type { Expression, ExpressionBuilder, SqlBool } from "kysely";
 import type { Storage } from "./connect.js";
 import type { AutomationExecutionsTable, Database } from "./schema.js";
@@ -19,30 +19,26 @@ const runnable = (now: string): Runnable[] => [
   (eb) => eb("state", "=", PENDING),
 ];
 
-const oldest = (db: Db, where: Runnable) =>
-  db.selectFrom("automation_executions").select("id").where(where).orderBy("created_at").orderBy("id").limit(1);
-
-export async function claimNextExecution(storage: Storage, now: string, leaseUntil: string): Promise<AutomationExecutionsTable | undefined> {
-  const claim = (db: Db, where: Runnable, lock: boolean) =>
-    db
+/** Claims up to `limit` runnable executions, oldest first, each leased until `leaseUntil`. */
+export async function claimExecutions(storage: Storage, now: string, leaseUntil: string, limit: number): Promise<AutomationExecutionsTable[]> {
+  const lock = storage.dialect === "postgres";
+  const claim = (db: Db, where: Runnable, count: number) => {
+    const oldest = db.selectFrom("automation_executions").select("id").where(where).orderBy("created_at").orderBy("id").limit(count);
+    return db
       .updateTable("automation_executions")
       .set((eb) => ({ state: RUNNING, lease_until: leaseUntil, attempts: eb("attempts", "+", 1) }))
-      .where("id", "=", (lock ? oldest(db, where).forUpdate().skipLocked() : oldest(db, where)))
+      .where("id", "in", lock ? oldest.forUpdate().skipLocked() : oldest)
       .returningAll()
-      .executeTakeFirst();
-  if (storage.dialect === "postgres") {
+      .execute();
+  };
+  const claimAll = async (db: Db) => {
+    const claimed: AutomationExecutionsTable[] = [];
     for (const where of runnable(now)) {
-      const claimed = await claim(storage.db, where, true);
-      if (claimed) return claimed;
+      if (claimed.length < limit) claimed.push(...(await claim(db, where, limit - claimed.length)));
     }
-    return undefined;
-  }
-  // SQLite: the write lock of BEGIN IMMEDIATE serializes claimers across processes.
-  return writeTransaction(storage, { exclusive: ["automation_executions:claim"] }, async (db) => {
-    for (const where of runnable(now)) {
-      const claimed = await claim(db, where, false);
-      if (claimed) return claimed;
-    }
-    return undefined;
-  });
+    return claimed.sort((a, b) => (a.created_at < b.created_at ? -1 : a.created_at > b.created_at ? 1 : a.id < b.id ? -1 : 1));
+  };
+  // PostgreSQL: SKIP LOCKED lets claimers pass each other. SQLite: the write lock of BEGIN IMMEDIATE
+  // serializes claimers across processes.
+  return lock ? claimAll(storage.db) : writeTransaction(storage, { exclusive: ["automation_executions:claim"] }, claimAll);
 }
