@@ -49,6 +49,36 @@ export class AccessTokens {
     const match = BEARER.exec(authorization);
     if (!match?.[1]) throw rejected("malformed");
     const token = match[1];
+    const claims = this.verifiedClaims(token) ?? (await this.verify(token));
+    // Revocation and roles are read on every call: a revoked credential's tokens stop at once.
+    const row = await this.storage.db
+      .selectFrom("credentials")
+      .innerJoin("users", "users.id", "credentials.user_id")
+      .select(["credentials.revoked_at", "users.roles"])
+      .where("credentials.id", "=", claims.cid)
+      .where("users.id", "=", claims.sub)
+      .executeTakeFirst();
+    if (!row || row.revoked_at !== null) throw rejected("revoked");
+    const roles = (JSON.parse(row.roles) as string[]).filter((r): r is Role => (ROLES as string[]).includes(r));
+    return { userId: claims.sub, credentialId: claims.cid, roles };
+  }
+
+  /**
+   * Tokens whose signature and claims were verified, until they expire. The same bytes verify the
+   * same way until `exp`, and an ES256 verification is about a tenth of a small request's CPU.
+   */
+  private readonly verified = new Map<string, VerifiedClaims>();
+
+  private verifiedClaims(token: string): VerifiedClaims | undefined {
+    const claims = this.verified.get(token);
+    if (claims && claims.exp * 1000 <= this.clock.now()) {
+      this.verified.delete(token);
+      return undefined;
+    }
+    return claims;
+  }
+
+  private async verify(token: string): Promise<VerifiedClaims> {
     let kid: string | undefined;
     try {
       kid = decodeProtectedHeader(token).kid;
@@ -69,15 +99,18 @@ export class AccessTokens {
     } catch (e) {
       throw rejected(e instanceof joseErrors.JWTExpired ? "expired" : "invalid");
     }
-    const row = await this.storage.db
-      .selectFrom("credentials")
-      .innerJoin("users", "users.id", "credentials.user_id")
-      .select(["credentials.revoked_at", "users.roles"])
-      .where("credentials.id", "=", String(payload.cid))
-      .where("users.id", "=", String(payload.sub))
-      .executeTakeFirst();
-    if (!row || row.revoked_at !== null) throw rejected("revoked");
-    const roles = (JSON.parse(row.roles) as string[]).filter((r): r is Role => (ROLES as string[]).includes(r));
-    return { userId: String(payload.sub), credentialId: String(payload.cid), roles };
+    const claims: VerifiedClaims = { sub: String(payload.sub), cid: String(payload.cid), exp: Number(payload.exp) };
+    if (this.verified.size >= VERIFIED_CACHE_SIZE) this.verified.delete(this.verified.keys().next().value as string);
+    this.verified.set(token, claims);
+    return claims;
   }
 }
+
+interface VerifiedClaims {
+  sub: string;
+  cid: string;
+  /** Seconds since the epoch. */
+  exp: number;
+}
+
+const VERIFIED_CACHE_SIZE = 10_000;
