@@ -13,6 +13,7 @@ import { accessLog } from "./access-log.js";
 import type { RequestContext } from "./context.js";
 import { errorResponse } from "./error-response.js";
 import { requestId } from "./request-id.js";
+import { cacheValidatorRouteMatchers } from "./route-matcher-cache.js";
 import { expressPath, findRoute } from "./route-table.js";
 
 export interface AppOptions {
@@ -119,6 +120,7 @@ export function createApp(options: AppOptions): Express {
     });
   }
 
+  cacheValidatorRouteMatchers();
   app.use(express.json({ limit: JSON_LIMIT, type: ["application/json", "application/*+json"] }));
   app.use(express.urlencoded({ extended: false, limit: FORM_LIMIT, parameterLimit: 20 }));
   app.use(
