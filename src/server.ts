@@ -111,7 +111,11 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   });
 
   const server: Server = createServer(app);
-  server.keepAliveTimeout = 5_000;
+  // Idle keep-alive connections are closed by the client or the load balancer first (their idle
+  // timeouts are shorter: undici 4 s, common balancers 60 s): a server that closes first races a
+  // request being sent on the same connection, which the client sees as ECONNRESET.
+  server.keepAliveTimeout = 65_000;
+  server.headersTimeout = 66_000;
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
     server.listen(config.port, config.host, () => resolve());

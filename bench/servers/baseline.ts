@@ -9,7 +9,7 @@ app.set("etag", false);
 app.get("/", (_req, res) => void res.json({}));
 
 const server = createServer(app);
-server.keepAliveTimeout = 5_000;
+server.keepAliveTimeout = 65_000; // as the server (src/server.ts)
 server.listen(Number(process.env.PORT ?? 8090), process.env.HOST ?? "127.0.0.1");
 const stop = () => server.close(() => process.exit(0));
 process.on("SIGTERM", stop);

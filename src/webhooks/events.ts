@@ -39,9 +39,14 @@ export class WebhookEvents {
    * counts, so the same id is accepted again.
    */
   async claim(db: Db, row: WebhookEventsTable): Promise<boolean> {
-    await db.deleteFrom("webhook_events").where("listener_id", "=", row.listener_id).where("event_id", "=", row.event_id).where("received_at", "<=", this.retainedSince()).execute();
-    const inserted = await db.insertInto("webhook_events").values(row).onConflict((oc) => oc.columns(["listener_id", "event_id"]).doNothing()).executeTakeFirst();
-    return Number(inserted.numInsertedOrUpdatedRows ?? 0) === 1;
+    const { listener_id: _listener, event_id: _event, ...rest } = row;
+    // One statement: inserted, or replacing a record past retention; a live record is left alone.
+    const claimed = await db
+      .insertInto("webhook_events")
+      .values(row)
+      .onConflict((oc) => oc.columns(["listener_id", "event_id"]).doUpdateSet(rest).where("webhook_events.received_at", "<=", this.retainedSince()))
+      .executeTakeFirst();
+    return Number(claimed.numInsertedOrUpdatedRows ?? 0) === 1;
   }
 
   /** Whether `eventId` was seen on the listener within retention: a read that spares duplicates a write. */
