@@ -5,6 +5,7 @@
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import express, { type NextFunction, type Request, type Response, type Router } from "express";
+import { notFound } from "../core/errors.js";
 
 export const CONSOLE_PATH = "/console";
 
@@ -33,17 +34,15 @@ export function consoleRouter(dir: string): Router {
   router.use(securityHeaders);
   const index = join(dir, "index.html");
   const sendIndex = (_req: Request, res: Response) => {
-    if (!existsSync(index)) {
-      res.status(404).type("text").send("The console is not built: run `npm run build`.\n");
-      return;
-    }
+    if (!existsSync(index)) throw notFound("CONSOLE_NOT_BUILT", "the console is not built: run `npm run build`");
     res.setHeader("Cache-Control", "no-cache");
     res.sendFile(index);
   };
   // Asset names carry a hash of their content (Vite), so a cached copy is never stale.
   router.use(
     "/assets",
-    express.static(join(dir, "assets"), { immutable: true, maxAge: "365d", index: false, fallthrough: false, dotfiles: "deny" }),
+    express.static(join(dir, "assets"), { immutable: true, maxAge: "365d", index: false, dotfiles: "deny" }),
+    (_req: Request, _res: Response, next: NextFunction) => next(notFound("NOT_FOUND", "no such console asset")),
   );
   router.get("/", sendIndex);
   // The console routes by the URL fragment, so the page is the only document.
