@@ -75,6 +75,30 @@ export function Copyable({ label, value, testId }: { label: string; value: strin
   );
 }
 
+/** The error of a list, or the sentence saying it is empty. */
+export function ListStatus({ error, loaded, count, empty }: { error: unknown; loaded: boolean; count: number; empty: string }) {
+  if (error) return <ErrorText error={error} />;
+  return loaded && count === 0 ? <p>{empty}</p> : null;
+}
+
+/** A table that scrolls sideways inside its own box on a narrow screen. */
+export function Table({ headers, children }: { headers: string[]; children: ComponentChildren }) {
+  return (
+    <div class="table">
+      <table>
+        <thead>
+          <tr>
+            {headers.map((h) => (
+              <th>{h}</th>
+            ))}
+          </tr>
+        </thead>
+        <tbody>{children}</tbody>
+      </table>
+    </div>
+  );
+}
+
 export function Json({ value }: { value: unknown }) {
   return <pre class="json">{JSON.stringify(value, null, 2)}</pre>;
 }

@@ -8,7 +8,7 @@ import { unwrap } from "../../src/client/index.js";
 import { launchBrowser, clipboard, screenshot, type TestBrowser } from "../support/browser.js";
 import { runSendWebhook, runToEnd } from "../support/process.js";
 import { BOOTSTRAP, startTestServer, type TestServer } from "../support/server.js";
-import { expectNoHorizontalScroll, signIn } from "./console-helpers.js";
+import { expectNoHorizontalScroll, openConsole } from "./console-helpers.js";
 
 let ts: TestServer;
 let browser: TestBrowser;
@@ -31,18 +31,14 @@ afterAll(async () => {
   await ts?.stop();
 });
 
-/** Fills a CEL input (found by its label within `scope`) and waits for the server's check to show under it. */
+/** Fills a CEL input, found by its label within the step `scope`. */
 async function typeCel(page: Page, scope: string, label: string, value: string): Promise<void> {
   await page.locator(scope).getByLabel(label, { exact: true }).fill(value);
 }
 
 describe("automations in the console", () => {
   it("creates an HMAC automation, copies URL and secret, publishes, and shows the execution of a signed event", async () => {
-    const context = await browser.context("desktop");
-    const page = await context.newPage();
-    await page.goto(`${ts.url}/console/`);
-    await screenshot(page, "sign-in-desktop");
-    await signIn(page, BOOTSTRAP);
+    const { context, page } = await openConsole(browser, "desktop", ts.url, BOOTSTRAP, { beforeSignIn: (p) => screenshot(p, "sign-in-desktop") });
     await page.getByRole("heading", { name: "Automations" }).waitFor();
     await page.getByText("No automations yet.").waitFor();
 
@@ -133,11 +129,7 @@ describe("automations in the console", () => {
     await context.close();
 
     // At phone width: the list and the automation, nothing wider than the screen.
-    const phone = await browser.context("phone");
-    const small = await phone.newPage();
-    await small.goto(`${ts.url}/console/`);
-    await screenshot(small, "sign-in-phone");
-    await signIn(small, BOOTSTRAP);
+    const { context: phone, page: small } = await openConsole(browser, "phone", ts.url, BOOTSTRAP, { beforeSignIn: (p) => screenshot(p, "sign-in-phone") });
     await small.getByRole("link", { name: "Suspend Salesforce when card lost" }).waitFor();
     await expectNoHorizontalScroll(small);
     await screenshot(small, "automations-phone");
@@ -149,10 +141,7 @@ describe("automations in the console", () => {
   }, 180_000);
 
   it("shows an API error in words next to the form that caused it", async () => {
-    const context = await browser.context("desktop");
-    const page = await context.newPage();
-    await page.goto(`${ts.url}/console/#/automations/new`);
-    await signIn(page, BOOTSTRAP);
+    const { context, page } = await openConsole(browser, "desktop", ts.url, BOOTSTRAP, { path: "#/automations/new" });
     await page.getByLabel("Name").fill("Bad CIDR");
     await page.getByLabel("Allowed source CIDRs").fill("10.0.0.0/33");
     await page.getByRole("button", { name: "Save" }).click();

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { unwrap } from "../../src/client/index.js";
 import { launchBrowser, screenshot, type TestBrowser } from "../support/browser.js";
 import { startTestServer, type TestServer } from "../support/server.js";
-import { expectNoHorizontalScroll, signIn } from "./console-helpers.js";
+import { expectNoHorizontalScroll, openConsole } from "./console-helpers.js";
 
 let ts: TestServer;
 let browser: TestBrowser;
@@ -30,10 +30,7 @@ describe("fund limits in the console", () => {
     for (const app of ["app-salesforce", "app-github"]) {
       unwrap(await ts.admin.POST("/api/v1/funds/subject-app-limits/{user_id}/{app_id}/limit", { params: { path: { user_id: subject.userId, app_id: app } }, body: { limit: usd("250"), period: "PERIOD_KIND_MONTHLY" } }));
     }
-    const context = await browser.context("desktop");
-    const page = await context.newPage();
-    await page.goto(`${ts.url}/console/`);
-    await signIn(page, admin);
+    const { context, page } = await openConsole(browser, "desktop", ts.url, admin);
     // A fund administrator has no automations: the console opens on the limits and hides the rest.
     await page.getByRole("heading", { name: "Fund limits" }).waitFor();
     expect(await page.getByRole("link", { name: "Automations" }).count()).toBe(0);
@@ -93,10 +90,7 @@ describe("fund limits in the console", () => {
     await screenshot(page, "caps-policy-desktop");
     await context.close();
 
-    const phone = await browser.context("phone");
-    const small = await phone.newPage();
-    await small.goto(`${ts.url}/console/#/limits/${subject.userId}/app-salesforce`);
-    await signIn(small, admin);
+    const { context: phone, page: small } = await openConsole(browser, "phone", ts.url, admin, { path: `#/limits/${subject.userId}/app-salesforce` });
     await small.getByTestId("effective-decision").waitFor();
     await expectNoHorizontalScroll(small);
     await screenshot(small, "limit-row-phone");
@@ -105,10 +99,7 @@ describe("fund limits in the console", () => {
 
   it("a ROLE_USER sees only their own limits and sets one", async () => {
     const user = await ts.userClient(["ROLE_USER"], "Self-service user");
-    const context = await browser.context("phone");
-    const page = await context.newPage();
-    await page.goto(`${ts.url}/console/#/limits`);
-    await signIn(page, user);
+    const { context, page } = await openConsole(browser, "phone", ts.url, user, { path: "#/limits" });
     await page.getByRole("heading", { name: "My limits" }).waitFor();
     expect(await page.getByRole("navigation", { name: "Main" }).textContent()).toBe("My limits");
     await page.getByText("You have no limits of your own yet.").waitFor();

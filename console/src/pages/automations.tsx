@@ -1,7 +1,7 @@
 // The automation list and the form that creates one with its incoming-webhook trigger.
 import { useState } from "preact/hooks";
 import { call, type Schemas, type Session } from "../api.js";
-import { ErrorText, Field, useAction, usePaged, When } from "../components.js";
+import { ErrorText, Field, ListStatus, Table, useAction, usePaged, When } from "../components.js";
 import { href, navigate } from "../route.js";
 import { revealSecret } from "../secrets.js";
 import { draftOf, triggerOf, TriggerInputs, webhookOf } from "./trigger.js";
@@ -20,37 +20,24 @@ export function AutomationList({ session }: { session: Session }) {
           New automation
         </a>
       </header>
-      <ErrorText error={error} />
-      {loaded && items.length === 0 ? <p>No automations yet.</p> : null}
-      <div class="table">
-        <table>
-          <thead>
-            <tr>
-              <th>Name</th>
-              <th>State</th>
-              <th>Trigger</th>
-              <th>Last run</th>
-            </tr>
-          </thead>
-          <tbody>
-            {items.map(({ automation: a }) => {
-              const webhook = webhookOf(a);
-              return (
-                <tr key={a.id}>
-                  <td>
-                    <a href={href("automations", a.id ?? "")}>{a.displayName}</a>
-                  </td>
-                  <td>{stateLabel(a)}</td>
-                  <td>{webhook ? ("jwt" in webhook && webhook.jwt ? "Webhook, JWT" : "Webhook, HMAC") : "None"}</td>
-                  <td>
-                    <When at={a.lastExecutedAt} />
-                  </td>
-                </tr>
-              );
-            })}
-          </tbody>
-        </table>
-      </div>
+      <ListStatus error={error} loaded={loaded} count={items.length} empty="No automations yet." />
+      <Table headers={["Name", "State", "Trigger", "Last run"]}>
+      {items.map(({ automation: a }) => {
+        const webhook = webhookOf(a);
+        return (
+          <tr key={a.id}>
+            <td>
+              <a href={href("automations", a.id ?? "")}>{a.displayName}</a>
+            </td>
+            <td>{stateLabel(a)}</td>
+            <td>{webhook ? ("jwt" in webhook && webhook.jwt ? "Webhook, JWT" : "Webhook, HMAC") : "None"}</td>
+            <td>
+              <When at={a.lastExecutedAt} />
+            </td>
+          </tr>
+        );
+      })}
+      </Table>
       {pager}
     </section>
   );

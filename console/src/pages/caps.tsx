@@ -2,7 +2,7 @@
 // the tenant default, the last layer).
 import { useEffect, useState } from "preact/hooks";
 import { call, type Schemas, type Session } from "../api.js";
-import { emptyLimitDraft, ErrorText, Field, LimitInputs, useAction, usePaged, When, type LimitDraft } from "../components.js";
+import { emptyLimitDraft, ErrorText, Field, LimitInputs, ListStatus, useAction, usePaged, When, type LimitDraft } from "../components.js";
 import { spendLimit } from "../money.js";
 import { ControlsView } from "./effective.js";
 
@@ -27,8 +27,7 @@ function AppCaps({ session }: { session: Session }) {
   return (
     <section aria-label="App caps">
       <h2>App caps</h2>
-      <ErrorText error={error} />
-      {loaded && items.length === 0 ? <p>No app caps.</p> : null}
+      <ListStatus error={error} loaded={loaded} count={items.length} empty="No app caps." />
       <ul class="cards">
         {items.map(({ appCap }) => (
           <li key={appCap.appId}>

@@ -2,7 +2,7 @@
 // effective limit, with suspend/unsuspend (with a reason), the extension, and the base limit.
 import { useEffect, useState } from "preact/hooks";
 import { call, type Schemas, type Session } from "../api.js";
-import { emptyLimitDraft, ErrorText, Field, LimitInputs, useAction, usePaged, When, type LimitDraft } from "../components.js";
+import { emptyLimitDraft, ErrorText, Field, LimitInputs, ListStatus, Table, useAction, usePaged, When, type LimitDraft } from "../components.js";
 import { formatLimit, spendLimit } from "../money.js";
 import { href } from "../route.js";
 import { ControlsView, EffectiveView } from "./effective.js";
@@ -25,38 +25,23 @@ function Results({ session, filters }: { session: Session; filters: Filters }) {
   );
   return (
     <>
-      <ErrorText error={error} />
-      {loaded && items.length === 0 ? <p>No row matches.</p> : null}
-      <div class="table">
-        <table>
-          <thead>
-            <tr>
-              <th>User</th>
-              <th>App</th>
-              <th>Limit</th>
-              <th>Extension</th>
-              <th>Suspended</th>
-              <th>Updated</th>
-            </tr>
-          </thead>
-          <tbody>
-            {items.map(({ limit: row }) => (
-              <tr key={`${row.userId}/${row.appId}`}>
-                <td>
-                  <a href={href("limits", row.userId, row.appId)}>{row.userId}</a>
-                </td>
-                <td>{row.appId}</td>
-                <td>{formatLimit(row.controls?.limit)}</td>
-                <td>{row.controls?.extension ? formatLimit(row.controls.extension.limit) : "—"}</td>
-                <td>{row.controls?.suspension ? "yes" : "no"}</td>
-                <td>
-                  <When at={row.updatedAt} />
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      </div>
+      <ListStatus error={error} loaded={loaded} count={items.length} empty="No row matches." />
+      <Table headers={["User", "App", "Limit", "Extension", "Suspended", "Updated"]}>
+      {items.map(({ limit: row }) => (
+        <tr key={`${row.userId}/${row.appId}`}>
+          <td>
+            <a href={href("limits", row.userId, row.appId)}>{row.userId}</a>
+          </td>
+          <td>{row.appId}</td>
+          <td>{formatLimit(row.controls?.limit)}</td>
+          <td>{row.controls?.extension ? formatLimit(row.controls.extension.limit) : "—"}</td>
+          <td>{row.controls?.suspension ? "yes" : "no"}</td>
+          <td>
+            <When at={row.updatedAt} />
+          </td>
+        </tr>
+      ))}
+      </Table>
       {pager}
     </>
   );

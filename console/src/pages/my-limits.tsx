@@ -2,7 +2,7 @@
 // limit, and setting or clearing the caller's limit for an app (amounts only, as the API accepts).
 import { useState } from "preact/hooks";
 import { call, type Schemas, type Session } from "../api.js";
-import { emptyLimitDraft, ErrorText, Field, LimitInputs, useAction, usePaged, type LimitDraft } from "../components.js";
+import { emptyLimitDraft, ErrorText, Field, LimitInputs, ListStatus, useAction, usePaged, type LimitDraft } from "../components.js";
 import { spendLimit } from "../money.js";
 import { ControlsView, EffectiveView } from "./effective.js";
 
@@ -32,8 +32,7 @@ export function MyLimits({ session }: { session: Session }) {
   return (
     <section>
       <h1>My limits</h1>
-      <ErrorText error={error} />
-      {loaded && items.length === 0 ? <p>You have no limits of your own yet.</p> : null}
+      <ListStatus error={error} loaded={loaded} count={items.length} empty="You have no limits of your own yet." />
       <ul class="cards">
         {items.map(({ limit }) => (
           <li key={limit.appId}>
