@@ -38,7 +38,8 @@ describe("fund limits in the console", () => {
     await page.getByLabel("User ids").fill(subject.userId);
     await page.getByLabel("App ids").fill("app-salesforce");
     await page.getByRole("button", { name: "Search" }).click();
-    await expect.poll(() => page.locator("tbody tr").count()).toBe(1);
+    await page.locator("tbody tr").first().waitFor();
+    expect(await page.locator("tbody tr").count()).toBe(1);
     await screenshot(page, "limits-search-desktop");
     await page.getByRole("link", { name: subject.userId }).click();
 

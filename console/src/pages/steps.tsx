@@ -151,12 +151,15 @@ export function StepsEditor({ session, automation, onSaved }: { session: Session
   const [sample, setSample] = useState(() => JSON.stringify(JSON.parse(EXAMPLE_BODY), null, 2));
   const [newKind, setNewKind] = useState<Kind>("evaluateExpressions");
   const { report, error, sampleError } = useCheck(session, drafts, sample);
+  const [saved, setSaved] = useState(false);
+  useEffect(() => setSaved(false), [drafts]);
   const save = useAction(async () => {
     const automationSteps = drafts.map((d) => toStep(d, session.currencyCode));
-    const saved = await call(
+    const answer = await call(
       session.client.POST("/api/v1/automations/{id}", { params: { path: { id: automation.id ?? "" } }, body: { automation: { displayName: automation.displayName, automationSteps }, updateMask: "automationSteps" } }),
     );
-    onSaved(saved.automation);
+    onSaved(answer.automation);
+    setSaved(true);
   });
 
   const update = (i: number, change: Partial<Draft>) => setDrafts((ds) => ds.map((d, j) => (j === i ? { ...d, ...change } : d)));
@@ -266,6 +269,7 @@ export function StepsEditor({ session, automation, onSaved }: { session: Session
         <button type="button" class="primary" disabled={save.busy} onClick={() => void save.run()}>
           Save steps
         </button>
+        {saved ? <span class="ok">Steps saved.</span> : null}
       </div>
       <ErrorText error={save.error} />
       {report && report.evaluations.length > 0 ? (
