@@ -3,6 +3,8 @@ import { defineConfig } from "vitest/config";
 export default defineConfig({
   test: {
     include: ["test/**/*.test.ts"],
+    // Builds the console and makes sure Chromium is there, once per run (test/e2e drives them).
+    globalSetup: ["test/support/global-setup.ts"],
     testTimeout: 30_000,
     hookTimeout: 60_000,
     // Servers and mocks run as real processes on ephemeral ports; two cores, so two files at a time.

@@ -928,6 +928,45 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/automation-steps/check": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Check automation steps, and evaluate them against a sample payload
+         * @description Checks a list of steps exactly as `CreateAutomation` and `UpdateAutomation` check them when
+         *     an automation is saved (step names, CEL syntax and types, references to earlier steps, the
+         *     limits of `setAppLimitExtension`), and reports every problem, not only the first. Nothing
+         *     is saved and nothing changes. Designed here for editors (the console checks expressions as
+         *     they are typed), so that an editor and a save can never disagree.
+         *
+         *     With `samplePayload`, every expression that passed the checks is also evaluated against it
+         *     (as `ctx.trigger`), with the limits of a real run, and its value or evaluation error is
+         *     reported. Steps are evaluated in order: the output of an `evaluateExpressions` step is
+         *     `ctx.steps.<stepName>` for later steps, as in a run. The limit steps (`suspendAppLimit`,
+         *     `unsuspendAppLimit`, `setAppLimitExtension`) are not performed: their expressions are
+         *     evaluated, the ids and expiry checked as a run checks them, but they have no output, so a
+         *     later expression reading `ctx.steps.<that step>` fails as reading a missing key does. A step
+         *     whose `skipIfTrueCel` is true has no output either, as in a run; its own expressions are
+         *     still evaluated, for the preview.
+         *
+         *     Only `ROLE_SUPER_ADMIN` may call it (other roles get 403). A request that breaks the schema
+         *     (a step name of the wrong shape, more than 50 steps) is 400; a `samplePayload` over 64 KB
+         *     (65,536 bytes as JSON) is 400. Problems of the steps themselves are answered 200 with
+         *     `valid` false.
+         */
+        post: operations["svc.api.automations.v1.AutomationService.CheckAutomationSteps"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/automation_executions": {
         parameters: {
             query?: never;
@@ -3985,6 +4024,123 @@ export interface components {
             nextPageToken: string;
         };
         /**
+         * @description Any valid JSON value (an object, an array, a string, a bare number, `true`, `false` or
+         *     `null`), at most 64 KB (65,536 bytes); passed to the automation as context data, available
+         *     to steps and CEL as `ctx.trigger.<field>` or `ctx.trigger["<field>"]`.
+         * @example {
+         *       "event": "card.lost",
+         *       "userId": "2Qk3mN8rT1vX9yZ0",
+         *       "appId": "app-salesforce"
+         *     }
+         */
+        WebhookPayload: unknown;
+        /**
+         * @description Request of `AutomationService.CheckAutomationSteps`.
+         * @example {
+         *       "automationSteps": [
+         *         {
+         *           "stepName": "parse",
+         *           "evaluateExpressions": {
+         *             "expressions": [
+         *               {
+         *                 "name": "isLost",
+         *                 "expression": "ctx.trigger.event == \"card.lost\""
+         *               }
+         *             ]
+         *           }
+         *         }
+         *       ],
+         *       "samplePayload": {
+         *         "event": "card.lost"
+         *       }
+         *     }
+         */
+        AutomationServiceCheckAutomationStepsRequest: {
+            /** @description The steps to check, as `Automation.automationSteps`. */
+            automationSteps: components["schemas"]["AutomationStep"][];
+            /**
+             * @description A webhook body to evaluate the expressions against (`ctx.trigger`); any JSON value, at
+             *     most 64 KB. When the field is absent the expressions are only checked.
+             */
+            samplePayload?: components["schemas"]["WebhookPayload"];
+        };
+        /**
+         * @description One problem of a step that a save would refuse with 400.
+         * @example {
+         *       "path": "automationSteps[1].skipIfTrueCel",
+         *       "reason": "CEL_INVALID",
+         *       "message": "automationSteps[1].skipIfTrueCel: ctx.steps.later: no earlier step is named \"later\" (at position 10)",
+         *       "position": 10
+         *     }
+         */
+        StepCheckProblem: {
+            /**
+             * @description The field at fault, e.g. `automationSteps[1].skipIfTrueCel` or `automationSteps[2].stepName`.
+             * @example automationSteps[1].skipIfTrueCel
+             */
+            path: string;
+            /**
+             * @description The stable reason a save answers (`CEL_INVALID`, `DUPLICATE_STEP_NAME`, `DUPLICATE_EXPRESSION_NAME`, `INVALID_ARGUMENT`...).
+             * @example CEL_INVALID
+             */
+            reason: string;
+            /**
+             * @description Developer-facing explanation, as the save's 400 `message`.
+             * @example automationSteps[1].skipIfTrueCel: ctx.steps.later: no earlier step is named "later" (at position 10)
+             */
+            message: string;
+            /**
+             * Format: int32
+             * @description For `CEL_INVALID`, the 0-based character offset of the fault in the expression; otherwise null.
+             * @example 10
+             */
+            position: number | null;
+        };
+        /**
+         * @description One expression evaluated against the sample payload.
+         * @example {
+         *       "path": "automationSteps[0].evaluateExpressions.expressions[0].expression",
+         *       "value": true,
+         *       "error": null
+         *     }
+         */
+        ExpressionEvaluation: {
+            /**
+             * @description The field the expression is in, e.g. `automationSteps[0].evaluateExpressions.expressions[0].expression`.
+             * @example automationSteps[0].evaluateExpressions.expressions[0].expression
+             */
+            path: string;
+            /** @description The value as JSON (as a step output stores it; a timestamp as an RFC 3339 string); null when the evaluation failed. */
+            value: unknown;
+            /** @description Why the evaluation failed (as a run would fail the step), human-readable; null when it succeeded. */
+            error: string | null;
+        };
+        /**
+         * @description Response of `AutomationService.CheckAutomationSteps`.
+         * @example {
+         *       "valid": true,
+         *       "problems": [],
+         *       "evaluations": [
+         *         {
+         *           "path": "automationSteps[0].evaluateExpressions.expressions[0].expression",
+         *           "value": true,
+         *           "error": null
+         *         }
+         *       ]
+         *     }
+         */
+        AutomationServiceCheckAutomationStepsResponse: {
+            /** @description True when a save with these steps would pass the checks (`problems` is empty). */
+            valid: boolean;
+            /** @description Every problem a save would refuse (a save answers the first one as its 400), in step and field order. */
+            problems: components["schemas"]["StepCheckProblem"][];
+            /**
+             * @description With `samplePayload`: one entry per expression that passed the checks, in step and field
+             *     order, with its value or why its evaluation failed. Empty without `samplePayload`.
+             */
+            evaluations: components["schemas"]["ExpressionEvaluation"][];
+        };
+        /**
          * @description The state of an automation execution.
          *
          *     - `AUTOMATION_EXECUTION_STATE_PENDING`: recorded with its event and queued; no step has run yet.
@@ -3998,17 +4154,6 @@ export interface components {
          * @enum {string}
          */
         AutomationExecutionState: string;
-        /**
-         * @description Any valid JSON value (an object, an array, a string, a bare number, `true`, `false` or
-         *     `null`), at most 64 KB (65,536 bytes); passed to the automation as context data, available
-         *     to steps and CEL as `ctx.trigger.<field>` or `ctx.trigger["<field>"]`.
-         * @example {
-         *       "event": "card.lost",
-         *       "userId": "2Qk3mN8rT1vX9yZ0",
-         *       "appId": "app-salesforce"
-         *     }
-         */
-        WebhookPayload: unknown;
         /**
          * @description The context data of an execution, `ctx` without the step outputs.
          * @example {
@@ -7021,6 +7166,101 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    "svc.api.automations.v1.AutomationService.CheckAutomationSteps": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "automationSteps": [
+                 *         {
+                 *           "stepName": "parse",
+                 *           "evaluateExpressions": {
+                 *             "expressions": [
+                 *               {
+                 *                 "name": "isLost",
+                 *                 "expression": "ctx.trigger.event == \"card.lost\""
+                 *               }
+                 *             ]
+                 *           }
+                 *         },
+                 *         {
+                 *           "stepName": "suspend",
+                 *           "skipIfTrueCel": "!ctx.steps.parse.isLost",
+                 *           "suspendAppLimit": {
+                 *             "userIdCel": "ctx.trigger.userId",
+                 *             "appIdCel": "ctx.trigger.appId",
+                 *             "reasonCel": "size(ctx.trigger.event)"
+                 *           }
+                 *         }
+                 *       ],
+                 *       "samplePayload": {
+                 *         "event": "card.lost",
+                 *         "userId": "2Qk3mN8rT1vX9yZ0",
+                 *         "appId": "app-salesforce"
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["AutomationServiceCheckAutomationStepsRequest"];
+            };
+        };
+        responses: {
+            /** @description The problems a save would refuse, and the values with the sample payload. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "valid": false,
+                     *       "problems": [
+                     *         {
+                     *           "path": "automationSteps[1].suspendAppLimit.reasonCel",
+                     *           "reason": "CEL_INVALID",
+                     *           "message": "automationSteps[1].suspendAppLimit.reasonCel: expression must evaluate to a string, not int (at position 0)",
+                     *           "position": 0
+                     *         }
+                     *       ],
+                     *       "evaluations": [
+                     *         {
+                     *           "path": "automationSteps[0].evaluateExpressions.expressions[0].expression",
+                     *           "value": true,
+                     *           "error": null
+                     *         },
+                     *         {
+                     *           "path": "automationSteps[1].skipIfTrueCel",
+                     *           "value": false,
+                     *           "error": null
+                     *         },
+                     *         {
+                     *           "path": "automationSteps[1].suspendAppLimit.userIdCel",
+                     *           "value": "2Qk3mN8rT1vX9yZ0",
+                     *           "error": null
+                     *         },
+                     *         {
+                     *           "path": "automationSteps[1].suspendAppLimit.appIdCel",
+                     *           "value": "app-salesforce",
+                     *           "error": null
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["AutomationServiceCheckAutomationStepsResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             500: components["responses"]["InternalError"];
         };
     };

@@ -55,6 +55,8 @@ export interface AutomationExecutionServiceHandlers<Ctx> {
 }
 
 export interface AutomationServiceHandlers<Ctx> {
+  /** POST /api/v1/automation-steps/check */
+  CheckAutomationSteps: Handler<"svc.api.automations.v1.AutomationService.CheckAutomationSteps", Ctx>;
   /** POST /api/v1/automations */
   CreateAutomation: Handler<"svc.api.automations.v1.AutomationService.CreateAutomation", Ctx>;
   /** DELETE /api/v1/automations/{id} */
@@ -176,6 +178,7 @@ export interface OperationRoute {
 export const operationRoutes = [
   { operationId: "svc.api.automations.v1.AutomationExecutionService.GetAutomationExecution", service: "AutomationExecutionService", method: "get", path: "/api/v1/automation_executions/{id}", secured: true, raw: false, maxBodyBytes: null },
   { operationId: "svc.api.automations.v1.AutomationExecutionService.ListAutomationExecutions", service: "AutomationExecutionService", method: "get", path: "/api/v1/automation_executions", secured: true, raw: false, maxBodyBytes: null },
+  { operationId: "svc.api.automations.v1.AutomationService.CheckAutomationSteps", service: "AutomationService", method: "post", path: "/api/v1/automation-steps/check", secured: true, raw: false, maxBodyBytes: null },
   { operationId: "svc.api.automations.v1.AutomationService.CreateAutomation", service: "AutomationService", method: "post", path: "/api/v1/automations", secured: true, raw: false, maxBodyBytes: null },
   { operationId: "svc.api.automations.v1.AutomationService.DeleteAutomation", service: "AutomationService", method: "delete", path: "/api/v1/automations/{id}", secured: true, raw: false, maxBodyBytes: null },
   { operationId: "svc.api.automations.v1.AutomationService.GetAutomation", service: "AutomationService", method: "get", path: "/api/v1/automations/{id}", secured: true, raw: false, maxBodyBytes: null },

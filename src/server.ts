@@ -6,7 +6,7 @@ import { sql } from "kysely";
 import type { Config } from "./config.js";
 import { systemClock, type Clock } from "./core/clock.js";
 import { createLogger, type Logger } from "./core/logger.js";
-import { contractPath, docsPath } from "./core/package-root.js";
+import { consoleDir, contractPath, docsPath } from "./core/package-root.js";
 import { PageTokens } from "./core/pagination.js";
 import { AppCaps } from "./funds/app-caps.js";
 import { EffectiveLimits } from "./funds/effective.js";
@@ -101,6 +101,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     accessTokens,
     contractPath,
     docsPath,
+    consoleDir,
     validateResponses: config.validateResponses,
     ready: async () => (await sql`select 1 as ok`.execute(storage.db), true),
     handlers: {

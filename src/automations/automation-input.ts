@@ -6,7 +6,7 @@ import { invalidField } from "../core/errors.js";
 import { parseSpendLimit } from "../funds/spend-limit.js";
 import { checkJwksUrl } from "../webhooks/jwks-fetch.js";
 import { parseCidrs } from "../webhooks/source-ip.js";
-import { checkExpression, type ExpectedResult } from "./cel.js";
+import { checkExpression, type CompiledExpression, type ExpectedResult } from "./cel.js";
 
 export type AutomationStep = components["schemas"]["AutomationStep"];
 export type AutomationTriggerInput = components["schemas"]["AutomationTrigger"];
@@ -17,20 +17,68 @@ export interface WebhookTriggerConfig {
   allowedSourceCidrs: string[];
 }
 
+/** The shape of `user_id` and `app_id` in the API's paths (contract parameters UserId and AppId). */
+const CONTRACT_ID = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
+
+/**
+ * An id computed by a step's CEL must have the shape of the API's path parameters (checked by the
+ * contract validator, not by the funds code), or the step would create a row no API call can address.
+ */
+export function checkComputedId(field: string, value: string): string {
+  if (!CONTRACT_ID.test(value)) throw invalidField(field, "must evaluate to an id of 1 to 128 characters of [A-Za-z0-9._:-], starting with a letter or digit");
+  return value;
+}
+
+/** Runs one check of a step: `checkSteps` lets its error escape; a report collects it and goes on. */
+export type Guard = (check: () => void) => void;
+
+/** An expression of a step that passed its checks, with what its field requires. */
+export interface CheckedExpression {
+  step: number;
+  /** The field within the step, e.g. `suspendAppLimit.userIdCel`. */
+  field: string;
+  expect: ExpectedResult;
+  compiled: CompiledExpression;
+}
+
+/** Checks steps as a save does, stopping at the first problem (the save's 400). Returns the normalized steps. */
 export function checkSteps(steps: readonly AutomationStep[], currencyCode: string, path = "automation.automationSteps"): AutomationStep[] {
+  return walkSteps(steps, currencyCode, path, (check) => check());
+}
+
+/**
+ * Every check of a save, each run through `guard`; `onExpression` receives each expression that
+ * passed, in step and field order. Returns the steps normalized where their checks passed.
+ */
+export function walkSteps(
+  steps: readonly AutomationStep[],
+  currencyCode: string,
+  path: string,
+  guard: Guard,
+  onExpression?: (expression: CheckedExpression) => void,
+): AutomationStep[] {
   const names: string[] = [];
   return steps.map((step, i) => {
     const at = `${path}[${i}]`;
-    if (names.includes(step.stepName)) throw invalidField(`${at}.stepName`, `duplicate step name "${step.stepName}"`, "DUPLICATE_STEP_NAME");
+    guard(() => {
+      if (names.includes(step.stepName)) throw invalidField(`${at}.stepName`, `duplicate step name "${step.stepName}"`, "DUPLICATE_STEP_NAME");
+    });
+    const stepNames = [...names];
     const cel = (field: string, source: string | undefined | null, expect: ExpectedResult = "string") => {
-      if (source !== undefined && source !== null && source !== "") checkExpression(source, `${at}.${field}`, { stepNames: names, expect });
+      if (source === undefined || source === null || source === "") return;
+      guard(() => {
+        const compiled = checkExpression(source, `${at}.${field}`, { stepNames, expect });
+        onExpression?.({ step: i, field, expect, compiled });
+      });
     };
     cel("skipIfTrueCel", step.skipIfTrueCel, "bool");
     let normalized: AutomationStep = step;
     if ("evaluateExpressions" in step && step.evaluateExpressions) {
       const seen = new Set<string>();
       step.evaluateExpressions.expressions.forEach((e, j) => {
-        if (seen.has(e.name)) throw invalidField(`${at}.evaluateExpressions.expressions[${j}].name`, `duplicate name "${e.name}"`, "DUPLICATE_EXPRESSION_NAME");
+        guard(() => {
+          if (seen.has(e.name)) throw invalidField(`${at}.evaluateExpressions.expressions[${j}].name`, `duplicate name "${e.name}"`, "DUPLICATE_EXPRESSION_NAME");
+        });
         seen.add(e.name);
         cel(`evaluateExpressions.expressions[${j}].expression`, e.expression, "any");
       });
@@ -48,8 +96,10 @@ export function checkSteps(steps: readonly AutomationStep[], currencyCode: strin
       cel("setAppLimitExtension.appIdCel", s.appIdCel);
       cel("setAppLimitExtension.expiresAtCel", s.expiresAtCel, "timestamp");
       cel("setAppLimitExtension.reasonCel", s.reasonCel);
-      const limit = parseSpendLimit(s.limit, "extension", currencyCode, `${at}.setAppLimitExtension.limit`);
-      normalized = { ...step, setAppLimitExtension: { ...s, limit } } as AutomationStep;
+      guard(() => {
+        const limit = parseSpendLimit(s.limit, "extension", currencyCode, `${at}.setAppLimitExtension.limit`);
+        normalized = { ...step, setAppLimitExtension: { ...s, limit } } as AutomationStep;
+      });
     }
     names.push(step.stepName);
     return normalized;

@@ -10,6 +10,7 @@ import type { Storage } from "../storage/connect.js";
 import type { AutomationsTable } from "../storage/schema.js";
 import { writeTransaction, type Db } from "../storage/transactions.js";
 import { checkSteps, checkTrigger, type AutomationStep } from "./automation-input.js";
+import { checkStepsReport, type StepCheckReport } from "./step-check.js";
 import type { Listener, Listeners } from "./listeners.js";
 
 export type Automation = components["schemas"]["Automation"];
@@ -94,6 +95,11 @@ export class Automations {
       const webhookSecret = await this.listeners.save(db, id, trigger);
       return { automation: await this.load(db, id), ...(webhookSecret ? { webhookSecret } : {}) };
     });
+  }
+
+  /** Checks steps as `create` and `update` would, and evaluates them against a sample payload; saves nothing. */
+  async checkSteps(steps: readonly AutomationStep[], sample: { value: unknown } | undefined): Promise<StepCheckReport> {
+    return checkStepsReport(steps, await this.policy.currency(), sample);
   }
 
   async update(id: string, input: AutomationInput, updateMask: string): Promise<Saved> {

@@ -1,19 +1,16 @@
 // Runs one claimed execution: its steps in order, each with `ctx.trigger` and the outputs of the
 // steps before it. A step's result is stored in the same transaction as its effect, so a run that
 // is retried after a crash resumes at the first step without a result and no effect happens twice.
-import { ApiError, invalidField } from "../core/errors.js";
+import { ApiError } from "../core/errors.js";
 import type { Clock } from "../core/clock.js";
 import type { Logger } from "../core/logger.js";
 import type { SubjectAppLimits } from "../funds/subject-app-limits.js";
 import type { Storage } from "../storage/connect.js";
 import type { AutomationExecutionsTable } from "../storage/schema.js";
 import { writeStatement, writeTransaction, type Db } from "../storage/transactions.js";
-import type { AutomationStep } from "./automation-input.js";
+import { checkComputedId, type AutomationStep } from "./automation-input.js";
 import { CelEvaluationError, checkExpression, evaluateBoolean, evaluateJson, evaluateString, evaluateTimestamp, type CelContext, type CompiledExpression, type ExpectedResult } from "./cel.js";
 import { ExecutionState, StepState, type StepResult } from "./executions.js";
-
-/** The shape of `user_id` and `app_id` in the API's paths (contract parameters UserId and AppId). */
-const CONTRACT_ID = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
 
 const CHECKED_CACHE_SIZE = 2_000;
 
@@ -80,14 +77,7 @@ export class ExecutionRunner {
   private async perform(db: Db, step: AutomationStep, ctx: CelContext, cel: (field: string, source: string, expect: ExpectedResult) => CompiledExpression): Promise<unknown> {
     const { limits } = this.deps;
     const str = (field: string, source: string) => evaluateString(cel(field, source, "string"), ctx);
-    // The API takes user and app ids as path parameters of a fixed shape (checked by the contract
-    // validator, not by the funds code): an id computed by CEL must have that shape too, or the step
-    // would create a row that no API call can address.
-    const id = (field: string, source: string) => {
-      const value = str(field, source);
-      if (!CONTRACT_ID.test(value)) throw invalidField(field, "must evaluate to an id of 1 to 128 characters of [A-Za-z0-9._:-], starting with a letter or digit");
-      return value;
-    };
+    const id = (field: string, source: string) => checkComputedId(field, str(field, source));
     if ("suspendAppLimit" in step && step.suspendAppLimit) {
       const s = step.suspendAppLimit;
       const reason = s.reasonCel ? str("suspendAppLimit.reasonCel", s.reasonCel) : undefined;

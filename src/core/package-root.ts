@@ -17,3 +17,5 @@ function findRoot(start: string): string {
 export const packageRoot = findRoot(dirname(fileURLToPath(import.meta.url)));
 export const contractPath = join(packageRoot, "generated", "openapi.yaml");
 export const docsPath = join(packageRoot, "generated", "docs.html");
+/** The admin console as `npm run build` leaves it (see console/). */
+export const consoleDir = join(packageRoot, "dist", "console");

@@ -11,6 +11,7 @@ import type { AccessTokens } from "../identity/access-tokens.js";
 import { mayCall } from "../identity/roles.js";
 import { accessLog } from "./access-log.js";
 import type { RequestContext } from "./context.js";
+import { CONSOLE_PATH, consoleRouter } from "./console.js";
 import { errorResponse } from "./error-response.js";
 import { requestId } from "./request-id.js";
 import { cacheValidatorRouteMatchers } from "./route-matcher-cache.js";
@@ -27,6 +28,8 @@ export interface AppOptions {
   validateResponses: boolean;
   /** Answers whether the database can be reached, for /readyz. */
   ready: () => Promise<boolean>;
+  /** The built admin console (dist/console), served at /console. */
+  consoleDir: string;
 }
 
 const JSON_LIMIT = "256kb";
@@ -73,6 +76,7 @@ export function createApp(options: AppOptions): Express {
   });
   app.get("/openapi.yaml", (_req, res) => res.type("application/yaml").sendFile(options.contractPath));
   app.get("/docs", (_req, res) => res.type("html").sendFile(options.docsPath));
+  app.use(CONSOLE_PATH, consoleRouter(options.consoleDir));
 
   app.use(TOKEN_PATH, tokenEndpointGuard);
 

@@ -163,6 +163,13 @@ describe("the mock answers every operation with data valid against the contract"
     ok("svc.api.automations.v1.AutomationService.ListAutomations", await api.GET("/api/v1/automations", {}));
     const rotated = ok("svc.api.automations.v1.AutomationService.RotateWebhookSecret", await api.POST("/api/v1/automations/{id}/webhook-secret", { ...id, body: {} }));
     expect(rotated.webhookSecret).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    const checked = ok(
+      "svc.api.automations.v1.AutomationService.CheckAutomationSteps",
+      await api.POST("/api/v1/automation-steps/check", {
+        body: { automationSteps: [{ stepName: "parse", evaluateExpressions: { expressions: [{ name: "isLost", expression: "true" }] } }], samplePayload: {} },
+      }),
+    );
+    expect(checked.problems).toEqual(expect.any(Array));
     ok("svc.api.automations.v1.WebhookEventService.ListWebhookEvents", await api.GET("/api/v1/automations/{id}/webhook-events", id));
     ok(
       "svc.api.automations.v1.AutomationExecutionService.ListAutomationExecutions",

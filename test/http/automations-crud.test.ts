@@ -50,6 +50,7 @@ describe("only super admins (403 for ROLE_FUND_ADMIN and ROLE_USER on every oper
         delete: () => a.delete(hook.id),
         list: () => a.list(),
         rotate: () => a.rotate(hook.id),
+        check: () => a.check({ automationSteps: [] }),
         events: () => a.events(hook.id),
         executions: () => a.executions({ automation_id: hook.id }),
         execution: () => a.execution(event.automationExecutionId!),

@@ -1,13 +1,10 @@
 // The sender's command (scripts/send-webhook.ts) as a partner runs it: signs, sends, prints what it
 // sent and the answer, and exits 0 on a 2xx (1 otherwise).
-import { spawn } from "node:child_process";
-import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { unwrap } from "../../src/client/index.js";
+import { runSendWebhook } from "../support/process.js";
 import { startTestServer, type TestServer } from "../support/server.js";
 
-const root = fileURLToPath(new URL("../..", import.meta.url));
 let ts: TestServer;
 beforeAll(async () => {
   ts = await startTestServer();
@@ -15,15 +12,7 @@ beforeAll(async () => {
 });
 afterAll(async () => ts?.stop());
 
-function run(args: string[]): Promise<{ code: number | null; out: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(join(root, "node_modules/.bin/tsx"), [join(root, "scripts/send-webhook.ts"), ...args], { env: { ...process.env, BASE_URL: "" } });
-    let out = "";
-    child.stdout.on("data", (d: Buffer) => (out += d.toString()));
-    child.stderr.on("data", (d: Buffer) => (out += d.toString()));
-    child.on("exit", (code) => resolve({ code, out }));
-  });
-}
+const run = runSendWebhook;
 
 describe("scripts/send-webhook.ts", () => {
   it("sends an HMAC-signed event that the intake accepts, then the same id again (409, exit 1)", async () => {

@@ -158,6 +158,7 @@ export function automationsApi(client: ApiClient) {
     delete: (value: string) => client.DELETE("/api/v1/automations/{id}", id(value)),
     list: (query: { page_size?: number; page_token?: string } = {}) => client.GET("/api/v1/automations", { params: { query } }),
     rotate: (value: string) => client.POST("/api/v1/automations/{id}/webhook-secret", { ...id(value), body: {} }),
+    check: (body: unknown) => client.POST("/api/v1/automation-steps/check", { body: body as never }),
     events: (value: string, query: { page_size?: number; page_token?: string } = {}) =>
       client.GET("/api/v1/automations/{id}/webhook-events", { params: { path: { id: value }, query } }),
     executions: (query: { automation_id?: string; page_size?: number; page_token?: string } = {}) =>

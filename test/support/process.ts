@@ -1,6 +1,27 @@
 // Starts a real child process that serves HTTP and waits until it answers.
 import { spawn, type ChildProcess } from "node:child_process";
 import { createServer } from "node:net";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const root = fileURLToPath(new URL("../..", import.meta.url));
+
+/** Runs `command args` to its end; answers its exit code and its output (stdout and stderr together). */
+export function runToEnd(command: string, args: string[], env: NodeJS.ProcessEnv = {}): Promise<{ code: number | null; out: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(command, args, { env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] });
+    let out = "";
+    child.stdout.on("data", (d: Buffer) => (out += d.toString()));
+    child.stderr.on("data", (d: Buffer) => (out += d.toString()));
+    child.once("error", reject);
+    child.once("exit", (code) => resolve({ code, out }));
+  });
+}
+
+/** The sender's command (scripts/send-webhook.ts) as a partner runs it, through tsx. */
+export function runSendWebhook(args: string[]): Promise<{ code: number | null; out: string }> {
+  return runToEnd(join(root, "node_modules/.bin/tsx"), [join(root, "scripts/send-webhook.ts"), ...args], { BASE_URL: "" });
+}
 
 export interface Served {
   url: string;

@@ -25,6 +25,7 @@ export function automationHandlers(deps: { automations: Automations; executions:
         return { list: page.items.map((automation) => ({ automation })), nextPageToken: page.nextPageToken };
       },
       RotateWebhookSecret: async ({ path }) => automations.rotateSecret(path.id),
+      CheckAutomationSteps: async ({ body }) => automations.checkSteps(body.automationSteps, "samplePayload" in body ? { value: body.samplePayload } : undefined),
     },
     AutomationExecutionService: {
       GetAutomationExecution: async ({ path }) => ({ automationExecution: await executions.get(path.id) }),

@@ -1,0 +1,96 @@
+// The console's shell: sign-in, then navigation to the views the caller's role may use.
+import { useState } from "preact/hooks";
+import { signIn, type Session } from "./api.js";
+import { ErrorText, Field, useAction } from "./components.js";
+import { AutomationPage } from "./pages/automation.js";
+import { AutomationList, NewAutomation } from "./pages/automations.js";
+import { CapsAndPolicy } from "./pages/caps.js";
+import { LimitRow, LimitSearch, OpenRow } from "./pages/limits.js";
+import { MyLimits } from "./pages/my-limits.js";
+import { href, useRoute } from "./route.js";
+
+function SignIn({ onSignedIn }: { onSignedIn: (s: Session) => void }) {
+  const [clientId, setClientId] = useState("");
+  const [clientSecret, setClientSecret] = useState("");
+  const action = useAction(async () => onSignedIn(await signIn(clientId.trim(), clientSecret)));
+  return (
+    <main class="signin">
+      <h1>Tenant console</h1>
+      <form
+        onSubmit={(e) => {
+          e.preventDefault();
+          void action.run();
+        }}
+      >
+        <Field label="Client id">
+          <input name="client_id" autoComplete="username" required value={clientId} onInput={(e) => setClientId(e.currentTarget.value)} />
+        </Field>
+        <Field label="Client secret">
+          <input name="client_secret" type="password" autoComplete="current-password" required value={clientSecret} onInput={(e) => setClientSecret(e.currentTarget.value)} />
+        </Field>
+        <button type="submit" class="primary" disabled={action.busy}>
+          Sign in
+        </button>
+        <ErrorText error={action.error} />
+        <p class="hint">Your API client credentials. The access token is kept in this page's memory only: reloading or closing it signs you out.</p>
+      </form>
+    </main>
+  );
+}
+
+function View({ session, route }: { session: Session; route: string[] }) {
+  const [area, a, b] = route;
+  const { can } = session;
+  if (area === "automations" && can.automations) {
+    if (a === "new") return <NewAutomation session={session} />;
+    if (a) return <AutomationPage key={a} session={session} id={a} />;
+    return <AutomationList session={session} />;
+  }
+  if (area === "limits" && can.subjectLimits) {
+    if (a === "open" && !b) return <OpenRow />;
+    if (a && b) return <LimitRow key={`${a}/${b}`} session={session} userId={a} appId={b} />;
+    return <LimitSearch session={session} />;
+  }
+  if (area === "caps" && can.subjectLimits) return <CapsAndPolicy session={session} />;
+  if (area === "my") return <MyLimits session={session} />;
+  // The first view the role may use.
+  if (can.automations) return <AutomationList session={session} />;
+  if (can.subjectLimits) return <LimitSearch session={session} />;
+  return <MyLimits session={session} />;
+}
+
+export function App() {
+  const [session, setSession] = useState<Session | null>(null);
+  const route = useRoute();
+  if (!session) return <SignIn onSignedIn={setSession} />;
+  const links: [string, string, boolean][] = [
+    ["automations", "Automations", session.can.automations],
+    ["limits", "Fund limits", session.can.subjectLimits],
+    ["caps", "Caps and policy", session.can.subjectLimits],
+    ["my", "My limits", true],
+  ];
+  return (
+    <>
+      <header class="top">
+        <nav aria-label="Main">
+          {links
+            .filter(([, , shown]) => shown)
+            .map(([to, label]) => (
+              <a href={href(to)} aria-current={route[0] === to ? "page" : undefined}>
+                {label}
+              </a>
+            ))}
+        </nav>
+        <span class="who">
+          {session.clientId}{" "}
+          <button type="button" onClick={() => setSession(null)}>
+            Sign out
+          </button>
+        </span>
+      </header>
+      <main>
+        <View session={session} route={route} />
+      </main>
+    </>
+  );
+}

@@ -1,0 +1,227 @@
+// Small pieces every page uses: errors shown in words where they happened, copy buttons, paged
+// lists, and the limit form (arm, amount, period) shared by rows, caps, the policy and my limits.
+import type { ComponentChildren } from "preact";
+import { useCallback, useEffect, useRef, useState } from "preact/hooks";
+import { PeriodKindValues } from "../../generated/enums.js";
+import { describeError } from "./api.js";
+import type { LimitArm } from "./money.js";
+
+export function ErrorText({ error }: { error: unknown }) {
+  if (error === null || error === undefined) return null;
+  return (
+    <p class="error" role="alert">
+      {describeError(error)}
+    </p>
+  );
+}
+
+/** Runs an action, keeping whether it is running and its error for display next to its button. */
+export function useAction<A extends unknown[]>(action: (...args: A) => Promise<void>) {
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<unknown>(null);
+  const run = useCallback(
+    async (...args: A) => {
+      setBusy(true);
+      setError(null);
+      try {
+        await action(...args);
+      } catch (e) {
+        setError(e);
+      } finally {
+        setBusy(false);
+      }
+    },
+    [action],
+  );
+  return { run, busy, error, setError };
+}
+
+async function copyText(text: string): Promise<void> {
+  if (navigator.clipboard && window.isSecureContext) return navigator.clipboard.writeText(text);
+  // Pages served over plain http to another host are not a secure context: fall back to a selection.
+  const area = document.createElement("textarea");
+  area.value = text;
+  area.setAttribute("readonly", "");
+  area.className = "offscreen";
+  document.body.append(area);
+  area.select();
+  const ok = document.execCommand("copy");
+  area.remove();
+  if (!ok) throw new Error("Copying was refused by the browser; select the text and copy it.");
+}
+
+export function CopyButton({ text, label }: { text: string; label: string }) {
+  const [state, setState] = useState<"idle" | "copied" | "failed">("idle");
+  return (
+    <button
+      type="button"
+      class="copy"
+      aria-label={label}
+      onClick={() => copyText(text).then(() => setState("copied"), () => setState("failed"))}
+    >
+      {state === "copied" ? "Copied" : state === "failed" ? "Copy failed" : "Copy"}
+    </button>
+  );
+}
+
+/** A value to copy: shown in full, selectable, with its copy button. */
+export function Copyable({ label, value, testId }: { label: string; value: string; testId: string }) {
+  return (
+    <div class="copyable">
+      <span class="label">{label}</span>
+      <code data-testid={testId}>{value}</code>
+      <CopyButton text={value} label={`Copy ${label.toLowerCase()}`} />
+    </div>
+  );
+}
+
+/** The error of a list, or the sentence saying it is empty. */
+export function ListStatus({ error, loaded, count, empty }: { error: unknown; loaded: boolean; count: number; empty: string }) {
+  if (error) return <ErrorText error={error} />;
+  return loaded && count === 0 ? <p>{empty}</p> : null;
+}
+
+/** A table that scrolls sideways inside its own box on a narrow screen. */
+export function Table({ headers, children }: { headers: string[]; children: ComponentChildren }) {
+  return (
+    <div class="table">
+      <table>
+        <thead>
+          <tr>
+            {headers.map((h) => (
+              <th>{h}</th>
+            ))}
+          </tr>
+        </thead>
+        <tbody>{children}</tbody>
+      </table>
+    </div>
+  );
+}
+
+export function Json({ value }: { value: unknown }) {
+  return <pre class="json">{JSON.stringify(value, null, 2)}</pre>;
+}
+
+export interface Page<T> {
+  list: T[];
+  nextPageToken: string;
+}
+
+/**
+ * One page of a list at a time, with the tokens of the pages before it so that the reader can go
+ * back. `refreshMs` reloads the current page while the view is open.
+ */
+export function usePaged<T>(load: (pageToken: string) => Promise<Page<T>>, refreshMs?: number) {
+  const [tokens, setTokens] = useState<string[]>([""]);
+  const [page, setPage] = useState<Page<T> | null>(null);
+  const [error, setError] = useState<unknown>(null);
+  const [tick, setTick] = useState(0);
+  const loadRef = useRef(load);
+  loadRef.current = load;
+  const token = tokens[tokens.length - 1] ?? "";
+
+  useEffect(() => {
+    let live = true;
+    loadRef.current(token).then(
+      (p) => live && (setPage(p), setError(null)),
+      (e: unknown) => live && setError(e),
+    );
+    return () => {
+      live = false;
+    };
+  }, [token, tick]);
+
+  useEffect(() => {
+    if (!refreshMs) return undefined;
+    const timer = window.setInterval(() => setTick((t) => t + 1), refreshMs);
+    return () => window.clearInterval(timer);
+  }, [refreshMs]);
+
+  return {
+    items: page?.list ?? [],
+    loaded: page !== null,
+    error,
+    reload: () => setTick((t) => t + 1),
+    pager: (
+      <Pager
+        page={tokens.length}
+        hasPrevious={tokens.length > 1}
+        hasNext={!!page?.nextPageToken}
+        onPrevious={() => setTokens((t) => t.slice(0, -1))}
+        onNext={() => page?.nextPageToken && setTokens((t) => [...t, page.nextPageToken])}
+      />
+    ),
+  };
+}
+
+function Pager(props: { page: number; hasPrevious: boolean; hasNext: boolean; onPrevious: () => void; onNext: () => void }) {
+  if (!props.hasPrevious && !props.hasNext) return null;
+  return (
+    <nav class="pager" aria-label="Pages">
+      <button type="button" disabled={!props.hasPrevious} onClick={props.onPrevious}>
+        Previous page
+      </button>
+      <span>Page {props.page}</span>
+      <button type="button" disabled={!props.hasNext} onClick={props.onNext}>
+        Next page
+      </button>
+    </nav>
+  );
+}
+
+export function Field({ label, children, hint }: { label: string; children: ComponentChildren; hint?: ComponentChildren }) {
+  return (
+    <label class="field">
+      <span class="label">{label}</span>
+      {children}
+      {hint ? <span class="hint">{hint}</span> : null}
+    </label>
+  );
+}
+
+export interface LimitDraft {
+  arm: LimitArm;
+  amount: string;
+  period: string;
+}
+
+export const emptyLimitDraft: LimitDraft = { arm: "amount", amount: "", period: "PERIOD_KIND_MONTHLY" };
+
+/** Inputs for a SpendLimit and its period; `arms` says which arms the scope accepts. */
+export function LimitInputs(props: { draft: LimitDraft; onChange: (d: LimitDraft) => void; arms: readonly LimitArm[]; withPeriod: boolean; currencyCode: string }) {
+  const { draft, onChange } = props;
+  return (
+    <div class="row">
+      {props.arms.length > 1 ? (
+        <Field label="Limit">
+          <select value={draft.arm} onChange={(e) => onChange({ ...draft, arm: e.currentTarget.value as LimitArm })}>
+            {props.arms.map((a) => (
+              <option value={a}>{a}</option>
+            ))}
+          </select>
+        </Field>
+      ) : null}
+      {draft.arm === "amount" ? (
+        <Field label={`Amount (${props.currencyCode})`}>
+          <input inputMode="decimal" value={draft.amount} placeholder="250.00" onInput={(e) => onChange({ ...draft, amount: e.currentTarget.value })} />
+        </Field>
+      ) : null}
+      {props.withPeriod && draft.arm === "amount" ? (
+        <Field label="Period">
+          <select value={draft.period} onChange={(e) => onChange({ ...draft, period: e.currentTarget.value })}>
+            {PeriodKindValues.filter((p) => p !== "PERIOD_KIND_UNSPECIFIED").map((p) => (
+              <option value={p}>{p.replace("PERIOD_KIND_", "").toLowerCase()}</option>
+            ))}
+          </select>
+        </Field>
+      ) : null}
+    </div>
+  );
+}
+
+/** "2026-11-20T09:30:00Z" in the reader's time zone. */
+export function When({ at }: { at: string | null | undefined }) {
+  if (!at) return <span>—</span>;
+  return <time dateTime={at}>{new Date(at).toLocaleString()}</time>;
+}

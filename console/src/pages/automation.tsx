@@ -1,0 +1,117 @@
+// One automation: its state (publish, unpublish, the trigger toggle), its trigger and listener
+// (URL, secret once, example requests, rotate), its steps and its delivery log.
+import { useEffect, useState } from "preact/hooks";
+import { call, type Schemas, type Session } from "../api.js";
+import { ErrorText, useAction } from "../components.js";
+import { href, navigate } from "../route.js";
+import { takeSecret } from "../secrets.js";
+import { DeliveryLog } from "./deliveries.js";
+import { stateLabel } from "./automations.js";
+import { StepsEditor } from "./steps.js";
+import { draftOf, ListenerPanel, triggerOf, TriggerInputs, webhookOf } from "./trigger.js";
+
+type Automation = Schemas["Automation"];
+type Mask = "isDraft" | "enabled" | "triggers";
+type Change = { isDraft?: boolean; enabled?: boolean; triggers?: ReturnType<typeof triggerOf>[] };
+
+export function AutomationPage({ session, id }: { session: Session; id: string }) {
+  const [automation, setAutomation] = useState<Automation | null>(null);
+  const [secret, setSecret] = useState<string | undefined>(() => takeSecret(id));
+  const [loadError, setLoadError] = useState<unknown>(null);
+  const [editingTrigger, setEditingTrigger] = useState(false);
+  const [trigger, setTrigger] = useState(draftOf(undefined));
+  const path = { params: { path: { id } } };
+
+  useEffect(() => {
+    call(session.client.GET("/api/v1/automations/{id}", path)).then((r) => setAutomation(r.automation), setLoadError);
+  }, [id]);
+
+  const update = useAction(async (change: Change, updateMask: Mask) => {
+    const saved = await call(session.client.POST("/api/v1/automations/{id}", { ...path, body: { automation: { displayName: automation?.displayName ?? "", ...change }, updateMask } }));
+    setAutomation(saved.automation);
+    if (saved.webhookSecret) setSecret(saved.webhookSecret);
+    setEditingTrigger(false);
+  });
+  const rotate = useAction(async () => {
+    const rotated = await call(session.client.POST("/api/v1/automations/{id}/webhook-secret", { ...path, body: {} }));
+    setAutomation(rotated.automation);
+    setSecret(rotated.webhookSecret);
+  });
+  const remove = useAction(async () => {
+    if (!window.confirm("Delete this automation? Its webhook URL stops working at once.")) return;
+    await call(session.client.DELETE("/api/v1/automations/{id}", path));
+    navigate("automations");
+  });
+
+  if (loadError) return <ErrorText error={loadError} />;
+  if (!automation) return <p>Loading…</p>;
+  const webhook = webhookOf(automation);
+  const published = automation.isDraft === false;
+  const enabled = automation.enabled !== false;
+
+  return (
+    <article>
+      <p>
+        <a href={href("automations")}>← Automations</a>
+      </p>
+      <header class="bar">
+        <h1>{automation.displayName}</h1>
+        <span class="badge" data-testid="automation-state">
+          {stateLabel(automation)}
+        </span>
+      </header>
+      {automation.description ? <p>{automation.description}</p> : null}
+      <div class="actions">
+        <button type="button" class="primary" disabled={update.busy} onClick={() => void update.run({ isDraft: published }, "isDraft")}>
+          {published ? "Unpublish" : "Publish"}
+        </button>
+        <button type="button" disabled={update.busy} onClick={() => void update.run({ enabled: !enabled }, "enabled")}>
+          {enabled ? "Turn trigger off" : "Turn trigger on"}
+        </button>
+        <button type="button" class="danger" disabled={remove.busy} onClick={() => void remove.run()}>
+          Delete
+        </button>
+      </div>
+      {published && enabled ? null : <p class="hint">Events are accepted but not run until the automation is published and its trigger is on.</p>}
+      <ErrorText error={update.error ?? remove.error} />
+
+      <section aria-label="Trigger">
+        <h2>Trigger</h2>
+        {webhook ? <ListenerPanel webhook={webhook} secret={secret} /> : <p>No trigger: the automation never runs.</p>}
+        <div class="actions">
+          {webhook && !("jwt" in webhook && webhook.jwt) ? (
+            <button type="button" disabled={rotate.busy} onClick={() => void rotate.run()}>
+              Rotate secret
+            </button>
+          ) : null}
+          <button
+            type="button"
+            onClick={() => {
+              setTrigger(draftOf(automation.triggers?.[0]));
+              setEditingTrigger(!editingTrigger);
+            }}
+          >
+            {editingTrigger ? "Cancel" : webhook ? "Change trigger" : "Add trigger"}
+          </button>
+        </div>
+        <ErrorText error={rotate.error} />
+        {editingTrigger ? (
+          <form
+            onSubmit={(e) => {
+              e.preventDefault();
+              void update.run({ triggers: [triggerOf(trigger)] }, "triggers");
+            }}
+          >
+            <TriggerInputs draft={trigger} onChange={setTrigger} />
+            <button type="submit" disabled={update.busy}>
+              Save trigger
+            </button>
+          </form>
+        ) : null}
+      </section>
+
+      <StepsEditor session={session} automation={automation} onSaved={setAutomation} />
+      <DeliveryLog session={session} automationId={id} />
+    </article>
+  );
+}

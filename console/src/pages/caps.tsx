@@ -1,0 +1,106 @@
+// App caps (the middle layer, for every subject of an app) and the fund policy (its currency and
+// the tenant default, the last layer).
+import { useEffect, useState } from "preact/hooks";
+import { call, type Schemas, type Session } from "../api.js";
+import { emptyLimitDraft, ErrorText, Field, LimitInputs, ListStatus, useAction, usePaged, When, type LimitDraft } from "../components.js";
+import { spendLimit } from "../money.js";
+import { ControlsView } from "./effective.js";
+
+/** Controls holding a base limit (and its period for an amount), as caps and the policy set them here. */
+function limitControls(draft: LimitDraft, currencyCode: string) {
+  return { limit: spendLimit(draft.arm, draft.amount, currencyCode), ...(draft.arm === "amount" ? { period: draft.period } : {}) };
+}
+
+function AppCaps({ session }: { session: Session }) {
+  const { client, currencyCode } = session;
+  const { items, loaded, error, pager, reload } = usePaged((page_token) => call(client.GET("/api/v1/funds/app-caps", { params: { query: { page_size: 25, page_token } } })));
+  const [appId, setAppId] = useState("");
+  const [draft, setDraft] = useState<LimitDraft>(emptyLimitDraft);
+  const set = useAction(async () => {
+    await call(client.POST("/api/v1/funds/app-caps/{app_id}", { params: { path: { app_id: appId.trim() } }, body: { controls: limitControls(draft, currencyCode) } }));
+    reload();
+  });
+  const remove = useAction(async (id: string) => {
+    await call(client.DELETE("/api/v1/funds/app-caps/{app_id}", { params: { path: { app_id: id } } }));
+    reload();
+  });
+  return (
+    <section aria-label="App caps">
+      <h2>App caps</h2>
+      <ListStatus error={error} loaded={loaded} count={items.length} empty="No app caps." />
+      <ul class="cards">
+        {items.map(({ appCap }) => (
+          <li key={appCap.appId}>
+            <h3>{appCap.appId}</h3>
+            <ControlsView controls={appCap.controls} />
+            <p class="hint">
+              Updated <When at={appCap.updatedAt} />
+            </p>
+            <button type="button" class="danger" disabled={remove.busy} onClick={() => void remove.run(appCap.appId)}>
+              Remove cap
+            </button>
+          </li>
+        ))}
+      </ul>
+      <ErrorText error={remove.error} />
+      {pager}
+      <h3>Set a cap</h3>
+      <Field label="App id">
+        <input value={appId} placeholder="app-github" onInput={(e) => setAppId(e.currentTarget.value)} />
+      </Field>
+      <LimitInputs draft={draft} onChange={setDraft} arms={["amount", "blocked", "unlimited"]} withPeriod currencyCode={currencyCode} />
+      <button type="button" disabled={set.busy} onClick={() => void set.run()}>
+        Set cap
+      </button>
+      <ErrorText error={set.error} />
+    </section>
+  );
+}
+
+function Policy({ session }: { session: Session }) {
+  const { client } = session;
+  const [policy, setPolicy] = useState<Schemas["FundPolicy"] | null>(null);
+  const [loadError, setLoadError] = useState<unknown>(null);
+  const [draft, setDraft] = useState<LimitDraft>(emptyLimitDraft);
+  useEffect(() => {
+    call(client.GET("/api/v1/funds/policy")).then((r) => setPolicy(r.fundPolicy), setLoadError);
+  }, []);
+  const update = useAction(async (defaultControls: ReturnType<typeof limitControls> | null) => {
+    const r = await call(client.POST("/api/v1/funds/policy", { body: { fundPolicy: { currencyCode: policy?.currencyCode ?? session.currencyCode, defaultControls }, updateMask: "defaultControls" } }));
+    setPolicy(r.fundPolicy);
+  });
+  return (
+    <section aria-label="Fund policy">
+      <h2>Fund policy</h2>
+      <ErrorText error={loadError} />
+      {policy ? (
+        <>
+          <p>
+            Currency <strong>{policy.currencyCode}</strong>. Tenant default (when neither the row nor the app cap decides):
+          </p>
+          <ControlsView controls={policy.defaultControls} />
+        </>
+      ) : null}
+      <LimitInputs draft={draft} onChange={setDraft} arms={["amount", "blocked", "unlimited"]} withPeriod currencyCode={session.currencyCode} />
+      <div class="actions">
+        <button type="button" disabled={update.busy} onClick={() => void update.run(limitControls(draft, session.currencyCode))}>
+          Set default
+        </button>
+        <button type="button" disabled={update.busy || !policy?.defaultControls} onClick={() => void update.run(null)}>
+          Clear default
+        </button>
+      </div>
+      <ErrorText error={update.error} />
+    </section>
+  );
+}
+
+export function CapsAndPolicy({ session }: { session: Session }) {
+  return (
+    <section>
+      <h1>App caps and fund policy</h1>
+      <Policy session={session} />
+      <AppCaps session={session} />
+    </section>
+  );
+}

@@ -1,0 +1,66 @@
+// Controls of a limit row and the effective limit with its resolution trace, as shown for a
+// subject's row, for the caller's own rows, for app caps and the policy.
+import type { Schemas } from "../api.js";
+import { When } from "../components.js";
+import { formatLimit } from "../money.js";
+
+const words = (value: string | null | undefined, prefix: string) => (value ? value.replace(prefix, "").toLowerCase().replace(/_/g, " ") : "—");
+
+export function ControlsView({ controls }: { controls: Schemas["SpendControls"] | null | undefined }) {
+  if (!controls) return <p>No controls.</p>;
+  return (
+    <dl class="controls">
+      <dt>Limit</dt>
+      <dd data-testid="controls-limit">
+        {formatLimit(controls.limit)}
+        {controls.period ? ` per ${words(controls.period, "PERIOD_KIND_")}` : ""}
+      </dd>
+      <dt>Extension</dt>
+      <dd data-testid="controls-extension">
+        {controls.extension ? (
+          <>
+            {formatLimit(controls.extension.limit)} until <When at={controls.extension.expiresAt} />
+            {controls.extension.reason ? ` (${controls.extension.reason})` : ""}
+          </>
+        ) : (
+          "none"
+        )}
+      </dd>
+      <dt>Suspension</dt>
+      <dd data-testid="controls-suspension">
+        {controls.suspension ? (
+          <>
+            suspended <When at={controls.suspension.suspendedAt} />
+            {controls.suspension.reason ? ` (${controls.suspension.reason})` : ""}
+          </>
+        ) : (
+          "none"
+        )}
+      </dd>
+    </dl>
+  );
+}
+
+export function EffectiveView({ effective }: { effective: Schemas["EffectiveLimit"] | null }) {
+  if (!effective) return null;
+  return (
+    <section class="panel" aria-label="Effective limit">
+      <h3>Effective limit</h3>
+      <p>
+        <strong data-testid="effective-decision">{words(effective.decision, "EFFECTIVE_DECISION_")}</strong>
+        {effective.limit ? ` · ${formatLimit(effective.limit)}` : ""}
+        {effective.period ? ` per ${words(effective.period, "PERIOD_KIND_")}` : ""} · by {words(effective.scope, "SCOPE_")} ({words(effective.cause, "CAUSE_")})
+      </p>
+      <ol class="trace" aria-label="Resolution trace">
+        {effective.trace.map((line) => (
+          <li>
+            <code>{line}</code>
+          </li>
+        ))}
+      </ol>
+      <p class="hint">
+        Evaluated at <When at={effective.evaluatedAt} />.
+      </p>
+    </section>
+  );
+}

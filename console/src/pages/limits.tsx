@@ -1,0 +1,214 @@
+// Fund administrators: search subject-app rows by user and app, then one row's controls and its
+// effective limit, with suspend/unsuspend (with a reason), the extension, and the base limit.
+import { useEffect, useState } from "preact/hooks";
+import { call, type Schemas, type Session } from "../api.js";
+import { emptyLimitDraft, ErrorText, Field, LimitInputs, ListStatus, Table, useAction, usePaged, When, type LimitDraft } from "../components.js";
+import { formatLimit, spendLimit } from "../money.js";
+import { href } from "../route.js";
+import { ControlsView, EffectiveView } from "./effective.js";
+
+const ids = (text: string) => text.split(/[\s,]+/).filter(Boolean);
+
+interface Filters {
+  users: string;
+  apps: string;
+  suspended: "" | "true" | "false";
+}
+
+function Results({ session, filters }: { session: Session; filters: Filters }) {
+  const { items, loaded, error, pager } = usePaged((pageToken) =>
+    call(
+      session.client.POST("/api/v1/funds/subject-app-limits/search", {
+        body: { userIds: ids(filters.users), appIds: ids(filters.apps), ...(filters.suspended ? { suspended: filters.suspended === "true" } : {}), pageSize: 25, pageToken },
+      }),
+    ),
+  );
+  return (
+    <>
+      <ListStatus error={error} loaded={loaded} count={items.length} empty="No row matches." />
+      <Table headers={["User", "App", "Limit", "Extension", "Suspended", "Updated"]}>
+      {items.map(({ limit: row }) => (
+        <tr key={`${row.userId}/${row.appId}`}>
+          <td>
+            <a href={href("limits", row.userId, row.appId)}>{row.userId}</a>
+          </td>
+          <td>{row.appId}</td>
+          <td>{formatLimit(row.controls?.limit)}</td>
+          <td>{row.controls?.extension ? formatLimit(row.controls.extension.limit) : "—"}</td>
+          <td>{row.controls?.suspension ? "yes" : "no"}</td>
+          <td>
+            <When at={row.updatedAt} />
+          </td>
+        </tr>
+      ))}
+      </Table>
+      {pager}
+    </>
+  );
+}
+
+export function LimitSearch({ session }: { session: Session }) {
+  const [form, setForm] = useState<Filters>({ users: "", apps: "", suspended: "" });
+  const [filters, setFilters] = useState<Filters>(form);
+  const [generation, setGeneration] = useState(0);
+  return (
+    <section>
+      <h1>Fund limits</h1>
+      <form
+        class="row"
+        role="search"
+        onSubmit={(e) => {
+          e.preventDefault();
+          setFilters(form);
+          setGeneration((g) => g + 1);
+        }}
+      >
+        <Field label="User ids">
+          <input value={form.users} placeholder="2Qk3mN8rT1vX9yZ0" onInput={(e) => setForm({ ...form, users: e.currentTarget.value })} />
+        </Field>
+        <Field label="App ids">
+          <input value={form.apps} placeholder="app-salesforce" onInput={(e) => setForm({ ...form, apps: e.currentTarget.value })} />
+        </Field>
+        <Field label="Suspended">
+          <select value={form.suspended} onChange={(e) => setForm({ ...form, suspended: e.currentTarget.value as Filters["suspended"] })}>
+            <option value="">any</option>
+            <option value="true">suspended</option>
+            <option value="false">not suspended</option>
+          </select>
+        </Field>
+        <button type="submit">Search</button>
+      </form>
+      <Results key={generation} session={session} filters={filters} />
+      <p>
+        <a href={href("limits", "open")}>Open a row by user and app…</a>
+      </p>
+    </section>
+  );
+}
+
+/** Opens a row by its ids, also one that does not exist yet (setting its limit creates it). */
+export function OpenRow() {
+  const [userId, setUser] = useState("");
+  const [appId, setApp] = useState("");
+  return (
+    <form
+      class="row"
+      onSubmit={(e) => {
+        e.preventDefault();
+        window.location.hash = href("limits", userId.trim(), appId.trim());
+      }}
+    >
+      <Field label="User id">
+        <input required value={userId} onInput={(e) => setUser(e.currentTarget.value)} />
+      </Field>
+      <Field label="App id">
+        <input required value={appId} onInput={(e) => setApp(e.currentTarget.value)} />
+      </Field>
+      <button type="submit">Open</button>
+    </form>
+  );
+}
+
+export function LimitRow({ session, userId, appId }: { session: Session; userId: string; appId: string }) {
+  const [row, setRow] = useState<Schemas["SubjectAppLimit"] | null | undefined>(undefined);
+  const [effective, setEffective] = useState<Schemas["EffectiveLimit"] | null>(null);
+  const [loadError, setLoadError] = useState<unknown>(null);
+  const [reason, setReason] = useState("");
+  const [limit, setLimit] = useState<LimitDraft>(emptyLimitDraft);
+  const [extension, setExtension] = useState<LimitDraft & { expiresAt: string; reason: string }>({ ...emptyLimitDraft, expiresAt: "", reason: "" });
+  const path = { params: { path: { user_id: userId, app_id: appId } } };
+  const { client, currencyCode } = session;
+
+  const load = async () => {
+    const got = await client.GET("/api/v1/funds/subject-app-limits/{user_id}/{app_id}", path);
+    setRow(got.response.status === 404 ? null : (await call(Promise.resolve(got))).limit);
+    setEffective((await call(client.GET("/api/v1/funds/subject-app-limits/{user_id}/{app_id}/effective", path))).effective);
+  };
+  useEffect(() => {
+    load().then(() => setLoadError(null), setLoadError);
+  }, [userId, appId]);
+
+  const act = (request: () => Promise<unknown>) => useAction(async () => {
+    await request();
+    await load();
+  });
+  const suspend = act(() => call(client.POST("/api/v1/funds/subject-app-limits/{user_id}/{app_id}/suspension", { ...path, body: reason.trim() ? { reason: reason.trim() } : {} })));
+  const unsuspend = act(() => call(client.DELETE("/api/v1/funds/subject-app-limits/{user_id}/{app_id}/suspension", path)));
+  const setBase = act(() =>
+    call(client.POST("/api/v1/funds/subject-app-limits/{user_id}/{app_id}/limit", { ...path, body: { limit: spendLimit(limit.arm, limit.amount, currencyCode), ...(limit.arm === "amount" ? { period: limit.period } : {}) } })),
+  );
+  const setExt = act(() => {
+    const expires = new Date(extension.expiresAt);
+    if (Number.isNaN(expires.getTime())) throw new Error("Choose when the extension expires.");
+    return call(
+      client.POST("/api/v1/funds/subject-app-limits/{user_id}/{app_id}/extension", {
+        ...path,
+        body: { limit: spendLimit(extension.arm, extension.amount, currencyCode), expiresAt: expires.toISOString(), ...(extension.reason.trim() ? { reason: extension.reason.trim() } : {}) },
+      }),
+    );
+  });
+  const clearExt = act(() => call(client.DELETE("/api/v1/funds/subject-app-limits/{user_id}/{app_id}/extension", path)));
+
+  const suspended = !!row?.controls?.suspension;
+  return (
+    <article>
+      <p>
+        <a href={href("limits")}>← Fund limits</a>
+      </p>
+      <h1>
+        {userId} · {appId}
+      </h1>
+      <ErrorText error={loadError} />
+      {row === null ? <p>No row yet: the app cap and the tenant default decide. Setting a limit creates the row.</p> : <ControlsView controls={row?.controls} />}
+      <EffectiveView effective={effective} />
+
+      <section aria-label="Suspension">
+        <h2>Suspension</h2>
+        <div class="row">
+          {suspended ? null : (
+            <Field label="Reason">
+              <input value={reason} maxLength={500} placeholder="Card reported lost" onInput={(e) => setReason(e.currentTarget.value)} />
+            </Field>
+          )}
+          <button type="button" class={suspended ? "" : "danger"} disabled={suspend.busy || unsuspend.busy} onClick={() => void (suspended ? unsuspend.run() : suspend.run())}>
+            {suspended ? "Unsuspend" : "Suspend"}
+          </button>
+        </div>
+        <ErrorText error={suspend.error ?? unsuspend.error} />
+      </section>
+
+      <section aria-label="Extension">
+        <h2>Extension</h2>
+        <LimitInputs draft={extension} onChange={(d) => setExtension({ ...extension, ...d })} arms={["amount", "unlimited"]} withPeriod={false} currencyCode={currencyCode} />
+        <div class="row">
+          <Field label="Expires at">
+            <input type="datetime-local" value={extension.expiresAt} onInput={(e) => setExtension({ ...extension, expiresAt: e.currentTarget.value })} />
+          </Field>
+          <Field label="Reason (visible to the subject)">
+            <input value={extension.reason} maxLength={500} onInput={(e) => setExtension({ ...extension, reason: e.currentTarget.value })} />
+          </Field>
+        </div>
+        <div class="actions">
+          <button type="button" disabled={setExt.busy} onClick={() => void setExt.run()}>
+            Set extension
+          </button>
+          {row?.controls?.extension ? (
+            <button type="button" disabled={clearExt.busy} onClick={() => void clearExt.run()}>
+              Clear extension
+            </button>
+          ) : null}
+        </div>
+        <ErrorText error={setExt.error ?? clearExt.error} />
+      </section>
+
+      <section aria-label="Base limit">
+        <h2>Base limit</h2>
+        <LimitInputs draft={limit} onChange={setLimit} arms={["amount", "blocked", "unlimited"]} withPeriod currencyCode={currencyCode} />
+        <button type="button" disabled={setBase.busy} onClick={() => void setBase.run()}>
+          Set limit
+        </button>
+        <ErrorText error={setBase.error} />
+      </section>
+    </article>
+  );
+}

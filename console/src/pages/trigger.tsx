@@ -1,0 +1,95 @@
+// The incoming-webhook trigger: the form that chooses HMAC or JWT (with its JWKS URL) and the
+// allowed source CIDRs, and the listener panel shown after a save: the complete URL and, once, the
+// HMAC secret, each with a copy button, and ready-to-paste example requests.
+import { useState } from "preact/hooks";
+import type { Schemas } from "../api.js";
+import { Copyable, CopyButton, Field } from "../components.js";
+import { curlCommand, senderCommand } from "../webhook-example.js";
+
+type Trigger = Schemas["AutomationTrigger"];
+type Webhook = Schemas["IncomingWebhookTrigger"];
+
+export interface TriggerDraft {
+  method: "hmac" | "jwt";
+  jwksUrl: string;
+  cidrs: string;
+}
+
+export function draftOf(trigger: Trigger | undefined): TriggerDraft {
+  const webhook = trigger?.webhook;
+  const jwt = webhook && "jwt" in webhook && webhook.jwt ? webhook.jwt : null;
+  return { method: jwt ? "jwt" : "hmac", jwksUrl: jwt?.jwksUrl ?? "", cidrs: (webhook?.allowedSourceCidrs ?? []).join("\n") };
+}
+
+export function triggerOf(draft: TriggerDraft) {
+  const allowedSourceCidrs = draft.cidrs.split(/[\s,]+/).filter(Boolean);
+  return { webhook: draft.method === "jwt" ? { jwt: { jwksUrl: draft.jwksUrl.trim() }, allowedSourceCidrs } : { hmac: {}, allowedSourceCidrs } };
+}
+
+export function TriggerInputs({ draft, onChange }: { draft: TriggerDraft; onChange: (d: TriggerDraft) => void }) {
+  return (
+    <fieldset>
+      <legend>Incoming-webhook trigger</legend>
+      <div class="row" role="radiogroup" aria-label="Authentication">
+        <label class="choice">
+          <input type="radio" name="method" checked={draft.method === "hmac"} onChange={() => onChange({ ...draft, method: "hmac" })} /> HMAC (shared secret)
+        </label>
+        <label class="choice">
+          <input type="radio" name="method" checked={draft.method === "jwt"} onChange={() => onChange({ ...draft, method: "jwt" })} /> JWT (your JWKS)
+        </label>
+      </div>
+      {draft.method === "jwt" ? (
+        <Field label="JWKS URL" hint="The HTTPS address of the sender's JSON Web Key Set.">
+          <input type="url" value={draft.jwksUrl} placeholder="https://sender.example.com/.well-known/jwks.json" onInput={(e) => onChange({ ...draft, jwksUrl: e.currentTarget.value })} />
+        </Field>
+      ) : null}
+      <Field label="Allowed source CIDRs" hint="One range per line, e.g. 203.0.113.0/24. Empty: any source.">
+        <textarea rows={2} value={draft.cidrs} onInput={(e) => onChange({ ...draft, cidrs: e.currentTarget.value })} />
+      </Field>
+    </fieldset>
+  );
+}
+
+export function webhookOf(automation: Schemas["Automation"]): Webhook | undefined {
+  return automation.triggers?.[0]?.webhook;
+}
+
+/** The listener's URL, the secret when it has just been issued, and example requests. */
+export function ListenerPanel({ webhook, secret }: { webhook: Webhook; secret: string | undefined }) {
+  const [tab, setTab] = useState<"sender" | "curl">("sender");
+  const method = "jwt" in webhook && webhook.jwt ? "jwt" : "hmac";
+  const url = webhook.url ?? "";
+  const target = { url, method, baseUrl: window.location.origin, ...(secret ? { secret } : {}) } as const;
+  const example = tab === "curl" && method === "hmac" ? curlCommand(target) : senderCommand(target);
+  return (
+    <section class="panel" aria-label="Listener">
+      <Copyable label="Webhook URL" value={url} testId="webhook-url" />
+      {secret ? (
+        <div class="secret">
+          <Copyable label="Signing secret" value={secret} testId="webhook-secret" />
+          <p class="warning">Shown once: copy it now. It cannot be read again; rotate it to get a new one.</p>
+        </div>
+      ) : method === "hmac" ? (
+        <p class="hint">The signing secret was shown when it was issued. Rotate it to get a new one.</p>
+      ) : (
+        <p class="hint">
+          JWT: signed by a key of <code>{"jwt" in webhook && webhook.jwt ? webhook.jwt.jwksUrl : ""}</code>, with <code>sub</code> {window.location.origin} and <code>aud</code> the URL above.
+        </p>
+      )}
+      <div class="example">
+        <div class="tabs" role="tablist">
+          <button type="button" role="tab" aria-selected={tab === "sender"} onClick={() => setTab("sender")}>
+            Sender script
+          </button>
+          {method === "hmac" ? (
+            <button type="button" role="tab" aria-selected={tab === "curl"} onClick={() => setTab("curl")}>
+              curl
+            </button>
+          ) : null}
+        </div>
+        <pre data-testid="example-request">{example}</pre>
+        <CopyButton text={example} label="Copy example request" />
+      </div>
+    </section>
+  );
+}
