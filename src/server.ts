@@ -104,7 +104,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     validateResponses: config.validateResponses,
     ready: async () => (await sql`select 1 as ok`.execute(storage.db), true),
     handlers: {
-      ...identityHandlers({ grant, users, credentials }),
+      ...identityHandlers({ grant, users, credentials, trustProxy: config.trustProxy }),
       ...fundsHandlers({ limits, caps, policy, effective }),
       ...automationHandlers({ automations, executions, events, intake }),
     },

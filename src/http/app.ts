@@ -56,6 +56,8 @@ async function readRawBody(req: Request, res: Response, limit: number | string):
   }
 }
 
+const peerOf = (req: Request): RequestContext["peer"] => ({ remoteAddress: req.socket.remoteAddress ?? "", forwardedFor: req.get("x-forwarded-for") });
+
 export function createApp(options: AppOptions): Express {
   const { logger, handlers, accessTokens } = options;
   const app = express();
@@ -110,7 +112,7 @@ export function createApp(options: AppOptions): Express {
             remoteAddress: req.socket.remoteAddress ?? "",
             forwardedFor: req.get("x-forwarded-for"),
           },
-          { requestId: res.locals.requestId as string },
+          { requestId: res.locals.requestId as string, peer: peerOf(req) },
         );
         res.status(200).json(body);
       } catch (e) {
@@ -142,7 +144,7 @@ export function createApp(options: AppOptions): Express {
     app[route.method](expressPath(route.path), async (req: Request, res: Response, next: NextFunction) => {
       try {
         const request = { path: req.params, query: req.query, body: req.body } as unknown as OperationRequest<typeof route.operationId>;
-        const ctx: RequestContext = { requestId: res.locals.requestId as string, principal: res.locals.principal };
+        const ctx: RequestContext = { requestId: res.locals.requestId as string, principal: res.locals.principal, peer: peerOf(req) };
         const body = await handler(request as never, ctx);
         res.status(200).json(body);
       } catch (e) {
