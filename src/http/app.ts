@@ -14,6 +14,8 @@ import type { RequestContext } from "./context.js";
 import { errorResponse } from "./error-response.js";
 import { requestId } from "./request-id.js";
 import { expressPath, findRoute } from "./route-table.js";
+import { storableText } from "./storable-text.js";
+import { requireUtf8 } from "./strict-utf8.js";
 
 export interface AppOptions {
   logger: Logger;
@@ -121,8 +123,9 @@ export function createApp(options: AppOptions): Express {
     });
   }
 
-  app.use(express.json({ limit: JSON_LIMIT, type: ["application/json", "application/*+json"] }));
-  app.use(express.urlencoded({ extended: false, limit: FORM_LIMIT, parameterLimit: 20 }));
+  app.use(express.json({ limit: JSON_LIMIT, type: ["application/json", "application/*+json"], verify: requireUtf8 }));
+  app.use(express.urlencoded({ extended: false, limit: FORM_LIMIT, parameterLimit: 20, verify: requireUtf8 }));
+  app.use(storableText);
   app.use(
     OpenApiValidator.middleware({
       apiSpec: options.contractPath,
