@@ -130,7 +130,7 @@ function brokenRequest(op: Operation): fc.Arbitrary<Request> {
   const queryNames = params.filter((p) => p.in === "query").map((p) => p.name);
   ways.push(fc.tuple(valid, fc.constantFrom(...queryNames, "zz_unknown", "page_size"), fc.constantFrom(...BAD_QUERY_VALUES), fc.boolean()).map(([r, name, bad, twice]) => ({
     ...r,
-    query: [...r.query, [name, bad] as [string, string], ...(twice ? [[name, bad] as [string, string]] : [])],
+    query: [...r.query, [name, `\u0000${bad}`] as [string, string], ...(twice ? [[name, `\u0000${bad}`] as [string, string]] : [])],
   })).filter((r) => queryNames.length === 0 || r.query.length > 0));
   if (op.operationId === RECEIVE) {
     ways.push(fc.tuple(valid, fc.constantFrom("Webhook-Timestamp", "Webhook-Event-Id", "Webhook-Signature"), fc.constantFrom("", "abc", "1e400", "9223372036854775808", "-1", "00000000-0000-0000-0000-000000000000", "x".repeat(5000))).map(([r, name, bad]) => ({ ...r, headers: { [name]: bad } })));
@@ -154,11 +154,14 @@ function serialize(op: Operation, body: unknown): string {
 /** Percent-encodes the UTF-8 bytes of `text` (a lone surrogate becomes U+FFFD, as any client sends it). */
 const percentEncoded = (text: string) => [...Buffer.from(text, "utf8")].map((b) => (/[A-Za-z0-9._~-]/.test(String.fromCharCode(b)) ? String.fromCharCode(b) : `%${b.toString(16).padStart(2, "0").toUpperCase()}`)).join("");
 
-/** Puts `request` on the wire: a path segment starting with NUL is sent raw (it is a broken one). */
+/** A broken parameter value is marked by a leading NUL: it goes on the wire as written (`%ff` stays `%ff`). */
+const raw = (value: string): string | undefined => (value.startsWith("\u0000") ? value.slice(1) : undefined);
+
+/** Puts `request` on the wire, parameters percent-encoded unless marked raw. */
 async function send(op: Operation, request: Request): Promise<RawAnswer> {
-  const segment = (value: string) => (value.startsWith("\u0000") ? value.slice(1) : percentEncoded(value));
+  const segment = (value: string) => raw(value) ?? percentEncoded(value);
   const path = op.path.replace(/\{([^}]+)\}/g, (_, name: string) => segment(request.path[name] ?? ""));
-  const query = request.query.map(([k, v]) => `${percentEncoded(k)}=${v.startsWith("%") ? v : percentEncoded(v)}`).join("&");
+  const query = request.query.map(([k, v]) => `${percentEncoded(k)}=${raw(v) ?? percentEncoded(v)}`).join("&");
   const mediaType = bodyMediaType(op);
   const body = request.body instanceof Buffer ? request.body : mediaType ? Buffer.from(serialize(op, request.body), "utf8") : undefined;
   const headers: Record<string, string> = {};

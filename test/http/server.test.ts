@@ -75,6 +75,14 @@ describe("the one error body", () => {
     expectStatusBody(await call("GET", "/api/v1/users?page_token=a%00b"), 400, "INVALID_ARGUMENT");
   });
 
+  it("a path parameter that is not percent-encoded UTF-8 is 400, on the validated routes and the raw intake alike", async () => {
+    for (const path of ["/api/v1/webhooks/incoming/%ff", "/api/v1/webhooks/incoming/a%c0%af", "/api/v1/users/%ff", "/api/v1/funds/my/app-limits/%e2%82"]) {
+      const r = await call(path.includes("webhooks") ? "POST" : "GET", path, { body: path.includes("webhooks") ? "{}" : undefined, headers: { "Content-Type": "application/json" } });
+      expect(r.status, `${path}: ${r.text}`).toBe(400);
+      expect(schemaErrors("Status", r.body)).toEqual([]);
+    }
+  });
+
   it("a JSON body in a charset other than UTF-8 is 415", async () => {
     const r = await call("POST", "/api/v1/users", { body: "{}", headers: { "Content-Type": "application/json; charset=latin1" } });
     expectStatusBody(r, 415, "UNSUPPORTED_MEDIA_TYPE");
