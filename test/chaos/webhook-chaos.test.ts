@@ -58,8 +58,10 @@ class Cluster {
 
   async restart(i: number): Promise<void> {
     this.servers[i] = await serve({
-      command: join(root, "node_modules/.bin/tsx"),
-      args: [join(root, "src/main.ts")],
+      // Node itself with tsx as a loader, not the tsx command: that one is a parent process, and a
+      // SIGKILL to it would leave the real server running.
+      command: process.execPath,
+      args: ["--import", "tsx", join(root, "src/main.ts")],
       url: this.url(i),
       probePath: "/readyz",
       env: { ...this.env, PORT: String(this.ports[i]) },
