@@ -3,8 +3,11 @@ import { defineConfig } from "vitest/config";
 export default defineConfig({
   test: {
     include: ["test/**/*.test.ts"],
-    // Builds the console and makes sure Chromium is there, once per run (test/e2e drives them).
-    globalSetup: ["test/support/global-setup.ts"],
+    // Builds the console and makes sure Chromium is there, once per run (test/e2e drives them);
+    // writes the reliability suites' counts into RELIABILITY.md at the end of the run.
+    globalSetup: ["test/support/global-setup.ts", "test/support/reliability-report.ts"],
+    // The chaos suite kills and restarts server processes for minutes: `npm run test:chaos`.
+    exclude: ["test/chaos/**", "node_modules/**"],
     testTimeout: 30_000,
     hookTimeout: 60_000,
     // Servers and mocks run as real processes on ephemeral ports; two cores, so two files at a time.

@@ -34,12 +34,15 @@ import { loadSecretsKey } from "./storage/secrets-key.js";
 import { WebhookEvents } from "./webhooks/events.js";
 import { WebhookIntake } from "./webhooks/intake.js";
 import { JwksCache } from "./webhooks/jwks-cache.js";
+import type { FetchJwksOptions } from "./webhooks/jwks-fetch.js";
 import { sharedKey } from "./storage/settings.js";
 
 export interface ServerOptions {
   config: Config;
   clock?: Clock;
   logger?: Logger;
+  /** How JWKS are fetched, beyond the configuration (tests: a DNS resolver, a CA, a stand-in public host). */
+  jwksFetch?: Omit<FetchJwksOptions, "allowInsecure">;
 }
 
 export interface RunningServer {
@@ -90,7 +93,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     automations,
     events,
     executions,
-    jwks: new JwksCache({ clock, fetchOptions: { allowInsecure: config.jwksAllowInsecure } }),
+    jwks: new JwksCache({ clock, fetchOptions: { ...options.jwksFetch, allowInsecure: config.jwksAllowInsecure } }),
     baseUrl: config.baseUrl,
     trustProxy: config.trustProxy,
     onEnqueued: () => worker.notify(),
@@ -105,7 +108,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     validateResponses: config.validateResponses,
     ready: async () => (await sql`select 1 as ok`.execute(storage.db), true),
     handlers: {
-      ...identityHandlers({ grant, users, credentials }),
+      ...identityHandlers({ grant, users, credentials, trustProxy: config.trustProxy }),
       ...fundsHandlers({ limits, caps, policy, effective }),
       ...automationHandlers({ automations, executions, events, intake }),
     },

@@ -16,6 +16,8 @@ import { errorResponse } from "./error-response.js";
 import { requestId } from "./request-id.js";
 import { cacheValidatorRouteMatchers } from "./route-matcher-cache.js";
 import { expressPath, findRoute } from "./route-table.js";
+import { storableText } from "./storable-text.js";
+import { requireUtf8 } from "./strict-utf8.js";
 
 export interface AppOptions {
   logger: Logger;
@@ -59,6 +61,8 @@ async function readRawBody(req: Request, res: Response, limit: number | string):
     throw e;
   }
 }
+
+const peerOf = (req: Request): RequestContext["peer"] => ({ remoteAddress: req.socket.remoteAddress ?? "", forwardedFor: req.get("x-forwarded-for") });
 
 export function createApp(options: AppOptions): Express {
   const { logger, handlers, accessTokens } = options;
@@ -115,7 +119,7 @@ export function createApp(options: AppOptions): Express {
             remoteAddress: req.socket.remoteAddress ?? "",
             forwardedFor: req.get("x-forwarded-for"),
           },
-          { requestId: res.locals.requestId as string },
+          { requestId: res.locals.requestId as string, peer: peerOf(req) },
         );
         res.status(200).json(body);
       } catch (e) {
@@ -125,8 +129,9 @@ export function createApp(options: AppOptions): Express {
   }
 
   cacheValidatorRouteMatchers();
-  app.use(express.json({ limit: JSON_LIMIT, type: ["application/json", "application/*+json"] }));
-  app.use(express.urlencoded({ extended: false, limit: FORM_LIMIT, parameterLimit: 20 }));
+  app.use(express.json({ limit: JSON_LIMIT, type: ["application/json", "application/*+json"], verify: requireUtf8 }));
+  app.use(express.urlencoded({ extended: false, limit: FORM_LIMIT, parameterLimit: 20, verify: requireUtf8 }));
+  app.use(storableText);
   app.use(
     OpenApiValidator.middleware({
       apiSpec: options.contractPath,
@@ -148,7 +153,7 @@ export function createApp(options: AppOptions): Express {
     app[route.method](expressPath(route.path), async (req: Request, res: Response, next: NextFunction) => {
       try {
         const request = { path: req.params, query: req.query, body: req.body } as unknown as OperationRequest<typeof route.operationId>;
-        const ctx: RequestContext = { requestId: res.locals.requestId as string, principal: res.locals.principal };
+        const ctx: RequestContext = { requestId: res.locals.requestId as string, principal: res.locals.principal, peer: peerOf(req) };
         const body = await handler(request as never, ctx);
         res.status(200).json(body);
       } catch (e) {

@@ -6,6 +6,8 @@ export interface RequestContext {
   requestId: string;
   /** The authenticated caller; absent only on the operations that take no access token. */
   principal?: Principal;
+  /** The socket's peer and the X-Forwarded-For header, for what is keyed by the caller's address. */
+  peer: { remoteAddress: string; forwardedFor: string | undefined };
 }
 
 /** The caller of a secured operation (the HTTP layer has already authenticated it). */

@@ -36,6 +36,10 @@ function validatorError(status: number, issues: ValidatorIssue[], fallback: stri
 
 export function toApiError(error: unknown): { error: ApiError; internal: boolean } {
   if (error instanceof ApiError) return { error, internal: false };
+  // The router's percent-decoding of a path parameter (`%ff`): its message would echo the value.
+  if (error instanceof URIError && (error as URIError & { status?: number }).status === 400) {
+    return { error: new ApiError(400, GrpcCode.INVALID_ARGUMENT, "MALFORMED_PATH", "a path parameter is not valid percent-encoded UTF-8"), internal: false };
+  }
   if (isObject(error)) {
     // body-parser (express.json / express.urlencoded)
     if (error.type === "entity.too.large") return { error: validatorError(413, [], ""), internal: false };

@@ -1,5 +1,6 @@
 // The OAuth 2.0 client-credentials grant (RFC 6749 4.4) with client_secret_post. Unknown client,
-// wrong secret and revoked credential answer the same invalid_client, in comparable time.
+// wrong secret and revoked credential answer the same invalid_client, in comparable time, and are
+// throttled per client id and source address.
 import { invalidArgument, tooManyRequests, unauthenticated } from "../core/errors.js";
 import type { AccessTokens } from "./access-tokens.js";
 import type { Credentials } from "./credentials.js";
@@ -26,21 +27,22 @@ export class ClientCredentialsGrant {
     private readonly throttle: FailureThrottle,
   ) {}
 
-  async exchange(request: TokenRequest): Promise<TokenAnswer> {
+  /** `source` is the caller's address (behind trusted proxies, the client's). */
+  async exchange(request: TokenRequest, source: string): Promise<TokenAnswer> {
     if (request.grant_type !== "client_credentials") {
       throw invalidArgument("UNSUPPORTED_GRANT_TYPE", "only the client_credentials grant is supported");
     }
     if (request.scope) throw invalidArgument("INVALID_SCOPE", "no scopes are defined; omit scope");
-    const wait = this.throttle.retryAfterSeconds(request.client_id);
+    const key = JSON.stringify([request.client_id, source]);
+    const wait = this.throttle.admit(key);
     if (wait > 0) throw tooManyRequests("TOO_MANY_FAILED_ATTEMPTS", "too many failed attempts for this client; retry later", wait);
 
     const row = await this.credentials.findByClientId(request.client_id);
     const valid = await verifySecret(request.client_secret, row?.secret_hash ?? (await DECOY_HASH_PROMISE));
     if (!row || !valid || row.revoked_at !== null) {
-      this.throttle.recordFailure(request.client_id);
       throw unauthenticated("INVALID_CLIENT", "client authentication failed");
     }
-    this.throttle.clear(request.client_id);
+    this.throttle.clear(key);
     await this.credentials.markUsed(row.id);
     const { token, expiresIn } = await this.tokens.issue(row.user_id, row.id);
     return { access_token: token, token_type: "Bearer", expires_in: expiresIn };

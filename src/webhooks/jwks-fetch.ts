@@ -11,6 +11,7 @@ import { lookup as dnsLookup } from "node:dns/promises";
 import http from "node:http";
 import https from "node:https";
 import type { LookupFunction } from "node:net";
+import tls from "node:tls";
 import { invalidField } from "../core/errors.js";
 import { isOutboundAddressAllowed, parseAddress, type OutboundAddressPolicy } from "./outbound-address.js";
 
@@ -56,6 +57,8 @@ export interface FetchJwksOptions extends OutboundAddressPolicy {
   maxBytes?: number;
   /** Host name resolution; defaults to dns.lookup. Tests inject a resolver to simulate DNS answers. */
   resolve?: HostResolver;
+  /** Certificate authorities trusted for the JWKS host besides the system's (a private CA; tests, a self-signed certificate). */
+  ca?: string | Buffer;
 }
 
 export const JWKS_FETCH_DEFAULTS = { timeoutMs: 3_000, connectTimeoutMs: 2_000, maxBytes: 64 * 1024 } as const;
@@ -135,8 +138,13 @@ function positive(name: string, value: number): number {
   return value;
 }
 
+const addressPolicy = (options: FetchJwksOptions): OutboundAddressPolicy => ({
+  allowInsecure: options.allowInsecure === true,
+  ...(options.exemptAddresses ? { exemptAddresses: options.exemptAddresses } : {}),
+});
+
 function download(url: URL, options: FetchJwksOptions): Promise<Buffer> {
-  const policy: OutboundAddressPolicy = { allowInsecure: options.allowInsecure === true };
+  const policy = addressPolicy(options);
   const timeoutMs = positive("timeoutMs", options.timeoutMs ?? JWKS_FETCH_DEFAULTS.timeoutMs);
   const connectTimeoutMs = positive("connectTimeoutMs", options.connectTimeoutMs ?? JWKS_FETCH_DEFAULTS.connectTimeoutMs);
   const maxBytes = positive("maxBytes", options.maxBytes ?? JWKS_FETCH_DEFAULTS.maxBytes);
@@ -151,6 +159,7 @@ function download(url: URL, options: FetchJwksOptions): Promise<Buffer> {
     };
     const request = client.request(url, {
       method: "GET",
+      ...(options.ca === undefined ? {} : { ca: [...tls.rootCertificates, options.ca.toString()] }),
       agent: false, // a fresh connection, checked at connect; never a pooled one
       lookup: guardedLookup(options.resolve ?? defaultResolve, policy),
       headers: { accept: "application/jwk-set+json, application/json", "accept-encoding": "identity", "user-agent": USER_AGENT },
@@ -231,6 +240,6 @@ export function parseJwksDocument(body: Uint8Array): JwksDocument {
 
 /** Fetches and checks the JWKS at `url`; every failure is a JwksFetchError. */
 export async function fetchJwks(url: string, options: FetchJwksOptions = {}): Promise<JwksDocument> {
-  const target = parseJwksUrl(url, { allowInsecure: options.allowInsecure === true });
+  const target = parseJwksUrl(url, addressPolicy(options));
   return parseJwksDocument(await download(target, options));
 }

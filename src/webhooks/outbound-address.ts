@@ -6,6 +6,12 @@ import ipaddr from "ipaddr.js";
 export interface OutboundAddressPolicy {
   /** Also allow loopback and private addresses (RFC 1918, fc00::/7): development and tests only. */
   allowInsecure?: boolean;
+  /**
+   * These exact addresses are allowed whatever their range. Set in code only (no configuration
+   * reaches it): tests let one local server stand in for a public JWKS host while every other
+   * local address stays refused.
+   */
+  exemptAddresses?: readonly string[];
 }
 
 // Cloud metadata and platform endpoints, refused even with allowInsecure. Most are already outside
@@ -52,11 +58,17 @@ export function parseAddress(text: string): ipaddr.IPv4 | ipaddr.IPv6 | undefine
   return ipaddr.IPv6.isValid(bare) ? ipaddr.IPv6.parse(bare) : undefined;
 }
 
+function sameAddress(text: string, ip: ipaddr.IPv4 | ipaddr.IPv6): boolean {
+  const other = parseAddress(text);
+  return other !== undefined && unmapped(other).toNormalizedString() === ip.toNormalizedString();
+}
+
 /** Whether the server may open a connection to `address` (an IP literal). */
 export function isOutboundAddressAllowed(address: string, policy: OutboundAddressPolicy = {}): boolean {
   const parsed = parseAddress(address);
   if (!parsed) return false;
   const ip = unmapped(parsed);
+  if (policy.exemptAddresses?.some((a) => sameAddress(a, ip))) return true;
   if (METADATA_ADDRESSES.has(ip.toNormalizedString())) return false;
   const range = ip.range();
   if (ip instanceof ipaddr.IPv4) {

@@ -52,6 +52,42 @@ describe("the one error body", () => {
     expect(r.text).not.toMatch(/at .*\.(js|ts):\d+/);
   });
 
+  it("a body that is not UTF-8 is 400 and stores nothing (no U+FFFD in its place)", async () => {
+    const email = `utf8-${Date.now()}@example.com`;
+    const bytes = Buffer.concat([Buffer.from('{"displayName":"caf'), Buffer.from([0xe9]), Buffer.from(`","email":"${email}","roles":["ROLE_USER"]}`)]);
+    expectStatusBody(await call("POST", "/api/v1/users", { body: bytes, headers: { "Content-Type": "application/json" } }), 400, "MALFORMED_BODY");
+    const users = await call("GET", "/api/v1/users?page_size=100");
+    expect(users.text).not.toContain(email);
+    const form = Buffer.concat([Buffer.from("grant_type=client_credentials&client_id=x&client_secret=caf"), Buffer.from([0xe9])]);
+    const token = await call("POST", "/auth/v1/token", { body: form, headers: { "Content-Type": "application/x-www-form-urlencoded", Authorization: "" } });
+    expect(token.status).toBe(400);
+  });
+
+  it("text no database stores as sent (a NUL, an unpaired surrogate) is 400 naming the field, in the body or the query", async () => {
+    for (const displayName of ["nul\u0000here", "half \ud800 a pair", "\udc00"]) {
+      const body = JSON.stringify({ displayName, email: `t-${Date.now()}@example.com`, roles: ["ROLE_USER"] });
+      const r = await call("POST", "/api/v1/users", { body, headers: { "Content-Type": "application/json" } });
+      expectStatusBody(r, 400, "INVALID_ARGUMENT");
+      expect(r.body?.message).toMatch(/^body\.displayName: /);
+    }
+    const token = await call("POST", "/auth/v1/token", { body: "grant_type=client_credentials&client_id=a%00b&client_secret=x", headers: { "Content-Type": "application/x-www-form-urlencoded", Authorization: "" } });
+    expect(token.status).toBe(400);
+    expectStatusBody(await call("GET", "/api/v1/users?page_token=a%00b"), 400, "INVALID_ARGUMENT");
+  });
+
+  it("a path parameter that is not percent-encoded UTF-8 is 400, on the validated routes and the raw intake alike", async () => {
+    for (const path of ["/api/v1/webhooks/incoming/%ff", "/api/v1/webhooks/incoming/a%c0%af", "/api/v1/users/%ff", "/api/v1/funds/my/app-limits/%e2%82"]) {
+      const r = await call(path.includes("webhooks") ? "POST" : "GET", path, { body: path.includes("webhooks") ? "{}" : undefined, headers: { "Content-Type": "application/json" } });
+      expect(r.status, `${path}: ${r.text}`).toBe(400);
+      expect(schemaErrors("Status", r.body)).toEqual([]);
+    }
+  });
+
+  it("a JSON body in a charset other than UTF-8 is 415", async () => {
+    const r = await call("POST", "/api/v1/users", { body: "{}", headers: { "Content-Type": "application/json; charset=latin1" } });
+    expectStatusBody(r, 415, "UNSUPPORTED_MEDIA_TYPE");
+  });
+
   it("a body over the limit is 413", async () => {
     const big = JSON.stringify({ displayName: "x".repeat(300 * 1024), email: "a@example.com", roles: ["ROLE_USER"] });
     expectStatusBody(await call("POST", "/api/v1/users", { body: big, headers: { "Content-Type": "application/json" } }), 413, "PAYLOAD_TOO_LARGE");

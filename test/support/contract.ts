@@ -56,3 +56,14 @@ export function schemaErrors(name: string, value: unknown): string[] {
   if (!validate) return [`no schema ${name}`];
   return validate(value) ? [] : (validate.errors ?? []).map((e) => `${e.instancePath || "/"} ${e.message}`);
 }
+
+/** Errors of `body` against the request body schema of `operationId` (JSON or form); [] when valid. */
+export function requestBodyErrors(operationId: string, body: unknown): string[] {
+  const operation = operations.find((o) => o.operationId === operationId);
+  const content = operation?.op.requestBody?.content as Record<string, unknown> | undefined;
+  const mediaType = content && Object.keys(content)[0];
+  if (!operation || !mediaType) return [`${operationId} takes no body`];
+  const validate = ajv.getSchema(pointer("paths", operation.path, operation.method, "requestBody", "content", mediaType, "schema"));
+  if (!validate) return [`no request schema for ${operationId}`];
+  return validate(body) ? [] : (validate.errors ?? []).map((e) => `${e.instancePath || "/"} ${e.message}`);
+}

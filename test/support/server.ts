@@ -10,7 +10,7 @@ import { loadConfig } from "../../src/config.js";
 import { ManualClock } from "../../src/core/clock.js";
 import { createLogger } from "../../src/core/logger.js";
 import { createApiClient, unwrap, type ApiClient } from "../../src/client/index.js";
-import { startServer, type RunningServer } from "../../src/server.js";
+import { startServer, type RunningServer, type ServerOptions } from "../../src/server.js";
 import { operations, responseErrors } from "./contract.js";
 import { createTestDatabase } from "./database.js";
 import { freePort } from "./process.js";
@@ -45,7 +45,7 @@ const contractCheck: Middleware = {
 
 let counter = 0;
 
-export async function startTestServer(env: Record<string, string> = {}, logs?: NodeJS.WritableStream): Promise<TestServer> {
+export async function startTestServer(env: Record<string, string> = {}, logs?: NodeJS.WritableStream, options: Pick<ServerOptions, "jwksFetch"> = {}): Promise<TestServer> {
   const dir = mkdtempSync(join(tmpdir(), "tenant-api-"));
   const clock = new ManualClock(Date.parse("2026-11-20T09:00:00Z"));
   const port = await freePort();
@@ -64,7 +64,7 @@ export async function startTestServer(env: Record<string, string> = {}, logs?: N
     VALIDATE_RESPONSES: "1",
     ...env,
   });
-  const server = await startServer({ config, clock, logger: logs ? createLogger("info", logs) : createLogger("silent") });
+  const server = await startServer({ config, clock, logger: logs ? createLogger("info", logs) : createLogger("silent"), ...options });
   const make = (credentials?: { clientId: string; clientSecret: string }) => {
     const c = createApiClient({ baseUrl: server.url, ...(credentials ? { credentials } : {}) });
     c.use(contractCheck);

@@ -78,6 +78,13 @@ describe("isOutboundAddressAllowed", () => {
     expect(isOutboundAddressAllowed(address)).toBe(true);
   });
 
+  it("exemptAddresses allows exactly the addresses it names (in any notation), and no other", () => {
+    const policy = { exemptAddresses: ["127.0.0.2"] };
+    expect(isOutboundAddressAllowed("127.0.0.2", policy)).toBe(true);
+    expect(isOutboundAddressAllowed("::ffff:127.0.0.2", policy)).toBe(true);
+    for (const other of ["127.0.0.1", "127.0.0.3", "10.0.0.1", "169.254.169.254", "::1"]) expect(isOutboundAddressAllowed(other, policy)).toBe(false);
+  });
+
   it("allowInsecure allows loopback and private addresses, never metadata, link-local, multicast or unspecified", () => {
     const insecure = { allowInsecure: true };
     for (const a of ["127.0.0.1", "::1", "10.1.2.3", "192.168.0.10", "172.20.0.2", "fd12:3456::1", "::ffff:127.0.0.1"]) {

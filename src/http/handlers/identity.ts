@@ -3,15 +3,16 @@ import type { ServiceHandlers } from "../../../generated/server.js";
 import type { ClientCredentialsGrant } from "../../identity/client-credentials-grant.js";
 import type { Credentials } from "../../identity/credentials.js";
 import type { Users } from "../../identity/users.js";
+import { clientAddress } from "../../webhooks/source-ip.js";
 import type { RequestContext } from "../context.js";
 
 type IdentityHandlers = Pick<ServiceHandlers<RequestContext>, "TokenService" | "UserService" | "CredentialService">;
 
-export function identityHandlers(deps: { grant: ClientCredentialsGrant; users: Users; credentials: Credentials }): IdentityHandlers {
-  const { grant, users, credentials } = deps;
+export function identityHandlers(deps: { grant: ClientCredentialsGrant; users: Users; credentials: Credentials; trustProxy: readonly string[] }): IdentityHandlers {
+  const { grant, users, credentials, trustProxy } = deps;
   return {
     TokenService: {
-      CreateToken: async ({ body }) => grant.exchange(body),
+      CreateToken: async ({ body }, { peer }) => grant.exchange(body, clientAddress(peer.remoteAddress, peer.forwardedFor, trustProxy) ?? ""),
     },
     UserService: {
       Create: async ({ body }) => ({ user: await users.create(body) }),
