@@ -203,6 +203,9 @@ export async function runDatabase(dialect: Dialect, settings: BenchSettings, dri
       log(`${dialect}: seeding ${(settings.seedUsers * settings.appsPerUser).toLocaleString("en-US")} subject-app rows...`);
       seed = await seedSubjectAppLimits(db, { users: settings.seedUsers, appsPerUser: settings.appsPerUser, template });
       log(`${dialect}: seeded ${seed.rows.toLocaleString("en-US")} rows in ${Math.round(seed.ms)} ms${seed.analyzeMs > 1 ? ` (+ ANALYZE ${Math.round(seed.analyzeMs)} ms)` : ""}`);
+      // The seeding kept this process's event loop busy (SQLite is synchronous) for longer than the
+      // server keeps an idle connection: let the HTTP client see that its pooled one was closed.
+      await new Promise((resolve) => setTimeout(resolve, 50));
       const search = "/api/v1/funds/subject-app-limits/search";
       let token = "";
       const walkStarted = performance.now();
