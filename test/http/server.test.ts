@@ -75,6 +75,13 @@ describe("the one error body", () => {
     expectStatusBody(await call("GET", "/api/v1/users?page_token=a%00b"), 400, "INVALID_ARGUMENT");
   });
 
+  it("a number past the range of a double is 400 naming the field, even in a free-form value", async () => {
+    const body = '{"automationSteps":[],"samplePayload":{"amount":-1e400}}';
+    const r = await call("POST", "/api/v1/automation-steps/check", { body, headers: { "Content-Type": "application/json" } });
+    expectStatusBody(r, 400, "INVALID_ARGUMENT");
+    expect(r.body?.message).toMatch(/^body\.samplePayload\.amount: .*range of a double/);
+  });
+
   it("a path parameter that is not percent-encoded UTF-8 is 400, on the validated routes and the raw intake alike", async () => {
     for (const path of ["/api/v1/webhooks/incoming/%ff", "/api/v1/webhooks/incoming/a%c0%af", "/api/v1/users/%ff", "/api/v1/funds/my/app-limits/%e2%82"]) {
       const r = await call(path.includes("webhooks") ? "POST" : "GET", path, { body: path.includes("webhooks") ? "{}" : undefined, headers: { "Content-Type": "application/json" } });
