@@ -1,12 +1,13 @@
 #!/usr/bin/env -S npx tsx
 // Signs and sends one event to a webhook listener, and prints what was sent and the answer.
 //
-//   npx tsx scripts/send-webhook.ts --url <listener url> --secret <webhook secret> --body '{"event":"card.lost"}'
+//   npx tsx scripts/send-webhook.ts --url <listener url> --secret=<webhook secret> --body '{"event":"card.lost"}'
 //   npx tsx scripts/send-webhook.ts --url <listener url> --jwk-file key.jwk.json --kid k1 --alg ES256 \
 //       --base-url https://tenant.example.com --body-file event.json
 //
 // Options: --event-id <uuid v4> (default: new), --timestamp <unix seconds> (default: now),
 // --pem-file (PKCS#8 private key instead of --jwk-file). Exit code 0 on a 2xx answer, 1 otherwise.
+// The secret goes with `=`: base64url, it may begin with `-`, which a separate argument would not allow.
 import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import type { JWK } from "jose";

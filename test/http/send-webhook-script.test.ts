@@ -21,15 +21,23 @@ describe("scripts/send-webhook.ts", () => {
     );
     const url = automation.triggers![0]!.webhook.url!;
     const eventId = "0b7c5a1e-3f2d-4c6b-9a8e-1d2f3a4b5c6d";
-    const first = await run(["--url", url, "--secret", webhookSecret!, "--body", '{"event":"card.lost"}', "--event-id", eventId]);
+    const first = await run(["--url", url, `--secret=${webhookSecret!}`, "--body", '{"event":"card.lost"}', "--event-id", eventId]);
     expect(first.out).toContain(`POST ${url}`);
     expect(first.out).toContain("Webhook-Signature:");
     expect(first.out).toContain("=> 200");
     expect(first.out).not.toContain(webhookSecret!);
     expect(first.code).toBe(0);
-    const again = await run(["--url", url, "--secret", webhookSecret!, "--body", '{"event":"card.lost"}', "--event-id", eventId]);
+    const again = await run(["--url", url, `--secret=${webhookSecret!}`, "--body", '{"event":"card.lost"}', "--event-id", eventId]);
     expect(again.out).toContain("=> 409");
     expect(again.code).toBe(1);
+  }, 60_000);
+
+  it("takes a secret that begins with a dash as the secret, as the README passes it", async () => {
+    const { automation } = unwrap(await ts.admin.POST("/api/v1/automations", { body: { automation: { displayName: "dash", isDraft: false, enabled: true, triggers: [{ webhook: { hmac: {} } }] } } }));
+    const r = await run(["--url", automation.triggers![0]!.webhook.url!, "--secret=-not-the-secret", "--body", "{}"]);
+    expect(r.out).toContain("=> 401");
+    expect(r.out).toContain("INVALID_SIGNATURE");
+    expect(r.code).toBe(1);
   }, 60_000);
 
   it("refuses to run without a way to authenticate (exit 2)", async () => {
