@@ -154,6 +154,14 @@ describe("the report", () => {
     expect(md).toMatch(/\| deep page no slower than 1\.2× the first page\s+\|\s+1\.25× \| \*\*no\*\* \|/);
   });
 
+  it("says, when validation costs more than 15%, that production does not validate responses", () => {
+    const withValidation = (on: number): Report => ({ ...report, sections: [{ ...report.sections[0]!, scenarios: [measured("validation-off", 1000), measured("validation-on", on)] }] });
+    const policy = "responses are validated only in development and tests (NODE_ENV=production turns it off)";
+    expect(renderMarkdown(withValidation(800))).toContain(`costs 20.0% of throughput. Above the 15% target: ${policy}`);
+    expect(renderMarkdown(withValidation(800))).toMatch(/\| response validation costs ≤ 15% of throughput\s+\|\s+20\.0% \| \*\*no\*\* \|/);
+    expect(renderMarkdown(withValidation(900))).not.toContain(policy);
+  });
+
   it("keeps the hand-written notes of the previous file", () => {
     expect(withKeptNotes("# New\n", undefined)).toBe(`# New\n\n${NOTES_MARKER}\n`);
     const previous = `# Old figures\n\n${NOTES_MARKER}\n\n## Profiles\nbefore/after\n`;
