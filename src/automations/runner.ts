@@ -7,6 +7,7 @@ import type { Logger } from "../core/logger.js";
 import type { SubjectAppLimits } from "../funds/subject-app-limits.js";
 import type { Storage } from "../storage/connect.js";
 import type { AutomationExecutionsTable } from "../storage/schema.js";
+import { prepared } from "../storage/prepared.js";
 import { writeStatement, writeTransaction, type Db } from "../storage/transactions.js";
 import { checkComputedId, type AutomationStep } from "./automation-input.js";
 import { CelEvaluationError, checkExpression, evaluateBoolean, evaluateJson, evaluateString, evaluateTimestamp, type CelContext, type CompiledExpression, type ExpectedResult } from "./cel.js";
@@ -97,16 +98,18 @@ export class ExecutionRunner {
   }
 
   private async save(db: Db, id: string, results: StepResult[], state?: string): Promise<void> {
-    await db
-      .updateTable("automation_executions")
-      .set({
-        step_results: JSON.stringify(results),
-        ...(state ? { state, completed_at: new Date(this.deps.clock.now()).toISOString(), lease_until: null } : {}),
-      })
-      .where("id", "=", id)
-      .execute();
+    const stepResults = JSON.stringify(results);
+    if (state) await saveFinal.execute(db, { id, stepResults, state, completedAt: new Date(this.deps.clock.now()).toISOString() });
+    else await saveProgress.execute(db, { id, stepResults });
   }
 }
+
+const saveProgress = prepared((db, v: { id: string; stepResults: string }) => db.updateTable("automation_executions").set({ step_results: v.stepResults }).where("id", "=", v.id));
+
+/** The last results with the final state: the run's lease ends with it. */
+const saveFinal = prepared((db, v: { id: string; stepResults: string; state: string; completedAt: string }) =>
+  db.updateTable("automation_executions").set({ step_results: v.stepResults, state: v.state, completed_at: v.completedAt, lease_until: null }).where("id", "=", v.id),
+);
 
 function outputsBefore(steps: readonly AutomationStep[], results: readonly StepResult[], index: number): Record<string, unknown> {
   const outputs: Record<string, unknown> = {};

@@ -5,6 +5,7 @@ import type { Clock } from "../core/clock.js";
 import { pageSize, type Page, type PageTokens } from "../core/pagination.js";
 import type { Storage } from "../storage/connect.js";
 import type { WebhookEventsTable } from "../storage/schema.js";
+import { prepared } from "../storage/prepared.js";
 import type { Db } from "../storage/transactions.js";
 
 export type WebhookEvent = components["schemas"]["WebhookEvent"];
@@ -21,6 +22,37 @@ export const toWebhookEvent = (row: WebhookEventsTable): WebhookEvent => ({
   notRunReason: row.not_run_reason,
   automationExecutionId: row.execution_id,
 });
+
+/** Inserted, or replacing a record past retention (received at or before `retained`); a live record is left alone. */
+const claimStatement = prepared((db, v: WebhookEventsTable & { retained: string }) =>
+  db
+    .insertInto("webhook_events")
+    .values({
+      listener_id: v.listener_id,
+      event_id: v.event_id,
+      automation_id: v.automation_id,
+      received_at: v.received_at,
+      outcome: v.outcome,
+      not_run_reason: v.not_run_reason,
+      execution_id: v.execution_id,
+    })
+    .onConflict((oc) =>
+      oc
+        .columns(["listener_id", "event_id"])
+        .doUpdateSet((eb) => ({
+          automation_id: eb.ref("excluded.automation_id"),
+          received_at: eb.ref("excluded.received_at"),
+          outcome: eb.ref("excluded.outcome"),
+          not_run_reason: eb.ref("excluded.not_run_reason"),
+          execution_id: eb.ref("excluded.execution_id"),
+        }))
+        .where("webhook_events.received_at", "<=", v.retained),
+    ),
+);
+
+const seenStatement = prepared((db, v: { listenerId: string; eventId: string; since: string }) =>
+  db.selectFrom("webhook_events").select("event_id").where("listener_id", "=", v.listenerId).where("event_id", "=", v.eventId).where("received_at", ">", v.since),
+);
 
 export class WebhookEvents {
   constructor(
@@ -39,26 +71,14 @@ export class WebhookEvents {
    * counts, so the same id is accepted again.
    */
   async claim(db: Db, row: WebhookEventsTable): Promise<boolean> {
-    const { listener_id: _listener, event_id: _event, ...rest } = row;
-    // One statement: inserted, or replacing a record past retention; a live record is left alone.
-    const claimed = await db
-      .insertInto("webhook_events")
-      .values(row)
-      .onConflict((oc) => oc.columns(["listener_id", "event_id"]).doUpdateSet(rest).where("webhook_events.received_at", "<=", this.retainedSince()))
-      .executeTakeFirst();
-    return Number(claimed.numInsertedOrUpdatedRows ?? 0) === 1;
+    const claimed = await claimStatement.execute(db, { ...row, retained: this.retainedSince() });
+    return Number(claimed.numAffectedRows ?? 0) === 1;
   }
 
   /** Whether `eventId` was seen on the listener within retention: a read that spares duplicates a write. */
   async seen(listenerId: string, eventId: string): Promise<boolean> {
-    const row = await this.storage.db
-      .selectFrom("webhook_events")
-      .select("event_id")
-      .where("listener_id", "=", listenerId)
-      .where("event_id", "=", eventId)
-      .where("received_at", ">", this.retainedSince())
-      .executeTakeFirst();
-    return row !== undefined;
+    const { rows } = await seenStatement.execute(this.storage.db, { listenerId, eventId, since: this.retainedSince() });
+    return rows.length > 0;
   }
 
   /** Removes records past retention; safe to run on every instance at once. */

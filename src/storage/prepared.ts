@@ -1,0 +1,57 @@
+// Queries of the hot paths (the webhook intake, the execution worker), built with Kysely's typed
+// builder once and compiled once per dialect; each run binds its values in the places the compiled
+// SQL has for them. Building and compiling a small query costs more CPU and garbage than SQLite
+// takes to run it (bench/RESULTS.md, third round).
+//
+// The builder receives stand-ins for the values, marked strings that are found again among the
+// compiled parameters; only the first compile sees them, later runs substitute by position. A query
+// must therefore use each value as a plain parameter, not spread into a list.
+import type { Compilable, CompiledQuery, Kysely } from "kysely";
+import type { Database } from "./schema.js";
+
+type Db = Kysely<Database>;
+
+interface Compiled {
+  query: CompiledQuery;
+  /** For each parameter, the binding it takes, or the constant the builder put there. */
+  slots: ReadonlyArray<{ binding: string } | { constant: unknown }>;
+}
+
+const STAND_IN = "\u0000binding:";
+
+const standIns = new Proxy({}, { get: (_target, name) => STAND_IN + String(name) });
+
+export interface Prepared<B extends object, R> {
+  execute(db: Db, values: B): Promise<{ rows: R[]; numAffectedRows: bigint | undefined }>;
+}
+
+/** A query compiled on first use with each dialect, over the values of `B` it reads. */
+export function prepared<B extends object, R>(build: (db: Db, values: B) => Compilable<R>): Prepared<B, R> {
+  // Keyed by the dialect's adapter: shared by a Kysely instance and its transactions, and different
+  // for SQLite and PostgreSQL, whose SQL differs.
+  const byDialect = new WeakMap<object, Compiled>();
+  const compile = (db: Db): Compiled => {
+    const query = build(db, standIns as B).compile();
+    const slots = query.parameters.map((p) => (typeof p === "string" && p.startsWith(STAND_IN) ? { binding: p.slice(STAND_IN.length) } : { constant: p }));
+    return { query, slots };
+  };
+  return {
+    async execute(db, values) {
+      const adapter = db.getExecutor().adapter;
+      let compiled = byDialect.get(adapter);
+      if (!compiled) {
+        compiled = compile(db);
+        byDialect.set(adapter, compiled);
+      }
+      const { query, slots } = compiled;
+      const bound = values as Record<string, unknown>;
+      const parameters = slots.map((s) => {
+        if (!("binding" in s)) return s.constant;
+        if (!(s.binding in bound)) throw new Error(`prepared query: no value for "${s.binding}" in ${query.sql}`);
+        return bound[s.binding];
+      });
+      const result = await db.executeQuery<R>({ ...query, parameters });
+      return { rows: result.rows, numAffectedRows: result.numAffectedRows };
+    },
+  };
+}
