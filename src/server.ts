@@ -80,7 +80,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
 
   const listeners = new Listeners(storage, clock, new SecretBox(loadSecretsKey(config.secretsKey)), config.webhookSecretGraceSeconds);
   const automations = new Automations(storage, clock, listeners, policy, pageTokens, { baseUrl: config.baseUrl, allowInsecureJwks: config.jwksAllowInsecure });
-  const executions = new Executions(storage, clock, pageTokens);
+  const executions = new Executions(storage, pageTokens);
   const events = new WebhookEvents(storage, clock, pageTokens);
   const worker = new Worker(
     { storage, clock, events, logger, runner: new ExecutionRunner({ storage, clock, limits, logger }) },
@@ -96,7 +96,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     jwks: new JwksCache({ clock, fetchOptions: { ...options.jwksFetch, allowInsecure: config.jwksAllowInsecure } }),
     baseUrl: config.baseUrl,
     trustProxy: config.trustProxy,
-    onEnqueued: () => worker.notify(),
+    worker,
   });
 
   const app = createApp({

@@ -1,5 +1,6 @@
 // Automations: their fields, steps and webhook trigger. Saving checks every step (see
 // automation-input.ts) and keeps the trigger's listener in step with the trigger.
+import type { ExpressionBuilder } from "kysely";
 import type { components } from "../../generated/api.js";
 import type { Clock } from "../core/clock.js";
 import { invalidArgument, invalidField, notFound } from "../core/errors.js";
@@ -7,7 +8,7 @@ import { base62 } from "../core/ids.js";
 import { pageSize, type Page, type PageTokens } from "../core/pagination.js";
 import type { FundPolicies } from "../funds/fund-policy.js";
 import type { Storage } from "../storage/connect.js";
-import type { AutomationsTable } from "../storage/schema.js";
+import type { AutomationsTable, Database } from "../storage/schema.js";
 import { writeTransaction, type Db } from "../storage/transactions.js";
 import { checkSteps, checkTrigger, type AutomationStep } from "./automation-input.js";
 import { checkStepsReport, type StepCheckReport } from "./step-check.js";
@@ -27,6 +28,16 @@ type MaskField = (typeof MASK_FIELDS)[number];
 
 const lockKey = (id: string) => `automations:${id}`;
 
+type AutomationRow = AutomationsTable & { last_executed_at: string | null };
+
+/**
+ * When the automation's newest execution was started: read from the executions (one seek in their
+ * index by automation) rather than kept on the automation, whose row every accepted event would
+ * otherwise write, which serialized the intake of one automation on PostgreSQL's row lock.
+ */
+const lastExecutedAt = (eb: ExpressionBuilder<Database, "automations">) =>
+  eb.selectFrom("automation_executions").select((e) => e.fn.max("automation_executions.created_at").as("at")).whereRef("automation_executions.automation_id", "=", "automations.id").as("last_executed_at");
+
 export class Automations {
   constructor(
     private readonly storage: Storage,
@@ -41,7 +52,7 @@ export class Automations {
     return `${this.options.baseUrl}/api/v1/webhooks/incoming/${listenerId}`;
   }
 
-  private view(row: AutomationsTable, listener: Listener | undefined): Automation {
+  private view(row: AutomationRow, listener: Listener | undefined): Automation {
     const triggers: Automation["triggers"] = [];
     if (listener) {
       const common = { allowedSourceCidrs: JSON.parse(listener.allowed_cidrs) as string[], listenerId: listener.id, url: this.listenerUrl(listener.id) };
@@ -62,7 +73,7 @@ export class Automations {
   }
 
   private async load(db: Db, id: string): Promise<Automation> {
-    const row = await db.selectFrom("automations").selectAll().where("id", "=", id).executeTakeFirst();
+    const row = await db.selectFrom("automations").selectAll().select(lastExecutedAt).where("id", "=", id).executeTakeFirst();
     if (!row) throw notFound("AUTOMATION_NOT_FOUND", "no automation with this id", { metadata: { automationId: id } });
     return this.view(row, await this.listeners.forAutomation(db, id));
   }
@@ -89,7 +100,6 @@ export class Automations {
           steps: JSON.stringify(steps),
           created_at: now,
           updated_at: now,
-          last_executed_at: null,
         })
         .execute();
       const webhookSecret = await this.listeners.save(db, id, trigger);
@@ -157,6 +167,7 @@ export class Automations {
       .selectFrom("automations")
       .leftJoin("webhook_listeners", "webhook_listeners.automation_id", "automations.id")
       .selectAll("automations")
+      .select(lastExecutedAt)
       .select(["webhook_listeners.id as l_id", "webhook_listeners.method as l_method", "webhook_listeners.jwks_url as l_jwks", "webhook_listeners.allowed_cidrs as l_cidrs", "webhook_listeners.created_at as l_created"])
       .orderBy("automations.id")
       .limit(limit + 1);

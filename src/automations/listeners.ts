@@ -4,12 +4,28 @@
 import type { Clock } from "../core/clock.js";
 import { base62, newId, secret256 } from "../core/ids.js";
 import type { Storage } from "../storage/connect.js";
+import { prepared } from "../storage/prepared.js";
 import type { WebhookListenersTable } from "../storage/schema.js";
 import type { Db } from "../storage/transactions.js";
 import type { WebhookTriggerConfig } from "./automation-input.js";
 import type { SecretBox } from "./secret-box.js";
 
 export type Listener = WebhookListenersTable;
+
+export type IntakeListener = Listener & { sealedSecrets: string[] };
+
+/** The listener with each secret valid at `now`, newest first (a listener without one: one row, sealed null). */
+const intakeLookup = prepared((db, v: { listenerId: string; now: string }) =>
+  db
+    .selectFrom("webhook_listeners")
+    .leftJoin("webhook_secrets", (join) =>
+      join.onRef("webhook_secrets.listener_id", "=", "webhook_listeners.id").on((eb) => eb.or([eb("webhook_secrets.expires_at", "is", null), eb("webhook_secrets.expires_at", ">", v.now)])),
+    )
+    .selectAll("webhook_listeners")
+    .select("webhook_secrets.sealed")
+    .where("webhook_listeners.id", "=", v.listenerId)
+    .orderBy("webhook_secrets.created_at", "desc"),
+);
 
 export class Listeners {
   constructor(
@@ -67,19 +83,20 @@ export class Listeners {
     return db.selectFrom("webhook_listeners").selectAll().where("automation_id", "=", automationId).executeTakeFirst();
   }
 
-  async find(listenerId: string): Promise<Listener | undefined> {
-    return this.storage.db.selectFrom("webhook_listeners").selectAll().where("id", "=", listenerId).executeTakeFirst();
+  /**
+   * The listener with the sealed secrets a signature may be made with now, current one first, in one
+   * read: the intake's lookup. Secrets are opened only by `openSecrets`, once the request has passed
+   * the checks that come before authentication.
+   */
+  async findForIntake(listenerId: string): Promise<IntakeListener | undefined> {
+    const { rows } = await intakeLookup.execute(this.storage.db, { listenerId, now: this.iso() });
+    const [first] = rows;
+    if (!first) return undefined;
+    const { sealed: _sealed, ...listener } = first;
+    return { ...listener, sealedSecrets: rows.flatMap((r) => (r.sealed === null ? [] : [r.sealed])) };
   }
 
-  /** The secrets a signature may be made with now: the current one first, then any in grace. */
-  async validSecrets(listenerId: string): Promise<string[]> {
-    const rows = await this.storage.db
-      .selectFrom("webhook_secrets")
-      .select(["sealed", "expires_at"])
-      .where("listener_id", "=", listenerId)
-      .where((eb) => eb.or([eb("expires_at", "is", null), eb("expires_at", ">", this.iso())]))
-      .orderBy("created_at", "desc")
-      .execute();
-    return rows.map((r) => this.box.open(r.sealed, listenerId));
+  openSecrets(listener: IntakeListener): string[] {
+    return listener.sealedSecrets.map((sealed) => this.box.open(sealed, listener.id));
   }
 }

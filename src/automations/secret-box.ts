@@ -5,7 +5,15 @@ import { createCipheriv, createDecipheriv, randomBytes } from "node:crypto";
 
 const VERSION = "v1";
 
+/** Secrets opened recently, kept so that the webhook intake does not decrypt on every request. */
+const OPENED_CACHE_SIZE = 1024;
+
 export class SecretBox {
+  // Keyed by the sealed text and its context: a pure function of them under this box's key, so an
+  // entry can never outlive its meaning. A secret removed from the database is no longer read, so
+  // no longer looked up here.
+  private readonly opened = new Map<string, string>();
+
   constructor(private readonly key: Buffer) {
     if (key.length !== 32) throw new Error("the secrets key must be 32 bytes");
   }
@@ -19,6 +27,17 @@ export class SecretBox {
   }
 
   open(sealed: string, context: string): string {
+    const key = `${context}\n${sealed}`;
+    let plain = this.opened.get(key);
+    if (plain === undefined) {
+      plain = this.decrypt(sealed, context);
+      if (this.opened.size >= OPENED_CACHE_SIZE) this.opened.delete(this.opened.keys().next().value as string);
+      this.opened.set(key, plain);
+    }
+    return plain;
+  }
+
+  private decrypt(sealed: string, context: string): string {
     const [version, iv, data, tag] = sealed.split(".");
     if (version !== VERSION || !iv || !data || !tag) throw new Error("unreadable sealed secret");
     const decipher = createDecipheriv("aes-256-gcm", this.key, Buffer.from(iv, "base64url"));

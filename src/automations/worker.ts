@@ -1,10 +1,13 @@
-// Runs pending executions in this process: woken right after the intake commits one, and polling
-// so that work left by a crash (an expired lease) or another instance is picked up. Also sweeps
-// webhook event records past their retention.
+// Runs executions in this process. The intake hands it the executions it accepts, inserted already
+// claimed by this worker (running, under a lease), while few are waiting: no claim query for them.
+// Past that, they are inserted pending and claimed from the database, as are those left by a crash
+// (an expired lease) or by another instance, found by polling. Also sweeps webhook event records
+// past their retention.
 import type { Clock } from "../core/clock.js";
 import type { Logger } from "../core/logger.js";
 import type { Storage } from "../storage/connect.js";
 import { claimExecutions } from "../storage/claims.js";
+import type { AutomationExecutionsTable } from "../storage/schema.js";
 import type { WebhookEvents } from "../webhooks/events.js";
 import type { ExecutionRunner } from "./runner.js";
 
@@ -17,15 +20,28 @@ export interface WorkerOptions {
   concurrency: number;
   /** Executions each of those claims at once and runs one after another: a claim is a write. */
   claimBatch: number;
+  /**
+   * Executions handed over by the intake that may wait here, besides those whose transactions are
+   * still committing: small, so that each runs long before its lease lapses.
+   */
+  handOff: number;
 }
 
-export const WORKER_DEFAULTS: WorkerOptions = { leaseMs: 60_000, pollMs: 1_000, sweepMs: 60_000, concurrency: 1, claimBatch: 8 };
+export const WORKER_DEFAULTS: WorkerOptions = { leaseMs: 60_000, pollMs: 1_000, sweepMs: 60_000, concurrency: 1, claimBatch: 8, handOff: 64 };
 
 export class Worker {
   private timers: NodeJS.Timeout[] = [];
   private draining: Promise<void> | undefined;
   private again = false;
+  private started = false;
   private stopped = false;
+  private readonly handedOff: AutomationExecutionsTable[] = [];
+  /**
+   * Calls of `notify` so far, and their count before the last claim that found fewer executions
+   * than it asked for: while the two differ, executions may be waiting in the database.
+   */
+  private notified = 0;
+  private drainedAt = -1;
 
   constructor(
     private readonly deps: { storage: Storage; clock: Clock; runner: ExecutionRunner; events: WebhookEvents; logger: Logger },
@@ -33,14 +49,35 @@ export class Worker {
   ) {}
 
   start(): void {
+    this.started = true;
     this.timers.push(setInterval(() => this.notify(), this.options.pollMs).unref());
     this.timers.push(setInterval(() => void this.sweep(), this.options.sweepMs).unref());
     this.notify();
   }
 
-  /** Runs every runnable execution, now; a call while running makes the loop go once more. */
+  /** Until when a run claimed at `now` holds its execution. */
+  private leaseFrom(now: number): string {
+    return new Date(now + this.options.leaseMs).toISOString();
+  }
+
+  directLease(): string | undefined {
+    if (!this.started || this.stopped || this.handedOff.length >= this.options.handOff) return undefined;
+    return this.leaseFrom(this.deps.clock.now());
+  }
+
+  take(execution: AutomationExecutionsTable): void {
+    this.handedOff.push(execution);
+    this.wake();
+  }
+
+  /** Runs every runnable execution, now, the database's included; a call while running makes the loop go once more. */
   notify(): void {
-    if (this.stopped) return;
+    this.notified++;
+    this.wake();
+  }
+
+  private wake(): void {
+    if (this.stopped && this.handedOff.length === 0) return;
     if (this.draining) {
       this.again = true;
       return;
@@ -49,7 +86,7 @@ export class Worker {
       this.draining = undefined;
       if (this.again) {
         this.again = false;
-        this.notify();
+        this.wake();
       }
     });
   }
@@ -74,18 +111,29 @@ export class Worker {
 
   private async runUntilEmpty(): Promise<void> {
     const { storage, clock, runner, logger } = this.deps;
-    while (!this.stopped) {
+    const { claimBatch } = this.options;
+    // Turns alternate between what was handed over and what waits in the database, so that neither
+    // starves the other under a steady load; a handed-over execution still runs long before its lease lapses.
+    let handedOffFirst = true;
+    // Once stopping, only what was handed over (already claimed by this worker) is still run.
+    while (!this.stopped || this.handedOff.length > 0) {
       // On SQLite every await resolves at once: yield so that waiting requests are served between runs.
       await new Promise((resolve) => setImmediate(resolve));
-      const now = clock.now();
-      let claimed;
-      try {
-        claimed = await claimExecutions(storage, new Date(now).toISOString(), new Date(now + this.options.leaseMs).toISOString(), this.options.claimBatch);
-      } catch (err) {
-        logger.error({ msg: "claiming executions failed", err });
-        return;
+      let claimed = handedOffFirst ? this.handedOff.splice(0, claimBatch) : [];
+      if (claimed.length === 0 && this.notified !== this.drainedAt && !this.stopped) {
+        const now = clock.now();
+        const notifiedBefore = this.notified;
+        try {
+          claimed = await claimExecutions(storage, new Date(now).toISOString(), this.leaseFrom(now), claimBatch);
+        } catch (err) {
+          logger.error({ msg: "claiming executions failed", err });
+          return;
+        }
+        if (claimed.length < claimBatch) this.drainedAt = notifiedBefore;
       }
+      if (claimed.length === 0) claimed = this.handedOff.splice(0, claimBatch);
       if (claimed.length === 0) return;
+      handedOffFirst = !handedOffFirst;
       for (const execution of claimed) {
         await runner.run(execution).catch((err: unknown) => logger.error({ msg: "execution run failed", executionId: execution.id, err }));
       }

@@ -10,6 +10,17 @@ export function base62(length: number): string {
   return out;
 }
 
+/**
+ * 8 characters of base62 for the millisecond `ms` (sorting as the time does, until the year 8888)
+ * then `randomLength` random ones. Rows keyed by such ids are appended at the end of their primary
+ * key's index instead of at random places in it, so a commit writes fewer pages.
+ */
+export function timeOrderedId(ms: number, randomLength: number): string {
+  let time = "";
+  for (let rest = Math.floor(ms), i = 0; i < 8; i++, rest = Math.floor(rest / 62)) time = BASE62[rest % 62] + time;
+  return time + base62(randomLength);
+}
+
 /** A 256-bit secret as 43 characters of base64url without padding. */
 export function secret256(): string {
   return randomBytes(32).toString("base64url");

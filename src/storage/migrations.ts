@@ -161,11 +161,21 @@ const m0003: Migration = {
   },
 };
 
+// Two costs of every accepted event removed. The queue index serves both kinds of claim (pending,
+// and running with a lapsed lease: few rows), so the runnable index only cost every insert and state
+// change of an execution. automations.last_executed_at is read from the executions instead.
+const m0004: Migration = {
+  async up(db: Kysely<any>) {
+    await db.schema.dropIndex("automation_executions_runnable").execute();
+    await db.schema.alterTable("automations").dropColumn("last_executed_at").execute();
+  },
+};
+
 export function migrationsFor(dialect: "sqlite" | "postgres"): MigrationProvider {
   const text: TextType = dialect === "postgres" ? sql`text collate "C"` : "text";
   return {
     async getMigrations() {
-      return { "0001_identity_and_funds": m0001(text), "0002_automations_and_webhooks": m0002(text), "0003_execution_queue_index": m0003 };
+      return { "0001_identity_and_funds": m0001(text), "0002_automations_and_webhooks": m0002(text), "0003_execution_queue_index": m0003, "0004_lighter_event_writes": m0004 };
     },
   };
 }

@@ -92,7 +92,6 @@ export interface AutomationsTable {
   steps: string;
   created_at: string;
   updated_at: string;
-  last_executed_at: string | null;
 }
 
 export interface WebhookListenersTable {

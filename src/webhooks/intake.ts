@@ -9,6 +9,8 @@ import type { AutomationStep } from "../automations/automation-input.js";
 import type { Executions } from "../automations/executions.js";
 import type { Listeners } from "../automations/listeners.js";
 import type { Storage } from "../storage/connect.js";
+import { prepared } from "../storage/prepared.js";
+import type { AutomationExecutionsTable } from "../storage/schema.js";
 import { writeTransaction } from "../storage/transactions.js";
 import { parseJsonBody } from "./body.js";
 import { toWebhookEvent, type WebhookEvent, type WebhookEvents } from "./events.js";
@@ -32,6 +34,16 @@ export const WebhookOutcome = {
   NOT_RUN_DISABLED: "WEBHOOK_EVENT_OUTCOME_NOT_RUN_DISABLED",
 } as const;
 
+/** What the intake needs of the execution worker of its process (automations/worker.ts). */
+export interface LocalWorker {
+  /** The lease under which an execution inserted now is claimed for this worker, or undefined: insert it pending. */
+  directLease(): string | undefined;
+  /** Takes an execution committed under a lease from `directLease`. */
+  take(execution: AutomationExecutionsTable): void;
+  /** Wakes the worker to claim pending executions. */
+  notify(): void;
+}
+
 export class WebhookIntake {
   constructor(
     private readonly deps: {
@@ -44,15 +56,15 @@ export class WebhookIntake {
       jwks: JwksCache;
       baseUrl: string;
       trustProxy: readonly string[];
-      /** Called after an execution was committed, to wake the worker. */
-      onEnqueued: () => void;
+      /** This process's worker: handed a new execution it claimed at insert, or woken to claim it. */
+      worker: LocalWorker;
     },
   ) {}
 
   async receive(request: IncomingRequest): Promise<WebhookEvent> {
     const { listeners, clock } = this.deps;
-    const listener = await listeners.find(request.listenerId);
-    if (!listener) throw notFound("LISTENER_NOT_FOUND", "no webhook listener with this id");
+    const listener = await listeners.findForIntake(request.listenerId);
+    if (!listener) throw listenerNotFound();
     const peer = clientAddress(request.remoteAddress, request.forwardedFor, this.deps.trustProxy);
     if (!isAllowed(JSON.parse(listener.allowed_cidrs) as string[], peer)) {
       throw permissionDenied("SOURCE_NOT_ALLOWED", "the source address is not in the listener's allowed CIDR ranges");
@@ -62,7 +74,7 @@ export class WebhookIntake {
     const trigger = parseJsonBody(rawBody);
 
     if (listener.method === "hmac") {
-      verifyHmac(await listeners.validSecrets(listener.id), request.headers[SIGNATURE_HEADER.toLowerCase()], timestamp, eventIdRaw, rawBody);
+      verifyHmac(listeners.openSecrets(listener), request.headers[SIGNATURE_HEADER.toLowerCase()], timestamp, eventIdRaw, rawBody);
     } else {
       await verifyWebhookJwt({
         authorization: first(request.headers.authorization),
@@ -77,15 +89,20 @@ export class WebhookIntake {
     }
     // Most duplicates are answered by this read; the claim in `record` settles the races.
     if (await this.deps.events.seen(listener.id, eventId)) throw duplicate();
-    const event = await this.record(listener.id, listener.automation_id, eventId, trigger);
-    if (event.automationExecutionId) this.deps.onEnqueued();
+    const { event, execution } = await this.record(listener.id, listener.automation_id, eventId, trigger);
+    if (execution?.lease_until) this.deps.worker.take(execution);
+    else if (execution) this.deps.worker.notify();
     return event;
   }
 
-  private async record(listenerId: string, automationId: string, eventId: string, trigger: unknown): Promise<WebhookEvent> {
-    const { storage, clock, events, executions } = this.deps;
-    return writeTransaction(storage, { exclusive: [`webhook_events:${listenerId}:${eventId}`] }, async (db) => {
-      const automation = await db.selectFrom("automations").select(["is_draft", "enabled", "steps"]).where("id", "=", automationId).executeTakeFirstOrThrow();
+  private async record(listenerId: string, automationId: string, eventId: string, trigger: unknown): Promise<{ event: WebhookEvent; execution?: AutomationExecutionsTable }> {
+    const { storage, clock, events, executions, worker } = this.deps;
+    // No lock: two deliveries of one event id meet on the primary key of webhook_events, where the
+    // second waits for the first to commit and then finds the id claimed.
+    return writeTransaction(storage, { exclusive: [] }, async (db) => {
+      const [automation] = (await automationState.execute(db, { automationId })).rows;
+      // Deleted since the listener was read: its listener went with it.
+      if (!automation) throw listenerNotFound();
       const receivedAt = new Date(clock.now()).toISOString();
       const notRun =
         automation.is_draft === 1
@@ -94,7 +111,7 @@ export class WebhookIntake {
             ? { outcome: WebhookOutcome.NOT_RUN_DISABLED, reason: "the automation's trigger toggle is not enabled" }
             : null;
       // Enqueued before the claim: a duplicate's claim fails and the rollback takes the execution with it.
-      const executionId = notRun ? null : await executions.enqueue(db, automationId, eventId, trigger, JSON.parse(automation.steps) as AutomationStep[]);
+      const execution = notRun ? undefined : await executions.enqueue(db, automationId, eventId, trigger, JSON.parse(automation.steps) as AutomationStep[], receivedAt, worker.directLease());
       const row = {
         listener_id: listenerId,
         event_id: eventId,
@@ -102,14 +119,17 @@ export class WebhookIntake {
         received_at: receivedAt,
         outcome: notRun?.outcome ?? WebhookOutcome.EXECUTED,
         not_run_reason: notRun?.reason ?? null,
-        execution_id: executionId,
+        execution_id: execution?.id ?? null,
       };
       if (!(await events.claim(db, row))) throw duplicate();
-      if (executionId) await db.updateTable("automations").set({ last_executed_at: receivedAt }).where("id", "=", automationId).execute();
-      return toWebhookEvent(row);
+      return { event: toWebhookEvent(row), execution };
     });
   }
 }
+
+const automationState = prepared((db, v: { automationId: string }) => db.selectFrom("automations").select(["is_draft", "enabled", "steps"]).where("id", "=", v.automationId));
+
+const listenerNotFound = () => notFound("LISTENER_NOT_FOUND", "no webhook listener with this id");
 
 const duplicate = () => conflict("DUPLICATE_EVENT", "this event id was already received by this listener; the automation is not run again");
 

@@ -1,0 +1,26 @@
+// Time-ordered ids: their string order is the order of the times they were made at, and ids made
+// in the same millisecond still differ.
+import { describe, expect, it } from "vitest";
+import { timeOrderedId } from "../../src/core/ids.js";
+
+describe("timeOrderedId", () => {
+  it("is 8 characters of time, then the random ones, all base62", () => {
+    const id = timeOrderedId(Date.parse("2026-11-23T04:30:00Z"), 8);
+    expect(id).toMatch(/^[0-9A-Za-z]{16}$/);
+    expect(timeOrderedId(0, 0)).toBe("00000000");
+    expect(timeOrderedId(61, 0)).toBe("0000000z");
+    expect(timeOrderedId(62, 0)).toBe("00000010");
+  });
+
+  it("sorts as the times do, as plain strings", () => {
+    const times = [0, 1, 61, 62, 3843, 3844, Date.parse("2001-09-09T01:46:40Z"), Date.parse("2026-11-23T04:30:00.000Z"), Date.parse("2026-11-23T04:30:00.001Z"), Date.parse("2200-01-01T00:00:00Z")];
+    const ids = times.map((t) => timeOrderedId(t, 8));
+    expect([...ids].sort()).toEqual(ids);
+  });
+
+  it("differs between ids of the same millisecond", () => {
+    const ms = Date.parse("2026-11-23T04:30:00Z");
+    const ids = new Set(Array.from({ length: 1000 }, () => timeOrderedId(ms, 8)));
+    expect(ids.size).toBe(1000);
+  });
+});
