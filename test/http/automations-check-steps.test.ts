@@ -3,17 +3,14 @@
 // run evaluates them but without effect.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { unwrap } from "../../src/client/index.js";
-import { startTestServer, type TestServer } from "../support/server.js";
+import type { TestServer } from "../support/server.js";
 import { expectError } from "./funds-helpers.js";
-import { automationsApi, errorInfo, evaluateStep, type AutomationsApi, type Step } from "./webhooks-helpers.js";
+import { errorInfo, evaluateStep, startAutomationsServer, type AutomationsApi, type Step } from "./webhooks-helpers.js";
 
 let ts: TestServer;
 let api: AutomationsApi;
 
-beforeAll(async () => {
-  ts = await startTestServer();
-  api = automationsApi(ts.admin);
-});
+beforeAll(async () => void ({ ts, api } = await startAutomationsServer()));
 afterAll(async () => ts?.stop());
 
 const suspendStep = (stepName: string, fields: { userIdCel?: string; appIdCel?: string; reasonCel?: string }, skipIfTrueCel?: string): Step => ({

@@ -14,6 +14,7 @@ import {
   expectAccepted,
   expectRefused,
   sendHmac,
+  startAutomationsServer,
   type AutomationsApi,
   type Hooked,
   type Step,
@@ -25,10 +26,7 @@ const SECRET = /^[A-Za-z0-9_-]{43}$/;
 let ts: TestServer;
 let api: AutomationsApi;
 
-beforeAll(async () => {
-  ts = await startTestServer();
-  api = automationsApi(ts.admin);
-});
+beforeAll(async () => void ({ ts, api } = await startAutomationsServer()));
 afterAll(async () => ts?.stop());
 
 const get = async (id: string) => unwrap(await api.get(id)).automation;

@@ -3,20 +3,15 @@
 // updated, removed, created afresh) and the 404s.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { unwrap } from "../../src/client/index.js";
-import { startTestServer, type TestServer } from "../support/server.js";
-import { amount, BLOCKED, DAY, expectError, funds, HOUR, newAppId, storedControls, UNLIMITED, type Funds } from "./funds-helpers.js";
+import type { TestServer } from "../support/server.js";
+import { amount, BLOCKED, DAY, expectError, HOUR, newAppId, startFundsServer, storedControls, UNLIMITED, type Funds } from "./funds-helpers.js";
 
 const TENANT = "tenant-acme";
 let ts: TestServer;
 let admin: Funds;
 let subject: { userId: string; f: Funds };
 
-beforeAll(async () => {
-  ts = await startTestServer({ TENANT_ID: TENANT });
-  admin = funds(ts.admin);
-  const user = await ts.userClient(["ROLE_USER"]);
-  subject = { userId: user.userId, f: funds(user.client) };
-});
+beforeAll(async () => void ({ ts, admin, subject } = await startFundsServer({ TENANT_ID: TENANT })));
 afterAll(async () => ts?.stop());
 
 const iso = (ms: number) => new Date(ms).toISOString();

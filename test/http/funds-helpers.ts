@@ -2,6 +2,7 @@
 // against the contract by the test harness) and assertions on the contract's error body.
 import { expect } from "vitest";
 import { unwrap, type ApiClient, type components } from "../../src/client/index.js";
+import { startTestServer, type TestServer } from "../support/server.js";
 
 export type Schemas = components["schemas"];
 
@@ -75,6 +76,20 @@ export function funds(client: ApiClient) {
 }
 
 export type Funds = ReturnType<typeof funds>;
+
+export interface FundsServer {
+  ts: TestServer;
+  admin: Funds;
+  /** A ROLE_USER: the subject of the admin's calls, and the caller of its own MyFundLimits calls. */
+  subject: { userId: string; f: Funds };
+}
+
+/** A test server with the admin's funds calls and a subject's, for the files that test funds through HTTP. */
+export async function startFundsServer(env: Record<string, string> = {}): Promise<FundsServer> {
+  const ts = await startTestServer(env);
+  const user = await ts.userClient(["ROLE_USER"]);
+  return { ts, admin: funds(ts.admin), subject: { userId: user.userId, f: funds(user.client) } };
+}
 
 /** The row's controls as stored, or null when the row does not exist (404 ROW_NOT_FOUND). */
 export async function storedControls(f: Funds, userId: string, appId: string): Promise<Schemas["SpendControls"] | null> {

@@ -3,19 +3,14 @@
 // come back exactly (no floats anywhere).
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { unwrap } from "../../src/client/index.js";
-import { startTestServer, type TestServer } from "../support/server.js";
-import { amount, DAY, expectError, funds, money, newAppId, storedControls, type Funds, type Schemas } from "./funds-helpers.js";
+import type { TestServer } from "../support/server.js";
+import { amount, DAY, expectError, money, newAppId, startFundsServer, storedControls, type Funds, type Schemas } from "./funds-helpers.js";
 
 let ts: TestServer;
 let admin: Funds;
 let subject: { userId: string; f: Funds };
 
-beforeAll(async () => {
-  ts = await startTestServer();
-  admin = funds(ts.admin);
-  const user = await ts.userClient(["ROLE_USER"]);
-  subject = { userId: user.userId, f: funds(user.client) };
-});
+beforeAll(async () => void ({ ts, admin, subject } = await startFundsServer()));
 afterAll(async () => ts?.stop());
 
 const future = () => new Date(ts.clock.now() + DAY).toISOString();

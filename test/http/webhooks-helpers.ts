@@ -12,7 +12,7 @@ import { expect } from "vitest";
 import { paginate, unwrap, type ApiClient, type components } from "../../src/client/index.js";
 import { bodyHash, hmacSignature } from "../../src/client/webhook-sender.js";
 import { responseErrors } from "../support/contract.js";
-import type { TestServer } from "../support/server.js";
+import { startTestServer, type TestServer } from "../support/server.js";
 
 export type Schemas = components["schemas"];
 export type Step = Schemas["AutomationStep"];
@@ -168,6 +168,12 @@ export function automationsApi(client: ApiClient) {
 }
 
 export type AutomationsApi = ReturnType<typeof automationsApi>;
+
+/** A test server and the super admin's automation calls, for one test file. */
+export async function startAutomationsServer(): Promise<{ ts: TestServer; api: AutomationsApi }> {
+  const ts = await startTestServer();
+  return { ts, api: automationsApi(ts.admin) };
+}
 
 export interface Hooked {
   automation: Automation;
