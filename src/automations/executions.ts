@@ -1,6 +1,7 @@
 // Automation executions: created with their webhook event (in the intake's transaction), listed and
 // fetched for administrators, and claimed and updated by the worker.
 import type { components } from "../../generated/api.js";
+import type { KnownAutomationExecutionState, KnownStepState } from "../../generated/enums.js";
 import { notFound } from "../core/errors.js";
 import { timeOrderedId } from "../core/ids.js";
 import { pageSize, type Page, type PageTokens } from "../core/pagination.js";
@@ -18,14 +19,14 @@ export const ExecutionState = {
   RUNNING: "AUTOMATION_EXECUTION_STATE_RUNNING",
   DONE: "AUTOMATION_EXECUTION_STATE_DONE",
   ERROR: "AUTOMATION_EXECUTION_STATE_ERROR",
-} as const;
+} as const satisfies Record<string, KnownAutomationExecutionState>;
 
 export const StepState = {
   PENDING: "STEP_STATE_PENDING",
   DONE: "STEP_STATE_DONE",
   SKIPPED: "STEP_STATE_SKIPPED",
   ERROR: "STEP_STATE_ERROR",
-} as const;
+} as const satisfies Record<string, KnownStepState>;
 
 export const toExecution = (row: AutomationExecutionsTable): AutomationExecution => ({
   id: row.id,

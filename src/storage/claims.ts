@@ -5,12 +5,13 @@
 // is a seek in an index kept in its order ((state, created_at, id)): one query with `state =
 // pending or lease lapsed` would sort the whole backlog on every claim.
 import type { Expression, ExpressionBuilder, SqlBool } from "kysely";
+import type { KnownAutomationExecutionState } from "../../generated/enums.js";
 import type { Storage } from "./connect.js";
 import type { AutomationExecutionsTable, Database } from "./schema.js";
 import { writeTransaction, type Db } from "./transactions.js";
 
-const PENDING = "AUTOMATION_EXECUTION_STATE_PENDING";
-const RUNNING = "AUTOMATION_EXECUTION_STATE_RUNNING";
+const PENDING: KnownAutomationExecutionState = "AUTOMATION_EXECUTION_STATE_PENDING";
+const RUNNING: KnownAutomationExecutionState = "AUTOMATION_EXECUTION_STATE_RUNNING";
 
 type Runnable = (eb: ExpressionBuilder<Database, "automation_executions">) => Expression<SqlBool>;
 

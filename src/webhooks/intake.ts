@@ -2,6 +2,7 @@
 // (404), the source address (403), the body size (413), headers and body (400), authentication
 // (401), then idempotency (409). Only a request that passed every check records its event id, and
 // the record and the execution it starts commit together before the 200.
+import type { KnownWebhookEventOutcome } from "../../generated/enums.js";
 import type { Clock } from "../core/clock.js";
 import { conflict, notFound, permissionDenied } from "../core/errors.js";
 import type { Automations } from "../automations/automations.js";
@@ -32,7 +33,7 @@ export const WebhookOutcome = {
   EXECUTED: "WEBHOOK_EVENT_OUTCOME_EXECUTED",
   NOT_RUN_DRAFT: "WEBHOOK_EVENT_OUTCOME_NOT_RUN_DRAFT",
   NOT_RUN_DISABLED: "WEBHOOK_EVENT_OUTCOME_NOT_RUN_DISABLED",
-} as const;
+} as const satisfies Record<string, KnownWebhookEventOutcome>;
 
 /** What the intake needs of the execution worker of its process (automations/worker.ts). */
 export interface LocalWorker {
