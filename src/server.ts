@@ -12,6 +12,7 @@ import { AppCaps } from "./funds/app-caps.js";
 import { EffectiveLimits } from "./funds/effective.js";
 import { FundPolicies } from "./funds/fund-policy.js";
 import { SubjectAppLimits } from "./funds/subject-app-limits.js";
+import { answerClientError } from "./http/client-error.js";
 import { createApp } from "./http/app.js";
 import { fundsHandlers } from "./http/handlers/funds.js";
 import { identityHandlers } from "./http/handlers/identity.js";
@@ -115,6 +116,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   });
 
   const server: Server = createServer(app);
+  server.on("clientError", answerClientError(logger));
   // Idle keep-alive connections are closed by the client or the load balancer first (their idle
   // timeouts are shorter: undici 4 s, common balancers 60 s): a server that closes first races a
   // request being sent on the same connection, which the client sees as ECONNRESET.

@@ -1,6 +1,7 @@
 // The HTTP layer itself: request ids, the one error body for every failure (unknown routes, wrong
 // methods, malformed JSON, oversized bodies), the served contract and docs, health, and logs.
 import { readFileSync } from "node:fs";
+import { connect } from "node:net";
 import { PassThrough } from "node:stream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { contractPath, schemaErrors } from "../support/contract.js";
@@ -108,6 +109,44 @@ describe("the one error body", () => {
   });
 
   it("an unknown query parameter is 400", async () => expectStatusBody(await call("GET", "/api/v1/users?colour=blue"), 400, "INVALID_ARGUMENT"));
+});
+
+/** Writes `bytes` on a fresh connection and reads until the server closes it. */
+function rawExchange(bytes: string): Promise<string> {
+  const url = new URL(ts.url);
+  return new Promise((resolve, reject) => {
+    const socket = connect(Number(url.port), url.hostname, () => socket.write(bytes));
+    let answer = "";
+    socket.on("data", (d: Buffer) => (answer += d.toString()));
+    socket.on("end", () => resolve(answer));
+    socket.on("error", reject);
+  });
+}
+
+/** Splits a raw HTTP/1.1 answer into what expectStatusBody reads. */
+function parseAnswer(raw: string) {
+  const [head = "", text = ""] = raw.split("\r\n\r\n", 2);
+  const [statusLine = "", ...fields] = head.split("\r\n");
+  const headers = new Headers(fields.map((f) => [f.slice(0, f.indexOf(":")), f.slice(f.indexOf(":") + 1).trim()] as [string, string]));
+  return { status: Number(statusLine.split(" ")[1]), headers, text, body: JSON.parse(text) as Record<string, any> };
+}
+
+describe("requests Node's HTTP parser refuses still get the error body", () => {
+  it("a header section over 16 KB is 431, and the header's value is not logged", async () => {
+    const secret = `Bearer ${"s".repeat(20_000)}`;
+    const r = parseAnswer(await rawExchange(`GET /api/v1/users HTTP/1.1\r\nHost: x\r\nAuthorization: ${secret}\r\n\r\n`));
+    expectStatusBody(r, 431, "HEADERS_TOO_LARGE");
+    expect(r.headers.get("connection")).toBe("close");
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(logs).toContain(r.headers.get("x-request-id")!);
+    expect(logs).not.toContain("s".repeat(100));
+  });
+
+  it("malformed HTTP is 400", async () => {
+    for (const request of ["GET /api/v1/users HTTP/1.1\r\nHost: x\r\nNot A Header\r\n\r\n", "NOT-HTTP\r\n\r\n", "POST /api/v1/users HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\n{}"]) {
+      expectStatusBody(parseAnswer(await rawExchange(request)), 400, "MALFORMED_HTTP_REQUEST");
+    }
+  });
 });
 
 describe("request ids", () => {
