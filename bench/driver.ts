@@ -10,6 +10,7 @@ import autocannon from "autocannon";
 import * as hdr from "hdr-histogram-js";
 import { hmacSignature } from "../src/client/webhook-sender.js";
 import type { DriverAnswer, DriverMessage, LoadResult, LoadSpec, RequestSpec } from "./load.js";
+import { cpuSeconds } from "./proc.js";
 
 type AcRequest = Omit<autocannon.Request, "setupRequest"> & { setupRequest?: (req: autocannon.Request) => autocannon.Request };
 
@@ -115,7 +116,11 @@ export async function runLoad(spec: LoadSpec, requestSpec: RequestSpec): Promise
   const built = buildRequest(requestSpec);
   if (spec.warmupSeconds > 0) await cannon(spec, built.request, spec.warmupSeconds);
   const micros = hdr.build({ lowestDiscernibleValue: 1, highestTrackableValue: 60_000_000, numberOfSignificantValueDigits: 3 });
+  const serverBefore = cpuSeconds(spec.serverPid);
+  const ownBefore = process.cpuUsage();
   const result = await cannon(spec, built.request, spec.durationSeconds, (ms) => micros.recordValue(Math.max(1, Math.round(ms * 1000))));
+  const own = process.cpuUsage(ownBefore);
+  const serverSeconds = cpuSeconds(spec.serverPid) - serverBefore;
   const statuses: Record<string, number> = {};
   for (const [code, { count }] of Object.entries((result as unknown as { statusCodeStats: Record<string, { count: number }> }).statusCodeStats ?? {})) statuses[code] = count;
   const answered = Object.values(statuses).reduce((a, b) => a + b, 0);
@@ -133,6 +138,11 @@ export async function runLoad(spec: LoadSpec, requestSpec: RequestSpec): Promise
     },
     errors: { unexpectedStatus: answered - (statuses[String(spec.expectStatus)] ?? 0), socket: result.errors, timeouts: result.timeouts },
     statuses,
+    cpu: {
+      serverMicrosPerRequest: answered > 0 ? (serverSeconds * 1e6) / answered : Number.NaN,
+      serverCores: result.duration > 0 ? serverSeconds / result.duration : Number.NaN,
+      loadGeneratorMicrosPerRequest: answered > 0 ? (own.user + own.system) / answered : Number.NaN,
+    },
   };
   if (built.tokens) out.tokens = { pregenerated: built.tokens.pregenerated, signedDuringRun: built.tokens.signedDuringRun() };
   return out;

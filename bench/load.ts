@@ -28,6 +28,8 @@ export interface LoadSpec {
   warmupSeconds: number;
   /** The status every answer should have; any other counts as an error. */
   expectStatus: number;
+  /** The server process under load, whose CPU time is read around the measured run. */
+  serverPid: number;
 }
 
 export interface LoadResult {
@@ -47,6 +49,12 @@ export interface LoadResult {
   };
   /** Answers by status. */
   statuses: Record<string, number>;
+  /**
+   * CPU time (user + system, every thread) over the measured run: of the server, per answer and in
+   * cores (CPU seconds a second), and of the load generator per answer. Work the server left queued
+   * when the run ended (executions) is not in it.
+   */
+  cpu: { serverMicrosPerRequest: number; serverCores: number; loadGeneratorMicrosPerRequest: number };
   /** JWT scenarios: tokens signed before the run, and signed during it once those ran out. */
   tokens?: { pregenerated: number; signedDuringRun: number };
 }

@@ -8,6 +8,7 @@ import { createServer as createNetServer, type AddressInfo } from "node:net";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { DriverAnswer, DriverMessage, LoadResult, LoadSpec, RequestSpec } from "./load.js";
+import { rssMiB } from "./proc.js";
 
 export const ROOT = fileURLToPath(new URL("..", import.meta.url));
 
@@ -66,16 +67,6 @@ export interface NodeProcess {
   /** Resident set size now, in MiB (VmRSS of /proc/<pid>/status). */
   rssMiB(): number;
   stop(): Promise<void>;
-}
-
-/** VmRSS of a process in MiB, or NaN where /proc is not available. */
-export function rssMiB(pid: number): number {
-  try {
-    const m = /^VmRSS:\s+(\d+)\s+kB/m.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
-    return m ? Number(m[1]) / 1024 : Number.NaN;
-  } catch {
-    return Number.NaN;
-  }
 }
 
 /**

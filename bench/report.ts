@@ -102,6 +102,8 @@ export const formatRps = (n: number): string => (Number.isFinite(n) ? Math.round
 export const formatRatio = (r: number): string => (Number.isFinite(r) ? `${r.toFixed(2)}×` : "–");
 export const formatPercent = (r: number): string => (Number.isFinite(r) ? `${(r * 100).toFixed(1)}%` : "–");
 export const formatMiB = (n: number): string => (Number.isFinite(n) ? `${Math.round(n)}` : "–");
+export const formatMicros = (n: number): string => (Number.isFinite(n) ? Math.round(n).toLocaleString("en-US") : "–");
+export const formatCores = (n: number): string => (Number.isFinite(n) ? n.toFixed(2) : "–");
 
 /** Milliseconds with the precision that matters at their size: 0.84, 12.3, 145. */
 export function formatMs(ms: number): string {
@@ -124,13 +126,13 @@ export function markdownTable(headers: readonly string[], rows: readonly (readon
   return [line(headers), rule, ...rows.map(line)].join("\n");
 }
 
-const SCENARIO_HEADERS = ["Scenario", "req/s", "× baseline", "p50 ms", "p99 ms", "p99.9 ms", "errors", "RSS MiB"] as const;
+const SCENARIO_HEADERS = ["Scenario", "req/s", "× baseline", "p50 ms", "p99 ms", "p99.9 ms", "errors", "RSS MiB", "server CPU µs/req", "server cores", "load gen. CPU µs/req"] as const;
 
 export function scenarioRow(m: Measured, baselineRps: number): string[] {
   const r = m.result;
   const errors = totalErrors(r);
   const detail = errors > 0 ? ` (${[r.errors.unexpectedStatus && `${r.errors.unexpectedStatus} status`, r.errors.socket && `${r.errors.socket} socket`, r.errors.timeouts && `${r.errors.timeouts} timeout`].filter(Boolean).join(", ")})` : "";
-  return [m.label, formatRps(r.requestsPerSecond), formatRatio(ratio(r.requestsPerSecond, baselineRps)), formatMs(r.latencyMs.p50), formatMs(r.latencyMs.p99), formatMs(r.latencyMs.p99_9), `${errors}${detail}`, formatMiB(m.rssMiB)];
+  return [m.label, formatRps(r.requestsPerSecond), formatRatio(ratio(r.requestsPerSecond, baselineRps)), formatMs(r.latencyMs.p50), formatMs(r.latencyMs.p99), formatMs(r.latencyMs.p99_9), `${errors}${detail}`, formatMiB(m.rssMiB), formatMicros(r.cpu.serverMicrosPerRequest), formatCores(r.cpu.serverCores), formatMicros(r.cpu.loadGeneratorMicrosPerRequest)];
 }
 
 export function scenarioTable(scenarios: readonly Measured[], baselineRps: number): string {
@@ -164,12 +166,19 @@ export function checkTargets(section: Section, baselineRps: number): TargetCheck
   return checks;
 }
 
-function sectionMarkdown(section: Section, baselineRps: number): string {
+function sectionMarkdown(section: Section, baseline: Measured): string {
+  const baselineRps = baseline.result.requestsPerSecond;
   const title = section.dialect === "sqlite" ? "SQLite" : "PostgreSQL";
   const out = [`## ${title}`, "", `Database: ${section.database}.`, "", scenarioTable(section.scenarios, baselineRps), ""];
   const facts: string[] = [];
   const w = section.executionWait;
   if (w) facts.push(`Execution wait under scenario 1's load (automation_executions.completed_at − created_at, ${w.count.toLocaleString("en-US")} executions): p50 ${formatMs(w.p50Ms)} ms, p99 ${formatMs(w.p99Ms)} ms, max ${formatMs(w.maxMs)} ms; the queue drained ${formatDuration(w.drainMs)} after the load stopped.${w.notDone ? ` ${w.notDone.count} execution(s) did not end DONE, e.g. \`${w.notDone.sample.slice(0, 300)}\`.` : ""}`);
+  const hmac = find(section, "hmac");
+  if (hmac) {
+    const own = hmac.result.cpu.serverMicrosPerRequest;
+    const bare = baseline.result.cpu.serverMicrosPerRequest;
+    facts.push(`Server CPU per answer, HMAC intake: ${formatMicros(own)} µs, ${formatRatio(own / bare)} the baseline's ${formatMicros(bare)} µs (every thread of the process; the executions still queued when the load stopped are not counted).`);
+  }
   const first = find(section, "list-first");
   const deep = find(section, "list-deep");
   if (section.seed) facts.push(`Seeding: ${section.seed.rows.toLocaleString("en-US")} subject-app rows (${section.seed.users.toLocaleString("en-US")} users × ${Math.round(section.seed.rows / section.seed.users)} apps) straight into the database, ${section.seed.method}: ${formatDuration(section.seed.ms)}${section.seed.analyzeMs > 1 ? ` (+ ANALYZE ${formatDuration(section.seed.analyzeMs)})` : ""}.`);
@@ -202,7 +211,7 @@ export function renderMarkdown(report: Report): string {
     `- Node ${info.node}; autocannon ${info.autocannon} in its own process on loopback, ${info.connections} connections, ${info.durationSeconds} s per scenario ${info.warmupSeconds > 0 ? `after a ${info.warmupSeconds} s warm-up` : "without warm-up"}; latencies from an HDR histogram in microseconds.`,
     `- Server: \`node dist/src/main.js\` (compiled), ${info.serverEnv}.`,
     `- Databases: ${report.sections.map((s) => s.database).join("; ")}.`,
-    "- Errors: answers with another status than the scenario expects (200, or 409 for duplicates), socket errors and timeouts. RSS: VmRSS of the server process at the end of each scenario.",
+    `- Errors: answers with another status than the scenario expects (200, or 409 for duplicates), socket errors and timeouts. RSS: VmRSS of the server process at the end of each scenario. CPU: user + system time over the measured run, every thread of the process, per answer; server cores: its CPU seconds a second (of the ${info.cpus} the load generator shares).`,
     "",
     "## Baseline",
     "",
@@ -210,7 +219,7 @@ export function renderMarkdown(report: Report): string {
     "",
     scenarioTable([baseline], baselineRps),
     "",
-    ...report.sections.map((s) => sectionMarkdown(s, baselineRps)),
+    ...report.sections.map((s) => sectionMarkdown(s, baseline)),
   ].join("\n");
 }
 

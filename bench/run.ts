@@ -118,7 +118,7 @@ async function main(): Promise<void> {
     const bare = await startNode({ script: join(ROOT, "dist/bench/servers/baseline.js"), env: { HOST: "127.0.0.1", NODE_ENV: "production" }, port, probePath: "/", logFile: join(workDir, "baseline.log") });
     let baseline: Measured;
     try {
-      const result = await driver.run({ origin: bare.url, connections: opts.connections, durationSeconds: opts.durationSeconds, warmupSeconds: opts.warmupSeconds, expectStatus: 200 }, { kind: "fixed", method: "GET", path: "/", headers: {} });
+      const result = await driver.run({ origin: bare.url, connections: opts.connections, durationSeconds: opts.durationSeconds, warmupSeconds: opts.warmupSeconds, expectStatus: 200, serverPid: bare.pid }, { kind: "fixed", method: "GET", path: "/", headers: {} });
       baseline = { key: "baseline", label: "Baseline: Express 5, GET / → {}", result, rssMiB: bare.rssMiB() };
       log(`baseline: ${Math.round(result.requestsPerSecond)} req/s, p50 ${result.latencyMs.p50.toFixed(2)} ms, p99 ${result.latencyMs.p99.toFixed(2)} ms`);
     } finally {

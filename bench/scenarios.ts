@@ -129,7 +129,7 @@ export async function runDatabase(dialect: Dialect, settings: BenchSettings, dri
     const measure = async (key: ScenarioKey, label: string, request: RequestSpec, opts: { expectStatus?: number; target?: NodeProcess } = {}): Promise<Measured | undefined> => {
       if (!wanted(key)) return undefined;
       const target = opts.target ?? server;
-      const spec: LoadSpec = { origin: target.url, connections: settings.connections, durationSeconds: settings.durationSeconds, warmupSeconds: settings.warmupSeconds, expectStatus: opts.expectStatus ?? 200 };
+      const spec: LoadSpec = { origin: target.url, connections: settings.connections, durationSeconds: settings.durationSeconds, warmupSeconds: settings.warmupSeconds, expectStatus: opts.expectStatus ?? 200, serverPid: target.pid };
       const result = await driver.run(spec, request);
       const m: Measured = { key, label, result, rssMiB: target.rssMiB() };
       scenarios.push(m);

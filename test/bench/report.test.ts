@@ -29,6 +29,7 @@ function load(rps: number, p99 = 5, errors: Partial<LoadResult["errors"]> = {}):
     latencyMs: { p50: 1.234, p99, p99_9: 150.4, max: 200, mean: 1.5 },
     errors: { unexpectedStatus: 0, socket: 0, timeouts: 0, ...errors },
     statuses: { "200": rps * 10 },
+    cpu: { serverMicrosPerRequest: 180.4, serverCores: 0.9, loadGeneratorMicrosPerRequest: 60.2 },
   };
 }
 
@@ -82,7 +83,7 @@ describe("formatting", () => {
   });
 
   it("puts a scenario on one row with its ratio and its errors by kind", () => {
-    expect(scenarioRow(measured("hmac", 2000, 12.5), 8000)).toEqual(["hmac", "2,000", "0.25×", "1.23", "12.5", "150", "0", "120"]);
+    expect(scenarioRow(measured("hmac", 2000, 12.5), 8000)).toEqual(["hmac", "2,000", "0.25×", "1.23", "12.5", "150", "0", "120", "180", "0.90", "60"]);
     expect(scenarioRow(measured("hmac", 2000, 12.5, { unexpectedStatus: 3, timeouts: 1 }), 8000)[6]).toBe("4 (3 status, 1 timeout)");
   });
 });
@@ -160,6 +161,15 @@ describe("the report", () => {
     expect(renderMarkdown(withValidation(800))).toContain(`costs 20.0% of throughput. Above the 15% target: ${policy}`);
     expect(renderMarkdown(withValidation(800))).toMatch(/\| response validation costs ≤ 15% of throughput\s+\|\s+20\.0% \| \*\*no\*\* \|/);
     expect(renderMarkdown(withValidation(900))).not.toContain(policy);
+  });
+
+  it("relates the server's CPU per accepted event to the baseline's", () => {
+    const bare = measured("baseline", 10_000);
+    bare.result.cpu = { ...bare.result.cpu, serverMicrosPerRequest: 60 };
+    const md = renderMarkdown({ ...report, baseline: bare });
+    expect(md).toContain("Server CPU per answer, HMAC intake: 180 µs, 3.01× the baseline's 60 µs");
+    expect(md).toMatch(/\| baseline\s+\|\s+10,000 \|.*\|\s+60 \|\s+0\.90 \|\s+60 \|/);
+    expect(renderMarkdown({ ...report, sections: [{ ...report.sections[0]!, scenarios: [measured("get-effective", 100)] }] })).not.toContain("Server CPU per answer");
   });
 
   it("keeps the hand-written notes of the previous file", () => {
