@@ -28,8 +28,10 @@ export interface paths {
          *     `unsupported_grant_type`; a non-empty `scope` is 400 `invalid_scope`. An unknown client
          *     id, a wrong secret and a revoked credential are all 401 `invalid_client`, with the same
          *     message, so an answer never tells which. Repeated failures for one client id are
-         *     throttled: further requests for it are answered 429 with `Retry-After` until the window
-         *     passes, even with the right secret.
+         *     throttled: after five attempts from one source address within five minutes, further
+         *     requests for that client id from that address are answered 429 with `Retry-After` until
+         *     the window passes, even with the right secret. Every instance that shares the database
+         *     counts the same attempts.
          *
          *     Every answer carries `Cache-Control: no-store`. Tokens are signed and valid on every
          *     instance that shares the database until `expires_in` seconds have passed; the server also

@@ -70,7 +70,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     issuer: config.baseUrl,
     ttlSeconds: config.accessTokenTtlSeconds,
   });
-  const grant = new ClientCredentialsGrant(credentials, accessTokens, new FailureThrottle(clock));
+  const grant = new ClientCredentialsGrant(credentials, accessTokens, new FailureThrottle(storage, clock));
   const bootstrap = await bootstrapAdmin(storage, users, credentials, config.bootstrap);
 
   const policy = new FundPolicies(storage, clock, config.tenantId);

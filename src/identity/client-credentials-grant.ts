@@ -34,7 +34,7 @@ export class ClientCredentialsGrant {
     }
     if (request.scope) throw invalidArgument("INVALID_SCOPE", "no scopes are defined; omit scope");
     const key = JSON.stringify([request.client_id, source]);
-    const wait = this.throttle.admit(key);
+    const wait = await this.throttle.admit(key);
     if (wait > 0) throw tooManyRequests("TOO_MANY_FAILED_ATTEMPTS", "too many failed attempts for this client; retry later", wait);
 
     const row = await this.credentials.findByClientId(request.client_id);
@@ -42,7 +42,7 @@ export class ClientCredentialsGrant {
     if (!row || !valid || row.revoked_at !== null) {
       throw unauthenticated("INVALID_CLIENT", "client authentication failed");
     }
-    this.throttle.clear(key);
+    await this.throttle.clear(key);
     await this.credentials.markUsed(row.id);
     const { token, expiresIn } = await this.tokens.issue(row.user_id, row.id);
     return { access_token: token, token_type: "Bearer", expires_in: expiresIn };

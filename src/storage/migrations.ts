@@ -171,11 +171,24 @@ const m0004: Migration = {
   },
 };
 
+// The token endpoint's failure counts, shared by every instance on the database.
+const m0005 = (text: TextType): Migration => ({
+  async up(db: Kysely<any>) {
+    await db.schema
+      .createTable("token_failures")
+      .addColumn("key", text, (c) => c.primaryKey())
+      .addColumn("attempts", text, (c) => c.notNull())
+      .addColumn("last_at", text, (c) => c.notNull())
+      .execute();
+    await db.schema.createIndex("token_failures_by_age").on("token_failures").columns(["last_at"]).execute();
+  },
+});
+
 export function migrationsFor(dialect: "sqlite" | "postgres"): MigrationProvider {
   const text: TextType = dialect === "postgres" ? sql`text collate "C"` : "text";
   return {
     async getMigrations() {
-      return { "0001_identity_and_funds": m0001(text), "0002_automations_and_webhooks": m0002(text), "0003_execution_queue_index": m0003, "0004_lighter_event_writes": m0004 };
+      return { "0001_identity_and_funds": m0001(text), "0002_automations_and_webhooks": m0002(text), "0003_execution_queue_index": m0003, "0004_lighter_event_writes": m0004, "0005_token_failures": m0005(text) };
     },
   };
 }

@@ -80,6 +80,16 @@ export interface Database {
   webhook_secrets: WebhookSecretsTable;
   webhook_events: WebhookEventsTable;
   automation_executions: AutomationExecutionsTable;
+  token_failures: TokenFailuresTable;
+}
+
+/** Failed token requests of one key (client id and source address) within the throttle's window. */
+export interface TokenFailuresTable {
+  /** SHA-256 of the key, base64url. */
+  key: string;
+  /** Epoch milliseconds of each attempt, as a JSON array. */
+  attempts: string;
+  last_at: string;
 }
 
 export interface AutomationsTable {

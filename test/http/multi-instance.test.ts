@@ -51,12 +51,15 @@ afterAll(async () => {
   if (dir) rmSync(dir, { recursive: true, force: true });
 });
 
-async function token(url: string): Promise<string> {
-  const r = await fetch(`${url}/auth/v1/token`, {
+const tokenRequest = (url: string, clientId: string, clientSecret: string) =>
+  fetch(`${url}/auth/v1/token`, {
     method: "POST",
     headers: { "Content-Type": "application/x-www-form-urlencoded" },
-    body: new URLSearchParams({ grant_type: "client_credentials", client_id: ADMIN.clientId, client_secret: ADMIN.clientSecret }),
+    body: new URLSearchParams({ grant_type: "client_credentials", client_id: clientId, client_secret: clientSecret }),
   });
+
+async function token(url: string): Promise<string> {
+  const r = await tokenRequest(url, ADMIN.clientId, ADMIN.clientSecret);
   expect(r.status).toBe(200);
   return ((await r.json()) as { access_token: string }).access_token;
 }
@@ -108,6 +111,12 @@ describe(`three instances on one ${testDialect()} database`, () => {
   it("the bootstrap admin, migrations and the signing key were created once", async () => {
     const users = unwrap(await clients[1]!.GET("/api/v1/users", { params: { query: { page_size: 100 } } }));
     expect(users.list.filter((u) => u.user.roles?.includes("ROLE_SUPER_ADMIN"))).toHaveLength(1);
+  });
+
+  it("the token throttle counts failures across instances: five guesses spread over them, then 429 from each", async () => {
+    const clientId = `nobody-${randomUUID()}`;
+    for (let i = 0; i < 5; i++) expect((await tokenRequest(instances[i % instances.length]!.url, clientId, `guess-${i}`)).status).toBe(401);
+    for (const s of instances) expect((await tokenRequest(s.url, clientId, "guess-again")).status).toBe(429);
   });
 
   it("a page token from one instance continues on another", async () => {
