@@ -88,12 +88,10 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     { ...WORKER_DEFAULTS, concurrency: storage.dialect === "postgres" ? 4 : 8 },
   );
   const intake = new WebhookIntake({
-    storage,
     clock,
     listeners,
     automations,
     events,
-    executions,
     jwks: new JwksCache({ clock, fetchOptions: { ...options.jwksFetch, allowInsecure: config.jwksAllowInsecure } }),
     baseUrl: config.baseUrl,
     trustProxy: config.trustProxy,

@@ -1,4 +1,4 @@
-// Automation executions: created with their webhook event (in the intake's transaction), listed and
+// Automation executions: made by the intake and recorded with their webhook event, listed and
 // fetched for administrators, and claimed and updated by the worker.
 import type { components } from "../../generated/api.js";
 import type { KnownAutomationExecutionState, KnownStepState } from "../../generated/enums.js";
@@ -6,9 +6,7 @@ import { notFound } from "../core/errors.js";
 import { timeOrderedId } from "../core/ids.js";
 import { pageSize, type Page, type PageTokens } from "../core/pagination.js";
 import type { Storage } from "../storage/connect.js";
-import { prepared } from "../storage/prepared.js";
 import type { AutomationExecutionsTable } from "../storage/schema.js";
-import type { Db } from "../storage/transactions.js";
 import type { AutomationStep } from "./automation-input.js";
 
 export type AutomationExecution = components["schemas"]["AutomationExecution"];
@@ -39,51 +37,34 @@ export const toExecution = (row: AutomationExecutionsTable): AutomationExecution
   completedAt: row.completed_at,
 });
 
-const enqueueStatement = prepared((db, v: AutomationExecutionsTable) =>
-  db.insertInto("automation_executions").values({
-    id: v.id,
-    automation_id: v.automation_id,
-    event_id: v.event_id,
-    state: v.state,
-    context: v.context,
-    steps: v.steps,
-    step_results: v.step_results,
-    created_at: v.created_at,
-    completed_at: v.completed_at,
-    lease_until: v.lease_until,
-    attempts: v.attempts,
-  }),
-);
+/**
+ * A new execution of `steps` over `trigger`, created `at` (ISO): pending, or with `leaseUntil`
+ * already claimed (running) by the worker that will be handed it. The intake records it with its
+ * event (storage/event-record.ts).
+ */
+export function newExecution(automationId: string, eventId: string, trigger: unknown, steps: readonly AutomationStep[], at: string, leaseUntil?: string): AutomationExecutionsTable {
+  const results: StepResult[] = steps.map((s) => ({ stepName: s.stepName, state: StepState.PENDING, output: null, error: null }));
+  return {
+    // Ordered by creation: the intake's inserts append to the primary key index (see ids.ts).
+    id: `exe_${timeOrderedId(Date.parse(at), 8)}`,
+    automation_id: automationId,
+    event_id: eventId,
+    state: leaseUntil ? ExecutionState.RUNNING : ExecutionState.PENDING,
+    context: JSON.stringify({ trigger }),
+    steps: JSON.stringify(steps),
+    step_results: JSON.stringify(results),
+    created_at: at,
+    completed_at: null,
+    lease_until: leaseUntil ?? null,
+    attempts: leaseUntil ? 1 : 0,
+  };
+}
 
 export class Executions {
   constructor(
     private readonly storage: Storage,
     private readonly pageTokens: PageTokens,
   ) {}
-
-  /**
-   * An execution of `steps` over `trigger`, created `at` (ISO), inside the caller's transaction:
-   * pending, or with `leaseUntil` already claimed (running) by the worker that will be handed it.
-   */
-  async enqueue(db: Db, automationId: string, eventId: string, trigger: unknown, steps: readonly AutomationStep[], at: string, leaseUntil?: string): Promise<AutomationExecutionsTable> {
-    const results: StepResult[] = steps.map((s) => ({ stepName: s.stepName, state: StepState.PENDING, output: null, error: null }));
-    const row: AutomationExecutionsTable = {
-      // Ordered by creation: the intake's inserts append to the primary key index (see ids.ts).
-      id: `exe_${timeOrderedId(Date.parse(at), 8)}`,
-      automation_id: automationId,
-      event_id: eventId,
-      state: leaseUntil ? ExecutionState.RUNNING : ExecutionState.PENDING,
-      context: JSON.stringify({ trigger }),
-      steps: JSON.stringify(steps),
-      step_results: JSON.stringify(results),
-      created_at: at,
-      completed_at: null,
-      lease_until: leaseUntil ?? null,
-      attempts: leaseUntil ? 1 : 0,
-    };
-    await enqueueStatement.execute(db, row);
-    return row;
-  }
 
   async get(id: string): Promise<AutomationExecution> {
     const row = await this.storage.db.selectFrom("automation_executions").selectAll().where("id", "=", id).executeTakeFirst();

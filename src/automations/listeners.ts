@@ -5,24 +5,32 @@ import type { Clock } from "../core/clock.js";
 import { base62, newId, secret256 } from "../core/ids.js";
 import type { Storage } from "../storage/connect.js";
 import { prepared } from "../storage/prepared.js";
-import type { WebhookListenersTable } from "../storage/schema.js";
+import type { AutomationsTable, WebhookListenersTable } from "../storage/schema.js";
 import type { Db } from "../storage/transactions.js";
 import type { WebhookTriggerConfig } from "./automation-input.js";
 import type { SecretBox } from "./secret-box.js";
 
 export type Listener = WebhookListenersTable;
 
-export type IntakeListener = Listener & { sealedSecrets: string[] };
+export type IntakeListener = Listener & {
+  sealedSecrets: string[];
+  /** What the intake needs of the listener's automation: whether it runs, and its steps (JSON). */
+  automation: Pick<AutomationsTable, "is_draft" | "enabled" | "steps">;
+};
 
-/** The listener with each secret valid at `now`, newest first (a listener without one: one row, sealed null). */
+/**
+ * The listener and its automation's state, with each secret valid at `now`, newest first (a
+ * listener without one: one row, sealed null).
+ */
 const intakeLookup = prepared((db, v: { listenerId: string; now: string }) =>
   db
     .selectFrom("webhook_listeners")
+    .innerJoin("automations", "automations.id", "webhook_listeners.automation_id")
     .leftJoin("webhook_secrets", (join) =>
       join.onRef("webhook_secrets.listener_id", "=", "webhook_listeners.id").on((eb) => eb.or([eb("webhook_secrets.expires_at", "is", null), eb("webhook_secrets.expires_at", ">", v.now)])),
     )
     .selectAll("webhook_listeners")
-    .select("webhook_secrets.sealed")
+    .select(["webhook_secrets.sealed", "automations.is_draft", "automations.enabled", "automations.steps"])
     .where("webhook_listeners.id", "=", v.listenerId)
     .orderBy("webhook_secrets.created_at", "desc"),
 );
@@ -84,16 +92,16 @@ export class Listeners {
   }
 
   /**
-   * The listener with the sealed secrets a signature may be made with now, current one first, in one
-   * read: the intake's lookup. Secrets are opened only by `openSecrets`, once the request has passed
-   * the checks that come before authentication.
+   * The listener with its automation's state and the sealed secrets a signature may be made with
+   * now, current one first, in one read: the intake's lookup. Secrets are opened only by
+   * `openSecrets`, once the request has passed the checks that come before authentication.
    */
   async findForIntake(listenerId: string): Promise<IntakeListener | undefined> {
     const { rows } = await intakeLookup.execute(this.storage.db, { listenerId, now: this.iso() });
     const [first] = rows;
     if (!first) return undefined;
-    const { sealed: _sealed, ...listener } = first;
-    return { ...listener, sealedSecrets: rows.flatMap((r) => (r.sealed === null ? [] : [r.sealed])) };
+    const { sealed: _sealed, is_draft, enabled, steps, ...listener } = first;
+    return { ...listener, automation: { is_draft, enabled, steps }, sealedSecrets: rows.flatMap((r) => (r.sealed === null ? [] : [r.sealed])) };
   }
 
   openSecrets(listener: IntakeListener): string[] {

@@ -4,9 +4,9 @@ import type { components } from "../../generated/api.js";
 import type { Clock } from "../core/clock.js";
 import { pageSize, type Page, type PageTokens } from "../core/pagination.js";
 import type { Storage } from "../storage/connect.js";
-import type { WebhookEventsTable } from "../storage/schema.js";
+import { recordEvent } from "../storage/event-record.js";
 import { prepared } from "../storage/prepared.js";
-import type { Db } from "../storage/transactions.js";
+import type { AutomationExecutionsTable, WebhookEventsTable } from "../storage/schema.js";
 
 export type WebhookEvent = components["schemas"]["WebhookEvent"];
 
@@ -22,33 +22,6 @@ export const toWebhookEvent = (row: WebhookEventsTable): WebhookEvent => ({
   notRunReason: row.not_run_reason,
   automationExecutionId: row.execution_id,
 });
-
-/** Inserted, or replacing a record past retention (received at or before `retained`); a live record is left alone. */
-const claimStatement = prepared((db, v: WebhookEventsTable & { retained: string }) =>
-  db
-    .insertInto("webhook_events")
-    .values({
-      listener_id: v.listener_id,
-      event_id: v.event_id,
-      automation_id: v.automation_id,
-      received_at: v.received_at,
-      outcome: v.outcome,
-      not_run_reason: v.not_run_reason,
-      execution_id: v.execution_id,
-    })
-    .onConflict((oc) =>
-      oc
-        .columns(["listener_id", "event_id"])
-        .doUpdateSet((eb) => ({
-          automation_id: eb.ref("excluded.automation_id"),
-          received_at: eb.ref("excluded.received_at"),
-          outcome: eb.ref("excluded.outcome"),
-          not_run_reason: eb.ref("excluded.not_run_reason"),
-          execution_id: eb.ref("excluded.execution_id"),
-        }))
-        .where("webhook_events.received_at", "<=", v.retained),
-    ),
-);
 
 const seenStatement = prepared((db, v: { listenerId: string; eventId: string; since: string }) =>
   db.selectFrom("webhook_events").select("event_id").where("listener_id", "=", v.listenerId).where("event_id", "=", v.eventId).where("received_at", ">", v.since),
@@ -66,13 +39,12 @@ export class WebhookEvents {
   }
 
   /**
-   * Claims `eventId` on the listener inside the caller's transaction: false when it was already
-   * seen within retention. A record past retention that the sweep has not removed yet no longer
-   * counts, so the same id is accepted again.
+   * Records an accepted event and the execution it starts, atomically: false, and nothing written,
+   * when the event id was already seen on its listener within retention. A record past retention
+   * that the sweep has not removed yet no longer counts, so the same id is accepted again.
    */
-  async claim(db: Db, row: WebhookEventsTable): Promise<boolean> {
-    const claimed = await claimStatement.execute(db, { ...row, retained: this.retainedSince() });
-    return Number(claimed.numAffectedRows ?? 0) === 1;
+  async record(event: WebhookEventsTable, execution?: AutomationExecutionsTable): Promise<boolean> {
+    return recordEvent(this.storage, event, this.retainedSince(), execution);
   }
 
   /** Whether `eventId` was seen on the listener within retention: a read that spares duplicates a write. */

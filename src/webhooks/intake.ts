@@ -7,12 +7,9 @@ import type { Clock } from "../core/clock.js";
 import { conflict, notFound, permissionDenied } from "../core/errors.js";
 import type { Automations } from "../automations/automations.js";
 import type { AutomationStep } from "../automations/automation-input.js";
-import type { Executions } from "../automations/executions.js";
-import type { Listeners } from "../automations/listeners.js";
-import type { Storage } from "../storage/connect.js";
-import { prepared } from "../storage/prepared.js";
+import { newExecution } from "../automations/executions.js";
+import type { IntakeListener, Listeners } from "../automations/listeners.js";
 import type { AutomationExecutionsTable } from "../storage/schema.js";
-import { writeTransaction } from "../storage/transactions.js";
 import { parseJsonBody } from "./body.js";
 import { toWebhookEvent, type WebhookEvent, type WebhookEvents } from "./events.js";
 import { parseWebhookHeaders, type HeaderBag } from "./headers.js";
@@ -48,12 +45,10 @@ export interface LocalWorker {
 export class WebhookIntake {
   constructor(
     private readonly deps: {
-      storage: Storage;
       clock: Clock;
       listeners: Listeners;
       automations: Automations;
       events: WebhookEvents;
-      executions: Executions;
       jwks: JwksCache;
       baseUrl: string;
       trustProxy: readonly string[];
@@ -90,45 +85,41 @@ export class WebhookIntake {
     }
     // Most duplicates are answered by this read; the claim in `record` settles the races.
     if (await this.deps.events.seen(listener.id, eventId)) throw duplicate();
-    const { event, execution } = await this.record(listener.id, listener.automation_id, eventId, trigger);
+    const { event, execution } = await this.record(listener, eventId, trigger);
     if (execution?.lease_until) this.deps.worker.take(execution);
     else if (execution) this.deps.worker.notify();
     return event;
   }
 
-  private async record(listenerId: string, automationId: string, eventId: string, trigger: unknown): Promise<{ event: WebhookEvent; execution?: AutomationExecutionsTable }> {
-    const { storage, clock, events, executions, worker } = this.deps;
-    // No lock: two deliveries of one event id meet on the primary key of webhook_events, where the
-    // second waits for the first to commit and then finds the id claimed.
-    return writeTransaction(storage, { exclusive: [] }, async (db) => {
-      const [automation] = (await automationState.execute(db, { automationId })).rows;
-      // Deleted since the listener was read: its listener went with it.
-      if (!automation) throw listenerNotFound();
-      const receivedAt = new Date(clock.now()).toISOString();
-      const notRun =
-        automation.is_draft === 1
-          ? { outcome: WebhookOutcome.NOT_RUN_DRAFT, reason: "the automation is a draft (not published)" }
-          : automation.enabled !== 1
-            ? { outcome: WebhookOutcome.NOT_RUN_DISABLED, reason: "the automation's trigger toggle is not enabled" }
-            : null;
-      // Enqueued before the claim: a duplicate's claim fails and the rollback takes the execution with it.
-      const execution = notRun ? undefined : await executions.enqueue(db, automationId, eventId, trigger, JSON.parse(automation.steps) as AutomationStep[], receivedAt, worker.directLease());
-      const row = {
-        listener_id: listenerId,
-        event_id: eventId,
-        automation_id: automationId,
-        received_at: receivedAt,
-        outcome: notRun?.outcome ?? WebhookOutcome.EXECUTED,
-        not_run_reason: notRun?.reason ?? null,
-        execution_id: execution?.id ?? null,
-      };
-      if (!(await events.claim(db, row))) throw duplicate();
-      return { event: toWebhookEvent(row), execution };
-    });
+  /**
+   * Records the event and the execution it starts, unless the automation is a draft or its toggle
+   * is off. The automation's state is the one read with the listener, a moment before: as if the
+   * event had arrived that moment earlier.
+   */
+  private async record(listener: IntakeListener, eventId: string, trigger: unknown): Promise<{ event: WebhookEvent; execution?: AutomationExecutionsTable }> {
+    const { clock, events, worker } = this.deps;
+    const { automation } = listener;
+    const receivedAt = new Date(clock.now()).toISOString();
+    const notRun =
+      automation.is_draft === 1
+        ? { outcome: WebhookOutcome.NOT_RUN_DRAFT, reason: "the automation is a draft (not published)" }
+        : automation.enabled !== 1
+          ? { outcome: WebhookOutcome.NOT_RUN_DISABLED, reason: "the automation's trigger toggle is not enabled" }
+          : null;
+    const execution = notRun ? undefined : newExecution(listener.automation_id, eventId, trigger, JSON.parse(automation.steps) as AutomationStep[], receivedAt, worker.directLease());
+    const row = {
+      listener_id: listener.id,
+      event_id: eventId,
+      automation_id: listener.automation_id,
+      received_at: receivedAt,
+      outcome: notRun?.outcome ?? WebhookOutcome.EXECUTED,
+      not_run_reason: notRun?.reason ?? null,
+      execution_id: execution?.id ?? null,
+    };
+    if (!(await events.record(row, execution))) throw duplicate();
+    return { event: toWebhookEvent(row), execution };
   }
 }
-
-const automationState = prepared((db, v: { automationId: string }) => db.selectFrom("automations").select(["is_draft", "enabled", "steps"]).where("id", "=", v.automationId));
 
 const listenerNotFound = () => notFound("LISTENER_NOT_FOUND", "no webhook listener with this id");
 
