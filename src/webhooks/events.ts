@@ -4,8 +4,7 @@ import type { components } from "../../generated/api.js";
 import type { Clock } from "../core/clock.js";
 import { pageSize, type Page, type PageTokens } from "../core/pagination.js";
 import type { Storage } from "../storage/connect.js";
-import { recordEvent } from "../storage/event-record.js";
-import { prepared } from "../storage/prepared.js";
+import { recordEvent, seenBeforeRecord } from "../storage/event-record.js";
 import type { AutomationExecutionsTable, WebhookEventsTable } from "../storage/schema.js";
 
 export type WebhookEvent = components["schemas"]["WebhookEvent"];
@@ -22,10 +21,6 @@ export const toWebhookEvent = (row: WebhookEventsTable): WebhookEvent => ({
   notRunReason: row.not_run_reason,
   automationExecutionId: row.execution_id,
 });
-
-const seenStatement = prepared((db, v: { listenerId: string; eventId: string; since: string }) =>
-  db.selectFrom("webhook_events").select("event_id").where("listener_id", "=", v.listenerId).where("event_id", "=", v.eventId).where("received_at", ">", v.since),
-);
 
 export class WebhookEvents {
   constructor(
@@ -47,10 +42,12 @@ export class WebhookEvents {
     return recordEvent(this.storage, event, this.retainedSince(), execution);
   }
 
-  /** Whether `eventId` was seen on the listener within retention: a read that spares duplicates a write. */
+  /**
+   * Whether `eventId` is known, before authentication has passed and the event is recorded: answers
+   * most duplicates without a write where that spares one (see storage/event-record.ts).
+   */
   async seen(listenerId: string, eventId: string): Promise<boolean> {
-    const { rows } = await seenStatement.execute(this.storage.db, { listenerId, eventId, since: this.retainedSince() });
-    return rows.length > 0;
+    return seenBeforeRecord(this.storage, listenerId, eventId, this.retainedSince());
   }
 
   /** Removes records past retention; safe to run on every instance at once. */

@@ -83,7 +83,7 @@ export class WebhookIntake {
         clock,
       });
     }
-    // Most duplicates are answered by this read; the claim in `record` settles the races.
+    // A read that answers most duplicates where it spares a write; the record settles the rest.
     if (await this.deps.events.seen(listener.id, eventId)) throw duplicate();
     const { event, execution } = await this.record(listener, eventId, trigger);
     if (execution?.lease_until) this.deps.worker.take(execution);
