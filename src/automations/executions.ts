@@ -38,11 +38,13 @@ export const toExecution = (row: AutomationExecutionsTable): AutomationExecution
 });
 
 /**
- * A new execution of `steps` over `trigger`, created `at` (ISO): pending, or with `leaseUntil`
- * already claimed (running) by the worker that will be handed it. The intake records it with its
- * event (storage/event-record.ts).
+ * A new execution of the automation's steps (`stepsJson`, as stored on the automation and copied as
+ * it is) over `trigger`, created `at` (ISO): pending, or with `leaseUntil` already claimed (running)
+ * by the worker that will be handed it. The intake records it with its event
+ * (storage/event-record.ts).
  */
-export function newExecution(automationId: string, eventId: string, trigger: unknown, steps: readonly AutomationStep[], at: string, leaseUntil?: string): AutomationExecutionsTable {
+export function newExecution(automationId: string, eventId: string, trigger: unknown, stepsJson: string, at: string, leaseUntil?: string): AutomationExecutionsTable {
+  const steps = JSON.parse(stepsJson) as AutomationStep[];
   const results: StepResult[] = steps.map((s) => ({ stepName: s.stepName, state: StepState.PENDING, output: null, error: null }));
   return {
     // Ordered by creation: the intake's inserts append to the primary key index (see ids.ts).
@@ -51,7 +53,7 @@ export function newExecution(automationId: string, eventId: string, trigger: unk
     event_id: eventId,
     state: leaseUntil ? ExecutionState.RUNNING : ExecutionState.PENDING,
     context: JSON.stringify({ trigger }),
-    steps: JSON.stringify(steps),
+    steps: stepsJson,
     step_results: JSON.stringify(results),
     created_at: at,
     completed_at: null,

@@ -6,7 +6,6 @@ import type { KnownWebhookEventOutcome } from "../../generated/enums.js";
 import type { Clock } from "../core/clock.js";
 import { conflict, notFound, permissionDenied } from "../core/errors.js";
 import type { Automations } from "../automations/automations.js";
-import type { AutomationStep } from "../automations/automation-input.js";
 import { newExecution } from "../automations/executions.js";
 import type { IntakeListener, Listeners } from "../automations/listeners.js";
 import type { AutomationExecutionsTable } from "../storage/schema.js";
@@ -106,7 +105,7 @@ export class WebhookIntake {
         : automation.enabled !== 1
           ? { outcome: WebhookOutcome.NOT_RUN_DISABLED, reason: "the automation's trigger toggle is not enabled" }
           : null;
-    const execution = notRun ? undefined : newExecution(listener.automation_id, eventId, trigger, JSON.parse(automation.steps) as AutomationStep[], receivedAt, worker.directLease());
+    const execution = notRun ? undefined : newExecution(listener.automation_id, eventId, trigger, automation.steps, receivedAt, worker.directLease());
     const row = {
       listener_id: listener.id,
       event_id: eventId,
