@@ -15,14 +15,18 @@ export function rssMiB(pid: number): number {
   }
 }
 
-/** User plus system CPU time of a process so far, every thread counted, in seconds (10 ms steps). */
+/** User plus system CPU time in seconds from the text of a /proc/<pid>/stat (10 ms steps). */
+export function statCpuSeconds(stat: string): number {
+  // After the command name (in parentheses, and it may hold spaces or parentheses) the fields start
+  // at the third of proc(5): utime and stime, its 14th and 15th, are the 12th and 13th here.
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  return (Number(fields[11]) + Number(fields[12])) / USER_HZ;
+}
+
+/** User plus system CPU time of a process so far, every thread counted, in seconds. */
 export function cpuSeconds(pid: number): number {
   try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    // After the command name (in parentheses, and it may hold spaces) the fields start at the third
-    // of proc(5): utime and stime, its 14th and 15th, are the 12th and 13th here.
-    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    return (Number(fields[11]) + Number(fields[12])) / USER_HZ;
+    return statCpuSeconds(readFileSync(`/proc/${pid}/stat`, "utf8"));
   } catch {
     return Number.NaN;
   }

@@ -1,0 +1,16 @@
+// The bench's reading of /proc/<pid>/stat: utime and stime, found after a command name that may
+// hold spaces and parentheses, in USER_HZ ticks.
+import { describe, expect, it } from "vitest";
+import { statCpuSeconds } from "../../bench/proc.js";
+
+describe("statCpuSeconds", () => {
+  it("adds utime and stime (fields 14 and 15 of proc(5)) in seconds", () => {
+    const stat = "4242 (node) S 1 4242 4242 0 -1 4194560 5000 0 0 0 1234 56 0 0 20 0 11 0 100 1000000 20000 18446744073709551615";
+    expect(statCpuSeconds(stat)).toBeCloseTo(12.9);
+  });
+
+  it("is not misled by a command name with spaces and parentheses", () => {
+    const stat = "7 (my (odd) name) R 1 7 7 0 -1 0 0 0 0 0 300 200 0 0 20 0 1 0 5 0 0 0";
+    expect(statCpuSeconds(stat)).toBeCloseTo(5);
+  });
+});
