@@ -119,10 +119,14 @@ export function LimitRow({ session, userId, appId }: { session: Session; userId:
   const path = { params: { path: { user_id: userId, app_id: appId } } };
   const { client, currencyCode } = session;
 
+  // Both read before either is shown: the row and its effective limit never disagree on the page.
   const load = async () => {
-    const got = await client.GET("/api/v1/funds/subject-app-limits/{user_id}/{app_id}", path);
+    const [got, resolved] = await Promise.all([
+      client.GET("/api/v1/funds/subject-app-limits/{user_id}/{app_id}", path),
+      call(client.GET("/api/v1/funds/subject-app-limits/{user_id}/{app_id}/effective", path)),
+    ]);
     setRow(got.response.status === 404 ? null : (await call(Promise.resolve(got))).limit);
-    setEffective((await call(client.GET("/api/v1/funds/subject-app-limits/{user_id}/{app_id}/effective", path))).effective);
+    setEffective(resolved.effective);
   };
   useEffect(() => {
     load().then(() => setLoadError(null), setLoadError);
