@@ -5,7 +5,9 @@ export default defineConfig({
     include: ["test/**/*.test.ts"],
     // Builds the console and makes sure Chromium is there, once per run (test/e2e drives them);
     // writes the reliability suites' counts into RELIABILITY.md at the end of the run.
-    globalSetup: ["test/support/global-setup.ts", "test/support/reliability-report.ts"],
+    globalSetup: ["test/support/global-setup.ts", "test/support/reliability-report.ts", "test/support/error-answers-report.ts"],
+    // Every error answer of the servers a test file runs must be declared by its operation.
+    setupFiles: ["test/support/error-answers.ts"],
     // The chaos suite kills and restarts server processes for minutes: `npm run test:chaos`.
     exclude: ["test/chaos/**", "node_modules/**"],
     testTimeout: 30_000,

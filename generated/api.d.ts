@@ -1197,9 +1197,8 @@ export interface components {
             /**
              * @description Always `client_credentials`. Any other value is refused with `unsupported_grant_type`.
              * @example client_credentials
-             * @enum {string}
              */
-            grant_type: "client_credentials";
+            grant_type: string;
             /**
              * @description The `clientId` of a credential (`Credential.clientId`).
              * @example c1_2Qk3mN8rT1vX9yZ0ab
@@ -1249,6 +1248,18 @@ export interface components {
             expires_in: number;
         };
         /**
+         * @description The stable, machine-readable cause of an error: `ErrorInfo.reason` of every non-2xx answer.
+         *     Clients branch on it, never on `message`. A reason never changes meaning once published.
+         *     Each operation's error examples show the reasons that operation can answer; the table below
+         *     lists every reason with the HTTP status it comes with.
+         *
+         *     This enumeration may gain values: clients must handle reasons they do not know, by their
+         *     HTTP status (`code` in the body).
+         * @example INVALID_ARGUMENT
+         * @enum {string}
+         */
+        ErrorReason: string;
+        /**
          * @description AIP-193 `ErrorInfo`: the stable, machine-readable cause of an error. `reason` is
          *     UPPER_SNAKE_CASE and never changes meaning once published; `metadata` adds context
          *     (for example `field`, or `position` of a CEL error). Never secrets.
@@ -1265,8 +1276,7 @@ export interface components {
         ErrorInfo: {
             /** @constant */
             "@type": "type.googleapis.com/google.rpc.ErrorInfo";
-            /** @example INVALID_ARGUMENT */
-            reason: string;
+            reason: components["schemas"]["ErrorReason"];
             /**
              * @description The service that raised the error.
              * @example api.tenant

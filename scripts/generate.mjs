@@ -40,6 +40,8 @@ const spec = parse(bundledText);
 const ast = await openapiTS(new URL(`file://${bundledPath}`), {
   exportType: false,
   alphabetize: false,
+  // A property with a default is optional to send (Search's pageSize): the server applies the default.
+  defaultNonNullable: false,
   transform(schema) {
     if (schema["x-extensible-enum"] === true && Array.isArray(schema.enum)) {
       return ts.factory.createKeywordTypeNode(ts.SyntaxKind.StringKeyword);

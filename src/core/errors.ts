@@ -1,6 +1,10 @@
 // The one error type of the domain and HTTP layers. It carries what the contract's `Status` body
 // needs (HTTP status, gRPC code, stable reason, field violations) and nothing else: messages are
 // written for developers and must never include secrets, tokens or stack traces.
+import type { KnownErrorReason } from "../../generated/enums.js";
+
+/** A reason the contract enumerates (ErrorReason): a reason it does not list fails the typecheck. */
+export type ErrorReason = KnownErrorReason;
 
 export interface FieldViolation {
   /** Dotted path of the field in the request, e.g. `body.limit.amount.money.units`. */
@@ -38,7 +42,7 @@ export class ApiError extends Error {
   constructor(
     readonly status: number,
     readonly code: number,
-    readonly reason: string,
+    readonly reason: ErrorReason,
     message: string,
     options: ApiErrorOptions = {},
   ) {
@@ -50,27 +54,27 @@ export class ApiError extends Error {
   }
 }
 
-export const invalidArgument = (reason: string, message: string, options?: ApiErrorOptions) =>
+export const invalidArgument = (reason: ErrorReason, message: string, options?: ApiErrorOptions) =>
   new ApiError(400, GrpcCode.INVALID_ARGUMENT, reason, message, options);
 
 /** A 400 for one field: the common case of a rule broken by one value. */
-export const invalidField = (field: string, description: string, reason = "INVALID_ARGUMENT") =>
+export const invalidField = (field: string, description: string, reason: ErrorReason = "INVALID_ARGUMENT") =>
   invalidArgument(reason, `${field}: ${description}`, { violations: [{ field, description }], metadata: { field } });
 
-export const unauthenticated = (reason: string, message: string, options?: ApiErrorOptions) =>
+export const unauthenticated = (reason: ErrorReason, message: string, options?: ApiErrorOptions) =>
   new ApiError(401, GrpcCode.UNAUTHENTICATED, reason, message, options);
 
-export const permissionDenied = (reason: string, message: string, options?: ApiErrorOptions) =>
+export const permissionDenied = (reason: ErrorReason, message: string, options?: ApiErrorOptions) =>
   new ApiError(403, GrpcCode.PERMISSION_DENIED, reason, message, options);
 
-export const notFound = (reason: string, message: string, options?: ApiErrorOptions) =>
+export const notFound = (reason: ErrorReason, message: string, options?: ApiErrorOptions) =>
   new ApiError(404, GrpcCode.NOT_FOUND, reason, message, options);
 
-export const conflict = (reason: string, message: string, options?: ApiErrorOptions) =>
+export const conflict = (reason: ErrorReason, message: string, options?: ApiErrorOptions) =>
   new ApiError(409, GrpcCode.ALREADY_EXISTS, reason, message, options);
 
-export const failedPrecondition = (reason: string, message: string, options?: ApiErrorOptions) =>
+export const failedPrecondition = (reason: ErrorReason, message: string, options?: ApiErrorOptions) =>
   new ApiError(409, GrpcCode.FAILED_PRECONDITION, reason, message, options);
 
-export const tooManyRequests = (reason: string, message: string, retryAfterSeconds: number) =>
+export const tooManyRequests = (reason: ErrorReason, message: string, retryAfterSeconds: number) =>
   new ApiError(429, GrpcCode.RESOURCE_EXHAUSTED, reason, message, { headers: { "Retry-After": String(retryAfterSeconds) } });

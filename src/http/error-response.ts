@@ -1,13 +1,14 @@
 // The last middleware: every failure leaves as the contract's error body, with its request id and
 // never a stack trace. Internal faults are logged with their stack, under the same request id.
 import type { NextFunction, Request, Response } from "express";
-import { ApiError } from "../core/errors.js";
+import { ApiError, type ErrorReason } from "../core/errors.js";
 import type { Logger } from "../core/logger.js";
+import { publishErrorAnswer } from "./error-answers.js";
 import { statusBody } from "./status-body.js";
 import { toApiError } from "./to-api-error.js";
 
-/** RFC 6749 error codes for the token endpoint, from our stable reasons. */
-const OAUTH_ERRORS: Record<string, string> = {
+/** RFC 6749 error codes of the token endpoint by our reasons; every other refusal is `invalid_request`. */
+const OAUTH_ERRORS: Partial<Record<ErrorReason, string>> = {
   INVALID_CLIENT: "invalid_client",
   UNSUPPORTED_GRANT_TYPE: "unsupported_grant_type",
   INVALID_SCOPE: "invalid_scope",
@@ -27,11 +28,16 @@ export function errorResponse(logger: Logger) {
     for (const [name, value] of Object.entries(error.headers)) res.setHeader(name, value);
     if (res.locals.oauth === true && (error.status === 400 || error.status === 401)) {
       // The token endpoint answers RFC 6749 errors: the Status body plus `error` and `error_description`.
-      const oauthError = OAUTH_ERRORS[error.reason] ?? "invalid_request";
-      const oauth = new ApiError(error.status, error.code, oauthError.toUpperCase(), error.message, { violations: error.violations, metadata: error.metadata });
-      res.status(error.status).json({ ...statusBody(oauth, requestId), error: oauthError, error_description: error.message });
+      const oauthError = OAUTH_ERRORS[error.reason];
+      const reason = oauthError ? error.reason : "INVALID_REQUEST";
+      const oauth = new ApiError(error.status, error.code, reason, error.message, { violations: error.violations, metadata: error.metadata });
+      const body = { ...statusBody(oauth, requestId), error: oauthError ?? "invalid_request", error_description: error.message };
+      publishErrorAnswer({ operationId: res.locals.operationId as string | undefined, status: error.status, body });
+      res.status(error.status).json(body);
       return;
     }
-    res.status(error.status).json(statusBody(error, requestId));
+    const body = statusBody(error, requestId);
+    publishErrorAnswer({ operationId: res.locals.operationId as string | undefined, status: error.status, body });
+    res.status(error.status).json(body);
   };
 }

@@ -1,7 +1,7 @@
 // The OAuth 2.0 client-credentials grant (RFC 6749 4.4) with client_secret_post. Unknown client,
 // wrong secret and revoked credential answer the same invalid_client, in comparable time, and are
 // throttled per client id and source address.
-import { invalidArgument, tooManyRequests, unauthenticated } from "../core/errors.js";
+import { invalidArgument, invalidField, tooManyRequests, unauthenticated } from "../core/errors.js";
 import type { AccessTokens } from "./access-tokens.js";
 import type { Credentials } from "./credentials.js";
 import type { FailureThrottle } from "./failure-throttle.js";
@@ -30,9 +30,9 @@ export class ClientCredentialsGrant {
   /** `source` is the caller's address (behind trusted proxies, the client's). */
   async exchange(request: TokenRequest, source: string): Promise<TokenAnswer> {
     if (request.grant_type !== "client_credentials") {
-      throw invalidArgument("UNSUPPORTED_GRANT_TYPE", "only the client_credentials grant is supported");
+      throw invalidField("body.grant_type", "must be client_credentials", "UNSUPPORTED_GRANT_TYPE");
     }
-    if (request.scope) throw invalidArgument("INVALID_SCOPE", "no scopes are defined; omit scope");
+    if (request.scope) throw invalidArgument("INVALID_SCOPE", "no scopes are defined; omit scope or send it empty");
     const key = JSON.stringify([request.client_id, source]);
     const wait = await this.throttle.admit(key);
     if (wait > 0) throw tooManyRequests("TOO_MANY_FAILED_ATTEMPTS", "too many failed attempts for this client; retry later", wait);
