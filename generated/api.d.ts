@@ -4849,7 +4849,8 @@ export interface components {
          *     the same request (same operation, path, query and JSON body; key order and whitespace do not
          *     matter) within 24 hours, it answers the first answer again (the same status and body,
          *     including a secret shown once, such as `clientSecret` or `webhookSecret`) with the header
-         *     `Idempotent-Replayed: true`, and nothing is done a second time.
+         *     `Idempotent-Replayed: true`, and nothing is done a second time. A replayed error names the
+         *     first request in its `RequestInfo`; `X-Request-Id` is the new request's.
          *
          *     - Keys belong to the calling user: two users never see each other's answers, and the
          *       credentials of one user share their keys.
@@ -5108,7 +5109,8 @@ export interface operations {
                  *     the same request (same operation, path, query and JSON body; key order and whitespace do not
                  *     matter) within 24 hours, it answers the first answer again (the same status and body,
                  *     including a secret shown once, such as `clientSecret` or `webhookSecret`) with the header
-                 *     `Idempotent-Replayed: true`, and nothing is done a second time.
+                 *     `Idempotent-Replayed: true`, and nothing is done a second time. A replayed error names the
+                 *     first request in its `RequestInfo`; `X-Request-Id` is the new request's.
                  *
                  *     - Keys belong to the calling user: two users never see each other's answers, and the
                  *       credentials of one user share their keys.
@@ -5323,7 +5325,8 @@ export interface operations {
                  *     the same request (same operation, path, query and JSON body; key order and whitespace do not
                  *     matter) within 24 hours, it answers the first answer again (the same status and body,
                  *     including a secret shown once, such as `clientSecret` or `webhookSecret`) with the header
-                 *     `Idempotent-Replayed: true`, and nothing is done a second time.
+                 *     `Idempotent-Replayed: true`, and nothing is done a second time. A replayed error names the
+                 *     first request in its `RequestInfo`; `X-Request-Id` is the new request's.
                  *
                  *     - Keys belong to the calling user: two users never see each other's answers, and the
                  *       credentials of one user share their keys.
@@ -6900,7 +6903,8 @@ export interface operations {
                  *     the same request (same operation, path, query and JSON body; key order and whitespace do not
                  *     matter) within 24 hours, it answers the first answer again (the same status and body,
                  *     including a secret shown once, such as `clientSecret` or `webhookSecret`) with the header
-                 *     `Idempotent-Replayed: true`, and nothing is done a second time.
+                 *     `Idempotent-Replayed: true`, and nothing is done a second time. A replayed error names the
+                 *     first request in its `RequestInfo`; `X-Request-Id` is the new request's.
                  *
                  *     - Keys belong to the calling user: two users never see each other's answers, and the
                  *       credentials of one user share their keys.
@@ -7240,7 +7244,8 @@ export interface operations {
                  *     the same request (same operation, path, query and JSON body; key order and whitespace do not
                  *     matter) within 24 hours, it answers the first answer again (the same status and body,
                  *     including a secret shown once, such as `clientSecret` or `webhookSecret`) with the header
-                 *     `Idempotent-Replayed: true`, and nothing is done a second time.
+                 *     `Idempotent-Replayed: true`, and nothing is done a second time. A replayed error names the
+                 *     first request in its `RequestInfo`; `X-Request-Id` is the new request's.
                  *
                  *     - Keys belong to the calling user: two users never see each other's answers, and the
                  *       credentials of one user share their keys.
