@@ -19,7 +19,7 @@ import { statusBody } from "./status-body.js";
 import { toApiError } from "./to-api-error.js";
 
 export const IDEMPOTENCY_KEY_HEADER = "Idempotency-Key";
-export const REPLAYED_HEADER = "Idempotent-Replayed";
+const REPLAYED_HEADER = "Idempotent-Replayed";
 
 /** Seconds a request that found its key in use is told to wait: most requests take milliseconds. */
 const RETRY_AFTER_SECONDS = 1;
@@ -43,7 +43,7 @@ function canonicalJson(value: unknown): string {
 }
 
 /** What makes two requests the same request. */
-export const requestFingerprint = (operationId: string, req: Pick<Request, "params" | "query" | "body">): string =>
+const requestFingerprint = (operationId: string, req: Pick<Request, "params" | "query" | "body">): string =>
   digest(canonicalJson([operationId, req.params, req.query, req.body ?? null]));
 
 export class Idempotency {
