@@ -4725,8 +4725,8 @@ export interface components {
                 "application/json": components["schemas"]["Status"];
             };
         };
-        /** @description The request conflicts with the current state. */
-        Conflict: {
+        /** @description The `Idempotency-Key` was used within the last 24 hours for a different request (another operation, path, query or body; reason `IDEMPOTENCY_KEY_REUSED`); nothing was done. Use a new key for a new request. */
+        IdempotencyKeyReused: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
                 [name: string]: unknown;
@@ -4734,12 +4734,12 @@ export interface components {
             content: {
                 /**
                  * @example {
-                 *       "code": 6,
-                 *       "message": "the resource already exists",
+                 *       "code": 3,
+                 *       "message": "this Idempotency-Key was used for a different request; use a new key for a new request",
                  *       "details": [
                  *         {
                  *           "@type": "type.googleapis.com/google.rpc.ErrorInfo",
-                 *           "reason": "ALREADY_EXISTS",
+                 *           "reason": "IDEMPOTENCY_KEY_REUSED",
                  *           "domain": "api.tenant",
                  *           "metadata": {}
                  *         },
@@ -4781,6 +4781,63 @@ export interface components {
                 "application/json": components["schemas"]["Status"];
             };
         };
+        /** @description A request with the same `Idempotency-Key` is still being processed (reason `IDEMPOTENCY_KEY_IN_USE`); nothing was done for this one. Retry after the time in `Retry-After`: the first request's answer is then replayed. */
+        IdempotencyKeyInUse: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "Retry-After": components["headers"]["Retry-After"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "code": 10,
+                 *       "message": "a request with this Idempotency-Key is still being processed; retry later",
+                 *       "details": [
+                 *         {
+                 *           "@type": "type.googleapis.com/google.rpc.ErrorInfo",
+                 *           "reason": "IDEMPOTENCY_KEY_IN_USE",
+                 *           "domain": "api.tenant",
+                 *           "metadata": {}
+                 *         },
+                 *         {
+                 *           "@type": "type.googleapis.com/google.rpc.RequestInfo",
+                 *           "requestId": "01JD3Z6Q0N6V4Y2M9H8K7C5B3A"
+                 *         }
+                 *       ]
+                 *     }
+                 */
+                "application/json": components["schemas"]["Status"];
+            };
+        };
+        /** @description The request conflicts with the current state. */
+        Conflict: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "code": 6,
+                 *       "message": "the resource already exists",
+                 *       "details": [
+                 *         {
+                 *           "@type": "type.googleapis.com/google.rpc.ErrorInfo",
+                 *           "reason": "ALREADY_EXISTS",
+                 *           "domain": "api.tenant",
+                 *           "metadata": {}
+                 *         },
+                 *         {
+                 *           "@type": "type.googleapis.com/google.rpc.RequestInfo",
+                 *           "requestId": "01JD3Z6Q0N6V4Y2M9H8K7C5B3A"
+                 *         }
+                 *       ]
+                 *     }
+                 */
+                "application/json": components["schemas"]["Status"];
+            };
+        };
     };
     parameters: {
         /**
@@ -4796,6 +4853,33 @@ export interface components {
          * @example
          */
         PageToken: string;
+        /**
+         * @description Makes the request safe to retry: a unique value the client generates for one intended
+         *     operation (a UUID v4 is a good choice), 1 to 255 printable ASCII characters. Sent again with
+         *     the same request (same operation, path, query and JSON body; key order and whitespace do not
+         *     matter) within 24 hours, it answers the first answer again (the same status and body,
+         *     including a secret shown once, such as `clientSecret` or `webhookSecret`) with the header
+         *     `Idempotent-Replayed: true`, and nothing is done a second time. A replayed error names the
+         *     first request in its `RequestInfo`; `X-Request-Id` is the new request's.
+         *
+         *     - Keys belong to the calling user: two users never see each other's answers, and the
+         *       credentials of one user share their keys.
+         *     - The first answer is kept when the operation ran, whether it succeeded or failed with a 4xx
+         *       (for example 404 for an unknown user or 409 for an email address in use): to try a changed
+         *       request, use a new key. Nothing is kept for a request refused before it ran (401, 403, or
+         *       400 for a request breaking the contract) or for a 500: such a request may be sent again
+         *       with the same key.
+         *     - The same key with a different request is 422 with reason `IDEMPOTENCY_KEY_REUSED`, and
+         *       nothing is done.
+         *     - While a request with the key is still being processed, another one with it is 409 with
+         *       reason `IDEMPOTENCY_KEY_IN_USE` and `Retry-After`; nothing is done for it.
+         *     - After 24 hours the key may be used again, as if it were new.
+         *
+         *     A key that is empty, longer than 255 characters or not printable ASCII is 400 naming the
+         *     header. Without the header the request is processed as it comes, every time.
+         * @example 5f1d7c2e-8a4b-4c3d-9e2f-0a1b2c3d4e5f
+         */
+        IdempotencyKey: string;
         /**
          * @description Canonical id of the user (the subject).
          * @example 2Qk3mN8rT1vX9yZ0
@@ -4852,6 +4936,10 @@ export interface components {
     headers: {
         /** @description The id of this request, on every response; also in `Status.details[].requestId` of an error. A client may send its own `X-Request-Id` (1-128 characters of `[A-Za-z0-9._-]`) to have it reused. */
         "X-Request-Id": string;
+        /** @description Present, with the value `true`, on an answer replayed for a repeated `Idempotency-Key`; absent on an answer to a request that was processed. */
+        "Idempotent-Replayed": "true";
+        /** @description Seconds to wait before trying again. */
+        "Retry-After": number;
     };
     pathItems: never;
 }
@@ -5024,7 +5112,35 @@ export interface operations {
     "svc.api.iam.v1.UserService.Create": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes the request safe to retry: a unique value the client generates for one intended
+                 *     operation (a UUID v4 is a good choice), 1 to 255 printable ASCII characters. Sent again with
+                 *     the same request (same operation, path, query and JSON body; key order and whitespace do not
+                 *     matter) within 24 hours, it answers the first answer again (the same status and body,
+                 *     including a secret shown once, such as `clientSecret` or `webhookSecret`) with the header
+                 *     `Idempotent-Replayed: true`, and nothing is done a second time. A replayed error names the
+                 *     first request in its `RequestInfo`; `X-Request-Id` is the new request's.
+                 *
+                 *     - Keys belong to the calling user: two users never see each other's answers, and the
+                 *       credentials of one user share their keys.
+                 *     - The first answer is kept when the operation ran, whether it succeeded or failed with a 4xx
+                 *       (for example 404 for an unknown user or 409 for an email address in use): to try a changed
+                 *       request, use a new key. Nothing is kept for a request refused before it ran (401, 403, or
+                 *       400 for a request breaking the contract) or for a 500: such a request may be sent again
+                 *       with the same key.
+                 *     - The same key with a different request is 422 with reason `IDEMPOTENCY_KEY_REUSED`, and
+                 *       nothing is done.
+                 *     - While a request with the key is still being processed, another one with it is 409 with
+                 *       reason `IDEMPOTENCY_KEY_IN_USE` and `Retry-After`; nothing is done for it.
+                 *     - After 24 hours the key may be used again, as if it were new.
+                 *
+                 *     A key that is empty, longer than 255 characters or not printable ASCII is 400 naming the
+                 *     header. Without the header the request is processed as it comes, every time.
+                 * @example 5f1d7c2e-8a4b-4c3d-9e2f-0a1b2c3d4e5f
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -5047,6 +5163,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5070,9 +5187,20 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
-            409: components["responses"]["Conflict"];
+            /** @description The email address already belongs to a user of the tenant (reason `EMAIL_TAKEN`), or a request with the same `Idempotency-Key` is still being processed (reason `IDEMPOTENCY_KEY_IN_USE`, with `Retry-After`; retry then to get the first request's answer). Nothing was done. */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Status"];
+                };
+            };
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["IdempotencyKeyReused"];
             500: components["responses"]["InternalError"];
         };
     };
@@ -5200,7 +5328,35 @@ export interface operations {
     "svc.api.iam.v1.CredentialService.Create": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes the request safe to retry: a unique value the client generates for one intended
+                 *     operation (a UUID v4 is a good choice), 1 to 255 printable ASCII characters. Sent again with
+                 *     the same request (same operation, path, query and JSON body; key order and whitespace do not
+                 *     matter) within 24 hours, it answers the first answer again (the same status and body,
+                 *     including a secret shown once, such as `clientSecret` or `webhookSecret`) with the header
+                 *     `Idempotent-Replayed: true`, and nothing is done a second time. A replayed error names the
+                 *     first request in its `RequestInfo`; `X-Request-Id` is the new request's.
+                 *
+                 *     - Keys belong to the calling user: two users never see each other's answers, and the
+                 *       credentials of one user share their keys.
+                 *     - The first answer is kept when the operation ran, whether it succeeded or failed with a 4xx
+                 *       (for example 404 for an unknown user or 409 for an email address in use): to try a changed
+                 *       request, use a new key. Nothing is kept for a request refused before it ran (401, 403, or
+                 *       400 for a request breaking the contract) or for a 500: such a request may be sent again
+                 *       with the same key.
+                 *     - The same key with a different request is 422 with reason `IDEMPOTENCY_KEY_REUSED`, and
+                 *       nothing is done.
+                 *     - While a request with the key is still being processed, another one with it is 409 with
+                 *       reason `IDEMPOTENCY_KEY_IN_USE` and `Retry-After`; nothing is done for it.
+                 *     - After 24 hours the key may be used again, as if it were new.
+                 *
+                 *     A key that is empty, longer than 255 characters or not printable ASCII is 400 naming the
+                 *     header. Without the header the request is processed as it comes, every time.
+                 * @example 5f1d7c2e-8a4b-4c3d-9e2f-0a1b2c3d4e5f
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /**
                  * @description Canonical id of the user (the subject).
@@ -5225,6 +5381,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5249,8 +5406,10 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["IdempotencyKeyInUse"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["IdempotencyKeyReused"];
             500: components["responses"]["InternalError"];
         };
     };
@@ -6747,7 +6906,35 @@ export interface operations {
     "svc.api.automations.v1.AutomationService.CreateAutomation": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes the request safe to retry: a unique value the client generates for one intended
+                 *     operation (a UUID v4 is a good choice), 1 to 255 printable ASCII characters. Sent again with
+                 *     the same request (same operation, path, query and JSON body; key order and whitespace do not
+                 *     matter) within 24 hours, it answers the first answer again (the same status and body,
+                 *     including a secret shown once, such as `clientSecret` or `webhookSecret`) with the header
+                 *     `Idempotent-Replayed: true`, and nothing is done a second time. A replayed error names the
+                 *     first request in its `RequestInfo`; `X-Request-Id` is the new request's.
+                 *
+                 *     - Keys belong to the calling user: two users never see each other's answers, and the
+                 *       credentials of one user share their keys.
+                 *     - The first answer is kept when the operation ran, whether it succeeded or failed with a 4xx
+                 *       (for example 404 for an unknown user or 409 for an email address in use): to try a changed
+                 *       request, use a new key. Nothing is kept for a request refused before it ran (401, 403, or
+                 *       400 for a request breaking the contract) or for a 500: such a request may be sent again
+                 *       with the same key.
+                 *     - The same key with a different request is 422 with reason `IDEMPOTENCY_KEY_REUSED`, and
+                 *       nothing is done.
+                 *     - While a request with the key is still being processed, another one with it is 409 with
+                 *       reason `IDEMPOTENCY_KEY_IN_USE` and `Retry-After`; nothing is done for it.
+                 *     - After 24 hours the key may be used again, as if it were new.
+                 *
+                 *     A key that is empty, longer than 255 characters or not printable ASCII is 400 naming the
+                 *     header. Without the header the request is processed as it comes, every time.
+                 * @example 5f1d7c2e-8a4b-4c3d-9e2f-0a1b2c3d4e5f
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -6782,6 +6969,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6819,8 +7007,10 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            409: components["responses"]["IdempotencyKeyInUse"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["IdempotencyKeyReused"];
             500: components["responses"]["InternalError"];
         };
     };
@@ -7057,7 +7247,35 @@ export interface operations {
     "svc.api.automations.v1.AutomationService.RotateWebhookSecret": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes the request safe to retry: a unique value the client generates for one intended
+                 *     operation (a UUID v4 is a good choice), 1 to 255 printable ASCII characters. Sent again with
+                 *     the same request (same operation, path, query and JSON body; key order and whitespace do not
+                 *     matter) within 24 hours, it answers the first answer again (the same status and body,
+                 *     including a secret shown once, such as `clientSecret` or `webhookSecret`) with the header
+                 *     `Idempotent-Replayed: true`, and nothing is done a second time. A replayed error names the
+                 *     first request in its `RequestInfo`; `X-Request-Id` is the new request's.
+                 *
+                 *     - Keys belong to the calling user: two users never see each other's answers, and the
+                 *       credentials of one user share their keys.
+                 *     - The first answer is kept when the operation ran, whether it succeeded or failed with a 4xx
+                 *       (for example 404 for an unknown user or 409 for an email address in use): to try a changed
+                 *       request, use a new key. Nothing is kept for a request refused before it ran (401, 403, or
+                 *       400 for a request breaking the contract) or for a 500: such a request may be sent again
+                 *       with the same key.
+                 *     - The same key with a different request is 422 with reason `IDEMPOTENCY_KEY_REUSED`, and
+                 *       nothing is done.
+                 *     - While a request with the key is still being processed, another one with it is 409 with
+                 *       reason `IDEMPOTENCY_KEY_IN_USE` and `Retry-After`; nothing is done for it.
+                 *     - After 24 hours the key may be used again, as if it were new.
+                 *
+                 *     A key that is empty, longer than 255 characters or not printable ASCII is 400 naming the
+                 *     header. Without the header the request is processed as it comes, every time.
+                 * @example 5f1d7c2e-8a4b-4c3d-9e2f-0a1b2c3d4e5f
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /**
                  * @description The id of the automation (server-generated, as `Automation.id`).
@@ -7078,6 +7296,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7137,8 +7356,10 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["IdempotencyKeyInUse"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["IdempotencyKeyReused"];
             500: components["responses"]["InternalError"];
         };
     };

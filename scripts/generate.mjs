@@ -63,6 +63,12 @@ writeFileSync(join(outDir, "enums.ts"), enumLines.join("\n"));
 const METHODS = ["get", "put", "post", "delete", "patch"];
 const ID = /^svc\.api\.([a-z]+)\.v1\.([A-Za-z]+Service)\.([A-Za-z]+)$/;
 const ops = [];
+const deref = (node) => (node?.$ref ? node.$ref.slice(2).split("/").reduce((n, p) => n?.[p], spec) : node);
+// An operation that declares the Idempotency-Key header is idempotent by it; the header's `required` says whether a key must be sent.
+const idempotencyOf = (params) => {
+  const key = params.map(deref).find((p) => p?.in === "header" && p.name === "Idempotency-Key");
+  return key ? (key.required === true ? "required" : "optional") : null;
+};
 for (const [path, item] of Object.entries(spec.paths ?? {})) {
   for (const method of METHODS) {
     const op = item[method];
@@ -74,7 +80,8 @@ for (const [path, item] of Object.entries(spec.paths ?? {})) {
     const secured = (op.security ?? spec.security ?? []).some((req) => "oauth2" in req || "bearerAuth" in req);
     const raw = op["x-raw-request"] === true;
     const maxBodyBytes = op["x-max-body-bytes"] ?? null;
-    ops.push({ id: op.operationId, area, service, name, method, path, secured, raw, maxBodyBytes });
+    const idempotencyKey = idempotencyOf([...(item.parameters ?? []), ...(op.parameters ?? [])]);
+    ops.push({ id: op.operationId, area, service, name, method, path, secured, raw, maxBodyBytes, idempotencyKey });
   }
 }
 ops.sort((a, b) => a.id.localeCompare(b.id));
@@ -144,11 +151,13 @@ lines.push(`  /** The handler takes the raw body and headers (x-raw-request); th
 lines.push(`  readonly raw: boolean;`);
 lines.push(`  /** The largest request body the operation accepts (x-max-body-bytes), or null for the server's default. */`);
 lines.push(`  readonly maxBodyBytes: number | null;`);
+lines.push(`  /** Whether the operation takes an Idempotency-Key header, and whether it must be sent; null when it takes none. */`);
+lines.push(`  readonly idempotencyKey: "optional" | "required" | null;`);
 lines.push(`}`, ``);
 lines.push(`/** The routing table: operation id to service method, method and path. */`);
 lines.push(`export const operationRoutes = [`);
 for (const o of ops) {
-  lines.push(`  { operationId: ${q(o.id)}, service: ${q(o.service)}, method: ${q(o.method)}, path: ${q(o.path)}, secured: ${o.secured}, raw: ${o.raw}, maxBodyBytes: ${o.maxBodyBytes} },`);
+  lines.push(`  { operationId: ${q(o.id)}, service: ${q(o.service)}, method: ${q(o.method)}, path: ${q(o.path)}, secured: ${o.secured}, raw: ${o.raw}, maxBodyBytes: ${o.maxBodyBytes}, idempotencyKey: ${q(o.idempotencyKey)} },`);
 }
 lines.push(`] as const satisfies readonly OperationRoute[];`, ``);
 lines.push(`/** Binds a service's handler for an operation id, keeping the handler's exact type. */`);

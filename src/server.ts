@@ -14,6 +14,7 @@ import { FundPolicies } from "./funds/fund-policy.js";
 import { SubjectAppLimits } from "./funds/subject-app-limits.js";
 import { answerClientError } from "./http/client-error.js";
 import { createApp } from "./http/app.js";
+import { Idempotency } from "./http/idempotency.js";
 import { fundsHandlers } from "./http/handlers/funds.js";
 import { identityHandlers } from "./http/handlers/identity.js";
 import { automationHandlers } from "./http/handlers/automations.js";
@@ -31,12 +32,16 @@ import { ExecutionRunner } from "./automations/runner.js";
 import { SecretBox } from "./automations/secret-box.js";
 import { Worker, WORKER_DEFAULTS } from "./automations/worker.js";
 import { openStorage } from "./storage/connect.js";
+import { IdempotencyRecords } from "./storage/idempotency-records.js";
 import { loadSecretsKey } from "./storage/secrets-key.js";
 import { WebhookEvents } from "./webhooks/events.js";
 import { WebhookIntake } from "./webhooks/intake.js";
 import { JwksCache } from "./webhooks/jwks-cache.js";
 import type { FetchJwksOptions } from "./webhooks/jwks-fetch.js";
 import { sharedKey } from "./storage/settings.js";
+
+/** How often expired Idempotency-Key records are removed (an expired one is also replaced when its key comes again). */
+const IDEMPOTENCY_SWEEP_MS = 10 * 60_000;
 
 export interface ServerOptions {
   config: Config;
@@ -79,7 +84,8 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const caps = new AppCaps(storage, clock, policy, pageTokens, config.tenantId);
   const effective = new EffectiveLimits(storage, clock, limits, caps, policy);
 
-  const listeners = new Listeners(storage, clock, new SecretBox(loadSecretsKey(config.secretsKey)), config.webhookSecretGraceSeconds);
+  const secretsKey = loadSecretsKey(config.secretsKey);
+  const listeners = new Listeners(storage, clock, new SecretBox(secretsKey), config.webhookSecretGraceSeconds);
   const automations = new Automations(storage, clock, listeners, policy, pageTokens, { baseUrl: config.baseUrl, allowInsecureJwks: config.jwksAllowInsecure });
   const executions = new Executions(storage, pageTokens);
   const events = new WebhookEvents(storage, clock, pageTokens);
@@ -98,8 +104,11 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     worker,
   });
 
+  // A box of its own: replayed answers do not take the places of webhook secrets in its cache of opened secrets.
+  const idempotencyRecords = new IdempotencyRecords(storage, clock);
   const app = createApp({
     logger,
+    idempotency: new Idempotency(idempotencyRecords, new SecretBox(secretsKey)),
     accessTokens,
     contractPath,
     docsPath,
@@ -125,6 +134,12 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     server.listen(config.port, config.host, () => resolve());
   });
   worker.start();
+  const sweep = setInterval(() => {
+    idempotencyRecords.sweep().then(
+      (removed) => removed > 0 && logger.info({ msg: "swept idempotency records", removed }),
+      (err: unknown) => logger.error({ msg: "idempotency record sweep failed", err }),
+    );
+  }, IDEMPOTENCY_SWEEP_MS).unref();
   const { port, address } = server.address() as AddressInfo;
   const host = address.includes(":") ? `[${address}]` : address;
 
@@ -135,6 +150,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
         server.close(() => resolve());
         server.closeIdleConnections();
       });
+      clearInterval(sweep);
       await worker.stop();
       await storage.close();
     })());

@@ -10,9 +10,10 @@ import type { Logger } from "../core/logger.js";
 import type { AccessTokens } from "../identity/access-tokens.js";
 import { mayCall } from "../identity/roles.js";
 import { accessLog } from "./access-log.js";
-import type { RequestContext } from "./context.js";
+import { callerOf, type RequestContext } from "./context.js";
 import { CONSOLE_PATH, consoleRouter } from "./console.js";
 import { errorResponse } from "./error-response.js";
+import { IDEMPOTENCY_KEY_HEADER, type Idempotency } from "./idempotency.js";
 import { requestId } from "./request-id.js";
 import { cacheValidatorRouteMatchers } from "./route-matcher-cache.js";
 import { expressPath, findRoute } from "./route-table.js";
@@ -32,6 +33,8 @@ export interface AppOptions {
   ready: () => Promise<boolean>;
   /** The built admin console (dist/console), served at /console. */
   consoleDir: string;
+  /** Runs the requests of operations that take an Idempotency-Key once per caller and key. */
+  idempotency: Idempotency;
 }
 
 const JSON_LIMIT = "256kb";
@@ -154,8 +157,12 @@ export function createApp(options: AppOptions): Express {
       try {
         const request = { path: req.params, query: req.query, body: req.body } as unknown as OperationRequest<typeof route.operationId>;
         const ctx: RequestContext = { requestId: res.locals.requestId as string, principal: res.locals.principal, peer: peerOf(req) };
-        const body = await handler(request as never, ctx);
-        res.status(200).json(body);
+        const execute = () => handler(request as never, ctx);
+        if (route.idempotencyKey !== null && req.get(IDEMPOTENCY_KEY_HEADER) !== undefined) {
+          await options.idempotency.respond(req, res, route.operationId, callerOf(ctx).userId, execute);
+        } else {
+          res.status(200).json(await execute());
+        }
       } catch (e) {
         next(e);
       }

@@ -184,11 +184,27 @@ const m0005 = (text: TextType): Migration => ({
   },
 });
 
+// Idempotency-Key records: one per caller and key, claimed by a unique key across instances.
+const m0006 = (text: TextType): Migration => ({
+  async up(db: Kysely<any>) {
+    await db.schema
+      .createTable("idempotency_records")
+      .addColumn("id", text, (c) => c.primaryKey())
+      .addColumn("fingerprint", text, (c) => c.notNull())
+      .addColumn("owner", text, (c) => c.notNull())
+      .addColumn("locked_until", text)
+      .addColumn("answer", text)
+      .addColumn("created_at", text, (c) => c.notNull())
+      .execute();
+    await db.schema.createIndex("idempotency_records_by_age").on("idempotency_records").columns(["created_at"]).execute();
+  },
+});
+
 export function migrationsFor(dialect: "sqlite" | "postgres"): MigrationProvider {
   const text: TextType = dialect === "postgres" ? sql`text collate "C"` : "text";
   return {
     async getMigrations() {
-      return { "0001_identity_and_funds": m0001(text), "0002_automations_and_webhooks": m0002(text), "0003_execution_queue_index": m0003, "0004_lighter_event_writes": m0004, "0005_token_failures": m0005(text) };
+      return { "0001_identity_and_funds": m0001(text), "0002_automations_and_webhooks": m0002(text), "0003_execution_queue_index": m0003, "0004_lighter_event_writes": m0004, "0005_token_failures": m0005(text), "0006_idempotency_records": m0006(text) };
     },
   };
 }

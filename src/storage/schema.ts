@@ -81,6 +81,22 @@ export interface Database {
   webhook_events: WebhookEventsTable;
   automation_executions: AutomationExecutionsTable;
   token_failures: TokenFailuresTable;
+  idempotency_records: IdempotencyRecordsTable;
+}
+
+/** A request made with an Idempotency-Key: claimed while it runs, then its answer, for replays. */
+export interface IdempotencyRecordsTable {
+  /** SHA-256 of the caller and the key, base64url. */
+  id: string;
+  /** SHA-256 of what makes two requests the same (operation, path, query, body), base64url. */
+  fingerprint: string;
+  /** A random id of the attempt holding the record: only it may complete or release it. */
+  owner: string;
+  /** While the request runs: until when its attempt holds the record. Null once answered. */
+  locked_until: string | null;
+  /** The answer (status, headers, body) as JSON sealed by the secret box; null while the request runs. */
+  answer: string | null;
+  created_at: string;
 }
 
 /** Failed token requests of one key (client id and source address) within the throttle's window. */

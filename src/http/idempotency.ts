@@ -1,0 +1,100 @@
+// Idempotent retries: a request of an operation whose contract declares the Idempotency-Key header
+// runs once per caller and key; the same request again within retention gets the first answer
+// again, marked `Idempotent-Replayed: true`. The key's format is checked by the contract validator,
+// which runs before this, as do authentication and roles: a request refused by them runs nothing
+// and keeps nothing, so the client may fix it and send it again with the same key.
+//
+// - Keys belong to the calling user (not the credential): a client that retries with another of its
+//   user's credentials still gets the first answer; another user's same key is another record.
+// - An answer is kept once the operation ran: its 200, or a 4xx it refused the request with. A 5xx
+//   keeps nothing (the key is released), so the retry runs again.
+// - Answers hold secrets shown once (a client secret, a webhook secret): they are sealed by the
+//   secret box under SECRETS_KEY, bound to their record.
+import { createHash } from "node:crypto";
+import type { Request, Response } from "express";
+import type { SecretBox } from "../automations/secret-box.js";
+import { ApiError, GrpcCode } from "../core/errors.js";
+import type { IdempotencyRecords } from "../storage/idempotency-records.js";
+import { statusBody } from "./status-body.js";
+import { toApiError } from "./to-api-error.js";
+
+export const IDEMPOTENCY_KEY_HEADER = "Idempotency-Key";
+const REPLAYED_HEADER = "Idempotent-Replayed";
+
+/** Seconds a request that found its key in use is told to wait: most requests take milliseconds. */
+const RETRY_AFTER_SECONDS = 1;
+
+interface Answer {
+  status: number;
+  headers: Record<string, string>;
+  body: unknown;
+}
+
+const digest = (text: string) => createHash("sha256").update(text, "utf8").digest("base64url");
+
+/** JSON with object keys sorted at every level: two bodies that differ only in key order are one request. */
+function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(",")}]`;
+  if (value !== null && typeof value === "object") {
+    const entries = Object.entries(value as Record<string, unknown>).filter(([, v]) => v !== undefined);
+    return `{${entries.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(",")}}`;
+  }
+  return JSON.stringify(value) ?? "null";
+}
+
+/** What makes two requests the same request. */
+const requestFingerprint = (operationId: string, req: Pick<Request, "params" | "query" | "body">): string =>
+  digest(canonicalJson([operationId, req.params, req.query, req.body ?? null]));
+
+export class Idempotency {
+  constructor(
+    private readonly records: IdempotencyRecords,
+    private readonly box: SecretBox,
+  ) {}
+
+  /**
+   * Answers `req` by `execute` (the operation's handler, answering 200) once for `caller`'s key, or
+   * by the answer kept for it. Rejects with an ApiError for the error middleware to render.
+   */
+  async respond(req: Request, res: Response, operationId: string, caller: string, execute: () => Promise<unknown>): Promise<void> {
+    const id = digest(`${caller}\n${req.get(IDEMPOTENCY_KEY_HEADER)}`);
+    const fingerprint = requestFingerprint(operationId, req);
+    const claim = await this.records.claim(id, fingerprint);
+    if (claim.kind !== "claimed") {
+      if (claim.fingerprint !== fingerprint) {
+        throw new ApiError(422, GrpcCode.INVALID_ARGUMENT, "IDEMPOTENCY_KEY_REUSED", "this Idempotency-Key was used for a different request; use a new key for a new request");
+      }
+      if (claim.kind === "running") {
+        throw new ApiError(409, GrpcCode.ABORTED, "IDEMPOTENCY_KEY_IN_USE", "a request with this Idempotency-Key is still being processed; retry later", {
+          headers: { "Retry-After": String(RETRY_AFTER_SECONDS) },
+        });
+      }
+      res.setHeader(REPLAYED_HEADER, "true");
+      send(res, JSON.parse(this.box.open(claim.answer, sealContext(id))) as Answer);
+      return;
+    }
+    let answer: Answer;
+    try {
+      answer = { status: 200, headers: {}, body: await execute() };
+    } catch (e) {
+      const { error } = toApiError(e);
+      if (error.status >= 500) {
+        await this.records.release(id, claim.owner);
+        throw e;
+      }
+      answer = { status: error.status, headers: error.headers, body: statusBody(error, String(res.locals.requestId)) };
+    }
+    // Kept before it is sent: a client that received an answer can always have it again.
+    await this.records.complete(id, claim.owner, this.box.seal(JSON.stringify(answer), sealContext(id)));
+    send(res, answer);
+  }
+}
+
+/** A sealed answer opens only on its own record. */
+const sealContext = (id: string) => `idempotency:${id}`;
+
+function send(res: Response, answer: Answer): void {
+  for (const [name, value] of Object.entries(answer.headers)) res.setHeader(name, value);
+  if (answer.status >= 400) res.locals.errorReason = (answer.body as { details?: Array<{ reason?: string }> }).details?.[0]?.reason;
+  res.status(answer.status).json(answer.body);
+}

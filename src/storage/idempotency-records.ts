@@ -1,0 +1,84 @@
+// Records of requests made with an Idempotency-Key, shared by every instance on the database. The
+// record's primary key settles who runs a request: of several arriving together, on any instances,
+// one inserts the record and runs; the others find it. A record past retention, or one whose
+// attempt stopped answering (its lease lapsed: the process died), is taken over by the same upsert.
+import { randomUUID } from "node:crypto";
+import type { Clock } from "../core/clock.js";
+import type { Storage } from "./connect.js";
+import { writeStatement } from "./transactions.js";
+
+/** How long an answer is replayed: 24 hours from the first request. */
+export const IDEMPOTENCY_RETENTION_MS = 24 * 3600 * 1000;
+
+/** How long a running request holds its record; far longer than any request takes. */
+const LEASE_MS = 60_000;
+
+export type Claim =
+  /** The record is the caller's: run the request, then `complete` or `release` it as `owner`. */
+  | { kind: "claimed"; owner: string }
+  /** The request ran already: its fingerprint and sealed answer. */
+  | { kind: "answered"; fingerprint: string; answer: string }
+  /** Another attempt is running it now. */
+  | { kind: "running"; fingerprint: string };
+
+const iso = (ms: number) => new Date(ms).toISOString();
+
+/** Claims lost to a record that then vanished or lapsed before it could be read: tried again this often. */
+const CLAIM_ATTEMPTS = 3;
+
+export class IdempotencyRecords {
+  constructor(
+    private readonly storage: Storage,
+    private readonly clock: Clock,
+  ) {}
+
+  /** Claims record `id` for a request of `fingerprint`, or says who has it. */
+  async claim(id: string, fingerprint: string): Promise<Claim> {
+    for (let attempt = 0; attempt < CLAIM_ATTEMPTS; attempt++) {
+      const now = this.clock.now();
+      const retained = iso(now - IDEMPOTENCY_RETENTION_MS);
+      const owner = randomUUID();
+      const record = { id, fingerprint, owner, locked_until: iso(now + LEASE_MS), answer: null, created_at: iso(now) };
+      const claimed = await writeStatement(this.storage, (db) =>
+        db
+          .insertInto("idempotency_records")
+          .values(record)
+          .onConflict((oc) =>
+            oc
+              .column("id")
+              .doUpdateSet(record)
+              .where((eb) =>
+                eb.or([
+                  eb("idempotency_records.created_at", "<=", retained),
+                  eb.and([eb("idempotency_records.answer", "is", null), eb("idempotency_records.locked_until", "<=", iso(now))]),
+                ]),
+              ),
+          )
+          .executeTakeFirst(),
+      );
+      if (Number(claimed.numInsertedOrUpdatedRows ?? 0) === 1) return { kind: "claimed", owner };
+      const found = await this.storage.db.selectFrom("idempotency_records").select(["fingerprint", "locked_until", "answer", "created_at"]).where("id", "=", id).executeTakeFirst();
+      if (!found || found.created_at <= retained) continue;
+      if (found.answer !== null) return { kind: "answered", fingerprint: found.fingerprint, answer: found.answer };
+      if (found.locked_until !== null && found.locked_until > iso(now)) return { kind: "running", fingerprint: found.fingerprint };
+    }
+    throw new Error(`idempotency record still contended after ${CLAIM_ATTEMPTS} claims`);
+  }
+
+  /** Keeps `answer` (sealed) for replays; a no-op when `owner` no longer holds the record. */
+  async complete(id: string, owner: string, answer: string): Promise<void> {
+    await writeStatement(this.storage, (db) => db.updateTable("idempotency_records").set({ answer, locked_until: null }).where("id", "=", id).where("owner", "=", owner).execute());
+  }
+
+  /** Frees the key for another attempt (the request failed before any answer worth keeping). */
+  async release(id: string, owner: string): Promise<void> {
+    await writeStatement(this.storage, (db) => db.deleteFrom("idempotency_records").where("id", "=", id).where("owner", "=", owner).execute());
+  }
+
+  /** Removes records past retention; safe to run on every instance at once. */
+  async sweep(): Promise<number> {
+    const retained = iso(this.clock.now() - IDEMPOTENCY_RETENTION_MS);
+    const result = await this.storage.db.deleteFrom("idempotency_records").where("created_at", "<=", retained).executeTakeFirst();
+    return Number(result.numDeletedRows);
+  }
+}
