@@ -4,8 +4,13 @@ export default defineConfig({
   test: {
     include: ["test/**/*.test.ts"],
     // Builds the console and makes sure Chromium is there, once per run (test/e2e drives them);
-    // writes the reliability suites' counts into RELIABILITY.md at the end of the run.
-    globalSetup: ["test/support/global-setup.ts", "test/support/reliability-report.ts"],
+    // writes the reliability suites' counts into RELIABILITY.md at the end of the run; on the
+    // PostgreSQL leg (TEST_DATABASE=postgres), finds or starts the PostgreSQL server and says which.
+    globalSetup: [
+      "test/support/global-setup.ts",
+      "test/support/reliability-report.ts",
+      ...(process.env.TEST_DATABASE === "postgres" ? ["test/support/postgres-global-setup.ts"] : []),
+    ],
     // The chaos suite kills and restarts server processes for minutes: `npm run test:chaos`.
     exclude: ["test/chaos/**", "node_modules/**"],
     testTimeout: 30_000,
