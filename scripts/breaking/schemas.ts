@@ -48,8 +48,16 @@ function shape(doc: Node, value: unknown): Shape {
   return { schema: node, nullable: node.type === "null", ...refs };
 }
 
-const typeSet = (s: Node): string[] | undefined =>
-  typeof s.type === "string" ? [s.type] : Array.isArray(s.type) ? s.type.map(String) : undefined;
+const jsonType = (v: unknown): string =>
+  v === null ? "null" : Array.isArray(v) ? "array" : Number.isInteger(v) ? "integer" : typeof v === "object" ? "object" : typeof v;
+
+/** The declared types, else those of the enumerated values (`{enum: [...]}` without `type`), else any. */
+function typeSet(s: Node): string[] | undefined {
+  if (typeof s.type === "string") return [s.type];
+  if (Array.isArray(s.type)) return s.type.map(String);
+  const values = enumValues(s);
+  return values ? [...new Set(values.map(jsonType))] : undefined;
+}
 
 /** Every type of `inner` is one of `outer` (an integer is a number). */
 const typesWithin = (inner: string[], outer: string[]) => inner.every((t) => outer.includes(t) || (t === "integer" && outer.includes("number")));

@@ -173,6 +173,7 @@ describe("changes that do not break clients pass", () => {
       },
     ],
     ["an enumeration given to a response string", (d) => (d.components.schemas.Status.properties.reason = { type: "string", "x-extensible-enum": true, enum: ["NOT_FOUND"] })],
+    ["an enumeration without a type given to a response string", (d) => (d.components.schemas.Status.properties.reason = { enum: ["NOT_FOUND", "TAKEN"] })],
     ["a request field that now accepts null", (d) => (d.components.schemas.WidgetServiceCreateRequest.properties.priority.type = ["integer", "null"])],
     [
       "constraints loosened on a request",
