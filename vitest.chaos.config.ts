@@ -9,6 +9,7 @@ export default defineConfig({
     hookTimeout: 120_000,
     // One file at a time: the suite measures how servers recover, not how the machine copes.
     maxWorkers: 1,
-    globalSetup: ["test/support/reliability-report.ts"],
+    // Its PostgreSQL half runs on TEST_POSTGRES_URL, or on an embedded server when that is not reachable.
+    globalSetup: ["test/support/reliability-report.ts", "test/support/postgres-global-setup.ts"],
   },
 });

@@ -4,8 +4,15 @@ export default defineConfig({
   test: {
     include: ["test/**/*.test.ts"],
     // Builds the console and makes sure Chromium is there, once per run (test/e2e drives them);
-    // writes the reliability suites' counts into RELIABILITY.md at the end of the run.
-    globalSetup: ["test/support/global-setup.ts", "test/support/reliability-report.ts", "test/support/error-answers-report.ts"],
+    // writes the reliability suites' counts into RELIABILITY.md and holds the documented errors
+    // against the answers seen at the end of the run; on the PostgreSQL leg (TEST_DATABASE=postgres),
+    // finds or starts the PostgreSQL server and says which.
+    globalSetup: [
+      "test/support/global-setup.ts",
+      "test/support/reliability-report.ts",
+      "test/support/error-answers-report.ts",
+      ...(process.env.TEST_DATABASE === "postgres" ? ["test/support/postgres-global-setup.ts"] : []),
+    ],
     // Every error answer of the servers a test file runs must be declared by its operation.
     setupFiles: ["test/support/error-answers.ts"],
     // The chaos suite kills and restarts server processes for minutes: `npm run test:chaos`.

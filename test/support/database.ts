@@ -3,9 +3,13 @@
 // so test runs never see each other's data.
 import { join } from "node:path";
 import { createScratchDatabase } from "../../scripts/scratch-database.js";
+import { DEFAULT_POSTGRES_URL } from "./test-postgres.js";
 
-/** The maintenance connection used to create and drop test databases. */
-export const POSTGRES_ADMIN_URL = process.env.TEST_POSTGRES_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";
+/**
+ * The maintenance connection used to create and drop test databases. In the PostgreSQL runs the
+ * global setup (postgres-global-setup.ts) has set TEST_POSTGRES_URL to the server it found or started.
+ */
+export const POSTGRES_ADMIN_URL = process.env.TEST_POSTGRES_URL || DEFAULT_POSTGRES_URL;
 
 export const testDialect = (): "sqlite" | "postgres" => (process.env.TEST_DATABASE === "postgres" ? "postgres" : "sqlite");
 
