@@ -1,7 +1,7 @@
 // The Express application: a thin layer that authenticates, validates against the contract,
 // dispatches to the handler bound to each operation id, and renders every failure as the
 // contract's error body. No domain rule lives here.
-import express, { type Express, type NextFunction, type Request, type Response } from "express";
+import express, { type Express, type NextFunction, type Request, type RequestHandler, type Response } from "express";
 import * as OpenApiValidator from "express-openapi-validator";
 import getRawBody from "raw-body";
 import { handlerFor, operationRoutes, type OperationRequest, type ServiceHandlers } from "../../generated/server.js";
@@ -39,10 +39,10 @@ export interface AppOptions {
 
 const JSON_LIMIT = "256kb";
 const FORM_LIMIT = "16kb";
-const TOKEN_PATH = "/auth/v1/token";
+export const TOKEN_PATH = "/auth/v1/token";
 
 /** client_secret_post only: credentials in an Authorization header or the query string are refused. */
-function tokenEndpointGuard(req: Request, res: Response, next: NextFunction): void {
+export function tokenEndpointGuard(req: Request, res: Response, next: NextFunction): void {
   res.locals.oauth = true;
   // RFC 6749 5.1: token answers, successful or not, are never cached.
   res.setHeader("Cache-Control", "no-store");
@@ -55,8 +55,11 @@ function tokenEndpointGuard(req: Request, res: Response, next: NextFunction): vo
   }
 }
 
+/** The body limit of a raw operation: its x-max-body-bytes, else the JSON limit. */
+export const rawBodyLimit = (route: { maxBodyBytes?: number }): number | string => route.maxBodyBytes ?? JSON_LIMIT;
+
 /** Reads a body up to `limit` bytes; past it, answers 413 without reading further and closes the connection. */
-async function readRawBody(req: Request, res: Response, limit: number | string): Promise<Buffer> {
+export async function readRawBody(req: Request, res: Response, limit: number | string): Promise<Buffer> {
   try {
     return await getRawBody(req, { limit, length: req.get("content-length") });
   } catch (e) {
@@ -65,7 +68,36 @@ async function readRawBody(req: Request, res: Response, limit: number | string):
   }
 }
 
+/** Request headers by lower-case name, a repeated one joined with ", ", as raw handlers get them. */
+export const joinedHeaders = (req: Request): Record<string, string | undefined> =>
+  Object.fromEntries(Object.entries(req.headers).map(([k, v]) => [k, Array.isArray(v) ? v.join(", ") : v]));
+
 const peerOf = (req: Request): RequestContext["peer"] => ({ remoteAddress: req.socket.remoteAddress ?? "", forwardedFor: req.get("x-forwarded-for") });
+
+/**
+ * The parsers and the contract validator every operation but the raw ones goes through, in order.
+ * The mock (mock/front.ts) runs the same chain, so that it refuses what the server refuses, in the same words.
+ */
+export function requestValidation(contractPath: string, validateResponses: boolean): RequestHandler[] {
+  cacheValidatorRouteMatchers();
+  return [
+    express.json({ limit: JSON_LIMIT, type: ["application/json", "application/*+json"], verify: requireUtf8 }),
+    express.urlencoded({ extended: false, limit: FORM_LIMIT, parameterLimit: 20, verify: requireUtf8 }),
+    storableText,
+    ...OpenApiValidator.middleware({
+      apiSpec: contractPath,
+      // Parameters (query, path) are always coerced from their strings; bodies never are, so a number
+      // sent where the contract wants a string (Money.units) or the reverse is a 400, not silently converted.
+      validateRequests: { allowUnknownQueryParameters: false, coerceTypes: false },
+      validateResponses: validateResponses ? { allErrors: true } : false,
+      validateSecurity: false,
+      validateFormats: true,
+      // The contract is validated by `npm run lint`; the meta-schema here refuses the relative tokenUrl the seed gives.
+      validateApiSpec: false,
+      ignorePaths: (path: string) => /^\/(healthz|readyz|docs|openapi\.yaml)$/.test(path) || findRoute("post", path)?.raw === true,
+    }),
+  ];
+}
 
 export function createApp(options: AppOptions): Express {
   const { logger, handlers, accessTokens } = options;
@@ -110,14 +142,13 @@ export function createApp(options: AppOptions): Express {
   for (const route of operationRoutes) {
     if (!route.raw) continue;
     const handler = handlerFor(handlers, { ...route, raw: true as const });
-    const limit = route.maxBodyBytes ?? JSON_LIMIT;
+    const limit = rawBodyLimit(route);
     app[route.method](expressPath(route.path), async (req: Request, res: Response, next: NextFunction) => {
       try {
-        const headers = Object.fromEntries(Object.entries(req.headers).map(([k, v]) => [k, Array.isArray(v) ? v.join(", ") : v]));
         const body = await handler(
           {
             path: req.params as never,
-            headers,
+            headers: joinedHeaders(req),
             readBody: () => readRawBody(req, res, limit),
             remoteAddress: req.socket.remoteAddress ?? "",
             forwardedFor: req.get("x-forwarded-for"),
@@ -131,24 +162,7 @@ export function createApp(options: AppOptions): Express {
     });
   }
 
-  cacheValidatorRouteMatchers();
-  app.use(express.json({ limit: JSON_LIMIT, type: ["application/json", "application/*+json"], verify: requireUtf8 }));
-  app.use(express.urlencoded({ extended: false, limit: FORM_LIMIT, parameterLimit: 20, verify: requireUtf8 }));
-  app.use(storableText);
-  app.use(
-    OpenApiValidator.middleware({
-      apiSpec: options.contractPath,
-      // Parameters (query, path) are always coerced from their strings; bodies never are, so a number
-      // sent where the contract wants a string (Money.units) or the reverse is a 400, not silently converted.
-      validateRequests: { allowUnknownQueryParameters: false, coerceTypes: false },
-      validateResponses: options.validateResponses ? { allErrors: true } : false,
-      validateSecurity: false,
-      validateFormats: true,
-      // The contract is validated by `npm run lint`; the meta-schema here refuses the relative tokenUrl the seed gives.
-      validateApiSpec: false,
-      ignorePaths: (path: string) => /^\/(healthz|readyz|docs|openapi\.yaml)$/.test(path) || findRoute("post", path)?.raw === true,
-    }),
-  );
+  app.use(requestValidation(options.contractPath, options.validateResponses));
 
   for (const route of operationRoutes) {
     if (route.raw) continue;

@@ -19,6 +19,16 @@ const BEARER = /^Bearer ([A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+)$/;
 const rejected = (why: string) =>
   unauthenticated("INVALID_ACCESS_TOKEN", `the access token is ${why}`, { headers: { "WWW-Authenticate": 'Bearer error="invalid_token"' } });
 
+/** The token of an `Authorization: Bearer <JWT>` value, before any verification; 401 when missing or not JWT-shaped. */
+export function bearerAccessToken(authorization: string | undefined): string {
+  if (!authorization) {
+    throw unauthenticated("MISSING_ACCESS_TOKEN", "a bearer access token is required", { headers: { "WWW-Authenticate": "Bearer" } });
+  }
+  const match = BEARER.exec(authorization);
+  if (!match?.[1]) throw rejected("malformed");
+  return match[1];
+}
+
 export class AccessTokens {
   constructor(
     private readonly storage: Storage,
@@ -43,12 +53,7 @@ export class AccessTokens {
 
   /** The principal behind an `Authorization` header value; 401 for anything else. */
   async authenticate(authorization: string | undefined): Promise<Principal> {
-    if (!authorization) {
-      throw unauthenticated("MISSING_ACCESS_TOKEN", "a bearer access token is required", { headers: { "WWW-Authenticate": "Bearer" } });
-    }
-    const match = BEARER.exec(authorization);
-    if (!match?.[1]) throw rejected("malformed");
-    const token = match[1];
+    const token = bearerAccessToken(authorization);
     const claims = this.verifiedClaims(token) ?? (await this.verify(token));
     // Revocation and roles are read on every call: a revoked credential's tokens stop at once.
     const row = await this.storage.db

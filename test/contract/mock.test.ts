@@ -1,5 +1,5 @@
-// What a partner team sees: every operation of the contract called on the running Prism mock
-// (`npm run mock`'s command, validating requests) through the typed client built on the generated
+// What a partner team sees: every operation of the contract called on the running mock
+// (`npm run mock`'s command: Prism behind the mock's own request checks) through the typed client built on the generated
 // types, each answer valid against the contract. The last test checks that none was left out.
 import type { Middleware } from "openapi-fetch";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -31,6 +31,10 @@ beforeAll(async () => {
   anonymous.use(recorder);
 });
 afterAll(async () => mock?.stop());
+
+/** The ErrorInfo reason of an error body. */
+const reasonOf = (body: unknown): string | undefined =>
+  (body as { details?: { "@type": string; reason?: string }[] } | undefined)?.details?.find((d) => d["@type"] === "type.googleapis.com/google.rpc.ErrorInfo")?.reason;
 
 /** Asserts a 200 answer whose body is valid for the operation, and returns the body. */
 function ok<T>(operationId: string, result: { data?: T; error?: unknown; response: Response }): T {
@@ -199,29 +203,64 @@ describe("the mock answers every operation with data valid against the contract"
 });
 
 describe("the mock refuses what the contract refuses, with the contract's error body", () => {
-  it("a request without credentials is 401", async () => {
+  // Each refusal is compared with the real server's in mock-vs-server.test.ts; here, the Status shape.
+  it("a request without credentials is 401 MISSING_ACCESS_TOKEN", async () => {
     const r = await anonymous.GET("/api/v1/funds/policy", {});
     expect(r.response.status).toBe(401);
+    expect(reasonOf(r.error)).toBe("MISSING_ACCESS_TOKEN");
+    expect(responseErrors("svc.api.funds.v1.FundPolicyService.Get", 401, r.error)).toEqual([]);
   });
 
-  it("a SpendLimit with two arms is 4xx", async () => {
+  it("a SpendLimit with two arms is 400 naming the field", async () => {
     const r = await api.POST("/api/v1/funds/my/app-limits/{app_id}/limit", {
       params: { path: { app_id: "app-github" } },
       // @ts-expect-error two arms of the oneof: the generated types refuse it too
       body: { limit: { ...usd("40"), unlimited: {} } },
     });
-    expect(r.response.status).toBeGreaterThanOrEqual(400);
-    expect(r.response.status).toBeLessThan(500);
+    expect(r.response.status).toBe(400);
+    expect(r.error?.message).toMatch(/^body\.limit/);
+    expect(responseErrors("svc.api.funds.v1.MyFundLimitsService.SetLimit", 400, r.error)).toEqual([]);
   });
 
-  it("a units number instead of a decimal string is 4xx", async () => {
+  it("a units number instead of a decimal string is 400 naming the field", async () => {
     const r = await api.POST("/api/v1/funds/my/app-limits/{app_id}/limit", {
       params: { path: { app_id: "app-github" } },
       // @ts-expect-error units is an int64 carried as a string
       body: { limit: { amount: { money: { currencyCode: "USD", units: 40, nanos: 0 } } } },
     });
-    expect(r.response.status).toBeGreaterThanOrEqual(400);
-    expect(r.response.status).toBeLessThan(500);
+    expect(r.response.status).toBe(400);
+    expect(r.error?.message).toMatch(/^body\.limit\.amount\.money\.units: must be string; /);
+  });
+});
+
+describe("Prefer forces a documented answer, in the Status body with the request's id", () => {
+  const appCap = { params: { path: { app_id: "app-salesforce" } } };
+
+  it("Prefer: code=404 answers the operation's documented 404", async () => {
+    const r = await api.GET("/api/v1/funds/app-caps/{app_id}", { ...appCap, headers: { Prefer: "code=404", "X-Request-Id": "req-forced-404" } });
+    expect(r.response.status).toBe(404);
+    expect(responseErrors("svc.api.funds.v1.AppCapService.Get", 404, r.error)).toEqual([]);
+    expect(r.response.headers.get("x-request-id")).toBe("req-forced-404");
+    expect(r.error?.details).toContainEqual({ "@type": "type.googleapis.com/google.rpc.RequestInfo", requestId: "req-forced-404" });
+  });
+
+  it("Prefer: code=400, example=<name> answers that named example (the token endpoint's OAuth shape)", async () => {
+    const r = await anonymous.POST("/auth/v1/token", {
+      body: { grant_type: "client_credentials", client_id: "c1_2Qk3mN8rT1vX9yZ0ab", client_secret: "s".repeat(43) },
+      bodySerializer: (b) => new URLSearchParams(b as Record<string, string>).toString(),
+      headers: { "Content-Type": "application/x-www-form-urlencoded", Prefer: "code=400, example=unsupportedGrantType" },
+    });
+    expect(r.response.status).toBe(400);
+    expect(responseErrors("svc.api.iam.v1.TokenService.CreateToken", 400, r.error)).toEqual([]);
+    expect(reasonOf(r.error)).toBe("UNSUPPORTED_GRANT_TYPE");
+    expect(r.error).toMatchObject({ error: "unsupported_grant_type", error_description: "grant_type must be client_credentials" });
+  });
+
+  it("a Prefer the contract does not document is 400 naming the Prefer header", async () => {
+    const r = await api.GET("/api/v1/funds/app-caps/{app_id}", { ...appCap, headers: { Prefer: "code=409" } });
+    expect(r.response.status).toBe(400);
+    expect(reasonOf(r.error)).toBe("INVALID_ARGUMENT");
+    expect(r.error?.message).toBe("headers.prefer: Requested status code 409 is not defined in the document.");
   });
 });
 

@@ -1,0 +1,96 @@
+// The mock's HTTP layer, in front of Prism. It runs the server's own request chain (request ids, the
+// token endpoint's guard, the bearer token's presence and shape, the webhook intake's checks that need
+// no listener, the body parsers and the contract validator, the error body), so that the mock refuses
+// what the server refuses with the same status, reason and message; what passes goes to Prism, whose
+// example-based answer comes back (prism-answer.ts). What it cannot check is listed in README "Mock".
+import express, { type Express, type NextFunction, type Request, type Response } from "express";
+import { operationRoutes } from "../generated/server.js";
+import { systemClock } from "../src/core/clock.js";
+import type { Logger } from "../src/core/logger.js";
+import { contractPath } from "../src/core/package-root.js";
+import { joinedHeaders, rawBodyLimit, readRawBody, requestValidation, TOKEN_PATH, tokenEndpointGuard } from "../src/http/app.js";
+import { errorResponse } from "../src/http/error-response.js";
+import { requestId } from "../src/http/request-id.js";
+import { expressPath, findRoute } from "../src/http/route-table.js";
+import { bearerAccessToken } from "../src/identity/access-tokens.js";
+import { parseJsonBody } from "../src/webhooks/body.js";
+import { parseWebhookHeaders, type HeaderBag } from "../src/webhooks/headers.js";
+import { SIGNATURE_HEADER, verifyHmac } from "../src/webhooks/hmac.js";
+import { bearerToken } from "../src/webhooks/jwt.js";
+import { prismRefusal } from "./prism-answer.js";
+
+const INTAKE = "svc.api.webhooks.v1.IncomingWebhookService.Receive";
+
+// Hop-by-hop headers and those fetch sets itself; Accept-Encoding is dropped so Prism answers plain bytes.
+const NOT_FORWARDED = new Set(["host", "connection", "keep-alive", "transfer-encoding", "content-length", "accept-encoding", "upgrade", "expect"]);
+
+/**
+ * The intake's checks that need no listener, in the intake's order: the three headers, the JSON body,
+ * then the sender's authentication present and well formed. A bearer JWT without a signature is a
+ * JWT listener's sender; anything else must carry a signature. Neither can be verified here.
+ */
+function checkIntake(headers: HeaderBag, body: Buffer): void {
+  parseWebhookHeaders(headers, systemClock);
+  parseJsonBody(body);
+  const signature = headers[SIGNATURE_HEADER.toLowerCase()];
+  const authorization = headers.authorization;
+  if (signature === undefined && typeof authorization === "string") bearerToken(authorization);
+  // Without a signature, verifyHmac refuses before it looks at any secret: the intake's MISSING_SIGNATURE.
+  else if (signature === undefined || signature === "") verifyHmac([], signature, "", "", body);
+}
+
+/** The validated body as bytes again, in the request's own media type (the parsers consumed the stream). */
+function reserialized(req: Request): string | undefined {
+  if (req.body === undefined) return undefined;
+  if (req.is("application/x-www-form-urlencoded")) return new URLSearchParams(req.body as Record<string, string>).toString();
+  return JSON.stringify(req.body);
+}
+
+export function createMockApp(options: { prismUrl: string; logger: Logger }): Express {
+  /** Sends the request to Prism; a success goes back as Prism gave it, a refusal is thrown as an ApiError. */
+  async function relay(req: Request, res: Response, body: Buffer | string | undefined): Promise<void> {
+    const headers = new Headers();
+    for (const [name, value] of Object.entries(joinedHeaders(req))) if (value !== undefined && !NOT_FORWARDED.has(name)) headers.set(name, value);
+    const answer = await fetch(options.prismUrl + req.originalUrl, { method: req.method, headers, ...(body === undefined ? {} : { body }) });
+    const text = await answer.text();
+    if (answer.status >= 400) throw prismRefusal(answer.status, answer.headers, text, req.get("prefer") !== undefined);
+    res.status(answer.status).type(answer.headers.get("content-type") ?? "application/json").send(text);
+  }
+
+  const app = express();
+  app.disable("x-powered-by");
+  app.set("etag", false);
+  app.use(requestId);
+  app.get("/healthz", (_req, res) => void res.json({ status: "ok" }));
+  app.use(TOKEN_PATH, tokenEndpointGuard);
+  // The bearer token: present and JWT-shaped. Any such token is accepted; who it names is not known here.
+  app.use((req: Request, _res: Response, next: NextFunction) => {
+    if (findRoute(req.method, req.path)?.secured) {
+      try {
+        bearerAccessToken(req.get("authorization"));
+      } catch (e) {
+        return next(e);
+      }
+    }
+    next();
+  });
+
+  const intake = operationRoutes.find((r) => r.operationId === INTAKE)!;
+  app.post(expressPath(intake.path), async (req: Request, res: Response, next: NextFunction) => {
+    try {
+      const body = await readRawBody(req, res, rawBodyLimit(intake));
+      checkIntake(joinedHeaders(req), body);
+      await relay(req, res, body);
+    } catch (e) {
+      next(e);
+    }
+  });
+
+  app.use(requestValidation(contractPath, false));
+  for (const route of operationRoutes) {
+    if (route.raw) continue;
+    app[route.method](expressPath(route.path), (req: Request, res: Response, next: NextFunction) => relay(req, res, reserialized(req)).catch(next));
+  }
+  app.use(errorResponse(options.logger));
+  return app;
+}

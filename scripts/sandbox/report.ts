@@ -1,0 +1,55 @@
+// What the sandbox prints: everything a partner needs to call it, with ready-to-paste commands.
+import type { Seeded } from "./seed.js";
+
+export interface SandboxInfo extends Seeded {
+  baseUrl: string;
+  dir: string;
+  database: string;
+  jwtKey: { privateJwkFile: string; kid: string; alg: string };
+}
+
+/** The README's curl recipe for a signed HMAC event, filled in. */
+function curlHmac(info: SandboxInfo, body: string): string {
+  return [
+    `BODY='${body}'; TS=$(date +%s); ID=$(node -e 'console.log(crypto.randomUUID())')`,
+    `SIG=$(printf '%s.%s.%s' "$TS" "$ID" "$BODY" | openssl dgst -sha256 -hmac '${info.hmac.webhookSecret}' -binary | openssl base64 -A | tr '+/' '-_' | tr -d '=')`,
+    `curl -sS -X POST '${info.hmac.listenerUrl}' -H 'Content-Type: application/json' -H "Webhook-Timestamp: $TS" \\`,
+    `  -H "Webhook-Event-Id: $ID" -H "Webhook-Signature: $SIG" --data-binary "$BODY"`,
+  ].join("\n    ");
+}
+
+export function report(info: SandboxInfo): string {
+  const ada = info.users.find((u) => u.role === "ROLE_USER")!;
+  const event = JSON.stringify({ event: "card.lost", userId: ada.userId, appId: "app-salesforce" });
+  const admin = info.users[0]!;
+  const lines = [
+    `Sandbox: the real server on a fresh SQLite database (${info.database}); it resets at every start.`,
+    `  base URL:  ${info.baseUrl}    docs: ${info.baseUrl}/docs    console: ${info.baseUrl}/console (after npm run build)`,
+    `  as JSON:   ${info.dir}/sandbox.json`,
+    ``,
+    `Users and their client credentials:`,
+    ...info.users.map((u) => `  ${u.role.padEnd(17)} ${u.displayName.padEnd(24)} user ${u.userId}  client_id ${u.clientId}  client_secret=${u.clientSecret}`),
+    `  a token:`,
+    `    curl -s -X POST ${info.baseUrl}/auth/v1/token -d grant_type=client_credentials -d client_id=${admin.clientId} -d 'client_secret=${admin.clientSecret}'`,
+    `    curl -s ${info.baseUrl}/api/v1/funds/policy -H "Authorization: Bearer $ACCESS_TOKEN"`,
+    ``,
+    `Fund limits (${info.currencyCode}): the fund policy's default is 100 a month; app caps: app-salesforce 1000 a month, app-zoom blocked.`,
+    ...info.limits.map((l) => `  ${info.users.find((u) => u.userId === l.userId)!.displayName} / ${l.appId}: ${l.shows}`),
+    ``,
+    `HMAC listener (automation ${info.hmac.automationId}): ${info.hmac.listenerUrl}`,
+    `  webhook secret: ${info.hmac.webhookSecret}`,
+    `  npx tsx scripts/send-webhook.ts --url ${info.hmac.listenerUrl} --secret=${info.hmac.webhookSecret} --body '${event}'`,
+    `  or with curl:`,
+    `    ${curlHmac(info, event)}`,
+    ``,
+    `JWT listener (automation ${info.jwt.automationId}): ${info.jwt.listenerUrl}`,
+    `  JWKS served by the sandbox at ${info.jwt.jwksUrl} (an http loopback URL: the server runs with JWKS_ALLOW_INSECURE=1, for the sandbox only)`,
+    `  private key: ${info.jwtKey.privateJwkFile} (kid ${info.jwtKey.kid}, ${info.jwtKey.alg})`,
+    `  npx tsx scripts/send-webhook.ts --url ${info.jwt.listenerUrl} --jwk-file ${info.jwtKey.privateJwkFile} --kid ${info.jwtKey.kid} --alg ${info.jwtKey.alg} \\`,
+    `    --base-url ${info.baseUrl} --body '${event}'`,
+    ``,
+    `Executions of the ${info.executionIds.length} seeded events: GET ${info.baseUrl}/api/v1/automation_executions (super admin), and each automation's delivery log.`,
+    `Ctrl-C stops the sandbox.`,
+  ];
+  return lines.join("\n") + "\n";
+}

@@ -1,0 +1,134 @@
+// What the sandbox holds, made through the real API with the typed client, as a tenant would make
+// it: users of each role with their credentials, limits on every layer, an HMAC and a JWT listener,
+// and a few events through the real intake with the executions they ran.
+import type { JWK } from "jose";
+import { createApiClient, unwrap, type ApiClient } from "../../src/client/index.js";
+import { sendWebhookEvent } from "../../src/client/webhook-sender.js";
+import { JWT_ALG, JWT_KID } from "./jwks.js";
+
+type Role = "ROLE_SUPER_ADMIN" | "ROLE_FUND_ADMIN" | "ROLE_USER";
+
+export interface SeededUser {
+  userId: string;
+  displayName: string;
+  role: Role;
+  clientId: string;
+  clientSecret: string;
+}
+
+export interface Seeded {
+  users: SeededUser[];
+  currencyCode: string;
+  appCaps: string[];
+  /** The rows seeded on subject-app limits, by what they show. */
+  limits: { userId: string; appId: string; shows: string }[];
+  hmac: { automationId: string; listenerUrl: string; webhookSecret: string };
+  jwt: { automationId: string; listenerUrl: string; jwksUrl: string };
+  /** Ids of the executions the seeded events started. */
+  executionIds: string[];
+}
+
+const usd = (units: string) => ({ amount: { money: { currencyCode: "USD", units, nanos: 0 } } });
+const DAY_MS = 86_400_000;
+
+/** A user with one role and a credential of its own. */
+async function addUser(admin: ApiClient, baseUrl: string, displayName: string, email: string, role: Role): Promise<SeededUser> {
+  const { user } = unwrap(await admin.POST("/api/v1/users", { body: { displayName, email, roles: [role] } }));
+  const userId = user.id!;
+  const made = unwrap(await admin.POST("/api/v1/users/{user_id}/credentials", { params: { path: { user_id: userId } }, body: { displayName: "sandbox" } }));
+  return { userId, displayName, role, clientId: made.credential.clientId, clientSecret: made.clientSecret };
+}
+
+/** Suspends the app limit of `ctx.trigger.userId` for `ctx.trigger.appId` when the event is `card.lost`. */
+const cardLostSteps = [
+  { stepName: "parse", evaluateExpressions: { expressions: [{ name: "isLost", expression: 'ctx.trigger.event == "card.lost"' }] } },
+  {
+    stepName: "suspend",
+    skipIfTrueCel: "!ctx.steps.parse.isLost",
+    suspendAppLimit: { userIdCel: "ctx.trigger.userId", appIdCel: "ctx.trigger.appId", reasonCel: '"Card reported lost"' },
+  },
+];
+
+async function addListener(admin: ApiClient, displayName: string, webhook: { hmac: Record<string, never> } | { jwt: { jwksUrl: string } }) {
+  const saved = unwrap(
+    await admin.POST("/api/v1/automations", {
+      body: { automation: { displayName, isDraft: false, enabled: true, triggers: [{ webhook }], automationSteps: cardLostSteps } },
+    }),
+  );
+  const trigger = saved.automation.triggers?.[0]?.webhook;
+  return { automationId: saved.automation.id!, listenerUrl: trigger!.url!, webhookSecret: saved.webhookSecret ?? "" };
+}
+
+export async function seed(options: {
+  baseUrl: string;
+  admin: { clientId: string; clientSecret: string };
+  jwksUrl: string;
+  privateJwk: JWK;
+}): Promise<Seeded> {
+  const { baseUrl } = options;
+  const admin = createApiClient({ baseUrl, credentials: options.admin });
+  const me = unwrap(await admin.GET("/api/v1/users", { params: { query: { page_size: 10 } } })).list[0]!.user;
+  const superAdmin: SeededUser = { userId: me.id!, displayName: me.displayName!, role: "ROLE_SUPER_ADMIN", ...options.admin };
+  const fundAdmin = await addUser(admin, baseUrl, "Fiona Fundadmin", "fiona@sandbox.example", "ROLE_FUND_ADMIN");
+  const ada = await addUser(admin, baseUrl, "Ada User", "ada@sandbox.example", "ROLE_USER");
+  const sam = await addUser(admin, baseUrl, "Sam User", "sam@sandbox.example", "ROLE_USER");
+
+  // The three layers: the fund policy's default, app caps, subject-app rows (set by the fund admin and by a user).
+  const funds = createApiClient({ baseUrl, credentials: fundAdmin });
+  const policy = unwrap(await funds.GET("/api/v1/funds/policy", {})).fundPolicy;
+  unwrap(
+    await admin.POST("/api/v1/funds/policy", {
+      body: { fundPolicy: { currencyCode: policy.currencyCode, defaultControls: { limit: usd("100"), period: "PERIOD_KIND_MONTHLY" } }, updateMask: "defaultControls" },
+    }),
+  );
+  unwrap(await funds.POST("/api/v1/funds/app-caps/{app_id}", { params: { path: { app_id: "app-salesforce" } }, body: { controls: { limit: usd("1000"), period: "PERIOD_KIND_MONTHLY" } } }));
+  unwrap(await funds.POST("/api/v1/funds/app-caps/{app_id}", { params: { path: { app_id: "app-zoom" } }, body: { controls: { limit: { blocked: {} } } } }));
+  const row = (user: SeededUser, appId: string) => ({ params: { path: { user_id: user.userId, app_id: appId } } });
+  unwrap(await funds.POST("/api/v1/funds/subject-app-limits/{user_id}/{app_id}/limit", { ...row(ada, "app-salesforce"), body: { limit: usd("250"), period: "PERIOD_KIND_MONTHLY" } }));
+  unwrap(await funds.POST("/api/v1/funds/subject-app-limits/{user_id}/{app_id}/limit", { ...row(sam, "app-salesforce"), body: { limit: usd("300"), period: "PERIOD_KIND_MONTHLY" } }));
+  unwrap(await funds.POST("/api/v1/funds/subject-app-limits/{user_id}/{app_id}/suspension", { ...row(sam, "app-salesforce"), body: { reason: "Card reported lost" } }));
+  unwrap(await funds.POST("/api/v1/funds/subject-app-limits/{user_id}/{app_id}/limit", { ...row(sam, "app-github"), body: { limit: usd("50"), period: "PERIOD_KIND_WEEKLY" } }));
+  unwrap(
+    await funds.POST("/api/v1/funds/subject-app-limits/{user_id}/{app_id}/extension", {
+      ...row(sam, "app-github"),
+      body: { limit: usd("500"), expiresAt: new Date(Date.now() + 30 * DAY_MS).toISOString(), reason: "Quarter-end travel" },
+    }),
+  );
+  const adaClient = createApiClient({ baseUrl, credentials: ada });
+  unwrap(await adaClient.POST("/api/v1/funds/my/app-limits/{app_id}/limit", { params: { path: { app_id: "app-github" } }, body: { limit: usd("40"), period: "PERIOD_KIND_WEEKLY" } }));
+
+  const hmac = await addListener(admin, "Suspend the app limit when a card is lost (HMAC)", { hmac: {} });
+  const jwt = await addListener(admin, "Suspend the app limit when a card is lost (JWT)", { jwt: { jwksUrl: options.jwksUrl } });
+
+  // Events through the real intake: one that suspends Ada's GitHub limit, one whose step is skipped, one signed as a JWT.
+  const events = [
+    { url: hmac.listenerUrl, body: { event: "card.lost", userId: ada.userId, appId: "app-github" }, auth: { hmac: { secret: hmac.webhookSecret } } },
+    { url: hmac.listenerUrl, body: { event: "card.found", userId: ada.userId, appId: "app-github" }, auth: { hmac: { secret: hmac.webhookSecret } } },
+    {
+      url: jwt.listenerUrl,
+      body: { event: "card.found", userId: sam.userId, appId: "app-salesforce" },
+      auth: { jwt: { privateKey: options.privateJwk, kid: JWT_KID, alg: JWT_ALG, baseUrl } as const },
+    },
+  ];
+  const executionIds: string[] = [];
+  for (const event of events) {
+    const sent = await sendWebhookEvent({ url: event.url, body: JSON.stringify(event.body), auth: event.auth });
+    if (sent.status !== 200) throw new Error(`seeding: the intake answered ${sent.status} ${JSON.stringify(sent.response)}`);
+    executionIds.push((sent.response as { webhookEvent: { automationExecutionId: string } }).webhookEvent.automationExecutionId);
+  }
+
+  return {
+    users: [superAdmin, fundAdmin, ada, sam],
+    currencyCode: policy.currencyCode,
+    appCaps: ["app-salesforce", "app-zoom"],
+    limits: [
+      { userId: ada.userId, appId: "app-salesforce", shows: "a limit of 250 a month" },
+      { userId: ada.userId, appId: "app-github", shows: "a limit Ada set herself (40 a week), suspended by the seeded card.lost event" },
+      { userId: sam.userId, appId: "app-salesforce", shows: "a limit of 300 a month, suspended" },
+      { userId: sam.userId, appId: "app-github", shows: "a limit of 50 a week with an extension to 500 for 30 days" },
+    ],
+    hmac,
+    jwt: { automationId: jwt.automationId, listenerUrl: jwt.listenerUrl, jwksUrl: options.jwksUrl },
+    executionIds,
+  };
+}

@@ -1,0 +1,172 @@
+// `npm run sandbox` as a partner runs it: a real process on a free port, whose printed JSON (--json)
+// is all the test knows. Each printed credential gets a token and acts with its role; the printed
+// HMAC secret and JWT key sign events the real intake accepts (and a repeated event id is 409);
+// the seeded limits and executions are there; a restart starts again from nothing.
+import { spawn, type ChildProcess } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import type { JWK } from "jose";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createApiClient, unwrap, type ApiClient } from "../src/client/index.js";
+import { sendWebhookEvent } from "../src/client/webhook-sender.js";
+import { report, type SandboxInfo } from "../scripts/sandbox/report.js";
+import { freePort } from "./support/process.js";
+
+const root = fileURLToPath(new URL("..", import.meta.url));
+
+interface RunningSandbox {
+  info: SandboxInfo;
+  printed: string;
+  stop: () => Promise<void>;
+}
+
+/** Starts the sandbox and resolves with what it printed once seeding is done. */
+async function startSandbox(port: number, dir: string): Promise<RunningSandbox> {
+  const child: ChildProcess = spawn(join(root, "node_modules/.bin/tsx"), [join(root, "scripts/sandbox.ts"), "--port", String(port), "--dir", dir, "--json"], {
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+  let out = "";
+  let err = "";
+  child.stderr!.on("data", (d: Buffer) => (err += d.toString()));
+  const info = await new Promise<SandboxInfo>((resolve, reject) => {
+    child.stdout!.on("data", (d: Buffer) => {
+      out += d.toString();
+      try {
+        resolve(JSON.parse(out) as SandboxInfo);
+      } catch {
+        // not all of it yet
+      }
+    });
+    child.once("exit", (code) => reject(new Error(`the sandbox exited (${code}):\n${out}\n${err}`)));
+  });
+  return {
+    info,
+    printed: out,
+    stop: async () => {
+      child.kill("SIGTERM");
+      await exited;
+    },
+  };
+}
+
+let dir: string;
+let port: number;
+let sandbox: RunningSandbox;
+const clients = new Map<string, ApiClient>();
+
+const clientOf = (role: string): ApiClient => {
+  const user = sandbox.info.users.find((u) => u.role === role);
+  expect(user, role).toBeDefined();
+  return createApiClient({ baseUrl: sandbox.info.baseUrl, credentials: { clientId: user!.clientId, clientSecret: user!.clientSecret } });
+};
+
+beforeAll(async () => {
+  dir = mkdtempSync(join(tmpdir(), "sandbox-test-"));
+  port = await freePort();
+  sandbox = await startSandbox(port, dir);
+  for (const role of ["ROLE_SUPER_ADMIN", "ROLE_FUND_ADMIN", "ROLE_USER"]) clients.set(role, clientOf(role));
+}, 120_000);
+afterAll(async () => {
+  await sandbox?.stop();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+describe("npm run sandbox", () => {
+  it("prints the same JSON it writes to sandbox.json, with the fixed super-admin credential", () => {
+    expect(JSON.parse(readFileSync(join(dir, "sandbox.json"), "utf8"))).toEqual(sandbox.info);
+    expect(sandbox.info.baseUrl).toBe(`http://127.0.0.1:${port}`);
+    expect(sandbox.info.users.find((u) => u.role === "ROLE_SUPER_ADMIN")).toMatchObject({ clientId: "sandbox-admin" });
+  });
+
+  it("its text (without --json) shows every credential, the listeners, the secret and the key file", () => {
+    const text = report(sandbox.info);
+    const { hmac, jwt, jwtKey, users, baseUrl } = sandbox.info;
+    for (const shown of [baseUrl, hmac.listenerUrl, hmac.webhookSecret, jwt.listenerUrl, jwt.jwksUrl, jwtKey.privateJwkFile, ...users.flatMap((u) => [u.clientId, u.clientSecret])]) {
+      expect(text).toContain(shown);
+    }
+  });
+
+  it("every printed credential gets a token and acts with its role", async () => {
+    const probes = {
+      users: (c: ApiClient) => c.GET("/api/v1/users", {}),
+      search: (c: ApiClient) => c.POST("/api/v1/funds/subject-app-limits/search", { body: { pageSize: 10 } }),
+      mine: (c: ApiClient) => c.GET("/api/v1/funds/my/app-limits", {}),
+    };
+    const expected = {
+      ROLE_SUPER_ADMIN: { users: 200, search: 200, mine: 200 },
+      ROLE_FUND_ADMIN: { users: 403, search: 200, mine: 200 },
+      ROLE_USER: { users: 403, search: 403, mine: 200 },
+    };
+    for (const user of sandbox.info.users) {
+      const c = createApiClient({ baseUrl: sandbox.info.baseUrl, credentials: { clientId: user.clientId, clientSecret: user.clientSecret } });
+      const seen = Object.fromEntries(await Promise.all(Object.entries(probes).map(async ([name, call]) => [name, (await call(c)).response.status])));
+      expect(seen, `${user.displayName} (${user.role})`).toEqual(expected[user.role]);
+    }
+  });
+
+  it("the printed HMAC secret signs an event the intake accepts once, and a repeat of its id is 409", async () => {
+    const { listenerUrl, webhookSecret } = sandbox.info.hmac;
+    const event = { url: listenerUrl, body: '{"event":"card.found"}', auth: { hmac: { secret: webhookSecret } }, eventId: crypto.randomUUID() };
+    expect((await sendWebhookEvent(event)).status).toBe(200);
+    expect((await sendWebhookEvent(event)).status).toBe(409);
+  });
+
+  it("the JWT listener accepts an event signed with the printed private key", async () => {
+    const { privateJwkFile, kid, alg } = sandbox.info.jwtKey;
+    const privateKey = JSON.parse(readFileSync(privateJwkFile, "utf8")) as JWK;
+    const sent = await sendWebhookEvent({
+      url: sandbox.info.jwt.listenerUrl,
+      body: '{"event":"card.found"}',
+      auth: { jwt: { privateKey, kid, alg: alg as "ES256", baseUrl: sandbox.info.baseUrl } },
+    });
+    expect(sent.status, JSON.stringify(sent.response)).toBe(200);
+  });
+
+  it("the seeded limits are there on every layer", async () => {
+    const funds = clients.get("ROLE_FUND_ADMIN")!;
+    const policy = unwrap(await funds.GET("/api/v1/funds/policy", {})).fundPolicy;
+    expect(policy.defaultControls).toMatchObject({ limit: { amount: { money: { units: "100" } } } });
+    const caps = unwrap(await funds.GET("/api/v1/funds/app-caps", {})).list.map((c) => c.appCap.appId);
+    expect(caps.sort()).toEqual([...sandbox.info.appCaps].sort());
+    const rows = unwrap(await funds.POST("/api/v1/funds/subject-app-limits/search", { body: { pageSize: 100 } })).list.map((r) => r.limit);
+    const row = (userId: string, appId: string) => rows.find((r) => r.userId === userId && r.appId === appId);
+    for (const seeded of sandbox.info.limits) expect(row(seeded.userId, seeded.appId), seeded.shows).toBeDefined();
+    const [, ada, sam] = sandbox.info.users.slice(1);
+    expect(row(sam!.userId, "app-salesforce")?.controls?.suspension?.reason).toBe("Card reported lost");
+    expect(row(sam!.userId, "app-github")?.controls?.extension).toMatchObject({ limit: { amount: { money: { units: "500" } } } });
+    // Suspended by the seeded card.lost event's execution, through the real intake and worker.
+    expect(row(ada!.userId, "app-github")?.controls?.suspension).toBeTruthy();
+  });
+
+  it("the seeded events' executions ran", async () => {
+    const admin = clients.get("ROLE_SUPER_ADMIN")!;
+    expect(sandbox.info.executionIds).toHaveLength(3);
+    for (const id of sandbox.info.executionIds) {
+      const { automationExecution } = unwrap(await admin.GET("/api/v1/automation_executions/{id}", { params: { path: { id } } }));
+      expect(automationExecution.state, id).toBe("AUTOMATION_EXECUTION_STATE_DONE");
+    }
+  });
+
+  it("a restart resets the data: the previous run's users, listeners and credentials are gone", async () => {
+    const admin = clients.get("ROLE_SUPER_ADMIN")!;
+    const extra = unwrap(await admin.POST("/api/v1/users", { body: { displayName: "Made by the test", email: "made@example.com", roles: ["ROLE_USER"] } }));
+    const before = sandbox.info;
+    await sandbox.stop();
+    sandbox = await startSandbox(port, dir);
+    const after = sandbox.info;
+    const users = unwrap(await clientOf("ROLE_SUPER_ADMIN").GET("/api/v1/users", { params: { query: { page_size: 100 } } })).list.map((u) => u.user.id);
+    expect(users).not.toContain(extra.user.id);
+    expect(users.sort()).toEqual(after.users.map((u) => u.userId).sort());
+    const oldFundAdmin = before.users.find((u) => u.role === "ROLE_FUND_ADMIN")!;
+    const token = await fetch(`${after.baseUrl}/auth/v1/token`, {
+      method: "POST",
+      body: new URLSearchParams({ grant_type: "client_credentials", client_id: oldFundAdmin.clientId, client_secret: oldFundAdmin.clientSecret }),
+    });
+    expect(token.status).toBe(401);
+    const old = await sendWebhookEvent({ url: before.hmac.listenerUrl, body: "{}", auth: { hmac: { secret: before.hmac.webhookSecret } } });
+    expect(old.status).toBe(404);
+  }, 120_000);
+});
