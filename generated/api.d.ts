@@ -1857,7 +1857,7 @@ export interface components {
              *     treated as 10; a value above 100 is treated as 100.
              * @default 25
              */
-            pageSize: number;
+            pageSize?: number;
             /**
              * @description Omitted or empty on the first request; on each later request the `nextPageToken` of the
              *     previous response. Tokens are opaque and tamper-evident; a forged, malformed or foreign
@@ -4603,24 +4603,6 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "code": 3,
-                 *       "message": "the request body exceeds the limit",
-                 *       "details": [
-                 *         {
-                 *           "@type": "type.googleapis.com/google.rpc.ErrorInfo",
-                 *           "reason": "PAYLOAD_TOO_LARGE",
-                 *           "domain": "api.tenant",
-                 *           "metadata": {}
-                 *         },
-                 *         {
-                 *           "@type": "type.googleapis.com/google.rpc.RequestInfo",
-                 *           "requestId": "01JD3Z6Q0N6V4Y2M9H8K7C5B3A"
-                 *         }
-                 *       ]
-                 *     }
-                 */
                 "application/json": components["schemas"]["Status"];
             };
         };
@@ -4631,24 +4613,6 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "code": 3,
-                 *       "message": "unsupported Content-Type for this operation",
-                 *       "details": [
-                 *         {
-                 *           "@type": "type.googleapis.com/google.rpc.ErrorInfo",
-                 *           "reason": "UNSUPPORTED_MEDIA_TYPE",
-                 *           "domain": "api.tenant",
-                 *           "metadata": {}
-                 *         },
-                 *         {
-                 *           "@type": "type.googleapis.com/google.rpc.RequestInfo",
-                 *           "requestId": "01JD3Z6Q0N6V4Y2M9H8K7C5B3A"
-                 *         }
-                 *       ]
-                 *     }
-                 */
                 "application/json": components["schemas"]["Status"];
             };
         };
@@ -4661,24 +4625,6 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "code": 8,
-                 *       "message": "too many requests; retry later",
-                 *       "details": [
-                 *         {
-                 *           "@type": "type.googleapis.com/google.rpc.ErrorInfo",
-                 *           "reason": "RESOURCE_EXHAUSTED",
-                 *           "domain": "api.tenant",
-                 *           "metadata": {}
-                 *         },
-                 *         {
-                 *           "@type": "type.googleapis.com/google.rpc.RequestInfo",
-                 *           "requestId": "01JD3Z6Q0N6V4Y2M9H8K7C5B3A"
-                 *         }
-                 *       ]
-                 *     }
-                 */
                 "application/json": components["schemas"]["Status"];
             };
         };
@@ -4689,52 +4635,6 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "code": 13,
-                 *       "message": "internal error; quote the request id when reporting it",
-                 *       "details": [
-                 *         {
-                 *           "@type": "type.googleapis.com/google.rpc.ErrorInfo",
-                 *           "reason": "INTERNAL",
-                 *           "domain": "api.tenant",
-                 *           "metadata": {}
-                 *         },
-                 *         {
-                 *           "@type": "type.googleapis.com/google.rpc.RequestInfo",
-                 *           "requestId": "01JD3Z6Q0N6V4Y2M9H8K7C5B3A"
-                 *         }
-                 *       ]
-                 *     }
-                 */
-                "application/json": components["schemas"]["Status"];
-            };
-        };
-        /** @description Invalid request: a field, parameter, header or body breaks the contract or a rule of the API. `details` names the fields at fault. */
-        BadRequest: {
-            headers: {
-                "X-Request-Id": components["headers"]["X-Request-Id"];
-                [name: string]: unknown;
-            };
-            content: {
-                /**
-                 * @example {
-                 *       "code": 3,
-                 *       "message": "page_token: malformed or foreign page token",
-                 *       "details": [
-                 *         {
-                 *           "@type": "type.googleapis.com/google.rpc.ErrorInfo",
-                 *           "reason": "INVALID_ARGUMENT",
-                 *           "domain": "api.tenant",
-                 *           "metadata": {}
-                 *         },
-                 *         {
-                 *           "@type": "type.googleapis.com/google.rpc.RequestInfo",
-                 *           "requestId": "01JD3Z6Q0N6V4Y2M9H8K7C5B3A"
-                 *         }
-                 *       ]
-                 *     }
-                 */
                 "application/json": components["schemas"]["Status"];
             };
         };
@@ -4745,24 +4645,6 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "code": 16,
-                 *       "message": "a bearer access token is required",
-                 *       "details": [
-                 *         {
-                 *           "@type": "type.googleapis.com/google.rpc.ErrorInfo",
-                 *           "reason": "UNAUTHENTICATED",
-                 *           "domain": "api.tenant",
-                 *           "metadata": {}
-                 *         },
-                 *         {
-                 *           "@type": "type.googleapis.com/google.rpc.RequestInfo",
-                 *           "requestId": "01JD3Z6Q0N6V4Y2M9H8K7C5B3A"
-                 *         }
-                 *       ]
-                 *     }
-                 */
                 "application/json": components["schemas"]["Status"];
             };
         };
@@ -4773,24 +4655,6 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "code": 7,
-                 *       "message": "the caller's role may not call this operation",
-                 *       "details": [
-                 *         {
-                 *           "@type": "type.googleapis.com/google.rpc.ErrorInfo",
-                 *           "reason": "PERMISSION_DENIED",
-                 *           "domain": "api.tenant",
-                 *           "metadata": {}
-                 *         },
-                 *         {
-                 *           "@type": "type.googleapis.com/google.rpc.RequestInfo",
-                 *           "requestId": "01JD3Z6Q0N6V4Y2M9H8K7C5B3A"
-                 *         }
-                 *       ]
-                 *     }
-                 */
                 "application/json": components["schemas"]["Status"];
             };
         };
@@ -4822,34 +4686,6 @@ export interface components {
                 "application/json": components["schemas"]["Status"];
             };
         };
-        /** @description The resource, or the route, does not exist. */
-        NotFound: {
-            headers: {
-                "X-Request-Id": components["headers"]["X-Request-Id"];
-                [name: string]: unknown;
-            };
-            content: {
-                /**
-                 * @example {
-                 *       "code": 5,
-                 *       "message": "no such resource",
-                 *       "details": [
-                 *         {
-                 *           "@type": "type.googleapis.com/google.rpc.ErrorInfo",
-                 *           "reason": "NOT_FOUND",
-                 *           "domain": "api.tenant",
-                 *           "metadata": {}
-                 *         },
-                 *         {
-                 *           "@type": "type.googleapis.com/google.rpc.RequestInfo",
-                 *           "requestId": "01JD3Z6Q0N6V4Y2M9H8K7C5B3A"
-                 *         }
-                 *       ]
-                 *     }
-                 */
-                "application/json": components["schemas"]["Status"];
-            };
-        };
         /** @description A request with the same `Idempotency-Key` is still being processed (reason `IDEMPOTENCY_KEY_IN_USE`); nothing was done for this one. Retry after the time in `Retry-After`: the first request's answer is then replayed. */
         IdempotencyKeyInUse: {
             headers: {
@@ -4866,34 +4702,6 @@ export interface components {
                  *         {
                  *           "@type": "type.googleapis.com/google.rpc.ErrorInfo",
                  *           "reason": "IDEMPOTENCY_KEY_IN_USE",
-                 *           "domain": "api.tenant",
-                 *           "metadata": {}
-                 *         },
-                 *         {
-                 *           "@type": "type.googleapis.com/google.rpc.RequestInfo",
-                 *           "requestId": "01JD3Z6Q0N6V4Y2M9H8K7C5B3A"
-                 *         }
-                 *       ]
-                 *     }
-                 */
-                "application/json": components["schemas"]["Status"];
-            };
-        };
-        /** @description The request conflicts with the current state. */
-        Conflict: {
-            headers: {
-                "X-Request-Id": components["headers"]["X-Request-Id"];
-                [name: string]: unknown;
-            };
-            content: {
-                /**
-                 * @example {
-                 *       "code": 6,
-                 *       "message": "the resource already exists",
-                 *       "details": [
-                 *         {
-                 *           "@type": "type.googleapis.com/google.rpc.ErrorInfo",
-                 *           "reason": "ALREADY_EXISTS",
                  *           "domain": "api.tenant",
                  *           "metadata": {}
                  *         },
@@ -5172,7 +4980,16 @@ export interface operations {
                     "application/json": components["schemas"]["UserServiceListResponse"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            /** @description The request breaks the contract or a rule of this operation; `details` names the fields at fault. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Status"];
+                };
+            };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             500: components["responses"]["InternalError"];
@@ -5253,7 +5070,16 @@ export interface operations {
                     "application/json": components["schemas"]["UserServiceCreateResponse"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            /** @description The request breaks the contract or a rule of this operation; `details` names the fields at fault. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Status"];
+                };
+            };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             /** @description The email address already belongs to a user of the tenant (reason `EMAIL_TAKEN`), or a request with the same `Idempotency-Key` is still being processed (reason `IDEMPOTENCY_KEY_IN_USE`, with `Retry-After`; retry then to get the first request's answer). Nothing was done. */
@@ -5312,10 +5138,28 @@ export interface operations {
                     "application/json": components["schemas"]["UserServiceGetResponse"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            /** @description The request breaks the contract or a rule of this operation; `details` names the fields at fault. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Status"];
+                };
+            };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
+            /** @description A resource the request names does not exist. */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Status"];
+                };
+            };
             500: components["responses"]["InternalError"];
         };
     };
@@ -5387,10 +5231,28 @@ export interface operations {
                     "application/json": components["schemas"]["CredentialServiceListResponse"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            /** @description The request breaks the contract or a rule of this operation; `details` names the fields at fault. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Status"];
+                };
+            };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
+            /** @description A resource the request names does not exist. */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Status"];
+                };
+            };
             500: components["responses"]["InternalError"];
         };
     };
@@ -5471,10 +5333,28 @@ export interface operations {
                     "application/json": components["schemas"]["CredentialServiceCreateResponse"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            /** @description The request breaks the contract or a rule of this operation; `details` names the fields at fault. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Status"];
+                };
+            };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
+            /** @description A resource the request names does not exist. */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Status"];
+                };
+            };
             409: components["responses"]["IdempotencyKeyInUse"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
@@ -5530,10 +5410,28 @@ export interface operations {
                     "application/json": components["schemas"]["CredentialServiceRevokeResponse"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            /** @description The request breaks the contract or a rule of this operation; `details` names the fields at fault. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Status"];
+                };
+            };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
+            /** @description A resource the request names does not exist. */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Status"];
+                };
+            };
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             500: components["responses"]["InternalError"];
@@ -5606,7 +5504,16 @@ export interface operations {
                     "application/json": components["schemas"]["SubjectAppLimitServiceSearchResponse"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            /** @description The request breaks the contract or a rule of this operation; `details` names the fields at fault. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Status"];
+                };
+            };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             413: components["responses"]["PayloadTooLarge"];
@@ -5670,10 +5577,28 @@ export interface operations {
                     "application/json": components["schemas"]["SubjectAppLimitServiceGetResponse"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            /** @description The request breaks the contract or a rule of this operation; `details` names the fields at fault. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Status"];
+                };
+            };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
+            /** @description A resource the request names does not exist. */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Status"];
+                };
+            };
             500: components["responses"]["InternalError"];
         };
     };
@@ -5708,10 +5633,28 @@ export interface operations {
                     "application/json": components["schemas"]["SubjectAppLimitServiceDeleteResponse"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            /** @description The request breaks the contract or a rule of this operation; `details` names the fields at fault. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Status"];
+                };
+            };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
+            /** @description A resource the request names does not exist. */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Status"];
+                };
+            };
             500: components["responses"]["InternalError"];
         };
     };
@@ -5789,10 +5732,28 @@ export interface operations {
                     "application/json": components["schemas"]["SubjectAppLimitServiceSetLimitResponse"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            /** @description The request breaks the contract or a rule of this operation; `details` names the fields at fault. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Status"];
+                };
+            };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
+            /** @description A resource the request names does not exist. */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Status"];
+                };
+            };
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             500: components["responses"]["InternalError"];
@@ -5866,10 +5827,28 @@ export interface operations {
                     "application/json": components["schemas"]["SubjectAppLimitServiceSuspendResponse"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            /** @description The request breaks the contract or a rule of this operation; `details` names the fields at fault. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Status"];
+                };
+            };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
+            /** @description A resource the request names does not exist. */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Status"];
+                };
+            };
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             500: components["responses"]["InternalError"];
@@ -5931,10 +5910,28 @@ export interface operations {
                     "application/json": components["schemas"]["SubjectAppLimitServiceUnsuspendResponse"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            /** @description The request breaks the contract or a rule of this operation; `details` names the fields at fault. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Status"];
+                };
+            };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
+            /** @description A resource the request names does not exist. */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Status"];
+                };
+            };
             500: components["responses"]["InternalError"];
         };
     };
@@ -6025,10 +6022,28 @@ export interface operations {
                     "application/json": components["schemas"]["SubjectAppLimitServiceSetExtensionResponse"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            /** @description The request breaks the contract or a rule of this operation; `details` names the fields at fault. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Status"];
+                };
+            };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
+            /** @description A resource the request names does not exist. */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Status"];
+                };
+            };
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             500: components["responses"]["InternalError"];
@@ -6090,10 +6105,28 @@ export interface operations {
                     "application/json": components["schemas"]["SubjectAppLimitServiceClearExtensionResponse"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            /** @description The request breaks the contract or a rule of this operation; `details` names the fields at fault. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Status"];
+                };
+            };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
+            /** @description A resource the request names does not exist. */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Status"];
+                };
+            };
             500: components["responses"]["InternalError"];
         };
     };
@@ -6142,10 +6175,28 @@ export interface operations {
                     "application/json": components["schemas"]["SubjectAppLimitServiceGetEffectiveResponse"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            /** @description The request breaks the contract or a rule of this operation; `details` names the fields at fault. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Status"];
+                };
+            };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
+            /** @description A resource the request names does not exist. */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Status"];
+                };
+            };
             500: components["responses"]["InternalError"];
         };
     };
@@ -6234,7 +6285,16 @@ export interface operations {
                     "application/json": components["schemas"]["MyFundLimitsServiceListResponse"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            /** @description The request breaks the contract or a rule of this operation; `details` names the fields at fault. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Status"];
+                };
+            };
             401: components["responses"]["Unauthorized"];
             500: components["responses"]["InternalError"];
         };
@@ -6287,9 +6347,27 @@ export interface operations {
                     "application/json": components["schemas"]["MyFundLimitsServiceGetResponse"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            /** @description The request breaks the contract or a rule of this operation; `details` names the fields at fault. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Status"];
+                };
+            };
             401: components["responses"]["Unauthorized"];
-            404: components["responses"]["NotFound"];
+            /** @description A resource the request names does not exist. */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Status"];
+                };
+            };
             500: components["responses"]["InternalError"];
         };
     };
@@ -6359,7 +6437,16 @@ export interface operations {
                     "application/json": components["schemas"]["MyFundLimitsServiceSetLimitResponse"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            /** @description The request breaks the contract or a rule of this operation; `details` names the fields at fault. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Status"];
+                };
+            };
             401: components["responses"]["Unauthorized"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
@@ -6396,9 +6483,27 @@ export interface operations {
                     "application/json": components["schemas"]["MyFundLimitsServiceClearLimitResponse"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            /** @description The request breaks the contract or a rule of this operation; `details` names the fields at fault. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Status"];
+                };
+            };
             401: components["responses"]["Unauthorized"];
-            404: components["responses"]["NotFound"];
+            /** @description A resource the request names does not exist. */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Status"];
+                };
+            };
             500: components["responses"]["InternalError"];
         };
     };
@@ -6451,7 +6556,16 @@ export interface operations {
                     "application/json": components["schemas"]["MyFundLimitsServiceGetEffectiveResponse"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            /** @description The request breaks the contract or a rule of this operation; `details` names the fields at fault. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Status"];
+                };
+            };
             401: components["responses"]["Unauthorized"];
             500: components["responses"]["InternalError"];
         };
@@ -6542,7 +6656,16 @@ export interface operations {
                     "application/json": components["schemas"]["AppCapServiceListResponse"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            /** @description The request breaks the contract or a rule of this operation; `details` names the fields at fault. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Status"];
+                };
+            };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             500: components["responses"]["InternalError"];
@@ -6598,10 +6721,28 @@ export interface operations {
                     "application/json": components["schemas"]["AppCapServiceGetResponse"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            /** @description The request breaks the contract or a rule of this operation; `details` names the fields at fault. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Status"];
+                };
+            };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
+            /** @description A resource the request names does not exist. */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Status"];
+                };
+            };
             500: components["responses"]["InternalError"];
         };
     };
@@ -6675,7 +6816,16 @@ export interface operations {
                     "application/json": components["schemas"]["AppCapServiceSetResponse"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            /** @description The request breaks the contract or a rule of this operation; `details` names the fields at fault. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Status"];
+                };
+            };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             413: components["responses"]["PayloadTooLarge"];
@@ -6709,10 +6859,28 @@ export interface operations {
                     "application/json": components["schemas"]["AppCapServiceDeleteResponse"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            /** @description The request breaks the contract or a rule of this operation; `details` names the fields at fault. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Status"];
+                };
+            };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
+            /** @description A resource the request names does not exist. */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Status"];
+                };
+            };
             500: components["responses"]["InternalError"];
         };
     };
@@ -6757,7 +6925,16 @@ export interface operations {
                     "application/json": components["schemas"]["FundPolicyServiceGetResponse"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            /** @description The request breaks the contract or a rule of this operation; `details` names the fields at fault. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Status"];
+                };
+            };
             401: components["responses"]["Unauthorized"];
             500: components["responses"]["InternalError"];
         };
@@ -6827,10 +7004,28 @@ export interface operations {
                     "application/json": components["schemas"]["FundPolicyServiceUpdateResponse"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            /** @description The request breaks the contract or a rule of this operation; `details` names the fields at fault. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Status"];
+                };
+            };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
-            409: components["responses"]["Conflict"];
+            /** @description The request conflicts with the current state. */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Status"];
+                };
+            };
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             500: components["responses"]["InternalError"];
@@ -6966,7 +7161,16 @@ export interface operations {
                     "application/json": components["schemas"]["AutomationServiceListAutomationsResponse"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            /** @description The request breaks the contract or a rule of this operation; `details` names the fields at fault. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Status"];
+                };
+            };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             500: components["responses"]["InternalError"];
@@ -7073,7 +7277,16 @@ export interface operations {
                     "application/json": components["schemas"]["AutomationServiceCreateAutomationResponse"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            /** @description The request breaks the contract or a rule of this operation; `details` names the fields at fault. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Status"];
+                };
+            };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             409: components["responses"]["IdempotencyKeyInUse"];
@@ -7156,10 +7369,28 @@ export interface operations {
                     "application/json": components["schemas"]["AutomationServiceGetAutomationResponse"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            /** @description The request breaks the contract or a rule of this operation; `details` names the fields at fault. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Status"];
+                };
+            };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
+            /** @description A resource the request names does not exist. */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Status"];
+                };
+            };
             500: components["responses"]["InternalError"];
         };
     };
@@ -7271,10 +7502,28 @@ export interface operations {
                     "application/json": components["schemas"]["AutomationServiceUpdateAutomationResponse"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            /** @description The request breaks the contract or a rule of this operation; `details` names the fields at fault. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Status"];
+                };
+            };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
+            /** @description A resource the request names does not exist. */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Status"];
+                };
+            };
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             500: components["responses"]["InternalError"];
@@ -7306,10 +7555,28 @@ export interface operations {
                     "application/json": components["schemas"]["AutomationServiceDeleteAutomationResponse"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            /** @description The request breaks the contract or a rule of this operation; `details` names the fields at fault. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Status"];
+                };
+            };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
+            /** @description A resource the request names does not exist. */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Status"];
+                };
+            };
             500: components["responses"]["InternalError"];
         };
     };
@@ -7421,10 +7688,28 @@ export interface operations {
                     "application/json": components["schemas"]["AutomationServiceRotateWebhookSecretResponse"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            /** @description The request breaks the contract or a rule of this operation; `details` names the fields at fault. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Status"];
+                };
+            };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
+            /** @description A resource the request names does not exist. */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Status"];
+                };
+            };
             409: components["responses"]["IdempotencyKeyInUse"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
@@ -7511,10 +7796,28 @@ export interface operations {
                     "application/json": components["schemas"]["WebhookEventServiceListWebhookEventsResponse"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            /** @description The request breaks the contract or a rule of this operation; `details` names the fields at fault. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Status"];
+                };
+            };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
+            /** @description A resource the request names does not exist. */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Status"];
+                };
+            };
             500: components["responses"]["InternalError"];
         };
     };
@@ -7607,7 +7910,16 @@ export interface operations {
                     "application/json": components["schemas"]["AutomationServiceCheckAutomationStepsResponse"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            /** @description The request breaks the contract or a rule of this operation; `details` names the fields at fault. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Status"];
+                };
+            };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             413: components["responses"]["PayloadTooLarge"];
@@ -7750,7 +8062,16 @@ export interface operations {
                     "application/json": components["schemas"]["AutomationExecutionServiceListAutomationExecutionsResponse"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            /** @description The request breaks the contract or a rule of this operation; `details` names the fields at fault. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Status"];
+                };
+            };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             500: components["responses"]["InternalError"];
@@ -7842,10 +8163,28 @@ export interface operations {
                     "application/json": components["schemas"]["AutomationExecutionServiceGetAutomationExecutionResponse"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            /** @description The request breaks the contract or a rule of this operation; `details` names the fields at fault. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Status"];
+                };
+            };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
+            /** @description A resource the request names does not exist. */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Status"];
+                };
+            };
             500: components["responses"]["InternalError"];
         };
     };
@@ -7921,11 +8260,56 @@ export interface operations {
                     "application/json": components["schemas"]["IncomingWebhookServiceReceiveResponse"];
                 };
             };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
-            409: components["responses"]["Conflict"];
+            /** @description The request breaks the contract or a rule of this operation; `details` names the fields at fault. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Status"];
+                };
+            };
+            /** @description The event's authentication failed. */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Status"];
+                };
+            };
+            /** @description The source address is not in the listener's allowed CIDR ranges. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Status"];
+                };
+            };
+            /** @description A resource the request names does not exist. */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Status"];
+                };
+            };
+            /** @description The request conflicts with the current state. */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Status"];
+                };
+            };
             413: components["responses"]["PayloadTooLarge"];
             500: components["responses"]["InternalError"];
         };

@@ -2,7 +2,8 @@
 // ApiError the server would throw, so that the server's error rendering gives them the contract's
 // `Status` body: an error example Prism chose (a documented error, forced with `Prefer: code=`),
 // or Prism's own problem+json (a request it refused, a `Prefer` it could not satisfy).
-import { ApiError, GrpcCode, invalidField, type FieldViolation } from "../src/core/errors.js";
+import { ErrorReasonValues } from "../generated/enums.js";
+import { ApiError, GrpcCode, invalidField, type ErrorReason, type FieldViolation } from "../src/core/errors.js";
 import { toApiError } from "../src/http/to-api-error.js";
 
 interface Detail {
@@ -29,13 +30,15 @@ function parse(text: string): unknown {
   }
 }
 
+const isKnownReason = (reason: unknown): reason is ErrorReason => (ErrorReasonValues as readonly unknown[]).includes(reason);
+
 /** A contract `Status` body (an error example) as the ApiError it documents; undefined if it is not one. */
 function fromStatusBody(status: number, body: unknown): ApiError | undefined {
   if (typeof body !== "object" || body === null) return undefined;
   const { code, message, details } = body as { code?: unknown; message?: unknown; details?: unknown };
   if (typeof code !== "number" || typeof message !== "string" || !Array.isArray(details)) return undefined;
   const info = (details as Detail[]).find((d) => d["@type"] === ERROR_INFO);
-  if (typeof info?.reason !== "string") return undefined;
+  if (!isKnownReason(info?.reason)) return undefined;
   const violations = (details as Detail[]).find((d) => d["@type"] === BAD_REQUEST)?.fieldViolations ?? [];
   return new ApiError(status, code, info.reason, message, { violations, metadata: info.metadata ?? {} });
 }

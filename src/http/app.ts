@@ -117,8 +117,6 @@ export function createApp(options: AppOptions): Express {
   app.get("/docs", (_req, res) => res.type("html").sendFile(options.docsPath));
   app.use(CONSOLE_PATH, consoleRouter(options.consoleDir));
 
-  app.use(TOKEN_PATH, tokenEndpointGuard);
-
   // Authentication and roles come first, so a caller without access learns nothing about shapes.
   app.use(async (req: Request, res: Response, next: NextFunction) => {
     const route = findRoute(req.method, req.path);
@@ -136,6 +134,9 @@ export function createApp(options: AppOptions): Express {
       next(e);
     }
   });
+
+  // After the route is known, so its refusals are logged and published under the operation.
+  app.use(TOKEN_PATH, tokenEndpointGuard);
 
   // Operations that take their body raw (the webhook intake signs its exact bytes) skip the parsers
   // and the contract validator: their handler checks everything, in the order the contract states.

@@ -51,7 +51,7 @@ describe("the errors every operation documents", () => {
 
     if (secured) {
       it(`${name}: 401 without a token and with an expired one`, async () => {
-        for (const auth of [{}, { Authorization: `Bearer ${expiredToken}` }]) {
+        for (const auth of [{}, { Authorization: `Bearer ${expiredToken}` }] as Record<string, string>[]) {
           expect(documented(operationId, 401)).toContainEqual(await send(method, path, auth));
         }
       });
@@ -63,7 +63,7 @@ describe("the errors every operation documents", () => {
     }
     if (takesJson) {
       it(`${name}: 413 for a body over the limit, 415 for a body that is not JSON`, async () => {
-        const auth = secured ? { Authorization: `Bearer ${await token(BOOTSTRAP)}` } : {};
+        const auth: Record<string, string> = secured ? { Authorization: `Bearer ${await token(BOOTSTRAP)}` } : {};
         const large = JSON.stringify({ padding: "x".repeat(2 * 1024 * 1024) });
         expect(documented(operationId, 413)).toContainEqual(await send(method, path, { ...auth, "Content-Type": "application/json" }, large));
         expect(documented(operationId, 415)).toContainEqual(await send(method, path, { ...auth, "Content-Type": "text/plain" }, "{}"));
