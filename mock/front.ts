@@ -13,6 +13,7 @@ import { errorResponse } from "../src/http/error-response.js";
 import { requestId } from "../src/http/request-id.js";
 import { expressPath, findRoute } from "../src/http/route-table.js";
 import { bearerAccessToken } from "../src/identity/access-tokens.js";
+import { checkGrantRequest } from "../src/identity/client-credentials-grant.js";
 import { parseJsonBody } from "../src/webhooks/body.js";
 import { parseWebhookHeaders, type HeaderBag } from "../src/webhooks/headers.js";
 import { SIGNATURE_HEADER, verifyHmac } from "../src/webhooks/hmac.js";
@@ -87,6 +88,15 @@ export function createMockApp(options: { prismUrl: string; logger: Logger }): Ex
   });
 
   app.use(requestValidation(contractPath, false));
+  // The token request's grant type and scope, checked as the server checks them; the client is not known here.
+  app.post(TOKEN_PATH, (req: Request, _res: Response, next: NextFunction) => {
+    try {
+      checkGrantRequest(req.body as { grant_type: string; scope?: string });
+      next();
+    } catch (e) {
+      next(e);
+    }
+  });
   for (const route of operationRoutes) {
     if (route.raw) continue;
     app[route.method](expressPath(route.path), (req: Request, res: Response, next: NextFunction) => relay(req, res, reserialized(req)).catch(next));

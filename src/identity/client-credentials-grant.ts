@@ -20,6 +20,12 @@ export interface TokenAnswer {
   expires_in: number;
 }
 
+/** The checks of a token request that need no state: the grant type and the (empty) scope. */
+export function checkGrantRequest(request: Pick<TokenRequest, "grant_type" | "scope">): void {
+  if (request.grant_type !== "client_credentials") throw invalidField("body.grant_type", "must be client_credentials", "UNSUPPORTED_GRANT_TYPE");
+  if (request.scope) throw invalidArgument("INVALID_SCOPE", "no scopes are defined; omit scope or send it empty");
+}
+
 export class ClientCredentialsGrant {
   constructor(
     private readonly credentials: Credentials,
@@ -29,10 +35,7 @@ export class ClientCredentialsGrant {
 
   /** `source` is the caller's address (behind trusted proxies, the client's). */
   async exchange(request: TokenRequest, source: string): Promise<TokenAnswer> {
-    if (request.grant_type !== "client_credentials") {
-      throw invalidField("body.grant_type", "must be client_credentials", "UNSUPPORTED_GRANT_TYPE");
-    }
-    if (request.scope) throw invalidArgument("INVALID_SCOPE", "no scopes are defined; omit scope or send it empty");
+    checkGrantRequest(request);
     const key = JSON.stringify([request.client_id, source]);
     const wait = await this.throttle.admit(key);
     if (wait > 0) throw tooManyRequests("TOO_MANY_FAILED_ATTEMPTS", "too many failed attempts for this client; retry later", wait);

@@ -253,7 +253,7 @@ describe("Prefer forces a documented answer, in the Status body with the request
     expect(r.response.status).toBe(400);
     expect(responseErrors("svc.api.iam.v1.TokenService.CreateToken", 400, r.error)).toEqual([]);
     expect(reasonOf(r.error)).toBe("UNSUPPORTED_GRANT_TYPE");
-    expect(r.error).toMatchObject({ error: "unsupported_grant_type", error_description: "grant_type must be client_credentials" });
+    expect(r.error).toMatchObject({ error: "unsupported_grant_type", error_description: "body.grant_type: must be client_credentials" });
   });
 
   it("a Prefer the contract does not document is 400 naming the Prefer header", async () => {

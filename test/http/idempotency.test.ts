@@ -227,6 +227,15 @@ describe("the same key with a different request is 422 IDEMPOTENCY_KEY_REUSED, a
     expectError(await ts.admin.POST("/api/v1/automations", { params: header(key), body: { automation: { displayName: "x" } } }), 422, "IDEMPOTENCY_KEY_REUSED");
     expect(await automationCount()).toBe(before);
   });
+
+  it("RotateWebhookSecret of another automation: refused, and its secret is not rotated", async () => {
+    const [one, two] = [await createHooked(ts), await createHooked(ts)];
+    const key = newKey();
+    const rotate = (id: string) => ts.admin.POST("/api/v1/automations/{id}/webhook-secret", { params: { path: { id }, ...header(key) }, body: {} });
+    unwrap(await rotate(one.id));
+    expectError(await rotate(two.id), 422, "IDEMPOTENCY_KEY_REUSED");
+    expectAccepted(await sendHmac(ts, two.url, two.secret));
+  });
 });
 
 describe("keys belong to the calling user", () => {
