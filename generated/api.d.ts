@@ -1811,7 +1811,7 @@ export interface components {
             nanos: number;
         };
         /**
-         * @description Caps spend at an amount per resolved period.
+         * @description Caps spend at an amount per resolved period. `money` is always present in answers.
          * @example {
          *       "money": {
          *         "currencyCode": "USD",
@@ -1840,6 +1840,9 @@ export interface components {
          *       element, so an unlimited default makes grant rules no-ops.
          *
          *     Order of limits: blocked < any amount < unlimited.
+         *
+         *     Answers carry all three fields, the two unset arms null (`{ "amount": {...}, "blocked": null,
+         *     "unlimited": null }`); requests may send the set arm alone or the three as read.
          * @example {
          *       "amount": {
          *         "money": {
@@ -1847,7 +1850,9 @@ export interface components {
          *           "units": "250",
          *           "nanos": 0
          *         }
-         *       }
+         *       },
+         *       "blocked": null,
+         *       "unlimited": null
          *     }
          */
         SpendLimit: {
@@ -1879,6 +1884,8 @@ export interface components {
          *     and never expresses a refusal (its `limit` is never `blocked`); a temporary refusal is a
          *     suspension. A lapsed extension stays stored and the row falls back to its own base limit,
          *     not to the next layer.
+         *
+         *     Answers carry all three fields; `reason` is `""` when none was given.
          * @example {
          *       "limit": {
          *         "amount": {
@@ -1887,7 +1894,9 @@ export interface components {
          *             "units": "500",
          *             "nanos": 0
          *           }
-         *         }
+         *         },
+         *         "blocked": null,
+         *         "unlimited": null
          *       },
          *       "expiresAt": "2026-12-01T00:00:00Z",
          *       "reason": "Quarter-end travel"
@@ -1901,7 +1910,8 @@ export interface components {
             reason?: string;
         };
         /**
-         * @description Freezes a scope without erasing the limit that must be restored on unsuspend.
+         * @description Freezes a scope without erasing the limit that must be restored on unsuspend. Answers carry
+         *     both fields; `reason` is `""` when none was given.
          * @example {
          *       "reason": "Card reported lost",
          *       "suspendedAt": "2026-11-20T09:30:00Z"
@@ -1926,6 +1936,11 @@ export interface components {
          *
          *     A lapsed extension falls back to the row's own base limit, not to the next layer.
          *     Unsuspending restores the limit that the suspension froze.
+         *
+         *     Answers carry all four fields: `limit`, `extension` and `suspension` are null when unset, and
+         *     `period` is `PERIOD_KIND_UNSPECIFIED` when the row states no period of its own (no limit, or an
+         *     amount that takes the period of the next layer). Requests may leave any of them out; a
+         *     controls object read from an answer may be sent back as it is.
          * @example {
          *       "limit": {
          *         "amount": {
@@ -1934,7 +1949,9 @@ export interface components {
          *             "units": "250",
          *             "nanos": 0
          *           }
-         *         }
+         *         },
+         *         "blocked": null,
+         *         "unlimited": null
          *       },
          *       "period": "PERIOD_KIND_MONTHLY",
          *       "extension": null,
@@ -1968,7 +1985,9 @@ export interface components {
          *               "units": "250",
          *               "nanos": 0
          *             }
-         *           }
+         *           },
+         *           "blocked": null,
+         *           "unlimited": null
          *         },
          *         "period": "PERIOD_KIND_MONTHLY",
          *         "extension": null,
@@ -2019,7 +2038,9 @@ export interface components {
          *                 "units": "250",
          *                 "nanos": 0
          *               }
-         *             }
+         *             },
+         *             "blocked": null,
+         *             "unlimited": null
          *           },
          *           "period": "PERIOD_KIND_MONTHLY",
          *           "extension": null,
@@ -2051,7 +2072,9 @@ export interface components {
          *                     "units": "250",
          *                     "nanos": 0
          *                   }
-         *                 }
+         *                 },
+         *                 "blocked": null,
+         *                 "unlimited": null
          *               },
          *               "period": "PERIOD_KIND_MONTHLY",
          *               "extension": null,
@@ -2089,7 +2112,9 @@ export interface components {
          *                 "units": "250",
          *                 "nanos": 0
          *               }
-         *             }
+         *             },
+         *             "blocked": null,
+         *             "unlimited": null
          *           },
          *           "period": "PERIOD_KIND_MONTHLY",
          *           "extension": null,
@@ -2152,7 +2177,9 @@ export interface components {
          *                 "units": "250",
          *                 "nanos": 0
          *               }
-         *             }
+         *             },
+         *             "blocked": null,
+         *             "unlimited": null
          *           },
          *           "period": "PERIOD_KIND_MONTHLY",
          *           "extension": null,
@@ -2192,7 +2219,9 @@ export interface components {
          *                 "units": "250",
          *                 "nanos": 0
          *               }
-         *             }
+         *             },
+         *             "blocked": null,
+         *             "unlimited": null
          *           },
          *           "period": "PERIOD_KIND_MONTHLY",
          *           "extension": null,
@@ -2226,7 +2255,9 @@ export interface components {
          *                 "units": "250",
          *                 "nanos": 0
          *               }
-         *             }
+         *             },
+         *             "blocked": null,
+         *             "unlimited": null
          *           },
          *           "period": "PERIOD_KIND_MONTHLY",
          *           "extension": null,
@@ -2292,7 +2323,9 @@ export interface components {
          *                 "units": "250",
          *                 "nanos": 0
          *               }
-         *             }
+         *             },
+         *             "blocked": null,
+         *             "unlimited": null
          *           },
          *           "period": "PERIOD_KIND_MONTHLY",
          *           "extension": {
@@ -2303,7 +2336,9 @@ export interface components {
          *                   "units": "500",
          *                   "nanos": 0
          *                 }
-         *               }
+         *               },
+         *               "blocked": null,
+         *               "unlimited": null
          *             },
          *             "expiresAt": "2026-12-01T00:00:00Z",
          *             "reason": "Quarter-end travel"
@@ -2334,7 +2369,9 @@ export interface components {
          *                 "units": "250",
          *                 "nanos": 0
          *               }
-         *             }
+         *             },
+         *             "blocked": null,
+         *             "unlimited": null
          *           },
          *           "period": "PERIOD_KIND_MONTHLY",
          *           "extension": null,
@@ -2428,7 +2465,9 @@ export interface components {
          *             "units": "1000",
          *             "nanos": 0
          *           }
-         *         }
+         *         },
+         *         "blocked": null,
+         *         "unlimited": null
          *       },
          *       "period": "PERIOD_KIND_MONTHLY",
          *       "scope": "SCOPE_APP_CAP",
@@ -2497,7 +2536,9 @@ export interface components {
          *               "units": "75",
          *               "nanos": 500000000
          *             }
-         *           }
+         *           },
+         *           "blocked": null,
+         *           "unlimited": null
          *         },
          *         "period": "PERIOD_KIND_WEEKLY",
          *         "extension": null,
@@ -2536,7 +2577,9 @@ export interface components {
          *                 "units": "75",
          *                 "nanos": 500000000
          *               }
-         *             }
+         *             },
+         *             "blocked": null,
+         *             "unlimited": null
          *           },
          *           "period": "PERIOD_KIND_WEEKLY",
          *           "extension": null,
@@ -2565,7 +2608,9 @@ export interface components {
          *                     "units": "75",
          *                     "nanos": 500000000
          *                   }
-         *                 }
+         *                 },
+         *                 "blocked": null,
+         *                 "unlimited": null
          *               },
          *               "period": "PERIOD_KIND_WEEKLY",
          *               "extension": null,
@@ -2586,7 +2631,9 @@ export interface components {
          *                     "units": "250",
          *                     "nanos": 0
          *                   }
-         *                 }
+         *                 },
+         *                 "blocked": null,
+         *                 "unlimited": null
          *               },
          *               "period": "PERIOD_KIND_MONTHLY",
          *               "extension": null,
@@ -2621,7 +2668,9 @@ export interface components {
          *                 "units": "75",
          *                 "nanos": 500000000
          *               }
-         *             }
+         *             },
+         *             "blocked": null,
+         *             "unlimited": null
          *           },
          *           "period": "PERIOD_KIND_WEEKLY",
          *           "extension": null,
@@ -2679,7 +2728,9 @@ export interface components {
          *                 "units": "75",
          *                 "nanos": 500000000
          *               }
-         *             }
+         *             },
+         *             "blocked": null,
+         *             "unlimited": null
          *           },
          *           "period": "PERIOD_KIND_WEEKLY",
          *           "extension": null,
@@ -2715,7 +2766,9 @@ export interface components {
          *               "units": "1000",
          *               "nanos": 0
          *             }
-         *           }
+         *           },
+         *           "blocked": null,
+         *           "unlimited": null
          *         },
          *         "period": "PERIOD_KIND_MONTHLY",
          *         "scope": "SCOPE_APP_CAP",
@@ -2747,7 +2800,9 @@ export interface components {
          *               "units": "1000",
          *               "nanos": 0
          *             }
-         *           }
+         *           },
+         *           "blocked": null,
+         *           "unlimited": null
          *         },
          *         "period": "PERIOD_KIND_MONTHLY",
          *         "extension": null,
@@ -2795,7 +2850,9 @@ export interface components {
          *                 "units": "1000",
          *                 "nanos": 0
          *               }
-         *             }
+         *             },
+         *             "blocked": null,
+         *             "unlimited": null
          *           },
          *           "period": "PERIOD_KIND_MONTHLY",
          *           "extension": null,
@@ -2826,7 +2883,9 @@ export interface components {
          *                     "units": "1000",
          *                     "nanos": 0
          *                   }
-         *                 }
+         *                 },
+         *                 "blocked": null,
+         *                 "unlimited": null
          *               },
          *               "period": "PERIOD_KIND_MONTHLY",
          *               "extension": null,
@@ -2849,7 +2908,9 @@ export interface components {
          *                     "units": "500",
          *                     "nanos": 0
          *                   }
-         *                 }
+         *                 },
+         *                 "blocked": null,
+         *                 "unlimited": null
          *               },
          *               "period": "PERIOD_KIND_QUARTERLY",
          *               "extension": null,
@@ -2883,7 +2944,9 @@ export interface components {
          *                 "units": "1000",
          *                 "nanos": 0
          *               }
-         *             }
+         *             },
+         *             "blocked": null,
+         *             "unlimited": null
          *           },
          *           "period": "PERIOD_KIND_MONTHLY",
          *           "extension": null,
@@ -2943,7 +3006,9 @@ export interface components {
          *                 "units": "1000",
          *                 "nanos": 0
          *               }
-         *             }
+         *             },
+         *             "blocked": null,
+         *             "unlimited": null
          *           },
          *           "period": "PERIOD_KIND_MONTHLY",
          *           "extension": null,
@@ -2978,7 +3043,9 @@ export interface components {
          *               "units": "100",
          *               "nanos": 0
          *             }
-         *           }
+         *           },
+         *           "blocked": null,
+         *           "unlimited": null
          *         },
          *         "period": "PERIOD_KIND_MONTHLY",
          *         "extension": null,
@@ -3015,7 +3082,9 @@ export interface components {
          *                 "units": "100",
          *                 "nanos": 0
          *               }
-         *             }
+         *             },
+         *             "blocked": null,
+         *             "unlimited": null
          *           },
          *           "period": "PERIOD_KIND_MONTHLY",
          *           "extension": null,
@@ -3084,7 +3153,9 @@ export interface components {
          *                 "units": "150",
          *                 "nanos": 0
          *               }
-         *             }
+         *             },
+         *             "blocked": null,
+         *             "unlimited": null
          *           },
          *           "period": "PERIOD_KIND_MONTHLY",
          *           "extension": null,
@@ -3125,7 +3196,8 @@ export interface components {
          *     authentication method and, optionally, the allowed source CIDR ranges.
          *
          *     The authentication method is a oneof (`auth`): exactly one of `hmac` or `jwt` is set; the
-         *     other is absent or null.
+         *     other is absent or null. Answers carry every field: the unset method null, and
+         *     `allowedSourceCidrs` `[]` when any source is allowed.
          *
          *     - `hmac` (`{}`): the service generates a 256-bit secret and gives it as a base64url string,
          *       `<SIGNING_SECRET>`, once, as `webhookSecret` in the answer of the save that creates it (and
@@ -3137,6 +3209,7 @@ export interface components {
          *     automation, removes the listener: its URL is answered 404.
          * @example {
          *       "hmac": {},
+         *       "jwt": null,
          *       "allowedSourceCidrs": [
          *         "203.0.113.0/24",
          *         "2001:db8::/32"
@@ -3191,6 +3264,7 @@ export interface components {
          * @example {
          *       "webhook": {
          *         "hmac": {},
+         *         "jwt": null,
          *         "allowedSourceCidrs": [
          *           "203.0.113.0/24"
          *         ],
@@ -3261,7 +3335,7 @@ export interface components {
              */
             appIdCel: string;
             /**
-             * @description CEL expression over `ctx` that evaluates to the suspension reason (a string). When absent or empty, no reason is recorded.
+             * @description CEL expression over `ctx` that evaluates to the suspension reason (a string). When absent or empty, no reason is recorded; answers show `""` then.
              * @example "Card reported lost: " + ctx.trigger.event
              */
             reasonCel?: string;
@@ -3303,7 +3377,9 @@ export interface components {
          *             "units": "500",
          *             "nanos": 0
          *           }
-         *         }
+         *         },
+         *         "blocked": null,
+         *         "unlimited": null
          *       },
          *       "expiresAtCel": "timestamp(ctx.trigger.until)",
          *       "reasonCel": "\"Quarter-end travel\""
@@ -3328,7 +3404,7 @@ export interface components {
              */
             expiresAtCel: string;
             /**
-             * @description CEL expression over `ctx` that evaluates to the reason, visible to the subject (a string). When absent or empty, no reason is recorded.
+             * @description CEL expression over `ctx` that evaluates to the reason, visible to the subject (a string). When absent or empty, no reason is recorded; answers show `""` then.
              * @example "Quarter-end travel"
              */
             reasonCel?: string;
@@ -3339,7 +3415,8 @@ export interface components {
          *     `ctx.trigger["<field>"]`) and `ctx.steps.<stepName>` the outputs of earlier steps.
          *
          *     The step kind is a oneof (`kind`): exactly one of `evaluateExpressions`, `suspendAppLimit`,
-         *     `unsuspendAppLimit`, `setAppLimitExtension` is set; the others are absent or null.
+         *     `unsuspendAppLimit`, `setAppLimitExtension` is set; the others are absent or null. Answers
+         *     carry every field: the three unset kinds null, and `skipIfTrueCel` `""` when the step has none.
          *
          *     CEL expressions (at most 4096 characters each) are checked when the automation is saved: a
          *     syntax or type error is 400 with reason `CEL_INVALID` and metadata `path` (the field at
@@ -3349,11 +3426,14 @@ export interface components {
          * @example {
          *       "stepName": "suspend",
          *       "skipIfTrueCel": "!ctx.steps.parse.isLost",
+         *       "evaluateExpressions": null,
          *       "suspendAppLimit": {
          *         "userIdCel": "ctx.trigger.userId",
          *         "appIdCel": "ctx.trigger[\"appId\"]",
          *         "reasonCel": "\"Card reported lost\""
-         *       }
+         *       },
+         *       "unsuspendAppLimit": null,
+         *       "setAppLimitExtension": null
          *     }
          */
         AutomationStep: {
@@ -3403,7 +3483,7 @@ export interface components {
          *     (200) and recorded in the delivery log as not run, with the reason.
          *
          *     Fields marked read-only are set by the server and ignored in requests. In requests only
-         *     `displayName` is required.
+         *     `displayName` is required; answers carry every field (`description` `""` when there is none).
          * @example {
          *       "id": "aut_5Xn2Bq8Rk4Lm7Pz1",
          *       "displayName": "Suspend Salesforce when card lost",
@@ -3414,6 +3494,7 @@ export interface components {
          *         {
          *           "webhook": {
          *             "hmac": {},
+         *             "jwt": null,
          *             "allowedSourceCidrs": [
          *               "203.0.113.0/24"
          *             ],
@@ -3425,6 +3506,7 @@ export interface components {
          *       "automationSteps": [
          *         {
          *           "stepName": "parse",
+         *           "skipIfTrueCel": "",
          *           "evaluateExpressions": {
          *             "expressions": [
          *               {
@@ -3432,16 +3514,22 @@ export interface components {
          *                 "expression": "ctx.trigger.event == \"card.lost\""
          *               }
          *             ]
-         *           }
+         *           },
+         *           "suspendAppLimit": null,
+         *           "unsuspendAppLimit": null,
+         *           "setAppLimitExtension": null
          *         },
          *         {
          *           "stepName": "suspend",
          *           "skipIfTrueCel": "!ctx.steps.parse.isLost",
+         *           "evaluateExpressions": null,
          *           "suspendAppLimit": {
          *             "userIdCel": "ctx.trigger.userId",
          *             "appIdCel": "ctx.trigger[\"appId\"]",
          *             "reasonCel": "\"Card reported lost\""
-         *           }
+         *           },
+         *           "unsuspendAppLimit": null,
+         *           "setAppLimitExtension": null
          *         }
          *       ],
          *       "createdAt": "2026-11-20T09:00:00Z",
@@ -3495,6 +3583,7 @@ export interface components {
          *           {
          *             "webhook": {
          *               "hmac": {},
+         *               "jwt": null,
          *               "allowedSourceCidrs": [
          *                 "203.0.113.0/24"
          *               ],
@@ -3506,6 +3595,7 @@ export interface components {
          *         "automationSteps": [
          *           {
          *             "stepName": "parse",
+         *             "skipIfTrueCel": "",
          *             "evaluateExpressions": {
          *               "expressions": [
          *                 {
@@ -3513,16 +3603,22 @@ export interface components {
          *                   "expression": "ctx.trigger.event == \"card.lost\""
          *                 }
          *               ]
-         *             }
+         *             },
+         *             "suspendAppLimit": null,
+         *             "unsuspendAppLimit": null,
+         *             "setAppLimitExtension": null
          *           },
          *           {
          *             "stepName": "suspend",
          *             "skipIfTrueCel": "!ctx.steps.parse.isLost",
+         *             "evaluateExpressions": null,
          *             "suspendAppLimit": {
          *               "userIdCel": "ctx.trigger.userId",
          *               "appIdCel": "ctx.trigger[\"appId\"]",
          *               "reasonCel": "\"Card reported lost\""
-         *             }
+         *             },
+         *             "unsuspendAppLimit": null,
+         *             "setAppLimitExtension": null
          *           }
          *         ],
          *         "createdAt": "2026-11-20T09:00:00Z",
@@ -3549,6 +3645,7 @@ export interface components {
          *               {
          *                 "webhook": {
          *                   "hmac": {},
+         *                   "jwt": null,
          *                   "allowedSourceCidrs": [
          *                     "203.0.113.0/24"
          *                   ],
@@ -3560,6 +3657,7 @@ export interface components {
          *             "automationSteps": [
          *               {
          *                 "stepName": "parse",
+         *                 "skipIfTrueCel": "",
          *                 "evaluateExpressions": {
          *                   "expressions": [
          *                     {
@@ -3567,16 +3665,22 @@ export interface components {
          *                       "expression": "ctx.trigger.event == \"card.lost\""
          *                     }
          *                   ]
-         *                 }
+         *                 },
+         *                 "suspendAppLimit": null,
+         *                 "unsuspendAppLimit": null,
+         *                 "setAppLimitExtension": null
          *               },
          *               {
          *                 "stepName": "suspend",
          *                 "skipIfTrueCel": "!ctx.steps.parse.isLost",
+         *                 "evaluateExpressions": null,
          *                 "suspendAppLimit": {
          *                   "userIdCel": "ctx.trigger.userId",
          *                   "appIdCel": "ctx.trigger[\"appId\"]",
          *                   "reasonCel": "\"Card reported lost\""
-         *                 }
+         *                 },
+         *                 "unsuspendAppLimit": null,
+         *                 "setAppLimitExtension": null
          *               }
          *             ],
          *             "createdAt": "2026-11-20T09:00:00Z",
@@ -3632,6 +3736,7 @@ export interface components {
          *           {
          *             "webhook": {
          *               "hmac": {},
+         *               "jwt": null,
          *               "allowedSourceCidrs": [
          *                 "203.0.113.0/24"
          *               ],
@@ -3643,6 +3748,7 @@ export interface components {
          *         "automationSteps": [
          *           {
          *             "stepName": "parse",
+         *             "skipIfTrueCel": "",
          *             "evaluateExpressions": {
          *               "expressions": [
          *                 {
@@ -3650,16 +3756,22 @@ export interface components {
          *                   "expression": "ctx.trigger.event == \"card.lost\""
          *                 }
          *               ]
-         *             }
+         *             },
+         *             "suspendAppLimit": null,
+         *             "unsuspendAppLimit": null,
+         *             "setAppLimitExtension": null
          *           },
          *           {
          *             "stepName": "suspend",
          *             "skipIfTrueCel": "!ctx.steps.parse.isLost",
+         *             "evaluateExpressions": null,
          *             "suspendAppLimit": {
          *               "userIdCel": "ctx.trigger.userId",
          *               "appIdCel": "ctx.trigger[\"appId\"]",
          *               "reasonCel": "\"Card reported lost\""
-         *             }
+         *             },
+         *             "unsuspendAppLimit": null,
+         *             "setAppLimitExtension": null
          *           }
          *         ],
          *         "createdAt": "2026-11-20T09:00:00Z",
@@ -3673,11 +3785,11 @@ export interface components {
             automation: components["schemas"]["Automation"];
             /**
              * @description The HMAC signing secret, `<SIGNING_SECRET>`: a 256-bit secret as a base64url string
-             *     (43 characters, no padding). Present only when this save created an HMAC trigger; shown
+             *     (43 characters, no padding), when this save created an HMAC trigger, else null; shown
              *     once, never readable afterwards (a lost secret is replaced by `RotateWebhookSecret`).
              *     The HMAC key is this string exactly as provided, as UTF-8 bytes, not base64-decoded.
              */
-            webhookSecret?: string;
+            webhookSecret: string | null;
         };
         /**
          * @description Answer of `AutomationService.GetAutomation`.
@@ -3692,6 +3804,7 @@ export interface components {
          *           {
          *             "webhook": {
          *               "hmac": {},
+         *               "jwt": null,
          *               "allowedSourceCidrs": [
          *                 "203.0.113.0/24"
          *               ],
@@ -3703,6 +3816,7 @@ export interface components {
          *         "automationSteps": [
          *           {
          *             "stepName": "parse",
+         *             "skipIfTrueCel": "",
          *             "evaluateExpressions": {
          *               "expressions": [
          *                 {
@@ -3710,16 +3824,22 @@ export interface components {
          *                   "expression": "ctx.trigger.event == \"card.lost\""
          *                 }
          *               ]
-         *             }
+         *             },
+         *             "suspendAppLimit": null,
+         *             "unsuspendAppLimit": null,
+         *             "setAppLimitExtension": null
          *           },
          *           {
          *             "stepName": "suspend",
          *             "skipIfTrueCel": "!ctx.steps.parse.isLost",
+         *             "evaluateExpressions": null,
          *             "suspendAppLimit": {
          *               "userIdCel": "ctx.trigger.userId",
          *               "appIdCel": "ctx.trigger[\"appId\"]",
          *               "reasonCel": "\"Card reported lost\""
-         *             }
+         *             },
+         *             "unsuspendAppLimit": null,
+         *             "setAppLimitExtension": null
          *           }
          *         ],
          *         "createdAt": "2026-11-20T09:00:00Z",
@@ -3789,6 +3909,7 @@ export interface components {
          *           {
          *             "webhook": {
          *               "hmac": {},
+         *               "jwt": null,
          *               "allowedSourceCidrs": [
          *                 "203.0.113.0/24"
          *               ],
@@ -3800,6 +3921,7 @@ export interface components {
          *         "automationSteps": [
          *           {
          *             "stepName": "parse",
+         *             "skipIfTrueCel": "",
          *             "evaluateExpressions": {
          *               "expressions": [
          *                 {
@@ -3807,33 +3929,40 @@ export interface components {
          *                   "expression": "ctx.trigger.event == \"card.lost\""
          *                 }
          *               ]
-         *             }
+         *             },
+         *             "suspendAppLimit": null,
+         *             "unsuspendAppLimit": null,
+         *             "setAppLimitExtension": null
          *           },
          *           {
          *             "stepName": "suspend",
          *             "skipIfTrueCel": "!ctx.steps.parse.isLost",
+         *             "evaluateExpressions": null,
          *             "suspendAppLimit": {
          *               "userIdCel": "ctx.trigger.userId",
          *               "appIdCel": "ctx.trigger[\"appId\"]",
          *               "reasonCel": "\"Card reported lost\""
-         *             }
+         *             },
+         *             "unsuspendAppLimit": null,
+         *             "setAppLimitExtension": null
          *           }
          *         ],
          *         "createdAt": "2026-11-20T09:00:00Z",
          *         "updatedAt": "2026-11-20T09:05:00Z",
          *         "lastExecutedAt": "2026-11-20T09:30:00Z"
-         *       }
+         *       },
+         *       "webhookSecret": null
          *     }
          */
         AutomationServiceUpdateAutomationResponse: {
             automation: components["schemas"]["Automation"];
             /**
              * @description The HMAC signing secret, `<SIGNING_SECRET>`: a 256-bit secret as a base64url string
-             *     (43 characters, no padding). Present only when this save created a new HMAC secret (a
-             *     webhook trigger added with `hmac`, or switched from `jwt` to `hmac`); shown once.
+             *     (43 characters, no padding), when this save created a new HMAC secret (a webhook trigger
+             *     added with `hmac`, or switched from `jwt` to `hmac`), else null; shown once.
              *     The HMAC key is this string exactly as provided, as UTF-8 bytes, not base64-decoded.
              */
-            webhookSecret?: string;
+            webhookSecret: string | null;
         };
         /**
          * @description Answer of `AutomationService.DeleteAutomation`, an empty object.
@@ -3858,6 +3987,7 @@ export interface components {
          *           {
          *             "webhook": {
          *               "hmac": {},
+         *               "jwt": null,
          *               "allowedSourceCidrs": [
          *                 "203.0.113.0/24"
          *               ],
@@ -3869,6 +3999,7 @@ export interface components {
          *         "automationSteps": [
          *           {
          *             "stepName": "parse",
+         *             "skipIfTrueCel": "",
          *             "evaluateExpressions": {
          *               "expressions": [
          *                 {
@@ -3876,16 +4007,22 @@ export interface components {
          *                   "expression": "ctx.trigger.event == \"card.lost\""
          *                 }
          *               ]
-         *             }
+         *             },
+         *             "suspendAppLimit": null,
+         *             "unsuspendAppLimit": null,
+         *             "setAppLimitExtension": null
          *           },
          *           {
          *             "stepName": "suspend",
          *             "skipIfTrueCel": "!ctx.steps.parse.isLost",
+         *             "evaluateExpressions": null,
          *             "suspendAppLimit": {
          *               "userIdCel": "ctx.trigger.userId",
          *               "appIdCel": "ctx.trigger[\"appId\"]",
          *               "reasonCel": "\"Card reported lost\""
-         *             }
+         *             },
+         *             "unsuspendAppLimit": null,
+         *             "setAppLimitExtension": null
          *           }
          *         ],
          *         "createdAt": "2026-11-20T09:00:00Z",
@@ -4252,7 +4389,9 @@ export interface components {
          *                       "units": "250",
          *                       "nanos": 0
          *                     }
-         *                   }
+         *                   },
+         *                   "blocked": null,
+         *                   "unlimited": null
          *                 },
          *                 "period": "PERIOD_KIND_MONTHLY",
          *                 "extension": null,
@@ -4335,7 +4474,9 @@ export interface components {
          *                         "units": "250",
          *                         "nanos": 0
          *                       }
-         *                     }
+         *                     },
+         *                     "blocked": null,
+         *                     "unlimited": null
          *                   },
          *                   "period": "PERIOD_KIND_MONTHLY",
          *                   "extension": null,
@@ -4402,7 +4543,9 @@ export interface components {
          *                             "units": "250",
          *                             "nanos": 0
          *                           }
-         *                         }
+         *                         },
+         *                         "blocked": null,
+         *                         "unlimited": null
          *                       },
          *                       "period": "PERIOD_KIND_MONTHLY",
          *                       "extension": null,
@@ -4472,7 +4615,9 @@ export interface components {
          *                         "units": "250",
          *                         "nanos": 0
          *                       }
-         *                     }
+         *                     },
+         *                     "blocked": null,
+         *                     "unlimited": null
          *                   },
          *                   "period": "PERIOD_KIND_MONTHLY",
          *                   "extension": null,
@@ -5347,7 +5492,9 @@ export interface operations {
                      *                     "units": "250",
                      *                     "nanos": 0
                      *                   }
-                     *                 }
+                     *                 },
+                     *                 "blocked": null,
+                     *                 "unlimited": null
                      *               },
                      *               "period": "PERIOD_KIND_MONTHLY",
                      *               "extension": null,
@@ -5417,7 +5564,9 @@ export interface operations {
                      *                 "units": "250",
                      *                 "nanos": 0
                      *               }
-                     *             }
+                     *             },
+                     *             "blocked": null,
+                     *             "unlimited": null
                      *           },
                      *           "period": "PERIOD_KIND_MONTHLY",
                      *           "extension": null,
@@ -5536,7 +5685,9 @@ export interface operations {
                      *                 "units": "250",
                      *                 "nanos": 0
                      *               }
-                     *             }
+                     *             },
+                     *             "blocked": null,
+                     *             "unlimited": null
                      *           },
                      *           "period": "PERIOD_KIND_MONTHLY",
                      *           "extension": null,
@@ -5610,7 +5761,9 @@ export interface operations {
                      *                 "units": "250",
                      *                 "nanos": 0
                      *               }
-                     *             }
+                     *             },
+                     *             "blocked": null,
+                     *             "unlimited": null
                      *           },
                      *           "period": "PERIOD_KIND_MONTHLY",
                      *           "extension": null,
@@ -5678,7 +5831,9 @@ export interface operations {
                      *                 "units": "250",
                      *                 "nanos": 0
                      *               }
-                     *             }
+                     *             },
+                     *             "blocked": null,
+                     *             "unlimited": null
                      *           },
                      *           "period": "PERIOD_KIND_MONTHLY",
                      *           "extension": null,
@@ -5760,7 +5915,9 @@ export interface operations {
                      *                 "units": "250",
                      *                 "nanos": 0
                      *               }
-                     *             }
+                     *             },
+                     *             "blocked": null,
+                     *             "unlimited": null
                      *           },
                      *           "period": "PERIOD_KIND_MONTHLY",
                      *           "extension": {
@@ -5771,7 +5928,9 @@ export interface operations {
                      *                   "units": "500",
                      *                   "nanos": 0
                      *                 }
-                     *               }
+                     *               },
+                     *               "blocked": null,
+                     *               "unlimited": null
                      *             },
                      *             "expiresAt": "2026-12-01T00:00:00Z",
                      *             "reason": "Quarter-end travel"
@@ -5837,7 +5996,9 @@ export interface operations {
                      *                 "units": "250",
                      *                 "nanos": 0
                      *               }
-                     *             }
+                     *             },
+                     *             "blocked": null,
+                     *             "unlimited": null
                      *           },
                      *           "period": "PERIOD_KIND_MONTHLY",
                      *           "extension": null,
@@ -5955,7 +6116,9 @@ export interface operations {
                      *                     "units": "75",
                      *                     "nanos": 500000000
                      *                   }
-                     *                 }
+                     *                 },
+                     *                 "blocked": null,
+                     *                 "unlimited": null
                      *               },
                      *               "period": "PERIOD_KIND_WEEKLY",
                      *               "extension": null,
@@ -5976,7 +6139,9 @@ export interface operations {
                      *                     "units": "250",
                      *                     "nanos": 0
                      *                   }
-                     *                 }
+                     *                 },
+                     *                 "blocked": null,
+                     *                 "unlimited": null
                      *               },
                      *               "period": "PERIOD_KIND_MONTHLY",
                      *               "extension": null,
@@ -6035,7 +6200,9 @@ export interface operations {
                      *                 "units": "75",
                      *                 "nanos": 500000000
                      *               }
-                     *             }
+                     *             },
+                     *             "blocked": null,
+                     *             "unlimited": null
                      *           },
                      *           "period": "PERIOD_KIND_WEEKLY",
                      *           "extension": null,
@@ -6107,7 +6274,9 @@ export interface operations {
                      *                 "units": "75",
                      *                 "nanos": 500000000
                      *               }
-                     *             }
+                     *             },
+                     *             "blocked": null,
+                     *             "unlimited": null
                      *           },
                      *           "period": "PERIOD_KIND_WEEKLY",
                      *           "extension": null,
@@ -6197,7 +6366,9 @@ export interface operations {
                      *               "units": "1000",
                      *               "nanos": 0
                      *             }
-                     *           }
+                     *           },
+                     *           "blocked": null,
+                     *           "unlimited": null
                      *         },
                      *         "period": "PERIOD_KIND_MONTHLY",
                      *         "scope": "SCOPE_APP_CAP",
@@ -6263,7 +6434,9 @@ export interface operations {
                      *                     "units": "1000",
                      *                     "nanos": 0
                      *                   }
-                     *                 }
+                     *                 },
+                     *                 "blocked": null,
+                     *                 "unlimited": null
                      *               },
                      *               "period": "PERIOD_KIND_MONTHLY",
                      *               "extension": null,
@@ -6286,7 +6459,9 @@ export interface operations {
                      *                     "units": "500",
                      *                     "nanos": 0
                      *                   }
-                     *                 }
+                     *                 },
+                     *                 "blocked": null,
+                     *                 "unlimited": null
                      *               },
                      *               "period": "PERIOD_KIND_QUARTERLY",
                      *               "extension": null,
@@ -6345,7 +6520,9 @@ export interface operations {
                      *                 "units": "1000",
                      *                 "nanos": 0
                      *               }
-                     *             }
+                     *             },
+                     *             "blocked": null,
+                     *             "unlimited": null
                      *           },
                      *           "period": "PERIOD_KIND_MONTHLY",
                      *           "extension": null,
@@ -6422,7 +6599,9 @@ export interface operations {
                      *                 "units": "1000",
                      *                 "nanos": 0
                      *               }
-                     *             }
+                     *             },
+                     *             "blocked": null,
+                     *             "unlimited": null
                      *           },
                      *           "period": "PERIOD_KIND_MONTHLY",
                      *           "extension": null,
@@ -6506,7 +6685,9 @@ export interface operations {
                      *                 "units": "100",
                      *                 "nanos": 0
                      *               }
-                     *             }
+                     *             },
+                     *             "blocked": null,
+                     *             "unlimited": null
                      *           },
                      *           "period": "PERIOD_KIND_MONTHLY",
                      *           "extension": null,
@@ -6576,7 +6757,9 @@ export interface operations {
                      *                 "units": "150",
                      *                 "nanos": 0
                      *               }
-                     *             }
+                     *             },
+                     *             "blocked": null,
+                     *             "unlimited": null
                      *           },
                      *           "period": "PERIOD_KIND_MONTHLY",
                      *           "extension": null,
@@ -6642,6 +6825,7 @@ export interface operations {
                      *               {
                      *                 "webhook": {
                      *                   "hmac": {},
+                     *                   "jwt": null,
                      *                   "allowedSourceCidrs": [
                      *                     "203.0.113.0/24"
                      *                   ],
@@ -6653,6 +6837,7 @@ export interface operations {
                      *             "automationSteps": [
                      *               {
                      *                 "stepName": "parse",
+                     *                 "skipIfTrueCel": "",
                      *                 "evaluateExpressions": {
                      *                   "expressions": [
                      *                     {
@@ -6660,16 +6845,22 @@ export interface operations {
                      *                       "expression": "ctx.trigger.event == \"card.lost\""
                      *                     }
                      *                   ]
-                     *                 }
+                     *                 },
+                     *                 "suspendAppLimit": null,
+                     *                 "unsuspendAppLimit": null,
+                     *                 "setAppLimitExtension": null
                      *               },
                      *               {
                      *                 "stepName": "suspend",
                      *                 "skipIfTrueCel": "!ctx.steps.parse.isLost",
+                     *                 "evaluateExpressions": null,
                      *                 "suspendAppLimit": {
                      *                   "userIdCel": "ctx.trigger.userId",
                      *                   "appIdCel": "ctx.trigger[\"appId\"]",
                      *                   "reasonCel": "\"Card reported lost\""
-                     *                 }
+                     *                 },
+                     *                 "unsuspendAppLimit": null,
+                     *                 "setAppLimitExtension": null
                      *               }
                      *             ],
                      *             "createdAt": "2026-11-20T09:00:00Z",
@@ -6687,6 +6878,7 @@ export interface operations {
                      *             "triggers": [
                      *               {
                      *                 "webhook": {
+                     *                   "hmac": null,
                      *                   "jwt": {
                      *                     "jwksUrl": "https://billing.example.com/.well-known/jwks.json"
                      *                   },
@@ -6699,6 +6891,10 @@ export interface operations {
                      *             "automationSteps": [
                      *               {
                      *                 "stepName": "extend",
+                     *                 "skipIfTrueCel": "",
+                     *                 "evaluateExpressions": null,
+                     *                 "suspendAppLimit": null,
+                     *                 "unsuspendAppLimit": null,
                      *                 "setAppLimitExtension": {
                      *                   "userIdCel": "ctx.trigger.userId",
                      *                   "appIdCel": "\"app-github\"",
@@ -6709,7 +6905,9 @@ export interface operations {
                      *                         "units": "500",
                      *                         "nanos": 0
                      *                       }
-                     *                     }
+                     *                     },
+                     *                     "blocked": null,
+                     *                     "unlimited": null
                      *                   },
                      *                   "expiresAtCel": "timestamp(ctx.trigger.until)",
                      *                   "reasonCel": "\"Release day\""
@@ -6787,6 +6985,7 @@ export interface operations {
                      *           {
                      *             "webhook": {
                      *               "hmac": {},
+                     *               "jwt": null,
                      *               "allowedSourceCidrs": [
                      *                 "203.0.113.0/24"
                      *               ],
@@ -6848,6 +7047,7 @@ export interface operations {
                      *           {
                      *             "webhook": {
                      *               "hmac": {},
+                     *               "jwt": null,
                      *               "allowedSourceCidrs": [
                      *                 "203.0.113.0/24"
                      *               ],
@@ -6859,6 +7059,7 @@ export interface operations {
                      *         "automationSteps": [
                      *           {
                      *             "stepName": "parse",
+                     *             "skipIfTrueCel": "",
                      *             "evaluateExpressions": {
                      *               "expressions": [
                      *                 {
@@ -6866,16 +7067,22 @@ export interface operations {
                      *                   "expression": "ctx.trigger.event == \"card.lost\""
                      *                 }
                      *               ]
-                     *             }
+                     *             },
+                     *             "suspendAppLimit": null,
+                     *             "unsuspendAppLimit": null,
+                     *             "setAppLimitExtension": null
                      *           },
                      *           {
                      *             "stepName": "suspend",
                      *             "skipIfTrueCel": "!ctx.steps.parse.isLost",
+                     *             "evaluateExpressions": null,
                      *             "suspendAppLimit": {
                      *               "userIdCel": "ctx.trigger.userId",
                      *               "appIdCel": "ctx.trigger[\"appId\"]",
                      *               "reasonCel": "\"Card reported lost\""
-                     *             }
+                     *             },
+                     *             "unsuspendAppLimit": null,
+                     *             "setAppLimitExtension": null
                      *           }
                      *         ],
                      *         "createdAt": "2026-11-20T09:00:00Z",
@@ -6963,6 +7170,7 @@ export interface operations {
                      *           {
                      *             "webhook": {
                      *               "hmac": {},
+                     *               "jwt": null,
                      *               "allowedSourceCidrs": [
                      *                 "203.0.113.0/24"
                      *               ],
@@ -6974,6 +7182,7 @@ export interface operations {
                      *         "automationSteps": [
                      *           {
                      *             "stepName": "parse",
+                     *             "skipIfTrueCel": "",
                      *             "evaluateExpressions": {
                      *               "expressions": [
                      *                 {
@@ -6981,22 +7190,29 @@ export interface operations {
                      *                   "expression": "ctx.trigger.event == \"card.lost\""
                      *                 }
                      *               ]
-                     *             }
+                     *             },
+                     *             "suspendAppLimit": null,
+                     *             "unsuspendAppLimit": null,
+                     *             "setAppLimitExtension": null
                      *           },
                      *           {
                      *             "stepName": "suspend",
                      *             "skipIfTrueCel": "!ctx.steps.parse.isLost",
+                     *             "evaluateExpressions": null,
                      *             "suspendAppLimit": {
                      *               "userIdCel": "ctx.trigger.userId",
                      *               "appIdCel": "ctx.trigger[\"appId\"]",
                      *               "reasonCel": "\"Card reported lost\""
-                     *             }
+                     *             },
+                     *             "unsuspendAppLimit": null,
+                     *             "setAppLimitExtension": null
                      *           }
                      *         ],
                      *         "createdAt": "2026-11-20T09:00:00Z",
                      *         "updatedAt": "2026-11-20T09:05:00Z",
                      *         "lastExecutedAt": null
-                     *       }
+                     *       },
+                     *       "webhookSecret": null
                      *     }
                      */
                     "application/json": components["schemas"]["AutomationServiceUpdateAutomationResponse"];
@@ -7083,6 +7299,7 @@ export interface operations {
                      *           {
                      *             "webhook": {
                      *               "hmac": {},
+                     *               "jwt": null,
                      *               "allowedSourceCidrs": [
                      *                 "203.0.113.0/24"
                      *               ],
@@ -7094,6 +7311,7 @@ export interface operations {
                      *         "automationSteps": [
                      *           {
                      *             "stepName": "parse",
+                     *             "skipIfTrueCel": "",
                      *             "evaluateExpressions": {
                      *               "expressions": [
                      *                 {
@@ -7101,16 +7319,22 @@ export interface operations {
                      *                   "expression": "ctx.trigger.event == \"card.lost\""
                      *                 }
                      *               ]
-                     *             }
+                     *             },
+                     *             "suspendAppLimit": null,
+                     *             "unsuspendAppLimit": null,
+                     *             "setAppLimitExtension": null
                      *           },
                      *           {
                      *             "stepName": "suspend",
                      *             "skipIfTrueCel": "!ctx.steps.parse.isLost",
+                     *             "evaluateExpressions": null,
                      *             "suspendAppLimit": {
                      *               "userIdCel": "ctx.trigger.userId",
                      *               "appIdCel": "ctx.trigger[\"appId\"]",
                      *               "reasonCel": "\"Card reported lost\""
-                     *             }
+                     *             },
+                     *             "unsuspendAppLimit": null,
+                     *             "setAppLimitExtension": null
                      *           }
                      *         ],
                      *         "createdAt": "2026-11-20T09:00:00Z",
@@ -7422,7 +7646,9 @@ export interface operations {
                      *                             "units": "250",
                      *                             "nanos": 0
                      *                           }
-                     *                         }
+                     *                         },
+                     *                         "blocked": null,
+                     *                         "unlimited": null
                      *                       },
                      *                       "period": "PERIOD_KIND_MONTHLY",
                      *                       "extension": null,
@@ -7517,7 +7743,9 @@ export interface operations {
                      *                         "units": "250",
                      *                         "nanos": 0
                      *                       }
-                     *                     }
+                     *                     },
+                     *                     "blocked": null,
+                     *                     "unlimited": null
                      *                   },
                      *                   "period": "PERIOD_KIND_MONTHLY",
                      *                   "extension": null,
