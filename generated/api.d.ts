@@ -1896,7 +1896,7 @@ export interface components {
             nanos: number;
         };
         /**
-         * @description Caps spend at an amount per resolved period.
+         * @description Caps spend at an amount per resolved period. `money` is always present in answers.
          * @example {
          *       "money": {
          *         "currencyCode": "USD",
@@ -1925,6 +1925,9 @@ export interface components {
          *       element, so an unlimited default makes grant rules no-ops.
          *
          *     Order of limits: blocked < any amount < unlimited.
+         *
+         *     Answers carry all three fields, the two unset arms null (`{ "amount": {...}, "blocked": null,
+         *     "unlimited": null }`); requests may send the set arm alone or the three as read.
          * @example {
          *       "amount": {
          *         "money": {
@@ -1932,7 +1935,9 @@ export interface components {
          *           "units": "250",
          *           "nanos": 0
          *         }
-         *       }
+         *       },
+         *       "blocked": null,
+         *       "unlimited": null
          *     }
          */
         SpendLimit: {
@@ -1964,6 +1969,8 @@ export interface components {
          *     and never expresses a refusal (its `limit` is never `blocked`); a temporary refusal is a
          *     suspension. A lapsed extension stays stored and the row falls back to its own base limit,
          *     not to the next layer.
+         *
+         *     Answers carry all three fields; `reason` is `""` when none was given.
          * @example {
          *       "limit": {
          *         "amount": {
@@ -1972,7 +1979,9 @@ export interface components {
          *             "units": "500",
          *             "nanos": 0
          *           }
-         *         }
+         *         },
+         *         "blocked": null,
+         *         "unlimited": null
          *       },
          *       "expiresAt": "2026-12-01T00:00:00Z",
          *       "reason": "Quarter-end travel"
@@ -1986,7 +1995,8 @@ export interface components {
             reason?: string;
         };
         /**
-         * @description Freezes a scope without erasing the limit that must be restored on unsuspend.
+         * @description Freezes a scope without erasing the limit that must be restored on unsuspend. Answers carry
+         *     both fields; `reason` is `""` when none was given.
          * @example {
          *       "reason": "Card reported lost",
          *       "suspendedAt": "2026-11-20T09:30:00Z"
@@ -2011,6 +2021,11 @@ export interface components {
          *
          *     A lapsed extension falls back to the row's own base limit, not to the next layer.
          *     Unsuspending restores the limit that the suspension froze.
+         *
+         *     Answers carry all four fields: `limit`, `extension` and `suspension` are null when unset, and
+         *     `period` is `PERIOD_KIND_UNSPECIFIED` when the row states no period of its own (no limit, or an
+         *     amount that takes the period of the next layer). Requests may leave any of them out; a
+         *     controls object read from an answer may be sent back as it is.
          * @example {
          *       "limit": {
          *         "amount": {
@@ -2019,7 +2034,9 @@ export interface components {
          *             "units": "250",
          *             "nanos": 0
          *           }
-         *         }
+         *         },
+         *         "blocked": null,
+         *         "unlimited": null
          *       },
          *       "period": "PERIOD_KIND_MONTHLY",
          *       "extension": null,
@@ -2053,7 +2070,9 @@ export interface components {
          *               "units": "250",
          *               "nanos": 0
          *             }
-         *           }
+         *           },
+         *           "blocked": null,
+         *           "unlimited": null
          *         },
          *         "period": "PERIOD_KIND_MONTHLY",
          *         "extension": null,
@@ -2104,7 +2123,9 @@ export interface components {
          *                 "units": "250",
          *                 "nanos": 0
          *               }
-         *             }
+         *             },
+         *             "blocked": null,
+         *             "unlimited": null
          *           },
          *           "period": "PERIOD_KIND_MONTHLY",
          *           "extension": null,
@@ -2136,7 +2157,9 @@ export interface components {
          *                     "units": "250",
          *                     "nanos": 0
          *                   }
-         *                 }
+         *                 },
+         *                 "blocked": null,
+         *                 "unlimited": null
          *               },
          *               "period": "PERIOD_KIND_MONTHLY",
          *               "extension": null,
@@ -2174,7 +2197,9 @@ export interface components {
          *                 "units": "250",
          *                 "nanos": 0
          *               }
-         *             }
+         *             },
+         *             "blocked": null,
+         *             "unlimited": null
          *           },
          *           "period": "PERIOD_KIND_MONTHLY",
          *           "extension": null,
@@ -2237,7 +2262,9 @@ export interface components {
          *                 "units": "250",
          *                 "nanos": 0
          *               }
-         *             }
+         *             },
+         *             "blocked": null,
+         *             "unlimited": null
          *           },
          *           "period": "PERIOD_KIND_MONTHLY",
          *           "extension": null,
@@ -2277,7 +2304,9 @@ export interface components {
          *                 "units": "250",
          *                 "nanos": 0
          *               }
-         *             }
+         *             },
+         *             "blocked": null,
+         *             "unlimited": null
          *           },
          *           "period": "PERIOD_KIND_MONTHLY",
          *           "extension": null,
@@ -2311,7 +2340,9 @@ export interface components {
          *                 "units": "250",
          *                 "nanos": 0
          *               }
-         *             }
+         *             },
+         *             "blocked": null,
+         *             "unlimited": null
          *           },
          *           "period": "PERIOD_KIND_MONTHLY",
          *           "extension": null,
@@ -2377,7 +2408,9 @@ export interface components {
          *                 "units": "250",
          *                 "nanos": 0
          *               }
-         *             }
+         *             },
+         *             "blocked": null,
+         *             "unlimited": null
          *           },
          *           "period": "PERIOD_KIND_MONTHLY",
          *           "extension": {
@@ -2388,7 +2421,9 @@ export interface components {
          *                   "units": "500",
          *                   "nanos": 0
          *                 }
-         *               }
+         *               },
+         *               "blocked": null,
+         *               "unlimited": null
          *             },
          *             "expiresAt": "2026-12-01T00:00:00Z",
          *             "reason": "Quarter-end travel"
@@ -2419,7 +2454,9 @@ export interface components {
          *                 "units": "250",
          *                 "nanos": 0
          *               }
-         *             }
+         *             },
+         *             "blocked": null,
+         *             "unlimited": null
          *           },
          *           "period": "PERIOD_KIND_MONTHLY",
          *           "extension": null,
@@ -2513,7 +2550,9 @@ export interface components {
          *             "units": "1000",
          *             "nanos": 0
          *           }
-         *         }
+         *         },
+         *         "blocked": null,
+         *         "unlimited": null
          *       },
          *       "period": "PERIOD_KIND_MONTHLY",
          *       "scope": "SCOPE_APP_CAP",
@@ -2582,7 +2621,9 @@ export interface components {
          *               "units": "75",
          *               "nanos": 500000000
          *             }
-         *           }
+         *           },
+         *           "blocked": null,
+         *           "unlimited": null
          *         },
          *         "period": "PERIOD_KIND_WEEKLY",
          *         "extension": null,
@@ -2621,7 +2662,9 @@ export interface components {
          *                 "units": "75",
          *                 "nanos": 500000000
          *               }
-         *             }
+         *             },
+         *             "blocked": null,
+         *             "unlimited": null
          *           },
          *           "period": "PERIOD_KIND_WEEKLY",
          *           "extension": null,
@@ -2650,7 +2693,9 @@ export interface components {
          *                     "units": "75",
          *                     "nanos": 500000000
          *                   }
-         *                 }
+         *                 },
+         *                 "blocked": null,
+         *                 "unlimited": null
          *               },
          *               "period": "PERIOD_KIND_WEEKLY",
          *               "extension": null,
@@ -2671,7 +2716,9 @@ export interface components {
          *                     "units": "250",
          *                     "nanos": 0
          *                   }
-         *                 }
+         *                 },
+         *                 "blocked": null,
+         *                 "unlimited": null
          *               },
          *               "period": "PERIOD_KIND_MONTHLY",
          *               "extension": null,
@@ -2706,7 +2753,9 @@ export interface components {
          *                 "units": "75",
          *                 "nanos": 500000000
          *               }
-         *             }
+         *             },
+         *             "blocked": null,
+         *             "unlimited": null
          *           },
          *           "period": "PERIOD_KIND_WEEKLY",
          *           "extension": null,
@@ -2763,7 +2812,9 @@ export interface components {
          *                 "units": "75",
          *                 "nanos": 500000000
          *               }
-         *             }
+         *             },
+         *             "blocked": null,
+         *             "unlimited": null
          *           },
          *           "period": "PERIOD_KIND_WEEKLY",
          *           "extension": null,
@@ -2799,7 +2850,9 @@ export interface components {
          *               "units": "1000",
          *               "nanos": 0
          *             }
-         *           }
+         *           },
+         *           "blocked": null,
+         *           "unlimited": null
          *         },
          *         "period": "PERIOD_KIND_MONTHLY",
          *         "scope": "SCOPE_APP_CAP",
@@ -2831,7 +2884,9 @@ export interface components {
          *               "units": "1000",
          *               "nanos": 0
          *             }
-         *           }
+         *           },
+         *           "blocked": null,
+         *           "unlimited": null
          *         },
          *         "period": "PERIOD_KIND_MONTHLY",
          *         "extension": null,
@@ -2879,7 +2934,9 @@ export interface components {
          *                 "units": "1000",
          *                 "nanos": 0
          *               }
-         *             }
+         *             },
+         *             "blocked": null,
+         *             "unlimited": null
          *           },
          *           "period": "PERIOD_KIND_MONTHLY",
          *           "extension": null,
@@ -2910,7 +2967,9 @@ export interface components {
          *                     "units": "1000",
          *                     "nanos": 0
          *                   }
-         *                 }
+         *                 },
+         *                 "blocked": null,
+         *                 "unlimited": null
          *               },
          *               "period": "PERIOD_KIND_MONTHLY",
          *               "extension": null,
@@ -2933,7 +2992,9 @@ export interface components {
          *                     "units": "500",
          *                     "nanos": 0
          *                   }
-         *                 }
+         *                 },
+         *                 "blocked": null,
+         *                 "unlimited": null
          *               },
          *               "period": "PERIOD_KIND_QUARTERLY",
          *               "extension": null,
@@ -2967,7 +3028,9 @@ export interface components {
          *                 "units": "1000",
          *                 "nanos": 0
          *               }
-         *             }
+         *             },
+         *             "blocked": null,
+         *             "unlimited": null
          *           },
          *           "period": "PERIOD_KIND_MONTHLY",
          *           "extension": null,
@@ -3027,7 +3090,9 @@ export interface components {
          *                 "units": "1000",
          *                 "nanos": 0
          *               }
-         *             }
+         *             },
+         *             "blocked": null,
+         *             "unlimited": null
          *           },
          *           "period": "PERIOD_KIND_MONTHLY",
          *           "extension": null,
@@ -3060,7 +3125,9 @@ export interface components {
          *               "units": "100",
          *               "nanos": 0
          *             }
-         *           }
+         *           },
+         *           "blocked": null,
+         *           "unlimited": null
          *         },
          *         "period": "PERIOD_KIND_MONTHLY",
          *         "extension": null,
@@ -3097,7 +3164,9 @@ export interface components {
          *                 "units": "100",
          *                 "nanos": 0
          *               }
-         *             }
+         *             },
+         *             "blocked": null,
+         *             "unlimited": null
          *           },
          *           "period": "PERIOD_KIND_MONTHLY",
          *           "extension": null,
@@ -3165,7 +3234,9 @@ export interface components {
          *                 "units": "150",
          *                 "nanos": 0
          *               }
-         *             }
+         *             },
+         *             "blocked": null,
+         *             "unlimited": null
          *           },
          *           "period": "PERIOD_KIND_MONTHLY",
          *           "extension": null,
@@ -3206,7 +3277,8 @@ export interface components {
          *     authentication method and, optionally, the allowed source CIDR ranges.
          *
          *     The authentication method is a oneof (`auth`): exactly one of `hmac` or `jwt` is set; the
-         *     other is absent or null.
+         *     other is absent or null. Answers carry every field: the unset method null, and
+         *     `allowedSourceCidrs` `[]` when any source is allowed.
          *
          *     - `hmac` (`{}`): the service generates a 256-bit secret and gives it as a base64url string,
          *       `<SIGNING_SECRET>`, once, as `webhookSecret` in the answer of the save that creates it (and
@@ -3218,6 +3290,7 @@ export interface components {
          *     automation, removes the listener: its URL is answered 404.
          * @example {
          *       "hmac": {},
+         *       "jwt": null,
          *       "allowedSourceCidrs": [
          *         "203.0.113.0/24",
          *         "2001:db8::/32"
@@ -3272,6 +3345,7 @@ export interface components {
          * @example {
          *       "webhook": {
          *         "hmac": {},
+         *         "jwt": null,
          *         "allowedSourceCidrs": [
          *           "203.0.113.0/24"
          *         ],
@@ -3342,7 +3416,7 @@ export interface components {
              */
             appIdCel: string;
             /**
-             * @description CEL expression over `ctx` that evaluates to the suspension reason (a string). When absent or empty, no reason is recorded.
+             * @description CEL expression over `ctx` that evaluates to the suspension reason (a string). When absent or empty, no reason is recorded; answers show `""` then.
              * @example "Card reported lost: " + ctx.trigger.event
              */
             reasonCel?: string;
@@ -3384,7 +3458,9 @@ export interface components {
          *             "units": "500",
          *             "nanos": 0
          *           }
-         *         }
+         *         },
+         *         "blocked": null,
+         *         "unlimited": null
          *       },
          *       "expiresAtCel": "timestamp(ctx.trigger.until)",
          *       "reasonCel": "\"Quarter-end travel\""
@@ -3409,7 +3485,7 @@ export interface components {
              */
             expiresAtCel: string;
             /**
-             * @description CEL expression over `ctx` that evaluates to the reason, visible to the subject (a string). When absent or empty, no reason is recorded.
+             * @description CEL expression over `ctx` that evaluates to the reason, visible to the subject (a string). When absent or empty, no reason is recorded; answers show `""` then.
              * @example "Quarter-end travel"
              */
             reasonCel?: string;
@@ -3420,7 +3496,8 @@ export interface components {
          *     `ctx.trigger["<field>"]`) and `ctx.steps.<stepName>` the outputs of earlier steps.
          *
          *     The step kind is a oneof (`kind`): exactly one of `evaluateExpressions`, `suspendAppLimit`,
-         *     `unsuspendAppLimit`, `setAppLimitExtension` is set; the others are absent or null.
+         *     `unsuspendAppLimit`, `setAppLimitExtension` is set; the others are absent or null. Answers
+         *     carry every field: the three unset kinds null, and `skipIfTrueCel` `""` when the step has none.
          *
          *     CEL expressions (at most 4096 characters each) are checked when the automation is saved: a
          *     syntax or type error is 400 with reason `CEL_INVALID` and metadata `path` (the field at
@@ -3430,11 +3507,14 @@ export interface components {
          * @example {
          *       "stepName": "suspend",
          *       "skipIfTrueCel": "!ctx.steps.parse.isLost",
+         *       "evaluateExpressions": null,
          *       "suspendAppLimit": {
          *         "userIdCel": "ctx.trigger.userId",
          *         "appIdCel": "ctx.trigger[\"appId\"]",
          *         "reasonCel": "\"Card reported lost\""
-         *       }
+         *       },
+         *       "unsuspendAppLimit": null,
+         *       "setAppLimitExtension": null
          *     }
          */
         AutomationStep: {
@@ -3484,7 +3564,7 @@ export interface components {
          *     (200) and recorded in the delivery log as not run, with the reason.
          *
          *     Fields marked read-only are set by the server and ignored in requests. In requests only
-         *     `displayName` is required.
+         *     `displayName` is required; answers carry every field (`description` `""` when there is none).
          * @example {
          *       "id": "aut_5Xn2Bq8Rk4Lm7Pz1",
          *       "displayName": "Suspend Salesforce when card lost",
@@ -3495,6 +3575,7 @@ export interface components {
          *         {
          *           "webhook": {
          *             "hmac": {},
+         *             "jwt": null,
          *             "allowedSourceCidrs": [
          *               "203.0.113.0/24"
          *             ],
@@ -3506,6 +3587,7 @@ export interface components {
          *       "automationSteps": [
          *         {
          *           "stepName": "parse",
+         *           "skipIfTrueCel": "",
          *           "evaluateExpressions": {
          *             "expressions": [
          *               {
@@ -3513,16 +3595,22 @@ export interface components {
          *                 "expression": "ctx.trigger.event == \"card.lost\""
          *               }
          *             ]
-         *           }
+         *           },
+         *           "suspendAppLimit": null,
+         *           "unsuspendAppLimit": null,
+         *           "setAppLimitExtension": null
          *         },
          *         {
          *           "stepName": "suspend",
          *           "skipIfTrueCel": "!ctx.steps.parse.isLost",
+         *           "evaluateExpressions": null,
          *           "suspendAppLimit": {
          *             "userIdCel": "ctx.trigger.userId",
          *             "appIdCel": "ctx.trigger[\"appId\"]",
          *             "reasonCel": "\"Card reported lost\""
-         *           }
+         *           },
+         *           "unsuspendAppLimit": null,
+         *           "setAppLimitExtension": null
          *         }
          *       ],
          *       "createdAt": "2026-11-20T09:00:00Z",
@@ -3574,6 +3662,7 @@ export interface components {
          *           {
          *             "webhook": {
          *               "hmac": {},
+         *               "jwt": null,
          *               "allowedSourceCidrs": [
          *                 "203.0.113.0/24"
          *               ],
@@ -3585,6 +3674,7 @@ export interface components {
          *         "automationSteps": [
          *           {
          *             "stepName": "parse",
+         *             "skipIfTrueCel": "",
          *             "evaluateExpressions": {
          *               "expressions": [
          *                 {
@@ -3592,16 +3682,22 @@ export interface components {
          *                   "expression": "ctx.trigger.event == \"card.lost\""
          *                 }
          *               ]
-         *             }
+         *             },
+         *             "suspendAppLimit": null,
+         *             "unsuspendAppLimit": null,
+         *             "setAppLimitExtension": null
          *           },
          *           {
          *             "stepName": "suspend",
          *             "skipIfTrueCel": "!ctx.steps.parse.isLost",
+         *             "evaluateExpressions": null,
          *             "suspendAppLimit": {
          *               "userIdCel": "ctx.trigger.userId",
          *               "appIdCel": "ctx.trigger[\"appId\"]",
          *               "reasonCel": "\"Card reported lost\""
-         *             }
+         *             },
+         *             "unsuspendAppLimit": null,
+         *             "setAppLimitExtension": null
          *           }
          *         ],
          *         "createdAt": "2026-11-20T09:00:00Z",
@@ -3628,6 +3724,7 @@ export interface components {
          *               {
          *                 "webhook": {
          *                   "hmac": {},
+         *                   "jwt": null,
          *                   "allowedSourceCidrs": [
          *                     "203.0.113.0/24"
          *                   ],
@@ -3639,6 +3736,7 @@ export interface components {
          *             "automationSteps": [
          *               {
          *                 "stepName": "parse",
+         *                 "skipIfTrueCel": "",
          *                 "evaluateExpressions": {
          *                   "expressions": [
          *                     {
@@ -3646,16 +3744,22 @@ export interface components {
          *                       "expression": "ctx.trigger.event == \"card.lost\""
          *                     }
          *                   ]
-         *                 }
+         *                 },
+         *                 "suspendAppLimit": null,
+         *                 "unsuspendAppLimit": null,
+         *                 "setAppLimitExtension": null
          *               },
          *               {
          *                 "stepName": "suspend",
          *                 "skipIfTrueCel": "!ctx.steps.parse.isLost",
+         *                 "evaluateExpressions": null,
          *                 "suspendAppLimit": {
          *                   "userIdCel": "ctx.trigger.userId",
          *                   "appIdCel": "ctx.trigger[\"appId\"]",
          *                   "reasonCel": "\"Card reported lost\""
-         *                 }
+         *                 },
+         *                 "unsuspendAppLimit": null,
+         *                 "setAppLimitExtension": null
          *               }
          *             ],
          *             "createdAt": "2026-11-20T09:00:00Z",
@@ -3711,6 +3815,7 @@ export interface components {
          *           {
          *             "webhook": {
          *               "hmac": {},
+         *               "jwt": null,
          *               "allowedSourceCidrs": [
          *                 "203.0.113.0/24"
          *               ],
@@ -3722,6 +3827,7 @@ export interface components {
          *         "automationSteps": [
          *           {
          *             "stepName": "parse",
+         *             "skipIfTrueCel": "",
          *             "evaluateExpressions": {
          *               "expressions": [
          *                 {
@@ -3729,16 +3835,22 @@ export interface components {
          *                   "expression": "ctx.trigger.event == \"card.lost\""
          *                 }
          *               ]
-         *             }
+         *             },
+         *             "suspendAppLimit": null,
+         *             "unsuspendAppLimit": null,
+         *             "setAppLimitExtension": null
          *           },
          *           {
          *             "stepName": "suspend",
          *             "skipIfTrueCel": "!ctx.steps.parse.isLost",
+         *             "evaluateExpressions": null,
          *             "suspendAppLimit": {
          *               "userIdCel": "ctx.trigger.userId",
          *               "appIdCel": "ctx.trigger[\"appId\"]",
          *               "reasonCel": "\"Card reported lost\""
-         *             }
+         *             },
+         *             "unsuspendAppLimit": null,
+         *             "setAppLimitExtension": null
          *           }
          *         ],
          *         "createdAt": "2026-11-20T09:00:00Z",
@@ -3752,11 +3864,11 @@ export interface components {
             automation: components["schemas"]["Automation"];
             /**
              * @description The HMAC signing secret, `<SIGNING_SECRET>`: a 256-bit secret as a base64url string
-             *     (43 characters, no padding). Present only when this save created an HMAC trigger; shown
+             *     (43 characters, no padding), when this save created an HMAC trigger, else null; shown
              *     once, never readable afterwards (a lost secret is replaced by `RotateWebhookSecret`).
              *     The HMAC key is this string exactly as provided, as UTF-8 bytes, not base64-decoded.
              */
-            webhookSecret?: string;
+            webhookSecret: string | null;
         };
         /**
          * @description Answer of `AutomationService.GetAutomation`.
@@ -3771,6 +3883,7 @@ export interface components {
          *           {
          *             "webhook": {
          *               "hmac": {},
+         *               "jwt": null,
          *               "allowedSourceCidrs": [
          *                 "203.0.113.0/24"
          *               ],
@@ -3782,6 +3895,7 @@ export interface components {
          *         "automationSteps": [
          *           {
          *             "stepName": "parse",
+         *             "skipIfTrueCel": "",
          *             "evaluateExpressions": {
          *               "expressions": [
          *                 {
@@ -3789,16 +3903,22 @@ export interface components {
          *                   "expression": "ctx.trigger.event == \"card.lost\""
          *                 }
          *               ]
-         *             }
+         *             },
+         *             "suspendAppLimit": null,
+         *             "unsuspendAppLimit": null,
+         *             "setAppLimitExtension": null
          *           },
          *           {
          *             "stepName": "suspend",
          *             "skipIfTrueCel": "!ctx.steps.parse.isLost",
+         *             "evaluateExpressions": null,
          *             "suspendAppLimit": {
          *               "userIdCel": "ctx.trigger.userId",
          *               "appIdCel": "ctx.trigger[\"appId\"]",
          *               "reasonCel": "\"Card reported lost\""
-         *             }
+         *             },
+         *             "unsuspendAppLimit": null,
+         *             "setAppLimitExtension": null
          *           }
          *         ],
          *         "createdAt": "2026-11-20T09:00:00Z",
@@ -3868,6 +3988,7 @@ export interface components {
          *           {
          *             "webhook": {
          *               "hmac": {},
+         *               "jwt": null,
          *               "allowedSourceCidrs": [
          *                 "203.0.113.0/24"
          *               ],
@@ -3879,6 +4000,7 @@ export interface components {
          *         "automationSteps": [
          *           {
          *             "stepName": "parse",
+         *             "skipIfTrueCel": "",
          *             "evaluateExpressions": {
          *               "expressions": [
          *                 {
@@ -3886,33 +4008,40 @@ export interface components {
          *                   "expression": "ctx.trigger.event == \"card.lost\""
          *                 }
          *               ]
-         *             }
+         *             },
+         *             "suspendAppLimit": null,
+         *             "unsuspendAppLimit": null,
+         *             "setAppLimitExtension": null
          *           },
          *           {
          *             "stepName": "suspend",
          *             "skipIfTrueCel": "!ctx.steps.parse.isLost",
+         *             "evaluateExpressions": null,
          *             "suspendAppLimit": {
          *               "userIdCel": "ctx.trigger.userId",
          *               "appIdCel": "ctx.trigger[\"appId\"]",
          *               "reasonCel": "\"Card reported lost\""
-         *             }
+         *             },
+         *             "unsuspendAppLimit": null,
+         *             "setAppLimitExtension": null
          *           }
          *         ],
          *         "createdAt": "2026-11-20T09:00:00Z",
          *         "updatedAt": "2026-11-20T09:05:00Z",
          *         "lastExecutedAt": "2026-11-20T09:30:00Z"
-         *       }
+         *       },
+         *       "webhookSecret": null
          *     }
          */
         AutomationServiceUpdateAutomationResponse: {
             automation: components["schemas"]["Automation"];
             /**
              * @description The HMAC signing secret, `<SIGNING_SECRET>`: a 256-bit secret as a base64url string
-             *     (43 characters, no padding). Present only when this save created a new HMAC secret (a
-             *     webhook trigger added with `hmac`, or switched from `jwt` to `hmac`); shown once.
+             *     (43 characters, no padding), when this save created a new HMAC secret (a webhook trigger
+             *     added with `hmac`, or switched from `jwt` to `hmac`), else null; shown once.
              *     The HMAC key is this string exactly as provided, as UTF-8 bytes, not base64-decoded.
              */
-            webhookSecret?: string;
+            webhookSecret: string | null;
         };
         /**
          * @description Answer of `AutomationService.DeleteAutomation`, an empty object.
@@ -3937,6 +4066,7 @@ export interface components {
          *           {
          *             "webhook": {
          *               "hmac": {},
+         *               "jwt": null,
          *               "allowedSourceCidrs": [
          *                 "203.0.113.0/24"
          *               ],
@@ -3948,6 +4078,7 @@ export interface components {
          *         "automationSteps": [
          *           {
          *             "stepName": "parse",
+         *             "skipIfTrueCel": "",
          *             "evaluateExpressions": {
          *               "expressions": [
          *                 {
@@ -3955,16 +4086,22 @@ export interface components {
          *                   "expression": "ctx.trigger.event == \"card.lost\""
          *                 }
          *               ]
-         *             }
+         *             },
+         *             "suspendAppLimit": null,
+         *             "unsuspendAppLimit": null,
+         *             "setAppLimitExtension": null
          *           },
          *           {
          *             "stepName": "suspend",
          *             "skipIfTrueCel": "!ctx.steps.parse.isLost",
+         *             "evaluateExpressions": null,
          *             "suspendAppLimit": {
          *               "userIdCel": "ctx.trigger.userId",
          *               "appIdCel": "ctx.trigger[\"appId\"]",
          *               "reasonCel": "\"Card reported lost\""
-         *             }
+         *             },
+         *             "unsuspendAppLimit": null,
+         *             "setAppLimitExtension": null
          *           }
          *         ],
          *         "createdAt": "2026-11-20T09:00:00Z",
@@ -4331,7 +4468,9 @@ export interface components {
          *                       "units": "250",
          *                       "nanos": 0
          *                     }
-         *                   }
+         *                   },
+         *                   "blocked": null,
+         *                   "unlimited": null
          *                 },
          *                 "period": "PERIOD_KIND_MONTHLY",
          *                 "extension": null,
@@ -4414,7 +4553,9 @@ export interface components {
          *                         "units": "250",
          *                         "nanos": 0
          *                       }
-         *                     }
+         *                     },
+         *                     "blocked": null,
+         *                     "unlimited": null
          *                   },
          *                   "period": "PERIOD_KIND_MONTHLY",
          *                   "extension": null,
@@ -4481,7 +4622,9 @@ export interface components {
          *                             "units": "250",
          *                             "nanos": 0
          *                           }
-         *                         }
+         *                         },
+         *                         "blocked": null,
+         *                         "unlimited": null
          *                       },
          *                       "period": "PERIOD_KIND_MONTHLY",
          *                       "extension": null,
@@ -4551,7 +4694,9 @@ export interface components {
          *                         "units": "250",
          *                         "nanos": 0
          *                       }
-         *                     }
+         *                     },
+         *                     "blocked": null,
+         *                     "unlimited": null
          *                   },
          *                   "period": "PERIOD_KIND_MONTHLY",
          *                   "extension": null,
@@ -5483,7 +5628,9 @@ export interface operations {
                      *                     "units": "250",
                      *                     "nanos": 0
                      *                   }
-                     *                 }
+                     *                 },
+                     *                 "blocked": null,
+                     *                 "unlimited": null
                      *               },
                      *               "period": "PERIOD_KIND_MONTHLY",
                      *               "extension": null,
@@ -5562,7 +5709,9 @@ export interface operations {
                      *                 "units": "250",
                      *                 "nanos": 0
                      *               }
-                     *             }
+                     *             },
+                     *             "blocked": null,
+                     *             "unlimited": null
                      *           },
                      *           "period": "PERIOD_KIND_MONTHLY",
                      *           "extension": null,
@@ -5717,7 +5866,9 @@ export interface operations {
                      *                 "units": "250",
                      *                 "nanos": 0
                      *               }
-                     *             }
+                     *             },
+                     *             "blocked": null,
+                     *             "unlimited": null
                      *           },
                      *           "period": "PERIOD_KIND_MONTHLY",
                      *           "extension": null,
@@ -5809,7 +5960,9 @@ export interface operations {
                      *                 "units": "250",
                      *                 "nanos": 0
                      *               }
-                     *             }
+                     *             },
+                     *             "blocked": null,
+                     *             "unlimited": null
                      *           },
                      *           "period": "PERIOD_KIND_MONTHLY",
                      *           "extension": null,
@@ -5895,7 +6048,9 @@ export interface operations {
                      *                 "units": "250",
                      *                 "nanos": 0
                      *               }
-                     *             }
+                     *             },
+                     *             "blocked": null,
+                     *             "unlimited": null
                      *           },
                      *           "period": "PERIOD_KIND_MONTHLY",
                      *           "extension": null,
@@ -5995,7 +6150,9 @@ export interface operations {
                      *                 "units": "250",
                      *                 "nanos": 0
                      *               }
-                     *             }
+                     *             },
+                     *             "blocked": null,
+                     *             "unlimited": null
                      *           },
                      *           "period": "PERIOD_KIND_MONTHLY",
                      *           "extension": {
@@ -6006,7 +6163,9 @@ export interface operations {
                      *                   "units": "500",
                      *                   "nanos": 0
                      *                 }
-                     *               }
+                     *               },
+                     *               "blocked": null,
+                     *               "unlimited": null
                      *             },
                      *             "expiresAt": "2026-12-01T00:00:00Z",
                      *             "reason": "Quarter-end travel"
@@ -6090,7 +6249,9 @@ export interface operations {
                      *                 "units": "250",
                      *                 "nanos": 0
                      *               }
-                     *             }
+                     *             },
+                     *             "blocked": null,
+                     *             "unlimited": null
                      *           },
                      *           "period": "PERIOD_KIND_MONTHLY",
                      *           "extension": null,
@@ -6244,7 +6405,9 @@ export interface operations {
                      *                     "units": "75",
                      *                     "nanos": 500000000
                      *                   }
-                     *                 }
+                     *                 },
+                     *                 "blocked": null,
+                     *                 "unlimited": null
                      *               },
                      *               "period": "PERIOD_KIND_WEEKLY",
                      *               "extension": null,
@@ -6265,7 +6428,9 @@ export interface operations {
                      *                     "units": "250",
                      *                     "nanos": 0
                      *                   }
-                     *                 }
+                     *                 },
+                     *                 "blocked": null,
+                     *                 "unlimited": null
                      *               },
                      *               "period": "PERIOD_KIND_MONTHLY",
                      *               "extension": null,
@@ -6333,7 +6498,9 @@ export interface operations {
                      *                 "units": "75",
                      *                 "nanos": 500000000
                      *               }
-                     *             }
+                     *             },
+                     *             "blocked": null,
+                     *             "unlimited": null
                      *           },
                      *           "period": "PERIOD_KIND_WEEKLY",
                      *           "extension": null,
@@ -6423,7 +6590,9 @@ export interface operations {
                      *                 "units": "75",
                      *                 "nanos": 500000000
                      *               }
-                     *             }
+                     *             },
+                     *             "blocked": null,
+                     *             "unlimited": null
                      *           },
                      *           "period": "PERIOD_KIND_WEEKLY",
                      *           "extension": null,
@@ -6540,7 +6709,9 @@ export interface operations {
                      *               "units": "1000",
                      *               "nanos": 0
                      *             }
-                     *           }
+                     *           },
+                     *           "blocked": null,
+                     *           "unlimited": null
                      *         },
                      *         "period": "PERIOD_KIND_MONTHLY",
                      *         "scope": "SCOPE_APP_CAP",
@@ -6615,7 +6786,9 @@ export interface operations {
                      *                     "units": "1000",
                      *                     "nanos": 0
                      *                   }
-                     *                 }
+                     *                 },
+                     *                 "blocked": null,
+                     *                 "unlimited": null
                      *               },
                      *               "period": "PERIOD_KIND_MONTHLY",
                      *               "extension": null,
@@ -6638,7 +6811,9 @@ export interface operations {
                      *                     "units": "500",
                      *                     "nanos": 0
                      *                   }
-                     *                 }
+                     *                 },
+                     *                 "blocked": null,
+                     *                 "unlimited": null
                      *               },
                      *               "period": "PERIOD_KIND_QUARTERLY",
                      *               "extension": null,
@@ -6706,7 +6881,9 @@ export interface operations {
                      *                 "units": "1000",
                      *                 "nanos": 0
                      *               }
-                     *             }
+                     *             },
+                     *             "blocked": null,
+                     *             "unlimited": null
                      *           },
                      *           "period": "PERIOD_KIND_MONTHLY",
                      *           "extension": null,
@@ -6801,7 +6978,9 @@ export interface operations {
                      *                 "units": "1000",
                      *                 "nanos": 0
                      *               }
-                     *             }
+                     *             },
+                     *             "blocked": null,
+                     *             "unlimited": null
                      *           },
                      *           "period": "PERIOD_KIND_MONTHLY",
                      *           "extension": null,
@@ -6912,7 +7091,9 @@ export interface operations {
                      *                 "units": "100",
                      *                 "nanos": 0
                      *               }
-                     *             }
+                     *             },
+                     *             "blocked": null,
+                     *             "unlimited": null
                      *           },
                      *           "period": "PERIOD_KIND_MONTHLY",
                      *           "extension": null,
@@ -6991,7 +7172,9 @@ export interface operations {
                      *                 "units": "150",
                      *                 "nanos": 0
                      *               }
-                     *             }
+                     *             },
+                     *             "blocked": null,
+                     *             "unlimited": null
                      *           },
                      *           "period": "PERIOD_KIND_MONTHLY",
                      *           "extension": null,
@@ -7075,6 +7258,7 @@ export interface operations {
                      *               {
                      *                 "webhook": {
                      *                   "hmac": {},
+                     *                   "jwt": null,
                      *                   "allowedSourceCidrs": [
                      *                     "203.0.113.0/24"
                      *                   ],
@@ -7086,6 +7270,7 @@ export interface operations {
                      *             "automationSteps": [
                      *               {
                      *                 "stepName": "parse",
+                     *                 "skipIfTrueCel": "",
                      *                 "evaluateExpressions": {
                      *                   "expressions": [
                      *                     {
@@ -7093,16 +7278,22 @@ export interface operations {
                      *                       "expression": "ctx.trigger.event == \"card.lost\""
                      *                     }
                      *                   ]
-                     *                 }
+                     *                 },
+                     *                 "suspendAppLimit": null,
+                     *                 "unsuspendAppLimit": null,
+                     *                 "setAppLimitExtension": null
                      *               },
                      *               {
                      *                 "stepName": "suspend",
                      *                 "skipIfTrueCel": "!ctx.steps.parse.isLost",
+                     *                 "evaluateExpressions": null,
                      *                 "suspendAppLimit": {
                      *                   "userIdCel": "ctx.trigger.userId",
                      *                   "appIdCel": "ctx.trigger[\"appId\"]",
                      *                   "reasonCel": "\"Card reported lost\""
-                     *                 }
+                     *                 },
+                     *                 "unsuspendAppLimit": null,
+                     *                 "setAppLimitExtension": null
                      *               }
                      *             ],
                      *             "createdAt": "2026-11-20T09:00:00Z",
@@ -7120,6 +7311,7 @@ export interface operations {
                      *             "triggers": [
                      *               {
                      *                 "webhook": {
+                     *                   "hmac": null,
                      *                   "jwt": {
                      *                     "jwksUrl": "https://billing.example.com/.well-known/jwks.json"
                      *                   },
@@ -7132,6 +7324,10 @@ export interface operations {
                      *             "automationSteps": [
                      *               {
                      *                 "stepName": "extend",
+                     *                 "skipIfTrueCel": "",
+                     *                 "evaluateExpressions": null,
+                     *                 "suspendAppLimit": null,
+                     *                 "unsuspendAppLimit": null,
                      *                 "setAppLimitExtension": {
                      *                   "userIdCel": "ctx.trigger.userId",
                      *                   "appIdCel": "\"app-github\"",
@@ -7142,7 +7338,9 @@ export interface operations {
                      *                         "units": "500",
                      *                         "nanos": 0
                      *                       }
-                     *                     }
+                     *                     },
+                     *                     "blocked": null,
+                     *                     "unlimited": null
                      *                   },
                      *                   "expiresAtCel": "timestamp(ctx.trigger.until)",
                      *                   "reasonCel": "\"Release day\""
@@ -7258,6 +7456,7 @@ export interface operations {
                      *           {
                      *             "webhook": {
                      *               "hmac": {},
+                     *               "jwt": null,
                      *               "allowedSourceCidrs": [
                      *                 "203.0.113.0/24"
                      *               ],
@@ -7330,6 +7529,7 @@ export interface operations {
                      *           {
                      *             "webhook": {
                      *               "hmac": {},
+                     *               "jwt": null,
                      *               "allowedSourceCidrs": [
                      *                 "203.0.113.0/24"
                      *               ],
@@ -7341,6 +7541,7 @@ export interface operations {
                      *         "automationSteps": [
                      *           {
                      *             "stepName": "parse",
+                     *             "skipIfTrueCel": "",
                      *             "evaluateExpressions": {
                      *               "expressions": [
                      *                 {
@@ -7348,16 +7549,22 @@ export interface operations {
                      *                   "expression": "ctx.trigger.event == \"card.lost\""
                      *                 }
                      *               ]
-                     *             }
+                     *             },
+                     *             "suspendAppLimit": null,
+                     *             "unsuspendAppLimit": null,
+                     *             "setAppLimitExtension": null
                      *           },
                      *           {
                      *             "stepName": "suspend",
                      *             "skipIfTrueCel": "!ctx.steps.parse.isLost",
+                     *             "evaluateExpressions": null,
                      *             "suspendAppLimit": {
                      *               "userIdCel": "ctx.trigger.userId",
                      *               "appIdCel": "ctx.trigger[\"appId\"]",
                      *               "reasonCel": "\"Card reported lost\""
-                     *             }
+                     *             },
+                     *             "unsuspendAppLimit": null,
+                     *             "setAppLimitExtension": null
                      *           }
                      *         ],
                      *         "createdAt": "2026-11-20T09:00:00Z",
@@ -7463,6 +7670,7 @@ export interface operations {
                      *           {
                      *             "webhook": {
                      *               "hmac": {},
+                     *               "jwt": null,
                      *               "allowedSourceCidrs": [
                      *                 "203.0.113.0/24"
                      *               ],
@@ -7474,6 +7682,7 @@ export interface operations {
                      *         "automationSteps": [
                      *           {
                      *             "stepName": "parse",
+                     *             "skipIfTrueCel": "",
                      *             "evaluateExpressions": {
                      *               "expressions": [
                      *                 {
@@ -7481,22 +7690,29 @@ export interface operations {
                      *                   "expression": "ctx.trigger.event == \"card.lost\""
                      *                 }
                      *               ]
-                     *             }
+                     *             },
+                     *             "suspendAppLimit": null,
+                     *             "unsuspendAppLimit": null,
+                     *             "setAppLimitExtension": null
                      *           },
                      *           {
                      *             "stepName": "suspend",
                      *             "skipIfTrueCel": "!ctx.steps.parse.isLost",
+                     *             "evaluateExpressions": null,
                      *             "suspendAppLimit": {
                      *               "userIdCel": "ctx.trigger.userId",
                      *               "appIdCel": "ctx.trigger[\"appId\"]",
                      *               "reasonCel": "\"Card reported lost\""
-                     *             }
+                     *             },
+                     *             "unsuspendAppLimit": null,
+                     *             "setAppLimitExtension": null
                      *           }
                      *         ],
                      *         "createdAt": "2026-11-20T09:00:00Z",
                      *         "updatedAt": "2026-11-20T09:05:00Z",
                      *         "lastExecutedAt": null
-                     *       }
+                     *       },
+                     *       "webhookSecret": null
                      *     }
                      */
                     "application/json": components["schemas"]["AutomationServiceUpdateAutomationResponse"];
@@ -7648,6 +7864,7 @@ export interface operations {
                      *           {
                      *             "webhook": {
                      *               "hmac": {},
+                     *               "jwt": null,
                      *               "allowedSourceCidrs": [
                      *                 "203.0.113.0/24"
                      *               ],
@@ -7659,6 +7876,7 @@ export interface operations {
                      *         "automationSteps": [
                      *           {
                      *             "stepName": "parse",
+                     *             "skipIfTrueCel": "",
                      *             "evaluateExpressions": {
                      *               "expressions": [
                      *                 {
@@ -7666,16 +7884,22 @@ export interface operations {
                      *                   "expression": "ctx.trigger.event == \"card.lost\""
                      *                 }
                      *               ]
-                     *             }
+                     *             },
+                     *             "suspendAppLimit": null,
+                     *             "unsuspendAppLimit": null,
+                     *             "setAppLimitExtension": null
                      *           },
                      *           {
                      *             "stepName": "suspend",
                      *             "skipIfTrueCel": "!ctx.steps.parse.isLost",
+                     *             "evaluateExpressions": null,
                      *             "suspendAppLimit": {
                      *               "userIdCel": "ctx.trigger.userId",
                      *               "appIdCel": "ctx.trigger[\"appId\"]",
                      *               "reasonCel": "\"Card reported lost\""
-                     *             }
+                     *             },
+                     *             "unsuspendAppLimit": null,
+                     *             "setAppLimitExtension": null
                      *           }
                      *         ],
                      *         "createdAt": "2026-11-20T09:00:00Z",
@@ -8034,7 +8258,9 @@ export interface operations {
                      *                             "units": "250",
                      *                             "nanos": 0
                      *                           }
-                     *                         }
+                     *                         },
+                     *                         "blocked": null,
+                     *                         "unlimited": null
                      *                       },
                      *                       "period": "PERIOD_KIND_MONTHLY",
                      *                       "extension": null,
@@ -8138,7 +8364,9 @@ export interface operations {
                      *                         "units": "250",
                      *                         "nanos": 0
                      *                       }
-                     *                     }
+                     *                     },
+                     *                     "blocked": null,
+                     *                     "unlimited": null
                      *                   },
                      *                   "period": "PERIOD_KIND_MONTHLY",
                      *                   "extension": null,

@@ -13,14 +13,15 @@ import { writeTransaction, type Db } from "../storage/transactions.js";
 import { checkSteps, checkTrigger, type AutomationStep } from "./automation-input.js";
 import { checkStepsReport, type StepCheckReport } from "./step-check.js";
 import type { Listener, Listeners } from "./listeners.js";
+import { stepView, webhookTriggerView } from "./views.js";
 
 export type Automation = components["schemas"]["Automation"];
 type AutomationInput = components["schemas"]["AutomationServiceCreateAutomationRequest"]["automation"];
 
 export interface Saved {
   automation: Automation;
-  /** The HMAC secret this save created, to be shown once. */
-  webhookSecret?: string;
+  /** The HMAC secret this save created, to be shown once; null when it created none. */
+  webhookSecret: string | null;
 }
 
 const MASK_FIELDS = ["displayName", "description", "isDraft", "enabled", "triggers", "automationSteps"] as const;
@@ -53,11 +54,9 @@ export class Automations {
   }
 
   private view(row: AutomationRow, listener: Listener | undefined): Automation {
-    const triggers: Automation["triggers"] = [];
-    if (listener) {
-      const common = { allowedSourceCidrs: JSON.parse(listener.allowed_cidrs) as string[], listenerId: listener.id, url: this.listenerUrl(listener.id) };
-      triggers.push({ webhook: listener.method === "jwt" ? { jwt: { jwksUrl: listener.jwks_url ?? "" }, ...common } : { hmac: {}, ...common } });
-    }
+    const triggers: Automation["triggers"] = listener
+      ? [{ webhook: webhookTriggerView({ listenerId: listener.id, url: this.listenerUrl(listener.id), method: listener.method, jwksUrl: listener.jwks_url, allowedSourceCidrs: JSON.parse(listener.allowed_cidrs) as string[] }) }]
+      : [];
     return {
       id: row.id,
       displayName: row.display_name,
@@ -65,7 +64,7 @@ export class Automations {
       isDraft: row.is_draft === 1,
       enabled: row.enabled === 1,
       triggers,
-      automationSteps: JSON.parse(row.steps) as AutomationStep[],
+      automationSteps: (JSON.parse(row.steps) as AutomationStep[]).map(stepView),
       createdAt: row.created_at,
       updatedAt: row.updated_at,
       lastExecutedAt: row.last_executed_at,
@@ -103,7 +102,7 @@ export class Automations {
         })
         .execute();
       const webhookSecret = await this.listeners.save(db, id, trigger);
-      return { automation: await this.load(db, id), ...(webhookSecret ? { webhookSecret } : {}) };
+      return { automation: await this.load(db, id), webhookSecret: webhookSecret ?? null };
     });
   }
 
@@ -135,7 +134,7 @@ export class Automations {
         .where("id", "=", id)
         .execute();
       const webhookSecret = trigger !== undefined ? await this.listeners.save(db, id, trigger) : undefined;
-      return { automation: await this.load(db, id), ...(webhookSecret ? { webhookSecret } : {}) };
+      return { automation: await this.load(db, id), webhookSecret: webhookSecret ?? null };
     });
   }
 
@@ -148,7 +147,7 @@ export class Automations {
     });
   }
 
-  async rotateSecret(id: string): Promise<Required<Saved>> {
+  async rotateSecret(id: string): Promise<Saved & { webhookSecret: string }> {
     return writeTransaction(this.storage, { exclusive: [lockKey(id)] }, async (db) => {
       const automation = await this.load(db, id);
       const listener = await this.listeners.forAutomation(db, id);

@@ -11,6 +11,7 @@ import { writeTransaction, type Db } from "../storage/transactions.js";
 import { amountCurrency, isEmpty, replaceControls, sameControls } from "./controls.js";
 import { FUND_POLICY_LOCK, type FundPolicies } from "./fund-policy.js";
 import type { SpendControls } from "./types.js";
+import { controlsView } from "./views.js";
 
 export type AppCap = components["schemas"]["AppCap"];
 
@@ -31,7 +32,7 @@ export class AppCaps {
     return {
       appId: row.app_id,
       tenantId: this.tenantId,
-      controls: controlsOf(row),
+      controls: controlsView(controlsOf(row)),
       createdAt: row.created_at,
       updatedAt: row.updated_at,
       deletedAt: row.deleted_at,

@@ -9,6 +9,7 @@ import type { LimitContext } from "./spend-limit.js";
 import { parseTimestamp } from "./timestamp.js";
 import { PERIOD_KINDS } from "./types.js";
 import type { PeriodKind, SpendControls, SpendExtension, SpendLimit, SpendSuspension } from "./types.js";
+import { controlsView, extensionView } from "./views.js";
 
 /** A known PeriodKind, or undefined for absent and PERIOD_KIND_UNSPECIFIED (both mean "no period"). */
 export function parsePeriod(input: unknown, path: string): PeriodKind | undefined {
@@ -139,7 +140,8 @@ export function canonicalJson(value: unknown): string {
   );
 }
 
-export const sameControls = (a: Row, b: Row): boolean => canonicalJson(a ?? {}) === canonicalJson(b ?? {});
+/** Equal as answers show them, so controls read and sent back (with their nulls and "") are the stored ones. */
+export const sameControls = (a: Row, b: Row): boolean => canonicalJson(controlsView(a ?? {})) === canonicalJson(controlsView(b ?? {}));
 
 /** An extension granted now must still be running: `expiresAt` strictly after `now`. */
 export function requireFutureExpiry(extension: SpendExtension, now: number, path: string): SpendExtension {
@@ -160,7 +162,7 @@ export function requireFutureExpiry(extension: SpendExtension, now: number, path
 export function replaceControls(input: unknown, stored: Row, currencyCode: string, path: string, now: number): SpendControls {
   const parsed = parseControls(input, currencyCode, path, now);
   const { extension, suspension } = parsed;
-  if (extension && canonicalJson(extension) !== canonicalJson(stored?.extension ?? null)) {
+  if (extension && canonicalJson(extensionView(extension)) !== canonicalJson(stored?.extension ? extensionView(stored.extension) : null)) {
     requireFutureExpiry(extension, now, `${path}.extension.expiresAt`);
   }
   return compact({

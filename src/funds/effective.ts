@@ -7,7 +7,11 @@ import type { AppCaps } from "./app-caps.js";
 import type { FundPolicies } from "./fund-policy.js";
 import { resolveEffective } from "./resolve.js";
 import type { SubjectAppLimits } from "./subject-app-limits.js";
-import type { EffectiveLimit } from "./types.js";
+import type { EffectiveLimit, SpendLimitView } from "./types.js";
+import { spendLimitView } from "./views.js";
+
+/** The resolution as answered: its limit with every arm present. */
+export type EffectiveLimitView = Omit<EffectiveLimit, "limit"> & { limit: SpendLimitView | null };
 
 export class EffectiveLimits {
   constructor(
@@ -19,22 +23,23 @@ export class EffectiveLimits {
   ) {}
 
   /** For an administrator: 404 USER_NOT_FOUND for an unknown user. */
-  async forSubject(userId: string, appId: string): Promise<EffectiveLimit> {
+  async forSubject(userId: string, appId: string): Promise<EffectiveLimitView> {
     await this.limits.requireUser(userId);
     return this.resolve(userId, appId);
   }
 
   /** For the caller (who exists: it authenticated). */
-  async forCaller(userId: string, appId: string): Promise<EffectiveLimit> {
+  async forCaller(userId: string, appId: string): Promise<EffectiveLimitView> {
     return this.resolve(userId, appId);
   }
 
-  private async resolve(userId: string, appId: string): Promise<EffectiveLimit> {
+  private async resolve(userId: string, appId: string): Promise<EffectiveLimitView> {
     const layers = await readTransaction(this.storage, async (db) => [
       { scope: "SCOPE_SUBJECT_APP" as const, controls: await this.limits.controls(db, userId, appId) },
       { scope: "SCOPE_APP_CAP" as const, controls: await this.caps.controls(db, appId) },
       { scope: "SCOPE_TENANT_DEFAULT" as const, controls: (await this.policy.load(db)).defaultControls },
     ]);
-    return resolveEffective(layers, this.clock.now());
+    const effective = resolveEffective(layers, this.clock.now());
+    return { ...effective, limit: effective.limit ? spendLimitView(effective.limit) : null };
   }
 }

@@ -8,6 +8,7 @@ import { writeTransaction, type Db } from "../storage/transactions.js";
 import { amountCurrency, isEmpty, replaceControls, sameControls } from "./controls.js";
 import { isSet } from "./guards.js";
 import type { SpendControls } from "./types.js";
+import { controlsView } from "./views.js";
 
 export type FundPolicy = components["schemas"]["FundPolicy"];
 
@@ -23,6 +24,12 @@ interface StoredPolicy {
   defaultControls: SpendControls | null;
   updatedAt: string | null;
 }
+
+const policyView = (policy: StoredPolicy): FundPolicy => ({
+  currencyCode: policy.currencyCode,
+  defaultControls: policy.defaultControls ? controlsView(policy.defaultControls) : null,
+  updatedAt: policy.updatedAt,
+});
 
 /** `currencyCode,defaultControls`; absent or empty names every field. */
 function parseMask(mask: string | undefined | null): Set<MaskField> {
@@ -69,7 +76,7 @@ export class FundPolicies {
   }
 
   async get(): Promise<FundPolicy> {
-    return this.load();
+    return policyView(await this.load());
   }
 
   /**
@@ -79,7 +86,7 @@ export class FundPolicies {
    */
   async update(input: { currencyCode?: unknown; defaultControls?: unknown }, updateMask: string | undefined): Promise<FundPolicy> {
     const mask = parseMask(updateMask);
-    return writeTransaction(this.storage, { exclusive: [FUND_POLICY_LOCK] }, async (db) => {
+    const updated = await writeTransaction(this.storage, { exclusive: [FUND_POLICY_LOCK] }, async (db): Promise<StoredPolicy> => {
       const now = this.clock.now();
       const stored = await this.load(db);
 
@@ -112,6 +119,7 @@ export class FundPolicies {
         .execute();
       return { currencyCode, defaultControls, updatedAt };
     });
+    return policyView(updated);
   }
 
   /** 409 when an amount stored anywhere (live rows, live caps, `keptDefaults`) is not in `currencyCode`. */

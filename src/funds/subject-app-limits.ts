@@ -32,6 +32,7 @@ import { FUND_POLICY_LOCK, type FundPolicies } from "./fund-policy.js";
 import { parseReason } from "./guards.js";
 import type { LimitContext } from "./spend-limit.js";
 import type { SpendControls } from "./types.js";
+import { controlsView } from "./views.js";
 
 export type SubjectAppLimit = components["schemas"]["SubjectAppLimit"];
 
@@ -69,7 +70,7 @@ export class SubjectAppLimits {
       appId: row.app_id,
       userId: row.user_id,
       tenantId: this.tenantId,
-      controls: controlsOf(row),
+      controls: controlsView(controlsOf(row)),
       createdAt: row.created_at,
       updatedAt: row.updated_at,
       deletedAt: row.deleted_at,

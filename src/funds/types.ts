@@ -46,6 +46,31 @@ export interface SpendControls {
   suspension?: SpendSuspension | null;
 }
 
+/** A SpendLimit as answered: the arm that is set, the other two null. */
+export type SpendLimitView =
+  | { amount: { money: Money | null }; blocked: null; unlimited: null }
+  | { amount: null; blocked: Empty; unlimited: null }
+  | { amount: null; blocked: null; unlimited: Empty };
+
+export interface SpendExtensionView {
+  limit: SpendLimitView | null;
+  expiresAt: string | null;
+  reason: string;
+}
+
+export interface SpendSuspensionView {
+  reason: string;
+  suspendedAt: string | null;
+}
+
+/** SpendControls as answered: every field present; PERIOD_KIND_UNSPECIFIED when there is no period. */
+export interface SpendControlsView {
+  limit: SpendLimitView | null;
+  period: PeriodKind;
+  extension: SpendExtensionView | null;
+  suspension: SpendSuspensionView | null;
+}
+
 /** Resolution layers, most specific first; SCOPE_UNSPECIFIED when no layer decided. */
 export type LimitScope = "SCOPE_SUBJECT_APP" | "SCOPE_APP_CAP" | "SCOPE_TENANT_DEFAULT" | "SCOPE_UNSPECIFIED";
 

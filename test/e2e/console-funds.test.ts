@@ -112,7 +112,7 @@ describe("fund limits in the console", () => {
     await page.getByTestId("effective-decision").getByText("limit").waitFor();
     expect(await page.getByTestId("controls-limit").textContent()).toBe("USD 75.50 per monthly");
     const mine = unwrap(await user.client.GET("/api/v1/funds/my/app-limits/{app_id}", { params: { path: { app_id: "app-github" } } }));
-    expect(mine.limit.controls?.limit).toEqual({ amount: { money: { currencyCode: "USD", units: "75", nanos: 500_000_000 } } });
+    expect(mine.limit.controls?.limit).toEqual({ amount: { money: { currencyCode: "USD", units: "75", nanos: 500_000_000 } }, blocked: null, unlimited: null });
     await expectNoHorizontalScroll(page);
     await screenshot(page, "my-limits-phone");
     await context.close();

@@ -14,6 +14,7 @@ import {
   expectAccepted,
   expectRefused,
   sendHmac,
+  shownStep,
   startAutomationsServer,
   type AutomationsApi,
   type Hooked,
@@ -115,7 +116,7 @@ describe("create and read", () => {
 
   it("a JWT trigger gets a listener and no secret", async () => {
     const saved = unwrap(await api.create({ displayName: "jwt", triggers: [{ webhook: { jwt: { jwksUrl: "http://127.0.0.1:9/jwks.json" } } }] }));
-    expect(saved.webhookSecret).toBeUndefined();
+    expect(saved.webhookSecret).toBeNull();
     const trigger = saved.automation.triggers?.[0]?.webhook;
     expect(trigger).toMatchObject({ jwt: { jwksUrl: "http://127.0.0.1:9/jwks.json" }, allowedSourceCidrs: [] });
     expect(trigger?.url).toBe(`${ts.url}/api/v1/webhooks/incoming/${trigger?.listenerId}`);
@@ -123,7 +124,7 @@ describe("create and read", () => {
 
   it("no trigger: no listener, no secret", async () => {
     const saved = unwrap(await api.create({ displayName: "manual" }));
-    expect(saved.webhookSecret).toBeUndefined();
+    expect(saved.webhookSecret).toBeNull();
     expect(saved.automation.triggers).toEqual([]);
   });
 
@@ -165,7 +166,7 @@ describe("update", () => {
   it("a save that keeps the HMAC trigger keeps listenerId, url and secret (no new secret shown)", async () => {
     const hook = await createHooked(ts);
     const saved = unwrap(await api.update(hook.id, { displayName: "x", triggers: [{ webhook: { hmac: {}, allowedSourceCidrs: ["127.0.0.0/8"] } }] }, "triggers"));
-    expect(saved.webhookSecret).toBeUndefined();
+    expect(saved.webhookSecret).toBeNull();
     const trigger = saved.automation.triggers?.[0]?.webhook;
     expect(trigger).toMatchObject({ listenerId: hook.listenerId, url: hook.url, allowedSourceCidrs: ["127.0.0.0/8"] });
     expect(await intakeStatus(hook)).toBe(200);
@@ -177,7 +178,7 @@ describe("update", () => {
   it("switching HMAC → JWT keeps the listener and ends the secret; JWT → HMAC shows a new secret", async () => {
     const hook = await createHooked(ts);
     const toJwt = unwrap(await api.update(hook.id, { displayName: "x", triggers: [{ webhook: { jwt: { jwksUrl: "http://127.0.0.1:9/jwks.json" } } }] }, "triggers"));
-    expect(toJwt.webhookSecret).toBeUndefined();
+    expect(toJwt.webhookSecret).toBeNull();
     expect(toJwt.automation.triggers?.[0]?.webhook).toMatchObject({ listenerId: hook.listenerId, url: hook.url, jwt: { jwksUrl: "http://127.0.0.1:9/jwks.json" } });
     // The listener now wants a JWT: the HMAC signature does not authenticate.
     expectRefused(await sendHmac(ts, hook.url, hook.secret), 401, "MISSING_AUTHORIZATION");
@@ -195,7 +196,7 @@ describe("update", () => {
     const hook = await createHooked(ts);
     const saved = unwrap(await api.update(hook.id, { displayName: "x", triggers: [] }, "triggers"));
     expect(saved.automation.triggers).toEqual([]);
-    expect(saved.webhookSecret).toBeUndefined();
+    expect(saved.webhookSecret).toBeNull();
     expectRefused(await sendHmac(ts, hook.url, hook.secret), 404, "LISTENER_NOT_FOUND");
     expectError(await api.rotate(hook.id), 400, "NOT_HMAC_TRIGGER");
 
@@ -210,10 +211,10 @@ describe("update", () => {
   it("steps are replaced by a save naming automationSteps, and checked like at create", async () => {
     const hook = await createHooked(ts, { steps: [evaluateStep("one", { a: "1" })] });
     const steps: Step[] = [evaluateStep("one", { a: "2" }), evaluateStep("two", { b: "ctx.steps.one.a" })];
-    expect(unwrap(await api.update(hook.id, { displayName: "x", automationSteps: steps }, "automationSteps")).automation.automationSteps).toEqual(steps);
+    expect(unwrap(await api.update(hook.id, { displayName: "x", automationSteps: steps }, "automationSteps")).automation.automationSteps).toEqual(steps.map(shownStep));
     const bad = await api.update(hook.id, { displayName: "x", automationSteps: [evaluateStep("one", { a: "ctx.steps.two.b" }), evaluateStep("two", { b: "1" })] }, "automationSteps");
     expectError(bad, 400, "CEL_INVALID");
-    expect((await get(hook.id)).automationSteps).toEqual(steps);
+    expect((await get(hook.id)).automationSteps).toEqual(steps.map(shownStep));
   });
 });
 

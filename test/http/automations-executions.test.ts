@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { unwrap } from "../../src/client/index.js";
 import { startTestServer, type TestServer } from "../support/server.js";
-import { amount, expectError, funds, newAppId, type Funds } from "./funds-helpers.js";
+import { amount, expectError, funds, newAppId, shown, type Funds } from "./funds-helpers.js";
 import {
   automationsApi,
   createHooked,
@@ -115,11 +115,9 @@ describe("limit steps act through the funds rules", () => {
     expect(execution.state).toBe("AUTOMATION_EXECUTION_STATE_DONE");
 
     const limit = await row(subject, appId);
-    expect(limit.controls).toEqual({
-      limit: amount("250"),
-      period: "PERIOD_KIND_MONTHLY",
-      suspension: { reason: "Card reported lost: 4242", suspendedAt: iso(ts.clock.now()) },
-    });
+    expect(limit.controls).toEqual(
+      shown({ limit: amount("250"), period: "PERIOD_KIND_MONTHLY", suspension: { reason: "Card reported lost: 4242", suspendedAt: iso(ts.clock.now()) } }),
+    );
     // The step's output is the row as the API shows it.
     expect(execution.stepResults[0]?.output).toEqual({ limit });
     expect(execution.stepResults[1]?.output).toEqual({ reason: "Card reported lost: 4242" });
@@ -131,7 +129,7 @@ describe("limit steps act through the funds rules", () => {
     const lifted = await run(lift, { userId: subject, appId });
     expect(lifted.state).toBe("AUTOMATION_EXECUTION_STATE_DONE");
     const after = await row(subject, appId);
-    expect(after.controls).toEqual({ limit: amount("250"), period: "PERIOD_KIND_MONTHLY" });
+    expect(after.controls).toEqual(shown({ limit: amount("250"), period: "PERIOD_KIND_MONTHLY" }));
     expect(lifted.stepResults[0]?.output).toEqual({ limit: after });
     expect(unwrap(await f.effective(subject, appId)).effective).toMatchObject({ decision: "EFFECTIVE_DECISION_LIMIT", limit: amount("250") });
   });
@@ -140,7 +138,7 @@ describe("limit steps act through the funds rules", () => {
     const appId = newAppId();
     const hook = await createHooked(ts, { steps: [suspendStep] });
     expect((await run(hook, { userId: subject, appId, card: "1" })).state).toBe("AUTOMATION_EXECUTION_STATE_DONE");
-    expect((await row(subject, appId)).controls).toEqual({ suspension: { reason: "Card reported lost: 1", suspendedAt: iso(ts.clock.now()) } });
+    expect((await row(subject, appId)).controls).toEqual(shown({ suspension: { reason: "Card reported lost: 1", suspendedAt: iso(ts.clock.now()) } }));
     const lift = await createHooked(ts, { steps: [{ stepName: "lift", unsuspendAppLimit: { userIdCel: "ctx.trigger.userId", appIdCel: "ctx.trigger.appId" } }] });
     const lifted = await run(lift, { userId: subject, appId });
     expect(lifted.stepResults[0]).toMatchObject({ state: "STEP_STATE_DONE", output: { limit: null } });
@@ -168,7 +166,7 @@ describe("limit steps act through the funds rules", () => {
     const execution = await run(hook, { userId: subject, appId, until, why: "Quarter-end travel" });
     expect(execution.state).toBe("AUTOMATION_EXECUTION_STATE_DONE");
     const limit = await row(subject, appId);
-    expect(limit.controls).toEqual({ limit: amount("100"), extension: { limit: amount("500"), expiresAt: until, reason: "Quarter-end travel" } });
+    expect(limit.controls).toEqual(shown({ limit: amount("100"), extension: { limit: amount("500"), expiresAt: until, reason: "Quarter-end travel" } }));
     expect(execution.stepResults[0]?.output).toEqual({ limit });
 
     const past = await run(hook, { userId: subject, appId, until: iso(ts.clock.now() - 1000), why: "late" });

@@ -4,7 +4,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { unwrap } from "../../src/client/index.js";
 import type { TestServer } from "../support/server.js";
-import { amount, BLOCKED, DAY, expectError, HOUR, newAppId, startFundsServer, storedControls, UNLIMITED, type Funds } from "./funds-helpers.js";
+import { amount, BLOCKED, DAY, expectError, HOUR, newAppId, startFundsServer, storedControls, UNLIMITED, type Funds, shown } from "./funds-helpers.js";
 
 const TENANT = "tenant-acme";
 let ts: TestServer;
@@ -27,12 +27,12 @@ describe("SpendControls fields are not a oneof: each operation changes its own f
     unwrap(await admin.setLimit(subject.userId, a, { limit: amount("250"), period: "PERIOD_KIND_WEEKLY" }));
     unwrap(await admin.setExtension(subject.userId, a, { limit: amount("500"), expiresAt, reason: "travel" }));
     const row = unwrap(await admin.suspend(subject.userId, a, { reason: "Card reported lost" })).limit!;
-    expect(row.controls).toEqual({
+    expect(row.controls).toEqual(shown({
       limit: amount("250"),
       period: "PERIOD_KIND_WEEKLY",
       extension: { limit: amount("500"), expiresAt, reason: "travel" },
       suspension: { reason: "Card reported lost", suspendedAt: now() },
-    });
+    }));
     expect(await effective(a)).toMatchObject({ decision: "EFFECTIVE_DECISION_DENY", cause: "CAUSE_SUSPENSION", scope: "SCOPE_SUBJECT_APP", limit: null, period: null });
   });
 
@@ -44,15 +44,15 @@ describe("SpendControls fields are not a oneof: each operation changes its own f
     const suspendedAt = now();
     ts.clock.advance(HOUR);
     const row = unwrap(await admin.setLimit(subject.userId, a, { limit: amount("10"), period: "PERIOD_KIND_DAILY" })).limit;
-    expect(row.controls).toEqual({
+    expect(row.controls).toEqual(shown({
       limit: amount("10"),
       period: "PERIOD_KIND_DAILY",
       extension: { limit: UNLIMITED, expiresAt },
       suspension: { reason: "hold", suspendedAt },
-    });
+    }));
     // The subject's own SetLimit is the same row and keeps them too.
     const mine = unwrap(await subject.f.mySetLimit(a, { limit: amount("11") })).limit;
-    expect(mine.controls).toEqual({ limit: amount("11"), extension: { limit: UNLIMITED, expiresAt }, suspension: { reason: "hold", suspendedAt } });
+    expect(mine.controls).toEqual(shown({ limit: amount("11"), extension: { limit: UNLIMITED, expiresAt }, suspension: { reason: "hold", suspendedAt } }));
     expect((await effective(a)).cause).toBe("CAUSE_SUSPENSION");
   });
 
@@ -80,11 +80,11 @@ describe("SpendControls fields are not a oneof: each operation changes its own f
   it("suspending again replaces the reason and keeps the original suspendedAt; {} suspends without a reason", async () => {
     const a = newAppId();
     const first = unwrap(await admin.suspend(subject.userId, a, {})).limit!;
-    expect(first.controls).toEqual({ suspension: { suspendedAt: now() } });
+    expect(first.controls).toEqual(shown({ suspension: { suspendedAt: now() } }));
     const at = now();
     ts.clock.advance(HOUR);
     const second = unwrap(await admin.suspend(subject.userId, a, { reason: "second" })).limit!;
-    expect(second.controls).toEqual({ suspension: { reason: "second", suspendedAt: at } });
+    expect(second.controls).toEqual(shown({ suspension: { reason: "second", suspendedAt: at } }));
     expect(second.updatedAt).toBe(now());
   });
 
@@ -102,7 +102,7 @@ describe("SpendControls fields are not a oneof: each operation changes its own f
     unwrap(await admin.suspend(subject.userId, a, { reason: "s" }));
     unwrap(await admin.setExtension(subject.userId, a, { limit: amount("6"), expiresAt: iso(ts.clock.now() + DAY) }));
     const cleared = unwrap(await admin.clearExtension(subject.userId, a)).limit!;
-    expect(cleared.controls).toEqual({ limit: amount("5"), suspension: { reason: "s", suspendedAt: now() } });
+    expect(cleared.controls).toEqual(shown({ limit: amount("5"), suspension: { reason: "s", suspendedAt: now() } }));
     ts.clock.advance(HOUR);
     expect(unwrap(await admin.clearExtension(subject.userId, a)).limit).toEqual(cleared);
   });
@@ -113,7 +113,7 @@ describe("SpendControls fields are not a oneof: each operation changes its own f
     unwrap(await admin.setExtension(subject.userId, a, { limit: amount("200"), expiresAt: iso(ts.clock.now() + DAY), reason: "one" }));
     const expiresAt = iso(ts.clock.now() + 2 * DAY);
     const row = unwrap(await admin.setExtension(subject.userId, a, { limit: amount("300"), expiresAt })).limit;
-    expect(row.controls).toEqual({ limit: amount("100"), period: "PERIOD_KIND_WEEKLY", extension: { limit: amount("300"), expiresAt } });
+    expect(row.controls).toEqual(shown({ limit: amount("100"), period: "PERIOD_KIND_WEEKLY", extension: { limit: amount("300"), expiresAt } }));
     expect(await effective(a)).toMatchObject({ decision: "EFFECTIVE_DECISION_LIMIT", cause: "CAUSE_EXTENSION", limit: amount("300"), period: "PERIOD_KIND_WEEKLY" });
   });
 
@@ -122,7 +122,7 @@ describe("SpendControls fields are not a oneof: each operation changes its own f
     unwrap(await admin.setLimit(subject.userId, a, { limit: amount("5"), period: "PERIOD_KIND_DAILY" }));
     unwrap(await admin.suspend(subject.userId, a, { reason: "admin hold" }));
     const row = unwrap(await subject.f.myClearLimit(a)).limit!;
-    expect(row.controls).toEqual({ suspension: { reason: "admin hold", suspendedAt: now() } });
+    expect(row.controls).toEqual(shown({ suspension: { reason: "admin hold", suspendedAt: now() } }));
     ts.clock.advance(HOUR);
     // No base limit left: unchanged.
     expect(unwrap(await subject.f.myClearLimit(a)).limit).toEqual(row);
@@ -141,8 +141,8 @@ describe("SpendControls fields are not a oneof: each operation changes its own f
     ts.clock.advance(1); // expiresAt reached
     const lapsed = await effective(a);
     expect(lapsed).toMatchObject({ decision: "EFFECTIVE_DECISION_LIMIT", cause: "CAUSE_LIMIT", limit: amount("50"), scope: "SCOPE_SUBJECT_APP", evaluatedAt: expiresAt });
-    expect(await storedControls(admin, subject.userId, a)).toEqual({ limit: amount("50"), period: "PERIOD_KIND_MONTHLY", extension: { limit: amount("80"), expiresAt } });
-    expect(unwrap(await subject.f.myGet(a)).limit.controls?.extension).toEqual({ limit: amount("80"), expiresAt });
+    expect(await storedControls(admin, subject.userId, a)).toEqual(shown({ limit: amount("50"), period: "PERIOD_KIND_MONTHLY", extension: { limit: amount("80"), expiresAt } }));
+    expect(unwrap(await subject.f.myGet(a)).limit.controls?.extension).toEqual({ limit: amount("80"), expiresAt, reason: "" });
   });
 
   it("a row holding only a lapsed extension states no opinion", async () => {
@@ -175,7 +175,7 @@ describe("the life of a row", () => {
     const a = newAppId();
     const created = now();
     const row = unwrap(await admin.setLimit(subject.userId, a, { limit: amount("1") })).limit;
-    expect(row).toEqual({ appId: a, userId: subject.userId, tenantId: TENANT, controls: { limit: amount("1") }, createdAt: created, updatedAt: created, deletedAt: null });
+    expect(row).toEqual({ appId: a, userId: subject.userId, tenantId: TENANT, controls: shown({ limit: amount("1") }), createdAt: created, updatedAt: created, deletedAt: null });
     ts.clock.advance(HOUR);
     const changed = unwrap(await admin.suspend(subject.userId, a, {})).limit!;
     expect(changed).toMatchObject({ createdAt: created, updatedAt: now(), deletedAt: null });
@@ -191,17 +191,17 @@ describe("the life of a row", () => {
     const a = newAppId();
     const created = now();
     const cap = unwrap(await admin.capSet(a, { controls: { limit: amount("1") } })).appCap;
-    expect(cap).toEqual({ appId: a, tenantId: TENANT, controls: { limit: amount("1") }, createdAt: created, updatedAt: created, deletedAt: null });
+    expect(cap).toEqual({ appId: a, tenantId: TENANT, controls: shown({ limit: amount("1") }), createdAt: created, updatedAt: created, deletedAt: null });
     ts.clock.advance(HOUR);
     expect(unwrap(await admin.capSet(a, { controls: { limit: amount("2") } })).appCap).toMatchObject({ createdAt: created, updatedAt: now() });
   });
 
   it("Suspend and SetExtension create the row when absent", async () => {
     const a = newAppId();
-    expect(unwrap(await admin.suspend(subject.userId, a, { reason: "r" })).limit!.controls).toEqual({ suspension: { reason: "r", suspendedAt: now() } });
+    expect(unwrap(await admin.suspend(subject.userId, a, { reason: "r" })).limit!.controls).toEqual(shown({ suspension: { reason: "r", suspendedAt: now() } }));
     const b = newAppId();
     const expiresAt = iso(ts.clock.now() + DAY);
-    expect(unwrap(await admin.setExtension(subject.userId, b, { limit: amount("4"), expiresAt })).limit.controls).toEqual({ extension: { limit: amount("4"), expiresAt } });
+    expect(unwrap(await admin.setExtension(subject.userId, b, { limit: amount("4"), expiresAt })).limit.controls).toEqual(shown({ extension: { limit: amount("4"), expiresAt } }));
   });
 
   it("clearing the last control removes the row and answers null: Unsuspend, ClearExtension, ClearLimit", async () => {

@@ -11,9 +11,26 @@ let counter = 0;
 export const newAppId = (prefix = "app") => `${prefix}-${++counter}-${Math.random().toString(36).slice(2, 8)}`;
 
 export const money = (units: string, nanos = 0, currencyCode = "USD") => ({ currencyCode, units, nanos });
-export const amount = (units: string, nanos = 0, currencyCode = "USD") => ({ amount: { money: money(units, nanos, currencyCode) } });
-export const BLOCKED = { blocked: {} };
-export const UNLIMITED = { unlimited: {} };
+// Limits as answers show them (the unset arms null); requests send them so too, as a client
+// sending back what it read does.
+export const amount = (units: string, nanos = 0, currencyCode = "USD") => ({ amount: { money: money(units, nanos, currencyCode) }, blocked: null, unlimited: null });
+export const BLOCKED = { amount: null, blocked: {}, unlimited: null };
+export const UNLIMITED = { amount: null, blocked: null, unlimited: {} };
+
+interface ControlsShorthand {
+  limit?: unknown;
+  period?: string;
+  extension?: { limit?: unknown; expiresAt?: string; reason?: string };
+  suspension?: { reason?: string; suspendedAt?: string };
+}
+
+/** Controls as answers show them: every field present, null (or "" for a reason, UNSPECIFIED for a period) when unset. */
+export const shown = (c: ControlsShorthand) => ({
+  limit: c.limit ?? null,
+  period: c.period ?? "PERIOD_KIND_UNSPECIFIED",
+  extension: c.extension ? { limit: c.extension.limit ?? null, expiresAt: c.extension.expiresAt ?? null, reason: c.extension.reason ?? "" } : null,
+  suspension: c.suspension ? { reason: c.suspension.reason ?? "", suspendedAt: c.suspension.suspendedAt ?? null } : null,
+});
 
 interface Answer {
   data?: unknown;

@@ -4,7 +4,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { unwrap, type ApiClient } from "../../src/client/index.js";
 import { startTestServer, type TestServer } from "../support/server.js";
-import { amount, DAY, expectError, funds, newAppId, type Funds } from "./funds-helpers.js";
+import { amount, DAY, expectError, funds, newAppId, type Funds, shown } from "./funds-helpers.js";
 
 let ts: TestServer;
 let admin: Funds;
@@ -62,9 +62,9 @@ describe("a ROLE_USER can never read or change another user's row", () => {
   it("SetLimit: creates or changes the caller's own row, never another user's", async () => {
     const { app, row } = await alicesRow();
     const bobs = unwrap(await bob.f.mySetLimit(app, { limit: amount("99") })).limit;
-    expect(bobs.controls).toEqual({ limit: amount("99") });
+    expect(bobs.controls).toEqual(shown({ limit: amount("99") }));
     expect(unwrap(await admin.get(alice.userId, app)).limit).toEqual(row);
-    expect(unwrap(await admin.get(bob.userId, app)).limit.controls).toEqual({ limit: amount("99") });
+    expect(unwrap(await admin.get(bob.userId, app)).limit.controls).toEqual(shown({ limit: amount("99") }));
   });
 
   it("GetEffective: resolves the caller's own row, never another user's", async () => {
@@ -133,7 +133,7 @@ describe("a ROLE_USER can never read or change another user's row", () => {
     }
     expect(unwrap(await admin.get(alice.userId, app)).limit).toEqual(row);
     expectError(await admin.get(bob.userId, app), 404, "ROW_NOT_FOUND");
-    expect(unwrap(await admin.capGet(capApp)).appCap.controls).toEqual({ limit: amount("5") });
+    expect(unwrap(await admin.capGet(capApp)).appCap.controls).toEqual(shown({ limit: amount("5") }));
     expect(unwrap(await admin.policyGet()).fundPolicy).toEqual(policy);
   });
 
@@ -163,8 +163,8 @@ describe("ROLE_FUND_ADMIN manages limits, caps and the policy, not users", () =>
     unwrap(await f.policyUpdate({ fundPolicy: { currencyCode: policy.currencyCode, defaultControls: policy.defaultControls }, updateMask: "defaultControls" }));
     // Its own rows, like anyone's.
     unwrap(await f.mySetLimit(app, { limit: amount("2") }));
-    expect(unwrap(await f.myGet(app)).limit.controls).toEqual({ limit: amount("2") });
-    expect(unwrap(await admin.get(fundAdmin.userId, app)).limit.controls).toEqual({ limit: amount("2") });
+    expect(unwrap(await f.myGet(app)).limit.controls).toEqual(shown({ limit: amount("2") }));
+    expect(unwrap(await admin.get(fundAdmin.userId, app)).limit.controls).toEqual(shown({ limit: amount("2") }));
   });
 
   it("is 403 on users and credentials", async () => {

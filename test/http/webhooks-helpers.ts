@@ -235,6 +235,9 @@ export async function settled(ts: TestServer, executionId: string): Promise<Exec
   return unwrap(await automationsApi(ts.admin).execution(executionId)).automationExecution;
 }
 
+/** A step as answers show it: the kinds it does not set null, no skip expression "". */
+export const shownStep = (step: Step): Step => ({ skipIfTrueCel: "", evaluateExpressions: null, suspendAppLimit: null, unsuspendAppLimit: null, setAppLimitExtension: null, ...step }) as Step;
+
 /** A one-step automation computing named CEL expressions. */
 export const evaluateStep = (stepName: string, expressions: Record<string, string>, skipIfTrueCel?: string): Step => ({
   stepName,

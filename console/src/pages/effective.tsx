@@ -13,7 +13,7 @@ export function ControlsView({ controls }: { controls: Schemas["SpendControls"] 
       <dt>Limit</dt>
       <dd data-testid="controls-limit">
         {formatLimit(controls.limit)}
-        {controls.period ? ` per ${words(controls.period, "PERIOD_KIND_")}` : ""}
+        {controls.period && controls.period !== "PERIOD_KIND_UNSPECIFIED" ? ` per ${words(controls.period, "PERIOD_KIND_")}` : ""}
       </dd>
       <dt>Extension</dt>
       <dd data-testid="controls-extension">

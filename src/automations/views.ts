@@ -1,0 +1,39 @@
+// Steps and triggers as answers carry them: every field the contract declares is present, the
+// unset arms of a oneof null and an absent CEL expression "" (which the contract reads as absent).
+// Steps are stored as they were saved; these are the only functions that turn them into API objects.
+import type { components } from "../../generated/api.js";
+import { spendLimitView } from "../funds/views.js";
+import type { SpendLimit } from "../funds/types.js";
+import type { AutomationStep } from "./automation-input.js";
+
+type IncomingWebhookTrigger = components["schemas"]["IncomingWebhookTrigger"];
+
+const NO_KIND = { evaluateExpressions: null, suspendAppLimit: null, unsuspendAppLimit: null, setAppLimitExtension: null } as const;
+
+export function stepView(step: AutomationStep): AutomationStep {
+  const common = { stepName: step.stepName, skipIfTrueCel: step.skipIfTrueCel ?? "", ...NO_KIND };
+  if (step.evaluateExpressions) return { ...common, evaluateExpressions: step.evaluateExpressions };
+  if (step.suspendAppLimit) {
+    const s = step.suspendAppLimit;
+    return { ...common, suspendAppLimit: { userIdCel: s.userIdCel, appIdCel: s.appIdCel, reasonCel: s.reasonCel ?? "" } };
+  }
+  if (step.unsuspendAppLimit) return { ...common, unsuspendAppLimit: step.unsuspendAppLimit };
+  const s = step.setAppLimitExtension!;
+  return {
+    ...common,
+    setAppLimitExtension: { userIdCel: s.userIdCel, appIdCel: s.appIdCel, limit: spendLimitView(s.limit as SpendLimit), expiresAtCel: s.expiresAtCel, reasonCel: s.reasonCel ?? "" },
+  };
+}
+
+export interface ListenerConfig {
+  listenerId: string;
+  url: string;
+  method: string;
+  jwksUrl: string | null;
+  allowedSourceCidrs: string[];
+}
+
+export function webhookTriggerView(listener: ListenerConfig): IncomingWebhookTrigger {
+  const common = { allowedSourceCidrs: listener.allowedSourceCidrs, listenerId: listener.listenerId, url: listener.url };
+  return listener.method === "jwt" ? { hmac: null, jwt: { jwksUrl: listener.jwksUrl ?? "" }, ...common } : { hmac: {}, jwt: null, ...common };
+}
