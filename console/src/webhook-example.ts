@@ -22,7 +22,7 @@ export interface ExampleTarget {
 export function senderCommand(t: ExampleTarget): string {
   const body = shellQuote(t.body ?? EXAMPLE_BODY);
   if (t.method === "hmac") {
-    return `npx tsx scripts/send-webhook.ts --url ${shellQuote(t.url)} --secret ${t.secret ? shellQuote(t.secret) : '"$WEBHOOK_SECRET"'} \\\n  --body ${body}`;
+    return `npx tsx scripts/send-webhook.ts --url ${shellQuote(t.url)} --secret=${t.secret ? shellQuote(t.secret) : '"$WEBHOOK_SECRET"'} \\\n  --body ${body}`;
   }
   return `npx tsx scripts/send-webhook.ts --url ${shellQuote(t.url)} --jwk-file private.jwk.json --kid k1 --alg ES256 \\\n  --base-url ${shellQuote(t.baseUrl)} --body ${body}`;
 }

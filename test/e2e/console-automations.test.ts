@@ -61,7 +61,7 @@ describe("automations in the console", () => {
     const secret = await clipboard(page);
     expect(secret).toMatch(/^[A-Za-z0-9_-]{43}$/);
     expect(await page.getByTestId("webhook-secret").textContent()).toBe(secret);
-    expect(await page.getByTestId("example-request").textContent()).toContain(`--url '${url}' --secret '${secret}'`);
+    expect(await page.getByTestId("example-request").textContent()).toContain(`--url '${url}' --secret='${secret}'`);
     await screenshot(page, "automation-created-desktop");
 
     // Steps, checked against the sample payload as they are typed.

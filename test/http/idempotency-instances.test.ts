@@ -2,49 +2,22 @@
 // balancer) share the records, so a retry reaching another instance is replayed, its sealed secret
 // opened there, and requests with one key spread over the instances have one effect.
 import { randomUUID } from "node:crypto";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createApiClient, unwrap, type ApiClient } from "../../src/client/index.js";
-import { createTestDatabase, testDialect, type TestDatabase } from "../support/database.js";
-import { freePort, serve, type Served } from "../support/process.js";
+import { unwrap, type ApiClient } from "../../src/client/index.js";
+import { testDialect } from "../support/database.js";
+import { startInstances, type Instances } from "../support/instances.js";
 
-const root = fileURLToPath(new URL("../..", import.meta.url));
 const ADMIN = { clientId: "idem-admin", clientSecret: "idem-admin-secret-0123456789" };
 
-let dir: string;
-let database: TestDatabase;
-let instances: Served[] = [];
+let cluster: Instances | undefined;
 let clients: ApiClient[] = [];
 
 beforeAll(async () => {
-  dir = mkdtempSync(join(tmpdir(), "tenant-idem-multi-"));
-  database = await createTestDatabase(dir);
-  const env = {
-    DATABASE_URL: database.url,
-    BASE_URL: "http://tenant.example.test",
-    SECRETS_KEY: Buffer.alloc(32, 9).toString("base64url"),
-    BOOTSTRAP_CLIENT_ID: ADMIN.clientId,
-    BOOTSTRAP_CLIENT_SECRET: ADMIN.clientSecret,
-    LOG_LEVEL: "warn",
-    HOST: "127.0.0.1",
-  };
-  instances = await Promise.all(
-    [0, 1, 2].map(async () => {
-      const port = await freePort();
-      return serve({ command: join(root, "node_modules/.bin/tsx"), args: [join(root, "src/main.ts")], url: `http://127.0.0.1:${port}`, probePath: "/readyz", env: { ...env, PORT: String(port) }, timeoutMs: 90_000 });
-    }),
-  );
-  clients = instances.map((s) => createApiClient({ baseUrl: s.url, credentials: ADMIN }));
+  cluster = await startInstances(3, ADMIN, "http://tenant.example.test");
+  ({ clients } = cluster);
 }, 120_000);
 
-afterAll(async () => {
-  await Promise.all(instances.map((s) => s.stop()));
-  await database?.drop();
-  if (dir) rmSync(dir, { recursive: true, force: true });
-});
+afterAll(async () => cluster?.stop());
 
 const client = (i: number) => clients[i % clients.length]!;
 const keyed = (key: string) => ({ header: { "Idempotency-Key": key } });

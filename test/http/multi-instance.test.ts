@@ -2,54 +2,29 @@
 // share nothing but the database (and the configured secrets key). Idempotency, execution claiming,
 // access tokens and page tokens must hold across them.
 import { randomUUID } from "node:crypto";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import SQLite from "better-sqlite3";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createApiClient, unwrap, type ApiClient } from "../../src/client/index.js";
+import { unwrap, type ApiClient } from "../../src/client/index.js";
 import { sendWebhookEvent } from "../../src/client/webhook-sender.js";
-import { createTestDatabase, testDialect, type TestDatabase } from "../support/database.js";
-import { freePort, serve, type Served } from "../support/process.js";
+import { testDialect, type TestDatabase } from "../support/database.js";
+import { startInstances, type Instances } from "../support/instances.js";
+import type { Served } from "../support/process.js";
 
-const root = fileURLToPath(new URL("../..", import.meta.url));
 const ADMIN = { clientId: "multi-admin", clientSecret: "multi-admin-secret-0123456789" };
 const BASE_URL = "http://tenant.example.test";
 
-let dir: string;
+let cluster: Instances | undefined;
 let database: TestDatabase;
 let instances: Served[] = [];
 let clients: ApiClient[] = [];
 
 beforeAll(async () => {
-  dir = mkdtempSync(join(tmpdir(), "tenant-multi-"));
-  database = await createTestDatabase(dir);
-  const env = {
-    DATABASE_URL: database.url,
-    BASE_URL,
-    SECRETS_KEY: Buffer.alloc(32, 7).toString("base64url"),
-    BOOTSTRAP_CLIENT_ID: ADMIN.clientId,
-    BOOTSTRAP_CLIENT_SECRET: ADMIN.clientSecret,
-    LOG_LEVEL: "warn",
-    HOST: "127.0.0.1",
-  };
-  // Started together: migrations, the signing key and the bootstrap admin race, and must settle once.
-  instances = await Promise.all(
-    [0, 1, 2].map(async () => {
-      const port = await freePort();
-      return serve({ command: join(root, "node_modules/.bin/tsx"), args: [join(root, "src/main.ts")], url: `http://127.0.0.1:${port}`, probePath: "/readyz", env: { ...env, PORT: String(port) }, timeoutMs: 90_000 });
-    }),
-  );
-  clients = instances.map((s) => createApiClient({ baseUrl: s.url, credentials: ADMIN }));
+  cluster = await startInstances(3, ADMIN, BASE_URL);
+  ({ database, instances, clients } = cluster);
 }, 120_000);
 
-afterAll(async () => {
-  await Promise.all(instances.map((s) => s.stop()));
-  await database?.drop();
-  if (dir) rmSync(dir, { recursive: true, force: true });
-});
+afterAll(async () => cluster?.stop());
 
 const tokenRequest = (url: string, clientId: string, clientSecret: string) =>
   fetch(`${url}/auth/v1/token`, {

@@ -1,0 +1,50 @@
+// Several server processes on one fresh database, as behind a load balancer: they share nothing but
+// the database and the configured secrets key. Started together, so migrations, the signing key and
+// the bootstrap admin race and must settle once.
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { createApiClient, type ApiClient } from "../../src/client/index.js";
+import { createTestDatabase, type TestDatabase } from "./database.js";
+import { freePort, serve, type Served } from "./process.js";
+
+const root = fileURLToPath(new URL("../..", import.meta.url));
+
+export interface Instances {
+  database: TestDatabase;
+  instances: Served[];
+  /** A client of the bootstrap admin per instance. */
+  clients: ApiClient[];
+  stop(): Promise<void>;
+}
+
+export async function startInstances(count: number, admin: { clientId: string; clientSecret: string }, baseUrl: string): Promise<Instances> {
+  const dir = mkdtempSync(join(tmpdir(), "tenant-instances-"));
+  const database = await createTestDatabase(dir);
+  const env = {
+    DATABASE_URL: database.url,
+    BASE_URL: baseUrl,
+    SECRETS_KEY: Buffer.alloc(32, 7).toString("base64url"),
+    BOOTSTRAP_CLIENT_ID: admin.clientId,
+    BOOTSTRAP_CLIENT_SECRET: admin.clientSecret,
+    LOG_LEVEL: "warn",
+    HOST: "127.0.0.1",
+  };
+  const instances = await Promise.all(
+    Array.from({ length: count }, async () => {
+      const port = await freePort();
+      return serve({ command: join(root, "node_modules/.bin/tsx"), args: [join(root, "src/main.ts")], url: `http://127.0.0.1:${port}`, probePath: "/readyz", env: { ...env, PORT: String(port) }, timeoutMs: 90_000 });
+    }),
+  );
+  return {
+    database,
+    instances,
+    clients: instances.map((s) => createApiClient({ baseUrl: s.url, credentials: admin })),
+    async stop() {
+      await Promise.all(instances.map((s) => s.stop()));
+      await database.drop();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
