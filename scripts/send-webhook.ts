@@ -1,37 +1,64 @@
 #!/usr/bin/env -S npx tsx
 // Signs and sends one event to a webhook listener, and prints what was sent and the answer.
-//
-//   npx tsx scripts/send-webhook.ts --url <listener url> --secret=<webhook secret> --body '{"event":"card.lost"}'
-//   npx tsx scripts/send-webhook.ts --url <listener url> --jwk-file key.jwk.json --kid k1 --alg ES256 \
-//       --base-url https://tenant.example.com --body-file event.json
-//
-// Options: --event-id <uuid v4> (default: new), --timestamp <unix seconds> (default: now),
-// --pem-file (PKCS#8 private key instead of --jwk-file). Exit code 0 on a 2xx answer, 1 otherwise.
-// The secret goes with `=`: base64url, it may begin with `-`, which a separate argument would not allow.
+// `--help` prints the options (USAGE below); the README shows both kinds of authentication.
 import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import type { JWK } from "jose";
 import { sendWebhookEvent, type WebhookAuth } from "../src/client/webhook-sender.js";
 
-const { values } = parseArgs({
-  options: {
-    url: { type: "string" },
-    body: { type: "string" },
-    "body-file": { type: "string" },
-    secret: { type: "string" },
-    "jwk-file": { type: "string" },
-    "pem-file": { type: "string" },
-    kid: { type: "string" },
-    alg: { type: "string", default: "ES256" },
-    "base-url": { type: "string" },
-    "event-id": { type: "string" },
-    timestamp: { type: "string" },
-  },
-});
+const USAGE = `Usage: npx tsx scripts/send-webhook.ts --url <listener url> (--body <json> | --body-file <file>) <auth> [options]
+
+Signs one event as the webhook intake checks it, sends it, and prints what was sent and the answer.
+
+Authentication (one of):
+  --secret=<secret>        HMAC with the listener's webhook secret (with "=": a secret may begin with "-")
+  --jwk-file <file>        JWT signed by this private JWK; needs --kid and --base-url
+  --pem-file <file>        JWT signed by this PKCS#8 private key; needs --kid and --base-url
+    --kid <key id>         the key's id in the listener's JWKS
+    --alg <alg>            RS256, ES256 (default) or EdDSA
+    --base-url <url>       the tenant base URL (the JWT's sub)
+
+Options:
+  --event-id <uuid v4>     Webhook-Event-Id (default: a new one)
+  --timestamp <seconds>    Webhook-Timestamp, Unix seconds (default: now)
+  --help                   this text
+
+Exit code: 0 on a 2xx answer, 1 on any other answer, 2 on a usage error.
+`;
 
 function fail(message: string): never {
   process.stderr.write(`send-webhook: ${message}\n`);
   process.exit(2);
+}
+
+function parseOptions() {
+  try {
+    return parseArgs({
+      options: {
+        url: { type: "string" },
+        body: { type: "string" },
+        "body-file": { type: "string" },
+        secret: { type: "string" },
+        "jwk-file": { type: "string" },
+        "pem-file": { type: "string" },
+        kid: { type: "string" },
+        alg: { type: "string", default: "ES256" },
+        "base-url": { type: "string" },
+        "event-id": { type: "string" },
+        timestamp: { type: "string" },
+        help: { type: "boolean", short: "h" },
+      },
+    }).values;
+  } catch (e) {
+    // parseArgs explains unknown options and missing values in one sentence; the stack adds nothing.
+    fail(`${(e as Error).message} (--help lists the options)`);
+  }
+}
+
+const values = parseOptions();
+if (values.help) {
+  process.stdout.write(USAGE);
+  process.exit(0);
 }
 
 if (!values.url) fail("--url is required");

@@ -1,16 +1,17 @@
-// A small typed client for this API, built on openapi-fetch and the generated types. It obtains
-// access tokens by the client-credentials grant (credentials in the form body, as the token
-// endpoint requires), refreshes them before they expire, and walks any list with an async iterator.
+// A small typed client for this API, built on openapi-fetch and the generated types: requests carry
+// an access token obtained by the client-credentials grant (see token-source.ts), `paginate` walks
+// any list, and `unwrap` turns a failed answer into an ApiRequestError. Browser-safe (the console
+// uses it); `npm run pack:client` makes it the installable package @tenant/access-api-client.
 import createClient, { type Client, type Middleware } from "openapi-fetch";
 import type { paths } from "../../generated/api.js";
+import { createTokenSource, TOKEN_PATH, type ClientCredentials } from "./token-source.js";
 
 export type { paths, components, operations } from "../../generated/api.js";
-export type ApiClient = Client<paths>;
+export * from "../../generated/enums.js";
+export { ApiRequestError, errorReason, unwrap } from "./errors.js";
+export { createTokenSource, TokenError, type ClientCredentials, type TokenSource, type TokenSourceOptions } from "./token-source.js";
 
-export interface ClientCredentials {
-  clientId: string;
-  clientSecret: string;
-}
+export type ApiClient = Client<paths>;
 
 export interface ApiClientOptions {
   /** The tenant base URL, e.g. http://localhost:8080. */
@@ -18,53 +19,22 @@ export interface ApiClientOptions {
   /** Without credentials, requests carry no token (the token endpoint and the webhook intake need none). */
   credentials?: ClientCredentials;
   fetch?: typeof globalThis.fetch;
-  /** Refresh this many seconds before the token expires. */
+  /** Refresh this many seconds before the token expires (default 30). */
   refreshSkewSeconds?: number;
 }
 
-const TOKEN_PATH = "/auth/v1/token";
 const UNAUTHENTICATED_PATHS = [TOKEN_PATH, "/api/v1/webhooks/incoming/"];
 
-export class TokenError extends Error {
-  constructor(
-    readonly status: number,
-    readonly error: string | undefined,
-  ) {
-    super(`token request failed with ${status}${error ? ` (${error})` : ""}`);
-    this.name = "TokenError";
-  }
-}
-
-/** Fetches and caches access tokens for one client. */
-function tokenSource(client: ApiClient, credentials: ClientCredentials, skewSeconds: number) {
-  let cached: { token: string; refreshAt: number } | undefined;
-  let pending: Promise<string> | undefined;
-  const fetchToken = async (): Promise<string> => {
-    const { data, error, response } = await client.POST(TOKEN_PATH, {
-      body: { grant_type: "client_credentials", client_id: credentials.clientId, client_secret: credentials.clientSecret },
-      bodySerializer: (body) => new URLSearchParams(body as Record<string, string>).toString(),
-      headers: { "Content-Type": "application/x-www-form-urlencoded" },
-    });
-    if (!data) throw new TokenError(response.status, (error as { error?: string } | undefined)?.error);
-    cached = { token: data.access_token, refreshAt: Date.now() + Math.max(0, data.expires_in - skewSeconds) * 1000 };
-    return data.access_token;
-  };
-  return {
-    async token(): Promise<string> {
-      if (cached && Date.now() < cached.refreshAt) return cached.token;
-      pending ??= fetchToken().finally(() => (pending = undefined));
-      return pending;
-    },
-    forget(): void {
-      cached = undefined;
-    },
-  };
-}
-
 export function createApiClient(options: ApiClientOptions): ApiClient {
-  const client = createClient<paths>({ baseUrl: options.baseUrl, ...(options.fetch ? { fetch: options.fetch } : {}) });
+  const fetchOption = options.fetch ? { fetch: options.fetch } : {};
+  const client = createClient<paths>({ baseUrl: options.baseUrl, ...fetchOption });
   if (!options.credentials) return client;
-  const tokens = tokenSource(createClient<paths>({ baseUrl: options.baseUrl, ...(options.fetch ? { fetch: options.fetch } : {}) }), options.credentials, options.refreshSkewSeconds ?? 30);
+  const tokens = createTokenSource({
+    baseUrl: options.baseUrl,
+    credentials: options.credentials,
+    ...fetchOption,
+    ...(options.refreshSkewSeconds === undefined ? {} : { refreshSkewSeconds: options.refreshSkewSeconds }),
+  });
   const doFetch = options.fetch ?? globalThis.fetch;
   const retryable = new WeakMap<Request, Request>();
   const auth: Middleware = {
@@ -103,11 +73,4 @@ export async function* paginate<T>(fetchPage: (pageToken: string) => Promise<Lis
     yield* page.list;
     token = page.nextPageToken;
   } while (token !== "");
-}
-
-/** The body of a successful openapi-fetch answer, or an Error carrying the contract's error body. */
-export function unwrap<T>(result: { data?: T; error?: unknown; response: Response }): T {
-  if (result.data !== undefined && result.response.ok) return result.data;
-  const body = result.error as { message?: string } | undefined;
-  throw Object.assign(new Error(`${result.response.status}: ${body?.message ?? "request failed"}`), { status: result.response.status, body: result.error });
 }

@@ -45,4 +45,21 @@ describe("scripts/send-webhook.ts", () => {
     expect(r.code).toBe(2);
     expect(r.out).toContain("--secret");
   }, 60_000);
+
+  it("prints its usage for --help (exit 0), naming every option", async () => {
+    const r = await run(["--help"]);
+    expect(r.code).toBe(0);
+    expect(r.out).toMatch(/^Usage: npx tsx scripts\/send-webhook.ts/);
+    for (const option of ["--url", "--body", "--body-file", "--secret=", "--jwk-file", "--pem-file", "--kid", "--alg", "--base-url", "--event-id", "--timestamp"]) expect(r.out).toContain(option);
+  }, 60_000);
+
+  it("refuses an unknown option or a missing value with one line, no stack trace (exit 2)", async () => {
+    for (const args of [["--url", "http://127.0.0.1:1/x", "--bogus"], ["--url"]]) {
+      const r = await run(args);
+      expect(r.code).toBe(2);
+      expect(r.out.trim().split("\n")).toHaveLength(1);
+      expect(r.out).toMatch(/^send-webhook: .*(--bogus|--url).*--help/);
+      expect(r.out).not.toMatch(/\bat \S+ \(|node:internal/);
+    }
+  }, 60_000);
 });

@@ -1,0 +1,115 @@
+// The client as a partner gets it: `npm run pack:client` makes a tarball, installed into a scratch
+// project of its own. Its dependency tree is the client and openapi-fetch only; a consumer's
+// TypeScript is checked against the installed declarations (strictly, the declarations included),
+// compiled, and run against a real server: a token, a call, a list, and failures with their reason.
+import { execFile } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { BOOTSTRAP, startTestServer, type TestServer } from "../support/server.js";
+
+const run = promisify(execFile);
+const root = fileURLToPath(new URL("../..", import.meta.url));
+const scratch = mkdtempSync(join(tmpdir(), "client-package-"));
+const { version } = JSON.parse(readFileSync(join(root, "package.json"), "utf8")) as { version: string };
+
+let ts: TestServer;
+let tarball: string;
+beforeAll(async () => {
+  ts = await startTestServer();
+  const packed = await run("npm", ["run", "--silent", "pack:client"], { cwd: root });
+  tarball = packed.stdout.trim().split("\n").at(-1)!;
+}, 120_000);
+afterAll(async () => {
+  await ts?.stop();
+  rmSync(scratch, { recursive: true, force: true });
+});
+
+const CONSUMER = `
+import { ApiRequestError, createApiClient, createTokenSource, paginate, RoleValues, TokenError, unwrap, type components } from "@tenant/access-api-client";
+import { config } from "./config.js";
+
+const api = createApiClient({ baseUrl: config.baseUrl, credentials: config.credentials });
+const policy: components["schemas"]["FundPolicy"] = unwrap(await api.GET("/api/v1/funds/policy")).fundPolicy;
+
+const userIds: string[] = [];
+for await (const { user } of paginate(async (page_token) => unwrap(await api.GET("/api/v1/users", { params: { query: { page_token, page_size: 10 } } })))) {
+  userIds.push(user.id!);
+}
+
+const tokens = createTokenSource({ baseUrl: config.baseUrl, credentials: config.credentials });
+const token = await tokens.token();
+
+async function failure(call: () => Promise<unknown>) {
+  try {
+    await call();
+    return null;
+  } catch (e) {
+    if (!(e instanceof ApiRequestError)) throw e;
+    return { name: e.name, status: e.status, reason: e.reason, requestId: e.requestId, message: e.message, tokenError: e instanceof TokenError };
+  }
+}
+const notFound = await failure(async () => unwrap(await api.GET("/api/v1/automations/{id}", { params: { path: { id: "no-such-automation" } } })));
+const refused = await failure(() => createTokenSource({ baseUrl: config.baseUrl, credentials: { ...config.credentials, clientSecret: "not-the-secret" } }).token());
+
+// Never called: it proves the installed declarations are the contract's, not \`any\`.
+export function typeErrors(): void {
+  // @ts-expect-error the contract has no such path
+  void api.GET("/api/v1/no-such-path");
+  // @ts-expect-error a FundPolicy has no such field
+  void policy.noSuchField;
+}
+
+console.log(JSON.stringify({ currencyCode: policy.currencyCode, userIds, tokenLength: token.length, roles: RoleValues, notFound, refused }));
+`;
+
+describe("npm run pack:client", () => {
+  it("makes a tarball that installs with openapi-fetch as its only dependency", async () => {
+    expect(tarball).toBe(join(root, "dist/client", `tenant-access-api-client-${version}.tgz`));
+    writeFileSync(join(scratch, "package.json"), JSON.stringify({ name: "partner-scratch", private: true, type: "module" }));
+    // npm 11 resolves a range from the full registry document, which `npm ci` does not cache:
+    // --prefer-offline may fetch that metadata; the packages themselves come from the npm cache.
+    await run("npm", ["install", "--prefer-offline", "--no-audit", "--no-fund", tarball], { cwd: scratch });
+    const lock = JSON.parse(readFileSync(join(scratch, "package-lock.json"), "utf8")) as { packages: Record<string, unknown> };
+    expect(Object.keys(lock.packages).filter((p) => p !== "").sort()).toEqual([
+      "node_modules/@tenant/access-api-client",
+      "node_modules/openapi-fetch",
+      "node_modules/openapi-typescript-helpers", // openapi-fetch's own dependency (types only)
+    ]);
+    const manifest = JSON.parse(readFileSync(join(scratch, "node_modules/@tenant/access-api-client/package.json"), "utf8"));
+    expect(manifest).toMatchObject({ name: "@tenant/access-api-client", version, type: "module", peerDependenciesMeta: { jose: { optional: true } } });
+    expect(Object.keys(manifest.dependencies)).toEqual(["openapi-fetch"]);
+    expect(Object.keys(manifest.exports)).toEqual([".", "./webhook-sender", "./package.json"]);
+  }, 120_000);
+
+  it("type-checks a consumer against the installed package, which then calls a real server", async () => {
+    writeFileSync(join(scratch, "config.ts"), `export const config = ${JSON.stringify({ baseUrl: ts.url, credentials: BOOTSTRAP })};\n`);
+    writeFileSync(join(scratch, "consumer.ts"), CONSUMER);
+    writeFileSync(
+      join(scratch, "tsconfig.json"),
+      JSON.stringify({
+        compilerOptions: { target: "ES2022", module: "NodeNext", moduleResolution: "NodeNext", lib: ["ES2023", "DOM"], types: [], strict: true, noUncheckedIndexedAccess: true, skipLibCheck: false, outDir: "out" },
+        files: ["consumer.ts"],
+      }),
+    );
+    // The repository's TypeScript, on the scratch project only: its node_modules hold just the installed package.
+    await run(join(root, "node_modules/.bin/tsc"), ["-p", join(scratch, "tsconfig.json")], { cwd: scratch }).catch((e: { stdout: string }) => {
+      throw new Error(`the consumer does not type-check:\n${e.stdout}`);
+    });
+    const { stdout } = await run(process.execPath, [join(scratch, "out/consumer.js")], { cwd: scratch });
+    const result = JSON.parse(stdout);
+    expect(result.currencyCode).toBe("USD");
+    expect(result.userIds.length).toBeGreaterThan(0);
+    expect(result.tokenLength).toBeGreaterThan(20);
+    expect(result.roles).toContain("ROLE_SUPER_ADMIN");
+    expect(result.notFound).toMatchObject({ name: "ApiRequestError", status: 404, reason: "AUTOMATION_NOT_FOUND", tokenError: false });
+    expect(result.notFound.requestId).toMatch(/\S/);
+    expect(result.notFound.message).toBe(`404 AUTOMATION_NOT_FOUND: no automation with this id (request id ${result.notFound.requestId})`);
+    expect(result.refused).toMatchObject({ name: "TokenError", status: 401, reason: "INVALID_CLIENT", tokenError: true });
+    expect(result.refused.message).toContain("401 INVALID_CLIENT");
+    expect(result.refused.message).not.toContain("not-the-secret");
+  }, 120_000);
+});
