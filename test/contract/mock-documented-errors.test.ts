@@ -1,0 +1,70 @@
+// A partner exercises every documented error of every operation on the mock: a well-formed request
+// with `Prefer: code=<status>, example=<name>` is answered with exactly that example (the request id
+// aside). The examples are the server's own answers (npm test holds each against the answers its
+// servers gave), so what the mock teaches is what the server says.
+import { randomUUID } from "node:crypto";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { contract, operations } from "../support/contract.js";
+import { declaredErrors } from "../support/declared-errors.js";
+import { startMock } from "../support/mock.js";
+import type { Served } from "../support/process.js";
+
+type Node = Record<string, any>;
+let mock: Served;
+beforeAll(async () => (mock = await startMock()));
+afterAll(async () => mock?.stop());
+
+const deref = (node: Node | undefined): Node => {
+  let n = node ?? {};
+  while (typeof n.$ref === "string") n = (n.$ref as string).slice(2).split("/").reduce((a: Node, p) => a[p], contract);
+  return n;
+};
+
+/** Every path parameter's documented example, by name. */
+const paramExamples = new Map<string, string>(
+  Object.values((contract.components?.parameters ?? {}) as Node).filter((p: Node) => p.in === "path").map((p: Node) => [p.name as string, String(p.example)]),
+);
+
+/** A request the mock accepts for the operation: its path, a JWT-shaped token, its example body. */
+function wellFormed(operationId: string): { url: string; init: RequestInit } {
+  const { path, method, op } = operations.find((o) => o.operationId === operationId)!;
+  const url = mock.url + path.replace(/\{([a-z_]+)\}/g, (_, name: string) => paramExamples.get(name) ?? "x");
+  const headers: Record<string, string> = {};
+  if ((op.security ?? contract.security).some((s: Node) => "bearerAuth" in s || "oauth2" in s)) {
+    headers.Authorization = "Bearer eyJhbGciOiJFUzI1NiJ9.eyJzdWIiOiJ4In0.c2lnbmF0dXJl";
+  }
+  let body: string | undefined;
+  const content = deref(op.requestBody).content as Node | undefined;
+  if (content?.["application/json"]) {
+    const media = content["application/json"] as Node;
+    body = JSON.stringify(media.example ?? deref(Object.values((media.examples ?? {}) as Node)[0]).value ?? deref(media.schema).example ?? {});
+    headers["Content-Type"] = "application/json";
+  } else if (content?.["application/x-www-form-urlencoded"]) {
+    body = new URLSearchParams(content["application/x-www-form-urlencoded"].example as Record<string, string>).toString();
+    headers["Content-Type"] = "application/x-www-form-urlencoded";
+  }
+  if (op["x-raw-request"] === true) {
+    Object.assign(headers, { "Webhook-Timestamp": String(Math.floor(Date.now() / 1000)), "Webhook-Event-Id": randomUUID(), "Webhook-Signature": "c2lnbmF0dXJl" });
+  }
+  return { url, init: { method: method.toUpperCase(), headers, ...(body === undefined ? {} : { body }) } };
+}
+
+const withoutRequestId = (body: Node): Node => ({
+  ...body,
+  details: (body.details as Node[]).map((d) => (d.requestId === undefined ? d : { ...d, requestId: "-" })),
+});
+
+describe("every documented error example, forced on the mock with Prefer", () => {
+  for (const d of declaredErrors) {
+    it(`${d.operationId.replace(/^svc\.api\./, "")} ${d.status} ${d.name}`, async () => {
+      const { url, init } = wellFormed(d.operationId);
+      const prefer = d.name === "example" ? `code=${d.status}` : `code=${d.status}, example=${d.name}`;
+      const answer = await fetch(url, { ...init, headers: { ...(init.headers as Record<string, string>), Prefer: prefer } });
+      const op = operations.find((o) => o.operationId === d.operationId)!;
+      const media = deref(op.op.responses[String(d.status)]).content["application/json"] as Node;
+      const documented = d.name === "example" ? (media.example as Node) : (deref(media.examples[d.name]).value as Node);
+      expect(answer.status).toBe(d.status);
+      expect(withoutRequestId((await answer.json()) as Node)).toEqual(withoutRequestId(documented));
+    });
+  }
+});
