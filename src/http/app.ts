@@ -12,6 +12,7 @@ import { mayCall } from "../identity/roles.js";
 import { accessLog } from "./access-log.js";
 import type { RequestContext } from "./context.js";
 import { CONSOLE_PATH, consoleRouter } from "./console.js";
+import { DOCS_PATH, docsPage } from "./docs.js";
 import { errorResponse } from "./error-response.js";
 import { requestId } from "./request-id.js";
 import { cacheValidatorRouteMatchers } from "./route-matcher-cache.js";
@@ -79,7 +80,7 @@ export function createApp(options: AppOptions): Express {
     res.status(ready ? 200 : 503).json({ status: ready ? "ready" : "unavailable" });
   });
   app.get("/openapi.yaml", (_req, res) => res.type("application/yaml").sendFile(options.contractPath));
-  app.get("/docs", (_req, res) => res.type("html").sendFile(options.docsPath));
+  app.get(DOCS_PATH, docsPage(options.docsPath));
   app.use(CONSOLE_PATH, consoleRouter(options.consoleDir));
 
   app.use(TOKEN_PATH, tokenEndpointGuard);
