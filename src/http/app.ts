@@ -12,6 +12,7 @@ import { mayCall } from "../identity/roles.js";
 import { accessLog } from "./access-log.js";
 import { callerOf, type RequestContext } from "./context.js";
 import { CONSOLE_PATH, consoleRouter } from "./console.js";
+import { DOCS_PATH, docsPage } from "./docs.js";
 import { errorResponse } from "./error-response.js";
 import { IDEMPOTENCY_KEY_HEADER, type Idempotency } from "./idempotency.js";
 import { requestId } from "./request-id.js";
@@ -114,7 +115,7 @@ export function createApp(options: AppOptions): Express {
     res.status(ready ? 200 : 503).json({ status: ready ? "ready" : "unavailable" });
   });
   app.get("/openapi.yaml", (_req, res) => res.type("application/yaml").sendFile(options.contractPath));
-  app.get("/docs", (_req, res) => res.type("html").sendFile(options.docsPath));
+  app.get(DOCS_PATH, docsPage(options.docsPath));
   app.use(CONSOLE_PATH, consoleRouter(options.consoleDir));
 
   // Authentication and roles come first, so a caller without access learns nothing about shapes.

@@ -20,11 +20,16 @@ export const CONSOLE_CSP = [
   "frame-ancestors 'none'",
 ].join("; ");
 
-function securityHeaders(_req: Request, res: Response, next: NextFunction): void {
-  res.setHeader("Content-Security-Policy", CONSOLE_CSP);
+/** Headers of a page this server serves to browsers (the console, the docs): its policy, and no sniffing or referrer. */
+export function setPageSecurityHeaders(res: Response, csp: string): void {
+  res.setHeader("Content-Security-Policy", csp);
   res.setHeader("X-Content-Type-Options", "nosniff");
   res.setHeader("Referrer-Policy", "no-referrer");
   res.setHeader("Cross-Origin-Opener-Policy", "same-origin");
+}
+
+function securityHeaders(_req: Request, res: Response, next: NextFunction): void {
+  setPageSecurityHeaders(res, CONSOLE_CSP);
   next();
 }
 

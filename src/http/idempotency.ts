@@ -15,7 +15,8 @@ import type { Request, Response } from "express";
 import type { SecretBox } from "../automations/secret-box.js";
 import { ApiError, GrpcCode } from "../core/errors.js";
 import type { IdempotencyRecords } from "../storage/idempotency-records.js";
-import { statusBody } from "./status-body.js";
+import { publishErrorAnswer } from "./error-answers.js";
+import { statusBody, type StatusBody } from "./status-body.js";
 import { toApiError } from "./to-api-error.js";
 
 export const IDEMPOTENCY_KEY_HEADER = "Idempotency-Key";
@@ -95,6 +96,10 @@ const sealContext = (id: string) => `idempotency:${id}`;
 
 function send(res: Response, answer: Answer): void {
   for (const [name, value] of Object.entries(answer.headers)) res.setHeader(name, value);
-  if (answer.status >= 400) res.locals.errorReason = (answer.body as { details?: Array<{ reason?: string }> }).details?.[0]?.reason;
+  if (answer.status >= 400) {
+    const body = answer.body as StatusBody;
+    res.locals.errorReason = body.details.find((d) => d["@type"] === "type.googleapis.com/google.rpc.ErrorInfo")?.reason;
+    publishErrorAnswer({ operationId: res.locals.operationId as string | undefined, status: answer.status, body });
+  }
   res.status(answer.status).json(answer.body);
 }
