@@ -1,7 +1,7 @@
 // The console's session: a typed client (src/client, on the generated types) holding the client
 // credentials and its access token in memory only (no storage, no cookie: closing or reloading the
 // page signs out), and what the caller may do, learned by asking the API.
-import { createApiClient, TokenError, type ApiClient, type components } from "../../src/client/index.js";
+import { ApiRequestError, createApiClient, TokenError, unwrap, type ApiClient, type components } from "../../src/client/index.js";
 
 export type Schemas = components["schemas"];
 
@@ -14,35 +14,21 @@ export interface Session {
   currencyCode: string;
 }
 
-/** An answer of the API that was not a success, with the contract's error body. */
-export class ApiFailure extends Error {
-  constructor(
-    readonly status: number,
-    readonly body: Schemas["Status"] | undefined,
-  ) {
-    super(describeStatus(status, body));
-    this.name = "ApiFailure";
-  }
-}
-
-function describeStatus(status: number, body: Schemas["Status"] | undefined): string {
-  if (!body || typeof body.message !== "string") return `The server answered ${status}.`;
-  const info = body.details?.find((d) => d["@type"] === "type.googleapis.com/google.rpc.ErrorInfo") as Schemas["ErrorInfo"] | undefined;
-  return `${body.message}${info?.reason ? ` (${info.reason}, ${status})` : ` (${status})`}`;
-}
-
-/** The body of a successful answer; otherwise throws an ApiFailure whose message says what went wrong. */
+/** The body of a successful answer; otherwise throws the client's ApiRequestError (status, reason, body). */
 export async function call<T>(request: Promise<{ data?: T; error?: unknown; response: Response }>): Promise<T> {
-  const { data, error, response } = await request;
-  if (response.ok && data !== undefined) return data;
-  throw new ApiFailure(response.status, error as Schemas["Status"] | undefined);
+  return unwrap(await request);
 }
 
 /** A sentence for any failure, for the place next to what caused it. */
 export function describeError(error: unknown): string {
-  if (error instanceof ApiFailure) return error.message;
+  // A TokenError is an ApiRequestError too: sign-in failures get their own words.
   if (error instanceof TokenError) {
     return error.status === 401 || error.error === "invalid_client" ? "Sign-in refused: unknown client id or wrong secret." : `Sign-in failed: ${error.message}.`;
+  }
+  if (error instanceof ApiRequestError) {
+    const message = (error.body as { message?: unknown } | undefined)?.message;
+    if (typeof message !== "string") return `The server answered ${error.status}.`;
+    return `${message} (${error.reason ? `${error.reason}, ` : ""}${error.status})`;
   }
   if (error instanceof TypeError) return "The server could not be reached.";
   return error instanceof Error ? error.message : String(error);
@@ -51,7 +37,7 @@ export function describeError(error: unknown): string {
 async function allowed(request: Promise<{ response: Response }>): Promise<boolean> {
   const { response } = await request;
   if (response.status === 403) return false;
-  if (!response.ok) throw new ApiFailure(response.status, undefined);
+  if (!response.ok) throw new ApiRequestError(response, undefined);
   return true;
 }
 
