@@ -3,6 +3,7 @@
 // and the webhook trigger's JWKS URL and source CIDRs. Returns the normalized shapes to store.
 import type { components } from "../../generated/api.js";
 import { invalidField } from "../core/errors.js";
+import { isPathId } from "../core/ids.js";
 import { parseSpendLimit } from "../funds/spend-limit.js";
 import { checkJwksUrl } from "../webhooks/jwks-fetch.js";
 import { parseCidrs } from "../webhooks/source-ip.js";
@@ -17,15 +18,12 @@ export interface WebhookTriggerConfig {
   allowedSourceCidrs: string[];
 }
 
-/** The shape of `user_id` and `app_id` in the API's paths (contract parameters UserId and AppId). */
-const CONTRACT_ID = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
-
 /**
  * An id computed by a step's CEL must have the shape of the API's path parameters (checked by the
  * contract validator, not by the funds code), or the step would create a row no API call can address.
  */
 export function checkComputedId(field: string, value: string): string {
-  if (!CONTRACT_ID.test(value)) throw invalidField(field, "must evaluate to an id of 1 to 128 characters of [A-Za-z0-9._:-], starting with a letter or digit");
+  if (!isPathId(value)) throw invalidField(field, "must evaluate to an id of 1 to 128 characters of [A-Za-z0-9._:-], starting with a letter or digit");
   return value;
 }
 

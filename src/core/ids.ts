@@ -27,3 +27,8 @@ export function secret256(): string {
 }
 
 export const newId = (): string => base62(16);
+
+/** Ids in the API's paths (contract parameters UserId, AppId, ListenerId): 1 to 128 of [A-Za-z0-9._:-], from a letter or digit. */
+const PATH_ID = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
+
+export const isPathId = (value: string): boolean => PATH_ID.test(value);

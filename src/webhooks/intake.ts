@@ -5,6 +5,7 @@
 import type { KnownWebhookEventOutcome } from "../../generated/enums.js";
 import type { Clock } from "../core/clock.js";
 import { conflict, notFound, permissionDenied } from "../core/errors.js";
+import { isPathId } from "../core/ids.js";
 import type { Automations } from "../automations/automations.js";
 import { newExecution } from "../automations/executions.js";
 import type { IntakeListener, Listeners } from "../automations/listeners.js";
@@ -58,6 +59,8 @@ export class WebhookIntake {
 
   async receive(request: IncomingRequest): Promise<WebhookEvent> {
     const { listeners, clock } = this.deps;
+    // No listener has an id of another shape; the database is not asked (PostgreSQL refuses a NUL in text).
+    if (!isPathId(request.listenerId)) throw listenerNotFound();
     const listener = await listeners.findForIntake(request.listenerId);
     if (!listener) throw listenerNotFound();
     const peer = clientAddress(request.remoteAddress, request.forwardedFor, this.deps.trustProxy);

@@ -245,6 +245,12 @@ describe("the order of the checks: 404, 403, 413, 400, 401, 409", () => {
     expectRefused(await sendHmac(ts, unknown, hook.secret, "{}"), 404, "LISTENER_NOT_FOUND");
   });
 
+  it("a listener id no listener can have (a NUL, a space, 129 characters) is 404 on every database, never 500", async () => {
+    for (const id of ["a%00b", "a%20b", "-a", "a".repeat(129)]) {
+      expectRefused(await sendHmac(ts, hook.url.replace(hook.listenerId, id), hook.secret, "{}"), 404, "LISTENER_NOT_FOUND");
+    }
+  });
+
   it("a refused source is 403 before the size, the headers and the signature", async () => {
     const fenced = await createHooked(ts, { cidrs: ["10.0.0.0/8"] });
     expectRefused(await postRaw(fenced.url, { body: jsonOfSize(KB64 + 1) }), 403, "SOURCE_NOT_ALLOWED");
