@@ -4751,7 +4751,7 @@ export interface components {
                 "application/json": components["schemas"]["Status"];
             };
         };
-        /** @description The request body has a media type (Content-Type or charset) the operation does not accept. */
+        /** @description The request body has a media type (Content-Type or charset) the operation does not accept, or a Content-Encoding: bodies are sent uncompressed. */
         UnsupportedMediaType: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];

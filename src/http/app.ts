@@ -6,6 +6,7 @@ import * as OpenApiValidator from "express-openapi-validator";
 import getRawBody from "raw-body";
 import { handlerFor, operationRoutes, type OperationRequest, type ServiceHandlers } from "../../generated/server.js";
 import { invalidArgument, permissionDenied } from "../core/errors.js";
+import { checkJsonDepth } from "../core/json-depth.js";
 import type { Logger } from "../core/logger.js";
 import type { AccessTokens } from "../identity/access-tokens.js";
 import { mayCall } from "../identity/roles.js";
@@ -75,6 +76,12 @@ export const joinedHeaders = (req: Request): Record<string, string | undefined> 
 
 const peerOf = (req: Request): RequestContext["peer"] => ({ remoteAddress: req.socket.remoteAddress ?? "", forwardedFor: req.get("x-forwarded-for") });
 
+/** A JSON body's bytes, before they are parsed: strict UTF-8, and no deeper than MAX_JSON_DEPTH. */
+function checkJsonBytes(req: Request, res: Response, body: Buffer, encoding: string | null): void {
+  requireUtf8(req, res, body, encoding);
+  checkJsonDepth(body);
+}
+
 /**
  * The parsers and the contract validator every operation but the raw ones goes through, in order.
  * The mock (mock/front.ts) runs the same chain, so that it refuses what the server refuses, in the same words.
@@ -82,8 +89,9 @@ const peerOf = (req: Request): RequestContext["peer"] => ({ remoteAddress: req.s
 export function requestValidation(contractPath: string, validateResponses: boolean): RequestHandler[] {
   cacheValidatorRouteMatchers();
   return [
-    express.json({ limit: JSON_LIMIT, type: ["application/json", "application/*+json"], verify: requireUtf8 }),
-    express.urlencoded({ extended: false, limit: FORM_LIMIT, parameterLimit: 20, verify: requireUtf8 }),
+    // inflate: false: a compressed body (any Content-Encoding) is 415, never decompressed.
+    express.json({ limit: JSON_LIMIT, type: ["application/json", "application/*+json"], verify: checkJsonBytes, inflate: false }),
+    express.urlencoded({ extended: false, limit: FORM_LIMIT, parameterLimit: 20, verify: requireUtf8, inflate: false }),
     storableText,
     ...OpenApiValidator.middleware({
       apiSpec: contractPath,

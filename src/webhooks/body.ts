@@ -2,17 +2,7 @@
 // false, null), as strict UTF-8. And its `htb_s256`, the body hash a JWT sender puts in its token.
 import { createHash } from "node:crypto";
 import { invalidArgument } from "../core/errors.js";
-
-export interface ParseBodyOptions {
-  /**
-   * Deepest nesting of arrays and objects accepted. JSON.parse copes with any depth, but what runs
-   * next (JSON.stringify, structuredClone, CEL) recurses and overflows the stack on a 64 KB body of
-   * `[[[[...`. Default 128.
-   */
-  maxDepth?: number;
-}
-
-export const MAX_JSON_DEPTH = 128;
+import { checkJsonDepth } from "../core/json-depth.js";
 
 const malformed = (why: string) => invalidArgument("MALFORMED_BODY", `the request body ${why}`, { violations: [{ field: "body", description: why }] });
 
@@ -20,30 +10,8 @@ const malformed = (why: string) => invalidArgument("MALFORMED_BODY", `the reques
 // JSON.parse refuses it (RFC 8259: JSON text is sent without one).
 const utf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
 
-/** Nesting depth of a text already known to be valid JSON. */
-function depthOf(text: string, limit: number): number {
-  let depth = 0;
-  let max = 0;
-  let inString = false;
-  for (let i = 0; i < text.length; i++) {
-    const c = text.charCodeAt(i);
-    if (inString) {
-      if (c === 0x5c) i++; // backslash: skip the escaped character
-      else if (c === 0x22) inString = false;
-    } else if (c === 0x22) inString = true;
-    else if (c === 0x5b || c === 0x7b) {
-      if (++depth > max) {
-        max = depth;
-        if (max > limit) return max;
-      }
-    } else if (c === 0x5d || c === 0x7d) depth--;
-  }
-  return max;
-}
-
 /** The body's JSON value; 400 MALFORMED_BODY for invalid UTF-8, invalid JSON or excessive nesting. */
-export function parseJsonBody(rawBody: Uint8Array, options: ParseBodyOptions = {}): unknown {
-  const maxDepth = options.maxDepth ?? MAX_JSON_DEPTH;
+export function parseJsonBody(rawBody: Uint8Array): unknown {
   let text: string;
   try {
     text = utf8.decode(rawBody);
@@ -56,7 +24,7 @@ export function parseJsonBody(rawBody: Uint8Array, options: ParseBodyOptions = {
   } catch {
     throw malformed("is not valid JSON");
   }
-  if (depthOf(text, maxDepth) > maxDepth) throw malformed(`nests arrays and objects deeper than ${maxDepth} levels`);
+  checkJsonDepth(rawBody);
   return value;
 }
 

@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { MAX_JSON_DEPTH, nestsDeeperThan } from "../../src/core/json-depth.js";
 import { htbS256, parseJsonBody } from "../../src/webhooks/body.js";
 import { caught, expectApiError } from "./helpers.js";
 
@@ -44,8 +45,14 @@ describe("parseJsonBody", () => {
     expect(() => parseJsonBody(nested(128))).not.toThrow();
     expectApiError(caught(() => parseJsonBody(nested(129))), 400, "MALFORMED_BODY");
     expectApiError(caught(() => parseJsonBody(nested(32_768))), 400, "MALFORMED_BODY");
-    expect(() => parseJsonBody(raw('{"a":"[[[[[[[[[[[[["}'), { maxDepth: 1 })).not.toThrow();
-    expect(() => parseJsonBody(raw('{"a":"\\"[[[\\\\"}'), { maxDepth: 1 })).not.toThrow();
+  });
+
+  it("counts depth on the bytes, skipping strings and their escapes, and stops at the first level past the limit", () => {
+    expect(nestsDeeperThan(raw('{"a":"[[[[[[[[[[[[["}'), 1)).toBe(false);
+    expect(nestsDeeperThan(raw('{"a":"\\"[[[\\\\"}'), 1)).toBe(false);
+    expect(nestsDeeperThan(raw('{"é":["ü",{"b":[]}]}'), 3)).toBe(true);
+    expect(nestsDeeperThan(raw('{"é":["ü",{"b":[]}]}'), 4)).toBe(false);
+    expect(nestsDeeperThan(raw("[".repeat(10_000_000)), MAX_JSON_DEPTH)).toBe(true);
   });
 });
 
