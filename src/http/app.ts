@@ -5,7 +5,7 @@ import express, { type Express, type NextFunction, type Request, type RequestHan
 import * as OpenApiValidator from "express-openapi-validator";
 import getRawBody from "raw-body";
 import { handlerFor, operationRoutes, type OperationRequest, type ServiceHandlers } from "../../generated/server.js";
-import { invalidArgument, permissionDenied } from "../core/errors.js";
+import { ApiError, GrpcCode, invalidArgument, notFound, permissionDenied } from "../core/errors.js";
 import { checkJsonDepth } from "../core/json-depth.js";
 import type { Logger } from "../core/logger.js";
 import type { AccessTokens } from "../identity/access-tokens.js";
@@ -18,7 +18,7 @@ import { errorResponse } from "./error-response.js";
 import { IDEMPOTENCY_KEY_HEADER, type Idempotency } from "./idempotency.js";
 import { requestId } from "./request-id.js";
 import { cacheValidatorRouteMatchers } from "./route-matcher-cache.js";
-import { expressPath, findRoute } from "./route-table.js";
+import { expressPath, findRoute, methodsAt } from "./route-table.js";
 import { storableText } from "./storable-text.js";
 import { requireUtf8 } from "./strict-utf8.js";
 
@@ -73,6 +73,13 @@ export async function readRawBody(req: Request, res: Response, limit: number | s
 /** Request headers by lower-case name, a repeated one joined with ", ", as raw handlers get them. */
 export const joinedHeaders = (req: Request): Record<string, string | undefined> =>
   Object.fromEntries(Object.entries(req.headers).map(([k, v]) => [k, Array.isArray(v) ? v.join(", ") : v]));
+
+/** A request no operation takes: 405 with `Allow` where the path has operations, else 404. */
+function unroutable(path: string): ApiError {
+  const allowed = methodsAt(path);
+  if (allowed.length === 0) return notFound("ROUTE_NOT_FOUND", "no such route");
+  return new ApiError(405, GrpcCode.UNIMPLEMENTED, "METHOD_NOT_ALLOWED", "the route does not accept this method", { headers: { Allow: allowed.join(", ") } });
+}
 
 const peerOf = (req: Request): RequestContext["peer"] => ({ remoteAddress: req.socket.remoteAddress ?? "", forwardedFor: req.get("x-forwarded-for") });
 
@@ -129,7 +136,7 @@ export function createApp(options: AppOptions): Express {
   // Authentication and roles come first, so a caller without access learns nothing about shapes.
   app.use(async (req: Request, res: Response, next: NextFunction) => {
     const route = findRoute(req.method, req.path);
-    if (!route) return next();
+    if (!route) return next(unroutable(req.path));
     res.locals.operationId = route.operationId;
     if (!route.secured) return next();
     try {

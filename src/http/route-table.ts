@@ -9,7 +9,8 @@ interface CompiledRoute {
 
 const compiled: CompiledRoute[] = operationRoutes.map((route) => ({
   route,
-  pattern: new RegExp(`^${route.path.replace(/[.*+?^$()|[\]\\]/g, "\\$&").replace(/\\?\{[a-z_]+\\?\}/g, "[^/]+").replace(/\{[a-z_]+\}/g, "[^/]+")}/?$`),
+  // Case-sensitive, and strict about a trailing slash: one path, one spelling.
+  pattern: new RegExp(`^${route.path.replace(/[.*+?^$()|[\]\\]/g, "\\$&").replace(/\\?\{[a-z_]+\\?\}/g, "[^/]+").replace(/\{[a-z_]+\}/g, "[^/]+")}$`),
 }));
 
 export function findRoute(method: string, path: string): OperationRoute | undefined {
@@ -19,3 +20,8 @@ export function findRoute(method: string, path: string): OperationRoute | undefi
 
 /** `/api/v1/users/{user_id}` as Express writes it: `/api/v1/users/:user_id`. */
 export const expressPath = (template: string): string => template.replace(/\{([a-z_]+)\}/g, ":$1");
+
+/** The methods of the operations at `path`, upper-case (an `Allow` header's value); empty for no such path. */
+export function methodsAt(path: string): string[] {
+  return compiled.filter((c) => c.pattern.test(path)).map((c) => c.route.method.toUpperCase()).sort();
+}

@@ -4,7 +4,8 @@ import { readFileSync } from "node:fs";
 import { connect } from "node:net";
 import { PassThrough } from "node:stream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { contractPath, schemaErrors } from "../support/contract.js";
+import { contractPath, operations, schemaErrors } from "../support/contract.js";
+import { rawRequest } from "../support/raw-http.js";
 import { BOOTSTRAP, startTestServer, type TestServer } from "../support/server.js";
 
 let ts: TestServer;
@@ -22,6 +23,9 @@ beforeAll(async () => {
   accessToken = ((await r.json()) as { access_token: string }).access_token;
 });
 afterAll(async () => ts?.stop());
+
+/** Each path of the contract with its parameters filled, and its template. */
+const operationPaths = [...new Set(operations.map((o) => o.path))].map((template) => [template.replace(/\{[a-z_]+\}/g, "route-1"), template] as const);
 
 async function call(method: string, path: string, init: { body?: string | Buffer; headers?: Record<string, string> } = {}) {
   const r = await fetch(ts.url + path, {
@@ -46,6 +50,29 @@ describe("the one error body", () => {
   it("unknown routes are 404", async () => expectStatusBody(await call("GET", "/api/v1/nothing-here"), 404, "ROUTE_NOT_FOUND"));
 
   it("a wrong method is 405", async () => expectStatusBody(await call("PUT", "/api/v1/users"), 405, "METHOD_NOT_ALLOWED"));
+
+  it("every method a path does not take is 405 with the Status body and Allow naming the ones it does, the webhook intake's included", async () => {
+    for (const [path, template] of operationPaths) {
+      const allowed = operations.filter((o) => o.path === template).map((o) => o.method.toUpperCase()).sort();
+      for (const method of ["GET", "POST", "PUT", "PATCH", "DELETE"].filter((m) => !allowed.includes(m))) {
+        const r = await call(method, path, method === "GET" || method === "DELETE" ? {} : { body: "{}", headers: { "Content-Type": "application/json" } });
+        expectStatusBody(r, 405, "METHOD_NOT_ALLOWED");
+        expect(r.headers.get("allow"), `${method} ${path}`).toBe(allowed.join(", "));
+      }
+    }
+  });
+
+  it("routing is case-sensitive and strict about trailing slashes: another spelling is 404 with the Status body", async () => {
+    for (const [method, path] of [["GET", "/API/v1/users"], ["GET", "/api/v1/Users"], ["GET", "/api/v1/users/"], ["POST", "/api/v1/webhooks/incoming/wh_1/"], ["GET", "/auth/v1/token/"]] as const) {
+      expectStatusBody(await call(method, path), 404, "ROUTE_NOT_FOUND");
+    }
+  });
+
+  it("OPTIONS * is 404 with the Status body", async () => {
+    const r = await rawRequest(ts.url, "OPTIONS", "*", {});
+    expect(r.status).toBe(404);
+    expect(JSON.parse(r.text).details[0].reason).toBe("ROUTE_NOT_FOUND");
+  });
 
   it("malformed JSON is 400, never a stack trace", async () => {
     const r = await call("POST", "/api/v1/users", { body: '{"displayName": ', headers: { "Content-Type": "application/json" } });
