@@ -129,6 +129,8 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   // request being sent on the same connection, which the client sees as ECONNRESET.
   server.keepAliveTimeout = 65_000;
   server.headersTimeout = 66_000;
+  // Every header field is kept, none dropped past a count; limitHeaderFields refuses too many.
+  server.maxHeadersCount = 0;
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
     server.listen(config.port, config.host, () => resolve());

@@ -15,6 +15,7 @@ import { callerOf, type RequestContext } from "./context.js";
 import { CONSOLE_PATH, consoleRouter } from "./console.js";
 import { DOCS_PATH, docsPage } from "./docs.js";
 import { errorResponse } from "./error-response.js";
+import { limitHeaderFields } from "./header-count.js";
 import { IDEMPOTENCY_KEY_HEADER, type Idempotency } from "./idempotency.js";
 import { requestId } from "./request-id.js";
 import { cacheValidatorRouteMatchers } from "./route-matcher-cache.js";
@@ -123,6 +124,7 @@ export function createApp(options: AppOptions): Express {
 
   app.use(requestId);
   app.use(accessLog(logger));
+  app.use(limitHeaderFields);
 
   app.get("/healthz", (_req, res) => void res.json({ status: "ok" }));
   app.get("/readyz", async (_req, res) => {

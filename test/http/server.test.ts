@@ -68,6 +68,14 @@ describe("the one error body", () => {
     }
   });
 
+  it("no header field is dropped unseen: past 200 fields a request is 431, an Authorization after 1,999 others included", async () => {
+    const many = await rawRequest(ts.url, "GET", "/api/v1/funds/policy", { a: Array(1_999).fill("b"), Authorization: `Bearer ${accessToken}` });
+    expect(many.status).toBe(431);
+    expect(JSON.parse(many.text)).toMatchObject({ message: "the request has more than 200 header fields", details: [{ reason: "HEADERS_TOO_LARGE" }, { requestId: many.headers["x-request-id"] }] });
+    const enough = await rawRequest(ts.url, "GET", "/api/v1/funds/policy", { a: Array(150).fill("b"), Authorization: `Bearer ${accessToken}` });
+    expect(enough.status).toBe(200);
+  });
+
   it("OPTIONS * is 404 with the Status body", async () => {
     const r = await rawRequest(ts.url, "OPTIONS", "*", {});
     expect(r.status).toBe(404);

@@ -9,7 +9,7 @@ export interface RawAnswer {
   text: string;
 }
 
-export function rawRequest(baseUrl: string, method: string, target: string, headers: Record<string, string>, body?: Buffer): Promise<RawAnswer> {
+export function rawRequest(baseUrl: string, method: string, target: string, headers: Record<string, string | string[]>, body?: Buffer): Promise<RawAnswer> {
   const url = new URL(baseUrl);
   return new Promise((resolve, reject) => {
     let answered = false;
