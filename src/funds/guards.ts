@@ -1,6 +1,7 @@
 // Shape checks for untyped request input. The contract validator runs first over HTTP, but the
 // domain refuses bad values itself so no caller can store a shape the rules forbid.
 import { invalidField } from "../core/errors.js";
+import { isStorableText, textLength, UNSTORABLE_TEXT } from "../core/storable-text.js";
 
 export const isRecord = (v: unknown): v is Record<string, unknown> =>
   typeof v === "object" && v !== null && !Array.isArray(v);
@@ -17,10 +18,15 @@ export function requireRecord(input: unknown, path: string): Record<string, unkn
 /** The contract's bound on free-text reasons. */
 const MAX_REASON_LENGTH = 500;
 
-/** An optional free-text reason: absent/null is undefined, otherwise a string of at most 500 characters. */
+/**
+ * An optional free-text reason: absent/null is undefined, otherwise storable text of at most 500
+ * characters (code points, as the contract counts). Every writer of a reason comes through here,
+ * the API and automation steps alike.
+ */
 export function parseReason(input: unknown, path: string): string | undefined {
   if (!isSet(input)) return undefined;
   if (typeof input !== "string") throw invalidField(path, "must be a string");
-  if (input.length > MAX_REASON_LENGTH) throw invalidField(path, `must be at most ${MAX_REASON_LENGTH} characters`);
+  if (!isStorableText(input)) throw invalidField(path, UNSTORABLE_TEXT);
+  if (textLength(input) > MAX_REASON_LENGTH) throw invalidField(path, `must be at most ${MAX_REASON_LENGTH} characters`);
   return input;
 }

@@ -1,16 +1,12 @@
-// Refuses request values the databases cannot store as sent: NUL characters (PostgreSQL text cannot
-// hold them: the insert fails, a 500), unpaired surrogates (valid in JSON escapes, not in UTF-8:
-// both drivers would store U+FFFD instead, text the client never sent), and numbers past the range
-// of a double (JSON.parse turns 1e400 into Infinity, which serializes as null). Checked once for
-// the parsed body and query, before the contract validator, so every operation gets the same 400,
-// free-form values (a sample payload) included.
+// Refuses request values the databases cannot store as sent: text that core/storable-text refuses
+// (NUL, unpaired surrogates), and numbers past the range of a double (JSON.parse turns 1e400 into
+// Infinity, which serializes as null). Checked once for the parsed body and query, before the
+// contract validator, so every operation gets the same 400, free-form values (a sample payload)
+// included.
 import type { NextFunction, Request, Response } from "express";
 import { invalidField } from "../core/errors.js";
+import { isStorableText, UNSTORABLE_TEXT } from "../core/storable-text.js";
 
-const UNPAIRED_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
-const storable = (s: string) => !s.includes("\u0000") && !UNPAIRED_SURROGATE.test(s);
-
-const TEXT_PROBLEM = "must not contain NUL characters or unpaired surrogates";
 const NUMBER_PROBLEM = "must not contain numbers beyond the range of a double (about 1.8e308)";
 
 /** The path and problem of the first value (key or value) in `root` that is not storable, or undefined. */
@@ -20,14 +16,14 @@ function firstUnstorable(root: unknown, prefix: string): { path: string; problem
   while (stack.length > 0) {
     const [value, path] = stack.pop()!;
     if (typeof value === "string") {
-      if (!storable(value)) return { path, problem: TEXT_PROBLEM };
+      if (!isStorableText(value)) return { path, problem: UNSTORABLE_TEXT };
     } else if (typeof value === "number") {
       if (!Number.isFinite(value)) return { path, problem: NUMBER_PROBLEM };
     } else if (Array.isArray(value)) {
       value.forEach((item, i) => stack.push([item, `${path}[${i}]`]));
     } else if (value !== null && typeof value === "object") {
       for (const [key, item] of Object.entries(value)) {
-        if (!storable(key)) return { path, problem: TEXT_PROBLEM };
+        if (!isStorableText(key)) return { path, problem: UNSTORABLE_TEXT };
         stack.push([item, `${path}.${key}`]);
       }
     }

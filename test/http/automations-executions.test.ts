@@ -134,6 +134,21 @@ describe("limit steps act through the funds rules", () => {
     expect(unwrap(await f.effective(subject, appId)).effective).toMatchObject({ decision: "EFFECTIVE_DECISION_LIMIT", limit: amount("250") });
   });
 
+  it("a reason a step computes obeys the API's text rule: a NUL or an unpaired surrogate fails the step and stores nothing", async () => {
+    const appId = newAppId();
+    const hook = await createHooked(ts, { steps: [{ stepName: "suspend", suspendAppLimit: { userIdCel: "ctx.trigger.userId", appIdCel: "ctx.trigger.appId", reasonCel: "ctx.trigger.reason" } }] });
+    for (const reason of ["a\u0000b", "lone \ud800 surrogate"]) {
+      const execution = await run(hook, { userId: subject, appId, reason });
+      expect(execution.stepResults[0]).toMatchObject({ state: "STEP_STATE_ERROR", error: expect.stringMatching(/NUL characters or unpaired surrogates/) });
+    }
+    expectError(await f.get(subject, appId), 404, "ROW_NOT_FOUND");
+    // Length is counted in characters, as the contract's maxLength: 500 emoji are a reason, 501 are not.
+    expect((await run(hook, { userId: subject, appId, reason: "😀".repeat(500) })).state).toBe("AUTOMATION_EXECUTION_STATE_DONE");
+    expect((await run(hook, { userId: subject, appId, reason: "😀".repeat(501) })).stepResults[0]).toMatchObject({ state: "STEP_STATE_ERROR", error: expect.stringMatching(/at most 500/) });
+    // The API counts the same way: its 500 emoji were refused by the domain after the contract took them.
+    expect(unwrap(await f.suspend(subject, newAppId(), { reason: "😀".repeat(500) })).limit?.controls?.suspension?.reason).toBe("😀".repeat(500));
+  });
+
   it("suspending a row that does not exist creates it, as the API does; unsuspending its only control removes it (output limit null)", async () => {
     const appId = newAppId();
     const hook = await createHooked(ts, { steps: [suspendStep] });
