@@ -4765,8 +4765,7 @@ export interface components {
         TooManyRequests: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
-                /** @description Seconds to wait before trying again. */
-                "Retry-After"?: number;
+                "Retry-After": components["headers"]["Retry-After"];
                 [name: string]: unknown;
             };
             content: {
@@ -4958,10 +4957,10 @@ export interface components {
     headers: {
         /** @description The id of this request, on every response; also in `Status.details[].requestId` of an error. A client may send its own `X-Request-Id` (1-128 characters of `[A-Za-z0-9._-]`) to have it reused. */
         "X-Request-Id": string;
-        /** @description Present, with the value `true`, on an answer replayed for a repeated `Idempotency-Key`; absent on an answer to a request that was processed. */
-        "Idempotent-Replayed": "true";
         /** @description Seconds to wait before trying again. */
         "Retry-After": number;
+        /** @description Present, with the value `true`, on an answer replayed for a repeated `Idempotency-Key`; absent on an answer to a request that was processed. */
+        "Idempotent-Replayed": "true";
     };
     pathItems: never;
 }

@@ -1,14 +1,9 @@
 // Every operation shows a partner what to send and what comes back: a request example where it
 // takes a body and a 200 example, both valid against their schemas (the mock serves them).
 import { describe, expect, it } from "vitest";
-import { contract, operations, responseErrors } from "../support/contract.js";
+import { deref, operations, responseErrors } from "../support/contract.js";
 
 type Node = Record<string, any>;
-const deref = (n: Node | undefined): Node => {
-  let x = n ?? {};
-  while (x.$ref) x = (x.$ref as string).slice(2).split("/").reduce((a: Node, p) => a[p], contract);
-  return x;
-};
 const exampleOf = (media: Node | undefined): unknown => media?.example ?? Object.values((media?.examples ?? {}) as Node)[0]?.value ?? deref(media?.schema).example;
 
 describe("examples", () => {

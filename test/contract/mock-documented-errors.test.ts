@@ -4,7 +4,7 @@
 // servers gave), so what the mock teaches is what the server says.
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { contract, operations } from "../support/contract.js";
+import { contract, deref, operations } from "../support/contract.js";
 import { declaredErrors } from "../support/declared-errors.js";
 import { startMock } from "../support/mock.js";
 import type { Served } from "../support/process.js";
@@ -13,12 +13,6 @@ type Node = Record<string, any>;
 let mock: Served;
 beforeAll(async () => (mock = await startMock()));
 afterAll(async () => mock?.stop());
-
-const deref = (node: Node | undefined): Node => {
-  let n = node ?? {};
-  while (typeof n.$ref === "string") n = (n.$ref as string).slice(2).split("/").reduce((a: Node, p) => a[p], contract);
-  return n;
-};
 
 /** Every path parameter's documented example, by name. */
 const paramExamples = new Map<string, string>(

@@ -5,18 +5,12 @@
 // without a case here fail the first test.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { unwrap } from "../../src/client/index.js";
-import { contract, operations } from "../support/contract.js";
+import { contract, deref, operations } from "../support/contract.js";
 import { BOOTSTRAP, startTestServer, type TestServer } from "../support/server.js";
 import { amount, DAY, funds, newAppId, type Funds } from "./funds-helpers.js";
 import { automationsApi, createHooked, evaluateStep, sendHmac, settled, type AutomationsApi, type Hooked, type Step } from "./webhooks-helpers.js";
 
 type Node = Record<string, any>;
-
-const deref = (n: Node | undefined): Node => {
-  let x = n ?? {};
-  while (x.$ref) x = (x.$ref as string).slice(2).split("/").reduce((a: Node, p) => a[p], contract);
-  return x;
-};
 
 const isObject = (v: unknown): v is Node => typeof v === "object" && v !== null && !Array.isArray(v);
 

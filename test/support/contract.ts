@@ -16,6 +16,15 @@ export interface Operation {
 
 export const contract: Record<string, any> = parse(readFileSync(contractPath, "utf8"));
 
+type Node = Record<string, any>;
+
+/** A node of the bundled contract with its local `$ref`s followed (JSON Pointer escapes decoded). */
+export function deref(node: Node | undefined): Node {
+  let n = node ?? {};
+  while (typeof n.$ref === "string") n = (n.$ref as string).slice(2).split("/").reduce((a: Node, p) => a[p.replaceAll("~1", "/").replaceAll("~0", "~")], contract);
+  return n;
+}
+
 export const operations: Operation[] = Object.entries(contract.paths as Record<string, Record<string, any>>).flatMap(
   ([path, item]) =>
     ["get", "put", "post", "delete", "patch"]

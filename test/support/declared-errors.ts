@@ -1,6 +1,6 @@
 // The error answers the contract declares: for each operation and status, the examples of its
 // response, each naming a reason and the message the server gives with it.
-import { contract, operations } from "./contract.js";
+import { deref, operations } from "./contract.js";
 
 export interface DeclaredError {
   operationId: string;
@@ -12,12 +12,6 @@ export interface DeclaredError {
 }
 
 type Node = Record<string, any>;
-const deref = (node: Node | undefined): Node => {
-  let n = node ?? {};
-  while (typeof n.$ref === "string") n = (n.$ref as string).slice(2).split("/").reduce((a: Node, p) => a[p.replaceAll("~1", "/").replaceAll("~0", "~")], contract);
-  return n;
-};
-
 const reasonOf = (body: Node | undefined): string | undefined =>
   (body?.details as Node[] | undefined)?.find((d) => d["@type"] === "type.googleapis.com/google.rpc.ErrorInfo")?.reason as string | undefined;
 
