@@ -3367,7 +3367,7 @@ export interface components {
          */
         NamedExpression: {
             /**
-             * @description The name of the result, unique within the step.
+             * @description The name of the result, unique within the step. Any name of the pattern works, `constructor` and `__proto__` included.
              * @example isLost
              */
             name: string;
@@ -3493,7 +3493,10 @@ export interface components {
         /**
          * @description One step of an automation. Steps run in order, each with the context `ctx`:
          *     `ctx.trigger` is the webhook body (readable as `ctx.trigger.<field>` or
-         *     `ctx.trigger["<field>"]`) and `ctx.steps.<stepName>` the outputs of earlier steps.
+         *     `ctx.trigger["<field>"]`) and `ctx.steps.<stepName>` the outputs of earlier steps. JSON
+         *     objects are CEL maps whatever their keys: a key such as `constructor`, `__proto__` or
+         *     `toString` is read, tested with `has()`, counted by `size()` and iterated like any other,
+         *     and a map literal keeps it (`{"__proto__": 1}` is a map with that one key).
          *
          *     The step kind is a oneof (`kind`): exactly one of `evaluateExpressions`, `suspendAppLimit`,
          *     `unsuspendAppLimit`, `setAppLimitExtension` is set; the others are absent or null. Answers
@@ -3518,7 +3521,7 @@ export interface components {
          *     }
          */
         AutomationStep: {
-            /** @description The step's name, unique within the automation; later steps read its output as `ctx.steps.<stepName>`. */
+            /** @description The step's name, unique within the automation; later steps read its output as `ctx.steps.<stepName>` (or `ctx.steps["<stepName>"]`). Any name of the pattern works, `constructor` and `__proto__` included. */
             stepName: string;
             /** @description CEL expression over `ctx`; the step is skipped (`STEP_STATE_SKIPPED`) when it evaluates to true (a result that is not a bool fails the step). When absent or empty, the step always runs. */
             skipIfTrueCel?: string;
@@ -3527,7 +3530,7 @@ export interface components {
             unsuspendAppLimit?: null;
             setAppLimitExtension?: null;
         } | {
-            /** @description The step's name, unique within the automation; later steps read its output as `ctx.steps.<stepName>`. */
+            /** @description The step's name, unique within the automation; later steps read its output as `ctx.steps.<stepName>` (or `ctx.steps["<stepName>"]`). Any name of the pattern works, `constructor` and `__proto__` included. */
             stepName: string;
             /** @description CEL expression over `ctx`; the step is skipped (`STEP_STATE_SKIPPED`) when it evaluates to true (a result that is not a bool fails the step). When absent or empty, the step always runs. */
             skipIfTrueCel?: string;
@@ -3536,7 +3539,7 @@ export interface components {
             unsuspendAppLimit?: null;
             setAppLimitExtension?: null;
         } | {
-            /** @description The step's name, unique within the automation; later steps read its output as `ctx.steps.<stepName>`. */
+            /** @description The step's name, unique within the automation; later steps read its output as `ctx.steps.<stepName>` (or `ctx.steps["<stepName>"]`). Any name of the pattern works, `constructor` and `__proto__` included. */
             stepName: string;
             /** @description CEL expression over `ctx`; the step is skipped (`STEP_STATE_SKIPPED`) when it evaluates to true (a result that is not a bool fails the step). When absent or empty, the step always runs. */
             skipIfTrueCel?: string;
@@ -3545,7 +3548,7 @@ export interface components {
             unsuspendAppLimit: components["schemas"]["StepUnsuspendAppLimit"];
             setAppLimitExtension?: null;
         } | {
-            /** @description The step's name, unique within the automation; later steps read its output as `ctx.steps.<stepName>`. */
+            /** @description The step's name, unique within the automation; later steps read its output as `ctx.steps.<stepName>` (or `ctx.steps["<stepName>"]`). Any name of the pattern works, `constructor` and `__proto__` included. */
             stepName: string;
             /** @description CEL expression over `ctx`; the step is skipped (`STEP_STATE_SKIPPED`) when it evaluates to true (a result that is not a bool fails the step). When absent or empty, the step always runs. */
             skipIfTrueCel?: string;
@@ -4244,7 +4247,8 @@ export interface components {
         /**
          * @description Any valid JSON value (an object, an array, a string, a bare number, `true`, `false` or
          *     `null`), at most 64 KB (65,536 bytes); passed to the automation as context data, available
-         *     to steps and CEL as `ctx.trigger.<field>` or `ctx.trigger["<field>"]`.
+         *     to steps and CEL as `ctx.trigger.<field>` or `ctx.trigger["<field>"]`. Every key is data,
+         *     whatever its name (`constructor`, `__proto__`, `toString`...).
          * @example {
          *       "event": "card.lost",
          *       "userId": "2Qk3mN8rT1vX9yZ0",

@@ -17,7 +17,7 @@
 // - `matches` with a literal pattern that is not valid RE2.
 import { ParseError, TypeError as CelTypeError, type ASTNode, type ParseResult } from "@marcbachmann/cel-js";
 import { celInvalid, codePointOffset } from "./cel-errors.js";
-import { celEnvironment, PROBE_FUNCTION } from "./cel-environment.js";
+import { celEnvironment, installMapLiterals, PROBE_FUNCTION } from "./cel-environment.js";
 import { regexProblem } from "./cel-regex.js";
 
 /** Longest expression accepted, in characters (as the contract's `maxLength`). */
@@ -101,6 +101,7 @@ export function checkExpression(source: string, path: string, options: CheckOpti
       throw fail(libraryErrorPosition(error), `type error: ${libraryErrorText(error)}`);
     }
     resultType = result.type ?? "dyn";
+    installMapLiterals(program.ast);
   } catch (error) {
     if (error instanceof StaticError) throw fail(error.utf16Position, error.message);
     if (error instanceof ParseError) {
@@ -147,6 +148,7 @@ export function reloadProgram(compiled: CompiledExpression): void {
   const program = celEnvironment.parse(compiled.source);
   const result = program.check();
   if (!result.valid) throw result.error ?? new Error("type check failed");
+  installMapLiterals(program.ast);
   programs.set(compiled, program);
 }
 

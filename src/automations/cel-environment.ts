@@ -10,6 +10,8 @@
 // - `matches` runs on RE2 (re2js, linear time) instead of JavaScript's backtracking RegExp;
 //   `join` charges the size of the string it would build before building it; `duration` refuses
 //   long strings (the library parses them with a regex that is quadratic in the input length).
+// - Map literals with string keys evaluate to a `Map` (`installMapLiterals`): the library builds a
+//   plain object, which drops the keys `__proto__`, `constructor` and `prototype`.
 //
 // The library does not expose its evaluator; a probe function, evaluated once at start-up,
 // captures it (function handlers are called with the evaluator as `this`). Expressions cannot
@@ -181,3 +183,56 @@ replaceHandler(false, "duration", 1, (original) =>
     return original.apply(this, args);
   },
 );
+
+// ---- map literals -----------------------------------------------------------------------------
+
+interface MutableNode {
+  setMeta(key: "evaluate", value: (ev: EvaluatorLike, ast: ASTNode, ctx: unknown) => unknown): unknown;
+}
+
+/**
+ * A map literal's value. With a string key it is a `Map`, so that every key is kept and reads as
+ * data (as JSON objects do, see cel-values.ts). With none (int, uint, bool keys) it is the
+ * library's plain object, keys as property names (none of them special), whose lookups unify
+ * numbers (`{1: "a"}[1u]`).
+ */
+function evaluateMapLiteral(ev: EvaluatorLike, ast: ASTNode, ctx: unknown): unknown {
+  const entries = (ast.args as ReadonlyArray<readonly [ASTNode, ASTNode]>).map(([key, value]): [unknown, unknown] => [ev.run(key, ctx), ev.run(value, ctx)]);
+  if (entries.some(([key]) => typeof key === "string")) return new Map(entries);
+  const object: Record<string, unknown> = {};
+  for (const [key, value] of entries) object[String(key)] = value;
+  return object;
+}
+
+/** The nodes under a parsed node (macros are expanded from these same nodes). */
+function childNodes(node: ASTNode): readonly ASTNode[] {
+  switch (node.op) {
+    case "value":
+    case "id":
+      return [];
+    case ".":
+    case ".?":
+      return [node.args[0]];
+    case "!_":
+    case "-_":
+      return [node.args];
+    case "call":
+      return node.args[1];
+    case "rcall":
+      return [node.args[1], ...node.args[2]];
+    case "map":
+      return node.args.flat();
+    default:
+      // `list`, binary operators, `[]`, `[?]`, `?:`, `&&`, `||`: arrays of operands.
+      return node.args as readonly ASTNode[];
+  }
+}
+
+/** Makes the non-empty map literals of a parsed program evaluate with `evaluateMapLiteral`. */
+export function installMapLiterals(root: ASTNode): void {
+  const pending: ASTNode[] = [root];
+  for (let node = pending.pop(); node !== undefined; node = pending.pop()) {
+    if (node.op === "map" && node.args.length > 0) (node as unknown as MutableNode).setMeta("evaluate", evaluateMapLiteral);
+    pending.push(...childNodes(node));
+  }
+}

@@ -16,13 +16,13 @@ import { clearActiveBudget, EvaluationBudget, withBudget } from "./cel-budget.js
 import { mayLoop, programOf, reloadProgram, type CompiledExpression } from "./cel-compile.js";
 import { afterNode } from "./cel-environment.js";
 import { CelEvaluationError, codePointOffset } from "./cel-errors.js";
-import { setOwn, toCelInput, toJsonValue, type JsonValue } from "./cel-values.js";
+import { toCelInput, toJsonValue, type CelInput, type JsonValue } from "./cel-values.js";
 
 /** The context of a step: `ctx.trigger` and `ctx.steps` in expressions. */
 export interface CelContext {
   /** The webhook's JSON body. */
   trigger: unknown;
-  /** The outputs of earlier steps by step name (absent for steps that were skipped). */
+  /** The outputs of earlier steps by step name (absent for steps that were skipped); own properties (`setOwn`: a step may be named `__proto__`). */
   steps: Readonly<Record<string, unknown>>;
 }
 
@@ -71,12 +71,13 @@ function isHardTimeout(error: unknown): boolean {
 
 // ---- evaluation -------------------------------------------------------------------------------
 
-function contextInput(ctx: CelContext): { ctx: { trigger: JsonValue; steps: Record<string, JsonValue> } } {
-  const steps: Record<string, JsonValue> = {};
+/** The library's input: maps as `Map`s (see cel-values.ts), `ctx.steps` included, so a step may have any name. */
+function contextInput(ctx: CelContext): { ctx: { trigger: CelInput; steps: Map<string, CelInput> } } {
+  const steps = new Map<string, CelInput>();
   const source = ctx.steps ?? {};
   for (const name of Object.keys(source)) {
     const output = source[name];
-    if (output !== undefined) setOwn(steps, name, toCelInput(output));
+    if (output !== undefined) steps.set(name, toCelInput(output));
   }
   return { ctx: { trigger: toCelInput(ctx.trigger), steps } };
 }

@@ -8,6 +8,9 @@
 // arithmetic needs a conversion (`int(ctx.trigger.count) + 1`, or `ctx.trigger.count + 1.0`),
 // because CEL has no mixed int/double arithmetic. The context is read through `toJsonValue` first,
 // so an output that is still in memory reads exactly like the same output loaded from storage.
+// JSON objects are handed to the library as `Map`s, never as plain objects: it tells a plain
+// object's CEL type by its `constructor` property, so `{"constructor": 1}` would not even be a
+// map. As `Map`s, every key (`constructor`, `__proto__`, `toString`...) reads as data.
 //
 // CEL -> JSON (results, `toJsonValue`): int and uint become JSON numbers when they are safe
 // integers (|n| <= 2^53 - 1) and decimal strings otherwise (as protobuf's JSON mapping does for
@@ -165,19 +168,41 @@ export function toJsonValue(value: unknown, limits: JsonLimits = {}): JsonValue 
   return root["value"] ?? null;
 }
 
-const inputCache = new WeakMap<object, JsonValue>();
+/** A JSON value as CEL reads it: objects are `Map`s, whatever their keys. */
+export type CelInput = null | boolean | number | string | CelInput[] | Map<string, CelInput>;
+
+/** The CEL form of a JSON value (iterative, as `toJsonValue`). */
+function jsonToCel(value: JsonValue): CelInput {
+  const pending: Array<[Container, CelInput[] | Map<string, CelInput>]> = [];
+  const convert = (v: JsonValue): CelInput => {
+    if (v === null || typeof v !== "object") return v;
+    const out = Array.isArray(v) ? [] : new Map<string, CelInput>();
+    pending.push([v, out]);
+    return out;
+  };
+  const root = convert(value);
+  for (let task = pending.pop(); task !== undefined; task = pending.pop()) {
+    const [source, out] = task;
+    if (Array.isArray(source)) for (const item of source) (out as CelInput[]).push(convert(item));
+    else for (const key of Object.keys(source)) (out as Map<string, CelInput>).set(key, convert(source[key] ?? null));
+  }
+  return root;
+}
+
+const inputCache = new WeakMap<object, CelInput>();
 
 /**
  * The CEL view of one context value (`ctx.trigger`, or one step's output): its JSON form, as
- * `toJsonValue` gives it. Conversions of objects are cached by identity, so a trigger read by
- * many expressions is converted once; context values must therefore not be mutated afterwards.
+ * `toJsonValue` gives it, with objects as `Map`s. Conversions of objects are cached by identity, so
+ * a trigger read by many expressions is converted once; context values must therefore not be
+ * mutated afterwards.
  */
-export function toCelInput(value: unknown): JsonValue {
+export function toCelInput(value: unknown): CelInput {
   const limits = { maxNodes: MAX_JSON_NODES, maxDepth: Number.POSITIVE_INFINITY };
-  if (value === null || typeof value !== "object") return toJsonValue(value, limits);
+  if (value === null || typeof value !== "object") return jsonToCel(toJsonValue(value, limits));
   const hit = inputCache.get(value);
   if (hit !== undefined) return hit;
-  const converted = toJsonValue(value, limits);
+  const converted = jsonToCel(toJsonValue(value, limits));
   inputCache.set(value, converted);
   return converted;
 }

@@ -20,5 +20,5 @@ export {
 export type { CelContext, EvaluationLimits } from "./cel-evaluate.js";
 export { CelEvaluationError } from "./cel-errors.js";
 export type { CelEvaluationErrorCode } from "./cel-errors.js";
-export { toJsonValue } from "./cel-values.js";
+export { setOwn, toJsonValue } from "./cel-values.js";
 export type { JsonValue } from "./cel-values.js";

@@ -10,7 +10,7 @@ import type { AutomationExecutionsTable } from "../storage/schema.js";
 import { prepared } from "../storage/prepared.js";
 import { writeStatement, writeTransaction, type Db } from "../storage/transactions.js";
 import { checkComputedId, type AutomationStep } from "./automation-input.js";
-import { CelEvaluationError, checkExpression, evaluateBoolean, evaluateJson, evaluateString, evaluateTimestamp, type CelContext, type CompiledExpression, type ExpectedResult } from "./cel.js";
+import { CelEvaluationError, checkExpression, evaluateBoolean, evaluateJson, evaluateString, evaluateTimestamp, setOwn, type CelContext, type CompiledExpression, type ExpectedResult } from "./cel.js";
 import { ExecutionState, StepState, type StepResult } from "./executions.js";
 
 const CHECKED_CACHE_SIZE = 2_000;
@@ -116,7 +116,7 @@ function outputsBefore(steps: readonly AutomationStep[], results: readonly StepR
   for (let j = 0; j < index; j++) {
     const r = results[j];
     const s = steps[j];
-    if (s && r?.state === StepState.DONE) outputs[s.stepName] = r.output;
+    if (s && r?.state === StepState.DONE) setOwn(outputs, s.stepName, r.output); // a step may be named `__proto__`
   }
   return outputs;
 }

@@ -4,7 +4,7 @@
 // effect (the limit steps are not performed, so they have no output for later steps).
 import { ApiError, invalidField } from "../core/errors.js";
 import { checkComputedId, walkSteps, type AutomationStep, type CheckedExpression } from "./automation-input.js";
-import { CelEvaluationError, evaluateBoolean, evaluateJson, evaluateString, evaluateTimestamp, type CelContext, type JsonValue } from "./cel.js";
+import { CelEvaluationError, evaluateBoolean, evaluateJson, evaluateString, evaluateTimestamp, setOwn, type CelContext, type JsonValue } from "./cel.js";
 
 /** Largest sample payload, as the webhook intake's body limit. */
 export const MAX_SAMPLE_PAYLOAD_BYTES = 65_536;
@@ -103,9 +103,9 @@ export function checkStepsReport(steps: readonly AutomationStep[], currencyCode:
       const output: Record<string, JsonValue> = {};
       step.evaluateExpressions.expressions.forEach((e, j) => {
         const r = results.find((x) => x.expression.field === `evaluateExpressions.expressions[${j}].expression`);
-        if (r) output[e.name] = r.value;
+        if (r) setOwn(output, e.name, r.value); // any name, `__proto__` included
       });
-      if (Object.keys(output).length === step.evaluateExpressions.expressions.length) outputs[step.stepName] = output;
+      if (Object.keys(output).length === step.evaluateExpressions.expressions.length) setOwn(outputs, step.stepName, output);
     });
   }
   return { valid: problems.length === 0, problems, evaluations };

@@ -93,6 +93,30 @@ describe("reading ctx", () => {
     expect(run("has(ctx.trigger.constructor)", body)).toBe(false);
     expect(run("has(ctx.trigger.toString)", {})).toBe(false);
   });
+
+  it("reads keys named `constructor`, `toString`... as data, at any depth and in steps' names", () => {
+    const body: unknown = JSON.parse('{"constructor": null, "a": [{"constructor": 1, "valueOf": 2}], "toString": {"__proto__": 3}}');
+    expect(run("ctx.trigger.constructor == null && size(ctx.trigger) == 3", body)).toBe(true);
+    expect(run("ctx.trigger.a[0].constructor + ctx.trigger.a[0].valueOf + ctx.trigger.toString.__proto__", body)).toBe(6);
+    expect(run("ctx.trigger.a[0].map(k, k)", body)).toEqual(["constructor", "valueOf"]);
+    const steps = JSON.parse('{"__proto__": {"constructor": 1}, "constructor": {"x": 2}}') as Record<string, unknown>;
+    expect(run('ctx.steps["__proto__"].constructor + ctx.steps.constructor.x', {}, steps)).toBe(3);
+  });
+});
+
+describe("map literals", () => {
+  const json = (source: string) => JSON.stringify(evaluateJson(compile(source), context({})));
+
+  it("keep every string key, `__proto__` and `constructor` included", () => {
+    expect(json('{"constructor": 1, "__proto__": {"prototype": 2}, "toString": 3}')).toBe('{"constructor":1,"__proto__":{"prototype":2},"toString":3}');
+    expect(run('{"constructor": 1}.constructor + size({"__proto__": 1, "prototype": 2})')).toBe(3n);
+    expect(run('{"__proto__": 1} == {"__proto__": 1} && {"__proto__": 1} != {"constructor": 1}')).toBe(true);
+  });
+
+  it("with only int, uint and bool keys, look numbers up across int and uint as before", () => {
+    expect(run("{1: 'a'}[1u] + {2u: 'b'}[2] + {true: 'c'}[true]")).toBe("abc");
+    expect(json("{1: 'a', 'b': 2}")).toBe('{"1":"a","b":2}');
+  });
 });
 
 describe("numbers", () => {
