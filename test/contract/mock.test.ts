@@ -233,6 +233,15 @@ describe("the mock refuses what the contract refuses, with the contract's error 
   });
 });
 
+describe("the mock takes what the server takes", () => {
+  it("a page_size of any length in decimal digits (the server clamps it to 10..100), in the query and in a Search body", async () => {
+    for (const page_size of ["2147483648", "9".repeat(400), "-1"]) {
+      ok("svc.api.iam.v1.UserService.List", await api.GET("/api/v1/users", { params: { query: { page_size: page_size as never } } }));
+    }
+    ok("svc.api.funds.v1.SubjectAppLimitService.Search", await api.POST("/api/v1/funds/subject-app-limits/search", { body: { pageSize: 2_147_483_648 } }));
+  });
+});
+
 describe("Prefer forces a documented answer, in the Status body with the request's id", () => {
   const appCap = { params: { path: { app_id: "app-salesforce" } } };
 
