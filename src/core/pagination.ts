@@ -9,7 +9,10 @@ export const PAGE_SIZE_DEFAULT = 25;
 export const PAGE_SIZE_MIN = 10;
 export const PAGE_SIZE_MAX = 100;
 
-/** Default 25; a value below 10 is treated as 10; a value above 100 as 100. */
+/**
+ * Default 25; a value below 10 is treated as 10; a value above 100 as 100, whatever its size (a
+ * query integer past a double's range arrives as ±Infinity and clamps too).
+ */
 export function pageSize(requested: number | undefined | null): number {
   if (requested === undefined || requested === null) return PAGE_SIZE_DEFAULT;
   return Math.min(PAGE_SIZE_MAX, Math.max(PAGE_SIZE_MIN, Math.trunc(requested)));

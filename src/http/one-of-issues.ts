@@ -6,6 +6,7 @@
 // answer names the arm and the field at fault. A value that chooses no arm, or several, gets one
 // failure that says what to choose.
 import type { NextFunction, Request, Response } from "express";
+import { isRecord, isSet } from "../funds/guards.js";
 import type { RequestShapes, SchemaNode } from "./request-shapes.js";
 import { findRoute } from "./route-table.js";
 
@@ -21,8 +22,6 @@ type Deref = (node: SchemaNode | undefined) => SchemaNode;
 
 const keyword = (issue: ValidatorIssue): string => (issue.errorCode ?? "").replace(/\.openapi\.validation$/, "");
 const segments = (path: string | undefined): string[] => (path ?? "").split("/").filter((s) => s !== "");
-const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
-const isSet = (v: unknown): boolean => v !== undefined && v !== null;
 
 function jsonTypes(value: unknown): string[] {
   if (value === null) return ["null"];
@@ -114,8 +113,7 @@ export function narrowOneOfIssues(issues: ValidatorIssue[], body: unknown, bodyS
   for (const failed of oneOfs) {
     const base = segments(failed.path);
     const found = at(bodySchema, body, base.slice(1), deref);
-    const arms = found && Array.isArray(found.schema.oneOf) ? armsOf(found.schema, deref) : undefined;
-    const choice = arms && chooseArm(arms, found!.value);
+    const choice = found && Array.isArray(found.schema.oneOf) ? chooseArm(armsOf(found.schema, deref), found.value) : undefined;
     if (!choice || !out.includes(failed)) continue;
     if ("problem" in choice) {
       out = out.filter((i) => i === failed || !isUnder(i, base)).map((i) => (i === failed ? { ...i, message: choice.problem } : i));
