@@ -2,11 +2,7 @@
 // parser's and the OpenAPI validator's are translated; anything else is an internal error whose
 // details stay in the log, never in the answer.
 import { ApiError, GrpcCode, type FieldViolation } from "../core/errors.js";
-
-interface ValidatorIssue {
-  path?: string;
-  message?: string;
-}
+import type { ValidatorIssue } from "./one-of-issues.js";
 
 const isObject = (e: unknown): e is Record<string, unknown> => typeof e === "object" && e !== null;
 
