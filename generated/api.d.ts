@@ -1852,16 +1852,18 @@ export interface components {
             /** @description When true, only rows with a suspension present; when false, only rows without one; absent, both. */
             suspended?: boolean;
             /**
-             * Format: int32
              * @description Number of results per page. Default 25. Accepted range 10 to 100: a value below 10 is
-             *     treated as 10; a value above 100 is treated as 100.
+             *     treated as 10; a value above 100 is treated as 100, whatever its size. Any JSON number
+             *     without a fraction is an integer (`100`, `1e2`, `100.0`); a fraction is 400, and so is a
+             *     number beyond the range of a double (about 1.8e308), as anywhere in a body.
              * @default 25
              */
             pageSize?: number;
             /**
              * @description Omitted or empty on the first request; on each later request the `nextPageToken` of the
              *     previous response. Tokens are opaque and tamper-evident; a forged, malformed or foreign
-             *     token is 400.
+             *     token is 400, and so is a token spelled otherwise than it was issued (padding `=` added,
+             *     another base64 alphabet, whitespace): each token has exactly one spelling.
              */
             pageToken?: string;
         };
@@ -4867,14 +4869,22 @@ export interface components {
     parameters: {
         /**
          * @description Number of results per page. Default 25. Accepted range 10 to 100: a value below 10 is
-         *     treated as 10; a value above 100 is treated as 100.
+         *     treated as 10; a value above 100 is treated as 100, whatever its size (`2147483648` and
+         *     longer integers too).
+         *
+         *     Written as an integer in decimal digits: an optional `-` and digits, without a leading `+`,
+         *     leading zeros, exponent, fraction, hexadecimal or spaces (`25`, `-3` and `1000` are integers;
+         *     `+25`, `025`, `1e2`, `0x19`, `25.0`, `Infinity` and an empty value are 400). Given once:
+         *     repeated, it is 400.
          * @example 25
          */
         PageSize: number;
         /**
          * @description Omitted or empty on the first request; on each later request the `nextPageToken` of the
          *     previous response. Tokens are opaque and tamper-evident; a forged, malformed or foreign
-         *     token is 400.
+         *     token is 400, and so is a token spelled otherwise than it was issued (padding `=` added,
+         *     another base64 alphabet, whitespace): each token has exactly one spelling. Given once:
+         *     repeated, it is 400.
          * @example
          */
         PageToken: string;
@@ -5069,14 +5079,22 @@ export interface operations {
             query?: {
                 /**
                  * @description Number of results per page. Default 25. Accepted range 10 to 100: a value below 10 is
-                 *     treated as 10; a value above 100 is treated as 100.
+                 *     treated as 10; a value above 100 is treated as 100, whatever its size (`2147483648` and
+                 *     longer integers too).
+                 *
+                 *     Written as an integer in decimal digits: an optional `-` and digits, without a leading `+`,
+                 *     leading zeros, exponent, fraction, hexadecimal or spaces (`25`, `-3` and `1000` are integers;
+                 *     `+25`, `025`, `1e2`, `0x19`, `25.0`, `Infinity` and an empty value are 400). Given once:
+                 *     repeated, it is 400.
                  * @example 25
                  */
                 page_size?: components["parameters"]["PageSize"];
                 /**
                  * @description Omitted or empty on the first request; on each later request the `nextPageToken` of the
                  *     previous response. Tokens are opaque and tamper-evident; a forged, malformed or foreign
-                 *     token is 400.
+                 *     token is 400, and so is a token spelled otherwise than it was issued (padding `=` added,
+                 *     another base64 alphabet, whitespace): each token has exactly one spelling. Given once:
+                 *     repeated, it is 400.
                  * @example
                  */
                 page_token?: components["parameters"]["PageToken"];
@@ -5316,14 +5334,22 @@ export interface operations {
             query?: {
                 /**
                  * @description Number of results per page. Default 25. Accepted range 10 to 100: a value below 10 is
-                 *     treated as 10; a value above 100 is treated as 100.
+                 *     treated as 10; a value above 100 is treated as 100, whatever its size (`2147483648` and
+                 *     longer integers too).
+                 *
+                 *     Written as an integer in decimal digits: an optional `-` and digits, without a leading `+`,
+                 *     leading zeros, exponent, fraction, hexadecimal or spaces (`25`, `-3` and `1000` are integers;
+                 *     `+25`, `025`, `1e2`, `0x19`, `25.0`, `Infinity` and an empty value are 400). Given once:
+                 *     repeated, it is 400.
                  * @example 25
                  */
                 page_size?: components["parameters"]["PageSize"];
                 /**
                  * @description Omitted or empty on the first request; on each later request the `nextPageToken` of the
                  *     previous response. Tokens are opaque and tamper-evident; a forged, malformed or foreign
-                 *     token is 400.
+                 *     token is 400, and so is a token spelled otherwise than it was issued (padding `=` added,
+                 *     another base64 alphabet, whitespace): each token has exactly one spelling. Given once:
+                 *     repeated, it is 400.
                  * @example
                  */
                 page_token?: components["parameters"]["PageToken"];
@@ -6369,14 +6395,22 @@ export interface operations {
             query?: {
                 /**
                  * @description Number of results per page. Default 25. Accepted range 10 to 100: a value below 10 is
-                 *     treated as 10; a value above 100 is treated as 100.
+                 *     treated as 10; a value above 100 is treated as 100, whatever its size (`2147483648` and
+                 *     longer integers too).
+                 *
+                 *     Written as an integer in decimal digits: an optional `-` and digits, without a leading `+`,
+                 *     leading zeros, exponent, fraction, hexadecimal or spaces (`25`, `-3` and `1000` are integers;
+                 *     `+25`, `025`, `1e2`, `0x19`, `25.0`, `Infinity` and an empty value are 400). Given once:
+                 *     repeated, it is 400.
                  * @example 25
                  */
                 page_size?: components["parameters"]["PageSize"];
                 /**
                  * @description Omitted or empty on the first request; on each later request the `nextPageToken` of the
                  *     previous response. Tokens are opaque and tamper-evident; a forged, malformed or foreign
-                 *     token is 400.
+                 *     token is 400, and so is a token spelled otherwise than it was issued (padding `=` added,
+                 *     another base64 alphabet, whitespace): each token has exactly one spelling. Given once:
+                 *     repeated, it is 400.
                  * @example
                  */
                 page_token?: components["parameters"]["PageToken"];
@@ -6749,14 +6783,22 @@ export interface operations {
             query?: {
                 /**
                  * @description Number of results per page. Default 25. Accepted range 10 to 100: a value below 10 is
-                 *     treated as 10; a value above 100 is treated as 100.
+                 *     treated as 10; a value above 100 is treated as 100, whatever its size (`2147483648` and
+                 *     longer integers too).
+                 *
+                 *     Written as an integer in decimal digits: an optional `-` and digits, without a leading `+`,
+                 *     leading zeros, exponent, fraction, hexadecimal or spaces (`25`, `-3` and `1000` are integers;
+                 *     `+25`, `025`, `1e2`, `0x19`, `25.0`, `Infinity` and an empty value are 400). Given once:
+                 *     repeated, it is 400.
                  * @example 25
                  */
                 page_size?: components["parameters"]["PageSize"];
                 /**
                  * @description Omitted or empty on the first request; on each later request the `nextPageToken` of the
                  *     previous response. Tokens are opaque and tamper-evident; a forged, malformed or foreign
-                 *     token is 400.
+                 *     token is 400, and so is a token spelled otherwise than it was issued (padding `=` added,
+                 *     another base64 alphabet, whitespace): each token has exactly one spelling. Given once:
+                 *     repeated, it is 400.
                  * @example
                  */
                 page_token?: components["parameters"]["PageToken"];
@@ -7222,14 +7264,22 @@ export interface operations {
             query?: {
                 /**
                  * @description Number of results per page. Default 25. Accepted range 10 to 100: a value below 10 is
-                 *     treated as 10; a value above 100 is treated as 100.
+                 *     treated as 10; a value above 100 is treated as 100, whatever its size (`2147483648` and
+                 *     longer integers too).
+                 *
+                 *     Written as an integer in decimal digits: an optional `-` and digits, without a leading `+`,
+                 *     leading zeros, exponent, fraction, hexadecimal or spaces (`25`, `-3` and `1000` are integers;
+                 *     `+25`, `025`, `1e2`, `0x19`, `25.0`, `Infinity` and an empty value are 400). Given once:
+                 *     repeated, it is 400.
                  * @example 25
                  */
                 page_size?: components["parameters"]["PageSize"];
                 /**
                  * @description Omitted or empty on the first request; on each later request the `nextPageToken` of the
                  *     previous response. Tokens are opaque and tamper-evident; a forged, malformed or foreign
-                 *     token is 400.
+                 *     token is 400, and so is a token spelled otherwise than it was issued (padding `=` added,
+                 *     another base64 alphabet, whitespace): each token has exactly one spelling. Given once:
+                 *     repeated, it is 400.
                  * @example
                  */
                 page_token?: components["parameters"]["PageToken"];
@@ -7949,14 +7999,22 @@ export interface operations {
             query?: {
                 /**
                  * @description Number of results per page. Default 25. Accepted range 10 to 100: a value below 10 is
-                 *     treated as 10; a value above 100 is treated as 100.
+                 *     treated as 10; a value above 100 is treated as 100, whatever its size (`2147483648` and
+                 *     longer integers too).
+                 *
+                 *     Written as an integer in decimal digits: an optional `-` and digits, without a leading `+`,
+                 *     leading zeros, exponent, fraction, hexadecimal or spaces (`25`, `-3` and `1000` are integers;
+                 *     `+25`, `025`, `1e2`, `0x19`, `25.0`, `Infinity` and an empty value are 400). Given once:
+                 *     repeated, it is 400.
                  * @example 25
                  */
                 page_size?: components["parameters"]["PageSize"];
                 /**
                  * @description Omitted or empty on the first request; on each later request the `nextPageToken` of the
                  *     previous response. Tokens are opaque and tamper-evident; a forged, malformed or foreign
-                 *     token is 400.
+                 *     token is 400, and so is a token spelled otherwise than it was issued (padding `=` added,
+                 *     another base64 alphabet, whitespace): each token has exactly one spelling. Given once:
+                 *     repeated, it is 400.
                  * @example
                  */
                 page_token?: components["parameters"]["PageToken"];
@@ -8164,14 +8222,22 @@ export interface operations {
                 automation_id?: string;
                 /**
                  * @description Number of results per page. Default 25. Accepted range 10 to 100: a value below 10 is
-                 *     treated as 10; a value above 100 is treated as 100.
+                 *     treated as 10; a value above 100 is treated as 100, whatever its size (`2147483648` and
+                 *     longer integers too).
+                 *
+                 *     Written as an integer in decimal digits: an optional `-` and digits, without a leading `+`,
+                 *     leading zeros, exponent, fraction, hexadecimal or spaces (`25`, `-3` and `1000` are integers;
+                 *     `+25`, `025`, `1e2`, `0x19`, `25.0`, `Infinity` and an empty value are 400). Given once:
+                 *     repeated, it is 400.
                  * @example 25
                  */
                 page_size?: components["parameters"]["PageSize"];
                 /**
                  * @description Omitted or empty on the first request; on each later request the `nextPageToken` of the
                  *     previous response. Tokens are opaque and tamper-evident; a forged, malformed or foreign
-                 *     token is 400.
+                 *     token is 400, and so is a token spelled otherwise than it was issued (padding `=` added,
+                 *     another base64 alphabet, whitespace): each token has exactly one spelling. Given once:
+                 *     repeated, it is 400.
                  * @example
                  */
                 page_token?: components["parameters"]["PageToken"];

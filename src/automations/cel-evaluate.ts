@@ -10,8 +10,7 @@
 import vm from "node:vm";
 import { EvaluationError } from "@marcbachmann/cel-js";
 import { UnsignedInt, Duration } from "@marcbachmann/cel-js/evaluator";
-import { ApiError } from "../core/errors.js";
-import { parseTimestamp } from "../funds/timestamp.js";
+import { checkTimestamp, TIMESTAMP_RANGE, yearOutOfRange, type TimestampCheck } from "../funds/timestamp.js";
 import { clearActiveBudget, EvaluationBudget, withBudget } from "./cel-budget.js";
 import { mayLoop, programOf, reloadProgram, type CompiledExpression } from "./cel-compile.js";
 import { afterNode } from "./cel-environment.js";
@@ -186,28 +185,30 @@ export function evaluateString(compiled: CompiledExpression, ctx: CelContext, li
 }
 
 /**
- * For `expiresAtCel`: a CEL timestamp or an RFC 3339 string. Returns the canonical form used by the
- * funds domain: UTC, millisecond precision (`2026-12-01T00:00:00.000Z`).
+ * For `expiresAtCel`: a CEL timestamp or an RFC 3339 string, in years 0001 to 9999 (UTC). Returns the
+ * canonical form used by the funds domain: UTC, millisecond precision (`2026-12-01T00:00:00.000Z`).
  */
 export function evaluateTimestamp(compiled: CompiledExpression, ctx: CelContext, limits?: EvaluationLimits): string {
   const value = evaluate(compiled, ctx, limits);
-  let text: string;
+  let checked: TimestampCheck;
   if (value instanceof Date) {
     if (Number.isNaN(value.getTime())) throw wrongType(compiled, "a valid timestamp", value);
-    text = value.toISOString();
+    const year = yearOutOfRange(value);
+    checked = year === undefined ? checkTimestamp(value.toISOString()) : { problem: TIMESTAMP_RANGE, year };
   } else if (typeof value === "string") {
-    text = value;
+    checked = checkTimestamp(value);
   } else {
     throw wrongType(compiled, "a timestamp or an RFC 3339 string", value);
   }
-  try {
-    return parseTimestamp(text, compiled.path);
-  } catch (error) {
-    if (!(error instanceof ApiError)) throw error;
-    const failure = new CelEvaluationError("RESULT_TYPE", `expression must evaluate to a timestamp or an RFC 3339 string, got "${text}"`);
-    failure.path = compiled.path;
-    throw failure;
-  }
+  if ("canonical" in checked) return checked.canonical;
+  const failure = new CelEvaluationError(
+    "RESULT_TYPE",
+    "year" in checked
+      ? `expression must evaluate to a timestamp in years 0001 to 9999 (UTC), got year ${checked.year}`
+      : `expression must evaluate to a timestamp or an RFC 3339 string, got "${String(value)}"`,
+  );
+  failure.path = compiled.path;
+  throw failure;
 }
 
 /** For `evaluateExpressions`: any result, converted to JSON (see cel-values.ts for the mapping). */

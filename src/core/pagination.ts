@@ -9,13 +9,27 @@ export const PAGE_SIZE_DEFAULT = 25;
 export const PAGE_SIZE_MIN = 10;
 export const PAGE_SIZE_MAX = 100;
 
-/** Default 25; a value below 10 is treated as 10; a value above 100 as 100. */
+/**
+ * Default 25; a value below 10 is treated as 10; a value above 100 as 100, whatever its size (a
+ * query integer past a double's range arrives as ±Infinity and clamps too).
+ */
 export function pageSize(requested: number | undefined | null): number {
   if (requested === undefined || requested === null) return PAGE_SIZE_DEFAULT;
   return Math.min(PAGE_SIZE_MAX, Math.max(PAGE_SIZE_MIN, Math.trunc(requested)));
 }
 
 export type SortKey = readonly (string | number)[];
+
+/**
+ * The bytes of `text` if it is their one base64url spelling (no padding, no `+` `/`, no whitespace,
+ * zero spare bits), else undefined: Node's decoder skips what it does not expect, so without this
+ * check `…==` or a re-encoded MAC would pass as the same token.
+ */
+function canonicalBase64url(text: string | undefined): Buffer | undefined {
+  if (text === undefined || !/^[A-Za-z0-9_-]+$/.test(text)) return undefined;
+  const bytes = Buffer.from(text, "base64url");
+  return bytes.toString("base64url") === text ? bytes : undefined;
+}
 
 export interface Page<T> {
   items: T[];
@@ -35,18 +49,19 @@ export class PageTokens {
     return `${payload}.${this.mac(scope, payload).toString("base64url")}`;
   }
 
-  /** The sort key a token resumes after, or null for a first page; 400 for anything not ours. */
+  /** The sort key a token resumes after, or null for a first page; 400 for anything not ours, or not spelled as we spell it. */
   decode(scope: string, token: string | undefined | null, field: string, arity: number): SortKey | null {
     if (!token) return null;
     const bad = () => invalidField(field, "malformed, forged or foreign page token", "INVALID_PAGE_TOKEN");
     const [payload, mac, extra] = token.split(".");
-    if (!payload || !mac || extra !== undefined) throw bad();
-    const given = Buffer.from(mac, "base64url");
+    const json = canonicalBase64url(payload);
+    const given = canonicalBase64url(mac);
+    if (!payload || !json || !given || extra !== undefined) throw bad();
     const expected = this.mac(scope, payload);
     if (given.length !== expected.length || !timingSafeEqual(given, expected)) throw bad();
     let key: unknown;
     try {
-      key = JSON.parse(Buffer.from(payload, "base64url").toString("utf8"));
+      key = JSON.parse(json.toString("utf8"));
     } catch {
       throw bad();
     }

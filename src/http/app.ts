@@ -1,7 +1,7 @@
 // The Express application: a thin layer that authenticates, validates against the contract,
 // dispatches to the handler bound to each operation id, and renders every failure as the
 // contract's error body. No domain rule lives here.
-import express, { type Express, type NextFunction, type Request, type RequestHandler, type Response } from "express";
+import express, { type ErrorRequestHandler, type Express, type NextFunction, type Request, type RequestHandler, type Response } from "express";
 import * as OpenApiValidator from "express-openapi-validator";
 import getRawBody from "raw-body";
 import { handlerFor, operationRoutes, type OperationRequest, type ServiceHandlers } from "../../generated/server.js";
@@ -17,7 +17,10 @@ import { DOCS_PATH, docsPage } from "./docs.js";
 import { errorResponse } from "./error-response.js";
 import { limitHeaderFields } from "./header-count.js";
 import { IDEMPOTENCY_KEY_HEADER, type Idempotency } from "./idempotency.js";
+import { narrowOneOfFailures } from "./one-of-issues.js";
+import { parameterForm } from "./parameter-form.js";
 import { requestId } from "./request-id.js";
+import { RequestShapes } from "./request-shapes.js";
 import { cacheValidatorRouteMatchers } from "./route-matcher-cache.js";
 import { expressPath, findRoute, methodsAt } from "./route-table.js";
 import { storableText } from "./storable-text.js";
@@ -93,14 +96,18 @@ function checkJsonBytes(req: Request, res: Response, body: Buffer, encoding: str
 /**
  * The parsers and the contract validator every operation but the raw ones goes through, in order.
  * The mock (mock/front.ts) runs the same chain, so that it refuses what the server refuses, in the same words.
+ * Parameters are checked as written before the validator coerces them; its failures are narrowed to
+ * the arm a `oneOf` value chose before they are rendered.
  */
-export function requestValidation(contractPath: string, validateResponses: boolean): RequestHandler[] {
+export function requestValidation(contractPath: string, validateResponses: boolean): (RequestHandler | ErrorRequestHandler)[] {
   cacheValidatorRouteMatchers();
+  const shapes = RequestShapes.of(contractPath);
   return [
     // inflate: false: a compressed body (any Content-Encoding) is 415, never decompressed.
     express.json({ limit: JSON_LIMIT, type: ["application/json", "application/*+json"], verify: checkJsonBytes, inflate: false }),
     express.urlencoded({ extended: false, limit: FORM_LIMIT, parameterLimit: 20, verify: requireUtf8, inflate: false }),
     storableText,
+    parameterForm(shapes),
     ...OpenApiValidator.middleware({
       apiSpec: contractPath,
       // Parameters (query, path) are always coerced from their strings; bodies never are, so a number
@@ -113,6 +120,7 @@ export function requestValidation(contractPath: string, validateResponses: boole
       validateApiSpec: false,
       ignorePaths: (path: string) => /^\/(healthz|readyz|docs|openapi\.yaml)$/.test(path) || findRoute("post", path)?.raw === true,
     }),
+    narrowOneOfFailures(shapes),
   ];
 }
 

@@ -2,11 +2,7 @@
 // parser's and the OpenAPI validator's are translated; anything else is an internal error whose
 // details stay in the log, never in the answer.
 import { ApiError, GrpcCode, type FieldViolation } from "../core/errors.js";
-
-interface ValidatorIssue {
-  path?: string;
-  message?: string;
-}
+import type { ValidatorIssue } from "./one-of-issues.js";
 
 const isObject = (e: unknown): e is Record<string, unknown> => typeof e === "object" && e !== null;
 
@@ -34,16 +30,29 @@ function validatorError(status: number, issues: ValidatorIssue[], fallback: stri
   }
 }
 
+const malformedPath = () => new ApiError(400, GrpcCode.INVALID_ARGUMENT, "MALFORMED_PATH", "a path parameter is not valid percent-encoded UTF-8");
+
+/** Whether body-parser's refusal is of valid JSON that is not an object or array (`null`, `5`, `"x"`): it parses only those. */
+function isJsonScalar(body: unknown): boolean {
+  if (typeof body !== "string") return false;
+  try {
+    JSON.parse(body);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 export function toApiError(error: unknown): { error: ApiError; internal: boolean } {
   if (error instanceof ApiError) return { error, internal: false };
   // The router's percent-decoding of a path parameter (`%ff`): its message would echo the value.
-  if (error instanceof URIError && (error as URIError & { status?: number }).status === 400) {
-    return { error: new ApiError(400, GrpcCode.INVALID_ARGUMENT, "MALFORMED_PATH", "a path parameter is not valid percent-encoded UTF-8"), internal: false };
-  }
+  if (error instanceof URIError && (error as URIError & { status?: number }).status === 400) return { error: malformedPath(), internal: false };
   if (isObject(error)) {
     // body-parser (express.json / express.urlencoded)
     if (error.type === "entity.too.large") return { error: validatorError(413, [], ""), internal: false };
     if (error.type === "entity.parse.failed") {
+      // Every JSON body of the contract is an object: a scalar is refused in the validator's words for `[]`.
+      if (isJsonScalar(error.body)) return { error: validatorError(400, [{ path: "body", message: "must be object" }], ""), internal: false };
       return { error: new ApiError(400, GrpcCode.INVALID_ARGUMENT, "MALFORMED_BODY", "the request body is not valid JSON"), internal: false };
     }
     if (typeof error.type === "string" && error.type.startsWith("encoding.") || error.type === "charset.unsupported") {
@@ -55,6 +64,10 @@ export function toApiError(error: unknown): { error: ApiError; internal: boolean
     }
     // express-openapi-validator: HttpError subclasses carry status and errors[]
     const status = typeof error.status === "number" ? error.status : undefined;
+    // Its own percent-decoding of path parameters, whose message would echo the path.
+    if (status === 400 && Array.isArray(error.errors) && (error.errors as ValidatorIssue[]).some((i) => i.message?.startsWith("malformed uri"))) {
+      return { error: malformedPath(), internal: false };
+    }
     if (status !== undefined && status >= 400 && status < 500 && Array.isArray(error.errors)) {
       return { error: validatorError(status, error.errors as ValidatorIssue[], String(error.message ?? "invalid request")), internal: false };
     }

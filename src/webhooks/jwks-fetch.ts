@@ -13,6 +13,7 @@ import https from "node:https";
 import type { LookupFunction } from "node:net";
 import tls from "node:tls";
 import { invalidField } from "../core/errors.js";
+import { textLength } from "../core/storable-text.js";
 import { isOutboundAddressAllowed, parseAddress, type OutboundAddressPolicy } from "./outbound-address.js";
 
 export type JwksFetchErrorCode =
@@ -74,7 +75,7 @@ const defaultResolve: HostResolver = (hostname) => dnsLookup(hostname, { all: tr
  * `lookup` hook for IP literals, so they are checked here). The fragment is dropped.
  */
 export function parseJwksUrl(raw: string, policy: OutboundAddressPolicy = {}): URL {
-  if (typeof raw !== "string" || raw.length === 0 || raw.length > MAX_JWKS_URL_LENGTH) {
+  if (typeof raw !== "string" || raw.length === 0 || textLength(raw) > MAX_JWKS_URL_LENGTH) {
     throw new JwksFetchError("INVALID_URL", `the JWKS URL must be an absolute URL of at most ${MAX_JWKS_URL_LENGTH} characters`);
   }
   let url: URL;

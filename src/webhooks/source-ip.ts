@@ -3,6 +3,7 @@
 // server sits behind proxies (X-Forwarded-For is believed only from proxies TRUST_PROXY names).
 import ipaddr from "ipaddr.js";
 import { invalidField } from "../core/errors.js";
+import { textLength } from "../core/storable-text.js";
 import { parseAddress, unmapped } from "./outbound-address.js";
 
 type Address = ipaddr.IPv4 | ipaddr.IPv6;
@@ -20,7 +21,7 @@ export const MAX_FORWARDED_HOPS = 32;
  * IPv4-mapped IPv6 range (`::ffff:10.0.0.0/104`) becomes its IPv4 range (`10.0.0.0/8`).
  */
 export function parseCidr(text: string): { cidr: string } | { error: string } {
-  if (text.length > MAX_CIDR_LENGTH) return { error: `must be at most ${MAX_CIDR_LENGTH} characters` };
+  if (textLength(text) > MAX_CIDR_LENGTH) return { error: `must be at most ${MAX_CIDR_LENGTH} characters` };
   const slash = text.indexOf("/");
   if (slash < 0) return { error: "must be a CIDR range with a prefix length, e.g. 203.0.113.0/24 (a single address is /32 or /128)" };
   const addressText = text.slice(0, slash);

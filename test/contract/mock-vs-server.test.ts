@@ -99,6 +99,12 @@ const limitPath = "/api/v1/funds/my/app-limits/app-github/limit";
  */
 const CASES: Record<string, () => Case> = {
   "page_size not an integer": () => ({ method: "GET", target: "/api/v1/users?page_size=ten", headers: admin() }),
+  "page_size in exponent notation": () => ({ method: "GET", target: "/api/v1/users?page_size=1e2", headers: admin() }),
+  "page_size in hexadecimal": () => ({ method: "GET", target: "/api/v1/funds/app-caps?page_size=0x10", headers: admin() }),
+  "page_token given twice": () => ({ method: "GET", target: "/api/v1/users?page_token=a&page_token=b", headers: admin() }),
+  "JSON body null": () => ({ method: "POST", target: "/api/v1/users", headers: { ...admin(), "Content-Type": "application/json" }, body: "null" }),
+  "path parameter not percent-encoded UTF-8": () => ({ method: "GET", target: "/api/v1/users/%c0%af", headers: admin() }),
+  "no arm of a SpendLimit": () => ({ method: "POST", target: limitPath, ...json({ limit: {} }) }),
   "page_token not issued by the server": () => ({ method: "GET", target: "/api/v1/users?page_token=bm90LWEtcGFnZS10b2tlbg", headers: admin() }),
   "unknown query parameter": () => ({ method: "GET", target: "/api/v1/users?colour=blue", headers: admin() }),
   "missing required body field": () => ({ method: "POST", target: "/api/v1/users", ...json({ email: "ada@example.com", roles: ["ROLE_USER"] }) }),
@@ -153,6 +159,7 @@ const CASES: Record<string, () => Case> = {
   "token request with credentials in the query": () => ({ method: "POST", target: "/auth/v1/token?client_id=x", ...form(token) }),
   "token request with another grant type": () => ({ method: "POST", target: "/auth/v1/token", ...form({ ...token, grant_type: "password" }) }),
   "token request missing client_secret": () => ({ method: "POST", target: "/auth/v1/token", ...form({ grant_type: "client_credentials", client_id: "x" }) }),
+  "token request with client_id twice": () => ({ method: "POST", target: "/auth/v1/token", headers: form(token).headers, body: `${form(token).body}&client_id=other` }),
   "token request with a wrong secret": () => ({ method: "POST", target: "/auth/v1/token", ...form({ ...token, client_secret: "wrong" }) }),
   "webhook without Content-Type": () => webhook({ headers: { "Content-Type": undefined } }),
   "webhook with a text/plain body": () => webhook({ headers: { "Content-Type": "text/plain" } }),

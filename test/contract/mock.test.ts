@@ -222,14 +222,23 @@ describe("the mock refuses what the contract refuses, with the contract's error 
     expect(responseErrors("svc.api.funds.v1.MyFundLimitsService.SetLimit", 400, r.error)).toEqual([]);
   });
 
-  it("a units number instead of a decimal string is 400 naming the field", async () => {
+  it("a units number instead of a decimal string is 400 naming the field, not every arm of the SpendLimit", async () => {
     const r = await api.POST("/api/v1/funds/my/app-limits/{app_id}/limit", {
       params: { path: { app_id: "app-github" } },
       // @ts-expect-error units is an int64 carried as a string
       body: { limit: { amount: { money: { currencyCode: "USD", units: 40, nanos: 0 } } } },
     });
     expect(r.response.status).toBe(400);
-    expect(r.error?.message).toMatch(/^body\.limit\.amount\.money\.units: must be string; /);
+    expect(r.error?.message).toBe("body.limit.amount.money.units: must be string");
+  });
+});
+
+describe("the mock takes what the server takes", () => {
+  it("a page_size of any length in decimal digits (the server clamps it to 10..100), in the query and in a Search body", async () => {
+    for (const page_size of ["2147483648", "9".repeat(400), "-1"]) {
+      ok("svc.api.iam.v1.UserService.List", await api.GET("/api/v1/users", { params: { query: { page_size: page_size as never } } }));
+    }
+    ok("svc.api.funds.v1.SubjectAppLimitService.Search", await api.POST("/api/v1/funds/subject-app-limits/search", { body: { pageSize: 2_147_483_648 } }));
   });
 });
 

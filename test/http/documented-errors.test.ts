@@ -1,11 +1,13 @@
 // Every operation answers the errors its contract documents for every caller alike: no token, an
-// expired token, a role that may not call it, a body over the limit, a body that is not JSON. Each
-// request goes over real HTTP, and each answer must be one of the operation's documented examples
-// (status, reason and message), so a partner reading the examples sees what the server says.
+// expired token, a role that may not call it, a body over the limit, a body that is not JSON or not
+// an object, a path parameter that is not percent-encoded UTF-8, a page_size not written as a decimal
+// integer, a repeated page_token. Each request goes over real HTTP, and each answer must be one of
+// the operation's documented examples (status, reason and message), so a partner reading the
+// examples sees what the server says.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ALLOWED_ROLES } from "../../src/identity/roles.js";
 import { declaredErrors } from "../support/declared-errors.js";
-import { operations } from "../support/contract.js";
+import { contract, deref, operations } from "../support/contract.js";
 import { BOOTSTRAP, startTestServer, type TestServer } from "../support/server.js";
 
 let ts: TestServer;
@@ -30,11 +32,11 @@ beforeAll(async () => {
 });
 afterAll(async () => ts?.stop());
 
-/** A URL of the operation, its path parameters filled with well-formed ids. */
-const urlOf = (path: string) => ts.url + path.replace(/\{[a-z_]+\}/g, "doc-errors-1");
+/** A URL of the operation, its path parameters filled with well-formed ids (16 letters and digits fit every one; the first is `first`, when given). */
+const urlOf = (path: string, first?: string) => ts.url + path.replace(/\{[a-z_]+\}/, first ?? "docErrors0000001").replace(/\{[a-z_]+\}/g, "docErrors0000001");
 
-async function send(method: string, path: string, headers: Record<string, string>, body?: string) {
-  const answer = await fetch(urlOf(path), { method: method.toUpperCase(), headers, ...(body === undefined ? {} : { body }) });
+async function send(method: string, path: string, headers: Record<string, string>, body?: string, target = urlOf(path)) {
+  const answer = await fetch(target, { method: method.toUpperCase(), headers, ...(body === undefined ? {} : { body }) });
   const json = (await answer.json()) as { message: string; details: { reason?: string }[] };
   return { status: answer.status, reason: json.details.find((d) => d.reason)?.reason, message: json.message };
 }
@@ -42,12 +44,21 @@ async function send(method: string, path: string, headers: Record<string, string
 const documented = (operationId: string, status: number) =>
   declaredErrors.filter((d) => d.operationId === operationId && d.status === status).map((d) => ({ status: d.status, reason: d.reason, message: d.message }));
 
+/** Names of the query parameters an operation declares. */
+const queryOf = (path: string, op: Record<string, any>): string[] =>
+  [...((contract.paths[path].parameters ?? []) as object[]), ...((op.parameters ?? []) as object[])].map((p) => deref(p)).filter((p) => p.in === "query").map((p) => p.name as string);
+
+/** Not written as a decimal integer, each one. */
+const NOT_DECIMAL = ["ten", "Infinity", "0x10", "1e2", "1.5", "25.0", "+25", "025", "-0", " 25", "25 ", ""];
+
 describe("the errors every operation documents", () => {
   for (const { operationId, method, path, op } of operations) {
     const secured = operationId in ALLOWED_ROLES;
     // The webhook intake reads its body only for a listener that exists (its own suite covers it).
     const takesJson = Boolean(op.requestBody?.content?.["application/json"]) && op["x-raw-request"] !== true;
     const name = operationId.replace(/^svc\.api\./, "");
+    const query = queryOf(path, op);
+    const admin = async (): Promise<Record<string, string>> => (secured ? { Authorization: `Bearer ${await token(BOOTSTRAP)}` } : {});
 
     if (secured) {
       it(`${name}: 401 without a token and with an expired one`, async () => {
@@ -67,6 +78,42 @@ describe("the errors every operation documents", () => {
         const large = JSON.stringify({ padding: "x".repeat(2 * 1024 * 1024) });
         expect(documented(operationId, 413)).toContainEqual(await send(method, path, { ...auth, "Content-Type": "application/json" }, large));
         expect(documented(operationId, 415)).toContainEqual(await send(method, path, { ...auth, "Content-Type": "text/plain" }, "{}"));
+      });
+
+      it(`${name}: 400 for a JSON body that is not an object, null included`, async () => {
+        const auth = await admin();
+        for (const body of ["null", " null ", "5", '"x"', "true", "[]"]) {
+          const answer = await send(method, path, { ...auth, "Content-Type": "application/json" }, body);
+          expect(answer, body).toEqual({ status: 400, reason: "INVALID_ARGUMENT", message: "body: must be object" });
+          expect(documented(operationId, 400)).toContainEqual(answer);
+        }
+      });
+    }
+    if (path.includes("{")) {
+      it(`${name}: 400 MALFORMED_PATH for a path parameter that is not percent-encoded UTF-8, never echoed`, async () => {
+        const auth = await admin();
+        for (const bad of ["%c0%af", "%ff", "%e2%82"]) {
+          const answer = await send(method, path, auth, takesJson ? "{}" : undefined, urlOf(path, bad));
+          expect(answer, bad).toEqual({ status: 400, reason: "MALFORMED_PATH", message: "a path parameter is not valid percent-encoded UTF-8" });
+          expect(documented(operationId, 400)).toContainEqual(answer);
+        }
+      });
+    }
+    if (query.includes("page_size")) {
+      it(`${name}: 400 for a page_size not written as a decimal integer`, async () => {
+        const auth = await admin();
+        for (const bad of NOT_DECIMAL) {
+          const answer = await send(method, path, auth, undefined, `${urlOf(path)}?page_size=${encodeURIComponent(bad)}`);
+          expect(answer, JSON.stringify(bad)).toEqual({ status: 400, reason: "INVALID_ARGUMENT", message: "query.page_size: must be an integer in decimal digits, such as 25" });
+          expect(documented(operationId, 400)).toContainEqual(answer);
+        }
+      });
+    }
+    if (query.includes("page_token")) {
+      it(`${name}: 400 for a page_token given twice`, async () => {
+        const answer = await send(method, path, await admin(), undefined, `${urlOf(path)}?page_token=&page_token=`);
+        expect(answer).toEqual({ status: 400, reason: "INVALID_ARGUMENT", message: "query.page_token: must be given once" });
+        expect(documented(operationId, 400)).toContainEqual(answer);
       });
     }
   }

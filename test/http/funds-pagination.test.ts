@@ -92,6 +92,24 @@ describe("page sizes: default 25, below 10 reads as 10, above 100 as 100", () =>
     const r = await ts.admin.GET("/api/v1/funds/app-caps", { params: { query: { page_size: "ten" as never } } });
     expectError(r, 400);
   });
+
+  it("any integer in decimal digits is a page_size, however many digits: past int32 and past a double read as 100, below zero as 10", async () => {
+    const size = async (page_size: string) => unwrap(await many.f.myList({ page_size: page_size as never })).list.length;
+    expect(await size("2147483648")).toBe(100);
+    expect(await size("9".repeat(400))).toBe(100);
+    expect(await size("-1")).toBe(10);
+    expect(await size(`-${"9".repeat(400)}`)).toBe(10);
+    expect(await size("0")).toBe(10);
+    // In a Search body any JSON integer: 1e2 and 100.0 are the integer 100; past int32 reads as 100.
+    const filters = { userIds: [many.userId] };
+    expect((await search({ ...filters, pageSize: 2_147_483_648 })).list).toHaveLength(100);
+    // The number as written on the wire.
+    const raw = (text: string) =>
+      ts.admin.POST("/api/v1/funds/subject-app-limits/search", { body: {}, bodySerializer: () => `{"userIds":["${many.userId}"],"pageSize":${text}}` });
+    expect(unwrap(await raw("1e2")).list).toHaveLength(100);
+    expect(unwrap(await raw("12.0")).list).toHaveLength(12);
+    expectError(await raw("12.5"), 400);
+  });
 });
 
 describe("order and the end of the results", () => {
@@ -269,6 +287,31 @@ describe("page tokens are opaque and bound to their list: forged, malformed or f
   it("a valid token resumes where the last page ended", async () => {
     const next = await search({ userIds: [many.userId], pageSize: 10, pageToken: searchToken });
     expect(next.list[0]?.limit.appId).toBe("p-010");
+  });
+
+  it("a token has exactly one spelling: padded, another base64 alphabet, whitespace or other spare bits are 400", async () => {
+    const [payload, mac] = searchToken.split(".") as [string, string];
+    const standard = (part: string) => Buffer.from(part, "base64url").toString("base64");
+    // The MAC's 32 bytes are 43 characters; the last carries 2 spare bits, which another character can set.
+    const last = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".indexOf(mac.at(-1)!);
+    const spareBits = mac.slice(0, -1) + "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"[last + 1];
+    expect(Buffer.from(spareBits, "base64url")).toEqual(Buffer.from(mac, "base64url"));
+    for (const token of [
+      `${searchToken}=`,
+      `${searchToken}==`,
+      `${payload}.${standard(mac)}`,
+      `${standard(payload)}.${mac}`,
+      `${payload}.${mac.slice(0, 20)} ${mac.slice(20)}`,
+      `${payload}.${mac.slice(0, 20)}\n${mac.slice(20)}`,
+      `${payload}.${spareBits}`,
+      `${payload}=.${mac}`,
+    ]) {
+      await badSearch(token);
+    }
+    await badMine(`${myToken}==`);
+    await badCaps(`${capToken}=`);
+    // The token as issued still resumes.
+    expect((await search({ userIds: [many.userId], pageSize: 10, pageToken: searchToken })).list[0]?.limit.appId).toBe("p-010");
   });
 
   it("malformed tokens", async () => {

@@ -25,6 +25,8 @@ const CASES: { status: number; example: string; send: () => { headers?: Record<s
   { status: 400, example: "missingParameter", send: () => ({ body: form({ grant_type: "client_credentials", client_id: BOOTSTRAP.clientId }) }) },
   { status: 400, example: "unsupportedGrantType", send: () => ({ body: form({ ...good, grant_type: "password" }) }) },
   { status: 400, example: "invalidScope", send: () => ({ body: form({ ...good, scope: "admin" }) }) },
+  // RFC 6749 3.1: parameters must not be included more than once; which client_id was meant is not guessed.
+  { status: 400, example: "repeatedParameter", send: () => ({ body: `${form(good)}&client_id=${encodeURIComponent(BOOTSTRAP.clientId)}` }) },
   { status: 401, example: "example", send: () => ({ body: form({ ...good, client_secret: "wrong" }) }) },
 ];
 
