@@ -1028,6 +1028,15 @@ export interface paths {
          *     whose `skipIfTrueCel` is true has no output either, as in a run; its own expressions are
          *     still evaluated, for the preview.
          *
+         *     The size bounds of a run apply (see `AutomationStep`): a value an expression builds over
+         *     262,144 bytes as JSON is its evaluation's error; so is the value that makes an
+         *     `evaluateExpressions` step's output pass 262,144 bytes, or the outputs so far pass 1,048,576
+         *     bytes together, with the message a run would store, and that step then has no output. The
+         *     other values shown (conditions, ids, reasons, expiries, and the expressions of a step that is
+         *     skipped or failed), which a run would not store, are held to 1,048,576 bytes together too:
+         *     past it a value is answered null with the error `withheld: the values of this check that a
+         *     run would not store are larger than 1048576 bytes as JSON together`.
+         *
          *     Only `ROLE_SUPER_ADMIN` may call it (other roles get 403). A request that breaks the schema
          *     (a step name of the wrong shape, more than 50 steps) is 400; a `samplePayload` over 64 KB
          *     (65,536 bytes as JSON) is 400. Problems of the steps themselves are answered 200 with
@@ -3509,6 +3518,14 @@ export interface components {
          *     fault, e.g. `automationSteps[1].skipIfTrueCel`) and `position` (the 0-based character offset
          *     in that expression, a decimal string). They are evaluated with limits on cost and time; an
          *     evaluation that fails or exceeds a limit fails its step (`STEP_STATE_ERROR`).
+         *
+         *     Sizes are bounded as JSON (UTF-8 bytes of the JSON text), while values are built, not after:
+         *     every value an expression builds (a string, list or map, and its result) at most 262,144 bytes
+         *     (256 KB); a step's output at most 262,144 bytes; the outputs of all the steps of one execution
+         *     at most 1,048,576 bytes (1 MB) together. A value counts as it would be stored: a list of 16,000
+         *     references to one 32 KB string is 512 MB, refused when it passes the bound. A step over a bound
+         *     fails with an error naming the expression or the step and the bound, and the execution ends in
+         *     `AUTOMATION_EXECUTION_STATE_ERROR`; a limit step whose output would pass a bound has no effect.
          * @example {
          *       "stepName": "suspend",
          *       "skipIfTrueCel": "!ctx.steps.parse.isLost",
@@ -4334,7 +4351,10 @@ export interface components {
              * @example automationSteps[0].evaluateExpressions.expressions[0].expression
              */
             path: string;
-            /** @description The value as JSON (as a step output stores it; a timestamp as an RFC 3339 string); null when the evaluation failed. */
+            /**
+             * @description The value as JSON (as a step output stores it; a timestamp as an RFC 3339 string), at most
+             *     262,144 bytes; null when the evaluation failed or the value is withheld.
+             */
             value: unknown;
             /** @description Why the evaluation failed (as a run would fail the step), human-readable; null when it succeeded. */
             error: string | null;
@@ -4401,6 +4421,8 @@ export interface components {
          *     - `STEP_STATE_DONE`: ran; its `output` is available to later steps as `ctx.steps.<stepName>`.
          *     - `STEP_STATE_SKIPPED`: its `skipIfTrueCel` evaluated to true; it had no effect.
          *     - `STEP_STATE_ERROR`: failed; `error` says why, and the execution stops.
+         *     - `STEP_STATE_UNSPECIFIED`: not known: the execution's step results are too large to show
+         *       (recorded before automation outputs were bounded; see `AutomationExecution.stepResults`).
          *
          *     This enumeration may gain values. Clients must accept values they do not know in responses;
          *     the server refuses unknown values in requests with 400.
@@ -4427,10 +4449,15 @@ export interface components {
              * @description Any JSON value, or null while the step has not run, when it was skipped or failed. For
              *     `evaluateExpressions` an object with one field per expression name; for the limit steps
              *     `{ "limit": <the SubjectAppLimit row after the change> }`. Available to later steps as
-             *     `ctx.steps.<stepName>`.
+             *     `ctx.steps.<stepName>`. At most 262,144 bytes as JSON, and the outputs of an execution's
+             *     steps at most 1,048,576 bytes together (see `AutomationStep`).
              */
             output: unknown;
-            /** @description Why the step failed (`STEP_STATE_ERROR`), human-readable; otherwise null. */
+            /**
+             * @description Why the step failed (`STEP_STATE_ERROR`), human-readable; otherwise null. Also set, with
+             *     `STEP_STATE_UNSPECIFIED`, when the step results of an execution are withheld (see
+             *     `AutomationExecution.stepResults`).
+             */
             error: string | null;
         };
         /**
@@ -4509,7 +4536,15 @@ export interface components {
              * @example 3f1c9a52-7d4e-4b8a-9c21-5e6f7a8b9c0d
              */
             eventId: string | null;
-            /** @description One entry per step of the automation, in step order. */
+            /**
+             * @description One entry per step of the automation, in step order. Their outputs are at most 1,048,576
+             *     bytes as JSON together (see `AutomationStep`), so the stored results are at most 1,114,112
+             *     characters. An execution recorded before these bounds whose stored results are longer is
+             *     answered, by `GetAutomationExecution` and in lists, with one entry per step of its
+             *     automation holding the step's name, state `STEP_STATE_UNSPECIFIED`, output null and as
+             *     error `withheld: this execution's step results take more than 1114112 characters as
+             *     stored (recorded before automations had size bounds)`; its other fields are as stored.
+             */
             stepResults: components["schemas"]["StepResult"][];
             /** Format: date-time */
             createdAt: string;

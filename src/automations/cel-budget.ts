@@ -1,11 +1,18 @@
-// The cost and time budget of one CEL evaluation. The evaluator is synchronous and single-threaded,
-// so one budget is active at a time; the hooks installed in cel-environment.ts charge it.
+// The cost, time and size budget of one CEL evaluation. The evaluator is synchronous and
+// single-threaded, so one budget is active at a time; the hooks installed in cel-environment.ts
+// charge it.
 //
 // Cost model: every evaluated AST node costs 1; every string, list, bytes or map produced by an
 // operator or a function call (`+`, `split`, `join`, `map()` results, list literals...) costs its
 // size in addition, and `matches` costs the length of its input. So the budget bounds the time
-// spent and, because no value can be built bigger than the budget, the memory allocated too.
+// spent and the number of values built.
+//
+// Size: the cost counts a list's items, not what they weigh (a list of 16,000 references to one
+// 32 KB string costs 16,000), so every value built is also held, as it is built, to
+// MAX_VALUE_BYTES as JSON (resource-budget.ts): what an evaluation holds and returns stays small.
 import { CelEvaluationError } from "./cel-errors.js";
+import { jsonSize } from "./json-size.js";
+import { MAX_VALUE_BYTES, valueTooLarge } from "./resource-budget.js";
 
 /** How often (in charged steps) the wall clock is read. */
 const CLOCK_CHECK_INTERVAL = 64;
@@ -20,6 +27,8 @@ export class EvaluationBudget {
   constructor(
     readonly maxCost: number,
     readonly timeoutMs: number,
+    /** The field of the expression, for messages. */
+    private readonly path: string,
   ) {
     this.deadline = performance.now() + timeoutMs;
   }
@@ -47,6 +56,19 @@ export class EvaluationBudget {
     if (performance.now() > this.deadline) {
       this.fail(new CelEvaluationError("TIMEOUT", `evaluation exceeds its time budget of ${this.timeoutMs} ms`));
     }
+  }
+
+  /** Refuses a built value (string, list, map...) larger than MAX_VALUE_BYTES as JSON. */
+  checkSize(value: unknown): void {
+    if (this.exceeded) throw this.exceeded;
+    if (typeof value !== "string" && (typeof value !== "object" || value === null)) return;
+    if (jsonSize(value, MAX_VALUE_BYTES) > MAX_VALUE_BYTES) this.fail(valueTooLarge(this.path));
+  }
+
+  /** Refuses, before it is built, a value that will take at least `bytes` bytes as JSON when that is over MAX_VALUE_BYTES. */
+  checkPlannedSize(bytes: number): void {
+    if (this.exceeded) throw this.exceeded;
+    if (bytes > MAX_VALUE_BYTES) this.fail(valueTooLarge(this.path));
   }
 
   fail(error: CelEvaluationError): never {

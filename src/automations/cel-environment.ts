@@ -4,12 +4,15 @@
 // - Parse-time limits (AST size, nesting depth, literal sizes) refuse absurd expressions.
 // - Every AST node evaluation passes through the evaluator's `run`; it is wrapped to charge the
 //   active EvaluationBudget (one unit per node, plus the size of each string or list that an
-//   operator or a function produced) and to read the clock, and to refuse int results outside
-//   int64 (the library lets `-9223372036854775808 / -1` and `int(1e20)` through). Its `tryEval`
-//   (the error-catching variant) is wrapped so that an exhausted budget is never caught.
+//   operator or a function produced) and to read the clock, to hold every value a node builds
+//   (`+`, a function's result, a list or map literal, each item a comprehension appends) to the
+//   size bound as JSON, and to refuse int results outside int64 (the library lets
+//   `-9223372036854775808 / -1` and `int(1e20)` through). Its `tryEval` (the error-catching
+//   variant) is wrapped so that an exhausted budget is never caught.
 // - `matches` runs on RE2 (re2js, linear time) instead of JavaScript's backtracking RegExp;
-//   `join` charges the size of the string it would build before building it; `duration` refuses
-//   long strings (the library parses them with a regex that is quadratic in the input length).
+//   `join` charges and checks the size of the string it would build before building it;
+//   `duration` refuses long strings (the library parses them with a regex that is quadratic in the
+//   input length).
 // - Map literals with string keys evaluate to a `Map` (`installMapLiterals`): the library builds a
 //   plain object, which drops the keys `__proto__`, `constructor` and `prototype`.
 //
@@ -81,6 +84,12 @@ const evaluator: EvaluatorLike = captured;
 
 /** Operators whose result is a newly built value, charged by size. */
 const PRODUCING_OPS = new Set(["+", "call", "rcall", "list"]);
+/**
+ * Operators whose result may be a value built by the expression rather than read from the context,
+ * held to the size bound: `accuPush` is a comprehension (`map`, `filter`) appending to its result,
+ * measured item by item as it grows.
+ */
+const BUILDING_OPS = new Set([...PRODUCING_OPS, "map", "accuPush"]);
 
 function sizeOf(value: unknown): number {
   if (typeof value === "string") return value.length;
@@ -103,6 +112,7 @@ export function afterNode(budget: EvaluationBudget, ast: ASTNode, result: unknow
       if (size > 0) budget.charge(size);
     }
   }
+  if (BUILDING_OPS.has(ast.op)) budget.checkSize(result);
 }
 
 const originalRun = evaluator.run;
@@ -167,7 +177,9 @@ for (const argCount of [0, 1]) {
       if (Array.isArray(list)) {
         let total = typeof separator === "string" ? separator.length * Math.max(0, list.length - 1) : 0;
         for (const item of list) total += typeof item === "string" ? item.length : 0;
-        activeBudget()?.charge(total); // before the string is built
+        // Before the string is built. A character is at least one byte, plus the quotes, as JSON.
+        activeBudget()?.checkPlannedSize(total + 2);
+        activeBudget()?.charge(total);
       }
       return original.apply(this, args);
     },

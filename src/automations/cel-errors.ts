@@ -13,7 +13,11 @@ export type CelEvaluationErrorCode =
   | "EVALUATION_ERROR"
   /** The expression produced a value of the wrong type for its field (e.g. a skip condition that is not a bool). */
   | "RESULT_TYPE"
-  /** The context (`ctx.trigger`, `ctx.steps`) or the result is too large or not convertible to JSON. */
+  /**
+   * A value built, or a step's or an execution's outputs, over its size bound as JSON
+   * (resource-budget.ts); or the context (`ctx.trigger`, `ctx.steps`) or the result too large or
+   * too deep to convert.
+   */
   | "VALUE_TOO_LARGE";
 
 const MAX_MESSAGE_CHARS = 300;

@@ -1,4 +1,4 @@
-// Runs a compiled expression against a step's context, within a cost and a time budget. Every
+// Runs a compiled expression against a step's context, within a cost, time and size budget. Every
 // failure (runtime error, exhausted budget, wrong result type, oversized value) is a
 // CelEvaluationError: a hostile payload fails the step, it never hangs or crashes the server.
 //
@@ -122,7 +122,7 @@ function toEvaluationError(error: unknown, compiled: CompiledExpression, budget:
  */
 export function evaluate(compiled: CompiledExpression, ctx: CelContext, limits?: EvaluationLimits): unknown {
   const { maxCost, timeoutMs } = resolveLimits(limits);
-  const budget = new EvaluationBudget(maxCost, timeoutMs);
+  const budget = new EvaluationBudget(maxCost, timeoutMs, compiled.path);
   try {
     const program = programOf(compiled);
     const input = contextInput(ctx);
@@ -133,6 +133,7 @@ export function evaluate(compiled: CompiledExpression, ctx: CelContext, limits?:
     if (budget.exceeded) throw budget.exceeded; // in case the library swallowed it (`error || true`)
     if (result instanceof Promise) throw new CelEvaluationError("EVALUATION_ERROR", "asynchronous evaluation is not supported");
     afterNode(budget, program.ast, result); // the root node is not seen by the per-node hook
+    budget.checkSize(result); // a result read from the context (`ctx.steps`) is bounded too
     return result;
   } catch (error) {
     throw toEvaluationError(error, compiled, budget);

@@ -1,5 +1,6 @@
 // Automation executions: made by the intake and recorded with their webhook event, listed and
 // fetched for administrators, and claimed and updated by the worker.
+import { sql } from "kysely";
 import type { components } from "../../generated/api.js";
 import type { KnownAutomationExecutionState, KnownStepState } from "../../generated/enums.js";
 import { notFound } from "../core/errors.js";
@@ -8,6 +9,7 @@ import { pageSize, type Page, type PageTokens } from "../core/pagination.js";
 import type { Storage } from "../storage/connect.js";
 import type { AutomationExecutionsTable } from "../storage/schema.js";
 import type { AutomationStep } from "./automation-input.js";
+import { MAX_STORED_STEP_RESULTS_CHARS } from "./resource-budget.js";
 
 export type AutomationExecution = components["schemas"]["AutomationExecution"];
 export type StepResult = components["schemas"]["StepResult"];
@@ -20,22 +22,48 @@ export const ExecutionState = {
 } as const satisfies Record<string, KnownAutomationExecutionState>;
 
 export const StepState = {
+  UNSPECIFIED: "STEP_STATE_UNSPECIFIED",
   PENDING: "STEP_STATE_PENDING",
   DONE: "STEP_STATE_DONE",
   SKIPPED: "STEP_STATE_SKIPPED",
   ERROR: "STEP_STATE_ERROR",
 } as const satisfies Record<string, KnownStepState>;
 
-export const toExecution = (row: AutomationExecutionsTable): AutomationExecution => ({
+/**
+ * An execution as it is read for answers. Step results longer than the size bounds allow (stored
+ * by a version before them) stay in the database: `step_results` is null, so that no answer holds
+ * or serializes them.
+ */
+type ExecutionRow = Pick<AutomationExecutionsTable, "id" | "automation_id" | "event_id" | "state" | "context" | "steps" | "created_at" | "completed_at"> & {
+  step_results: string | null;
+};
+
+const WITHHELD_RESULTS = `withheld: this execution's step results take more than ${MAX_STORED_STEP_RESULTS_CHARS} characters as stored (recorded before automations had size bounds)`;
+
+/** Each step by name, state unknown, in place of step results too large to answer. */
+function withheldResults(stepsJson: string): StepResult[] {
+  const steps = JSON.parse(stepsJson) as AutomationStep[];
+  return steps.map((s) => ({ stepName: s.stepName, state: StepState.UNSPECIFIED, output: null, error: WITHHELD_RESULTS }));
+}
+
+const toExecution = (row: ExecutionRow): AutomationExecution => ({
   id: row.id,
   automationId: row.automation_id,
   state: row.state,
   context: JSON.parse(row.context) as AutomationExecution["context"],
   eventId: row.event_id,
-  stepResults: JSON.parse(row.step_results) as StepResult[],
+  stepResults: row.step_results === null ? withheldResults(row.steps) : (JSON.parse(row.step_results) as StepResult[]),
   createdAt: row.created_at,
   completedAt: row.completed_at,
 });
+
+/** The columns of an answer, step results only within the bounds (the length check runs in the database). */
+function selectExecutions(storage: Storage) {
+  return storage.db
+    .selectFrom("automation_executions")
+    .select(["id", "automation_id", "event_id", "state", "context", "steps", "created_at", "completed_at"])
+    .select(sql<string | null>`case when length(step_results) <= ${sql.lit(MAX_STORED_STEP_RESULTS_CHARS)} then step_results end`.as("step_results"));
+}
 
 /**
  * A new execution of the automation's steps (`stepsJson`, as stored on the automation and copied as
@@ -69,7 +97,7 @@ export class Executions {
   ) {}
 
   async get(id: string): Promise<AutomationExecution> {
-    const row = await this.storage.db.selectFrom("automation_executions").selectAll().where("id", "=", id).executeTakeFirst();
+    const row = await selectExecutions(this.storage).where("id", "=", id).executeTakeFirst();
     if (!row) throw notFound("EXECUTION_NOT_FOUND", "no automation execution with this id", { metadata: { executionId: id } });
     return toExecution(row);
   }
@@ -79,7 +107,7 @@ export class Executions {
     const scope = `executions:${automationId ?? "*"}`;
     const after = this.pageTokens.decode(scope, token, "query.page_token", 2);
     const limit = pageSize(size);
-    let query = this.storage.db.selectFrom("automation_executions").selectAll().orderBy("created_at", "desc").orderBy("id", "desc").limit(limit + 1);
+    let query = selectExecutions(this.storage).orderBy("created_at", "desc").orderBy("id", "desc").limit(limit + 1);
     if (automationId) query = query.where("automation_id", "=", automationId);
     if (after) {
       const [at, id] = after.map(String) as [string, string];

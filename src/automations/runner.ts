@@ -12,6 +12,7 @@ import { writeStatement, writeTransaction, type Db } from "../storage/transactio
 import { checkComputedId, type AutomationStep } from "./automation-input.js";
 import { CelEvaluationError, checkExpression, evaluateBoolean, evaluateJson, evaluateString, evaluateTimestamp, setOwn, type CelContext, type CompiledExpression, type ExpectedResult } from "./cel.js";
 import { ExecutionState, StepState, type StepResult } from "./executions.js";
+import { OutputBudget } from "./resource-budget.js";
 
 const CHECKED_CACHE_SIZE = 2_000;
 
@@ -42,9 +43,13 @@ export class ExecutionRunner {
     // The last step's result is saved with the execution's final state: one write fewer per run.
     const lastPending = results.findLastIndex((r) => r.state === StepState.PENDING);
     if (lastPending === -1) return persist(ExecutionState.DONE);
+    const outputs = new OutputBudget();
     for (const [i, step] of steps.entries()) {
       const result = results[i];
-      if (!result || result.state !== StepState.PENDING) continue;
+      if (!result || result.state !== StepState.PENDING) {
+        outputs.counted(result?.output); // a step done before a crash
+        continue;
+      }
       const final = i === lastPending ? ExecutionState.DONE : undefined;
       const ctx: CelContext = { trigger, steps: outputsBefore(steps, results, i) };
       const cel = (field: string, source: string, expect: ExpectedResult) => this.compiled(source, `automationSteps[${i}].${field}`, steps.slice(0, i).map((s) => s.stepName), expect);
@@ -53,14 +58,21 @@ export class ExecutionRunner {
           results[i] = { ...result, state: StepState.SKIPPED };
           await persist(final);
         } else if ("evaluateExpressions" in step && step.evaluateExpressions) {
-          // No effect to commit with the result: no transaction.
-          const { expressions } = step.evaluateExpressions;
-          const output = Object.fromEntries(expressions.map((e, j) => [e.name, evaluateJson(cel(`evaluateExpressions.expressions[${j}].expression`, e.expression, "any"), ctx)]));
-          results[i] = { ...result, state: StepState.DONE, output };
+          // No effect to commit with the result: no transaction. Each value is counted as it is
+          // added, so an output over its bound stops before the next expression runs.
+          outputs.begin(step.stepName);
+          const entries = step.evaluateExpressions.expressions.map((e, j) => {
+            const value = evaluateJson(cel(`evaluateExpressions.expressions[${j}].expression`, e.expression, "any"), ctx);
+            outputs.add(e.name, value);
+            return [e.name, value] as const;
+          });
+          outputs.end();
+          results[i] = { ...result, state: StepState.DONE, output: Object.fromEntries(entries) };
           await persist(final);
         } else {
           await writeTransaction(this.deps.storage, { exclusive: [`automation_executions:${execution.id}`] }, async (trx) => {
             const output = await this.perform(trx, step, ctx, cel);
+            outputs.addOutput(step.stepName, output); // over a bound: the effect is rolled back with the step
             results[i] = { ...result, state: StepState.DONE, output };
             await this.save(trx, execution.id, results, final);
           });
@@ -75,7 +87,7 @@ export class ExecutionRunner {
   }
 
   /** A step's effect, through the same funds code as the API; its answer is the step's output. */
-  private async perform(db: Db, step: AutomationStep, ctx: CelContext, cel: (field: string, source: string, expect: ExpectedResult) => CompiledExpression): Promise<unknown> {
+  private async perform(db: Db, step: AutomationStep, ctx: CelContext, cel: (field: string, source: string, expect: ExpectedResult) => CompiledExpression): Promise<Record<string, unknown>> {
     const { limits } = this.deps;
     const str = (field: string, source: string) => evaluateString(cel(field, source, "string"), ctx);
     const id = (field: string, source: string) => checkComputedId(field, str(field, source));

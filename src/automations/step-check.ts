@@ -2,9 +2,16 @@
 // checks, through walkSteps, collected instead of stopping at the first), then, with a sample
 // payload, the value of each expression that passed, evaluated as a run evaluates it but with no
 // effect (the limit steps are not performed, so they have no output for later steps).
+//
+// The run's size bounds apply (resource-budget.ts): each value, each step's output and the outputs
+// together. The other values a report shows (conditions, ids, reasons, expiries, and the expressions
+// of steps that are skipped or failed, which a run would not store) share one more bound of the
+// execution's size, so a report never holds more than twice that in values.
 import { ApiError, invalidField } from "../core/errors.js";
 import { checkComputedId, walkSteps, type AutomationStep, type CheckedExpression } from "./automation-input.js";
 import { CelEvaluationError, evaluateBoolean, evaluateJson, evaluateString, evaluateTimestamp, setOwn, type CelContext, type JsonValue } from "./cel.js";
+import { jsonSize } from "./json-size.js";
+import { MAX_EXECUTION_OUTPUT_BYTES, OutputBudget } from "./resource-budget.js";
 
 /** Largest sample payload, as the webhook intake's body limit. */
 export const MAX_SAMPLE_PAYLOAD_BYTES = 65_536;
@@ -57,6 +64,20 @@ function evaluateField(expression: CheckedExpression, ctx: CelContext): JsonValu
   }
 }
 
+/** The values a report shows that a run would not store, held to MAX_EXECUTION_OUTPUT_BYTES together. */
+class ShownValues {
+  private total = 0;
+
+  /** Counts `value`; throws past the bound, unless `already` shown (then it only counts). */
+  add(value: JsonValue, already = false): void {
+    const bytes = jsonSize(value, MAX_EXECUTION_OUTPUT_BYTES);
+    if (!already && this.total + bytes > MAX_EXECUTION_OUTPUT_BYTES) {
+      throw new CelEvaluationError("VALUE_TOO_LARGE", `withheld: the values of this check that a run would not store are larger than ${MAX_EXECUTION_OUTPUT_BYTES} bytes as JSON together`);
+    }
+    this.total += bytes;
+  }
+}
+
 /**
  * Checks `steps` (paths start at `path`, as in the request) and, when `sample` is given, evaluates
  * them against `sample.value` as `ctx.trigger`. Throws a 400 only for a sample payload over the limit.
@@ -85,27 +106,43 @@ export function checkStepsReport(steps: readonly AutomationStep[], currencyCode:
   const evaluations: ExpressionEvaluation[] = [];
   if (sample) {
     const outputs: Record<string, unknown> = {};
+    const stored = new OutputBudget();
+    const shown = new ShownValues();
     steps.forEach((step, i) => {
       const ctx: CelContext = { trigger: sample.value, steps: { ...outputs } };
-      const results = checked.filter((e) => e.step === i).map((expression) => {
+      const names = "evaluateExpressions" in step && step.evaluateExpressions ? step.evaluateExpressions.expressions.map((e) => e.name) : undefined;
+      // As in a run: only an evaluateExpressions step that ran without error, and was not skipped,
+      // has an output; its values count against the run's bounds as they are added.
+      let hasOutput = names !== undefined;
+      const output: [string, JsonValue][] = [];
+      stored.begin(step.stepName);
+      for (const expression of checked.filter((e) => e.step === i)) {
+        const entry = /^evaluateExpressions\.expressions\[(\d+)\]\.expression$/.exec(expression.field);
+        const name = entry ? names?.[Number(entry[1])] : undefined;
+        let value: JsonValue = null;
+        let error: string | null = null;
         try {
-          return { expression, value: evaluateField(expression, ctx), error: null };
-        } catch (error) {
-          if (!(error instanceof CelEvaluationError) && !(error instanceof ApiError)) throw error;
-          return { expression, value: null, error: error.message };
+          value = evaluateField(expression, ctx);
+          if (name !== undefined && hasOutput) {
+            stored.add(name, value);
+            output.push([name, value]);
+          } else {
+            shown.add(value);
+          }
+        } catch (e) {
+          if (!(e instanceof CelEvaluationError) && !(e instanceof ApiError)) throw e;
+          [value, error] = [null, e.message];
         }
-      });
-      for (const r of results) evaluations.push({ path: r.expression.compiled.path, value: r.value, error: r.error });
-
-      // As in a run: only an evaluateExpressions step that ran without error, and was not skipped, has an output.
-      const skipped = results.some((r) => r.expression.field === "skipIfTrueCel" && r.value === true);
-      if (!("evaluateExpressions" in step && step.evaluateExpressions) || skipped || results.some((r) => r.error !== null)) return;
-      const output: Record<string, JsonValue> = {};
-      step.evaluateExpressions.expressions.forEach((e, j) => {
-        const r = results.find((x) => x.expression.field === `evaluateExpressions.expressions[${j}].expression`);
-        if (r) setOwn(output, e.name, r.value); // any name, `__proto__` included
-      });
-      if (Object.keys(output).length === step.evaluateExpressions.expressions.length) setOwn(outputs, step.stepName, output);
+        if (error !== null || (expression.field === "skipIfTrueCel" && value === true)) hasOutput = false;
+        evaluations.push({ path: expression.compiled.path, value, error });
+      }
+      if (hasOutput && output.length === names?.length) {
+        stored.end();
+        setOwn(outputs, step.stepName, Object.fromEntries(output)); // any name, `__proto__` included (fromEntries makes own properties)
+      } else {
+        // Values counted for an output that is not stored (a step skipped or failed) are shown all the same.
+        for (const [, value] of output) shown.add(value, true);
+      }
     });
   }
   return { valid: problems.length === 0, problems, evaluations };

@@ -274,22 +274,24 @@ describe("hostile input finishes with a CelEvaluationError", () => {
   it("strings doubled until they are huge", () => {
     const doublings = "cel.bind(b, a + a, cel.bind(c, b + b, cel.bind(d, c + c, cel.bind(e, d + d, cel.bind(f, e + e, f.size())))))";
     const error = evaluationError(() => run(`cel.bind(a, ctx.trigger.s + ctx.trigger.s, ${doublings})`, { s: "x".repeat(60_000) }));
-    expect(error.code).toBe("COST_EXCEEDED");
+    // The size bound stops it at c (480 KB), before the cost budget would.
+    expect(error.code).toBe("VALUE_TOO_LARGE");
   });
 
   it("a join that would build a huge string, refused before it is built", () => {
-    const trigger = { s: "x".repeat(60_000), list: Array.from({ length: 5_000 }, (_, i) => i) };
-    const error = evaluationError(() => run("ctx.trigger.list.map(i, ctx.trigger.s).join(',').size()", trigger));
-    expect(error.code).toBe("COST_EXCEEDED");
+    const trigger = { s: "x".repeat(60_000), list: Array.from({ length: 5_000 }, () => "a") };
+    const error = evaluationError(() => run("ctx.trigger.list.join(ctx.trigger.s).size()", trigger));
+    expect(error.code).toBe("VALUE_TOO_LARGE");
+    expect(evaluationError(() => run("ctx.trigger.list.join(',').size()", trigger, {}, { maxCost: 5_000 })).code).toBe("COST_EXCEEDED");
   });
 
   it("nested comprehensions multiplying their work", () => {
     const hundred = `[${Array.from({ length: 100 }, (_, i) => i).join(",")}]`;
-    const literal = `cel.bind(l, ${hundred}, l.map(a, l.map(b, l.map(c, a + b + c))))`;
+    const literal = `cel.bind(l, ${hundred}, l.exists(a, l.exists(b, l.exists(c, a + b + c < 0))))`;
     expect(evaluationError(() => run(literal, {}, {}, { timeoutMs: 10_000 })).code).toBe("COST_EXCEEDED");
     const list = Array.from({ length: 1_000 }, (_, i) => i);
     const overPayload = "ctx.trigger.list.map(x, ctx.trigger.list.map(y, ctx.trigger.list.map(z, x + y + z)))";
-    expect(BUDGET_CODES).toContain(evaluationError(() => run(overPayload, { list })).code);
+    expect([...BUDGET_CODES, "VALUE_TOO_LARGE"]).toContain(evaluationError(() => run(overPayload, { list })).code);
     expect(evaluationError(() => run(overPayload, { list }, {}, { maxCost: 10_000 })).code).toBe("COST_EXCEEDED");
   });
 

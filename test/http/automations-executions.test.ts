@@ -246,12 +246,14 @@ describe("hostile payloads cannot hang or crash the server", () => {
     const execution = await run(hook, JSON.parse(wide));
     expect(Date.now() - started).toBeLessThan(5_000);
     expect(execution.state).toBe("AUTOMATION_EXECUTION_STATE_ERROR");
-    expect(execution.stepResults[0]).toMatchObject({ state: "STEP_STATE_ERROR", output: null, error: expect.stringMatching(/budget/) });
+    // The time budget, or the size bound (five inner lists of 30,000 numbers pass 256 KB as JSON), whichever comes first.
+    expect(execution.stepResults[0]).toMatchObject({ state: "STEP_STATE_ERROR", output: null, error: expect.stringMatching(/budget|larger than 262144 bytes as JSON/) });
     expect(execution.stepResults[1]?.state).toBe("STEP_STATE_PENDING");
 
     const strings = await createHooked(ts, { steps: [evaluateStep("blowup", { s: 'ctx.trigger.map(a, ctx.trigger.map(b, "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx")).size()' })] });
     const blown = await run(strings, JSON.parse(wide));
-    expect(blown.stepResults[0]).toMatchObject({ state: "STEP_STATE_ERROR", error: expect.stringMatching(/budget/) });
+    // Each inner list is 1.5 MB as JSON: the size bound refuses the first one as it grows.
+    expect(blown.stepResults[0]).toMatchObject({ state: "STEP_STATE_ERROR", error: expect.stringMatching(/larger than 262144 bytes as JSON/) });
 
     // The server still answers, and still runs automations.
     expect((await fetch(`${ts.url}/healthz`)).status).toBe(200);
