@@ -32,6 +32,8 @@ export const LISTENER_ROUTE = expressPath(INTAKE.path);
  * host is commonly given a whole /64, so its addresses would otherwise be limits of their own).
  */
 export function sourceKey(address: string): string {
+  // clientAddress answers IPv4 in dotted decimal already: no colon, nothing to parse again.
+  if (!address.includes(":")) return address;
   const ip = normalizeAddress(address);
   if (!ip) return address;
   if (ip.kind() === "ipv4") return ip.toString();
