@@ -21,6 +21,8 @@ export class LiveInstances {
   private readonly id = newId();
   private live = 1;
   private timer: NodeJS.Timeout | undefined;
+  /** The refresh under way, if any: `stop` waits for it before the database closes. */
+  private refreshing: Promise<void> | undefined;
 
   constructor(
     private readonly storage: Storage,
@@ -37,12 +39,15 @@ export class LiveInstances {
   async start(): Promise<void> {
     await this.refresh();
     this.timer = setInterval(() => {
-      this.refresh().catch((err: unknown) => this.logger.error({ msg: "instance heartbeat failed; keeping the last count", err, instances: this.live }));
+      this.refreshing ??= this.refresh()
+        .catch((err: unknown) => this.logger.error({ msg: "instance heartbeat failed; keeping the last count", err, instances: this.live }))
+        .finally(() => (this.refreshing = undefined));
     }, HEARTBEAT_MS).unref();
   }
 
   async stop(): Promise<void> {
     clearInterval(this.timer);
+    await this.refreshing;
     await writeStatement(this.storage, (db) => db.deleteFrom("instance_heartbeats").where("id", "=", this.id).execute()).catch(() => undefined);
   }
 
