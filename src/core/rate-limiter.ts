@@ -41,7 +41,7 @@ interface Bucket {
   at: number;
 }
 
-/** Keys kept per limit; about 100 bytes each. */
+/** Keys kept per limit; 100 to 300 bytes each (a listener id is up to 128 characters). */
 export const MAX_KEYS = 100_000;
 
 export class RateLimiter {
