@@ -47,6 +47,12 @@ export class Api {
     return user.id;
   }
 
+  /** A new API credential of the user. */
+  async createCredential(userId: string): Promise<Credentials> {
+    const { credential, clientSecret } = await this.call<{ credential: { clientId: string }; clientSecret: string }>("POST", `/api/v1/users/${userId}/credentials`, {});
+    return { clientId: credential.clientId, clientSecret };
+  }
+
   /** A published, enabled automation with one `evaluateExpressions` step and a webhook trigger. */
   async createWebhookAutomation(name: string, trigger: { hmac: Record<string, never> } | { jwt: { jwksUrl: string } }): Promise<{ id: string; path: string; url: string; secret?: string }> {
     const created = await this.call<{ automation: { id: string; triggers: Array<{ webhook: { url: string } }> }; webhookSecret?: string }>("POST", "/api/v1/automations", {

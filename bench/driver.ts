@@ -107,7 +107,7 @@ function buildRequest(spec: RequestSpec): Built {
 
 function cannon(spec: LoadSpec, request: AcRequest, seconds: number, onLatency?: (ms: number) => void): Promise<autocannon.Result> {
   // Called without a callback, autocannon answers its tracker: an event emitter that is also a promise.
-  const instance = autocannon({ url: spec.origin, connections: spec.connections, duration: seconds, requests: [request as autocannon.Request], timeout: 10 }) as unknown as autocannon.Instance & Promise<autocannon.Result>;
+  const instance = autocannon({ url: spec.origin, connections: spec.connections, duration: seconds, requests: [request as autocannon.Request], timeout: 10, ...(spec.rate ? { overallRate: spec.rate } : {}) }) as unknown as autocannon.Instance & Promise<autocannon.Result>;
   if (onLatency) instance.on("response", (_client: unknown, _status: number, _bytes: number, ms: number) => onLatency(ms));
   return instance;
 }

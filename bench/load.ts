@@ -28,6 +28,8 @@ export interface LoadSpec {
   warmupSeconds: number;
   /** The status every answer should have; any other counts as an error. */
   expectStatus: number;
+  /** Requests a second over all connections; as many as the server answers when absent. */
+  rate?: number;
   /** The server process under load, whose CPU time is read around the measured run. */
   serverPid: number;
 }

@@ -14,7 +14,10 @@ export type ScenarioKey =
   | "list-first"
   | "list-deep"
   | "validation-off"
-  | "validation-on";
+  | "validation-on"
+  | "rate-limit-alone"
+  | "rate-limit-flooded"
+  | "rate-limit-flood";
 
 export interface Measured {
   key: ScenarioKey;
@@ -96,6 +99,12 @@ const VALIDATION_BUDGET = 0.15;
 /** The share of throughput response validation costs: 1 - on/off (0.1 = 10% fewer requests/s). */
 export const validationCost = (off: LoadResult, on: LoadResult): number => (off.requestsPerSecond > 0 ? 1 - on.requestsPerSecond / off.requestsPerSecond : Number.NaN);
 
+/** The issue's bound on what a credential over its rate limit may do to another's p99. */
+const FLOOD_BUDGET = 2;
+
+/** How much a flood by another credential raised this credential's p99: flooded over alone (1 = not at all). */
+export const floodSlowdown = (alone: LoadResult, flooded: LoadResult): number => (alone.latencyMs.p99 > 0 ? flooded.latencyMs.p99 / alone.latencyMs.p99 : Number.NaN);
+
 // ---- formatting ------------------------------------------------------------------------------
 
 export const formatRps = (n: number): string => (Number.isFinite(n) ? Math.round(n).toLocaleString("en-US") : "–");
@@ -163,6 +172,13 @@ export function checkTargets(section: Section, baselineRps: number): TargetCheck
     const cost = validationCost(off.result, on.result);
     checks.push({ target: "response validation costs ≤ 15% of throughput", measured: formatPercent(cost), met: cost <= VALIDATION_BUDGET });
   }
+  const alone = find(section, "rate-limit-alone");
+  const flooded = find(section, "rate-limit-flooded");
+  if (alone && flooded) {
+    const slowdown = floodSlowdown(alone.result, flooded.result);
+    checks.push({ target: "a credential's p99 while another floods over its rate limit ≤ 2× its p99 alone", measured: formatRatio(slowdown), met: slowdown <= FLOOD_BUDGET });
+    checks.push({ target: "that credential: no answer but 200 while the other floods", measured: String(totalErrors(flooded.result)), met: totalErrors(flooded.result) === 0 });
+  }
   return checks;
 }
 
@@ -190,6 +206,15 @@ function sectionMarkdown(section: Section, baseline: Measured): string {
     const cost = validationCost(off.result, on.result);
     const policy = cost > VALIDATION_BUDGET ? " Above the 15% target: responses are validated only in development and tests (NODE_ENV=production turns it off), and every other scenario runs without it." : "";
     facts.push(`Response validation (VALIDATE_RESPONSES=1 vs 0, ${off.label.replace(/, validation .*$/, "")}): costs ${formatPercent(cost)} of throughput${cost < 0 ? " (negative: within the run's noise)" : ""}.${policy}`);
+  }
+  const flood = find(section, "rate-limit-flood");
+  const alone = find(section, "rate-limit-alone");
+  const flooded = find(section, "rate-limit-flooded");
+  if (flood && alone && flooded) {
+    const refused = flood.result.statuses["429"] ?? 0;
+    facts.push(
+      `Rate limits (scenario 8): credential A's flood was answered ${refused.toLocaleString("en-US")} times 429 and ${(flood.result.statuses["200"] ?? 0).toLocaleString("en-US")} times 200 (${formatRps(flood.result.requestsPerSecond)} answers/s, ${formatMicros(flood.result.cpu.serverMicrosPerRequest)} µs of server CPU each). Credential B's p99: ${formatMs(alone.result.latencyMs.p99)} ms alone, ${formatMs(flooded.result.latencyMs.p99)} ms during the flood (${formatRatio(floodSlowdown(alone.result, flooded.result))}).`,
+    );
   }
   const jwt = section.scenarios.filter((m) => m.result.tokens);
   for (const m of jwt) facts.push(`${m.label}: ${m.result.tokens!.pregenerated.toLocaleString("en-US")} tokens signed before the run, ${m.result.tokens!.signedDuringRun.toLocaleString("en-US")} during it.`);

@@ -142,7 +142,7 @@ async function main(): Promise<void> {
         warmupSeconds: opts.warmupSeconds,
         quick: opts.quick,
         loadAverage: { before: loadBefore, after: loadavg()[0] ?? Number.NaN },
-        serverEnv: `NODE_ENV=production, LOG_LEVEL=${opts.logLevel}, VALIDATE_RESPONSES=0 except where stated, JWKS_ALLOW_INSECURE=1 (the JWKS is served by the bench on 127.0.0.1)`,
+        serverEnv: `NODE_ENV=production, LOG_LEVEL=${opts.logLevel}, VALIDATE_RESPONSES=0 except where stated, RATE_LIMIT=off except in scenario 8, JWKS_ALLOW_INSECURE=1 (the JWKS is served by the bench on 127.0.0.1)`,
       },
       baseline,
       sections,

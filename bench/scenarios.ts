@@ -8,7 +8,7 @@ import { openStorage, type Storage } from "../src/storage/connect.js";
 import { Api, type Credentials } from "./api.js";
 import { createBenchDatabase, type Dialect } from "./database.js";
 import type { LoadSpec, RequestSpec } from "./load.js";
-import { freePort, ROOT, startNode, type Driver, type NodeProcess } from "./processes.js";
+import { freePort, ROOT, startDriver, startNode, type Driver, type NodeProcess } from "./processes.js";
 import { percentile, type ExecutionWait, type Measured, type ScenarioKey, type Section } from "./report.js";
 import { seedSubjectAppLimits } from "./seed.js";
 
@@ -42,6 +42,10 @@ const ADMIN: Credentials = { clientId: "bench-admin", clientSecret: "bench-admin
 const SECRETS_KEY = Buffer.alloc(32, 11).toString("base64url");
 const HMAC_BODY = JSON.stringify({ n: 21, source: "bench", items: [{ sku: "A-1", qty: 2 }, { sku: "B-7", qty: 1 }] });
 const APP_KEYS = 100;
+/** Scenario 8: each credential's limit, per second (and at once): low, so that even a slow machine's flood is mostly over it. */
+const CREDENTIAL_QUOTA = 100;
+/** Scenario 8: what the flooding credential sends, requests a second. */
+const FLOOD_RATE = 10 * CREDENTIAL_QUOTA;
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -110,11 +114,13 @@ export async function runDatabase(dialect: Dialect, settings: BenchSettings, dri
       VALIDATE_RESPONSES: validate,
       JWKS_ALLOW_INSECURE: "1",
       ACCESS_TOKEN_TTL_SECONDS: "3600",
+      // The scenarios measure the work of answering, not the limits (scenario 8 turns them on).
+      RATE_LIMIT: "off",
     });
-    const start = async (validate: "0" | "1", listenPort: number) => {
+    const start = async (validate: "0" | "1", listenPort: number, env: Record<string, string> = {}) => {
       const name = `${dialect}-validate${validate}-${new Date().toISOString().replace(/[-:.]/g, "")}`;
       const nodeArgs = settings.profileDir ? ["--cpu-prof", `--cpu-prof-dir=${settings.profileDir}`, `--cpu-prof-name=${name}.cpuprofile`] : [];
-      const p = await startNode({ script: join(ROOT, "dist/src/main.js"), env: serverEnv(validate), port: listenPort, probePath: "/readyz", logFile: join(settings.workDir, `server-${dialect}-${listenPort}.log`), nodeArgs });
+      const p = await startNode({ script: join(ROOT, "dist/src/main.js"), env: { ...serverEnv(validate), ...env }, port: listenPort, probePath: "/readyz", logFile: join(settings.workDir, `server-${dialect}-${listenPort}.log`), nodeArgs });
       processes.push(p);
       return p;
     };
@@ -126,11 +132,20 @@ export async function runDatabase(dialect: Dialect, settings: BenchSettings, dri
 
     const scenarios: Measured[] = [];
     const wanted = (...keys: ScenarioKey[]) => !settings.only || keys.some((k) => settings.only!.has(k));
-    const measure = async (key: ScenarioKey, label: string, request: RequestSpec, opts: { expectStatus?: number; target?: NodeProcess } = {}): Promise<Measured | undefined> => {
+    type MeasureOptions = { expectStatus?: number; target?: NodeProcess; driver?: Driver } & Partial<Pick<LoadSpec, "connections" | "durationSeconds" | "rate">>;
+    const measure = async (key: ScenarioKey, label: string, request: RequestSpec, opts: MeasureOptions = {}): Promise<Measured | undefined> => {
       if (!wanted(key)) return undefined;
       const target = opts.target ?? server;
-      const spec: LoadSpec = { origin: target.url, connections: settings.connections, durationSeconds: settings.durationSeconds, warmupSeconds: settings.warmupSeconds, expectStatus: opts.expectStatus ?? 200, serverPid: target.pid };
-      const result = await driver.run(spec, request);
+      const spec: LoadSpec = {
+        origin: target.url,
+        connections: opts.connections ?? settings.connections,
+        durationSeconds: opts.durationSeconds ?? settings.durationSeconds,
+        warmupSeconds: settings.warmupSeconds,
+        expectStatus: opts.expectStatus ?? 200,
+        serverPid: target.pid,
+        ...(opts.rate ? { rate: opts.rate } : {}),
+      };
+      const result = await (opts.driver ?? driver).run(spec, request);
       const m: Measured = { key, label, result, rssMiB: target.rssMiB() };
       scenarios.push(m);
       log(`${dialect}: ${label}: ${Math.round(result.requestsPerSecond)} req/s, p50 ${result.latencyMs.p50.toFixed(2)} ms, p99 ${result.latencyMs.p99.toFixed(2)} ms, statuses ${JSON.stringify(result.statuses)}, errors ${result.errors.socket + result.errors.timeouts}, RSS ${Math.round(m.rssMiB)} MiB`);
@@ -195,6 +210,34 @@ export async function runDatabase(dialect: Dialect, settings: BenchSettings, dri
       await validating.stop();
     }
 
+    // ---- 8. Rate limits: a credential flooding over its limit, and another's latency ----------
+    // Credential B sends at half its limit, alone and then while credential A sends ten times its
+    // limit from a second load generator (answered 429 past it): B's p99 is compared with its p99
+    // alone. Only the credential limit is on, so that it is the one refusing A. A is paced rather
+    // than as fast as it can: on this machine the load generators share the server's two cores, and
+    // a flood at full speed measures how the cores are shared, not what the limit spares B.
+    if (wanted("rate-limit-alone", "rate-limit-flooded", "rate-limit-flood")) {
+      const limited = await start("0", await freePort(), { RATE_LIMIT: "on", RATE_LIMIT_SOURCE: "off", RATE_LIMIT_LISTENER: "off", RATE_LIMIT_CREDENTIAL: `${CREDENTIAL_QUOTA}/1` });
+      const headersOf = async (name: string) => (await Api.login(limited.url, await api.createCredential(await api.createUser(`Bench ${name}`, `bench-${name}@bench.example`)))).headers;
+      const policy = (headers: Record<string, string>): RequestSpec => ({ kind: "fixed", method: "GET", path: "/api/v1/funds/policy", headers });
+      const [a, b] = [policy(await headersOf("flooder")), policy(await headersOf("steady"))];
+      // At least 5 s: B's p99 is read from a few hundred answers even in a quick run.
+      const steady = { target: limited, connections: 4, rate: CREDENTIAL_QUOTA / 2, durationSeconds: Math.max(5, settings.durationSeconds) };
+      const rate = `${CREDENTIAL_QUOTA / 2} req/s (limit ${CREDENTIAL_QUOTA}/s)`;
+      await measure("rate-limit-alone", `8. Credential B at ${rate}, alone`, b, steady);
+      const flooder = startDriver();
+      try {
+        const floodSeconds = settings.warmupSeconds + steady.durationSeconds + 2;
+        const flood = measure("rate-limit-flood", `8. Credential A at ${FLOOD_RATE} req/s, over its limit (429)`, a, { target: limited, driver: flooder, expectStatus: 429, durationSeconds: floodSeconds, rate: FLOOD_RATE });
+        await sleep(1000);
+        await measure("rate-limit-flooded", `8. Credential B at ${rate}, A flooding`, b, steady);
+        await flood;
+      } finally {
+        await flooder.stop();
+        await limited.stop();
+      }
+    }
+
     // ---- 6. A list page at the start and deep, over the seeded rows --------------------------
     let seed: Section["seed"];
     let walk: Section["walk"];
@@ -220,7 +263,7 @@ export async function runDatabase(dialect: Dialect, settings: BenchSettings, dri
       await measure("list-deep", `6. Search, page_size 100, page ${settings.deepPage.toLocaleString("en-US")}`, { kind: "fixed", method: "POST", path: search, headers, body: JSON.stringify({ pageSize: 100, pageToken: token }) });
     }
 
-    const order: ScenarioKey[] = ["hmac", "jwt-es256", "jwt-eddsa", "duplicate", "my-set-limit", "suspend", "get-effective", "list-first", "list-deep", "validation-off", "validation-on"];
+    const order: ScenarioKey[] = ["hmac", "jwt-es256", "jwt-eddsa", "duplicate", "my-set-limit", "suspend", "get-effective", "list-first", "list-deep", "validation-off", "validation-on", "rate-limit-alone", "rate-limit-flooded", "rate-limit-flood"];
     scenarios.sort((a, b) => order.indexOf(a.key) - order.indexOf(b.key));
     return { dialect, database: description, scenarios, ...(executionWaitFigures ? { executionWait: executionWaitFigures } : {}), ...(seed ? { seed } : {}), ...(walk ? { walk } : {}) };
   } finally {

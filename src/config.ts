@@ -1,6 +1,7 @@
 // All configuration, from the environment, typed and validated in one place. A bad value stops
 // the process at start with a message naming the variable; secrets are never echoed back.
 import { resolve } from "node:path";
+import type { RateLimitQuotas, RateQuota } from "./core/rate-limiter.js";
 import { parseTrustProxy } from "./webhooks/source-ip.js";
 
 export type LogLevel = "fatal" | "error" | "warn" | "info" | "debug" | "trace" | "silent";
@@ -27,6 +28,8 @@ export interface Config {
   jwksAllowInsecure: boolean;
   /** TRUST_PROXY: CIDRs of proxies whose X-Forwarded-For is honoured; empty trusts none. */
   trustProxy: string[];
+  /** RATE_LIMIT_SOURCE, _CREDENTIAL, _LISTENER (each null when off; all null with RATE_LIMIT=off). */
+  rateLimits: RateLimitQuotas;
 }
 
 export class ConfigError extends Error {
@@ -91,6 +94,33 @@ function trustProxy(raw: string | undefined): string[] {
   }
 }
 
+/** The defaults: a steady 200, 100 and 200 requests a second, and a minute's worth at once. */
+export const RATE_LIMIT_DEFAULTS = { source: "12000/60", credential: "6000/60", listener: "12000/60" } as const;
+
+/** `<requests>/<seconds>` (e.g. 6000/60: 6,000 requests a minute), or `off`. */
+function rateQuota(env: NodeJS.ProcessEnv, name: string, fallback: string): RateQuota | null {
+  const raw = env[name] || fallback;
+  if (raw === "off") return null;
+  const match = /^([0-9]{1,7})\/([0-9]{1,5})$/.exec(raw);
+  const quota = Number(match?.[1]);
+  const windowSeconds = Number(match?.[2]);
+  if (!match || quota < 1 || quota > 1_000_000 || windowSeconds < 1 || windowSeconds > 86_400) {
+    throw new ConfigError(`${name} must be <requests>/<seconds> (1 to 1000000 requests, 1 to 86400 seconds, e.g. ${fallback}) or off, got "${raw}"`);
+  }
+  return { quota, windowSeconds };
+}
+
+function rateLimits(env: NodeJS.ProcessEnv): RateLimitQuotas {
+  const master = env.RATE_LIMIT || "on";
+  if (master !== "on" && master !== "off") throw new ConfigError(`RATE_LIMIT must be on or off, got "${master}"`);
+  const quotas = {
+    source: rateQuota(env, "RATE_LIMIT_SOURCE", RATE_LIMIT_DEFAULTS.source),
+    credential: rateQuota(env, "RATE_LIMIT_CREDENTIAL", RATE_LIMIT_DEFAULTS.credential),
+    listener: rateQuota(env, "RATE_LIMIT_LISTENER", RATE_LIMIT_DEFAULTS.listener),
+  };
+  return master === "off" ? { source: null, credential: null, listener: null } : quotas;
+}
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const port = integer(env, "PORT", 8080, 0, 65535);
   const host = env.HOST || "0.0.0.0";
@@ -121,5 +151,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     webhookSecretGraceSeconds: integer(env, "WEBHOOK_SECRET_GRACE_SECONDS", 86_400, 0, 30 * 86_400),
     jwksAllowInsecure: flag(env, "JWKS_ALLOW_INSECURE"),
     trustProxy: trustProxy(env.TRUST_PROXY),
+    rateLimits: rateLimits(env),
   };
 }

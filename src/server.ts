@@ -15,6 +15,7 @@ import { SubjectAppLimits } from "./funds/subject-app-limits.js";
 import { answerClientError } from "./http/client-error.js";
 import { createApp } from "./http/app.js";
 import { Idempotency } from "./http/idempotency.js";
+import { RateLimits } from "./http/rate-limit.js";
 import { fundsHandlers } from "./http/handlers/funds.js";
 import { identityHandlers } from "./http/handlers/identity.js";
 import { automationHandlers } from "./http/handlers/automations.js";
@@ -33,6 +34,7 @@ import { SecretBox } from "./automations/secret-box.js";
 import { Worker, WORKER_DEFAULTS } from "./automations/worker.js";
 import { openStorage } from "./storage/connect.js";
 import { IdempotencyRecords } from "./storage/idempotency-records.js";
+import { LiveInstances } from "./storage/live-instances.js";
 import { loadSecretsKey } from "./storage/secrets-key.js";
 import { WebhookEvents } from "./webhooks/events.js";
 import { WebhookIntake } from "./webhooks/intake.js";
@@ -104,11 +106,17 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     worker,
   });
 
+  // Each instance enforces its share of the limits: the quota over the instances counted live.
+  const instances = new LiveInstances(storage, clock, logger);
+  const rateLimits = new RateLimits(config.rateLimits, clock, () => instances.count, config.trustProxy);
+  if (rateLimits.active) await instances.start();
+
   // A box of its own: replayed answers do not take the places of webhook secrets in its cache of opened secrets.
   const idempotencyRecords = new IdempotencyRecords(storage, clock);
   const app = createApp({
     logger,
     idempotency: new Idempotency(idempotencyRecords, new SecretBox(secretsKey)),
+    rateLimits,
     accessTokens,
     contractPath,
     docsPath,
@@ -154,6 +162,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       });
       clearInterval(sweep);
       await worker.stop();
+      await instances.stop();
       await storage.close();
     })());
 

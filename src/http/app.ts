@@ -19,6 +19,7 @@ import { limitHeaderFields } from "./header-count.js";
 import { IDEMPOTENCY_KEY_HEADER, type Idempotency } from "./idempotency.js";
 import { narrowOneOfFailures } from "./one-of-issues.js";
 import { parameterForm } from "./parameter-form.js";
+import { LISTENER_ROUTE, type RateLimits } from "./rate-limit.js";
 import { requestId } from "./request-id.js";
 import { RequestShapes } from "./request-shapes.js";
 import { cacheValidatorRouteMatchers } from "./route-matcher-cache.js";
@@ -41,6 +42,8 @@ export interface AppOptions {
   consoleDir: string;
   /** Runs the requests of operations that take an Idempotency-Key once per caller and key. */
   idempotency: Idempotency;
+  /** The rate limits per source address, credential and webhook listener. */
+  rateLimits: RateLimits;
 }
 
 const JSON_LIMIT = "256kb";
@@ -143,14 +146,16 @@ export function createApp(options: AppOptions): Express {
   app.get(DOCS_PATH, docsPage(options.docsPath));
   app.use(CONSOLE_PATH, consoleRouter(options.consoleDir));
 
-  // Authentication and roles come first, so a caller without access learns nothing about shapes.
+  // Rate limits, authentication and roles come first, so a caller without access learns nothing
+  // about shapes, and a caller over its limit costs no more work.
   app.use(async (req: Request, res: Response, next: NextFunction) => {
     const route = findRoute(req.method, req.path);
     if (!route) return next(unroutable(req.path));
     res.locals.operationId = route.operationId;
-    if (!route.secured) return next();
     try {
-      const principal = await accessTokens.authenticate(req.get("authorization"));
+      options.rateLimits.admitSource(req, res);
+      if (!route.secured) return next();
+      const principal = await accessTokens.authenticate(req.get("authorization"), (credentialId) => options.rateLimits.admitCredential(credentialId, res));
       res.locals.principal = principal;
       if (!mayCall(principal, route.operationId)) {
         throw permissionDenied("ROLE_NOT_ALLOWED", "the caller's role may not call this operation");
@@ -163,6 +168,7 @@ export function createApp(options: AppOptions): Express {
 
   // After the route is known, so its refusals are logged and published under the operation.
   app.use(TOKEN_PATH, tokenEndpointGuard);
+  app.post(LISTENER_ROUTE, options.rateLimits.admitListener);
 
   // Operations that take their body raw (the webhook intake signs its exact bytes) skip the parsers
   // and the contract validator: their handler checks everything, in the order the contract states.

@@ -200,11 +200,23 @@ const m0006 = (text: TextType): Migration => ({
   },
 });
 
+// One row per running instance, refreshed every few seconds: how many share the rate limits.
+const m0007 = (text: TextType): Migration => ({
+  async up(db: Kysely<any>) {
+    await db.schema
+      .createTable("instance_heartbeats")
+      .addColumn("id", text, (c) => c.primaryKey())
+      .addColumn("started_at", text, (c) => c.notNull())
+      .addColumn("last_seen", text, (c) => c.notNull())
+      .execute();
+  },
+});
+
 export function migrationsFor(dialect: "sqlite" | "postgres"): MigrationProvider {
   const text: TextType = dialect === "postgres" ? sql`text collate "C"` : "text";
   return {
     async getMigrations() {
-      return { "0001_identity_and_funds": m0001(text), "0002_automations_and_webhooks": m0002(text), "0003_execution_queue_index": m0003, "0004_lighter_event_writes": m0004, "0005_token_failures": m0005(text), "0006_idempotency_records": m0006(text) };
+      return { "0001_identity_and_funds": m0001(text), "0002_automations_and_webhooks": m0002(text), "0003_execution_queue_index": m0003, "0004_lighter_event_writes": m0004, "0005_token_failures": m0005(text), "0006_idempotency_records": m0006(text), "0007_instance_heartbeats": m0007(text) };
     },
   };
 }

@@ -82,6 +82,15 @@ export interface Database {
   automation_executions: AutomationExecutionsTable;
   token_failures: TokenFailuresTable;
   idempotency_records: IdempotencyRecordsTable;
+  instance_heartbeats: InstanceHeartbeatsTable;
+}
+
+/** A running instance: each refreshes its row; rows not refreshed lately are of instances gone. */
+export interface InstanceHeartbeatsTable {
+  /** Random, per process start. */
+  id: string;
+  started_at: string;
+  last_seen: string;
 }
 
 /** A request made with an Idempotency-Key: claimed while it runs, then its answer, for replays. */

@@ -5,6 +5,7 @@ import type { LoadResult } from "../../bench/load.js";
 import {
   checkTargets,
   depthSlowdown,
+  floodSlowdown,
   formatMs,
   formatRatio,
   formatRps,
@@ -49,6 +50,11 @@ describe("ratios", () => {
     expect(depthSlowdown(load(1000), load(0))).toBeNaN();
     expect(validationCost(load(1000), load(850))).toBeCloseTo(0.15);
     expect(validationCost(load(1000), load(1100))).toBeCloseTo(-0.1);
+  });
+
+  it("says how much a flood by another credential raised a credential's p99", () => {
+    expect(floodSlowdown(load(50, 4), load(50, 7))).toBeCloseTo(1.75);
+    expect(floodSlowdown(load(50, 0), load(50, 7))).toBeNaN();
   });
 });
 
@@ -105,6 +111,18 @@ describe("targets", () => {
   it("are missed past any bound", () => {
     const checks = checkTargets(section([measured("hmac", 4999, 20, { socket: 1 }), measured("list-first", 1300), measured("list-deep", 1000), measured("validation-off", 1000), measured("validation-on", 800)]), 10_000);
     expect(checks.every((c) => !c.met)).toBe(true);
+  });
+
+  it("hold a credential's p99 during another's flood to twice its p99 alone, with no answer but 200", () => {
+    const flood = (p99: number, errors?: Partial<LoadResult["errors"]>) => checkTargets(section([measured("rate-limit-alone", 50, 4), measured("rate-limit-flooded", 50, p99, errors)]), 1000);
+    expect(flood(8).map((c) => [c.measured, c.met])).toEqual([
+      ["2.00×", true],
+      ["0", true],
+    ]);
+    expect(flood(8.1, { unexpectedStatus: 2 }).map((c) => [c.measured, c.met])).toEqual([
+      ["2.02×", false],
+      ["2", false],
+    ]);
   });
 
   it("are only checked for the scenarios that ran", () => {

@@ -111,8 +111,9 @@ async function chaos(dialect: "sqlite" | "postgres", instances: number, counts: 
   const rng = random(SEED + instances);
   const dir = mkdtempSync(join(tmpdir(), "tenant-chaos-"));
   const database = dialect === "sqlite" ? { url: `sqlite:${join(dir, "chaos.sqlite")}`, drop: async () => undefined } : await createScratchDatabase(POSTGRES_ADMIN_URL, "tenant_chaos");
+  // Rate limits off: the load is one listener's, from one address, as fast as the senders go.
   const cluster = await Cluster.start(
-    { DATABASE_URL: database.url, BASE_URL: "http://tenant.example.test", SECRETS_KEY: Buffer.alloc(32, 9).toString("base64url"), BOOTSTRAP_CLIENT_ID: ADMIN.clientId, BOOTSTRAP_CLIENT_SECRET: ADMIN.clientSecret, LOG_LEVEL: "warn", HOST: "127.0.0.1" },
+    { DATABASE_URL: database.url, BASE_URL: "http://tenant.example.test", SECRETS_KEY: Buffer.alloc(32, 9).toString("base64url"), BOOTSTRAP_CLIENT_ID: ADMIN.clientId, BOOTSTRAP_CLIENT_SECRET: ADMIN.clientSecret, LOG_LEVEL: "warn", HOST: "127.0.0.1", RATE_LIMIT: "off" },
     instances,
   );
   try {

@@ -19,10 +19,12 @@ export interface Instances {
   stop(): Promise<void>;
 }
 
-export async function startInstances(count: number, admin: { clientId: string; clientSecret: string }, baseUrl: string): Promise<Instances> {
+/** `env`: more configuration, the same for every instance. */
+export async function startInstances(count: number, admin: { clientId: string; clientSecret: string }, baseUrl: string, env: Record<string, string> = {}): Promise<Instances> {
   const dir = mkdtempSync(join(tmpdir(), "tenant-instances-"));
   const database = await createTestDatabase(dir);
-  const env = {
+  const common = {
+    ...env,
     DATABASE_URL: database.url,
     BASE_URL: baseUrl,
     SECRETS_KEY: Buffer.alloc(32, 7).toString("base64url"),
@@ -34,7 +36,7 @@ export async function startInstances(count: number, admin: { clientId: string; c
   const instances = await Promise.all(
     Array.from({ length: count }, async () => {
       const port = await freePort();
-      return serve({ command: join(root, "node_modules/.bin/tsx"), args: [join(root, "src/main.ts")], url: `http://127.0.0.1:${port}`, probePath: "/readyz", env: { ...env, PORT: String(port) }, timeoutMs: 90_000 });
+      return serve({ command: join(root, "node_modules/.bin/tsx"), args: [join(root, "src/main.ts")], url: `http://127.0.0.1:${port}`, probePath: "/readyz", env: { ...common, PORT: String(port) }, timeoutMs: 90_000 });
     }),
   );
   return {

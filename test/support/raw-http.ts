@@ -9,12 +9,13 @@ export interface RawAnswer {
   text: string;
 }
 
-export function rawRequest(baseUrl: string, method: string, target: string, headers: Record<string, string | string[]>, body?: Buffer): Promise<RawAnswer> {
+/** `from`: the local address to connect from (loopback is 127.0.0.0/8: a test can be several clients). */
+export function rawRequest(baseUrl: string, method: string, target: string, headers: Record<string, string | string[]>, body?: Buffer, from?: string): Promise<RawAnswer> {
   const url = new URL(baseUrl);
   return new Promise((resolve, reject) => {
     let answered = false;
     const req = http.request(
-      { host: url.hostname, port: url.port, method, path: target, agent: false, headers: { ...headers, ...(body ? { "Content-Length": String(body.length) } : {}) } },
+      { host: url.hostname, port: url.port, method, path: target, agent: false, ...(from ? { localAddress: from } : {}), headers: { ...headers, ...(body ? { "Content-Length": String(body.length) } : {}) } },
       (res) => {
         answered = true;
         const chunks: Buffer[] = [];
