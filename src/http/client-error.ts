@@ -25,14 +25,11 @@ const REFUSALS: Record<string, Refusal> = {
 };
 const MALFORMED: Refusal = { status: 400, reason: "MALFORMED_HTTP_REQUEST", message: "the request is not well-formed HTTP/1.1" };
 
-/** What a reader of a refused request's body gets (the client got the refusal itself). */
-export const malformedHttpRequest = (): ApiError => new ApiError(MALFORMED.status, GrpcCode.INVALID_ARGUMENT, MALFORMED.reason, MALFORMED.message);
-
 /** The last request each connection handed to the app, with its response. */
 const dispatched = new WeakMap<Duplex, { req: IncomingMessage; res: ServerResponse }>();
 /** Connections whose parser failure is handled: a failed parser fails again on every later byte. */
 const handled = new WeakSet<Duplex>();
-/** Requests whose answer is the parser's refusal: the app must not run them (request-body.ts). */
+/** Requests whose answer is the parser's refusal: the app must not run them (request-body.ts), nor answer them again (error-response.ts). */
 const refused = new WeakSet<IncomingMessage>();
 
 /** Whether `req` was answered with the parser's refusal (its body's framing broke). */

@@ -8,7 +8,7 @@
 import type { NextFunction, Request, RequestHandler, Response } from "express";
 import getRawBody from "raw-body";
 import { checkJsonBytes, checkJsonCharset } from "../core/json-body.js";
-import { malformedHttpRequest, wasRefused } from "./client-error.js";
+import { wasRefused } from "./client-error.js";
 import { payloadTooLarge } from "./to-api-error.js";
 
 /** The body limit of every operation but those with an `x-max-body-bytes` of their own. */
@@ -19,7 +19,6 @@ export const rawBodyLimit = (route: { maxBodyBytes?: number | null }): number =>
 
 /** Reads a body up to `limit` bytes; past it, answers 413 without reading further and closes the connection. */
 export async function readRawBody(req: Request, res: Response, limit: number): Promise<Buffer> {
-  if (wasRefused(req)) throw malformedHttpRequest();
   try {
     return await getRawBody(req, { limit, length: req.get("content-length") });
   } catch (e) {
