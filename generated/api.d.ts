@@ -1146,7 +1146,8 @@ export interface paths {
          *
          *     | Header | Required | Description |
          *     |---|---|---|
-         *     | Content-Type | yes | `application/json` (parameters such as `charset` are allowed) |
+         *     | Content-Type | yes | `application/json`; a `charset` parameter, if any, must be `utf-8` (any case), else 415 |
+         *     | Content-Encoding | no | Absent or `identity`: the body is sent, and signed, uncompressed. Any other value (`gzip`, `br`...) is 415; nothing is decompressed. |
          *     | Webhook-Timestamp | yes | Current Unix time in seconds (decimal string). Must be within 5 minutes of the server's time. |
          *     | Webhook-Event-Id | yes | UUID v4 uniquely identifying the event; used for idempotency. |
          *     | Webhook-Signature | HMAC authentication only | Base64url (no padding) HMAC-SHA256 signature. |
@@ -1157,9 +1158,11 @@ export interface paths {
          *
          *     ## Request body
          *
-         *     Any valid JSON, at most 64 KB (65,536 bytes; a bare number too). The content is passed to
-         *     the automation as context data and is available to automation steps and CEL expressions as
-         *     `ctx.trigger.<field>` or `ctx.trigger["<field>"]`.
+         *     Any valid JSON, at most 64 KB (65,536 bytes; a bare number too), in UTF-8 without a byte order
+         *     mark (a body that begins with one is 400), its numbers within the range of a double (about
+         *     1.8e308; a larger one, such as `1e309`, is 400): the payload is kept as received. The content
+         *     is passed to the automation as context data and is available to automation steps and CEL
+         *     expressions as `ctx.trigger.<field>` or `ctx.trigger["<field>"]`.
          *
          *     ## Processing order
          *
@@ -1169,8 +1172,10 @@ export interface paths {
          *     First, the rate limits: a delivery over the listener's limit or its source address's is 429
          *     (`RATE_LIMITED`, with `Retry-After`) before the listener is looked up or the body read.
          *     Before authentication: an unknown listener is 404, a source address outside the allowed CIDR
-         *     list 403, a body over 64 KB 413, and missing or malformed headers, a `Content-Type` other than
-         *     `application/json` or a body that is not valid JSON 400. Only requests that passed every check
+         *     list 403, a body over 64 KB 413 (a `Content-Length` over 64 KB before the body is read), then
+         *     missing or malformed headers, a `Content-Type` other than `application/json` or a body that is
+         *     not valid JSON 400, and a `charset` other than `utf-8` or a `Content-Encoding` other than
+         *     `identity` 415, in the order of the header table. Only requests that passed every check
          *     record their event id: a forged or malformed request never consumes an id, and a duplicate that
          *     fails authentication is 401, not 409. Recording the event and starting the automation's
          *     execution happen together before the `200` is sent, so an accepted event is never lost; the
@@ -1227,13 +1232,14 @@ export interface paths {
          *     | Status | Condition |
          *     |---|---|
          *     | 200 | Request accepted and automation triggered. |
-         *     | 400 | Invalid request: missing headers, timestamp outside 5 minutes of server time, event id that is not a UUID v4, body that is not valid JSON. |
+         *     | 400 | Invalid request: missing headers, timestamp outside 5 minutes of server time, event id that is not a UUID v4, body that is not valid JSON (or begins with a byte order mark), a number beyond the range of a double. |
          *     | 401 | Authentication failed: invalid HMAC signature, failed JWT verification (unreachable JWKS, `kid` not in the JWKS, missing required claim, expired token), missing authentication header. |
          *     | 403 | Source IP not in the allowed CIDR list (when IP restrictions are enabled). |
          *     | 409 | Duplicate event id for the listener. Idempotency protection, not a failure; the event was already processed. |
          *     | 429 | Rate limit of the listener or of the source address exceeded; retry after `Retry-After` seconds. Nothing was recorded. |
          *
-         *     Also 404 for an unknown listener and 413 for a body over 64 KB (65,536 bytes).
+         *     Also 404 for an unknown listener, 413 for a body over 64 KB (65,536 bytes), and 415 for a
+         *     `charset` other than `utf-8` or a `Content-Encoding` other than `identity`.
          *
          *     When a request is accepted but the automation does not run, the cause is an automation
          *     that is not published or a trigger toggle that is not enabled. Such a request is still
@@ -4786,7 +4792,7 @@ export interface components {
         };
     };
     responses: {
-        /** @description The request body is larger than the operation accepts. */
+        /** @description The request body, or the Content-Length declared for it, exceeds the operation's limit (256 KB; 64 KB for the webhook intake). A declared length over the limit is refused before the body is read, and the connection is closed. */
         PayloadTooLarge: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4796,7 +4802,7 @@ export interface components {
                 "application/json": components["schemas"]["Status"];
             };
         };
-        /** @description The request body has a media type (Content-Type or charset) the operation does not accept, or a Content-Encoding: bodies are sent uncompressed. */
+        /** @description The request body has a media type (Content-Type, or a charset other than utf-8) the operation does not accept, or a Content-Encoding other than identity: bodies are sent uncompressed. */
         UnsupportedMediaType: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -5246,6 +5252,7 @@ export interface operations {
             };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
         };
@@ -5420,6 +5427,7 @@ export interface operations {
                     "application/json": components["schemas"]["Status"];
                 };
             };
+            413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
         };
@@ -5524,6 +5532,7 @@ export interface operations {
                     "application/json": components["schemas"]["Status"];
                 };
             };
+            413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
         };
@@ -5886,6 +5895,7 @@ export interface operations {
                     "application/json": components["schemas"]["Status"];
                 };
             };
+            413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
         };
@@ -5945,6 +5955,7 @@ export interface operations {
                     "application/json": components["schemas"]["Status"];
                 };
             };
+            413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
         };
@@ -6237,6 +6248,7 @@ export interface operations {
                     "application/json": components["schemas"]["Status"];
                 };
             };
+            413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
         };
@@ -6444,6 +6456,7 @@ export interface operations {
                     "application/json": components["schemas"]["Status"];
                 };
             };
+            413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
         };
@@ -6517,6 +6530,7 @@ export interface operations {
                     "application/json": components["schemas"]["Status"];
                 };
             };
+            413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
         };
@@ -6631,6 +6645,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
         };
@@ -6708,6 +6723,7 @@ export interface operations {
                     "application/json": components["schemas"]["Status"];
                 };
             };
+            413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
         };
@@ -6852,6 +6868,7 @@ export interface operations {
                     "application/json": components["schemas"]["Status"];
                 };
             };
+            413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
         };
@@ -6920,6 +6937,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
         };
@@ -7036,6 +7054,7 @@ export interface operations {
             };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
         };
@@ -7116,6 +7135,7 @@ export interface operations {
                     "application/json": components["schemas"]["Status"];
                 };
             };
+            413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
         };
@@ -7262,6 +7282,7 @@ export interface operations {
                     "application/json": components["schemas"]["Status"];
                 };
             };
+            413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
         };
@@ -7322,6 +7343,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
         };
@@ -7590,6 +7612,7 @@ export interface operations {
             };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
         };
@@ -7823,6 +7846,7 @@ export interface operations {
                     "application/json": components["schemas"]["Status"];
                 };
             };
+            413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
         };
@@ -8024,6 +8048,7 @@ export interface operations {
                     "application/json": components["schemas"]["Status"];
                 };
             };
+            413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
         };
@@ -8287,6 +8312,7 @@ export interface operations {
                     "application/json": components["schemas"]["Status"];
                 };
             };
+            413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
         };
@@ -8559,6 +8585,7 @@ export interface operations {
             };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
         };
@@ -8675,6 +8702,7 @@ export interface operations {
                     "application/json": components["schemas"]["Status"];
                 };
             };
+            413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
         };
@@ -8714,7 +8742,7 @@ export interface operations {
             };
             cookie?: never;
         };
-        /** @description Any valid JSON, at most 64 KB (65,536 bytes). Sent with `Content-Type` `application/json`. */
+        /** @description Any valid JSON, at most 64 KB (65,536 bytes), UTF-8 without a byte order mark, numbers within the range of a double. Sent uncompressed with `Content-Type` `application/json`. */
         requestBody: {
             content: {
                 /**
@@ -8804,6 +8832,16 @@ export interface operations {
                 };
             };
             413: components["responses"]["PayloadTooLarge"];
+            /** @description The body's `charset` is not `utf-8`, or it has a `Content-Encoding` other than `identity`: webhook bodies are sent, and signed, uncompressed. */
+            415: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Status"];
+                };
+            };
             429: components["responses"]["WebhookTooManyRequests"];
             500: components["responses"]["InternalError"];
         };

@@ -8,8 +8,9 @@ import { operationRoutes } from "../generated/server.js";
 import { systemClock } from "../src/core/clock.js";
 import type { Logger } from "../src/core/logger.js";
 import { contractPath } from "../src/core/package-root.js";
-import { joinedHeaders, rawBodyLimit, readRawBody, requestValidation, TOKEN_PATH, tokenEndpointGuard } from "../src/http/app.js";
+import { joinedHeaders, requestValidation, TOKEN_PATH, tokenEndpointGuard } from "../src/http/app.js";
 import { errorResponse } from "../src/http/error-response.js";
+import { rawBodyLimit, readRawBody } from "../src/http/request-body.js";
 import { requestId } from "../src/http/request-id.js";
 import { expressPath, findRoute } from "../src/http/route-table.js";
 import { bearerAccessToken } from "../src/identity/access-tokens.js";
@@ -52,7 +53,9 @@ export function createMockApp(options: { prismUrl: string; logger: Logger }): Ex
   async function relay(req: Request, res: Response, body: Buffer | string | undefined): Promise<void> {
     const headers = new Headers();
     for (const [name, value] of Object.entries(joinedHeaders(req))) if (value !== undefined && !NOT_FORWARDED.has(name)) headers.set(name, value);
-    const answer = await fetch(options.prismUrl + req.originalUrl, { method: req.method, headers, ...(body === undefined ? {} : { body }) });
+    // HEAD is the GET operation; Express drops the body of the answer.
+    const method = req.method === "HEAD" ? "GET" : req.method;
+    const answer = await fetch(options.prismUrl + req.originalUrl, { method, headers, ...(body === undefined ? {} : { body }) });
     const text = await answer.text();
     if (answer.status >= 400) throw prismRefusal(answer.status, answer.headers, text, req.get("prefer") !== undefined);
     res.status(answer.status).type(answer.headers.get("content-type") ?? "application/json").send(text);

@@ -4,7 +4,7 @@
 // (default 127.0.0.1). Run with tsx: it imports the server's own checks from src/.
 import { createServer } from "node:http";
 import { createLogger } from "../src/core/logger.js";
-import { answerClientError } from "../src/http/client-error.js";
+import { answerClientErrors } from "../src/http/client-error.js";
 import { createMockApp } from "./front.js";
 import { startPrism } from "./prism.js";
 
@@ -16,7 +16,7 @@ const arg = (name: string, fallback: string): string => {
 const logger = createLogger("warn");
 const prism = await startPrism();
 const server = createServer(createMockApp({ prismUrl: prism.url, logger }));
-server.on("clientError", answerClientError(logger));
+answerClientErrors(server, logger);
 const host = arg("--host", "127.0.0.1");
 const port = Number(arg("--port", "4010"));
 server.listen(port, host, () => process.stdout.write(`Mock of the tenant API listening on http://${host}:${port} (Prism behind it on ${prism.url})\n`));

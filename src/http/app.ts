@@ -3,10 +3,8 @@
 // contract's error body. No domain rule lives here.
 import express, { type ErrorRequestHandler, type Express, type NextFunction, type Request, type RequestHandler, type Response } from "express";
 import * as OpenApiValidator from "express-openapi-validator";
-import getRawBody from "raw-body";
 import { handlerFor, operationRoutes, type OperationRequest, type ServiceHandlers } from "../../generated/server.js";
 import { ApiError, GrpcCode, invalidArgument, notFound, permissionDenied } from "../core/errors.js";
-import { checkJsonDepth } from "../core/json-depth.js";
 import type { Logger } from "../core/logger.js";
 import type { AccessTokens } from "../identity/access-tokens.js";
 import { mayCall } from "../identity/roles.js";
@@ -15,11 +13,13 @@ import { callerOf, type RequestContext } from "./context.js";
 import { CONSOLE_PATH, consoleRouter } from "./console.js";
 import { DOCS_PATH, docsPage } from "./docs.js";
 import { errorResponse } from "./error-response.js";
+import { headAsGet } from "./head-as-get.js";
 import { limitHeaderFields } from "./header-count.js";
 import { IDEMPOTENCY_KEY_HEADER, type Idempotency } from "./idempotency.js";
 import { narrowOneOfFailures } from "./one-of-issues.js";
 import { parameterForm } from "./parameter-form.js";
 import { LISTENER_ROUTE, type RateLimits } from "./rate-limit.js";
+import { JSON_LIMIT_BYTES, rawBodyLimit, readRawBody, refuseDeclaredOversize, unlessBodyless, verifyJson, wholeRequest } from "./request-body.js";
 import { requestId } from "./request-id.js";
 import { RequestShapes } from "./request-shapes.js";
 import { cacheValidatorRouteMatchers } from "./route-matcher-cache.js";
@@ -46,7 +46,6 @@ export interface AppOptions {
   rateLimits: RateLimits;
 }
 
-const JSON_LIMIT = "256kb";
 const FORM_LIMIT = "16kb";
 export const TOKEN_PATH = "/auth/v1/token";
 
@@ -64,19 +63,6 @@ export function tokenEndpointGuard(req: Request, res: Response, next: NextFuncti
   }
 }
 
-/** The body limit of a raw operation: its x-max-body-bytes, else the JSON limit. */
-export const rawBodyLimit = (route: { maxBodyBytes?: number }): number | string => route.maxBodyBytes ?? JSON_LIMIT;
-
-/** Reads a body up to `limit` bytes; past it, answers 413 without reading further and closes the connection. */
-export async function readRawBody(req: Request, res: Response, limit: number | string): Promise<Buffer> {
-  try {
-    return await getRawBody(req, { limit, length: req.get("content-length") });
-  } catch (e) {
-    res.setHeader("Connection", "close");
-    throw e;
-  }
-}
-
 /** Request headers by lower-case name, a repeated one joined with ", ", as raw handlers get them. */
 export const joinedHeaders = (req: Request): Record<string, string | undefined> =>
   Object.fromEntries(Object.entries(req.headers).map(([k, v]) => [k, Array.isArray(v) ? v.join(", ") : v]));
@@ -90,25 +76,21 @@ function unroutable(path: string): ApiError {
 
 const peerOf = (req: Request): RequestContext["peer"] => ({ remoteAddress: req.socket.remoteAddress ?? "", forwardedFor: req.get("x-forwarded-for") });
 
-/** A JSON body's bytes, before they are parsed: strict UTF-8, and no deeper than MAX_JSON_DEPTH. */
-function checkJsonBytes(req: Request, res: Response, body: Buffer, encoding: string | null): void {
-  requireUtf8(req, res, body, encoding);
-  checkJsonDepth(body);
-}
-
 /**
- * The parsers and the contract validator every operation but the raw ones goes through, in order.
- * The mock (mock/front.ts) runs the same chain, so that it refuses what the server refuses, in the same words.
- * Parameters are checked as written before the validator coerces them; its failures are narrowed to
- * the arm a `oneOf` value chose before they are rendered.
+ * The steps every operation but the raw ones goes through, in order: the declared length, the parsers
+ * (not for operations that take no body), the contract validator (HEAD seen as GET), the whole request
+ * (request-body.ts). The mock (mock/front.ts) runs the same chain, so that it refuses what the server
+ * refuses, in the same words. Parameters are checked as written before the validator coerces them;
+ * its failures are narrowed to the arm a `oneOf` value chose before they are rendered.
  */
 export function requestValidation(contractPath: string, validateResponses: boolean): (RequestHandler | ErrorRequestHandler)[] {
   cacheValidatorRouteMatchers();
   const shapes = RequestShapes.of(contractPath);
   return [
+    refuseDeclaredOversize,
     // inflate: false: a compressed body (any Content-Encoding) is 415, never decompressed.
-    express.json({ limit: JSON_LIMIT, type: ["application/json", "application/*+json"], verify: checkJsonBytes, inflate: false }),
-    express.urlencoded({ extended: false, limit: FORM_LIMIT, parameterLimit: 20, verify: requireUtf8, inflate: false }),
+    unlessBodyless(express.json({ limit: JSON_LIMIT_BYTES, type: ["application/json", "application/*+json"], verify: verifyJson, inflate: false })),
+    unlessBodyless(express.urlencoded({ extended: false, limit: FORM_LIMIT, parameterLimit: 20, verify: requireUtf8, inflate: false })),
     storableText,
     parameterForm(shapes),
     ...OpenApiValidator.middleware({
@@ -122,8 +104,9 @@ export function requestValidation(contractPath: string, validateResponses: boole
       // The contract is validated by `npm run lint`; the meta-schema here refuses the relative tokenUrl the seed gives.
       validateApiSpec: false,
       ignorePaths: (path: string) => /^\/(healthz|readyz|docs|openapi\.yaml)$/.test(path) || findRoute("post", path)?.raw === true,
-    }),
+    }).map(headAsGet),
     narrowOneOfFailures(shapes),
+    wholeRequest,
   ];
 }
 

@@ -3,6 +3,7 @@
 import type { NextFunction, Request, Response } from "express";
 import { ApiError, type ErrorReason } from "../core/errors.js";
 import type { Logger } from "../core/logger.js";
+import { wasRefused } from "./client-error.js";
 import { publishErrorAnswer } from "./error-answers.js";
 import { statusBody } from "./status-body.js";
 import { toApiError } from "./to-api-error.js";
@@ -17,6 +18,9 @@ const OAUTH_ERRORS: Partial<Record<ErrorReason, string>> = {
 export function errorResponse(logger: Logger) {
   // Express recognises error middleware by its four parameters.
   return (err: unknown, req: Request, res: Response, _next: NextFunction): void => {
+    // The HTTP parser's refusal was this request's answer (client-error.ts): what failed after it,
+    // touching the answer sent or the body that will never end, is no fault.
+    if (wasRefused(req)) return;
     const { error, internal } = toApiError(err);
     const requestId = String(res.locals.requestId ?? "");
     if (internal) logger.error({ msg: "internal error", requestId, path: req.path, err });

@@ -2,6 +2,7 @@
 // parser's and the OpenAPI validator's are translated; anything else is an internal error whose
 // details stay in the log, never in the answer.
 import { ApiError, GrpcCode, type FieldViolation } from "../core/errors.js";
+import { unsupportedBodyEncoding } from "../core/json-body.js";
 import type { ValidatorIssue } from "./one-of-issues.js";
 
 const isObject = (e: unknown): e is Record<string, unknown> => typeof e === "object" && e !== null;
@@ -10,6 +11,10 @@ const isObject = (e: unknown): e is Record<string, unknown> => typeof e === "obj
 function fieldPath(path: string | undefined): string {
   return (path ?? "").replace(/^[./]+/, "").replaceAll("/", ".") || "request";
 }
+
+/** 413 for a body over the operation's limit (`headers`: Connection: close where the body is left unread). */
+export const payloadTooLarge = (headers?: Record<string, string>): ApiError =>
+  new ApiError(413, GrpcCode.INVALID_ARGUMENT, "PAYLOAD_TOO_LARGE", "the request body exceeds the limit", { headers });
 
 function validatorError(status: number, issues: ValidatorIssue[], fallback: string): ApiError {
   const violations: FieldViolation[] = issues.map((i) => ({ field: fieldPath(i.path), description: i.message ?? "is invalid" }));
@@ -22,7 +27,7 @@ function validatorError(status: number, issues: ValidatorIssue[], fallback: stri
     case 405:
       return new ApiError(405, GrpcCode.UNIMPLEMENTED, "METHOD_NOT_ALLOWED", "the route does not accept this method");
     case 413:
-      return new ApiError(413, GrpcCode.INVALID_ARGUMENT, "PAYLOAD_TOO_LARGE", "the request body exceeds the limit");
+      return payloadTooLarge();
     case 415:
       return new ApiError(415, GrpcCode.INVALID_ARGUMENT, "UNSUPPORTED_MEDIA_TYPE", "unsupported Content-Type for this operation");
     default:
@@ -56,10 +61,11 @@ export function toApiError(error: unknown): { error: ApiError; internal: boolean
       return { error: new ApiError(400, GrpcCode.INVALID_ARGUMENT, "MALFORMED_BODY", "the request body is not valid JSON"), internal: false };
     }
     if (typeof error.type === "string" && error.type.startsWith("encoding.") || error.type === "charset.unsupported") {
-      return { error: new ApiError(415, GrpcCode.INVALID_ARGUMENT, "UNSUPPORTED_MEDIA_TYPE", "unsupported request body encoding"), internal: false };
+      return { error: unsupportedBodyEncoding(), internal: false };
     }
-    // raw-body and other http-errors with a status meant for the client (aborted, length mismatch)
-    if (error.expose === true && typeof error.type === "string" && error.status === 400) {
+    // raw-body and other http-errors with a status meant for the client (aborted, length mismatch),
+    // and a body that can no longer be read: the client went away before it was.
+    if ((error.expose === true && typeof error.type === "string" && error.status === 400) || error.type === "stream.not.readable") {
       return { error: new ApiError(400, GrpcCode.INVALID_ARGUMENT, "MALFORMED_BODY", "the request body could not be read"), internal: false };
     }
     // express-openapi-validator: HttpError subclasses carry status and errors[]

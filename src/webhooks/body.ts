@@ -1,30 +1,24 @@
 // The inbound webhook body: any JSON value (an object, an array, a bare number, a string, true,
-// false, null), as strict UTF-8. And its `htb_s256`, the body hash a JWT sender puts in its token.
+// false, null), by the one rule of JSON bodies (core/json-body: UTF-8, no byte order mark, nesting),
+// with numbers a double can hold: the payload is kept as received. And its `htb_s256`, the body hash
+// a JWT sender puts in its token.
 import { createHash } from "node:crypto";
-import { invalidArgument } from "../core/errors.js";
-import { checkJsonDepth } from "../core/json-depth.js";
+import { invalidArgument, invalidField } from "../core/errors.js";
+import { checkJsonBytes } from "../core/json-body.js";
+import { firstUnstorable } from "../core/storable-value.js";
 
-const malformed = (why: string) => invalidArgument("MALFORMED_BODY", `the request body ${why}`, { violations: [{ field: "body", description: why }] });
-
-// fatal: invalid UTF-8 throws instead of becoming U+FFFD. ignoreBOM: a leading BOM is kept, so
-// JSON.parse refuses it (RFC 8259: JSON text is sent without one).
-const utf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
-
-/** The body's JSON value; 400 MALFORMED_BODY for invalid UTF-8, invalid JSON or excessive nesting. */
+/** The body's JSON value; 400 for bytes core/json-body refuses, invalid JSON, or a number past the range of a double. */
 export function parseJsonBody(rawBody: Uint8Array): unknown {
-  let text: string;
-  try {
-    text = utf8.decode(rawBody);
-  } catch {
-    throw malformed("is not valid UTF-8");
-  }
+  checkJsonBytes(rawBody);
   let value: unknown;
   try {
-    value = JSON.parse(text);
+    value = JSON.parse(Buffer.from(rawBody.buffer, rawBody.byteOffset, rawBody.byteLength).toString("utf8"));
   } catch {
-    throw malformed("is not valid JSON");
+    throw invalidArgument("MALFORMED_BODY", "the request body is not valid JSON", { violations: [{ field: "body", description: "is not valid JSON" }] });
   }
-  checkJsonDepth(rawBody);
+  // Kept as JSON text, which holds any string as received; a number past a double's range would become null.
+  const found = firstUnstorable(value, "body", { text: false });
+  if (found) throw invalidField(found.path, found.problem);
   return value;
 }
 

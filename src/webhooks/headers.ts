@@ -1,8 +1,11 @@
 // The intake headers of an inbound webhook (seed 4.3): Content-Type, Webhook-Timestamp and
-// Webhook-Event-Id, each parsed strictly. Every failure is a 400 naming the header; values are not
-// echoed back (they are attacker-controlled and may be large).
+// Webhook-Event-Id, each parsed strictly, and the body's charset and Content-Encoding by the one rule
+// of JSON bodies (core/json-body). Every failure is a 400 naming the header, but a charset or
+// encoding the API would not take either, 415; values are not echoed back (they are
+// attacker-controlled and may be large).
 import type { Clock } from "../core/clock.js";
 import { invalidField } from "../core/errors.js";
+import { checkContentEncoding, checkJsonCharset, unsupportedBodyEncoding } from "../core/json-body.js";
 
 /** Headers as Node gives them (`IncomingMessage.headers`): lowercase names. */
 export type HeaderBag = Readonly<Record<string, string | string[] | undefined>>;
@@ -25,6 +28,7 @@ export interface WebhookHeaderOptions {
 export const TIMESTAMP_TOLERANCE_SECONDS = 300;
 
 export const CONTENT_TYPE = "Content-Type";
+export const CONTENT_ENCODING = "Content-Encoding";
 export const TIMESTAMP_HEADER = "Webhook-Timestamp";
 export const EVENT_ID_HEADER = "Webhook-Event-Id";
 
@@ -95,9 +99,18 @@ export function parseEventId(value: string | undefined): { eventId: string; even
   return { eventId: value.toLowerCase(), eventIdRaw: value };
 }
 
-/** Checks the three intake headers in order (Content-Type, timestamp, event id); 400 on the first failure. */
+/**
+ * Checks the intake headers in order (Content-Type, its charset, Content-Encoding, timestamp, event
+ * id); 400 on the first failure, 415 for a charset or encoding.
+ */
 export function parseWebhookHeaders(headers: HeaderBag, clock: Clock, options: WebhookHeaderOptions = {}): WebhookHeaders {
-  checkContentType(required(headers, CONTENT_TYPE));
+  const contentType = required(headers, CONTENT_TYPE);
+  checkContentType(contentType);
+  checkJsonCharset(contentType);
+  const encoding = single(headers, CONTENT_ENCODING);
+  // Sent twice, it lists codings applied one after the other: not `identity` either.
+  if (encoding === null) throw unsupportedBodyEncoding();
+  checkContentEncoding(encoding);
   const timestamp = parseTimestamp(required(headers, TIMESTAMP_HEADER), clock, options.toleranceSeconds);
   const { eventId, eventIdRaw } = parseEventId(required(headers, EVENT_ID_HEADER));
   return { timestamp, eventId, eventIdRaw };

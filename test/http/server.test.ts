@@ -1,11 +1,10 @@
 // The HTTP layer itself: request ids, the one error body for every failure (unknown routes, wrong
 // methods, malformed JSON, oversized bodies), the served contract and docs, health, and logs.
 import { readFileSync } from "node:fs";
-import { connect } from "node:net";
 import { PassThrough } from "node:stream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { contractPath, operations, schemaErrors } from "../support/contract.js";
-import { rawRequest } from "../support/raw-http.js";
+import { parseAnswers, rawExchange, rawRequest } from "../support/raw-http.js";
 import { BOOTSTRAP, startTestServer, type TestServer } from "../support/server.js";
 
 let ts: TestServer;
@@ -51,9 +50,10 @@ describe("the one error body", () => {
 
   it("a wrong method is 405", async () => expectStatusBody(await call("PUT", "/api/v1/users"), 405, "METHOD_NOT_ALLOWED"));
 
-  it("every method a path does not take is 405 with the Status body and Allow naming the ones it does, the webhook intake's included", async () => {
+  it("every method a path does not take is 405 with the Status body and Allow naming the ones it does (HEAD with GET), the webhook intake's included", async () => {
     for (const [path, template] of operationPaths) {
-      const allowed = operations.filter((o) => o.path === template).map((o) => o.method.toUpperCase()).sort();
+      const methods = operations.filter((o) => o.path === template).map((o) => o.method.toUpperCase());
+      const allowed = [...methods, ...(methods.includes("GET") ? ["HEAD"] : [])].sort();
       for (const method of ["GET", "POST", "PUT", "PATCH", "DELETE"].filter((m) => !allowed.includes(m))) {
         const r = await call(method, path, method === "GET" || method === "DELETE" ? {} : { body: "{}", headers: { "Content-Type": "application/json" } });
         expectStatusBody(r, 405, "METHOD_NOT_ALLOWED");
@@ -146,30 +146,17 @@ describe("the one error body", () => {
   it("an unknown query parameter is 400", async () => expectStatusBody(await call("GET", "/api/v1/users?colour=blue"), 400, "INVALID_ARGUMENT"));
 });
 
-/** Writes `bytes` on a fresh connection and reads until the server closes it. */
-function rawExchange(bytes: string): Promise<string> {
-  const url = new URL(ts.url);
-  return new Promise((resolve, reject) => {
-    const socket = connect(Number(url.port), url.hostname, () => socket.write(bytes));
-    let answer = "";
-    socket.on("data", (d: Buffer) => (answer += d.toString()));
-    socket.on("end", () => resolve(answer));
-    socket.on("error", reject);
-  });
-}
-
-/** Splits a raw HTTP/1.1 answer into what expectStatusBody reads. */
-function parseAnswer(raw: string) {
-  const [head = "", text = ""] = raw.split("\r\n\r\n", 2);
-  const [statusLine = "", ...fields] = head.split("\r\n");
-  const headers = new Headers(fields.map((f) => [f.slice(0, f.indexOf(":")), f.slice(f.indexOf(":") + 1).trim()] as [string, string]));
-  return { status: Number(statusLine.split(" ")[1]), headers, text, body: JSON.parse(text) as Record<string, any> };
+/** The one answer to `bytes`, sent on a fresh connection the server then closes. */
+async function exchangeOne(bytes: string) {
+  const answers = parseAnswers(await rawExchange(ts.url, [bytes]));
+  expect(answers).toHaveLength(1);
+  return answers[0]!;
 }
 
 describe("requests Node's HTTP parser refuses still get the error body", () => {
   it("a header section over 16 KB is 431, and the header's value is not logged", async () => {
     const secret = `Bearer ${"s".repeat(20_000)}`;
-    const r = parseAnswer(await rawExchange(`GET /api/v1/users HTTP/1.1\r\nHost: x\r\nAuthorization: ${secret}\r\n\r\n`));
+    const r = await exchangeOne(`GET /api/v1/users HTTP/1.1\r\nHost: x\r\nAuthorization: ${secret}\r\n\r\n`);
     expectStatusBody(r, 431, "HEADERS_TOO_LARGE");
     expect(r.headers.get("connection")).toBe("close");
     await new Promise((resolve) => setTimeout(resolve, 50));
@@ -179,7 +166,7 @@ describe("requests Node's HTTP parser refuses still get the error body", () => {
 
   it("malformed HTTP is 400", async () => {
     for (const request of ["GET /api/v1/users HTTP/1.1\r\nHost: x\r\nNot A Header\r\n\r\n", "NOT-HTTP\r\n\r\n", "POST /api/v1/users HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\n{}"]) {
-      expectStatusBody(parseAnswer(await rawExchange(request)), 400, "MALFORMED_HTTP_REQUEST");
+      expectStatusBody(await exchangeOne(request), 400, "MALFORMED_HTTP_REQUEST");
     }
   });
 });

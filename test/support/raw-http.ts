@@ -1,7 +1,9 @@
 // One HTTP request with every byte the test's choice: the request target sent as given (so `%ff`
 // or `..` reach the server unnormalized), any headers, a Buffer body. Answers the status, the
 // headers and the body text; a connection the server closes after answering is not an error.
+// And bytes no HTTP client sends (broken framing, pipelined requests) on a bare connection.
 import http from "node:http";
+import { connect } from "node:net";
 
 export interface RawAnswer {
   status: number;
@@ -29,4 +31,67 @@ export function rawRequest(baseUrl: string, method: string, target: string, head
     });
     req.end(body);
   });
+}
+
+export interface ExchangeOptions {
+  /** Between two parts, so that the server has the request before the rest arrives. */
+  gapMs?: number;
+  /** Ends the sending side after the last part (the server may still answer). */
+  halfClose?: boolean;
+  /** Ends the sending side this long after the last part, unless the server closed the connection by then. */
+  halfCloseAfterMs?: number;
+  timeoutMs?: number;
+}
+
+/** Writes `parts` on one fresh connection and answers every byte the server sent until it closed the connection. */
+export function rawExchange(baseUrl: string, parts: readonly (string | Buffer)[], { gapMs = 0, halfClose = false, halfCloseAfterMs, timeoutMs = 10_000 }: ExchangeOptions = {}): Promise<string> {
+  const url = new URL(baseUrl);
+  return new Promise((resolve, reject) => {
+    let answer = "";
+    const socket = connect({ port: Number(url.port), host: url.hostname, allowHalfOpen: true }, async () => {
+      for (const [i, part] of parts.entries()) {
+        if (i > 0 && gapMs > 0) await new Promise((r) => setTimeout(r, gapMs));
+        if (!socket.writable) return;
+        socket.write(part);
+      }
+      if (halfClose) socket.end();
+      else if (halfCloseAfterMs !== undefined) setTimeout(() => socket.writable && socket.end(), halfCloseAfterMs);
+    });
+    const timer = setTimeout(() => {
+      socket.destroy();
+      reject(new Error(`the server kept the connection open for ${timeoutMs} ms; it sent: ${JSON.stringify(answer.slice(0, 500))}`));
+    }, timeoutMs);
+    socket.on("data", (d: Buffer) => (answer += d.toString()));
+    // The server's FIN: it sent all it will.
+    socket.on("end", () => {
+      clearTimeout(timer);
+      socket.destroy();
+      resolve(answer);
+    });
+    socket.on("error", () => undefined);
+  });
+}
+
+export interface ParsedAnswer {
+  status: number;
+  headers: Headers;
+  text: string;
+  body: Record<string, any> | undefined;
+}
+
+/** The HTTP/1.1 answers in `raw`, in order, each body framed by its Content-Length (not for HEAD). */
+export function parseAnswers(raw: string): ParsedAnswer[] {
+  const answers: ParsedAnswer[] = [];
+  let rest = raw;
+  while (rest.length > 0) {
+    const end = rest.indexOf("\r\n\r\n");
+    if (end < 0) throw new Error(`an incomplete answer: ${JSON.stringify(rest.slice(0, 300))}`);
+    const [statusLine = "", ...fields] = rest.slice(0, end).split("\r\n");
+    const headers = new Headers(fields.map((f) => [f.slice(0, f.indexOf(":")), f.slice(f.indexOf(":") + 1).trim()] as [string, string]));
+    const length = Number(headers.get("content-length") ?? 0);
+    const text = Buffer.from(rest.slice(end + 4)).subarray(0, length).toString();
+    rest = Buffer.from(rest.slice(end + 4)).subarray(length).toString();
+    answers.push({ status: Number(statusLine.split(" ")[1]), headers, text, body: text.startsWith("{") ? (JSON.parse(text) as Record<string, any>) : undefined });
+  }
+  return answers;
 }

@@ -31,7 +31,16 @@ describe("parseJsonBody", () => {
   });
 
   it("refuses a leading byte order mark", () => {
-    expectApiError(caught(() => parseJsonBody(Buffer.from([0xef, 0xbb, 0xbf, 0x31]))), 400, "MALFORMED_BODY");
+    const e = expectApiError(caught(() => parseJsonBody(Buffer.from([0xef, 0xbb, 0xbf, 0x31]))), 400, "MALFORMED_BODY");
+    expect(e.message).toBe("the request body begins with a byte order mark");
+  });
+
+  it("refuses a number beyond the range of a double, naming where it is, and keeps any string (JSON text holds it as received)", () => {
+    for (const [text, field] of [["1e309", "body"], ['{"a":{"b":[0,-1e400]}}', "body.a.b[1]"]]) {
+      const e = expectApiError(caught(() => parseJsonBody(raw(text!))), 400, "INVALID_ARGUMENT");
+      expect(e.message).toBe(`${field}: must not contain numbers beyond the range of a double (about 1.8e308)`);
+    }
+    expect(parseJsonBody(raw('{"n":1.7976931348623157e308,"s":"a\\u0000b \\ud800"}'))).toEqual({ n: 1.7976931348623157e308, s: "a\u0000b \ud800" });
   });
 
   it("keeps a __proto__ key as data, without touching the prototype", () => {

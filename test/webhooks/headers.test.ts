@@ -48,6 +48,16 @@ describe("parseWebhookHeaders", () => {
     expect400(() => parseWebhookHeaders(headers({ "webhook-event-id": [EVENT_ID, EVENT_ID] }), clock), "INVALID_HEADER", "headers.Webhook-Event-Id");
   });
 
+  it("refuses a charset other than utf-8 and a Content-Encoding other than identity with 415, after the media type", () => {
+    for (const over of [{ "content-type": "application/json; charset=utf-16" }, { "content-type": 'application/json;charset="latin1"' }, { "content-encoding": "gzip" }, { "content-encoding": ["identity", "identity"] }]) {
+      expectApiError(caught(() => parseWebhookHeaders(headers(over), clock)), 415, "UNSUPPORTED_MEDIA_TYPE");
+    }
+    for (const over of [{ "content-type": "application/json; charset=UTF-8" }, { "content-type": 'application/json; charset="utf-8"' }, { "content-encoding": "Identity" }, { "content-encoding": "" }]) {
+      expect(parseWebhookHeaders(headers(over), clock).eventId).toBe(EVENT_ID);
+    }
+    expect400(() => parseWebhookHeaders(headers({ "content-type": "text/plain; charset=utf-16" }), clock), "UNSUPPORTED_CONTENT_TYPE", "headers.Content-Type");
+  });
+
   it("checks Content-Type first, then the timestamp, then the event id", () => {
     expect400(() => parseWebhookHeaders({ "content-type": "text/plain" }, clock), "UNSUPPORTED_CONTENT_TYPE", "headers.Content-Type");
     expect400(() => parseWebhookHeaders(headers({ "webhook-timestamp": "x", "webhook-event-id": "y" }), clock), "INVALID_TIMESTAMP", "headers.Webhook-Timestamp");

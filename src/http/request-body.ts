@@ -1,0 +1,66 @@
+// How the API takes request bodies, beside the parsers (app.ts): the body limits, the raw bodies of
+// the `x-raw-request` operations, the checks a JSON body's bytes get before they are parsed, and two
+// rules of the whole request. A Content-Length over the limit is refused before any byte of the body
+// is read (the parsers would read, and discard, all of it first). And an operation runs only on a
+// request that arrived whole: a body no parser read (one sent to an operation that takes none, which
+// is not parsed) is read and dropped first, so that a body whose framing breaks is refused by the
+// HTTP parser (client-error.ts) before the operation can run.
+import type { NextFunction, Request, RequestHandler, Response } from "express";
+import getRawBody from "raw-body";
+import { checkJsonBytes, checkJsonCharset } from "../core/json-body.js";
+import { wasRefused } from "./client-error.js";
+import { payloadTooLarge } from "./to-api-error.js";
+
+/** The body limit of every operation but those with an `x-max-body-bytes` of their own. */
+export const JSON_LIMIT_BYTES = 256 * 1024;
+
+/** The body limit of a raw operation: its x-max-body-bytes, else the JSON limit. */
+export const rawBodyLimit = (route: { maxBodyBytes?: number | null }): number => route.maxBodyBytes ?? JSON_LIMIT_BYTES;
+
+/** Reads a body up to `limit` bytes; past it, answers 413 without reading further and closes the connection. */
+export async function readRawBody(req: Request, res: Response, limit: number): Promise<Buffer> {
+  try {
+    return await getRawBody(req, { limit, length: req.get("content-length") });
+  } catch (e) {
+    // Unless the HTTP parser's refusal already answered (the body's framing broke as it was read).
+    if (!res.headersSent) res.setHeader("Connection", "close");
+    throw e;
+  }
+}
+
+/** The methods of the operations that take no body (no GET or DELETE operation of the contract has one). */
+const BODYLESS_METHODS = new Set(["GET", "HEAD", "DELETE"]);
+
+/** `parser`, skipped where the operation takes no body: a body it is sent is only read to its end (wholeRequest). */
+export const unlessBodyless =
+  (parser: RequestHandler): RequestHandler =>
+  (req, res, next) =>
+    BODYLESS_METHODS.has(req.method) ? next() : parser(req, res, next);
+
+/** The parsers' `verify` hook for JSON: core/json-body's rule, before the bytes are decoded. */
+export function verifyJson(req: Request, _res: Response, body: Buffer): void {
+  checkJsonCharset(req.get("content-type"));
+  checkJsonBytes(body);
+}
+
+/** 413 for a Content-Length over the JSON limit, before the body is read; the connection is closed. */
+export function refuseDeclaredOversize(req: Request, _res: Response, next: NextFunction): void {
+  const declared = Number(req.get("content-length") ?? 0);
+  next(declared > JSON_LIMIT_BYTES ? payloadTooLarge({ Connection: "close" }) : undefined);
+}
+
+/**
+ * The last step before an operation runs: a request the HTTP parser refused goes no further (its
+ * answer is sent), and a body no parser read (one an operation without a body was sent) is read to
+ * its end, within the JSON limit, so that the operation runs only on a request that arrived whole.
+ */
+export async function wholeRequest(req: Request, res: Response, next: NextFunction): Promise<void> {
+  if (wasRefused(req)) return;
+  if (req.complete) return next();
+  try {
+    await readRawBody(req, res, JSON_LIMIT_BYTES);
+  } catch (e) {
+    return next(e);
+  }
+  next();
+}
