@@ -7,15 +7,14 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { unwrap } from "../../src/client/index.js";
 import type { TestServer } from "../support/server.js";
+import { prototypeNames } from "../support/prototypes.js";
 import { createHooked, expectAccepted, sendHmac, settled, startAutomationsServer, type AutomationsApi, type Execution, type Hooked, type Step } from "./webhooks-helpers.js";
 
 let ts: TestServer;
 let api: AutomationsApi;
 
-/** Own properties of the prototypes a JSON key could reach, before any request. */
-const prototypes = [Object.prototype, Array.prototype, Map.prototype, Function.prototype];
-const ownNames = () => prototypes.map((p) => Object.getOwnPropertyNames(p).sort());
-const before = ownNames();
+/** The prototypes before any request. */
+const before = prototypeNames();
 
 beforeAll(async () => void ({ ts, api } = await startAutomationsServer()));
 afterAll(async () => ts?.stop());
@@ -113,7 +112,7 @@ describe("JSON keys named as JavaScript's object machinery", () => {
   });
 
   it("leave no trace (runs last): no prototype gained or lost a property, and a plain body reads only its own keys", async () => {
-    expect(ownNames()).toEqual(before);
+    expect(prototypeNames()).toEqual(before);
     expect(({} as Record<string, unknown>)["polluted"]).toBeUndefined();
     const hook = await createHooked(ts, { steps: [namedStep("read", [["keys", "ctx.trigger.map(k, k)"], ["polluted", "has(ctx.trigger.polluted)"], ["literal", '{"a": 1}.map(k, k)']])] });
     const execution = await deliver(hook, '{"b":2}');

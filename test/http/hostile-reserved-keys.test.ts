@@ -11,6 +11,7 @@ import { unwrap } from "../../src/client/index.js";
 import { testDialect } from "../support/database.js";
 import { reliabilitySuite } from "../support/reliability.js";
 import type { TestServer } from "../support/server.js";
+import { prototypeNames } from "../support/prototypes.js";
 import { createHooked, expectAccepted, sendHmac, settled, startAutomationsServer, type AutomationsApi, type Step } from "./webhooks-helpers.js";
 
 const SEED = Number(process.env.FC_SEED ?? 20_261_123);
@@ -40,9 +41,8 @@ const RESERVED = [
 const counts = reliabilitySuite("hostile-reserved-keys", testDialect());
 let ts: TestServer;
 let api: AutomationsApi;
-const prototypes = [Object.prototype, Array.prototype, Map.prototype, Function.prototype];
-const ownNames = () => prototypes.map((p) => Object.getOwnPropertyNames(p).sort());
-const before = ownNames();
+/** The prototypes before any request. */
+const before = prototypeNames();
 
 beforeAll(async () => void ({ ts, api } = await startAutomationsServer()));
 afterAll(async () => ts?.stop());
@@ -189,7 +189,7 @@ describe("reserved JSON keys read as data", () => {
   });
 
   it("leave every prototype of the server's process as it was (the server runs in this process)", () => {
-    expect(ownNames()).toEqual(before);
+    expect(prototypeNames()).toEqual(before);
     expect(({} as Record<string, unknown>)["constructor"]).toBe(Object);
   });
 });

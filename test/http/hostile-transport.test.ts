@@ -14,7 +14,7 @@ import { operations, schemaErrors } from "../support/contract.js";
 import { testDialect } from "../support/database.js";
 import { parseAnswers, rawExchange, rawRequest, type ParsedAnswer } from "../support/raw-http.js";
 import { reliabilitySuite } from "../support/reliability.js";
-import { BOOTSTRAP, startTestServer, type TestServer } from "../support/server.js";
+import { bootstrapToken, startTestServer, type TestServer } from "../support/server.js";
 import { createHooked, newEventId, unixTime, type Hooked } from "./webhooks-helpers.js";
 
 const SEED = Number(process.env.FC_SEED ?? 20_261_123);
@@ -27,8 +27,7 @@ let hook: Hooked;
 
 beforeAll(async () => {
   ts = await startTestServer();
-  const r = await fetch(`${ts.url}/auth/v1/token`, { method: "POST", body: new URLSearchParams({ grant_type: "client_credentials", client_id: BOOTSTRAP.clientId, client_secret: BOOTSTRAP.clientSecret }) });
-  bearer = ((await r.json()) as { access_token: string }).access_token;
+  bearer = await bootstrapToken(ts.url);
   hook = await createHooked(ts);
 });
 afterAll(async () => ts?.stop());

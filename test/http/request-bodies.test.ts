@@ -5,19 +5,14 @@ import { gzipSync } from "node:zlib";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ALLOWED_ROLES } from "../../src/identity/roles.js";
 import { operations } from "../support/contract.js";
-import { BOOTSTRAP, startTestServer, type TestServer } from "../support/server.js";
+import { bootstrapToken, startTestServer, type TestServer } from "../support/server.js";
 
 let ts: TestServer;
 let auth: Record<string, string>;
 
 beforeAll(async () => {
   ts = await startTestServer();
-  const answer = await fetch(`${ts.url}/auth/v1/token`, {
-    method: "POST",
-    headers: { "Content-Type": "application/x-www-form-urlencoded" },
-    body: new URLSearchParams({ grant_type: "client_credentials", client_id: BOOTSTRAP.clientId, client_secret: BOOTSTRAP.clientSecret }),
-  });
-  auth = { Authorization: `Bearer ${((await answer.json()) as { access_token: string }).access_token}` };
+  auth = { Authorization: `Bearer ${await bootstrapToken(ts.url)}` };
 });
 afterAll(async () => ts?.stop());
 

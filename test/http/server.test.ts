@@ -1,25 +1,17 @@
 // The HTTP layer itself: request ids, the one error body for every failure (unknown routes, wrong
 // methods, malformed JSON, oversized bodies), the served contract and docs, health, and logs.
 import { readFileSync } from "node:fs";
-import { PassThrough } from "node:stream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { contractPath, operations, schemaErrors } from "../support/contract.js";
 import { parseAnswers, rawExchange, rawRequest } from "../support/raw-http.js";
-import { BOOTSTRAP, startTestServer, type TestServer } from "../support/server.js";
+import { BOOTSTRAP, bootstrapToken, logCapture, startTestServer, type TestServer } from "../support/server.js";
 
 let ts: TestServer;
-let logs = "";
+const logs = logCapture();
 let accessToken = "";
 beforeAll(async () => {
-  const stream = new PassThrough();
-  stream.on("data", (d: Buffer) => (logs += d.toString()));
-  ts = await startTestServer({}, stream);
-  const r = await fetch(`${ts.url}/auth/v1/token`, {
-    method: "POST",
-    headers: { "Content-Type": "application/x-www-form-urlencoded" },
-    body: new URLSearchParams({ grant_type: "client_credentials", client_id: BOOTSTRAP.clientId, client_secret: BOOTSTRAP.clientSecret }),
-  });
-  accessToken = ((await r.json()) as { access_token: string }).access_token;
+  ts = await startTestServer({}, logs.stream);
+  accessToken = await bootstrapToken(ts.url);
 });
 afterAll(async () => ts?.stop());
 
@@ -160,8 +152,8 @@ describe("requests Node's HTTP parser refuses still get the error body", () => {
     expectStatusBody(r, 431, "HEADERS_TOO_LARGE");
     expect(r.headers.get("connection")).toBe("close");
     await new Promise((resolve) => setTimeout(resolve, 50));
-    expect(logs).toContain(r.headers.get("x-request-id")!);
-    expect(logs).not.toContain("s".repeat(100));
+    expect(logs.text()).toContain(r.headers.get("x-request-id")!);
+    expect(logs.text()).not.toContain("s".repeat(100));
   });
 
   it("malformed HTTP is 400", async () => {
@@ -202,12 +194,12 @@ describe("logs", () => {
     await call("GET", "/api/v1/users?page_size=10");
     await fetch(`${ts.url}/auth/v1/token?client_secret=${BOOTSTRAP.clientSecret}`, { method: "POST", body: "x" });
     await new Promise((r) => setTimeout(r, 50));
-    const lines = logs.trim().split("\n").map((l) => JSON.parse(l) as Record<string, unknown>);
+    const lines = logs.text().trim().split("\n").map((l) => JSON.parse(l) as Record<string, unknown>);
     const requests = lines.filter((l) => l.msg === "request");
     expect(requests.length).toBeGreaterThan(5);
     expect(requests.every((l) => typeof l.requestId === "string" && typeof l.status === "number")).toBe(true);
-    expect(logs).not.toContain(BOOTSTRAP.clientSecret);
-    expect(logs).not.toContain(accessToken);
-    expect(logs).not.toContain(accessToken.split(".")[2]!);
+    expect(logs.text()).not.toContain(BOOTSTRAP.clientSecret);
+    expect(logs.text()).not.toContain(accessToken);
+    expect(logs.text()).not.toContain(accessToken.split(".")[2]!);
   });
 });

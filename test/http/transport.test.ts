@@ -5,29 +5,22 @@
 // byte order mark), numbers within the range of a double.
 import { gzipSync } from "node:zlib";
 import http from "node:http";
-import { PassThrough } from "node:stream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { unwrap } from "../../src/client/index.js";
 import { operations, schemaErrors } from "../support/contract.js";
 import { parseAnswers, rawExchange, rawRequest, type ParsedAnswer } from "../support/raw-http.js";
-import { BOOTSTRAP, startTestServer, type TestServer } from "../support/server.js";
+import { bootstrapToken, logCapture, startTestServer, type TestServer } from "../support/server.js";
 import { amount, funds, newAppId } from "./funds-helpers.js";
 import { createHooked, eventsOf, hmacHeaders, newEventId, sendHmac, unixTime, type Hooked } from "./webhooks-helpers.js";
 
 let ts: TestServer;
-let logs = "";
+const logs = logCapture();
 let bearer = "";
 let hook: Hooked;
 
 beforeAll(async () => {
-  const stream = new PassThrough();
-  stream.on("data", (d: Buffer) => (logs += d.toString()));
-  ts = await startTestServer({}, stream);
-  const r = await fetch(`${ts.url}/auth/v1/token`, {
-    method: "POST",
-    body: new URLSearchParams({ grant_type: "client_credentials", client_id: BOOTSTRAP.clientId, client_secret: BOOTSTRAP.clientSecret }),
-  });
-  bearer = ((await r.json()) as { access_token: string }).access_token;
+  ts = await startTestServer({}, logs.stream);
+  bearer = await bootstrapToken(ts.url);
   hook = await createHooked(ts);
 });
 afterAll(async () => ts?.stop());
@@ -60,8 +53,8 @@ async function userExists(email: string): Promise<boolean> {
 }
 
 describe("a body whose framing is broken is 400 MALFORMED_HTTP_REQUEST with the Status body, and nothing runs", () => {
-  const logStart = () => logs.length;
-  const linesSince = (at: number) => logs.slice(at).split("\n").filter(Boolean).map((l) => JSON.parse(l) as { level: number; msg: string; requestId?: string });
+  const logStart = () => logs.text().length;
+  const linesSince = (at: number) => logs.text().slice(at).split("\n").filter(Boolean).map((l) => JSON.parse(l) as { level: number; msg: string; requestId?: string });
 
   for (const target of ["api", "intake"] as const) {
     it(`${target}: a bad chunk size, at once or after the request was handed over, is answered, logged as a warning, and the connection closed`, async () => {

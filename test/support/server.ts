@@ -4,6 +4,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { PassThrough } from "node:stream";
 import type { Middleware } from "openapi-fetch";
 import { expect } from "vitest";
 import { loadConfig } from "../../src/config.js";
@@ -93,4 +94,21 @@ export async function startTestServer(env: Record<string, string> = {}, logs?: N
       rmSync(dir, { recursive: true, force: true });
     },
   };
+}
+
+/** An access token of the bootstrap super-admin, from the server's token endpoint over HTTP. */
+export async function bootstrapToken(url: string): Promise<string> {
+  const answer = await fetch(`${url}/auth/v1/token`, {
+    method: "POST",
+    body: new URLSearchParams({ grant_type: "client_credentials", client_id: BOOTSTRAP.clientId, client_secret: BOOTSTRAP.clientSecret }),
+  });
+  return ((await answer.json()) as { access_token: string }).access_token;
+}
+
+/** A log stream for startTestServer, and the text written to it so far. */
+export function logCapture(): { stream: PassThrough; text(): string } {
+  let text = "";
+  const stream = new PassThrough();
+  stream.on("data", (d: Buffer) => (text += d.toString()));
+  return { stream, text: () => text };
 }
