@@ -240,6 +240,23 @@ describe("the mock takes what the server takes", () => {
     }
     ok("svc.api.funds.v1.SubjectAppLimitService.Search", await api.POST("/api/v1/funds/subject-app-limits/search", { body: { pageSize: 2_147_483_648 } }));
   });
+
+  it("HEAD on a GET operation, answered as the GET without its body (a token required as for the GET)", async () => {
+    const grant = await fetch(`${mock.url}/auth/v1/token`, {
+      method: "POST",
+      body: new URLSearchParams({ grant_type: "client_credentials", client_id: "c1_2Qk3mN8rT1vX9yZ0ab", client_secret: "s".repeat(43) }),
+    });
+    const { access_token } = (await grant.json()) as { access_token: string };
+    const url = `${mock.url}/api/v1/funds/policy`;
+    const get = await fetch(url, { headers: { Authorization: `Bearer ${access_token}` } });
+    const head = await fetch(url, { method: "HEAD", headers: { Authorization: `Bearer ${access_token}` } });
+    expect([head.status, head.headers.get("content-type")]).toEqual([get.status, get.headers.get("content-type")]);
+    expect(get.status).toBe(200);
+    expect(await head.text()).toBe("");
+    const anonymousHead = await fetch(url, { method: "HEAD" });
+    expect(anonymousHead.status).toBe((await fetch(url)).status);
+    expect(anonymousHead.status).toBe(401);
+  });
 });
 
 describe("Prefer forces a documented answer, in the Status body with the request's id", () => {
