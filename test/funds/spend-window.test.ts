@@ -1,0 +1,46 @@
+// Spend windows against the shared vectors: each period in each time zone, across daylight-saving
+// changes (days of 23, 23.5 and 25 hours) and a skipped local midnight.
+import { existsSync, readFileSync } from "node:fs";
+import { describe, expect, it } from "vitest";
+import { isTimeZone, spendWindow } from "../../src/funds/spend-window.js";
+import type { PeriodKind } from "../../src/funds/types.js";
+
+interface Case {
+  timeZone: string;
+  at: string;
+  period: Exclude<PeriodKind, "PERIOD_KIND_UNSPECIFIED">;
+  windowStart: string;
+  windowEnd: string;
+  hours: number;
+}
+
+// The shared vectors (../shared/vectors/spend-windows.json), copied so the tests run anywhere; the
+// copy is checked against the shared file when it is present.
+const read = (url: URL) => JSON.parse(readFileSync(url, "utf8")) as { cases: Case[] };
+const vectors = read(new URL("../fixtures/spend-windows.json", import.meta.url));
+const SHARED = new URL("../../../shared/vectors/spend-windows.json", import.meta.url);
+
+describe("spend windows (shared vectors)", () => {
+  it.runIf(existsSync(SHARED))("the copy here equals the shared vectors file", () => expect(vectors).toEqual(read(SHARED)));
+  it("has the vectors", () => expect(vectors.cases.length).toBeGreaterThan(50));
+
+  it.each(vectors.cases.map((c) => [`${c.period} ${c.timeZone} ${c.at}`, c] as const))("%s", (_, c) => {
+    const window = spendWindow(c.period, c.timeZone, Date.parse(c.at));
+    expect({ start: new Date(window.start).toISOString(), end: new Date(window.end).toISOString() }).toEqual({ start: c.windowStart, end: c.windowEnd });
+    expect((window.end - window.start) / 3_600_000).toBe(c.hours);
+  });
+
+  it("every instant of a window maps to that window (its first and last millisecond)", () => {
+    for (const c of vectors.cases) {
+      const { start, end } = spendWindow(c.period, c.timeZone, Date.parse(c.at));
+      expect(spendWindow(c.period, c.timeZone, start)).toEqual({ start, end });
+      expect(spendWindow(c.period, c.timeZone, end - 1)).toEqual({ start, end });
+      expect(spendWindow(c.period, c.timeZone, end).start).toBe(end);
+    }
+  });
+
+  it("knows IANA zone names and nothing else", () => {
+    expect(["UTC", "Europe/Berlin", "America/Santiago"].map(isTimeZone)).toEqual([true, true, true]);
+    expect(["", "Mars/Olympus", "UTC+1"].map(isTimeZone)).toEqual([false, false, false]);
+  });
+});
