@@ -53,6 +53,22 @@ function buildRequest(spec: RequestSpec): Built {
             const k = n++ % spec.keys;
             req.path = fill(spec.path, k);
             if (spec.body !== undefined) req.body = fill(spec.body, k);
+            if (spec.freshIdempotencyKey) req.headers = { ...spec.headers, "Idempotency-Key": randomUUID() };
+            return req;
+          },
+        },
+      };
+    }
+    case "each": {
+      let n = 0;
+      return {
+        request: {
+          method: spec.method,
+          path: spec.path,
+          headers: spec.headers,
+          ...(spec.body !== undefined ? { body: spec.body } : {}),
+          setupRequest: (req) => {
+            req.path = spec.path.replace("{id}", spec.ids[n++ % spec.ids.length] ?? "");
             return req;
           },
         },

@@ -8,9 +8,15 @@ export type RequestSpec =
   | { kind: "fixed"; method: "GET" | "POST"; path: string; headers: Record<string, string>; body?: string }
   /**
    * A request per key: in `path` and `body`, `{k}` becomes the request counter modulo `keys` and
-   * `{r}` a random integer from 1 to 1,000,000 (so that every write changes the row).
+   * `{r}` a random integer from 1 to 1,000,000 (so that every write changes the row). With
+   * `freshIdempotencyKey`, each request carries an `Idempotency-Key` of its own (a UUID v4).
    */
-  | { kind: "varying"; method: "GET" | "POST"; path: string; headers: Record<string, string>; body?: string; keys: number }
+  | { kind: "varying"; method: "GET" | "POST"; path: string; headers: Record<string, string>; body?: string; keys: number; freshIdempotencyKey?: boolean }
+  /**
+   * A request per id, each id once, in order: `{id}` in `path` becomes the next of `ids` (e.g. a
+   * pending authorization to capture). Past the last id they start again (and answer an error).
+   */
+  | { kind: "each"; method: "POST"; path: string; headers: Record<string, string>; body?: string; ids: string[] }
   /** A signed webhook delivery with a fresh UUID v4 event id, timestamp and HMAC signature each time. */
   | { kind: "hmac"; path: string; secret: string; body: string }
   /**

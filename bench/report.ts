@@ -17,7 +17,34 @@ export type ScenarioKey =
   | "validation-on"
   | "rate-limit-alone"
   | "rate-limit-flooded"
-  | "rate-limit-flood";
+  | "rate-limit-flood"
+  | "baseline-post"
+  | "spend-authorize-approved"
+  | "spend-authorize-declined"
+  | "spend-capture"
+  | "spend-get-effective";
+
+/** The spend scenarios: their ratios are to the POST baseline (a bare `express.json()` route). */
+export const SPEND_KEYS: readonly ScenarioKey[] = ["spend-authorize-approved", "spend-authorize-declined", "spend-capture", "spend-get-effective"];
+
+/**
+ * What the database holds after the spend scenarios, read straight from it: the decisions made, and
+ * every way one could have overspent. `overspent` counts approved decisions whose window usage
+ * (the decision's own, and the window's final sums) passed its limit, and windows of the declined
+ * scenario that approved more than the limit admits; `wronglyDeclined` those that declined before
+ * the limit was reached.
+ */
+export interface SpendCheck {
+  approved: number;
+  declined: number;
+  captured: number;
+  /** Windows whose final spent + held was held against their limit. */
+  windows: number;
+  overspent: number;
+  wronglyDeclined: number;
+  /** The first few overspends or wrong declines found, for the report. */
+  samples: string[];
+}
 
 export interface Measured {
   key: ScenarioKey;
@@ -47,6 +74,7 @@ export interface Section {
   seed?: { users: number; rows: number; ms: number; analyzeMs: number; method: string };
   /** The walk to the deep page: pages fetched and how long it took. */
   walk?: { pages: number; ms: number };
+  spends?: SpendCheck;
 }
 
 export interface RunInfo {
@@ -69,6 +97,8 @@ export interface RunInfo {
 export interface Report {
   info: RunInfo;
   baseline: Measured;
+  /** POST / through `express.json()` with the Authorize body and headers: what the spend scenarios are held against. */
+  postBaseline?: Measured;
   sections: Section[];
 }
 
@@ -144,14 +174,20 @@ export function scenarioRow(m: Measured, baselineRps: number): string[] {
   return [m.label, formatRps(r.requestsPerSecond), formatRatio(ratio(r.requestsPerSecond, baselineRps)), formatMs(r.latencyMs.p50), formatMs(r.latencyMs.p99), formatMs(r.latencyMs.p99_9), `${errors}${detail}`, formatMiB(m.rssMiB), formatMicros(r.cpu.serverMicrosPerRequest), formatCores(r.cpu.serverCores), formatMicros(r.cpu.loadGeneratorMicrosPerRequest)];
 }
 
-export function scenarioTable(scenarios: readonly Measured[], baselineRps: number): string {
-  return markdownTable(SCENARIO_HEADERS, scenarios.map((m) => scenarioRow(m, baselineRps)));
+export function scenarioTable(scenarios: readonly Measured[], baselineRps: number, ratioHeader = "× baseline"): string {
+  return markdownTable(
+    SCENARIO_HEADERS.map((h) => (h === "× baseline" ? ratioHeader : h)),
+    scenarios.map((m) => scenarioRow(m, baselineRps)),
+  );
 }
+
+/** The issue's targets for Authorize: share of the POST baseline's req/s per database, and the p99 bound (SQLite). */
+export const SPEND_TARGETS = { sqlite: { share: 0.5, p99Ms: 20 }, postgres: { share: 0.25, p99Ms: undefined } } as const;
 
 const find = (s: Section, key: ScenarioKey): Measured | undefined => s.scenarios.find((m) => m.key === key);
 
-/** The issue's targets, checked on one database's figures. */
-export function checkTargets(section: Section, baselineRps: number): TargetCheck[] {
+/** The issue's targets, checked on one database's figures; the spend targets against `postBaselineRps`. */
+export function checkTargets(section: Section, baselineRps: number, postBaselineRps = Number.NaN): TargetCheck[] {
   const checks: TargetCheck[] = [];
   const hmac = find(section, "hmac");
   if (hmac) {
@@ -179,13 +215,32 @@ export function checkTargets(section: Section, baselineRps: number): TargetCheck
     checks.push({ target: "a credential's p99 while another floods over its rate limit ≤ 2× its p99 alone", measured: formatRatio(slowdown), met: slowdown <= FLOOD_BUDGET });
     checks.push({ target: "that credential: no answer but 200 while the other floods", measured: String(totalErrors(flooded.result)), met: totalErrors(flooded.result) === 0 });
   }
+  const target = SPEND_TARGETS[section.dialect];
+  for (const key of ["spend-authorize-approved", "spend-authorize-declined"] as const) {
+    const m = find(section, key);
+    if (!m) continue;
+    const name = key === "spend-authorize-approved" ? "Authorize (approved)" : "Authorize (declined)";
+    const r = ratio(m.result.requestsPerSecond, postBaselineRps);
+    checks.push({ target: `${name} ≥ ${target.share * 100}% of the POST baseline's req/s`, measured: formatPercent(r), met: r >= target.share });
+    if (target.p99Ms !== undefined) checks.push({ target: `${name} p99 < ${target.p99Ms} ms at that load`, measured: `${formatMs(m.result.latencyMs.p99)} ms`, met: m.result.latencyMs.p99 < target.p99Ms });
+    checks.push({ target: `${name}: no error`, measured: String(totalErrors(m.result)), met: totalErrors(m.result) === 0 });
+  }
+  if (section.spends) {
+    checks.push({ target: "Authorize: 0 overspend (every approved decision and every window within its limit)", measured: String(section.spends.overspent), met: section.spends.overspent === 0 });
+    checks.push({ target: "Authorize: no decline while the limit had room", measured: String(section.spends.wronglyDeclined), met: section.spends.wronglyDeclined === 0 });
+  }
   return checks;
 }
 
-function sectionMarkdown(section: Section, baseline: Measured): string {
+function sectionMarkdown(section: Section, baseline: Measured, postBaseline: Measured | undefined): string {
   const baselineRps = baseline.result.requestsPerSecond;
+  const postRps = postBaseline?.result.requestsPerSecond ?? Number.NaN;
   const title = section.dialect === "sqlite" ? "SQLite" : "PostgreSQL";
-  const out = [`## ${title}`, "", `Database: ${section.database}.`, "", scenarioTable(section.scenarios, baselineRps), ""];
+  const others = section.scenarios.filter((m) => !SPEND_KEYS.includes(m.key));
+  const spends = section.scenarios.filter((m) => SPEND_KEYS.includes(m.key));
+  const out = [`## ${title}`, "", `Database: ${section.database}.`, ""];
+  if (others.length) out.push(scenarioTable(others, baselineRps), "");
+  if (spends.length) out.push(`Spends (issue 15), each against the POST baseline (${formatRps(postRps)} req/s):`, "", scenarioTable(spends, postRps, "× POST baseline"), "");
   const facts: string[] = [];
   const w = section.executionWait;
   if (w) facts.push(`Execution wait under scenario 1's load (automation_executions.completed_at − created_at, ${w.count.toLocaleString("en-US")} executions): p50 ${formatMs(w.p50Ms)} ms, p99 ${formatMs(w.p99Ms)} ms, max ${formatMs(w.maxMs)} ms; the queue drained ${formatDuration(w.drainMs)} after the load stopped.${w.notDone ? ` ${w.notDone.count} execution(s) did not end DONE, e.g. \`${w.notDone.sample.slice(0, 300)}\`.` : ""}`);
@@ -216,10 +271,18 @@ function sectionMarkdown(section: Section, baseline: Measured): string {
       `Rate limits (scenario 8): credential A's flood was answered ${refused.toLocaleString("en-US")} times 429 and ${(flood.result.statuses["200"] ?? 0).toLocaleString("en-US")} times 200 (${formatRps(flood.result.requestsPerSecond)} answers/s, ${formatMicros(flood.result.cpu.serverMicrosPerRequest)} µs of server CPU each). Credential B's p99: ${formatMs(alone.result.latencyMs.p99)} ms alone, ${formatMs(flooded.result.latencyMs.p99)} ms during the flood (${formatRatio(floodSlowdown(alone.result, flooded.result))}).`,
     );
   }
+  const sp = section.spends;
+  if (sp) {
+    const authorize = find(section, "spend-authorize-approved");
+    const own = authorize?.result.cpu.serverMicrosPerRequest ?? Number.NaN;
+    const bare = postBaseline?.result.cpu.serverMicrosPerRequest ?? Number.NaN;
+    facts.push(`Spends in the database after the spend scenarios: ${sp.approved.toLocaleString("en-US")} approved and ${sp.declined.toLocaleString("en-US")} declined decisions, ${sp.captured.toLocaleString("en-US")} captured; ${sp.windows} windows' final usage held against their limits; overspend: ${sp.overspent}; declined with room left: ${sp.wronglyDeclined}${sp.samples.length ? ` (e.g. ${sp.samples.join("; ")})` : ""}.`);
+    if (authorize) facts.push(`Server CPU per decision, Authorize (approved): ${formatMicros(own)} µs, ${formatRatio(own / bare)} the POST baseline's ${formatMicros(bare)} µs.`);
+  }
   const jwt = section.scenarios.filter((m) => m.result.tokens);
   for (const m of jwt) facts.push(`${m.label}: ${m.result.tokens!.pregenerated.toLocaleString("en-US")} tokens signed before the run, ${m.result.tokens!.signedDuringRun.toLocaleString("en-US")} during it.`);
   if (facts.length) out.push(...facts.map((f) => `- ${f}`), "");
-  const checks = checkTargets(section, baselineRps);
+  const checks = checkTargets(section, baselineRps, postRps);
   if (checks.length) out.push(`Targets on ${title}:`, "", markdownTable(["Target", "Measured", "Met"], checks.map((c) => [c.target, c.measured, c.met ? "yes" : "**no**"])), "");
   return out.join("\n");
 }
@@ -240,11 +303,11 @@ export function renderMarkdown(report: Report): string {
     "",
     "## Baseline",
     "",
-    "A bare Express 5 route answering `{}`, started like the server (node on compiled JS).",
+    `A bare Express 5 route answering \`{}\`, started like the server (node on compiled JS).${report.postBaseline ? " The POST baseline parses the Authorize scenario's body and headers (a fresh `Idempotency-Key` each) with `express.json()` and answers `{}`: the spend scenarios are held against it." : ""}`,
     "",
-    scenarioTable([baseline], baselineRps),
+    scenarioTable(report.postBaseline ? [baseline, report.postBaseline] : [baseline], baselineRps),
     "",
-    ...report.sections.map((s) => sectionMarkdown(s, baseline)),
+    ...report.sections.map((s) => sectionMarkdown(s, baseline, report.postBaseline)),
   ].join("\n");
 }
 

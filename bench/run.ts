@@ -1,5 +1,5 @@
-// `npm run bench`: builds the server, measures the baseline and every scenario of issue 6 on SQLite
-// and PostgreSQL, prints the tables and writes them to bench/RESULTS.md.
+// `npm run bench`: builds the server, measures the baselines and every scenario (issue 6's, and the
+// spends of issue 15) on SQLite and PostgreSQL, prints the tables and writes them to bench/RESULTS.md.
 //
 //   npm run bench -- [--db sqlite|postgres|both] [--quick] [--duration <s>] [--warmup <s>]
 //                    [--connections <n>] [--rows <n>] [--deep-page <n>] [--log-level <level>]
@@ -19,6 +19,7 @@ import type { Dialect } from "./database.js";
 import { build, freePort, killAll, ROOT, startDriver, startJwksServer, startNode } from "./processes.js";
 import { renderMarkdown, withKeptNotes, type Measured, type Report, type ScenarioKey, type Section } from "./report.js";
 import { runDatabase, type BenchSettings, type JwtKey } from "./scenarios.js";
+import { spendPostBaseline } from "./spends.js";
 
 function options() {
   const { values } = parseArgs({
@@ -117,10 +118,15 @@ async function main(): Promise<void> {
     const port = await freePort();
     const bare = await startNode({ script: join(ROOT, "dist/bench/servers/baseline.js"), env: { HOST: "127.0.0.1", NODE_ENV: "production" }, port, probePath: "/", logFile: join(workDir, "baseline.log") });
     let baseline: Measured;
+    let postBaseline: Measured;
     try {
-      const result = await driver.run({ origin: bare.url, connections: opts.connections, durationSeconds: opts.durationSeconds, warmupSeconds: opts.warmupSeconds, expectStatus: 200, serverPid: bare.pid }, { kind: "fixed", method: "GET", path: "/", headers: {} });
+      const spec = { origin: bare.url, connections: opts.connections, durationSeconds: opts.durationSeconds, warmupSeconds: opts.warmupSeconds, expectStatus: 200, serverPid: bare.pid };
+      const result = await driver.run(spec, { kind: "fixed", method: "GET", path: "/", headers: {} });
       baseline = { key: "baseline", label: "Baseline: Express 5, GET / → {}", result, rssMiB: bare.rssMiB() };
       log(`baseline: ${Math.round(result.requestsPerSecond)} req/s, p50 ${result.latencyMs.p50.toFixed(2)} ms, p99 ${result.latencyMs.p99.toFixed(2)} ms`);
+      const post = await driver.run(spec, spendPostBaseline());
+      postBaseline = { key: "baseline-post", label: "POST baseline: Express 5, express.json(), POST / → {}", result: post, rssMiB: bare.rssMiB() };
+      log(`POST baseline: ${Math.round(post.requestsPerSecond)} req/s, p50 ${post.latencyMs.p50.toFixed(2)} ms, p99 ${post.latencyMs.p99.toFixed(2)} ms`);
     } finally {
       await bare.stop();
     }
@@ -145,6 +151,7 @@ async function main(): Promise<void> {
         serverEnv: `NODE_ENV=production, LOG_LEVEL=${opts.logLevel}, VALIDATE_RESPONSES=0 except where stated, RATE_LIMIT=off except in scenario 8, JWKS_ALLOW_INSECURE=1 (the JWKS is served by the bench on 127.0.0.1)`,
       },
       baseline,
+      postBaseline,
       sections,
     };
     const markdown = renderMarkdown(report);

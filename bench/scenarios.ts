@@ -1,4 +1,4 @@
-// The scenarios of issue 6 on one database: start the server (compiled), set up through the API,
+// The scenarios of issues 6 and 15 on one database: start the server (compiled), set up through the API,
 // measure each scenario in the load-generator process, and collect the figures of the section.
 import type { JsonWebKey } from "node:crypto";
 import { randomUUID } from "node:crypto";
@@ -9,8 +9,9 @@ import { Api, type Credentials } from "./api.js";
 import { createBenchDatabase, type Dialect } from "./database.js";
 import type { LoadSpec, RequestSpec } from "./load.js";
 import { freePort, ROOT, startDriver, startNode, type Driver, type NodeProcess } from "./processes.js";
-import { percentile, type ExecutionWait, type Measured, type ScenarioKey, type Section } from "./report.js";
+import { percentile, SPEND_KEYS, type ExecutionWait, type Measured, type ScenarioKey, type Section, type SpendCheck } from "./report.js";
 import { seedSubjectAppLimits } from "./seed.js";
+import { AUTHORIZE_PATH, authorizeRequest, checkSpends, pendingToCapture, setUpSpends, SPEND_APPS } from "./spends.js";
 
 export interface BenchSettings {
   connections: number;
@@ -238,6 +239,30 @@ export async function runDatabase(dialect: Dialect, settings: BenchSettings, dri
       }
     }
 
+    // ---- 9. Spends: Authorize approved and declined, Capture, GetEffective with usage ---------
+    // Approved: 1.00 against 10,000,000.00 a month, over 100 apps (a hold each, left pending).
+    // Declined: 1.00 against 5.00 a month, over 100 other apps: five approved each, then every
+    // one declined (LIMIT_EXCEEDED), each decision still stored. Capture: the holds the approved
+    // scenario left, each captured whole once. GetEffective: the open apps, whose windows now
+    // hold spent and held amounts. Then the overspend check, straight from the database.
+    let spends: SpendCheck | undefined;
+    if (wanted(...SPEND_KEYS)) {
+      const spender = await setUpSpends(api);
+      const approved = await measure("spend-authorize-approved", "9. SpendService.Authorize, approved (a hold)", authorizeRequest(spender, "spend", headers));
+      await measure("spend-authorize-declined", "9. SpendService.Authorize, declined (limit exceeded)", authorizeRequest(spender, "decline", headers));
+      if (wanted("spend-capture")) {
+        // As many holds as the capture run may take: a capture costs less than a decision (up to
+        // 2.6× the approved scenario's rate seen), so three times that rate, and 200 more.
+        const rate = approved?.result.requestsPerSecond ?? 1000;
+        const ids = await pendingToCapture(db, api, spender, Math.ceil(rate * 3 * (settings.durationSeconds + settings.warmupSeconds)) + 200);
+        log(`${dialect}: ${ids.length.toLocaleString("en-US")} pending authorizations to capture`);
+        await measure("spend-capture", "9. SpendService.Capture, the whole hold", { kind: "each", method: "POST", path: `${AUTHORIZE_PATH}/{id}/capture`, headers, body: "{}", ids });
+      }
+      await measure("spend-get-effective", "9. SubjectAppLimitService.GetEffective, with usage", { kind: "varying", method: "GET", path: `/api/v1/funds/subject-app-limits/${spender}/spend-{k}/effective`, headers, keys: SPEND_APPS });
+      spends = await checkSpends(db, spender, Date.now());
+      log(`${dialect}: spends: ${spends.approved} approved, ${spends.declined} declined, ${spends.captured} captured; overspend ${spends.overspent}${spends.samples.length ? `: ${spends.samples.join("; ")}` : ""}`);
+    }
+
     // ---- 6. A list page at the start and deep, over the seeded rows --------------------------
     let seed: Section["seed"];
     let walk: Section["walk"];
@@ -263,9 +288,9 @@ export async function runDatabase(dialect: Dialect, settings: BenchSettings, dri
       await measure("list-deep", `6. Search, page_size 100, page ${settings.deepPage.toLocaleString("en-US")}`, { kind: "fixed", method: "POST", path: search, headers, body: JSON.stringify({ pageSize: 100, pageToken: token }) });
     }
 
-    const order: ScenarioKey[] = ["hmac", "jwt-es256", "jwt-eddsa", "duplicate", "my-set-limit", "suspend", "get-effective", "list-first", "list-deep", "validation-off", "validation-on", "rate-limit-alone", "rate-limit-flooded", "rate-limit-flood"];
+    const order: ScenarioKey[] = ["hmac", "jwt-es256", "jwt-eddsa", "duplicate", "my-set-limit", "suspend", "get-effective", "list-first", "list-deep", "validation-off", "validation-on", "rate-limit-alone", "rate-limit-flooded", "rate-limit-flood", ...SPEND_KEYS];
     scenarios.sort((a, b) => order.indexOf(a.key) - order.indexOf(b.key));
-    return { dialect, database: description, scenarios, ...(executionWaitFigures ? { executionWait: executionWaitFigures } : {}), ...(seed ? { seed } : {}), ...(walk ? { walk } : {}) };
+    return { dialect, database: description, scenarios, ...(executionWaitFigures ? { executionWait: executionWaitFigures } : {}), ...(seed ? { seed } : {}), ...(walk ? { walk } : {}), ...(spends ? { spends } : {}) };
   } finally {
     await storage?.close();
     for (const p of processes.reverse()) await p.stop();

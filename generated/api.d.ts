@@ -35,8 +35,9 @@ export interface paths {
          *     address (429 `RATE_LIMITED`).
          *
          *     Every answer carries `Cache-Control: no-store`. Tokens are signed and valid on every
-         *     instance that shares the database until `expires_in` seconds have passed; the server also
-         *     checks the credential on each request, so revoking a credential ends its tokens at once.
+         *     instance that shares the database until `expires_in` seconds have passed, unless their
+         *     credential is revoked: revoking it ends its tokens at once on the instance that revokes it
+         *     and within 1 second on every other.
          *
          *     The field names and error codes are those of RFC 6749; the token lifetime is given by
          *     `expires_in`.
@@ -157,6 +158,13 @@ export interface paths {
          *     may hold several. The answer carries `clientSecret` once: it is never shown again, the
          *     server keeps only a slow hash of it. An unknown user id is 404.
          *
+         *     `appIds` binds the credential to apps, once and for good (see `Credential.appIds`): a
+         *     credential of a user holding `ROLE_APP_SERVICE` must name 1 to 100 distinct app ids (none:
+         *     400 `APP_IDS_REQUIRED`; a repeated id: 400 `INVALID_ARGUMENT`), and with it the user acts for
+         *     those apps only; a credential of any other user names none (absent or `[]`; any id: 400
+         *     `APP_IDS_NOT_ALLOWED`). The binding is per credential: two credentials of one app service
+         *     user may be bound to different apps.
+         *
          *     The API users of other services authenticate with these credentials through the token
          *     endpoint: OAuth 2.0 client credentials, token URL `{base_url}/auth/v1/token`, `client_id`
          *     and `client_secret` in the request body, not in headers; no scopes are defined (empty
@@ -188,8 +196,9 @@ export interface paths {
          *
          *     Revokes a credential of the user of the path: `revokedAt` is set, and from then on the
          *     credential obtains no token (the token endpoint answers 401 `invalid_client`). Tokens it
-         *     has already obtained stop working at once too, because the server checks the credential
-         *     on each request (401). Revocation is final and idempotent: revoking a revoked credential
+         *     has already obtained stop working too (401 `INVALID_ACCESS_TOKEN`): at once on the server
+         *     instance that answers this revocation, and within 1 second on every other instance sharing
+         *     the database. Revocation is final and idempotent: revoking a revoked credential
          *     answers 200 with the credential unchanged (its first `revokedAt`). An unknown user id, an
          *     unknown credential id, or a credential of another user is 404.
          *
@@ -524,8 +533,9 @@ export interface paths {
          *     walking all pages returns every row exactly once. A forged, malformed or foreign page token is
          *     400.
          *
-         *     Callers: any authenticated user (`ROLE_USER`, `ROLE_FUND_ADMIN`, `ROLE_SUPER_ADMIN`); it always
-         *     acts on the caller's own rows, and no user id appears in the request or the answer.
+         *     Callers: `ROLE_USER`, `ROLE_FUND_ADMIN` or `ROLE_SUPER_ADMIN` (a user with a fund of their
+         *     own; `ROLE_APP_SERVICE` alone is 403); it always acts on the caller's own rows, and no user id
+         *     appears in the request or the answer.
          */
         get: operations["svc.api.funds.v1.MyFundLimitsService.List"];
         put?: never;
@@ -558,8 +568,9 @@ export interface paths {
          *     suspension or an extension set by an administrator). 404 when the caller has no row for the app
          *     (reason `ROW_NOT_FOUND`).
          *
-         *     Callers: any authenticated user (`ROLE_USER`, `ROLE_FUND_ADMIN`, `ROLE_SUPER_ADMIN`); it always
-         *     acts on the caller's own rows, and no user id appears in the request or the answer.
+         *     Callers: `ROLE_USER`, `ROLE_FUND_ADMIN` or `ROLE_SUPER_ADMIN` (a user with a fund of their
+         *     own; `ROLE_APP_SERVICE` alone is 403); it always acts on the caller's own rows, and no user id
+         *     appears in the request or the answer.
          */
         get: operations["svc.api.funds.v1.MyFundLimitsService.Get"];
         put?: never;
@@ -603,8 +614,9 @@ export interface paths {
          *     nanos` within int64 (the largest amount is units `9223372036` with nanos `854775807`); `nanos`
          *     is 0 to 999999999. Two arms of `SpendLimit` set is 400.
          *
-         *     Callers: any authenticated user (`ROLE_USER`, `ROLE_FUND_ADMIN`, `ROLE_SUPER_ADMIN`); it always
-         *     acts on the caller's own rows, and no user id appears in the request or the answer.
+         *     Callers: `ROLE_USER`, `ROLE_FUND_ADMIN` or `ROLE_SUPER_ADMIN` (a user with a fund of their
+         *     own; `ROLE_APP_SERVICE` alone is 403); it always acts on the caller's own rows, and no user id
+         *     appears in the request or the answer.
          */
         post: operations["svc.api.funds.v1.MyFundLimitsService.SetLimit"];
         /**
@@ -617,8 +629,9 @@ export interface paths {
          *     removed and the answer's `limit` is null. A row without a base limit answers 200 unchanged. 404
          *     when the caller has no row for the app (reason `ROW_NOT_FOUND`).
          *
-         *     Callers: any authenticated user (`ROLE_USER`, `ROLE_FUND_ADMIN`, `ROLE_SUPER_ADMIN`); it always
-         *     acts on the caller's own rows, and no user id appears in the request or the answer.
+         *     Callers: `ROLE_USER`, `ROLE_FUND_ADMIN` or `ROLE_SUPER_ADMIN` (a user with a fund of their
+         *     own; `ROLE_APP_SERVICE` alone is 403); it always acts on the caller's own rows, and no user id
+         *     appears in the request or the answer.
          */
         delete: operations["svc.api.funds.v1.MyFundLimitsService.ClearLimit"];
         options?: never;
@@ -662,8 +675,9 @@ export interface paths {
          *     states one, else `PERIOD_KIND_MONTHLY`. The answer is for the current server time
          *     (`evaluatedAt`) and carries a trace of the layers looked at, one line per layer.
          *
-         *     Callers: any authenticated user (`ROLE_USER`, `ROLE_FUND_ADMIN`, `ROLE_SUPER_ADMIN`); it always
-         *     acts on the caller's own rows, and no user id appears in the request or the answer.
+         *     Callers: `ROLE_USER`, `ROLE_FUND_ADMIN` or `ROLE_SUPER_ADMIN` (a user with a fund of their
+         *     own; `ROLE_APP_SERVICE` alone is 403); it always acts on the caller's own rows, and no user id
+         *     appears in the request or the answer.
          */
         get: operations["svc.api.funds.v1.MyFundLimitsService.GetEffective"];
         put?: never;
@@ -775,10 +789,12 @@ export interface paths {
          * @description **Beta.** This operation may still change incompatibly in a minor release; every such change
          *     is recorded in `CHANGELOG.md` under the release that makes it.
          *
-         *     Answers the tenant's fund policy: the currency every amount must be stated in (`currencyCode`)
-         *     and the tenant default controls (`defaultControls`, the last layer of resolution). Every tenant
-         *     has one; there is no 404. Callers: any authenticated user (a subject needs the currency to set
-         *     its own limits).
+         *     Answers the tenant's fund policy: the currency every amount must be stated in (`currencyCode`),
+         *     the IANA time zone whose calendar fixes spend windows (`timeZone`, `UTC` until changed) and the
+         *     tenant default controls (`defaultControls`, the last layer of resolution). Every tenant has
+         *     one; there is no 404. Callers: every role (`ROLE_SUPER_ADMIN`, `ROLE_FUND_ADMIN`, `ROLE_USER`,
+         *     `ROLE_APP_SERVICE`): a subject needs the currency to set its own limits, an app backend the
+         *     currency of the amounts it spends and the zone of the windows they count in.
          */
         get: operations["svc.api.funds.v1.FundPolicyService.Get"];
         put?: never;
@@ -788,11 +804,16 @@ export interface paths {
          *     is recorded in `CHANGELOG.md` under the release that makes it.
          *
          *     Replaces the fields of the fund policy named in `updateMask` (comma-separated among
-         *     `currencyCode` and `defaultControls`; absent or empty means all of them); fields not named are
-         *     ignored. `updatedAt` is set by the server.
+         *     `currencyCode`, `defaultControls` and `timeZone`; absent or empty means all of them, `timeZone`
+         *     only when sent); fields not named are ignored. `updatedAt` is set by the server.
          *
-         *     Changing `currencyCode` while any stored amount (a subject-app row, an app cap, or default
-         *     controls kept by this update) is in another currency is 409 with reason `CURRENCY_IN_USE`;
+         *     `timeZone` is an IANA time zone name (such as `Europe/Paris`); a name the server does not know,
+         *     or none while `updateMask` names `timeZone`, is 400 with reason `INVALID_TIME_ZONE`. Changing it
+         *     moves the windows of spends authorized from then on; a spend keeps the window it was counted in.
+         *
+         *     Changing `currencyCode` while any stored amount (a subject-app row, an app cap, default
+         *     controls kept by this update, or any spend authorization, whatever its state) is in another
+         *     currency is 409 with reason `CURRENCY_IN_USE`;
          *     amounts in `defaultControls` must be in the policy's currency after the update (else 400, reason
          *     `CURRENCY_MISMATCH`). `defaultControls` follows the rules of `AppCapService.Set`: all three arms
          *     for `limit`; an extension never `blocked` and with a future `expiresAt` unless unchanged; a
@@ -802,6 +823,244 @@ export interface paths {
          *     `ROLE_FUND_ADMIN`; any other role is 403.
          */
         post: operations["svc.api.funds.v1.FundPolicyService.Update"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/funds/spend-authorizations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List spend authorizations
+         * @description **Beta.** This operation may still change incompatibly in a minor release; every such change
+         *     is recorded in `CHANGELOG.md` under the release that makes it.
+         *
+         *     Lists spend authorizations, newest first (`createdAt` descending, then `id` descending), with
+         *     their current state: a pending authorization whose hold has expired is listed as
+         *     `SPEND_AUTHORIZATION_STATE_EXPIRED`, and `state` filters by that state.
+         *
+         *     Filters combine with AND; an absent filter does not filter. `window_start` keeps the
+         *     authorizations that count in the window starting at that instant (`windowStart`, as answered in
+         *     `usage.windowStart` of `GetEffective`).
+         *
+         *     Who sees what: `ROLE_SUPER_ADMIN` and `ROLE_FUND_ADMIN` see every authorization;
+         *     `ROLE_APP_SERVICE` sees those of the apps its credential is bound to (an `app_id` of another app is
+         *     403 `APP_NOT_ALLOWED`); `ROLE_USER` sees their own (a `user_id` other than their own is 403
+         *     `SUBJECT_NOT_ALLOWED`).
+         *
+         *     Paginated by `page_size` and `page_token`: default 25; a value below 10 is read as 10, above 100
+         *     as 100; an empty `nextPageToken` means the end of the results. A page token is bound to the
+         *     filters and the caller it was issued for; a forged, malformed or foreign token is 400.
+         */
+        get: operations["svc.api.funds.v1.SpendService.List"];
+        put?: never;
+        /**
+         * Authorize a spend against the limit in force
+         * @description **Beta.** This operation may still change incompatibly in a minor release; every such change
+         *     is recorded in `CHANGELOG.md` under the release that makes it.
+         *
+         *     Asks, before an app takes money from a subject's fund, whether the limit in force admits it,
+         *     and holds the amount when it does. The limit is resolved by exactly the rule of
+         *     `SubjectAppLimitService.GetEffective` (layers, per-row rule, period), at the server's time:
+         *
+         *     - an amount limit approves only if what the window has spent, plus what it holds, plus this
+         *       `amount` is at most the limit (an unexpired extension's amount replaces the base limit while it
+         *       lasts); else the spend is declined with `SPEND_DECLINE_CAUSE_LIMIT_EXCEEDED`;
+         *     - `unlimited` always approves, and the spend is accounted like any other;
+         *     - `blocked`, a suspension, or no opinion at any layer declines (`SPEND_DECLINE_CAUSE_BLOCKED`,
+         *       `_SUSPENDED`, `_NO_LIMIT`).
+         *
+         *     A decline is a normal answer (200, state `SPEND_AUTHORIZATION_STATE_DECLINED`, `decision.approved`
+         *     false, `decision.cause` set): branch on it. An approved authorization is
+         *     `SPEND_AUTHORIZATION_STATE_PENDING` and holds its amount for `holdSeconds` (default 600): capture
+         *     it (`.../capture`) when the money is taken, release it (`.../release`) when it is not; a hold that
+         *     expires stops counting at once. With `capture` true the spend is recorded directly: approved means
+         *     `SPEND_AUTHORIZATION_STATE_CAPTURED`.
+         *
+         *     The spend counts in the window of the decision's period (`PERIOD_KIND_DAILY`, `_WEEKLY` from
+         *     Monday, `_MONTHLY`, `_QUARTERLY`, `_YEARLY`) containing the server's time, in the fund policy's
+         *     `timeZone`; the window is fixed now and never moves. Decisions are exact under any concurrency and
+         *     on any number of server instances: concurrent authorizations never approve more than the limit.
+         *     The answer carries the window's usage just after the decision.
+         *
+         *     `Idempotency-Key` is required: a retry with the same key and the same request answers the
+         *     first answer again, without a second hold or spend, for 24 hours; the same key with another
+         *     request is 422 `IDEMPOTENCY_KEY_REUSED`.
+         *
+         *     Other refusals change nothing: 400 for a malformed request, an `amount` not greater than zero
+         *     (`AMOUNT_NOT_POSITIVE`), of another currency (`CURRENCY_MISMATCH`), or `holdSeconds` with `capture`
+         *     true (`HOLD_WITH_CAPTURE`); 404 for an unknown user (`USER_NOT_FOUND`); 409 `USAGE_OUT_OF_RANGE`
+         *     when the window's usage plus the amount would not fit in an int64 of nanos (only possible without
+         *     an amount limit).
+         *
+         *     Callers: `ROLE_SUPER_ADMIN` and `ROLE_FUND_ADMIN` for any app; `ROLE_APP_SERVICE` for the apps its
+         *     credential is bound to (another app is 403 `APP_NOT_ALLOWED`); any other
+         *     role is 403.
+         */
+        post: operations["svc.api.funds.v1.SpendService.Authorize"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/funds/spend-authorizations/{authorization_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The id of the spend authorization (server-generated, as `SpendAuthorization.id`).
+                 * @example Sa4kP9mW2xQ7rT5n
+                 */
+                authorization_id: components["parameters"]["SpendAuthorizationId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Get a spend authorization
+         * @description **Beta.** This operation may still change incompatibly in a minor release; every such change
+         *     is recorded in `CHANGELOG.md` under the release that makes it.
+         *
+         *     One authorization, with its current state (a pending authorization whose hold has expired is
+         *     answered `SPEND_AUTHORIZATION_STATE_EXPIRED`) and the decision made when it was authorized.
+         *
+         *     Who sees what: `ROLE_SUPER_ADMIN` and `ROLE_FUND_ADMIN` every authorization; `ROLE_APP_SERVICE`
+         *     those of the apps its credential is bound to; `ROLE_USER` their own. Any other authorization is 404
+         *     (`AUTHORIZATION_NOT_FOUND`), as if it did not exist.
+         */
+        get: operations["svc.api.funds.v1.SpendService.Get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/funds/spend-authorizations/{authorization_id}/capture": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The id of the spend authorization (server-generated, as `SpendAuthorization.id`).
+                 * @example Sa4kP9mW2xQ7rT5n
+                 */
+                authorization_id: components["parameters"]["SpendAuthorizationId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Capture a pending authorization
+         * @description **Beta.** This operation may still change incompatibly in a minor release; every such change
+         *     is recorded in `CHANGELOG.md` under the release that makes it.
+         *
+         *     Posts the hold of a pending authorization as spent: all of it without `amount`, or the part
+         *     `amount` says (greater than zero, at most the authorized amount), the rest of the hold being
+         *     released at once. The spend counts in the authorization's window, whatever the limit is now.
+         *
+         *     Only a pending authorization whose hold has not expired can be captured: a declined, released,
+         *     expired or already captured one is 409 `AUTHORIZATION_NOT_PENDING` (with its `state` in
+         *     `metadata`), and nothing changes. More than the authorized amount is 400 `AMOUNT_EXCEEDS_HOLD`.
+         *
+         *     `Idempotency-Key` is optional: with it, a retry answers the first answer again without a
+         *     second effect for 24 hours; the same key with another request is 422 `IDEMPOTENCY_KEY_REUSED`.
+         *
+         *     Callers: `ROLE_SUPER_ADMIN` and `ROLE_FUND_ADMIN` for any app; `ROLE_APP_SERVICE` for the apps its
+         *     credential is bound to (an authorization of another app is 404, as if it did not exist); any other
+         *     role is 403.
+         */
+        post: operations["svc.api.funds.v1.SpendService.Capture"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/funds/spend-authorizations/{authorization_id}/release": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The id of the spend authorization (server-generated, as `SpendAuthorization.id`).
+                 * @example Sa4kP9mW2xQ7rT5n
+                 */
+                authorization_id: components["parameters"]["SpendAuthorizationId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Release a pending authorization
+         * @description **Beta.** This operation may still change incompatibly in a minor release; every such change
+         *     is recorded in `CHANGELOG.md` under the release that makes it.
+         *
+         *     Voids the hold of a pending authorization: its amount stops counting at once. Releasing a
+         *     released authorization answers it unchanged. A declined, expired or captured one is 409
+         *     `AUTHORIZATION_NOT_PENDING` (with its `state` in `metadata`), and nothing changes.
+         *
+         *     `Idempotency-Key` is optional: with it, a retry answers the first answer again without a
+         *     second effect for 24 hours; the same key with another request is 422 `IDEMPOTENCY_KEY_REUSED`.
+         *
+         *     Callers: `ROLE_SUPER_ADMIN` and `ROLE_FUND_ADMIN` for any app; `ROLE_APP_SERVICE` for the apps its
+         *     credential is bound to (an authorization of another app is 404, as if it did not exist); any other
+         *     role is 403.
+         */
+        post: operations["svc.api.funds.v1.SpendService.Release"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/funds/spend-authorizations/{authorization_id}/reverse": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The id of the spend authorization (server-generated, as `SpendAuthorization.id`).
+                 * @example Sa4kP9mW2xQ7rT5n
+                 */
+                authorization_id: components["parameters"]["SpendAuthorizationId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Reverse a captured spend
+         * @description **Beta.** This operation may still change incompatibly in a minor release; every such change
+         *     is recorded in `CHANGELOG.md` under the release that makes it.
+         *
+         *     Reverses (refunds) a captured spend, in part or whole: all of what was captured and not yet
+         *     reversed without `amount`, or the part `amount` says (greater than zero, at most what remains to
+         *     reverse; else 400 `AMOUNT_EXCEEDS_CAPTURED`). The reversal gives the headroom back to the window the
+         *     spend counted in, even a past one; it is a ledger entry of its own, and the capture is never
+         *     modified: `reversedAmount` sums the reversals, and the state stays `SPEND_AUTHORIZATION_STATE_CAPTURED`.
+         *
+         *     Only a captured authorization can be reversed (else 409 `AUTHORIZATION_NOT_CAPTURED`); one reversed in
+         *     full is 409 `NOTHING_TO_REVERSE`. Nothing changes on a refusal.
+         *
+         *     `Idempotency-Key` is optional: with it, a retry answers the first answer again without a
+         *     second effect for 24 hours; the same key with another request is 422 `IDEMPOTENCY_KEY_REUSED`.
+         *
+         *     Callers: `ROLE_SUPER_ADMIN` and `ROLE_FUND_ADMIN` for any app; `ROLE_APP_SERVICE` for the apps its
+         *     credential is bound to (an authorization of another app is 404, as if it did not exist); any other
+         *     role is 403.
+         */
+        post: operations["svc.api.funds.v1.SpendService.Reverse"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1070,6 +1329,12 @@ export interface paths {
          *     Paginated: `page_size` default 25; a value below 10 is read as 10, above 100 as 100. Pass
          *     each answer's `nextPageToken` as the next `page_token` (with the same `automation_id`);
          *     an empty `nextPageToken` means the end of the results has been reached.
+         *
+         *     A page may hold fewer than `page_size` executions when they are large: it stops before the
+         *     execution that would take its executions past 8 MiB (8,388,608 characters of trigger,
+         *     steps and step results as stored; an execution holds about 1.1 MB at most), and always
+         *     holds at least one. A non-empty `nextPageToken` continues after the last one served, so
+         *     walking the pages still lists every execution once.
          */
         get: operations["svc.api.automations.v1.AutomationExecutionService.ListAutomationExecutions"];
         put?: never;
@@ -1512,8 +1777,16 @@ export interface components {
         /**
          * @description A role of a user. `ROLE_SUPER_ADMIN` may call every operation; `ROLE_FUND_ADMIN` manages
          *     every subject's fund limits, app caps and the fund policy; `ROLE_USER` may call only the
-         *     `MyFundLimitsService` operations, on their own rows. `ROLE_UNSPECIFIED` is the zero value:
-         *     it is never stored and is refused (400) in requests.
+         *     `MyFundLimitsService` operations, on their own rows, read the fund policy, and read their own
+         *     spend authorizations (`SpendService.Get` and `List`).
+         *     `ROLE_APP_SERVICE` is the backend of one or more apps: it may authorize, capture, release,
+         *     record and reverse spends only for the apps its credential is bound to (`Credential.appIds`),
+         *     for any subject, and read those authorizations (the `SpendService` operations); it may read
+         *     the fund policy (`FundPolicyService.Get`); nothing else (not `MyFundLimitsService`: an app
+         *     backend is not a subject with a fund of its own). The binding lives on each credential, not on
+         *     the user: every credential of a user holding `ROLE_APP_SERVICE` names 1 to 100 app ids, and
+         *     two credentials of one such user may name different apps. `ROLE_UNSPECIFIED` is the zero
+         *     value: it is never stored and is refused (400) in requests.
          *
          *     This enumeration may gain values. Clients must accept values they do not know in responses
          *     (the generated TypeScript types admit any string besides the known ones); the server refuses
@@ -1554,7 +1827,11 @@ export interface components {
              * @example ada@example.com
              */
             email: string;
-            /** @description The roles of the user; at least one, each at most once. */
+            /**
+             * @description The roles of the user; at least one, each at most once. For `ROLE_APP_SERVICE`, the apps
+             *     the user acts for are not here: they are bound to each credential (`Credential.appIds`),
+             *     so an app service user with two credentials may act for two different sets of apps.
+             */
             roles: components["schemas"]["Role"][];
             /**
              * Format: date-time
@@ -1644,7 +1921,11 @@ export interface components {
              * @example ada@example.com
              */
             email: string;
-            /** @description The roles of the new user; at least one, each at most once, never `ROLE_UNSPECIFIED`. */
+            /**
+             * @description The roles of the new user; at least one, each at most once, never `ROLE_UNSPECIFIED`. A
+             *     `ROLE_APP_SERVICE` user is bound to apps through its credentials (`appIds` of
+             *     `CredentialService.Create`), not here.
+             */
             roles: components["schemas"]["Role"][];
         };
         /**
@@ -1688,11 +1969,20 @@ export interface components {
          *     client-credentials grant at `{base_url}/auth/v1/token`. The secret is returned once, by
          *     `CredentialService.Create`, and never again: the server keeps only a slow hash of it.
          *     A credential is active until it is revoked.
+         *
+         *     A credential of a user holding `ROLE_APP_SERVICE` is bound to the apps in `appIds`: with
+         *     it, the user acts for those apps only. The binding is fixed at creation, per credential (two
+         *     credentials of one user may be bound to different apps); to change it, create another
+         *     credential and revoke this one.
          * @example {
          *       "id": "Cr8dT5vB2nM4kP6q",
          *       "userId": "2Qk3mN8rT1vX9yZ0",
          *       "clientId": "c1_2Qk3mN8rT1vX9yZ0ab",
          *       "displayName": "billing-sync (production)",
+         *       "appIds": [
+         *         "app-salesforce",
+         *         "app-zoom"
+         *       ],
          *       "createdAt": "2026-11-20T09:35:00Z",
          *       "revokedAt": null,
          *       "lastUsedAt": "2026-11-20T10:00:00Z"
@@ -1720,13 +2010,24 @@ export interface components {
              */
             displayName: string;
             /**
+             * @description The apps this credential acts for, given at creation: 1 to 100 distinct app ids for a
+             *     credential of a `ROLE_APP_SERVICE` user, empty (`[]`) for every other credential. Always
+             *     present. App ids are opaque strings of the wider product, validated for shape only (as the
+             *     `app_id` path parameter).
+             * @example [
+             *       "app-salesforce",
+             *       "app-zoom"
+             *     ]
+             */
+            appIds: string[];
+            /**
              * Format: date-time
              * @example 2026-11-20T09:35:00Z
              */
             createdAt: string;
             /**
              * Format: date-time
-             * @description When the credential was revoked; null while it is active. A revoked credential obtains no tokens, and the tokens it obtained stop working at once.
+             * @description When the credential was revoked; null while it is active. A revoked credential obtains no tokens, and the tokens it obtained stop working at once on the server instance that revoked it and within 1 second on every other instance sharing the database.
              * @example null
              */
             revokedAt: string | null;
@@ -1745,6 +2046,10 @@ export interface components {
          *         "userId": "2Qk3mN8rT1vX9yZ0",
          *         "clientId": "c1_2Qk3mN8rT1vX9yZ0ab",
          *         "displayName": "billing-sync (production)",
+         *         "appIds": [
+         *           "app-salesforce",
+         *           "app-zoom"
+         *         ],
          *         "createdAt": "2026-11-20T09:35:00Z",
          *         "revokedAt": null,
          *         "lastUsedAt": "2026-11-20T10:00:00Z"
@@ -1764,6 +2069,10 @@ export interface components {
          *             "userId": "2Qk3mN8rT1vX9yZ0",
          *             "clientId": "c1_2Qk3mN8rT1vX9yZ0ab",
          *             "displayName": "billing-sync (production)",
+         *             "appIds": [
+         *               "app-salesforce",
+         *               "app-zoom"
+         *             ],
          *             "createdAt": "2026-11-20T09:35:00Z",
          *             "revokedAt": null,
          *             "lastUsedAt": "2026-11-20T10:00:00Z"
@@ -1775,6 +2084,10 @@ export interface components {
          *             "userId": "2Qk3mN8rT1vX9yZ0",
          *             "clientId": "c1_9Lm4Vt7Rq2Xs5Wn8Kd",
          *             "displayName": "billing-sync (staging)",
+         *             "appIds": [
+         *               "app-salesforce",
+         *               "app-zoom"
+         *             ],
          *             "createdAt": "2026-11-20T11:15:00Z",
          *             "revokedAt": "2026-11-21T08:00:00Z",
          *             "lastUsedAt": null
@@ -1790,9 +2103,16 @@ export interface components {
             nextPageToken: string;
         };
         /**
-         * @description Issues a new credential to the user of the path. The client id and secret are generated by the server.
+         * @description Issues a new credential to the user of the path. The client id and secret are generated by
+         *     the server. `appIds` binds the credential to apps: required (1 to 100 distinct app ids) when
+         *     the user holds `ROLE_APP_SERVICE`, else 400 `APP_IDS_REQUIRED`; refused for any other user
+         *     (400 `APP_IDS_NOT_ALLOWED`), where it may be absent or empty.
          * @example {
-         *       "displayName": "billing-sync (production)"
+         *       "displayName": "billing-sync (production)",
+         *       "appIds": [
+         *         "app-salesforce",
+         *         "app-zoom"
+         *       ]
          *     }
          */
         CredentialServiceCreateRequest: {
@@ -1801,6 +2121,16 @@ export interface components {
              * @example billing-sync (production)
              */
             displayName?: string;
+            /**
+             * @description The apps the credential acts for (see `Credential.appIds`): for a `ROLE_APP_SERVICE` user,
+             *     1 to 100 distinct app ids (a repeated id is 400); for any other user, absent or empty.
+             *     Each id is shaped as the `app_id` path parameter.
+             * @example [
+             *       "app-salesforce",
+             *       "app-zoom"
+             *     ]
+             */
+            appIds?: string[];
         };
         /**
          * @description The new credential and its client secret. The secret is shown here once and never again:
@@ -1812,6 +2142,10 @@ export interface components {
          *         "userId": "2Qk3mN8rT1vX9yZ0",
          *         "clientId": "c1_2Qk3mN8rT1vX9yZ0ab",
          *         "displayName": "billing-sync (production)",
+         *         "appIds": [
+         *           "app-salesforce",
+         *           "app-zoom"
+         *         ],
          *         "createdAt": "2026-11-20T09:35:00Z",
          *         "revokedAt": null,
          *         "lastUsedAt": null
@@ -1840,6 +2174,10 @@ export interface components {
          *         "userId": "2Qk3mN8rT1vX9yZ0",
          *         "clientId": "c1_2Qk3mN8rT1vX9yZ0ab",
          *         "displayName": "billing-sync (production)",
+         *         "appIds": [
+         *           "app-salesforce",
+         *           "app-zoom"
+         *         ],
          *         "createdAt": "2026-11-20T09:35:00Z",
          *         "revokedAt": "2026-11-21T08:00:00Z",
          *         "lastUsedAt": "2026-11-20T10:00:00Z"
@@ -2547,6 +2885,62 @@ export interface components {
          */
         EffectiveCause: string;
         /**
+         * @description The accounting of one subject, one app and one spend window, at one instant.
+         *
+         *     - `spent`: what was captured in the window, less what was reversed of it.
+         *     - `held`: the amounts of pending authorizations of the window whose hold has not expired.
+         *     - `limit`: the amount the window is capped at, when an amount limit is in force; null
+         *       otherwise (`unlimited`, `blocked`, a suspension, no limit).
+         *     - `remaining`: `limit - spent - held`, never below zero (a limit lowered below what was
+         *       already spent leaves zero); null when `limit` is null.
+         *
+         *     A spend counts in the window it was authorized in, whatever happens to the limit later: a
+         *     limit changed mid-window never rewrites what was spent. All amounts are exact and in the fund
+         *     currency.
+         * @example {
+         *       "windowStart": "2026-11-01T00:00:00Z",
+         *       "windowEnd": "2026-12-01T00:00:00Z",
+         *       "spent": {
+         *         "currencyCode": "USD",
+         *         "units": "40",
+         *         "nanos": 0
+         *       },
+         *       "held": {
+         *         "currencyCode": "USD",
+         *         "units": "25",
+         *         "nanos": 500000000
+         *       },
+         *       "limit": {
+         *         "currencyCode": "USD",
+         *         "units": "100",
+         *         "nanos": 0
+         *       },
+         *       "remaining": {
+         *         "currencyCode": "USD",
+         *         "units": "34",
+         *         "nanos": 500000000
+         *       }
+         *     }
+         */
+        SpendUsage: {
+            /**
+             * Format: date-time
+             * @description Start of the window (inclusive), the instant of local midnight that begins it in the fund policy's `timeZone`, in UTC.
+             */
+            windowStart: string;
+            /**
+             * Format: date-time
+             * @description End of the window (exclusive), the start of the next window.
+             */
+            windowEnd: string;
+            spent: components["schemas"]["Money"];
+            held: components["schemas"]["Money"];
+            /** @description The amount the window is capped at; null when no amount limit is in force. */
+            limit: components["schemas"]["Money"] | null;
+            /** @description What may still be authorized in the window; null when no amount limit is in force. */
+            remaining: components["schemas"]["Money"] | null;
+        };
+        /**
          * @description The limit in force for one subject and one app at `evaluatedAt`, with how it was found.
          *
          *     Layers, most specific first: the subject-app row (`SubjectAppLimit`, the same row shown to
@@ -2582,7 +2976,31 @@ export interface components {
          *       "trace": [
          *         "SCOPE_SUBJECT_APP: no row -> no opinion",
          *         "SCOPE_APP_CAP: limit USD 1000 PERIOD_KIND_MONTHLY -> limit"
-         *       ]
+         *       ],
+         *       "usage": {
+         *         "windowStart": "2026-11-01T00:00:00Z",
+         *         "windowEnd": "2026-12-01T00:00:00Z",
+         *         "spent": {
+         *           "currencyCode": "USD",
+         *           "units": "40",
+         *           "nanos": 0
+         *         },
+         *         "held": {
+         *           "currencyCode": "USD",
+         *           "units": "25",
+         *           "nanos": 500000000
+         *         },
+         *         "limit": {
+         *           "currencyCode": "USD",
+         *           "units": "1000",
+         *           "nanos": 0
+         *         },
+         *         "remaining": {
+         *           "currencyCode": "USD",
+         *           "units": "934",
+         *           "nanos": 500000000
+         *         }
+         *       }
          *     }
          */
         EffectiveLimit: {
@@ -2608,6 +3026,14 @@ export interface components {
              *     -> deny`). For people, not for parsing: the wording may change.
              */
             trace: string[];
+            /**
+             * @description The accounting of the current spend window at `evaluatedAt`: the window of the resolved
+             *     period containing that time in the fund policy's `timeZone` (for a decision without an
+             *     amount, the period the deciding row states or inherits, else `PERIOD_KIND_MONTHLY`), what
+             *     the subject's spends by this app have spent and hold in it, and for an amount decision
+             *     `limit` and `remaining` (what an authorization may still take now).
+             */
+            usage: components["schemas"]["SpendUsage"];
         };
         /**
          * @description Answer of `SubjectAppLimitService.GetEffective`: the limit in force for the subject and app now, with the trace of the layers looked at.
@@ -2621,7 +3047,23 @@ export interface components {
          *         "evaluatedAt": "2026-11-20T09:31:00Z",
          *         "trace": [
          *           "SCOPE_SUBJECT_APP: suspension present -> deny"
-         *         ]
+         *         ],
+         *         "usage": {
+         *           "windowStart": "2026-11-01T00:00:00Z",
+         *           "windowEnd": "2026-12-01T00:00:00Z",
+         *           "spent": {
+         *             "currencyCode": "USD",
+         *             "units": "40",
+         *             "nanos": 0
+         *           },
+         *           "held": {
+         *             "currencyCode": "USD",
+         *             "units": "25",
+         *             "nanos": 500000000
+         *           },
+         *           "limit": null,
+         *           "remaining": null
+         *         }
          *       }
          *     }
          */
@@ -2882,7 +3324,31 @@ export interface components {
          *         "trace": [
          *           "SCOPE_SUBJECT_APP: no row -> no opinion",
          *           "SCOPE_APP_CAP: limit USD 1000 PERIOD_KIND_MONTHLY -> limit"
-         *         ]
+         *         ],
+         *         "usage": {
+         *           "windowStart": "2026-11-01T00:00:00Z",
+         *           "windowEnd": "2026-12-01T00:00:00Z",
+         *           "spent": {
+         *             "currencyCode": "USD",
+         *             "units": "40",
+         *             "nanos": 0
+         *           },
+         *           "held": {
+         *             "currencyCode": "USD",
+         *             "units": "25",
+         *             "nanos": 500000000
+         *           },
+         *           "limit": {
+         *             "currencyCode": "USD",
+         *             "units": "1000",
+         *             "nanos": 0
+         *           },
+         *           "remaining": {
+         *             "currencyCode": "USD",
+         *             "units": "934",
+         *             "nanos": 500000000
+         *           }
+         *         }
          *       }
          *     }
          */
@@ -3134,10 +3600,12 @@ export interface components {
          */
         AppCapServiceDeleteResponse: Record<string, never>;
         /**
-         * @description The tenant's fund policy: the currency every amount is stated in, and the tenant-wide
-         *     default controls (the last layer of resolution). There is exactly one per tenant.
+         * @description The tenant's fund policy: the currency every amount is stated in, the time zone whose
+         *     calendar fixes spend windows, and the tenant-wide default controls (the last layer of
+         *     resolution). There is exactly one per tenant.
          * @example {
          *       "currencyCode": "USD",
+         *       "timeZone": "Europe/Paris",
          *       "defaultControls": {
          *         "limit": {
          *           "amount": {
@@ -3161,6 +3629,18 @@ export interface components {
             /** @description ISO 4217 code of the fund's currency. Every `Money.currencyCode` stored or sent must equal it. */
             currencyCode: string;
             /**
+             * @description IANA time zone name (such as `Europe/Paris`, `America/New_York` or `UTC`) whose calendar
+             *     fixes the spend windows of every limit's period: a day runs from local midnight to the
+             *     next, a week from Monday, a month, quarter (January, April, July, October) or year from the
+             *     first day, each at local midnight. Windows follow the zone's calendar across daylight-saving
+             *     changes, so a day may last 23 or 25 hours; where a zone skips a local midnight, the day
+             *     starts at its first instant. `UTC` until changed (and for tenants created
+             *     before the field existed). Always present in responses. In `FundPolicyService.Update`, a
+             *     name the server's IANA time zone database does not know is 400 `INVALID_TIME_ZONE`.
+             * @example Europe/Paris
+             */
+            timeZone?: string;
+            /**
              * @description The tenant default layer: consulted for a subject and app when neither the subject-app
              *     row nor the app cap states an opinion. Null when the tenant has no default (resolution
              *     then denies with `CAUSE_NO_LIMIT`).
@@ -3177,6 +3657,7 @@ export interface components {
          * @example {
          *       "fundPolicy": {
          *         "currencyCode": "USD",
+         *         "timeZone": "Europe/Paris",
          *         "defaultControls": {
          *           "limit": {
          *             "amount": {
@@ -3205,8 +3686,14 @@ export interface components {
          *     stored ones; the others are ignored (send them as read, or null for `defaultControls`).
          *     `updatedAt` is set by the server and never sent.
          *
-         *     Changing `currencyCode` while any stored amount (in a subject-app row, an app cap or the
-         *     default controls kept by this update) is in another currency is 409, reason `CURRENCY_IN_USE`.
+         *     `timeZone` must be an IANA time zone name the server knows, else 400 `INVALID_TIME_ZONE`
+         *     (absent while `updateMask` names it explicitly included). Without an `updateMask`, `timeZone`
+         *     is replaced only when it is sent: a client written before the field existed keeps the stored
+         *     zone.
+         *
+         *     Changing `currencyCode` while any stored amount (in a subject-app row, an app cap, the
+         *     default controls kept by this update, or any spend authorization, whatever its state) is in
+         *     another currency is 409, reason `CURRENCY_IN_USE`.
          *     Amounts in `defaultControls` must be in the policy's currency after the update (else 400,
          *     reason `CURRENCY_MISMATCH`). The rules of `AppCapService.Set` apply to `defaultControls`
          *     (arms, extensions, periods, `suspendedAt`).
@@ -3237,8 +3724,9 @@ export interface components {
         FundPolicyServiceUpdateRequest: {
             fundPolicy: components["schemas"]["FundPolicy"];
             /**
-             * @description Comma-separated field names of `fundPolicy` to update, among `currencyCode` and
-             *     `defaultControls`, without spaces. Absent or empty: all of them. Any other name is 400.
+             * @description Comma-separated field names of `fundPolicy` to update, among `currencyCode`,
+             *     `defaultControls` and `timeZone`, without spaces. Absent or empty: all of them (`timeZone`
+             *     only when sent). Any other name is 400.
              */
             updateMask?: string;
         };
@@ -3247,6 +3735,7 @@ export interface components {
          * @example {
          *       "fundPolicy": {
          *         "currencyCode": "USD",
+         *         "timeZone": "Europe/Paris",
          *         "defaultControls": {
          *           "limit": {
          *             "amount": {
@@ -3269,6 +3758,347 @@ export interface components {
          */
         FundPolicyServiceUpdateResponse: {
             fundPolicy: components["schemas"]["FundPolicy"];
+        };
+        /**
+         * @description Where a spend authorization stands.
+         *
+         *     - `SPEND_AUTHORIZATION_STATE_UNSPECIFIED`: zero value; never answered by this version, refused
+         *       in requests.
+         *     - `SPEND_AUTHORIZATION_STATE_PENDING`: approved; its amount is held (it counts against the
+         *       window's limit) until it is captured, released, or its `expiresAt` passes.
+         *     - `SPEND_AUTHORIZATION_STATE_CAPTURED`: approved and posted: `capturedAmount` is spent in the
+         *       window (less `reversedAmount`). A partial capture released the rest of the hold. An
+         *       authorization stays captured when it is reversed, in part or whole.
+         *     - `SPEND_AUTHORIZATION_STATE_RELEASED`: the hold was voided; it counts for nothing.
+         *     - `SPEND_AUTHORIZATION_STATE_EXPIRED`: the hold passed its `expiresAt` uncaptured; it stopped
+         *       counting at that instant (whether or not the server had noticed yet) and can no longer be
+         *       captured.
+         *     - `SPEND_AUTHORIZATION_STATE_DECLINED`: the decision refused the spend; nothing was held.
+         *       `decision.cause` says why.
+         *
+         *     This enumeration may gain values. Clients must accept values they do not know in responses
+         *     (the generated TypeScript types admit any string besides the known ones); the server refuses
+         *     unknown values in requests with 400.
+         * @example SPEND_AUTHORIZATION_STATE_PENDING
+         * @enum {string}
+         */
+        SpendAuthorizationState: string;
+        /**
+         * @description Why a spend was declined; `SPEND_DECLINE_CAUSE_UNSPECIFIED` when it was approved.
+         *
+         *     - `SPEND_DECLINE_CAUSE_SUSPENDED`: the deciding layer is suspended (`CAUSE_SUSPENSION` of the
+         *       resolution).
+         *     - `SPEND_DECLINE_CAUSE_BLOCKED`: the limit in force is `blocked`.
+         *     - `SPEND_DECLINE_CAUSE_NO_LIMIT`: no layer states an opinion (`CAUSE_NO_LIMIT`).
+         *     - `SPEND_DECLINE_CAUSE_LIMIT_EXCEEDED`: an amount limit is in force and what the window has
+         *       spent, plus what it holds, plus this amount, is more than the limit.
+         *
+         *     This enumeration may gain values. Clients must accept values they do not know in responses
+         *     (the generated TypeScript types admit any string besides the known ones); the server refuses
+         *     unknown values in requests with 400.
+         * @example SPEND_DECLINE_CAUSE_LIMIT_EXCEEDED
+         * @enum {string}
+         */
+        SpendDeclineCause: string;
+        /**
+         * @description How an authorization was decided, at its `createdAt`. The limit in force is resolved by
+         *     exactly the rule of `SubjectAppLimitService.GetEffective` (layers, per-row rule, period):
+         *
+         *     - an amount limit approves when `spent + held + amount <= limit` for the window, an unexpired
+         *       extension's amount replacing the base limit while it lasts; else `SPEND_DECLINE_CAUSE_LIMIT_EXCEEDED`;
+         *     - `unlimited` always approves, and the spend is accounted like any other;
+         *     - `blocked`, a suspension, or no opinion at any layer declines (`SPEND_DECLINE_CAUSE_BLOCKED`,
+         *       `_SUSPENDED`, `_NO_LIMIT`).
+         *
+         *     `usage` is the window's accounting just after the decision: an approved amount is already in
+         *     `held` (or `spent`, for an authorization captured at once).
+         * @example {
+         *       "approved": true,
+         *       "cause": "SPEND_DECLINE_CAUSE_UNSPECIFIED",
+         *       "scope": "SCOPE_SUBJECT_APP",
+         *       "period": "PERIOD_KIND_MONTHLY",
+         *       "trace": [
+         *         "SCOPE_SUBJECT_APP: base limit USD 100 per PERIOD_KIND_MONTHLY -> limit",
+         *         "window 2026-11-01T00:00:00.000Z..2026-12-01T00:00:00.000Z: spent USD 40 + held USD 10.5 + USD 15 <= USD 100 -> approve"
+         *       ],
+         *       "usage": {
+         *         "windowStart": "2026-11-01T00:00:00Z",
+         *         "windowEnd": "2026-12-01T00:00:00Z",
+         *         "spent": {
+         *           "currencyCode": "USD",
+         *           "units": "40",
+         *           "nanos": 0
+         *         },
+         *         "held": {
+         *           "currencyCode": "USD",
+         *           "units": "25",
+         *           "nanos": 500000000
+         *         },
+         *         "limit": {
+         *           "currencyCode": "USD",
+         *           "units": "100",
+         *           "nanos": 0
+         *         },
+         *         "remaining": {
+         *           "currencyCode": "USD",
+         *           "units": "34",
+         *           "nanos": 500000000
+         *         }
+         *       }
+         *     }
+         */
+        SpendDecision: {
+            /** @description Whether the spend was approved. */
+            approved: boolean;
+            cause: components["schemas"]["SpendDeclineCause"];
+            scope: components["schemas"]["LimitScope"];
+            period: components["schemas"]["PeriodKind"];
+            /**
+             * @description The resolution trace (as in `EffectiveLimit.trace`), then one line with the arithmetic of
+             *     the decision. For people, not for parsing: the wording may change.
+             */
+            trace: string[];
+            usage: components["schemas"]["SpendUsage"];
+        };
+        /**
+         * @description Free-form labels the app attaches to an authorization (for example an order id), answered
+         *     as sent; `{}` when none. At most 20 keys; a key is 1 to 40 characters, a letter then
+         *     letters, digits, `_`, `.` or `-`; a value is a string of at most 500 characters.
+         * @example {
+         *       "orderId": "ord_8812"
+         *     }
+         */
+        SpendMetadata: {
+            [key: string]: string;
+        };
+        /**
+         * @description An app's request to take an amount from a subject's fund, and what became of it: approved
+         *     (a hold, then captured, released or expired) or declined, with the decision that said so.
+         *
+         *     An approved authorization holds its `amount` in the window of `windowStart`..`windowEnd`
+         *     until it is captured (all of it, or a part: the rest of the hold is released), released, or
+         *     until `expiresAt`, when it stops counting at once. A captured spend may be reversed (a
+         *     refund), in part or whole; the reversal gives the headroom back to the same window. The
+         *     window is fixed when the spend is authorized, in the fund policy's `timeZone`, by the period
+         *     of the decision (`decision.period`).
+         * @example {
+         *       "id": "Sa4kP9mW2xQ7rT5n",
+         *       "userId": "2Qk3mN8rT1vX9yZ0",
+         *       "appId": "app-salesforce",
+         *       "amount": {
+         *         "currencyCode": "USD",
+         *         "units": "15",
+         *         "nanos": 0
+         *       },
+         *       "state": "SPEND_AUTHORIZATION_STATE_PENDING",
+         *       "capturedAmount": {
+         *         "currencyCode": "USD",
+         *         "units": "0",
+         *         "nanos": 0
+         *       },
+         *       "reversedAmount": {
+         *         "currencyCode": "USD",
+         *         "units": "0",
+         *         "nanos": 0
+         *       },
+         *       "expiresAt": "2026-11-20T09:40:00Z",
+         *       "windowStart": "2026-11-01T00:00:00Z",
+         *       "windowEnd": "2026-12-01T00:00:00Z",
+         *       "decision": {
+         *         "approved": true,
+         *         "cause": "SPEND_DECLINE_CAUSE_UNSPECIFIED",
+         *         "scope": "SCOPE_SUBJECT_APP",
+         *         "period": "PERIOD_KIND_MONTHLY",
+         *         "trace": [
+         *           "SCOPE_SUBJECT_APP: base limit USD 100 per PERIOD_KIND_MONTHLY -> limit",
+         *           "window 2026-11-01T00:00:00.000Z..2026-12-01T00:00:00.000Z: spent USD 40 + held USD 10.5 + USD 15 <= USD 100 -> approve"
+         *         ],
+         *         "usage": {
+         *           "windowStart": "2026-11-01T00:00:00Z",
+         *           "windowEnd": "2026-12-01T00:00:00Z",
+         *           "spent": {
+         *             "currencyCode": "USD",
+         *             "units": "40",
+         *             "nanos": 0
+         *           },
+         *           "held": {
+         *             "currencyCode": "USD",
+         *             "units": "25",
+         *             "nanos": 500000000
+         *           },
+         *           "limit": {
+         *             "currencyCode": "USD",
+         *             "units": "100",
+         *             "nanos": 0
+         *           },
+         *           "remaining": {
+         *             "currencyCode": "USD",
+         *             "units": "34",
+         *             "nanos": 500000000
+         *           }
+         *         }
+         *       },
+         *       "metadata": {
+         *         "orderId": "ord_8812"
+         *       },
+         *       "createdAt": "2026-11-20T09:30:00Z",
+         *       "updatedAt": "2026-11-20T09:30:00Z"
+         *     }
+         */
+        SpendAuthorization: {
+            /**
+             * @description Id of the authorization, generated by the server. An opaque string of 16 characters `[0-9A-Za-z]`.
+             * @example Sa4kP9mW2xQ7rT5n
+             */
+            id: string;
+            /**
+             * @description Canonical id of the subject whose fund the spend takes from.
+             * @example 2Qk3mN8rT1vX9yZ0
+             */
+            userId: string;
+            /**
+             * @description The app that spends.
+             * @example app-salesforce
+             */
+            appId: string;
+            amount: components["schemas"]["Money"];
+            state: components["schemas"]["SpendAuthorizationState"];
+            capturedAmount: components["schemas"]["Money"];
+            reversedAmount: components["schemas"]["Money"];
+            /**
+             * Format: date-time
+             * @description When the hold of an approved, uncaptured authorization stops counting (`createdAt` plus
+             *     `holdSeconds`). Null when nothing was held: a declined authorization, or one captured at
+             *     once (`capture: true`).
+             */
+            expiresAt: string | null;
+            /**
+             * Format: date-time
+             * @description Start (inclusive) of the spend window the authorization counts in.
+             */
+            windowStart: string;
+            /**
+             * Format: date-time
+             * @description End (exclusive) of the spend window the authorization counts in.
+             */
+            windowEnd: string;
+            decision: components["schemas"]["SpendDecision"];
+            metadata: components["schemas"]["SpendMetadata"];
+            /**
+             * Format: date-time
+             * @description When the authorization was decided.
+             */
+            createdAt: string;
+            /**
+             * Format: date-time
+             * @description When the authorization last changed (captured, released, reversed or marked expired).
+             */
+            updatedAt: string;
+        };
+        /** @description One item of `SpendService.List`. */
+        SpendAuthorizationView: {
+            authorization: components["schemas"]["SpendAuthorization"];
+        };
+        /** @description Answer of `SpendService.List`: authorizations, newest first. An empty `nextPageToken` means the end of the results. */
+        SpendServiceListResponse: {
+            list: components["schemas"]["SpendAuthorizationView"][];
+            /** @description Token of the next page; empty at the end. */
+            nextPageToken: string;
+        };
+        /**
+         * @description Body of `SpendService.Authorize`: the subject, the app and the amount it is about to take.
+         * @example {
+         *       "userId": "2Qk3mN8rT1vX9yZ0",
+         *       "appId": "app-salesforce",
+         *       "amount": {
+         *         "currencyCode": "USD",
+         *         "units": "15",
+         *         "nanos": 0
+         *       },
+         *       "holdSeconds": 600,
+         *       "metadata": {
+         *         "orderId": "ord_8812"
+         *       }
+         *     }
+         */
+        SpendServiceAuthorizeRequest: {
+            /**
+             * @description Canonical id of the subject whose fund the spend takes from. An unknown user is 404.
+             * @example 2Qk3mN8rT1vX9yZ0
+             */
+            userId: string;
+            /**
+             * @description The app that spends. An app service may name only an app its credential is bound to (else 403 `APP_NOT_ALLOWED`).
+             * @example app-salesforce
+             */
+            appId: string;
+            /** @description The amount, greater than zero (else 400 `AMOUNT_NOT_POSITIVE`), in the fund currency (else 400 `CURRENCY_MISMATCH`). */
+            amount: components["schemas"]["Money"];
+            /**
+             * Format: int32
+             * @description How long an approved hold counts before it expires, in seconds; 600 when omitted. Not with `capture` true (400 `HOLD_WITH_CAPTURE`).
+             * @example 600
+             */
+            holdSeconds?: number;
+            /**
+             * @description True records the spend directly, authorized and captured at once (for apps that do not need holds): approved means spent. False or omitted places a hold.
+             * @example false
+             */
+            capture?: boolean;
+            metadata?: components["schemas"]["SpendMetadata"];
+        };
+        /** @description Answer of `SpendService.Authorize`: the authorization as it now stands. */
+        SpendServiceAuthorizeResponse: {
+            authorization: components["schemas"]["SpendAuthorization"];
+        };
+        /** @description Answer of `SpendService.Get`: the authorization as it now stands. */
+        SpendServiceGetResponse: {
+            authorization: components["schemas"]["SpendAuthorization"];
+        };
+        /**
+         * @description Body of `SpendService.Capture`. Without `amount`, the whole hold is captured; with one, that
+         *     part (greater than zero, at most the held amount) is captured and the rest of the hold released.
+         * @example {
+         *       "amount": {
+         *         "currencyCode": "USD",
+         *         "units": "12",
+         *         "nanos": 500000000
+         *       }
+         *     }
+         */
+        SpendServiceCaptureRequest: {
+            amount?: components["schemas"]["Money"];
+        };
+        /** @description Answer of `SpendService.Capture`: the authorization as it now stands. */
+        SpendServiceCaptureResponse: {
+            authorization: components["schemas"]["SpendAuthorization"];
+        };
+        /**
+         * @description Body of `SpendService.Release`; it has no fields.
+         * @example {}
+         */
+        SpendServiceReleaseRequest: Record<string, never>;
+        /** @description Answer of `SpendService.Release`: the authorization as it now stands. */
+        SpendServiceReleaseResponse: {
+            authorization: components["schemas"]["SpendAuthorization"];
+        };
+        /**
+         * @description Body of `SpendService.Reverse`. Without `amount`, all of the captured amount not yet reversed
+         *     is reversed; with one, that part (greater than zero, at most what remains to reverse).
+         * @example {
+         *       "amount": {
+         *         "currencyCode": "USD",
+         *         "units": "5",
+         *         "nanos": 0
+         *       }
+         *     }
+         */
+        SpendServiceReverseRequest: {
+            amount?: components["schemas"]["Money"];
+        };
+        /** @description Answer of `SpendService.Reverse`: the authorization as it now stands. */
+        SpendServiceReverseResponse: {
+            authorization: components["schemas"]["SpendAuthorization"];
         };
         /**
          * @description JWT authentication of a webhook listener. The caller hosts a JWKS (JSON Web Key Set) at a
@@ -4835,6 +5665,23 @@ export interface components {
                 "application/json": components["schemas"]["Status"];
             };
         };
+        /**
+         * @description The server cannot use its database for the moment (reason `UNAVAILABLE`): every connection
+         *     stayed busy past the server's wait limit, the database is unreachable or restarting, or
+         *     (SQLite) another process holds its write lock. A temporary condition, not a fault of the
+         *     request: retry after `Retry-After` seconds, with the same `Idempotency-Key` where the operation
+         *     takes one. The body never names the database or its address.
+         */
+        ServiceUnavailable: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "Retry-After": components["headers"]["Retry-After"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Status"];
+            };
+        };
         /** @description Authentication failed: missing, malformed, expired or forged credentials. */
         Unauthorized: {
             headers: {
@@ -5004,6 +5851,41 @@ export interface components {
          */
         AppId: string;
         /**
+         * @description **Required** on this operation: a request without it is 400 naming the header, and nothing
+         *     is done.
+         *
+         *     Makes the request safe to retry: a unique value the client generates for one intended
+         *     operation (a UUID v4 is a good choice), 1 to 255 printable ASCII characters. Sent again with
+         *     the same request (same operation, path, query and JSON body; key order and whitespace do not
+         *     matter) within 24 hours, it answers the first answer again (the same status and body,
+         *     including a secret shown once, such as `clientSecret` or `webhookSecret`) with the header
+         *     `Idempotent-Replayed: true`, and nothing is done a second time. A replayed error names the
+         *     first request in its `RequestInfo`; `X-Request-Id` is the new request's.
+         *
+         *     - Keys belong to the calling user: two users never see each other's answers, and the
+         *       credentials of one user share their keys.
+         *     - The first answer is kept when the operation ran, whether it succeeded or failed with a 4xx
+         *       (for example 404 for an unknown user or 409 for an email address in use): to try a changed
+         *       request, use a new key. Nothing is kept for a request refused before it ran (401, 403, or
+         *       400 for a request breaking the contract) or for a 500: such a request may be sent again
+         *       with the same key.
+         *     - The same key with a different request is 422 with reason `IDEMPOTENCY_KEY_REUSED`, and
+         *       nothing is done.
+         *     - While a request with the key is still being processed, another one with it is 409 with
+         *       reason `IDEMPOTENCY_KEY_IN_USE` and `Retry-After`; nothing is done for it.
+         *     - After 24 hours the key may be used again, as if it were new.
+         *
+         *     A key that is empty, longer than 255 characters or not printable ASCII is 400 naming the
+         *     header.
+         * @example 5f1d7c2e-8a4b-4c3d-9e2f-0a1b2c3d4e5f
+         */
+        IdempotencyKeyRequired: string;
+        /**
+         * @description The id of the spend authorization (server-generated, as `SpendAuthorization.id`).
+         * @example Sa4kP9mW2xQ7rT5n
+         */
+        SpendAuthorizationId: string;
+        /**
          * @description The id of the automation (server-generated, as `Automation.id`).
          * @example aut_5Xn2Bq8Rk4Lm7Pz1
          */
@@ -5164,6 +6046,7 @@ export interface operations {
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TokenTooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     "svc.api.iam.v1.UserService.List": {
@@ -5255,6 +6138,7 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     "svc.api.iam.v1.UserService.Create": {
@@ -5362,6 +6246,7 @@ export interface operations {
             422: components["responses"]["IdempotencyKeyReused"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     "svc.api.iam.v1.UserService.Get": {
@@ -5430,6 +6315,7 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     "svc.api.iam.v1.CredentialService.List": {
@@ -5487,6 +6373,10 @@ export interface operations {
                      *             "userId": "2Qk3mN8rT1vX9yZ0",
                      *             "clientId": "c1_2Qk3mN8rT1vX9yZ0ab",
                      *             "displayName": "billing-sync (production)",
+                     *             "appIds": [
+                     *               "app-salesforce",
+                     *               "app-zoom"
+                     *             ],
                      *             "createdAt": "2026-11-20T09:35:00Z",
                      *             "revokedAt": null,
                      *             "lastUsedAt": "2026-11-20T10:00:00Z"
@@ -5498,6 +6388,10 @@ export interface operations {
                      *             "userId": "2Qk3mN8rT1vX9yZ0",
                      *             "clientId": "c1_9Lm4Vt7Rq2Xs5Wn8Kd",
                      *             "displayName": "billing-sync (staging)",
+                     *             "appIds": [
+                     *               "app-salesforce",
+                     *               "app-zoom"
+                     *             ],
                      *             "createdAt": "2026-11-20T11:15:00Z",
                      *             "revokedAt": "2026-11-21T08:00:00Z",
                      *             "lastUsedAt": null
@@ -5535,6 +6429,7 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     "svc.api.iam.v1.CredentialService.Create": {
@@ -5582,7 +6477,11 @@ export interface operations {
             content: {
                 /**
                  * @example {
-                 *       "displayName": "billing-sync (production)"
+                 *       "displayName": "billing-sync (production)",
+                 *       "appIds": [
+                 *         "app-salesforce",
+                 *         "app-zoom"
+                 *       ]
                  *     }
                  */
                 "application/json": components["schemas"]["CredentialServiceCreateRequest"];
@@ -5606,6 +6505,10 @@ export interface operations {
                      *         "userId": "2Qk3mN8rT1vX9yZ0",
                      *         "clientId": "c1_2Qk3mN8rT1vX9yZ0ab",
                      *         "displayName": "billing-sync (production)",
+                     *         "appIds": [
+                     *           "app-salesforce",
+                     *           "app-zoom"
+                     *         ],
                      *         "createdAt": "2026-11-20T09:35:00Z",
                      *         "revokedAt": null,
                      *         "lastUsedAt": null
@@ -5644,6 +6547,7 @@ export interface operations {
             422: components["responses"]["IdempotencyKeyReused"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     "svc.api.iam.v1.CredentialService.Revoke": {
@@ -5687,6 +6591,10 @@ export interface operations {
                      *         "userId": "2Qk3mN8rT1vX9yZ0",
                      *         "clientId": "c1_2Qk3mN8rT1vX9yZ0ab",
                      *         "displayName": "billing-sync (production)",
+                     *         "appIds": [
+                     *           "app-salesforce",
+                     *           "app-zoom"
+                     *         ],
                      *         "createdAt": "2026-11-20T09:35:00Z",
                      *         "revokedAt": "2026-11-21T08:00:00Z",
                      *         "lastUsedAt": "2026-11-20T10:00:00Z"
@@ -5722,6 +6630,7 @@ export interface operations {
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     "svc.api.funds.v1.SubjectAppLimitService.Search": {
@@ -5811,6 +6720,7 @@ export interface operations {
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     "svc.api.funds.v1.SubjectAppLimitService.Get": {
@@ -5898,6 +6808,7 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     "svc.api.funds.v1.SubjectAppLimitService.Delete": {
@@ -5958,6 +6869,7 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     "svc.api.funds.v1.SubjectAppLimitService.SetLimit": {
@@ -6064,6 +6976,7 @@ export interface operations {
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     "svc.api.funds.v1.SubjectAppLimitService.Suspend": {
@@ -6164,6 +7077,7 @@ export interface operations {
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     "svc.api.funds.v1.SubjectAppLimitService.Unsuspend": {
@@ -6251,6 +7165,7 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     "svc.api.funds.v1.SubjectAppLimitService.SetExtension": {
@@ -6372,6 +7287,7 @@ export interface operations {
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     "svc.api.funds.v1.SubjectAppLimitService.ClearExtension": {
@@ -6459,6 +7375,7 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     "svc.api.funds.v1.SubjectAppLimitService.GetEffective": {
@@ -6501,7 +7418,23 @@ export interface operations {
                      *         "evaluatedAt": "2026-11-20T09:31:00Z",
                      *         "trace": [
                      *           "SCOPE_SUBJECT_APP: suspension present -> deny"
-                     *         ]
+                     *         ],
+                     *         "usage": {
+                     *           "windowStart": "2026-11-01T00:00:00Z",
+                     *           "windowEnd": "2026-12-01T00:00:00Z",
+                     *           "spent": {
+                     *             "currencyCode": "USD",
+                     *             "units": "40",
+                     *             "nanos": 0
+                     *           },
+                     *           "held": {
+                     *             "currencyCode": "USD",
+                     *             "units": "25",
+                     *             "nanos": 500000000
+                     *           },
+                     *           "limit": null,
+                     *           "remaining": null
+                     *         }
                      *       }
                      *     }
                      */
@@ -6533,6 +7466,7 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     "svc.api.funds.v1.MyFundLimitsService.List": {
@@ -6645,9 +7579,11 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     "svc.api.funds.v1.MyFundLimitsService.Get": {
@@ -6713,6 +7649,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             /** @description A resource the request names does not exist. */
             404: {
                 headers: {
@@ -6726,6 +7663,7 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     "svc.api.funds.v1.MyFundLimitsService.SetLimit": {
@@ -6809,10 +7747,12 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     "svc.api.funds.v1.MyFundLimitsService.ClearLimit": {
@@ -6858,6 +7798,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             /** @description A resource the request names does not exist. */
             404: {
                 headers: {
@@ -6871,6 +7812,7 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     "svc.api.funds.v1.MyFundLimitsService.GetEffective": {
@@ -6919,7 +7861,31 @@ export interface operations {
                      *         "trace": [
                      *           "SCOPE_SUBJECT_APP: no row -> no opinion",
                      *           "SCOPE_APP_CAP: limit USD 1000 PERIOD_KIND_MONTHLY -> limit"
-                     *         ]
+                     *         ],
+                     *         "usage": {
+                     *           "windowStart": "2026-11-01T00:00:00Z",
+                     *           "windowEnd": "2026-12-01T00:00:00Z",
+                     *           "spent": {
+                     *             "currencyCode": "USD",
+                     *             "units": "40",
+                     *             "nanos": 0
+                     *           },
+                     *           "held": {
+                     *             "currencyCode": "USD",
+                     *             "units": "25",
+                     *             "nanos": 500000000
+                     *           },
+                     *           "limit": {
+                     *             "currencyCode": "USD",
+                     *             "units": "1000",
+                     *             "nanos": 0
+                     *           },
+                     *           "remaining": {
+                     *             "currencyCode": "USD",
+                     *             "units": "934",
+                     *             "nanos": 500000000
+                     *           }
+                     *         }
                      *       }
                      *     }
                      */
@@ -6937,9 +7903,11 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     "svc.api.funds.v1.AppCapService.List": {
@@ -7057,6 +8025,7 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     "svc.api.funds.v1.AppCapService.Get": {
@@ -7138,6 +8107,7 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     "svc.api.funds.v1.AppCapService.Set": {
@@ -7230,6 +8200,7 @@ export interface operations {
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     "svc.api.funds.v1.AppCapService.Delete": {
@@ -7285,6 +8256,7 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     "svc.api.funds.v1.FundPolicyService.Get": {
@@ -7309,6 +8281,7 @@ export interface operations {
                      * @example {
                      *       "fundPolicy": {
                      *         "currencyCode": "USD",
+                     *         "timeZone": "Europe/Paris",
                      *         "defaultControls": {
                      *           "limit": {
                      *             "amount": {
@@ -7346,6 +8319,7 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     "svc.api.funds.v1.FundPolicyService.Update": {
@@ -7361,6 +8335,7 @@ export interface operations {
                  * @example {
                  *       "fundPolicy": {
                  *         "currencyCode": "USD",
+                 *         "timeZone": "Europe/Paris",
                  *         "defaultControls": {
                  *           "limit": {
                  *             "amount": {
@@ -7374,7 +8349,7 @@ export interface operations {
                  *           "period": "PERIOD_KIND_MONTHLY"
                  *         }
                  *       },
-                 *       "updateMask": "defaultControls"
+                 *       "updateMask": "defaultControls,timeZone"
                  *     }
                  */
                 "application/json": components["schemas"]["FundPolicyServiceUpdateRequest"];
@@ -7394,6 +8369,7 @@ export interface operations {
                      * @example {
                      *       "fundPolicy": {
                      *         "currencyCode": "USD",
+                     *         "timeZone": "Europe/Paris",
                      *         "defaultControls": {
                      *           "limit": {
                      *             "amount": {
@@ -7443,6 +8419,985 @@ export interface operations {
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    "svc.api.funds.v1.SpendService.List": {
+        parameters: {
+            query?: {
+                /**
+                 * @description Only authorizations of this subject (canonical user id).
+                 * @example 2Qk3mN8rT1vX9yZ0
+                 */
+                user_id?: string;
+                /**
+                 * @description Only authorizations of this app.
+                 * @example app-salesforce
+                 */
+                app_id?: string;
+                /**
+                 * @description Only authorizations in this state (as answered now: an expired hold is `SPEND_AUTHORIZATION_STATE_EXPIRED`). `SPEND_AUTHORIZATION_STATE_UNSPECIFIED` is refused (400): omit the parameter to list every state.
+                 * @example SPEND_AUTHORIZATION_STATE_PENDING
+                 */
+                state?: components["schemas"]["SpendAuthorizationState"];
+                /**
+                 * @description Only authorizations that count in the window starting at this instant (RFC 3339; years 0001 to 9999 in UTC, else 400 `INVALID_TIMESTAMP`).
+                 * @example 2026-11-01T00:00:00Z
+                 */
+                window_start?: string;
+                /**
+                 * @description Number of results per page. Default 25. Accepted range 10 to 100: a value below 10 is
+                 *     treated as 10; a value above 100 is treated as 100, whatever its size (`2147483648` and
+                 *     longer integers too).
+                 *
+                 *     Written as an integer in decimal digits: an optional `-` and digits, without a leading `+`,
+                 *     leading zeros, exponent, fraction, hexadecimal or spaces (`25`, `-3` and `1000` are integers;
+                 *     `+25`, `025`, `1e2`, `0x19`, `25.0`, `Infinity` and an empty value are 400). Given once:
+                 *     repeated, it is 400.
+                 * @example 25
+                 */
+                page_size?: components["parameters"]["PageSize"];
+                /**
+                 * @description Omitted or empty on the first request; on each later request the `nextPageToken` of the
+                 *     previous response. Tokens are opaque and tamper-evident; a forged, malformed or foreign
+                 *     token is 400, and so is a token spelled otherwise than it was issued (padding `=` added,
+                 *     another base64 alphabet, whitespace): each token has exactly one spelling. Given once:
+                 *     repeated, it is 400.
+                 * @example
+                 */
+                page_token?: components["parameters"]["PageToken"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Answer of `SpendService.List`: authorizations, newest first. An empty `nextPageToken` means the end of the results. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "list": [
+                     *         {
+                     *           "authorization": {
+                     *             "id": "Sa7bN2vC5xZ8qR1m",
+                     *             "userId": "2Qk3mN8rT1vX9yZ0",
+                     *             "appId": "app-salesforce",
+                     *             "amount": {
+                     *               "currencyCode": "USD",
+                     *               "units": "60",
+                     *               "nanos": 0
+                     *             },
+                     *             "state": "SPEND_AUTHORIZATION_STATE_DECLINED",
+                     *             "capturedAmount": {
+                     *               "currencyCode": "USD",
+                     *               "units": "0",
+                     *               "nanos": 0
+                     *             },
+                     *             "reversedAmount": {
+                     *               "currencyCode": "USD",
+                     *               "units": "0",
+                     *               "nanos": 0
+                     *             },
+                     *             "expiresAt": null,
+                     *             "windowStart": "2026-11-01T00:00:00Z",
+                     *             "windowEnd": "2026-12-01T00:00:00Z",
+                     *             "decision": {
+                     *               "approved": false,
+                     *               "cause": "SPEND_DECLINE_CAUSE_LIMIT_EXCEEDED",
+                     *               "scope": "SCOPE_SUBJECT_APP",
+                     *               "period": "PERIOD_KIND_MONTHLY",
+                     *               "trace": [
+                     *                 "SCOPE_SUBJECT_APP: base limit USD 100 per PERIOD_KIND_MONTHLY -> limit",
+                     *                 "window 2026-11-01T00:00:00.000Z..2026-12-01T00:00:00.000Z: spent USD 40 + held USD 25.5 + USD 60 > USD 100 -> decline"
+                     *               ],
+                     *               "usage": {
+                     *                 "windowStart": "2026-11-01T00:00:00Z",
+                     *                 "windowEnd": "2026-12-01T00:00:00Z",
+                     *                 "spent": {
+                     *                   "currencyCode": "USD",
+                     *                   "units": "40",
+                     *                   "nanos": 0
+                     *                 },
+                     *                 "held": {
+                     *                   "currencyCode": "USD",
+                     *                   "units": "25",
+                     *                   "nanos": 500000000
+                     *                 },
+                     *                 "limit": {
+                     *                   "currencyCode": "USD",
+                     *                   "units": "100",
+                     *                   "nanos": 0
+                     *                 },
+                     *                 "remaining": {
+                     *                   "currencyCode": "USD",
+                     *                   "units": "34",
+                     *                   "nanos": 500000000
+                     *                 }
+                     *               }
+                     *             },
+                     *             "metadata": {
+                     *               "orderId": "ord_8813"
+                     *             },
+                     *             "createdAt": "2026-11-20T09:31:00Z",
+                     *             "updatedAt": "2026-11-20T09:31:00Z"
+                     *           }
+                     *         },
+                     *         {
+                     *           "authorization": {
+                     *             "id": "Sa4kP9mW2xQ7rT5n",
+                     *             "userId": "2Qk3mN8rT1vX9yZ0",
+                     *             "appId": "app-salesforce",
+                     *             "amount": {
+                     *               "currencyCode": "USD",
+                     *               "units": "15",
+                     *               "nanos": 0
+                     *             },
+                     *             "state": "SPEND_AUTHORIZATION_STATE_CAPTURED",
+                     *             "capturedAmount": {
+                     *               "currencyCode": "USD",
+                     *               "units": "12",
+                     *               "nanos": 500000000
+                     *             },
+                     *             "reversedAmount": {
+                     *               "currencyCode": "USD",
+                     *               "units": "0",
+                     *               "nanos": 0
+                     *             },
+                     *             "expiresAt": "2026-11-20T09:40:00Z",
+                     *             "windowStart": "2026-11-01T00:00:00Z",
+                     *             "windowEnd": "2026-12-01T00:00:00Z",
+                     *             "decision": {
+                     *               "approved": true,
+                     *               "cause": "SPEND_DECLINE_CAUSE_UNSPECIFIED",
+                     *               "scope": "SCOPE_SUBJECT_APP",
+                     *               "period": "PERIOD_KIND_MONTHLY",
+                     *               "trace": [
+                     *                 "SCOPE_SUBJECT_APP: base limit USD 100 per PERIOD_KIND_MONTHLY -> limit",
+                     *                 "window 2026-11-01T00:00:00.000Z..2026-12-01T00:00:00.000Z: spent USD 40 + held USD 10.5 + USD 15 <= USD 100 -> approve"
+                     *               ],
+                     *               "usage": {
+                     *                 "windowStart": "2026-11-01T00:00:00Z",
+                     *                 "windowEnd": "2026-12-01T00:00:00Z",
+                     *                 "spent": {
+                     *                   "currencyCode": "USD",
+                     *                   "units": "40",
+                     *                   "nanos": 0
+                     *                 },
+                     *                 "held": {
+                     *                   "currencyCode": "USD",
+                     *                   "units": "25",
+                     *                   "nanos": 500000000
+                     *                 },
+                     *                 "limit": {
+                     *                   "currencyCode": "USD",
+                     *                   "units": "100",
+                     *                   "nanos": 0
+                     *                 },
+                     *                 "remaining": {
+                     *                   "currencyCode": "USD",
+                     *                   "units": "34",
+                     *                   "nanos": 500000000
+                     *                 }
+                     *               }
+                     *             },
+                     *             "metadata": {
+                     *               "orderId": "ord_8812"
+                     *             },
+                     *             "createdAt": "2026-11-20T09:30:00Z",
+                     *             "updatedAt": "2026-11-20T09:35:00Z"
+                     *           }
+                     *         }
+                     *       ],
+                     *       "nextPageToken": ""
+                     *     }
+                     */
+                    "application/json": components["schemas"]["SpendServiceListResponse"];
+                };
+            };
+            /** @description The request breaks the contract or a rule of this operation; `details` names the fields at fault. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Status"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            /** @description The caller is authenticated but may not do this. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Status"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    "svc.api.funds.v1.SpendService.Authorize": {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description **Required** on this operation: a request without it is 400 naming the header, and nothing
+                 *     is done.
+                 *
+                 *     Makes the request safe to retry: a unique value the client generates for one intended
+                 *     operation (a UUID v4 is a good choice), 1 to 255 printable ASCII characters. Sent again with
+                 *     the same request (same operation, path, query and JSON body; key order and whitespace do not
+                 *     matter) within 24 hours, it answers the first answer again (the same status and body,
+                 *     including a secret shown once, such as `clientSecret` or `webhookSecret`) with the header
+                 *     `Idempotent-Replayed: true`, and nothing is done a second time. A replayed error names the
+                 *     first request in its `RequestInfo`; `X-Request-Id` is the new request's.
+                 *
+                 *     - Keys belong to the calling user: two users never see each other's answers, and the
+                 *       credentials of one user share their keys.
+                 *     - The first answer is kept when the operation ran, whether it succeeded or failed with a 4xx
+                 *       (for example 404 for an unknown user or 409 for an email address in use): to try a changed
+                 *       request, use a new key. Nothing is kept for a request refused before it ran (401, 403, or
+                 *       400 for a request breaking the contract) or for a 500: such a request may be sent again
+                 *       with the same key.
+                 *     - The same key with a different request is 422 with reason `IDEMPOTENCY_KEY_REUSED`, and
+                 *       nothing is done.
+                 *     - While a request with the key is still being processed, another one with it is 409 with
+                 *       reason `IDEMPOTENCY_KEY_IN_USE` and `Retry-After`; nothing is done for it.
+                 *     - After 24 hours the key may be used again, as if it were new.
+                 *
+                 *     A key that is empty, longer than 255 characters or not printable ASCII is 400 naming the
+                 *     header.
+                 * @example 5f1d7c2e-8a4b-4c3d-9e2f-0a1b2c3d4e5f
+                 */
+                "Idempotency-Key": components["parameters"]["IdempotencyKeyRequired"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SpendServiceAuthorizeRequest"];
+            };
+        };
+        responses: {
+            /** @description The authorization: approved (pending, or captured with `capture` true) or declined, with the decision and the window's usage. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SpendServiceAuthorizeResponse"];
+                };
+            };
+            /** @description The request breaks the contract or a rule of this operation; `details` names the fields at fault. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Status"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            /** @description The caller is authenticated but may not do this. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Status"];
+                };
+            };
+            /** @description A resource the request names does not exist. */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Status"];
+                };
+            };
+            /** @description The request cannot be done now; nothing was done. */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Status"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["IdempotencyKeyReused"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    "svc.api.funds.v1.SpendService.Get": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The id of the spend authorization (server-generated, as `SpendAuthorization.id`).
+                 * @example Sa4kP9mW2xQ7rT5n
+                 */
+                authorization_id: components["parameters"]["SpendAuthorizationId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Answer of `SpendService.Get`: the authorization. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "authorization": {
+                     *         "id": "Sa4kP9mW2xQ7rT5n",
+                     *         "userId": "2Qk3mN8rT1vX9yZ0",
+                     *         "appId": "app-salesforce",
+                     *         "amount": {
+                     *           "currencyCode": "USD",
+                     *           "units": "15",
+                     *           "nanos": 0
+                     *         },
+                     *         "state": "SPEND_AUTHORIZATION_STATE_PENDING",
+                     *         "capturedAmount": {
+                     *           "currencyCode": "USD",
+                     *           "units": "0",
+                     *           "nanos": 0
+                     *         },
+                     *         "reversedAmount": {
+                     *           "currencyCode": "USD",
+                     *           "units": "0",
+                     *           "nanos": 0
+                     *         },
+                     *         "expiresAt": "2026-11-20T09:40:00Z",
+                     *         "windowStart": "2026-11-01T00:00:00Z",
+                     *         "windowEnd": "2026-12-01T00:00:00Z",
+                     *         "decision": {
+                     *           "approved": true,
+                     *           "cause": "SPEND_DECLINE_CAUSE_UNSPECIFIED",
+                     *           "scope": "SCOPE_SUBJECT_APP",
+                     *           "period": "PERIOD_KIND_MONTHLY",
+                     *           "trace": [
+                     *             "SCOPE_SUBJECT_APP: base limit USD 100 per PERIOD_KIND_MONTHLY -> limit",
+                     *             "window 2026-11-01T00:00:00.000Z..2026-12-01T00:00:00.000Z: spent USD 40 + held USD 10.5 + USD 15 <= USD 100 -> approve"
+                     *           ],
+                     *           "usage": {
+                     *             "windowStart": "2026-11-01T00:00:00Z",
+                     *             "windowEnd": "2026-12-01T00:00:00Z",
+                     *             "spent": {
+                     *               "currencyCode": "USD",
+                     *               "units": "40",
+                     *               "nanos": 0
+                     *             },
+                     *             "held": {
+                     *               "currencyCode": "USD",
+                     *               "units": "25",
+                     *               "nanos": 500000000
+                     *             },
+                     *             "limit": {
+                     *               "currencyCode": "USD",
+                     *               "units": "100",
+                     *               "nanos": 0
+                     *             },
+                     *             "remaining": {
+                     *               "currencyCode": "USD",
+                     *               "units": "34",
+                     *               "nanos": 500000000
+                     *             }
+                     *           }
+                     *         },
+                     *         "metadata": {
+                     *           "orderId": "ord_8812"
+                     *         },
+                     *         "createdAt": "2026-11-20T09:30:00Z",
+                     *         "updatedAt": "2026-11-20T09:30:00Z"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["SpendServiceGetResponse"];
+                };
+            };
+            /** @description The request breaks the contract or a rule of this operation; `details` names the fields at fault. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Status"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            /** @description A resource the request names does not exist. */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Status"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    "svc.api.funds.v1.SpendService.Capture": {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Makes the request safe to retry: a unique value the client generates for one intended
+                 *     operation (a UUID v4 is a good choice), 1 to 255 printable ASCII characters. Sent again with
+                 *     the same request (same operation, path, query and JSON body; key order and whitespace do not
+                 *     matter) within 24 hours, it answers the first answer again (the same status and body,
+                 *     including a secret shown once, such as `clientSecret` or `webhookSecret`) with the header
+                 *     `Idempotent-Replayed: true`, and nothing is done a second time. A replayed error names the
+                 *     first request in its `RequestInfo`; `X-Request-Id` is the new request's.
+                 *
+                 *     - Keys belong to the calling user: two users never see each other's answers, and the
+                 *       credentials of one user share their keys.
+                 *     - The first answer is kept when the operation ran, whether it succeeded or failed with a 4xx
+                 *       (for example 404 for an unknown user or 409 for an email address in use): to try a changed
+                 *       request, use a new key. Nothing is kept for a request refused before it ran (401, 403, or
+                 *       400 for a request breaking the contract) or for a 500: such a request may be sent again
+                 *       with the same key.
+                 *     - The same key with a different request is 422 with reason `IDEMPOTENCY_KEY_REUSED`, and
+                 *       nothing is done.
+                 *     - While a request with the key is still being processed, another one with it is 409 with
+                 *       reason `IDEMPOTENCY_KEY_IN_USE` and `Retry-After`; nothing is done for it.
+                 *     - After 24 hours the key may be used again, as if it were new.
+                 *
+                 *     A key that is empty, longer than 255 characters or not printable ASCII is 400 naming the
+                 *     header. Without the header the request is processed as it comes, every time.
+                 * @example 5f1d7c2e-8a4b-4c3d-9e2f-0a1b2c3d4e5f
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /**
+                 * @description The id of the spend authorization (server-generated, as `SpendAuthorization.id`).
+                 * @example Sa4kP9mW2xQ7rT5n
+                 */
+                authorization_id: components["parameters"]["SpendAuthorizationId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "amount": {
+                 *         "currencyCode": "USD",
+                 *         "units": "12",
+                 *         "nanos": 500000000
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["SpendServiceCaptureRequest"];
+            };
+        };
+        responses: {
+            /** @description The authorization, captured. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "authorization": {
+                     *         "id": "Sa4kP9mW2xQ7rT5n",
+                     *         "userId": "2Qk3mN8rT1vX9yZ0",
+                     *         "appId": "app-salesforce",
+                     *         "amount": {
+                     *           "currencyCode": "USD",
+                     *           "units": "15",
+                     *           "nanos": 0
+                     *         },
+                     *         "state": "SPEND_AUTHORIZATION_STATE_CAPTURED",
+                     *         "capturedAmount": {
+                     *           "currencyCode": "USD",
+                     *           "units": "12",
+                     *           "nanos": 500000000
+                     *         },
+                     *         "reversedAmount": {
+                     *           "currencyCode": "USD",
+                     *           "units": "0",
+                     *           "nanos": 0
+                     *         },
+                     *         "expiresAt": "2026-11-20T09:40:00Z",
+                     *         "windowStart": "2026-11-01T00:00:00Z",
+                     *         "windowEnd": "2026-12-01T00:00:00Z",
+                     *         "decision": {
+                     *           "approved": true,
+                     *           "cause": "SPEND_DECLINE_CAUSE_UNSPECIFIED",
+                     *           "scope": "SCOPE_SUBJECT_APP",
+                     *           "period": "PERIOD_KIND_MONTHLY",
+                     *           "trace": [
+                     *             "SCOPE_SUBJECT_APP: base limit USD 100 per PERIOD_KIND_MONTHLY -> limit",
+                     *             "window 2026-11-01T00:00:00.000Z..2026-12-01T00:00:00.000Z: spent USD 40 + held USD 10.5 + USD 15 <= USD 100 -> approve"
+                     *           ],
+                     *           "usage": {
+                     *             "windowStart": "2026-11-01T00:00:00Z",
+                     *             "windowEnd": "2026-12-01T00:00:00Z",
+                     *             "spent": {
+                     *               "currencyCode": "USD",
+                     *               "units": "40",
+                     *               "nanos": 0
+                     *             },
+                     *             "held": {
+                     *               "currencyCode": "USD",
+                     *               "units": "25",
+                     *               "nanos": 500000000
+                     *             },
+                     *             "limit": {
+                     *               "currencyCode": "USD",
+                     *               "units": "100",
+                     *               "nanos": 0
+                     *             },
+                     *             "remaining": {
+                     *               "currencyCode": "USD",
+                     *               "units": "34",
+                     *               "nanos": 500000000
+                     *             }
+                     *           }
+                     *         },
+                     *         "metadata": {
+                     *           "orderId": "ord_8812"
+                     *         },
+                     *         "createdAt": "2026-11-20T09:30:00Z",
+                     *         "updatedAt": "2026-11-20T09:35:00Z"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["SpendServiceCaptureResponse"];
+                };
+            };
+            /** @description The request breaks the contract or a rule of this operation; `details` names the fields at fault. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Status"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            /** @description A resource the request names does not exist. */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Status"];
+                };
+            };
+            /** @description The authorization is not in a state that allows this; nothing was done. */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Status"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["IdempotencyKeyReused"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    "svc.api.funds.v1.SpendService.Release": {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Makes the request safe to retry: a unique value the client generates for one intended
+                 *     operation (a UUID v4 is a good choice), 1 to 255 printable ASCII characters. Sent again with
+                 *     the same request (same operation, path, query and JSON body; key order and whitespace do not
+                 *     matter) within 24 hours, it answers the first answer again (the same status and body,
+                 *     including a secret shown once, such as `clientSecret` or `webhookSecret`) with the header
+                 *     `Idempotent-Replayed: true`, and nothing is done a second time. A replayed error names the
+                 *     first request in its `RequestInfo`; `X-Request-Id` is the new request's.
+                 *
+                 *     - Keys belong to the calling user: two users never see each other's answers, and the
+                 *       credentials of one user share their keys.
+                 *     - The first answer is kept when the operation ran, whether it succeeded or failed with a 4xx
+                 *       (for example 404 for an unknown user or 409 for an email address in use): to try a changed
+                 *       request, use a new key. Nothing is kept for a request refused before it ran (401, 403, or
+                 *       400 for a request breaking the contract) or for a 500: such a request may be sent again
+                 *       with the same key.
+                 *     - The same key with a different request is 422 with reason `IDEMPOTENCY_KEY_REUSED`, and
+                 *       nothing is done.
+                 *     - While a request with the key is still being processed, another one with it is 409 with
+                 *       reason `IDEMPOTENCY_KEY_IN_USE` and `Retry-After`; nothing is done for it.
+                 *     - After 24 hours the key may be used again, as if it were new.
+                 *
+                 *     A key that is empty, longer than 255 characters or not printable ASCII is 400 naming the
+                 *     header. Without the header the request is processed as it comes, every time.
+                 * @example 5f1d7c2e-8a4b-4c3d-9e2f-0a1b2c3d4e5f
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /**
+                 * @description The id of the spend authorization (server-generated, as `SpendAuthorization.id`).
+                 * @example Sa4kP9mW2xQ7rT5n
+                 */
+                authorization_id: components["parameters"]["SpendAuthorizationId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /** @example {} */
+                "application/json": components["schemas"]["SpendServiceReleaseRequest"];
+            };
+        };
+        responses: {
+            /** @description The authorization, released. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "authorization": {
+                     *         "id": "Sa4kP9mW2xQ7rT5n",
+                     *         "userId": "2Qk3mN8rT1vX9yZ0",
+                     *         "appId": "app-salesforce",
+                     *         "amount": {
+                     *           "currencyCode": "USD",
+                     *           "units": "15",
+                     *           "nanos": 0
+                     *         },
+                     *         "state": "SPEND_AUTHORIZATION_STATE_RELEASED",
+                     *         "capturedAmount": {
+                     *           "currencyCode": "USD",
+                     *           "units": "0",
+                     *           "nanos": 0
+                     *         },
+                     *         "reversedAmount": {
+                     *           "currencyCode": "USD",
+                     *           "units": "0",
+                     *           "nanos": 0
+                     *         },
+                     *         "expiresAt": "2026-11-20T09:40:00Z",
+                     *         "windowStart": "2026-11-01T00:00:00Z",
+                     *         "windowEnd": "2026-12-01T00:00:00Z",
+                     *         "decision": {
+                     *           "approved": true,
+                     *           "cause": "SPEND_DECLINE_CAUSE_UNSPECIFIED",
+                     *           "scope": "SCOPE_SUBJECT_APP",
+                     *           "period": "PERIOD_KIND_MONTHLY",
+                     *           "trace": [
+                     *             "SCOPE_SUBJECT_APP: base limit USD 100 per PERIOD_KIND_MONTHLY -> limit",
+                     *             "window 2026-11-01T00:00:00.000Z..2026-12-01T00:00:00.000Z: spent USD 40 + held USD 10.5 + USD 15 <= USD 100 -> approve"
+                     *           ],
+                     *           "usage": {
+                     *             "windowStart": "2026-11-01T00:00:00Z",
+                     *             "windowEnd": "2026-12-01T00:00:00Z",
+                     *             "spent": {
+                     *               "currencyCode": "USD",
+                     *               "units": "40",
+                     *               "nanos": 0
+                     *             },
+                     *             "held": {
+                     *               "currencyCode": "USD",
+                     *               "units": "25",
+                     *               "nanos": 500000000
+                     *             },
+                     *             "limit": {
+                     *               "currencyCode": "USD",
+                     *               "units": "100",
+                     *               "nanos": 0
+                     *             },
+                     *             "remaining": {
+                     *               "currencyCode": "USD",
+                     *               "units": "34",
+                     *               "nanos": 500000000
+                     *             }
+                     *           }
+                     *         },
+                     *         "metadata": {
+                     *           "orderId": "ord_8812"
+                     *         },
+                     *         "createdAt": "2026-11-20T09:30:00Z",
+                     *         "updatedAt": "2026-11-20T09:33:00Z"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["SpendServiceReleaseResponse"];
+                };
+            };
+            /** @description The request breaks the contract or a rule of this operation; `details` names the fields at fault. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Status"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            /** @description A resource the request names does not exist. */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Status"];
+                };
+            };
+            /** @description The authorization is not in a state that allows this; nothing was done. */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Status"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["IdempotencyKeyReused"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    "svc.api.funds.v1.SpendService.Reverse": {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Makes the request safe to retry: a unique value the client generates for one intended
+                 *     operation (a UUID v4 is a good choice), 1 to 255 printable ASCII characters. Sent again with
+                 *     the same request (same operation, path, query and JSON body; key order and whitespace do not
+                 *     matter) within 24 hours, it answers the first answer again (the same status and body,
+                 *     including a secret shown once, such as `clientSecret` or `webhookSecret`) with the header
+                 *     `Idempotent-Replayed: true`, and nothing is done a second time. A replayed error names the
+                 *     first request in its `RequestInfo`; `X-Request-Id` is the new request's.
+                 *
+                 *     - Keys belong to the calling user: two users never see each other's answers, and the
+                 *       credentials of one user share their keys.
+                 *     - The first answer is kept when the operation ran, whether it succeeded or failed with a 4xx
+                 *       (for example 404 for an unknown user or 409 for an email address in use): to try a changed
+                 *       request, use a new key. Nothing is kept for a request refused before it ran (401, 403, or
+                 *       400 for a request breaking the contract) or for a 500: such a request may be sent again
+                 *       with the same key.
+                 *     - The same key with a different request is 422 with reason `IDEMPOTENCY_KEY_REUSED`, and
+                 *       nothing is done.
+                 *     - While a request with the key is still being processed, another one with it is 409 with
+                 *       reason `IDEMPOTENCY_KEY_IN_USE` and `Retry-After`; nothing is done for it.
+                 *     - After 24 hours the key may be used again, as if it were new.
+                 *
+                 *     A key that is empty, longer than 255 characters or not printable ASCII is 400 naming the
+                 *     header. Without the header the request is processed as it comes, every time.
+                 * @example 5f1d7c2e-8a4b-4c3d-9e2f-0a1b2c3d4e5f
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /**
+                 * @description The id of the spend authorization (server-generated, as `SpendAuthorization.id`).
+                 * @example Sa4kP9mW2xQ7rT5n
+                 */
+                authorization_id: components["parameters"]["SpendAuthorizationId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "amount": {
+                 *         "currencyCode": "USD",
+                 *         "units": "5",
+                 *         "nanos": 0
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["SpendServiceReverseRequest"];
+            };
+        };
+        responses: {
+            /** @description The authorization, with the reversal in `reversedAmount`. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "authorization": {
+                     *         "id": "Sa4kP9mW2xQ7rT5n",
+                     *         "userId": "2Qk3mN8rT1vX9yZ0",
+                     *         "appId": "app-salesforce",
+                     *         "amount": {
+                     *           "currencyCode": "USD",
+                     *           "units": "15",
+                     *           "nanos": 0
+                     *         },
+                     *         "state": "SPEND_AUTHORIZATION_STATE_CAPTURED",
+                     *         "capturedAmount": {
+                     *           "currencyCode": "USD",
+                     *           "units": "12",
+                     *           "nanos": 500000000
+                     *         },
+                     *         "reversedAmount": {
+                     *           "currencyCode": "USD",
+                     *           "units": "5",
+                     *           "nanos": 0
+                     *         },
+                     *         "expiresAt": "2026-11-20T09:40:00Z",
+                     *         "windowStart": "2026-11-01T00:00:00Z",
+                     *         "windowEnd": "2026-12-01T00:00:00Z",
+                     *         "decision": {
+                     *           "approved": true,
+                     *           "cause": "SPEND_DECLINE_CAUSE_UNSPECIFIED",
+                     *           "scope": "SCOPE_SUBJECT_APP",
+                     *           "period": "PERIOD_KIND_MONTHLY",
+                     *           "trace": [
+                     *             "SCOPE_SUBJECT_APP: base limit USD 100 per PERIOD_KIND_MONTHLY -> limit",
+                     *             "window 2026-11-01T00:00:00.000Z..2026-12-01T00:00:00.000Z: spent USD 40 + held USD 10.5 + USD 15 <= USD 100 -> approve"
+                     *           ],
+                     *           "usage": {
+                     *             "windowStart": "2026-11-01T00:00:00Z",
+                     *             "windowEnd": "2026-12-01T00:00:00Z",
+                     *             "spent": {
+                     *               "currencyCode": "USD",
+                     *               "units": "40",
+                     *               "nanos": 0
+                     *             },
+                     *             "held": {
+                     *               "currencyCode": "USD",
+                     *               "units": "25",
+                     *               "nanos": 500000000
+                     *             },
+                     *             "limit": {
+                     *               "currencyCode": "USD",
+                     *               "units": "100",
+                     *               "nanos": 0
+                     *             },
+                     *             "remaining": {
+                     *               "currencyCode": "USD",
+                     *               "units": "34",
+                     *               "nanos": 500000000
+                     *             }
+                     *           }
+                     *         },
+                     *         "metadata": {
+                     *           "orderId": "ord_8812"
+                     *         },
+                     *         "createdAt": "2026-11-20T09:30:00Z",
+                     *         "updatedAt": "2026-11-21T10:00:00Z"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["SpendServiceReverseResponse"];
+                };
+            };
+            /** @description The request breaks the contract or a rule of this operation; `details` names the fields at fault. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Status"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            /** @description A resource the request names does not exist. */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Status"];
+                };
+            };
+            /** @description The authorization is not in a state that allows this; nothing was done. */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Status"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["IdempotencyKeyReused"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     "svc.api.automations.v1.AutomationService.ListAutomations": {
@@ -7615,6 +9570,7 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     "svc.api.automations.v1.AutomationService.CreateAutomation": {
@@ -7739,6 +9695,7 @@ export interface operations {
             422: components["responses"]["IdempotencyKeyReused"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     "svc.api.automations.v1.AutomationService.GetAutomation": {
@@ -7849,6 +9806,7 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     "svc.api.automations.v1.AutomationService.UpdateAutomation": {
@@ -7996,6 +9954,7 @@ export interface operations {
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     "svc.api.automations.v1.AutomationService.DeleteAutomation": {
@@ -8051,6 +10010,7 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     "svc.api.automations.v1.AutomationService.RotateWebhookSecret": {
@@ -8199,6 +10159,7 @@ export interface operations {
             422: components["responses"]["IdempotencyKeyReused"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     "svc.api.automations.v1.WebhookEventService.ListWebhookEvents": {
@@ -8315,6 +10276,7 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     "svc.api.automations.v1.AutomationService.CheckAutomationSteps": {
@@ -8424,6 +10386,7 @@ export interface operations {
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     "svc.api.automations.v1.AutomationExecutionService.ListAutomationExecutions": {
@@ -8588,6 +10551,7 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     "svc.api.automations.v1.AutomationExecutionService.GetAutomationExecution": {
@@ -8705,6 +10669,7 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     "svc.api.webhooks.v1.IncomingWebhookService.Receive": {
@@ -8844,6 +10809,7 @@ export interface operations {
             };
             429: components["responses"]["WebhookTooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
 }

@@ -105,6 +105,21 @@ export interface MyFundLimitsServiceHandlers<Ctx> {
   SetLimit: Handler<"svc.api.funds.v1.MyFundLimitsService.SetLimit", Ctx>;
 }
 
+export interface SpendServiceHandlers<Ctx> {
+  /** POST /api/v1/funds/spend-authorizations */
+  Authorize: Handler<"svc.api.funds.v1.SpendService.Authorize", Ctx>;
+  /** POST /api/v1/funds/spend-authorizations/{authorization_id}/capture */
+  Capture: Handler<"svc.api.funds.v1.SpendService.Capture", Ctx>;
+  /** GET /api/v1/funds/spend-authorizations/{authorization_id} */
+  Get: Handler<"svc.api.funds.v1.SpendService.Get", Ctx>;
+  /** GET /api/v1/funds/spend-authorizations */
+  List: Handler<"svc.api.funds.v1.SpendService.List", Ctx>;
+  /** POST /api/v1/funds/spend-authorizations/{authorization_id}/release */
+  Release: Handler<"svc.api.funds.v1.SpendService.Release", Ctx>;
+  /** POST /api/v1/funds/spend-authorizations/{authorization_id}/reverse */
+  Reverse: Handler<"svc.api.funds.v1.SpendService.Reverse", Ctx>;
+}
+
 export interface SubjectAppLimitServiceHandlers<Ctx> {
   /** DELETE /api/v1/funds/subject-app-limits/{user_id}/{app_id}/extension */
   ClearExtension: Handler<"svc.api.funds.v1.SubjectAppLimitService.ClearExtension", Ctx>;
@@ -154,6 +169,7 @@ export interface ServiceHandlers<Ctx> {
   FundPolicyService: FundPolicyServiceHandlers<Ctx>;
   IncomingWebhookService: IncomingWebhookServiceHandlers<Ctx>;
   MyFundLimitsService: MyFundLimitsServiceHandlers<Ctx>;
+  SpendService: SpendServiceHandlers<Ctx>;
   SubjectAppLimitService: SubjectAppLimitServiceHandlers<Ctx>;
   TokenService: TokenServiceHandlers<Ctx>;
   UserService: UserServiceHandlers<Ctx>;
@@ -199,6 +215,12 @@ export const operationRoutes = [
   { operationId: "svc.api.funds.v1.MyFundLimitsService.GetEffective", service: "MyFundLimitsService", method: "get", path: "/api/v1/funds/my/app-limits/{app_id}/effective", secured: true, raw: false, maxBodyBytes: null, idempotencyKey: null },
   { operationId: "svc.api.funds.v1.MyFundLimitsService.List", service: "MyFundLimitsService", method: "get", path: "/api/v1/funds/my/app-limits", secured: true, raw: false, maxBodyBytes: null, idempotencyKey: null },
   { operationId: "svc.api.funds.v1.MyFundLimitsService.SetLimit", service: "MyFundLimitsService", method: "post", path: "/api/v1/funds/my/app-limits/{app_id}/limit", secured: true, raw: false, maxBodyBytes: null, idempotencyKey: null },
+  { operationId: "svc.api.funds.v1.SpendService.Authorize", service: "SpendService", method: "post", path: "/api/v1/funds/spend-authorizations", secured: true, raw: false, maxBodyBytes: null, idempotencyKey: "required" },
+  { operationId: "svc.api.funds.v1.SpendService.Capture", service: "SpendService", method: "post", path: "/api/v1/funds/spend-authorizations/{authorization_id}/capture", secured: true, raw: false, maxBodyBytes: null, idempotencyKey: "optional" },
+  { operationId: "svc.api.funds.v1.SpendService.Get", service: "SpendService", method: "get", path: "/api/v1/funds/spend-authorizations/{authorization_id}", secured: true, raw: false, maxBodyBytes: null, idempotencyKey: null },
+  { operationId: "svc.api.funds.v1.SpendService.List", service: "SpendService", method: "get", path: "/api/v1/funds/spend-authorizations", secured: true, raw: false, maxBodyBytes: null, idempotencyKey: null },
+  { operationId: "svc.api.funds.v1.SpendService.Release", service: "SpendService", method: "post", path: "/api/v1/funds/spend-authorizations/{authorization_id}/release", secured: true, raw: false, maxBodyBytes: null, idempotencyKey: "optional" },
+  { operationId: "svc.api.funds.v1.SpendService.Reverse", service: "SpendService", method: "post", path: "/api/v1/funds/spend-authorizations/{authorization_id}/reverse", secured: true, raw: false, maxBodyBytes: null, idempotencyKey: "optional" },
   { operationId: "svc.api.funds.v1.SubjectAppLimitService.ClearExtension", service: "SubjectAppLimitService", method: "delete", path: "/api/v1/funds/subject-app-limits/{user_id}/{app_id}/extension", secured: true, raw: false, maxBodyBytes: null, idempotencyKey: null },
   { operationId: "svc.api.funds.v1.SubjectAppLimitService.Delete", service: "SubjectAppLimitService", method: "delete", path: "/api/v1/funds/subject-app-limits/{user_id}/{app_id}", secured: true, raw: false, maxBodyBytes: null, idempotencyKey: null },
   { operationId: "svc.api.funds.v1.SubjectAppLimitService.Get", service: "SubjectAppLimitService", method: "get", path: "/api/v1/funds/subject-app-limits/{user_id}/{app_id}", secured: true, raw: false, maxBodyBytes: null, idempotencyKey: null },

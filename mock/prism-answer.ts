@@ -32,15 +32,19 @@ function parse(text: string): unknown {
 
 const isKnownReason = (reason: unknown): reason is ErrorReason => (ErrorReasonValues as readonly unknown[]).includes(reason);
 
+/** The headers of a documented error the server sends with it, as Prism made them from the contract (`Retry-After` of a 429 or 503). */
+const DOCUMENTED_HEADERS = ["Retry-After"];
+
 /** A contract `Status` body (an error example) as the ApiError it documents; undefined if it is not one. */
-function fromStatusBody(status: number, body: unknown): ApiError | undefined {
+function fromStatusBody(status: number, body: unknown, headers: Headers): ApiError | undefined {
   if (typeof body !== "object" || body === null) return undefined;
   const { code, message, details } = body as { code?: unknown; message?: unknown; details?: unknown };
   if (typeof code !== "number" || typeof message !== "string" || !Array.isArray(details)) return undefined;
   const info = (details as Detail[]).find((d) => d["@type"] === ERROR_INFO);
   if (!isKnownReason(info?.reason)) return undefined;
   const violations = (details as Detail[]).find((d) => d["@type"] === BAD_REQUEST)?.fieldViolations ?? [];
-  return new ApiError(status, code, info.reason, message, { violations, metadata: info.metadata ?? {} });
+  const documented = Object.fromEntries(DOCUMENTED_HEADERS.flatMap((name) => (headers.has(name) ? [[name, headers.get(name)!]] : [])));
+  return new ApiError(status, code, info.reason, message, { violations, metadata: info.metadata ?? {}, headers: documented });
 }
 
 /**
@@ -57,7 +61,7 @@ function fromViolations(header: string): ApiError | undefined {
 /** The ApiError for a Prism answer of 400 or more. `preferred`: the request carried a `Prefer` header. */
 export function prismRefusal(status: number, headers: Headers, text: string, preferred: boolean): ApiError {
   const body = parse(text);
-  const documented = fromStatusBody(status, body);
+  const documented = fromStatusBody(status, body, headers);
   if (documented) return documented;
   const violations = headers.get("sl-violations");
   const refused = violations ? fromViolations(violations) : undefined;

@@ -11,7 +11,7 @@ export interface Config {
   host: string;
   /** The tenant base URL: the `sub` of webhook JWTs and the prefix of listener URLs. */
   baseUrl: string;
-  database: { kind: "sqlite"; path: string } | { kind: "postgres"; url: string };
+  database: DatabaseConfig;
   tenantId: string;
   fundCurrency: string;
   bootstrap: { clientId: string; clientSecret: string } | null;
@@ -31,6 +31,28 @@ export interface Config {
   /** RATE_LIMIT_SOURCE, _CREDENTIAL, _LISTENER (each null when off; all null with RATE_LIMIT=off). */
   rateLimits: RateLimitQuotas;
 }
+
+/**
+ * Where the data lives, and how long a request waits for the database before it is answered 503
+ * UNAVAILABLE. The waits are optional for callers that open a database of their own (defaults below).
+ */
+export type DatabaseConfig =
+  | {
+      kind: "sqlite";
+      path: string;
+      /** SQLITE_BUSY_TIMEOUT_MS: how long a write waits for another process's write lock. */
+      busyTimeoutMs?: number;
+    }
+  | {
+      kind: "postgres";
+      url: string;
+      /** DATABASE_POOL_SIZE: connections of this instance at most. */
+      poolSize?: number;
+      /** DATABASE_POOL_TIMEOUT_MS: how long a query waits for a connection of the pool (a new one's opening included). */
+      poolTimeoutMs?: number;
+    };
+
+export const DATABASE_DEFAULTS = { sqliteBusyTimeoutMs: 5_000, poolSize: 10, poolTimeoutMs: 5_000 } as const;
 
 export class ConfigError extends Error {
   override name = "ConfigError";
@@ -59,14 +81,24 @@ function url(name: string, raw: string): string {
   return parsed.toString().replace(/\/$/, "");
 }
 
-function database(raw: string | undefined): Config["database"] {
-  if (!raw) return { kind: "sqlite", path: resolve("data/tenant.sqlite") };
+function database(env: NodeJS.ProcessEnv): DatabaseConfig {
+  const raw = env.DATABASE_URL;
+  const busyTimeoutMs = integer(env, "SQLITE_BUSY_TIMEOUT_MS", DATABASE_DEFAULTS.sqliteBusyTimeoutMs, 0, 600_000);
+  if (!raw) return { kind: "sqlite", path: resolve("data/tenant.sqlite"), busyTimeoutMs };
   if (raw.startsWith("sqlite:")) {
     const path = raw.slice("sqlite:".length).replace(/^\/\/(?=\/)/, "");
     if (!path) throw new ConfigError(`DATABASE_URL sqlite: needs a file path, e.g. sqlite:./data/tenant.sqlite`);
-    return { kind: "sqlite", path: path === ":memory:" ? path : resolve(path) };
+    return { kind: "sqlite", path: path === ":memory:" ? path : resolve(path), busyTimeoutMs };
   }
-  if (/^postgres(ql)?:\/\//.test(raw)) return { kind: "postgres", url: raw };
+  if (/^postgres(ql)?:\/\//.test(raw)) {
+    return {
+      kind: "postgres",
+      url: raw,
+      // Two at least: the migrations at start hold one for their lock while they run on another.
+      poolSize: integer(env, "DATABASE_POOL_SIZE", DATABASE_DEFAULTS.poolSize, 2, 1_000),
+      poolTimeoutMs: integer(env, "DATABASE_POOL_TIMEOUT_MS", DATABASE_DEFAULTS.poolTimeoutMs, 1, 600_000),
+    };
+  }
   throw new ConfigError(`DATABASE_URL must start with sqlite: or postgres://`);
 }
 
@@ -140,7 +172,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     port,
     host,
     baseUrl,
-    database: database(env.DATABASE_URL),
+    database: database(env),
     tenantId,
     fundCurrency,
     bootstrap: clientId && clientSecret ? { clientId, clientSecret } : null,

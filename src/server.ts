@@ -4,6 +4,7 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { sql } from "kysely";
 import type { Config } from "./config.js";
+import { BackgroundTask } from "./core/background-task.js";
 import { systemClock, type Clock } from "./core/clock.js";
 import { createLogger, type Logger } from "./core/logger.js";
 import { consoleDir, contractPath, docsPath } from "./core/package-root.js";
@@ -11,12 +12,15 @@ import { PageTokens } from "./core/pagination.js";
 import { AppCaps } from "./funds/app-caps.js";
 import { EffectiveLimits } from "./funds/effective.js";
 import { FundPolicies } from "./funds/fund-policy.js";
+import { SpendAuthorizations } from "./funds/spend-authorizations.js";
+import { SpendList } from "./funds/spend-list.js";
 import { SubjectAppLimits } from "./funds/subject-app-limits.js";
 import { answerClientErrors } from "./http/client-error.js";
 import { createApp } from "./http/app.js";
 import { Idempotency } from "./http/idempotency.js";
 import { RateLimits } from "./http/rate-limit.js";
 import { fundsHandlers } from "./http/handlers/funds.js";
+import { spendHandlers } from "./http/handlers/spends.js";
 import { identityHandlers } from "./http/handlers/identity.js";
 import { automationHandlers } from "./http/handlers/automations.js";
 import { AccessTokens } from "./identity/access-tokens.js";
@@ -32,6 +36,7 @@ import { Listeners } from "./automations/listeners.js";
 import { ExecutionRunner } from "./automations/runner.js";
 import { SecretBox } from "./automations/secret-box.js";
 import { Worker, WORKER_DEFAULTS } from "./automations/worker.js";
+import { ChangeWatch, type PollTiming } from "./storage/change-versions.js";
 import { openStorage } from "./storage/connect.js";
 import { IdempotencyRecords } from "./storage/idempotency-records.js";
 import { LiveInstances } from "./storage/live-instances.js";
@@ -51,6 +56,8 @@ export interface ServerOptions {
   logger?: Logger;
   /** How JWKS are fetched, beyond the configuration (tests: a DNS resolver, a CA, a stand-in public host). */
   jwksFetch?: Omit<FetchJwksOptions, "allowInsecure">;
+  /** How often the cached principals' version is polled (tests: rarely, to single out this instance's own invalidation). */
+  principalsPoll?: PollTiming;
 }
 
 export interface RunningServer {
@@ -72,11 +79,17 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
 
   const pageTokens = new PageTokens(await sharedKey(storage, "page_token_key"));
   const users = new Users(storage, clock, pageTokens);
-  const credentials = new Credentials(storage, clock, users, pageTokens);
-  const accessTokens = new AccessTokens(storage, await SigningKeys.load(storage, clock), clock, {
-    issuer: config.baseUrl,
-    ttlSeconds: config.accessTokenTtlSeconds,
-  });
+  // Revocations and role changes, made by any instance, reach this one's cached principals.
+  const principals = new ChangeWatch(storage, "principals", logger, options.principalsPoll);
+  await principals.start();
+  const credentials = new Credentials(storage, clock, users, pageTokens, principals);
+  const accessTokens = new AccessTokens(
+    storage,
+    await SigningKeys.load(storage, clock),
+    clock,
+    { issuer: config.baseUrl, ttlSeconds: config.accessTokenTtlSeconds },
+    principals,
+  );
   const grant = new ClientCredentialsGrant(credentials, accessTokens, new FailureThrottle(storage, clock));
   const bootstrap = await bootstrapAdmin(storage, users, credentials, config.bootstrap);
 
@@ -84,7 +97,9 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   await policy.ensure(config.fundCurrency);
   const limits = new SubjectAppLimits(storage, clock, users, policy, pageTokens, config.tenantId);
   const caps = new AppCaps(storage, clock, policy, pageTokens, config.tenantId);
-  const effective = new EffectiveLimits(storage, clock, limits, caps, policy);
+  const effective = new EffectiveLimits(storage, clock, policy);
+  const spends = new SpendAuthorizations(storage, clock, effective);
+  const spendList = new SpendList(storage, clock, pageTokens);
 
   const secretsKey = loadSecretsKey(config.secretsKey);
   const listeners = new Listeners(storage, clock, new SecretBox(secretsKey), config.webhookSecretGraceSeconds);
@@ -126,6 +141,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     handlers: {
       ...identityHandlers({ grant, users, credentials, trustProxy: config.trustProxy }),
       ...fundsHandlers({ limits, caps, policy, effective }),
+      ...spendHandlers({ spends, list: spendList }),
       ...automationHandlers({ automations, executions, events, intake }),
     },
   });
@@ -146,12 +162,13 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     server.listen(config.port, config.host, () => resolve());
   });
   worker.start();
-  const sweep = setInterval(() => {
+  const sweep = new BackgroundTask(IDEMPOTENCY_SWEEP_MS, () =>
     idempotencyRecords.sweep().then(
-      (removed) => removed > 0 && logger.info({ msg: "swept idempotency records", removed }),
+      (removed) => void (removed > 0 && logger.info({ msg: "swept idempotency records", removed })),
       (err: unknown) => logger.error({ msg: "idempotency record sweep failed", err }),
-    );
-  }, IDEMPOTENCY_SWEEP_MS).unref();
+    ),
+  );
+  sweep.start();
   const { port, address } = server.address() as AddressInfo;
   const host = address.includes(":") ? `[${address}]` : address;
 
@@ -162,9 +179,10 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
         server.close(() => resolve());
         server.closeIdleConnections();
       });
-      clearInterval(sweep);
+      await sweep.stop();
       await worker.stop();
       await instances.stop();
+      await principals.stop();
       await storage.close();
     })());
 

@@ -1,7 +1,7 @@
 // `npm run sandbox` as a partner runs it: a real process on a free port, whose printed JSON (--json)
 // is all the test knows. Each printed credential gets a token and acts with its role; the printed
 // HMAC secret and JWT key sign events the real intake accepts (and a repeated event id is 409);
-// the seeded limits and executions are there; a restart starts again from nothing.
+// the seeded limits, spend authorizations and executions are there; a restart starts again from nothing.
 import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -84,7 +84,8 @@ describe("npm run sandbox", () => {
   it("its text (without --json) shows every credential, the listeners, the secret and the key file", () => {
     const text = report(sandbox.info);
     const { hmac, jwt, jwtKey, users, baseUrl } = sandbox.info;
-    for (const shown of [baseUrl, hmac.listenerUrl, hmac.webhookSecret, jwt.listenerUrl, jwt.jwksUrl, jwtKey.privateJwkFile, ...users.flatMap((u) => [u.clientId, u.clientSecret])]) {
+    const spends = sandbox.info.authorizations.map((a) => a.id);
+    for (const shown of [baseUrl, hmac.listenerUrl, hmac.webhookSecret, jwt.listenerUrl, jwt.jwksUrl, jwtKey.privateJwkFile, ...users.flatMap((u) => [u.clientId, u.clientSecret]), ...spends]) {
       expect(text).toContain(shown);
     }
   });
@@ -99,11 +100,19 @@ describe("npm run sandbox", () => {
       ROLE_SUPER_ADMIN: { users: 200, search: 200, mine: 200 },
       ROLE_FUND_ADMIN: { users: 403, search: 200, mine: 200 },
       ROLE_USER: { users: 403, search: 403, mine: 200 },
+      ROLE_APP_SERVICE: { users: 403, search: 403, mine: 403 },
     };
     for (const user of sandbox.info.users) {
       const c = createApiClient({ baseUrl: sandbox.info.baseUrl, credentials: { clientId: user.clientId, clientSecret: user.clientSecret } });
       const seen = Object.fromEntries(await Promise.all(Object.entries(probes).map(async ([name, call]) => [name, (await call(c)).response.status])));
       expect(seen, `${user.displayName} (${user.role})`).toEqual(expected[user.role]);
+    }
+    // The app service's credential is bound to the apps printed with it; every other to none.
+    const admin = clients.get("ROLE_SUPER_ADMIN")!;
+    for (const user of sandbox.info.users) {
+      const listed = unwrap(await admin.GET("/api/v1/users/{user_id}/credentials", { params: { path: { user_id: user.userId } } })).list.map((c) => c.credential);
+      expect(listed.find((c) => c.clientId === user.clientId)?.appIds, user.displayName).toEqual(user.appIds);
+      expect(user.appIds.length > 0, user.displayName).toBe(user.role === "ROLE_APP_SERVICE");
     }
   });
 
@@ -129,6 +138,8 @@ describe("npm run sandbox", () => {
     const funds = clients.get("ROLE_FUND_ADMIN")!;
     const policy = unwrap(await funds.GET("/api/v1/funds/policy", {})).fundPolicy;
     expect(policy.defaultControls).toMatchObject({ limit: { amount: { money: { units: "100" } } } });
+    expect(policy.timeZone).toBe(sandbox.info.timeZone);
+    expect(report(sandbox.info)).toContain(`time zone: ${policy.timeZone}`);
     const caps = unwrap(await funds.GET("/api/v1/funds/app-caps", {})).list.map((c) => c.appCap.appId);
     expect(caps.sort()).toEqual([...sandbox.info.appCaps].sort());
     const rows = unwrap(await funds.POST("/api/v1/funds/subject-app-limits/search", { body: { pageSize: 100 } })).list.map((r) => r.limit);
@@ -139,6 +150,29 @@ describe("npm run sandbox", () => {
     expect(row(sam!.userId, "app-github")?.controls?.extension).toMatchObject({ limit: { amount: { money: { units: "500" } } } });
     // Suspended by the seeded card.lost event's execution, through the real intake and worker.
     expect(row(ada!.userId, "app-github")?.controls?.suspension).toBeTruthy();
+  });
+
+  it("the seeded spend authorizations are there in each state, and Ada's usage adds them up", async () => {
+    const funds = clients.get("ROLE_FUND_ADMIN")!;
+    const [, ada, sam] = sandbox.info.users.slice(1);
+    const seeded = sandbox.info.authorizations;
+    const got = await Promise.all(seeded.map(async (a) => unwrap(await funds.GET("/api/v1/funds/spend-authorizations/{authorization_id}", { params: { path: { authorization_id: a.id } } })).authorization));
+    expect(got.map((a) => a.state)).toEqual(seeded.map((a) => a.state));
+    expect(new Set(got.map((a) => a.state))).toEqual(
+      new Set(["SPEND_AUTHORIZATION_STATE_CAPTURED", "SPEND_AUTHORIZATION_STATE_RELEASED", "SPEND_AUTHORIZATION_STATE_PENDING", "SPEND_AUTHORIZATION_STATE_DECLINED"]),
+    );
+    expect(got.some((a) => a.reversedAmount.units !== "0")).toBe(true);
+    expect(got.filter((a) => !a.decision.approved).map((a) => a.decision.cause).sort()).toEqual(["SPEND_DECLINE_CAUSE_LIMIT_EXCEEDED", "SPEND_DECLINE_CAUSE_SUSPENDED"]);
+    expect(got.find((a) => a.userId === sam!.userId)?.decision.cause).toBe("SPEND_DECLINE_CAUSE_SUSPENDED");
+
+    // Ada sees her own, newest first, and her usage: 40 + 25 - 5 spent, 15 held, of 250.
+    const mine = unwrap(await clients.get("ROLE_USER")!.GET("/api/v1/funds/spend-authorizations", { params: { query: { app_id: "app-salesforce" } } })).list;
+    expect(mine.map((a) => a.authorization.id).sort()).toEqual(seeded.filter((a) => a.userId === ada!.userId).map((a) => a.id).sort());
+    const created = mine.map((a) => a.authorization.createdAt);
+    expect(created).toEqual([...created].sort().reverse());
+    const { effective } = unwrap(await clients.get("ROLE_USER")!.GET("/api/v1/funds/my/app-limits/{app_id}/effective", { params: { path: { app_id: "app-salesforce" } } }));
+    const usd = (units: string) => ({ currencyCode: "USD", units, nanos: 0 });
+    expect(effective.usage).toMatchObject({ spent: usd("60"), held: usd("15"), limit: usd("250"), remaining: usd("175") });
   });
 
   it("the seeded events' executions ran", async () => {

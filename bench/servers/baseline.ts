@@ -1,5 +1,6 @@
-// The baseline: a bare Express 5 route answering `{}`, started the same way as the server under
-// test (node on compiled JS, same keep-alive), so that ratios to it measure what the API adds.
+// The baselines: bare Express 5 routes answering `{}` (GET /, and POST / through express.json()),
+// started the same way as the server under test (node on compiled JS, same keep-alive), so that
+// ratios to them measure what the API adds.
 import { createServer } from "node:http";
 import express from "express";
 
@@ -7,6 +8,8 @@ const app = express();
 app.disable("x-powered-by");
 app.set("etag", false);
 app.get("/", (_req, res) => void res.json({}));
+// The POST baseline of the spend scenarios: the same body parsed, `{}` answered.
+app.post("/", express.json(), (_req, res) => void res.json({}));
 
 const server = createServer(app);
 server.keepAliveTimeout = 65_000; // as the server (src/server.ts)

@@ -52,11 +52,22 @@ function View({ session, route }: { session: Session; route: string[] }) {
     return <LimitSearch session={session} />;
   }
   if (area === "caps" && can.subjectLimits) return <CapsAndPolicy session={session} />;
-  if (area === "my") return <MyLimits session={session} />;
+  if (area === "my" && can.myLimits) return <MyLimits session={session} />;
   // The first view the role may use.
   if (can.automations) return <AutomationList session={session} />;
   if (can.subjectLimits) return <LimitSearch session={session} />;
-  return <MyLimits session={session} />;
+  if (can.myLimits) return <MyLimits session={session} />;
+  return <NothingHere />;
+}
+
+/** For a credential whose role has no page here: an app's backend (ROLE_APP_SERVICE) calls the API itself. */
+function NothingHere() {
+  return (
+    <section>
+      <h1>Nothing to manage here</h1>
+      <p>This credential's role has no page in the console. An app's backend (ROLE_APP_SERVICE) calls the API directly, for the apps its credential is bound to.</p>
+    </section>
+  );
 }
 
 export function App() {
@@ -67,7 +78,7 @@ export function App() {
     ["automations", "Automations", session.can.automations],
     ["limits", "Fund limits", session.can.subjectLimits],
     ["caps", "Caps and policy", session.can.subjectLimits],
-    ["my", "My limits", true],
+    ["my", "My limits", session.can.myLimits],
   ];
   return (
     <>

@@ -16,10 +16,15 @@ export function parseAmount(text: string, currencyCode: string): Money {
   return { currencyCode, units, nanos };
 }
 
+/** "12.50": the amount without its currency, as parseAmount reads it back. */
+export function formatDecimal(money: Money): string {
+  const fraction = String(money.nanos ?? 0).padStart(9, "0").replace(/0+$/, "");
+  return `${money.units}${fraction ? `.${fraction.padEnd(2, "0")}` : ""}`;
+}
+
 export function formatMoney(money: Money | null | undefined): string {
   if (!money) return "—";
-  const fraction = String(money.nanos ?? 0).padStart(9, "0").replace(/0+$/, "");
-  return `${money.currencyCode} ${money.units}${fraction ? `.${fraction.padEnd(2, "0")}` : ""}`;
+  return `${money.currencyCode} ${formatDecimal(money)}`;
 }
 
 export function formatLimit(limit: SpendLimit | null | undefined): string {
@@ -38,4 +43,25 @@ export function spendLimit(arm: LimitArm, amount: string, currencyCode: string) 
   if (arm === "blocked") return { blocked: {} } as const;
   if (arm === "unlimited") return { unlimited: {} } as const;
   return { amount: { money: parseAmount(amount, currencyCode) } };
+}
+
+/** Money (never negative) as an exact count of nanos: its units are a decimal string, no float in between. */
+export function toNanos(money: Money): bigint {
+  return BigInt(money.units) * 1_000_000_000n + BigInt(money.nanos ?? 0);
+}
+
+/** The Money of a non-negative count of nanos. */
+export function fromNanos(nanos: bigint, currencyCode: string): Money {
+  return { currencyCode, units: (nanos / 1_000_000_000n).toString(), nanos: Number(nanos % 1_000_000_000n) };
+}
+
+/**
+ * `part` as a share of `whole`, in whole hundredths of a percent, for CSS widths ("37.5%"): integer
+ * arithmetic, 0 when `whole` is not positive, at most 100%.
+ */
+export function percentOf(part: bigint, whole: bigint): string {
+  if (whole <= 0n || part <= 0n) return "0%";
+  const hundredths = part >= whole ? 10_000n : (part * 10_000n) / whole;
+  const fraction = (hundredths % 100n).toString().padStart(2, "0").replace(/0+$/, "");
+  return `${hundredths / 100n}${fraction ? `.${fraction}` : ""}%`;
 }

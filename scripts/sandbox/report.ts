@@ -22,19 +22,31 @@ export function report(info: SandboxInfo): string {
   const ada = info.users.find((u) => u.role === "ROLE_USER")!;
   const event = JSON.stringify({ event: "card.lost", userId: ada.userId, appId: "app-salesforce" });
   const admin = info.users[0]!;
+  const fundAdmin = info.users.find((u) => u.role === "ROLE_FUND_ADMIN")!;
   const lines = [
     `Sandbox: the real server on a fresh SQLite database (${info.database}); it resets at every start.`,
     `  base URL:  ${info.baseUrl}    docs: ${info.baseUrl}/docs    console: ${info.baseUrl}/console (after npm run build)`,
     `  as JSON:   ${info.dir}/sandbox.json`,
     ``,
     `Users and their client credentials:`,
-    ...info.users.map((u) => `  ${u.role.padEnd(17)} ${u.displayName.padEnd(24)} user ${u.userId}  client_id ${u.clientId}  client_secret=${u.clientSecret}`),
+    ...info.users.map(
+      (u) =>
+        `  ${u.role.padEnd(17)} ${u.displayName.padEnd(24)} user ${u.userId}  client_id ${u.clientId}  client_secret=${u.clientSecret}` +
+        (u.appIds.length > 0 ? `  (acts for ${u.appIds.join(", ")})` : ""),
+    ),
     `  a token:`,
     `    curl -s -X POST ${info.baseUrl}/auth/v1/token -d grant_type=client_credentials -d client_id=${admin.clientId} -d 'client_secret=${admin.clientSecret}'`,
     `    curl -s ${info.baseUrl}/api/v1/funds/policy -H "Authorization: Bearer $ACCESS_TOKEN"`,
     ``,
     `Fund limits (${info.currencyCode}): the fund policy's default is 100 a month; app caps: app-salesforce 1000 a month, app-zoom blocked.`,
+    `  Spend windows (days, weeks from Monday, months, quarters, years) follow the calendar of the policy's time zone: ${info.timeZone} (FundPolicy.timeZone).`,
     ...info.limits.map((l) => `  ${info.users.find((u) => u.userId === l.userId)!.displayName} / ${l.appId}: ${l.shows}`),
+    ``,
+    `Spend authorizations (newest last), made by the fund admin:`,
+    ...info.authorizations.map((a) => `  ${a.id}  ${info.users.find((u) => u.userId === a.userId)!.displayName} / ${a.appId}  ${a.state.replace("SPEND_AUTHORIZATION_STATE_", "").toLowerCase().padEnd(8)}  ${a.shows}`),
+    `  from the shell (see the README's Spend flow), e.g. as the fund admin:`,
+    `    CLIENT_ID=${fundAdmin.clientId} CLIENT_SECRET='${fundAdmin.clientSecret}' BASE_URL=${info.baseUrl} \\`,
+    `      npx tsx scripts/spend.ts authorize --user ${ada.userId} --app app-salesforce --amount 12.50`,
     ``,
     `HMAC listener (automation ${info.hmac.automationId}): ${info.hmac.listenerUrl}`,
     `  webhook secret: ${info.hmac.webhookSecret}`,

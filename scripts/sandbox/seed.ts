@@ -1,12 +1,13 @@
 // What the sandbox holds, made through the real API with the typed client, as a tenant would make
-// it: users of each role with their credentials, limits on every layer, an HMAC and a JWT listener,
-// and a few events through the real intake with the executions they ran.
+// it: users of each role with their credentials, limits on every layer, spend authorizations in each
+// state, an HMAC and a JWT listener, and a few events through the real intake with the executions
+// they ran.
 import type { JWK } from "jose";
 import { createApiClient, unwrap, type ApiClient } from "../../src/client/index.js";
 import { sendWebhookEvent } from "../../src/client/webhook-sender.js";
 import { JWT_ALG, JWT_KID } from "./jwks.js";
 
-type Role = "ROLE_SUPER_ADMIN" | "ROLE_FUND_ADMIN" | "ROLE_USER";
+type Role = "ROLE_SUPER_ADMIN" | "ROLE_FUND_ADMIN" | "ROLE_USER" | "ROLE_APP_SERVICE";
 
 export interface SeededUser {
   userId: string;
@@ -14,14 +15,20 @@ export interface SeededUser {
   role: Role;
   clientId: string;
   clientSecret: string;
+  /** The apps its credential is bound to: an app service's, `[]` for the others. */
+  appIds: string[];
 }
 
 export interface Seeded {
   users: SeededUser[];
   currencyCode: string;
+  /** The fund policy's IANA time zone: spend windows follow its calendar. */
+  timeZone: string;
   appCaps: string[];
   /** The rows seeded on subject-app limits, by what they show. */
   limits: { userId: string; appId: string; shows: string }[];
+  /** The spend authorizations seeded, by what they show. */
+  authorizations: { id: string; userId: string; appId: string; state: string; shows: string }[];
   hmac: { automationId: string; listenerUrl: string; webhookSecret: string };
   jwt: { automationId: string; listenerUrl: string; jwksUrl: string };
   /** Ids of the executions the seeded events started. */
@@ -31,12 +38,14 @@ export interface Seeded {
 const usd = (units: string) => ({ amount: { money: { currencyCode: "USD", units, nanos: 0 } } });
 const DAY_MS = 86_400_000;
 
-/** A user with one role and a credential of its own. */
-async function addUser(admin: ApiClient, baseUrl: string, displayName: string, email: string, role: Role): Promise<SeededUser> {
+/** A user with one role and a credential of its own, bound to `appIds` (an app service's). */
+async function addUser(admin: ApiClient, baseUrl: string, displayName: string, email: string, role: Role, appIds: string[] = []): Promise<SeededUser> {
   const { user } = unwrap(await admin.POST("/api/v1/users", { body: { displayName, email, roles: [role] } }));
   const userId = user.id!;
-  const made = unwrap(await admin.POST("/api/v1/users/{user_id}/credentials", { params: { path: { user_id: userId } }, body: { displayName: "sandbox" } }));
-  return { userId, displayName, role, clientId: made.credential.clientId, clientSecret: made.clientSecret };
+  const made = unwrap(
+    await admin.POST("/api/v1/users/{user_id}/credentials", { params: { path: { user_id: userId } }, body: { displayName: "sandbox", ...(appIds.length > 0 ? { appIds } : {}) } }),
+  );
+  return { userId, displayName, role, clientId: made.credential.clientId, clientSecret: made.clientSecret, appIds: made.credential.appIds };
 }
 
 /** Suspends the app limit of `ctx.trigger.userId` for `ctx.trigger.appId` when the event is `card.lost`. */
@@ -48,6 +57,36 @@ const cardLostSteps = [
     suspendAppLimit: { userIdCel: "ctx.trigger.userId", appIdCel: "ctx.trigger.appId", reasonCel: '"Card reported lost"' },
   },
 ];
+
+/** Spends of Ada on app-salesforce (250 a month), one in each state, and a decline of Sam's suspended row. */
+async function addSpends(funds: ApiClient, ada: SeededUser, sam: SeededUser): Promise<Seeded["authorizations"]> {
+  // Each call has its own key, as an app's backend would send (the key is required on Authorize).
+  const key = () => ({ header: { "Idempotency-Key": crypto.randomUUID() } });
+  const authorize = async (user: SeededUser, units: string, extra: { capture?: boolean; holdSeconds?: number; metadata?: Record<string, string> } = {}) =>
+    unwrap(await funds.POST("/api/v1/funds/spend-authorizations", { params: key(), body: { userId: user.userId, appId: "app-salesforce", amount: usd(units).amount.money, ...extra } })).authorization;
+  const at = (id: string) => ({ params: { ...key(), path: { authorization_id: id } } });
+
+  const recorded = await authorize(ada, "40", { capture: true, metadata: { orderId: "ord_1001" } });
+  const refunded = await authorize(ada, "25", { metadata: { orderId: "ord_1002" } });
+  unwrap(await funds.POST("/api/v1/funds/spend-authorizations/{authorization_id}/capture", { ...at(refunded.id), body: {} }));
+  const reversed = unwrap(await funds.POST("/api/v1/funds/spend-authorizations/{authorization_id}/reverse", { ...at(refunded.id), body: { amount: usd("5").amount.money } })).authorization;
+  const voided = await authorize(ada, "10", { metadata: { orderId: "ord_1003" } });
+  const released = unwrap(await funds.POST("/api/v1/funds/spend-authorizations/{authorization_id}/release", { ...at(voided.id), body: {} })).authorization;
+  // Held for the longest hold the API allows, so that it is still pending while a partner explores.
+  const pending = await authorize(ada, "15", { holdSeconds: 604_800, metadata: { orderId: "ord_1004" } });
+  const overLimit = await authorize(ada, "500", { metadata: { orderId: "ord_1005" } });
+  const suspended = await authorize(sam, "20", { metadata: { orderId: "ord_2001" } });
+
+  const shown = (a: { id: string; userId: string; appId: string; state: string }, shows: string) => ({ id: a.id, userId: a.userId, appId: a.appId, state: a.state, shows });
+  return [
+    shown(recorded, "USD 40 recorded directly (capture: true)"),
+    shown(reversed, "USD 25 held, captured, then USD 5 reversed (a refund)"),
+    shown(released, "USD 10 held, then released"),
+    shown(pending, "USD 15 held for 7 days"),
+    shown(overLimit, "USD 500 declined: over the limit (USD 60 spent and USD 15 held of USD 250)"),
+    shown(suspended, "USD 20 declined: Sam's row is suspended"),
+  ];
+}
 
 async function addListener(admin: ApiClient, displayName: string, webhook: { hmac: Record<string, never> } | { jwt: { jwksUrl: string } }) {
   const saved = unwrap(
@@ -68,10 +107,12 @@ export async function seed(options: {
   const { baseUrl } = options;
   const admin = createApiClient({ baseUrl, credentials: options.admin });
   const me = unwrap(await admin.GET("/api/v1/users", { params: { query: { page_size: 10 } } })).list[0]!.user;
-  const superAdmin: SeededUser = { userId: me.id!, displayName: me.displayName!, role: "ROLE_SUPER_ADMIN", ...options.admin };
+  const superAdmin: SeededUser = { userId: me.id!, displayName: me.displayName!, role: "ROLE_SUPER_ADMIN", ...options.admin, appIds: [] };
   const fundAdmin = await addUser(admin, baseUrl, "Fiona Fundadmin", "fiona@sandbox.example", "ROLE_FUND_ADMIN");
   const ada = await addUser(admin, baseUrl, "Ada User", "ada@sandbox.example", "ROLE_USER");
   const sam = await addUser(admin, baseUrl, "Sam User", "sam@sandbox.example", "ROLE_USER");
+  // An app's backend: it spends the subjects' funds for the apps its credential is bound to.
+  const billing = await addUser(admin, baseUrl, "Billing backend", "billing@sandbox.example", "ROLE_APP_SERVICE", ["app-salesforce", "app-github"]);
 
   // The three layers: the fund policy's default, app caps, subject-app rows (set by the fund admin and by a user).
   const funds = createApiClient({ baseUrl, credentials: fundAdmin });
@@ -97,6 +138,8 @@ export async function seed(options: {
   const adaClient = createApiClient({ baseUrl, credentials: ada });
   unwrap(await adaClient.POST("/api/v1/funds/my/app-limits/{app_id}/limit", { params: { path: { app_id: "app-github" } }, body: { limit: usd("40"), period: "PERIOD_KIND_WEEKLY" } }));
 
+  const authorizations = await addSpends(funds, ada, sam);
+
   const hmac = await addListener(admin, "Suspend the app limit when a card is lost (HMAC)", { hmac: {} });
   const jwt = await addListener(admin, "Suspend the app limit when a card is lost (JWT)", { jwt: { jwksUrl: options.jwksUrl } });
 
@@ -118,8 +161,9 @@ export async function seed(options: {
   }
 
   return {
-    users: [superAdmin, fundAdmin, ada, sam],
+    users: [superAdmin, fundAdmin, ada, sam, billing],
     currencyCode: policy.currencyCode,
+    timeZone: policy.timeZone ?? "UTC",
     appCaps: ["app-salesforce", "app-zoom"],
     limits: [
       { userId: ada.userId, appId: "app-salesforce", shows: "a limit of 250 a month" },
@@ -127,6 +171,7 @@ export async function seed(options: {
       { userId: sam.userId, appId: "app-salesforce", shows: "a limit of 300 a month, suspended" },
       { userId: sam.userId, appId: "app-github", shows: "a limit of 50 a week with an extension to 500 for 30 days" },
     ],
+    authorizations,
     hmac,
     jwt: { automationId: jwt.automationId, listenerUrl: jwt.listenerUrl, jwksUrl: options.jwksUrl },
     executionIds,

@@ -9,7 +9,7 @@ import { pageSize, type Page, type PageTokens } from "../core/pagination.js";
 import type { FundPolicies } from "../funds/fund-policy.js";
 import type { Storage } from "../storage/connect.js";
 import type { AutomationsTable, Database } from "../storage/schema.js";
-import { writeTransaction, type Db } from "../storage/transactions.js";
+import { writeTransaction, type BeforeCommit, type Db } from "../storage/transactions.js";
 import { checkSteps, checkTrigger, type AutomationStep } from "./automation-input.js";
 import { checkStepsReport, type StepCheckReport } from "./step-check.js";
 import type { Listener, Listeners } from "./listeners.js";
@@ -81,7 +81,7 @@ export class Automations {
     return this.load(this.storage.db, id);
   }
 
-  async create(input: AutomationInput): Promise<Saved> {
+  async create(input: AutomationInput, beforeCommit?: BeforeCommit<Saved>): Promise<Saved> {
     const currency = await this.policy.currency();
     const steps = checkSteps(input.automationSteps ?? [], currency);
     const trigger = checkTrigger(input.triggers ?? [], this.options.allowInsecureJwks);
@@ -102,7 +102,9 @@ export class Automations {
         })
         .execute();
       const webhookSecret = await this.listeners.save(db, id, trigger);
-      return { automation: await this.load(db, id), webhookSecret: webhookSecret ?? null };
+      const saved = { automation: await this.load(db, id), webhookSecret: webhookSecret ?? null };
+      await beforeCommit?.(db, saved);
+      return saved;
     });
   }
 
@@ -147,13 +149,15 @@ export class Automations {
     });
   }
 
-  async rotateSecret(id: string): Promise<Saved & { webhookSecret: string }> {
+  async rotateSecret(id: string, beforeCommit?: BeforeCommit<Saved & { webhookSecret: string }>): Promise<Saved & { webhookSecret: string }> {
     return writeTransaction(this.storage, { exclusive: [lockKey(id)] }, async (db) => {
       const automation = await this.load(db, id);
       const listener = await this.listeners.forAutomation(db, id);
       if (!listener || listener.method !== "hmac") throw invalidArgument("NOT_HMAC_TRIGGER", "the automation has no HMAC webhook trigger");
       const webhookSecret = await this.listeners.rotate(db, listener.id);
-      return { automation, webhookSecret };
+      const rotated = { automation, webhookSecret };
+      await beforeCommit?.(db, rotated);
+      return rotated;
     });
   }
 

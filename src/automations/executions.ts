@@ -57,12 +57,35 @@ const toExecution = (row: ExecutionRow): AutomationExecution => ({
   completedAt: row.completed_at,
 });
 
-/** The columns of an answer, step results only within the bounds (the length check runs in the database). */
+/** Step results only within the bounds (the length check runs in the database). */
+const answeredResults = sql<string | null>`case when length(step_results) <= ${sql.lit(MAX_STORED_STEP_RESULTS_CHARS)} then step_results end`;
+
+/** The columns of an answer. */
 function selectExecutions(storage: Storage) {
   return storage.db
     .selectFrom("automation_executions")
     .select(["id", "automation_id", "event_id", "state", "context", "steps", "created_at", "completed_at"])
-    .select(sql<string | null>`case when length(step_results) <= ${sql.lit(MAX_STORED_STEP_RESULTS_CHARS)} then step_results end`.as("step_results"));
+    .select(answeredResults.as("step_results"));
+}
+
+/**
+ * The stored characters a page of executions answers at most (always one execution, whatever its
+ * size). An execution holds up to about 1.1 MB (its trigger, steps and step results within the
+ * resource budget), so a hundred of them would take over 100 MB to read and serialize for one
+ * request; a page stops short of `page_size` instead, and its token continues after it.
+ */
+export const PAGE_STORED_CHARS_MAX = 8 * 1024 * 1024;
+
+/** How many of `sizes` (in order) one page serves: at most `limit`, at least one, within PAGE_STORED_CHARS_MAX together. */
+export function servedWithin(sizes: readonly number[], limit: number): number {
+  let total = 0;
+  let served = 0;
+  for (const size of sizes.slice(0, limit)) {
+    total += size;
+    if (served > 0 && total > PAGE_STORED_CHARS_MAX) break;
+    served++;
+  }
+  return served;
 }
 
 /**
@@ -107,12 +130,28 @@ export class Executions {
     const scope = `executions:${automationId ?? "*"}`;
     const after = this.pageTokens.decode(scope, token, "query.page_token", 2);
     const limit = pageSize(size);
-    let query = selectExecutions(this.storage).orderBy("created_at", "desc").orderBy("id", "desc").limit(limit + 1);
-    if (automationId) query = query.where("automation_id", "=", automationId);
+    // The page's keys and sizes first, then only the executions that fit (PAGE_STORED_CHARS_MAX).
+    let keys = this.storage.db
+      .selectFrom("automation_executions")
+      .select(["id", "created_at"])
+      .select(sql<number>`length(context) + length(steps) + coalesce(length(${answeredResults}), 0)`.as("stored"))
+      .orderBy("created_at", "desc")
+      .orderBy("id", "desc")
+      .limit(limit + 1);
+    if (automationId) keys = keys.where("automation_id", "=", automationId);
     if (after) {
       const [at, id] = after.map(String) as [string, string];
-      query = query.where((eb) => eb.or([eb("created_at", "<", at), eb.and([eb("created_at", "=", at), eb("id", "<", id)])]));
+      keys = keys.where((eb) => eb.or([eb("created_at", "<", at), eb.and([eb("created_at", "=", at), eb("id", "<", id)])]));
     }
-    return this.pageTokens.page(scope, await query.execute(), limit, (r) => [r.created_at, r.id], toExecution);
+    const found = await keys.execute();
+    const served = found.slice(0, servedWithin(found.map((k) => Number(k.stored)), limit));
+    const rows = served.length === 0 ? [] : await selectExecutions(this.storage).where("id", "in", served.map((k) => k.id)).execute();
+    const byId = new Map(rows.map((r) => [r.id, r]));
+    const last = served[served.length - 1];
+    return {
+      // An execution deleted between the two reads is left out; the token still continues after it.
+      items: served.flatMap((k) => byId.get(k.id) ?? []).map(toExecution),
+      nextPageToken: found.length > served.length && last ? this.pageTokens.encode(scope, [last.created_at, last.id]) : "",
+    };
   }
 }

@@ -1,4 +1,6 @@
-// Structured JSON logs (pino). Fields that could carry secrets are redacted wherever they appear.
+// Structured JSON logs (pino). Fields that could carry secrets are redacted wherever they appear,
+// and an error's `body` (body-parser attaches the raw request body, a token request's client
+// secret included) is never logged.
 import { pino, type Logger } from "pino";
 import type { LogLevel } from "../config.js";
 
@@ -10,6 +12,12 @@ export function createLogger(level: LogLevel, destination?: NodeJS.WritableStrea
       level,
       base: undefined,
       timestamp: pino.stdTimeFunctions.isoTime,
+      serializers: {
+        err: (e: Error) => {
+          const { body: _body, ...logged } = pino.stdSerializers.err(e);
+          return logged;
+        },
+      },
       redact: {
         paths: ["*.authorization", "*.client_secret", "*.clientSecret", "*.webhookSecret", "*.access_token", "*.password", "*.secret"],
         censor: "[redacted]",

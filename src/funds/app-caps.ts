@@ -45,12 +45,6 @@ export class AppCaps {
     return this.view(row);
   }
 
-  /** The live cap's controls, or null (resolution: no opinion at this layer). */
-  async controls(db: Db, appId: string): Promise<SpendControls | null> {
-    const row = await this.liveRow(db, appId);
-    return row ? controlsOf(row) : null;
-  }
-
   /** Live caps ordered by app_id. */
   async list(size: number | undefined, token: string | undefined): Promise<Page<AppCap>> {
     const scope = "app-caps.list";

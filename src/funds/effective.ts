@@ -1,45 +1,107 @@
 // The limit in force for one subject and one app now: the three layers read from one snapshot,
-// resolved by the pure rule of ./resolve.ts at the clock's time.
+// resolved by the pure rule of ./resolve.ts at the clock's time, with the usage of the window the
+// resolution's period picks. GetEffective and Authorize both resolve through `inForce`.
 import type { Clock } from "../core/clock.js";
+import { notFound } from "../core/errors.js";
 import type { Storage } from "../storage/connect.js";
-import { readTransaction } from "../storage/transactions.js";
-import type { AppCaps } from "./app-caps.js";
-import type { FundPolicies } from "./fund-policy.js";
-import { resolveEffective } from "./resolve.js";
-import type { SubjectAppLimits } from "./subject-app-limits.js";
-import type { EffectiveLimit, SpendLimitView } from "./types.js";
+import { prepared } from "../storage/prepared.js";
+import { readTransaction, type Db } from "../storage/transactions.js";
+import { storedPolicy, type FundPolicies } from "./fund-policy.js";
+import { resolveLimit, type Resolution } from "./resolve.js";
+import { spendWindow } from "./spend-window.js";
+import { amountLimit, readUsage, usageView, windowKey, type SpendUsageView, type WindowKey } from "./spend-usage.js";
+import type { EffectiveLimit, SpendControls, SpendLimitView } from "./types.js";
 import { spendLimitView } from "./views.js";
 
-/** The resolution as answered: its limit with every arm present. */
-export type EffectiveLimitView = Omit<EffectiveLimit, "limit"> & { limit: SpendLimitView | null };
+/** The resolution as answered: its limit with every arm present, and the current window's usage. */
+export type EffectiveLimitView = Omit<EffectiveLimit, "limit"> & { limit: SpendLimitView | null; usage: SpendUsageView };
+
+/** What a spend decided now would be held against. */
+export interface LimitInForce {
+  resolution: Resolution;
+  currencyCode: string;
+  /** The window of the resolution's period containing now, in the fund policy's time zone. */
+  window: WindowKey;
+  /** The amount cap of an amount decision, else null. */
+  limit: bigint | null;
+}
+
+/**
+ * The fund policy, the live subject-app row's and app cap's controls and whether the user exists,
+ * in one statement (one snapshot, one round trip on PostgreSQL): a decision's reads before its lock.
+ * The live rows are unique (partial unique indexes), so each subquery has at most one row.
+ */
+const layersStatement = prepared((db, v: { tenantId: string; userId: string; appId: string }) =>
+  db
+    .selectFrom("fund_policy")
+    .select(["currency_code", "time_zone", "default_controls", "updated_at"])
+    .select((eb) => [
+      eb.selectFrom("users").select("users.id").where("users.id", "=", v.userId).as("user_id"),
+      eb
+        .selectFrom("subject_app_limits")
+        .select("subject_app_limits.controls")
+        .where("subject_app_limits.user_id", "=", v.userId)
+        .where("subject_app_limits.app_id", "=", v.appId)
+        .where("subject_app_limits.deleted_at", "is", null)
+        .as("row_controls"),
+      eb.selectFrom("app_caps").select("app_caps.controls").where("app_caps.app_id", "=", v.appId).where("app_caps.deleted_at", "is", null).as("cap_controls"),
+    ])
+    .where("fund_policy.tenant_id", "=", v.tenantId),
+);
+
+const controls = (json: string | null): SpendControls | null => (json === null ? null : (JSON.parse(json) as SpendControls));
+
+/** 404 USER_NOT_FOUND, as SubjectAppLimits.requireUser answers it. */
+const userNotFound = (userId: string) => notFound("USER_NOT_FOUND", "no user with this id", { metadata: { userId } });
 
 export class EffectiveLimits {
   constructor(
     private readonly storage: Storage,
     private readonly clock: Clock,
-    private readonly limits: SubjectAppLimits,
-    private readonly caps: AppCaps,
     private readonly policy: FundPolicies,
   ) {}
 
   /** For an administrator: 404 USER_NOT_FOUND for an unknown user. */
   async forSubject(userId: string, appId: string): Promise<EffectiveLimitView> {
-    await this.limits.requireUser(userId);
-    return this.resolve(userId, appId);
+    return this.resolve(userId, appId, true);
   }
 
   /** For the caller (who exists: it authenticated). */
   async forCaller(userId: string, appId: string): Promise<EffectiveLimitView> {
-    return this.resolve(userId, appId);
+    return this.resolve(userId, appId, false);
   }
 
-  private async resolve(userId: string, appId: string): Promise<EffectiveLimitView> {
-    const layers = await readTransaction(this.storage, async (db) => [
-      { scope: "SCOPE_SUBJECT_APP" as const, controls: await this.limits.controls(db, userId, appId) },
-      { scope: "SCOPE_APP_CAP" as const, controls: await this.caps.controls(db, appId) },
-      { scope: "SCOPE_TENANT_DEFAULT" as const, controls: (await this.policy.load(db)).defaultControls },
-    ]);
-    const effective = resolveEffective(layers, this.clock.now());
-    return { ...effective, limit: effective.limit ? spendLimitView(effective.limit) : null };
+  /**
+   * The layers read through `db` (a transaction's connection) in one statement, resolved at `now`.
+   * With `requireUser`, 404 USER_NOT_FOUND when the user does not exist (read in the same statement).
+   */
+  async inForce(db: Db, userId: string, appId: string, now: number, requireUser: boolean): Promise<LimitInForce> {
+    const { rows } = await layersStatement.execute(db, { tenantId: this.policy.tenantId, userId, appId });
+    const row = rows[0];
+    if (!row) throw new Error(`no fund policy for tenant ${this.policy.tenantId}; FundPolicies.ensure runs at start`);
+    if (requireUser && row.user_id === null) throw userNotFound(userId);
+    const policy = storedPolicy(row);
+    const layers = [
+      { scope: "SCOPE_SUBJECT_APP" as const, controls: controls(row.row_controls) },
+      { scope: "SCOPE_APP_CAP" as const, controls: controls(row.cap_controls) },
+      { scope: "SCOPE_TENANT_DEFAULT" as const, controls: policy.defaultControls },
+    ];
+    const resolution = resolveLimit(layers, now);
+    const window = windowKey(userId, appId, spendWindow(resolution.windowPeriod, policy.timeZone, now));
+    return { resolution, currencyCode: policy.currencyCode, window, limit: amountLimit(resolution.effective) };
+  }
+
+  private async resolve(userId: string, appId: string, requireUser: boolean): Promise<EffectiveLimitView> {
+    const now = this.clock.now();
+    const { force, usage } = await readTransaction(this.storage, async (db) => {
+      const force = await this.inForce(db, userId, appId, now, requireUser);
+      return { force, usage: await readUsage(db, force.window, new Date(now).toISOString()) };
+    });
+    const { effective } = force.resolution;
+    return {
+      ...effective,
+      limit: effective.limit ? spendLimitView(effective.limit) : null,
+      usage: usageView(force.window, usage, force.limit, force.currencyCode),
+    };
   }
 }

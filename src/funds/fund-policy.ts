@@ -1,13 +1,16 @@
-// The tenant's fund policy: the one currency every amount is stated in, and the tenant default
-// controls (the last layer of resolution). One row per tenant, created at start.
+// The tenant's fund policy: the one currency every amount is stated in, the IANA time zone whose
+// calendar fixes spend windows, and the tenant default controls (the last layer of resolution).
+// One row per tenant, created at start.
 import type { components } from "../../generated/api.js";
 import type { Clock } from "../core/clock.js";
 import { failedPrecondition, invalidField } from "../core/errors.js";
 import type { Storage } from "../storage/connect.js";
+import type { FundPolicyTable } from "../storage/schema.js";
 import { writeTransaction, type Db } from "../storage/transactions.js";
 import { amountCurrency, isEmpty, replaceControls, sameControls } from "./controls.js";
 import { isSet } from "./guards.js";
 import type { SpendControls } from "./types.js";
+import { isTimeZone } from "./spend-window.js";
 import { controlsView } from "./views.js";
 
 export type FundPolicy = components["schemas"]["FundPolicy"];
@@ -16,24 +19,38 @@ export type FundPolicy = components["schemas"]["FundPolicy"];
 export const FUND_POLICY_LOCK = "fund_policy";
 
 const CURRENCY = /^[A-Z]{3}$/;
-const MASK_FIELDS = ["currencyCode", "defaultControls"] as const;
+const MASK_FIELDS = ["currencyCode", "defaultControls", "timeZone"] as const;
 type MaskField = (typeof MASK_FIELDS)[number];
 
-interface StoredPolicy {
+export interface StoredPolicy {
   currencyCode: string;
+  /** IANA time zone name whose calendar fixes spend windows (`spendWindow` in spend-window.ts). */
+  timeZone: string;
   defaultControls: SpendControls | null;
   updatedAt: string | null;
 }
 
+/** The policy of a fund_policy row (the resolution's combined read, ./effective.ts, selects it with the layers). */
+export const storedPolicy = (row: Omit<FundPolicyTable, "tenant_id">): StoredPolicy => ({
+  currencyCode: row.currency_code,
+  timeZone: row.time_zone,
+  defaultControls: row.default_controls === null ? null : (JSON.parse(row.default_controls) as SpendControls),
+  updatedAt: row.updated_at,
+});
+
 const policyView = (policy: StoredPolicy): FundPolicy => ({
   currencyCode: policy.currencyCode,
+  timeZone: policy.timeZone,
   defaultControls: policy.defaultControls ? controlsView(policy.defaultControls) : null,
   updatedAt: policy.updatedAt,
 });
 
-/** `currencyCode,defaultControls`; absent or empty names every field. */
-function parseMask(mask: string | undefined | null): Set<MaskField> {
-  if (!mask) return new Set(MASK_FIELDS);
+/**
+ * `currencyCode,defaultControls,timeZone`; absent or empty names every field, `timeZone` only when
+ * it is sent (a client written before the field existed does not reset the zone).
+ */
+function parseMask(mask: string | undefined | null, timeZoneSent: boolean): Set<MaskField> {
+  if (!mask) return new Set(MASK_FIELDS.filter((f) => f !== "timeZone" || timeZoneSent));
   const fields = mask.split(",");
   for (const field of fields) {
     if (!(MASK_FIELDS as readonly string[]).includes(field)) {
@@ -47,14 +64,14 @@ export class FundPolicies {
   constructor(
     private readonly storage: Storage,
     private readonly clock: Clock,
-    private readonly tenantId: string,
+    readonly tenantId: string,
   ) {}
 
   /** Creates the tenant's policy with `currencyCode` unless it exists; an existing one is kept as it is. */
   async ensure(currencyCode: string): Promise<void> {
     await this.storage.db
       .insertInto("fund_policy")
-      .values({ tenant_id: this.tenantId, currency_code: currencyCode, default_controls: null, updated_at: null })
+      .values({ tenant_id: this.tenantId, currency_code: currencyCode, time_zone: "UTC", default_controls: null, updated_at: null })
       .onConflict((oc) => oc.column("tenant_id").doNothing())
       .execute();
   }
@@ -63,16 +80,17 @@ export class FundPolicies {
   async load(db: Db = this.storage.db): Promise<StoredPolicy> {
     const row = await db.selectFrom("fund_policy").selectAll().where("tenant_id", "=", this.tenantId).executeTakeFirst();
     if (!row) throw new Error(`no fund policy for tenant ${this.tenantId}; FundPolicies.ensure runs at start`);
-    return {
-      currencyCode: row.currency_code,
-      defaultControls: row.default_controls === null ? null : (JSON.parse(row.default_controls) as SpendControls),
-      updatedAt: row.updated_at,
-    };
+    return storedPolicy(row);
   }
 
   /** The currency every amount must be stated in. */
   async currency(db: Db = this.storage.db): Promise<string> {
     return (await this.load(db)).currencyCode;
+  }
+
+  /** The IANA time zone whose calendar fixes spend windows. */
+  async timeZone(db: Db = this.storage.db): Promise<string> {
+    return (await this.load(db)).timeZone;
   }
 
   async get(): Promise<FundPolicy> {
@@ -81,11 +99,11 @@ export class FundPolicies {
 
   /**
    * Replaces the fields named in `updateMask`. A currency change while any stored amount (a live
-   * subject-app row, a live app cap, or default controls kept by this update) is in another
-   * currency is 409 CURRENCY_IN_USE; new default controls must be in the policy's new currency.
+   * subject-app row, a live app cap, default controls kept by this update, or any spend
+   * authorization) is in another currency is 409 CURRENCY_IN_USE; new default controls must be in the policy's new currency.
    */
-  async update(input: { currencyCode?: unknown; defaultControls?: unknown }, updateMask: string | undefined): Promise<FundPolicy> {
-    const mask = parseMask(updateMask);
+  async update(input: { currencyCode?: unknown; defaultControls?: unknown; timeZone?: unknown }, updateMask: string | undefined): Promise<FundPolicy> {
+    const mask = parseMask(updateMask, input.timeZone !== undefined);
     const updated = await writeTransaction(this.storage, { exclusive: [FUND_POLICY_LOCK] }, async (db): Promise<StoredPolicy> => {
       const now = this.clock.now();
       const stored = await this.load(db);
@@ -98,6 +116,14 @@ export class FundPolicies {
         currencyCode = input.currencyCode;
       }
 
+      let timeZone = stored.timeZone;
+      if (mask.has("timeZone")) {
+        if (typeof input.timeZone !== "string" || !isTimeZone(input.timeZone)) {
+          throw invalidField("body.fundPolicy.timeZone", "must be an IANA time zone name such as Europe/Paris", "INVALID_TIME_ZONE");
+        }
+        timeZone = input.timeZone;
+      }
+
       let defaultControls = stored.defaultControls;
       if (mask.has("defaultControls")) {
         const path = "body.fundPolicy.defaultControls";
@@ -108,21 +134,21 @@ export class FundPolicies {
 
       if (currencyCode !== stored.currencyCode) await this.requireCurrencyUnused(db, currencyCode, mask.has("defaultControls") ? null : defaultControls);
 
-      if (currencyCode === stored.currencyCode && sameControls(defaultControls, stored.defaultControls)) {
+      if (currencyCode === stored.currencyCode && timeZone === stored.timeZone && sameControls(defaultControls, stored.defaultControls)) {
         return stored;
       }
       const updatedAt = new Date(now).toISOString();
       await db
         .updateTable("fund_policy")
-        .set({ currency_code: currencyCode, default_controls: defaultControls === null ? null : JSON.stringify(defaultControls), updated_at: updatedAt })
+        .set({ currency_code: currencyCode, time_zone: timeZone, default_controls: defaultControls === null ? null : JSON.stringify(defaultControls), updated_at: updatedAt })
         .where("tenant_id", "=", this.tenantId)
         .execute();
-      return { currencyCode, defaultControls, updatedAt };
+      return { currencyCode, timeZone, defaultControls, updatedAt };
     });
     return policyView(updated);
   }
 
-  /** 409 when an amount stored anywhere (live rows, live caps, `keptDefaults`) is not in `currencyCode`. */
+  /** 409 when an amount stored anywhere (live rows, live caps, spends, `keptDefaults`) is not in `currencyCode`. */
   private async requireCurrencyUnused(db: Db, currencyCode: string, keptDefaults: SpendControls | null): Promise<void> {
     const inUse = async (table: "subject_app_limits" | "app_caps") =>
       (await db
@@ -133,11 +159,21 @@ export class FundPolicies {
         .where("amount_currency", "!=", currencyCode)
         .limit(1)
         .executeTakeFirst()) !== undefined;
+    // Spends keep their currency forever: a window's sums, a later capture or reversal would mix two.
+    // Two ranges of spend_authorizations_by_currency (`!=` would scan every spend).
+    const spent =
+      (await db
+        .selectFrom("spend_authorizations")
+        .select("currency_code")
+        .where((eb) => eb.or([eb("currency_code", "<", currencyCode), eb("currency_code", ">", currencyCode)]))
+        .limit(1)
+        .executeTakeFirst()) !== undefined;
     const defaultsCurrency = amountCurrency(keptDefaults);
     const holders = [
       ...((await inUse("subject_app_limits")) ? ["subject-app limits"] : []),
       ...((await inUse("app_caps")) ? ["app caps"] : []),
       ...(defaultsCurrency !== null && defaultsCurrency !== currencyCode ? ["the default controls"] : []),
+      ...(spent ? ["spend authorizations"] : []),
     ];
     if (holders.length > 0) {
       throw failedPrecondition("CURRENCY_IN_USE", `the fund currency cannot change to ${currencyCode} while ${holders.join(", ")} hold amounts in another currency`, {

@@ -57,3 +57,12 @@ export function formatMoney(money: Money): string {
   const fraction = money.nanos === 0 ? "" : `.${String(money.nanos).padStart(9, "0").replace(/0+$/, "")}`;
   return `${money.currencyCode} ${money.units}${fraction}`;
 }
+
+/** The largest amount of nanos money may hold, and a window's usage with it (int64). */
+export const MAX_NANOS = INT64_MAX;
+
+/** Money of `nanos` (0 <= nanos <= int64 max) in `currencyCode`. */
+export function fromNanos(nanos: bigint, currencyCode: string): Money {
+  if (nanos < 0n || nanos > INT64_MAX) throw new Error(`nanos out of range: ${nanos}`);
+  return { currencyCode, units: (nanos / NANOS_PER_UNIT).toString(), nanos: Number(nanos % NANOS_PER_UNIT) };
+}

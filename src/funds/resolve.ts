@@ -12,15 +12,33 @@ export interface Layer {
 }
 
 /** The period every amount takes when no layer states one. */
-const DEFAULT_PERIOD: PeriodKind = "PERIOD_KIND_MONTHLY";
+const DEFAULT_PERIOD: WindowPeriod = "PERIOD_KIND_MONTHLY";
 /** Reasons are quoted into the trace; clipped so a line stays well under the contract's 500 characters. */
 const MAX_TRACE_REASON = 200;
+
+/** A period that picks a spend window (every kind but UNSPECIFIED). */
+export type WindowPeriod = Exclude<PeriodKind, "PERIOD_KIND_UNSPECIFIED">;
+
+/** The resolution, with the period whose window a spend decided by it counts in. */
+export interface Resolution {
+  effective: EffectiveLimit;
+  /**
+   * The resolved period of an amount decision; for any other decision the period the deciding row
+   * states or inherits, else monthly (the answer keeps `period` null for those: this is internal).
+   */
+  windowPeriod: WindowPeriod;
+}
 
 /**
  * Resolves the limit in force at `now` (ms since the epoch). `layers` run most specific first:
  * subject-app row, app cap, tenant default.
  */
 export function resolveEffective(layers: readonly Layer[], now: number): EffectiveLimit {
+  return resolveLimit(layers, now).effective;
+}
+
+/** resolveEffective, with the window period (GetEffective's usage and Authorize both use it). */
+export function resolveLimit(layers: readonly Layer[], now: number): Resolution {
   const evaluatedAt = new Date(now).toISOString();
   const trace: string[] = [];
 
@@ -29,12 +47,14 @@ export function resolveEffective(layers: readonly Layer[], now: number): Effecti
       trace.push(`${scope}: no row -> no opinion`);
       continue;
     }
+    const period = rowPeriod(controls, layers, index);
 
     // 1. A suspension denies whatever is underneath; what it froze is not the limit in force, so none is answered.
     if (controls.suspension) {
       const reason = controls.suspension.reason ? ` (${quote(controls.suspension.reason)})` : "";
       trace.push(`${scope}: suspended${reason} -> deny`);
-      return { decision: "EFFECTIVE_DECISION_DENY", limit: null, period: null, scope, cause: "CAUSE_SUSPENSION", evaluatedAt, trace };
+      const effective: EffectiveLimit = { decision: "EFFECTIVE_DECISION_DENY", limit: null, period: null, scope, cause: "CAUSE_SUSPENSION", evaluatedAt, trace };
+      return { effective, windowPeriod: period.period };
     }
 
     // 2. An unexpired extension; one that has lapsed (expiresAt <= now) falls back to this row's own limit.
@@ -44,7 +64,7 @@ export function resolveEffective(layers: readonly Layer[], now: number): Effecti
       const expiresAt = ext.expiresAt ? Date.parse(ext.expiresAt) : Number.NaN;
       if (ext.limit && now < expiresAt) {
         const label = `extension until ${new Date(expiresAt).toISOString()}`;
-        return decide(ext.limit, "CAUSE_EXTENSION", label, scope, rowPeriod(controls, layers, index), evaluatedAt, trace);
+        return { effective: decide(ext.limit, "CAUSE_EXTENSION", label, scope, period, evaluatedAt, trace), windowPeriod: period.period };
       }
       // Stored extensions always have a limit and an expiry; one lacking either never takes effect.
       prefix = Number.isFinite(expiresAt) ? `extension lapsed at ${new Date(expiresAt).toISOString()}; ` : "extension without expiry ignored; ";
@@ -52,7 +72,7 @@ export function resolveEffective(layers: readonly Layer[], now: number): Effecti
 
     // 3. The base limit.
     if (controls.limit) {
-      return decide(controls.limit, "CAUSE_LIMIT", `${prefix}base limit`, scope, rowPeriod(controls, layers, index), evaluatedAt, trace);
+      return { effective: decide(controls.limit, "CAUSE_LIMIT", `${prefix}base limit`, scope, period, evaluatedAt, trace), windowPeriod: period.period };
     }
 
     // 4. No opinion: the next layer decides.
@@ -60,17 +80,18 @@ export function resolveEffective(layers: readonly Layer[], now: number): Effecti
   }
 
   trace.push("no layer states an opinion -> deny");
-  return { decision: "EFFECTIVE_DECISION_DENY", limit: null, period: null, scope: "SCOPE_UNSPECIFIED", cause: "CAUSE_NO_LIMIT", evaluatedAt, trace };
+  const effective: EffectiveLimit = { decision: "EFFECTIVE_DECISION_DENY", limit: null, period: null, scope: "SCOPE_UNSPECIFIED", cause: "CAUSE_NO_LIMIT", evaluatedAt, trace };
+  return { effective, windowPeriod: DEFAULT_PERIOD };
 }
 
 interface ResolvedPeriod {
-  period: PeriodKind;
+  period: WindowPeriod;
   /** How it was found, for the trace. */
   source: string;
 }
 
 /** A layer states a period when it has a limit with a period (UNSPECIFIED is no period). */
-function statedPeriod(controls: SpendControls | null): PeriodKind | undefined {
+function statedPeriod(controls: SpendControls | null): WindowPeriod | undefined {
   const period = controls?.limit ? controls.period : undefined;
   return period === "PERIOD_KIND_UNSPECIFIED" ? undefined : period;
 }

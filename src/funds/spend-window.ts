@@ -46,6 +46,8 @@ export function isTimeZone(timeZone: string): boolean {
 
 /** The local wall-clock time of `instant` in `timeZone`, read as if it were UTC (epoch milliseconds). */
 function wallClock(instant: number, timeZone: string): number {
+  // UTC's wall clock is the instant itself (JS time has no leap seconds): no Intl call.
+  if (timeZone === "UTC") return instant;
   const parts: Record<string, number> = {};
   for (const p of formatter(timeZone).formatToParts(instant)) if (p.type !== "literal") parts[p.type] = Number(p.value);
   const wholeSeconds = Date.UTC(parts.year!, parts.month! - 1, parts.day!, parts.hour!, parts.minute!, parts.second!);
@@ -109,10 +111,25 @@ function periodDates(period: Exclude<PeriodKind, "PERIOD_KIND_UNSPECIFIED">, dat
   }
 }
 
+/**
+ * Windows already computed, by period, zone and local date: a window is a function of these three,
+ * and finding its bounds takes a dozen Intl calls (bench/RESULTS.md), while a decision's instant
+ * needs one to find its local date. Bounded; the oldest entry goes first.
+ */
+const windows = new Map<string, SpendWindow>();
+const MAX_CACHED_WINDOWS = 1024;
+
 /** The window of `period` in `timeZone` that contains `instant` (epoch milliseconds). */
 export function spendWindow(period: Exclude<PeriodKind, "PERIOD_KIND_UNSPECIFIED">, timeZone: string, instant: number): SpendWindow {
   const wall = new Date(wallClock(instant, timeZone));
   const local = { year: wall.getUTCFullYear(), month: wall.getUTCMonth() + 1, day: wall.getUTCDate() };
-  const [first, next] = periodDates(period, local);
-  return { start: startOfLocalDate(first, timeZone), end: startOfLocalDate(next, timeZone) };
+  const key = `${period} ${timeZone} ${local.year}-${local.month}-${local.day}`;
+  let window = windows.get(key);
+  if (!window) {
+    const [first, next] = periodDates(period, local);
+    window = { start: startOfLocalDate(first, timeZone), end: startOfLocalDate(next, timeZone) };
+    if (windows.size >= MAX_CACHED_WINDOWS) windows.delete(windows.keys().next().value as string);
+    windows.set(key, window);
+  }
+  return { start: window.start, end: window.end };
 }

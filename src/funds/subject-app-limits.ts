@@ -88,12 +88,6 @@ export class SubjectAppLimits {
     return this.view(await this.requireRow({ userId, appId, mine: true }));
   }
 
-  /** The live row's controls, or null when there is none (resolution: no opinion at this layer). */
-  async controls(db: Db, userId: string, appId: string): Promise<SpendControls | null> {
-    const row = await this.liveRow(db, userId, appId);
-    return row ? controlsOf(row) : null;
-  }
-
   /** 404 USER_NOT_FOUND unless the user exists. Users are never removed, so a check before a transaction holds in it. */
   async requireUser(userId: string, db?: Db): Promise<void> {
     if (!(await this.users.exists(userId, db))) throw notFound("USER_NOT_FOUND", "no user with this id", { metadata: { userId } });

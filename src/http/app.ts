@@ -9,7 +9,7 @@ import type { Logger } from "../core/logger.js";
 import type { AccessTokens } from "../identity/access-tokens.js";
 import { mayCall } from "../identity/roles.js";
 import { accessLog } from "./access-log.js";
-import { callerOf, type RequestContext } from "./context.js";
+import { callerOf, type CommitAnswer, type RequestContext } from "./context.js";
 import { CONSOLE_PATH, consoleRouter } from "./console.js";
 import { DOCS_PATH, docsPage } from "./docs.js";
 import { errorResponse } from "./error-response.js";
@@ -187,7 +187,7 @@ export function createApp(options: AppOptions): Express {
       try {
         const request = { path: req.params, query: req.query, body: req.body } as unknown as OperationRequest<typeof route.operationId>;
         const ctx: RequestContext = { requestId: res.locals.requestId as string, principal: res.locals.principal, peer: peerOf(req) };
-        const execute = () => handler(request as never, ctx);
+        const execute = (commitAnswer?: CommitAnswer) => handler(request as never, commitAnswer ? { ...ctx, commitAnswer } : ctx);
         if (route.idempotencyKey !== null && req.get(IDEMPOTENCY_KEY_HEADER) !== undefined) {
           await options.idempotency.respond(req, res, route.operationId, callerOf(ctx).userId, execute);
         } else {

@@ -1,6 +1,7 @@
 // What every handler receives besides the validated request.
 import { unauthenticated } from "../core/errors.js";
 import type { Principal } from "../identity/roles.js";
+import type { BeforeCommit, Db } from "../storage/transactions.js";
 
 export interface RequestContext {
   requestId: string;
@@ -8,6 +9,19 @@ export interface RequestContext {
   principal?: Principal;
   /** The socket's peer and the X-Forwarded-For header, for what is keyed by the caller's address. */
   peer: { remoteAddress: string; forwardedFor: string | undefined };
+  /**
+   * Set for a request made with an Idempotency-Key: keeps `body` as the request's answer in the
+   * transaction `db` of its effect. An operation whose effect is one transaction calls it there, so
+   * that a crash can never leave the effect without its kept answer (a retry would run it again).
+   */
+  commitAnswer?: CommitAnswer;
+}
+
+export type CommitAnswer = (db: Db, body: unknown) => Promise<void>;
+
+/** What a service calls before its effect commits to keep `answer(result)` as the request's answer; none without an Idempotency-Key. */
+export function keepAnswer<T>({ commitAnswer }: RequestContext, answer: (result: T) => unknown): BeforeCommit<T> | undefined {
+  return commitAnswer && ((db, result) => commitAnswer(db, answer(result)));
 }
 
 /** The caller of a secured operation (the HTTP layer has already authenticated it). */

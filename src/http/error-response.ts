@@ -1,5 +1,7 @@
 // The last middleware: every failure leaves as the contract's error body, with its request id and
-// never a stack trace. Internal faults are logged with their stack, under the same request id.
+// never a stack trace. Internal faults are logged with their stack, under the same request id; the
+// database unavailable for the moment is a warning naming the cause's label only (an error's
+// message may carry the database's address or user).
 import type { NextFunction, Request, Response } from "express";
 import { ApiError, type ErrorReason } from "../core/errors.js";
 import type { Logger } from "../core/logger.js";
@@ -21,9 +23,10 @@ export function errorResponse(logger: Logger) {
     // The HTTP parser's refusal was this request's answer (client-error.ts): what failed after it,
     // touching the answer sent or the body that will never end, is no fault.
     if (wasRefused(req)) return;
-    const { error, internal } = toApiError(err);
+    const { error, internal, unavailable } = toApiError(err);
     const requestId = String(res.locals.requestId ?? "");
     if (internal) logger.error({ msg: "internal error", requestId, path: req.path, err });
+    if (unavailable !== undefined) logger.warn({ msg: "database unavailable", requestId, path: req.path, cause: unavailable });
     res.locals.errorReason = error.reason;
     if (res.headersSent) {
       res.end();

@@ -8,10 +8,16 @@
 //   user's credentials still gets the first answer; another user's same key is another record.
 // - An answer is kept once the operation ran: its 200, or a 4xx it refused the request with. A 5xx
 //   keeps nothing (the key is released), so the retry runs again.
+// - An operation whose effect is one transaction keeps its 200 in that transaction (`commitAnswer`
+//   of the request context): a crash between the effect's commit and a separate write of the answer
+//   would leave the key held until its lease lapsed, and the retry would then do the effect twice.
+//   Should the lease have lapsed meanwhile (another attempt took the key over), the effect rolls
+//   back and the request is answered 409 IDEMPOTENCY_KEY_IN_USE.
 // - Answers hold secrets shown once (a client secret, a webhook secret): they are sealed by the
 //   secret box under SECRETS_KEY, bound to their record.
 import { createHash } from "node:crypto";
 import type { Request, Response } from "express";
+import type { Db } from "../storage/transactions.js";
 import type { SecretBox } from "../automations/secret-box.js";
 import { ApiError, GrpcCode } from "../core/errors.js";
 import type { IdempotencyRecords } from "../storage/idempotency-records.js";
@@ -57,7 +63,7 @@ export class Idempotency {
    * Answers `req` by `execute` (the operation's handler, answering 200) once for `caller`'s key, or
    * by the answer kept for it. Rejects with an ApiError for the error middleware to render.
    */
-  async respond(req: Request, res: Response, operationId: string, caller: string, execute: () => Promise<unknown>): Promise<void> {
+  async respond(req: Request, res: Response, operationId: string, caller: string, execute: (commitAnswer: (db: Db, body: unknown) => Promise<void>) => Promise<unknown>): Promise<void> {
     const id = digest(`${caller}\n${req.get(IDEMPOTENCY_KEY_HEADER)}`);
     const fingerprint = requestFingerprint(operationId, req);
     const claim = await this.records.claim(id, fingerprint);
@@ -65,18 +71,23 @@ export class Idempotency {
       if (claim.fingerprint !== fingerprint) {
         throw new ApiError(422, GrpcCode.INVALID_ARGUMENT, "IDEMPOTENCY_KEY_REUSED", "this Idempotency-Key was used for a different request; use a new key for a new request");
       }
-      if (claim.kind === "running") {
-        throw new ApiError(409, GrpcCode.ABORTED, "IDEMPOTENCY_KEY_IN_USE", "a request with this Idempotency-Key is still being processed; retry later", {
-          headers: { "Retry-After": String(RETRY_AFTER_SECONDS) },
-        });
-      }
+      if (claim.kind === "running") throw keyInUse();
       res.setHeader(REPLAYED_HEADER, "true");
       send(res, JSON.parse(this.box.open(claim.answer, sealContext(id))) as Answer);
       return;
     }
+    let kept: Answer | undefined;
+    const commitAnswer = async (db: Db, body: unknown) => {
+      const answer = { status: 200, headers: {}, body };
+      if (!(await this.records.completeIn(db, id, claim.owner, this.box.seal(JSON.stringify(answer), sealContext(id))))) throw keyInUse();
+      kept = answer;
+    };
     let answer: Answer;
     try {
-      answer = { status: 200, headers: {}, body: await execute() };
+      const body = await execute(commitAnswer);
+      // Kept with the effect: what was kept is what is sent.
+      if (kept) return send(res, kept);
+      answer = { status: 200, headers: {}, body };
     } catch (e) {
       const { error } = toApiError(e);
       if (error.status >= 500) {
@@ -90,6 +101,11 @@ export class Idempotency {
     send(res, answer);
   }
 }
+
+const keyInUse = () =>
+  new ApiError(409, GrpcCode.ABORTED, "IDEMPOTENCY_KEY_IN_USE", "a request with this Idempotency-Key is still being processed; retry later", {
+    headers: { "Retry-After": String(RETRY_AFTER_SECONDS) },
+  });
 
 /** A sealed answer opens only on its own record. */
 const sealContext = (id: string) => `idempotency:${id}`;

@@ -1,8 +1,9 @@
 // Maps whatever a request failed with to an ApiError: our own errors pass through; the body
-// parser's and the OpenAPI validator's are translated; anything else is an internal error whose
-// details stay in the log, never in the answer.
+// parser's and the OpenAPI validator's are translated; the database unavailable for the moment is
+// 503; anything else is an internal error whose details stay in the log, never in the answer.
 import { ApiError, GrpcCode, type FieldViolation } from "../core/errors.js";
 import { unsupportedBodyEncoding } from "../core/json-body.js";
+import { databaseUnavailable } from "../storage/unavailable.js";
 import type { ValidatorIssue } from "./one-of-issues.js";
 
 const isObject = (e: unknown): e is Record<string, unknown> => typeof e === "object" && e !== null;
@@ -48,13 +49,33 @@ function isJsonScalar(body: unknown): boolean {
   }
 }
 
-export function toApiError(error: unknown): { error: ApiError; internal: boolean } {
+/** Seconds a client is told to wait when the database is unavailable: contention and reconnection pass in about that. */
+const UNAVAILABLE_RETRY_AFTER_SECONDS = 1;
+
+const unavailable = () =>
+  new ApiError(503, GrpcCode.UNAVAILABLE, "UNAVAILABLE", "the service is temporarily unavailable; retry after the time in Retry-After", {
+    headers: { "Retry-After": String(UNAVAILABLE_RETRY_AFTER_SECONDS) },
+  });
+
+export interface Translated {
+  error: ApiError;
+  /** A fault of the server, to be logged with its stack. */
+  internal: boolean;
+  /** The database unavailable for the moment: the cause's label for a warning (never its message). */
+  unavailable?: string;
+}
+
+export function toApiError(error: unknown): Translated {
   if (error instanceof ApiError) return { error, internal: false };
   // The router's percent-decoding of a path parameter (`%ff`): its message would echo the value.
   if (error instanceof URIError && (error as URIError & { status?: number }).status === 400) return { error: malformedPath(), internal: false };
   if (isObject(error)) {
     // body-parser (express.json / express.urlencoded)
     if (error.type === "entity.too.large") return { error: validatorError(413, [], ""), internal: false };
+    // A form (the token endpoint's) past express.urlencoded's parameterLimit: the client's fault, not a 500.
+    if (error.type === "parameters.too.many") {
+      return { error: new ApiError(400, GrpcCode.INVALID_ARGUMENT, "INVALID_ARGUMENT", "the form body has too many parameters"), internal: false };
+    }
     if (error.type === "entity.parse.failed") {
       // Every JSON body of the contract is an object: a scalar is refused in the validator's words for `[]`.
       if (isJsonScalar(error.body)) return { error: validatorError(400, [{ path: "body", message: "must be object" }], ""), internal: false };
@@ -78,6 +99,8 @@ export function toApiError(error: unknown): { error: ApiError; internal: boolean
       return { error: validatorError(status, error.errors as ValidatorIssue[], String(error.message ?? "invalid request")), internal: false };
     }
   }
+  const cause = databaseUnavailable(error);
+  if (cause !== undefined) return { error: unavailable(), internal: false, unavailable: cause };
   return {
     error: new ApiError(500, GrpcCode.INTERNAL, "INTERNAL", "internal error; quote the request id when reporting it"),
     internal: true,

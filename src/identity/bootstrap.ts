@@ -27,6 +27,6 @@ export async function bootstrapAdmin(
   if (Number(claimed.numInsertedOrUpdatedRows ?? 0) === 0) return null;
   const admin = await users.create({ displayName: "Bootstrap administrator", email: "admin@bootstrap.invalid", roles: ["ROLE_SUPER_ADMIN"] });
   const pair = configured ?? { clientId: `c1_${base62(18)}`, clientSecret: secret256() };
-  await credentials.create(admin.id, "bootstrap", pair);
+  await credentials.create(admin.id, { displayName: "bootstrap" }, { fixed: pair });
   return configured ? { clientId: pair.clientId } : pair;
 }

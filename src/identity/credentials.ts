@@ -2,21 +2,26 @@
 // and stored only as a slow hash.
 import type { components } from "../../generated/api.js";
 import type { Clock } from "../core/clock.js";
-import { notFound } from "../core/errors.js";
+import { invalidField, notFound } from "../core/errors.js";
 import { base62, newId, secret256 } from "../core/ids.js";
 import { pageSize, type Page, type PageTokens } from "../core/pagination.js";
+import { recordChange, type ChangeWatch } from "../storage/change-versions.js";
 import type { Storage } from "../storage/connect.js";
 import type { CredentialsTable } from "../storage/schema.js";
+import { writeTransaction, type BeforeCommit } from "../storage/transactions.js";
 import { hashSecret } from "./secret-hash.js";
 import type { Users } from "./users.js";
 
 export type Credential = components["schemas"]["Credential"];
+/** A created credential with its secret, shown this once. */
+export type NewCredential = { credential: Credential; clientSecret: string };
 
 const toCredential = (row: CredentialsTable): Credential => ({
   id: row.id,
   userId: row.user_id,
   clientId: row.client_id,
   displayName: row.display_name,
+  appIds: JSON.parse(row.app_ids) as string[],
   createdAt: row.created_at,
   revokedAt: row.revoked_at,
   lastUsedAt: row.last_used_at,
@@ -28,24 +33,45 @@ export class Credentials {
     private readonly clock: Clock,
     private readonly users: Users,
     private readonly pageTokens: PageTokens,
+    private readonly principals: ChangeWatch,
   ) {}
 
-  /** Creates a credential; `fixed` sets the client id and secret (the bootstrap credential). */
-  async create(userId: string, displayName: string, fixed?: { clientId: string; clientSecret: string }): Promise<{ credential: Credential; clientSecret: string }> {
-    await this.users.get(userId);
+  /**
+   * Creates a credential; `fixed` sets the client id and secret (the bootstrap credential). A
+   * credential of a ROLE_APP_SERVICE user must be bound to apps, any other to none (the contract
+   * already bounds their number and shape, and refuses a repeated id).
+   */
+  async create(
+    userId: string,
+    input: { displayName: string; appIds?: readonly string[] | undefined },
+    options: { fixed?: { clientId: string; clientSecret: string }; beforeCommit?: BeforeCommit<NewCredential> } = {},
+  ): Promise<NewCredential> {
+    const { fixed, beforeCommit } = options;
+    const user = await this.users.get(userId);
+    const appIds = input.appIds ?? [];
+    if (user.roles.includes("ROLE_APP_SERVICE")) {
+      if (appIds.length === 0) throw invalidField("body.appIds", "must name 1 to 100 apps: the user holds ROLE_APP_SERVICE", "APP_IDS_REQUIRED");
+    } else if (appIds.length > 0) {
+      throw invalidField("body.appIds", "must be absent or empty: the user does not hold ROLE_APP_SERVICE", "APP_IDS_NOT_ALLOWED");
+    }
     const clientSecret = fixed?.clientSecret ?? secret256();
     const row: CredentialsTable = {
       id: newId(),
       user_id: userId,
       client_id: fixed?.clientId ?? `c1_${base62(18)}`,
       secret_hash: await hashSecret(clientSecret),
-      display_name: displayName,
+      display_name: input.displayName,
+      app_ids: JSON.stringify(appIds),
       created_at: new Date(this.clock.now()).toISOString(),
       revoked_at: null,
       last_used_at: null,
     };
-    await this.storage.db.insertInto("credentials").values(row).execute();
-    return { credential: toCredential(row), clientSecret };
+    return writeTransaction(this.storage, { exclusive: [] }, async (db) => {
+      await db.insertInto("credentials").values(row).execute();
+      const created = { credential: toCredential(row), clientSecret };
+      await beforeCommit?.(db, created);
+      return created;
+    });
   }
 
   /** Ordered by creation time, then id. */
@@ -68,16 +94,25 @@ export class Credentials {
     return this.pageTokens.page(scope, await query.execute(), limit, (r) => [r.created_at, r.id], toCredential);
   }
 
-  /** Idempotent: a second revoke keeps the first revokedAt. */
+  /**
+   * Idempotent: a second revoke keeps the first revokedAt. The principals' version moves with the
+   * revocation, so every instance stops trusting the tokens' cached principals (access-tokens.ts).
+   */
   async revoke(userId: string, credentialId: string): Promise<Credential> {
     const now = new Date(this.clock.now()).toISOString();
-    await this.storage.db
-      .updateTable("credentials")
-      .set({ revoked_at: now })
-      .where("id", "=", credentialId)
-      .where("user_id", "=", userId)
-      .where("revoked_at", "is", null)
-      .execute();
+    const revoked = await writeTransaction(this.storage, { exclusive: [] }, async (db) => {
+      const { numUpdatedRows } = await db
+        .updateTable("credentials")
+        .set({ revoked_at: now })
+        .where("id", "=", credentialId)
+        .where("user_id", "=", userId)
+        .where("revoked_at", "is", null)
+        .executeTakeFirst();
+      if (numUpdatedRows === 0n) return false;
+      await recordChange(db, "principals");
+      return true;
+    });
+    if (revoked) this.principals.changedHere();
     const row = await this.storage.db.selectFrom("credentials").selectAll().where("id", "=", credentialId).where("user_id", "=", userId).executeTakeFirst();
     if (!row) throw notFound("CREDENTIAL_NOT_FOUND", "no credential with this id for this user", { metadata: { credentialId } });
     return toCredential(row);

@@ -2,20 +2,34 @@
 // so an operation added to the contract without a decision here fails the typecheck.
 import type { OperationId } from "../../generated/server.js";
 
-export type Role = "ROLE_SUPER_ADMIN" | "ROLE_FUND_ADMIN" | "ROLE_USER";
-export const ROLES: readonly Role[] = ["ROLE_SUPER_ADMIN", "ROLE_FUND_ADMIN", "ROLE_USER"];
+export type Role = "ROLE_SUPER_ADMIN" | "ROLE_FUND_ADMIN" | "ROLE_USER" | "ROLE_APP_SERVICE";
+export const ROLES: readonly Role[] = ["ROLE_SUPER_ADMIN", "ROLE_FUND_ADMIN", "ROLE_USER", "ROLE_APP_SERVICE"];
 
 export interface Principal {
   userId: string;
   credentialId: string;
   roles: Role[];
+  /** The apps the credential is bound to (ROLE_APP_SERVICE); empty for every other credential. */
+  appIds: readonly string[];
+}
+
+/** Whether the caller may act on spends of `appId`: administrators for every app, an app service for the apps its credential is bound to. */
+export function mayActForApp(principal: Principal, appId: string): boolean {
+  if (principal.roles.includes("ROLE_SUPER_ADMIN") || principal.roles.includes("ROLE_FUND_ADMIN")) return true;
+  return principal.roles.includes("ROLE_APP_SERVICE") && principal.appIds.includes(appId);
 }
 
 type Unsecured = "svc.api.iam.v1.TokenService.CreateToken" | "svc.api.webhooks.v1.IncomingWebhookService.Receive";
 
 const SUPER: readonly Role[] = ["ROLE_SUPER_ADMIN"];
 const FUNDS_ADMIN: readonly Role[] = ["ROLE_SUPER_ADMIN", "ROLE_FUND_ADMIN"];
+/** Users with a fund of their own: not an app service, whose backend spends others' funds. */
+const SUBJECTS: readonly Role[] = ["ROLE_SUPER_ADMIN", "ROLE_FUND_ADMIN", "ROLE_USER"];
 const ANYONE: readonly Role[] = ROLES;
+// Spends: administrators and app services (for their bound apps: the handlers scope them) act; a
+// user may also read their own.
+const SPENDERS: readonly Role[] = [...FUNDS_ADMIN, "ROLE_APP_SERVICE"];
+const SPEND_READERS: readonly Role[] = [...SPENDERS, "ROLE_USER"];
 
 export const ALLOWED_ROLES: Record<Exclude<OperationId, Unsecured>, readonly Role[]> = {
   "svc.api.iam.v1.UserService.Create": SUPER,
@@ -39,12 +53,18 @@ export const ALLOWED_ROLES: Record<Exclude<OperationId, Unsecured>, readonly Rol
   "svc.api.funds.v1.AppCapService.List": FUNDS_ADMIN,
   "svc.api.funds.v1.FundPolicyService.Get": ANYONE,
   "svc.api.funds.v1.FundPolicyService.Update": FUNDS_ADMIN,
-  // The caller's own rows: every role, and only ever the caller's user id.
-  "svc.api.funds.v1.MyFundLimitsService.SetLimit": ANYONE,
-  "svc.api.funds.v1.MyFundLimitsService.Get": ANYONE,
-  "svc.api.funds.v1.MyFundLimitsService.List": ANYONE,
-  "svc.api.funds.v1.MyFundLimitsService.ClearLimit": ANYONE,
-  "svc.api.funds.v1.MyFundLimitsService.GetEffective": ANYONE,
+  // The caller's own rows, and only ever the caller's user id.
+  "svc.api.funds.v1.MyFundLimitsService.SetLimit": SUBJECTS,
+  "svc.api.funds.v1.MyFundLimitsService.Get": SUBJECTS,
+  "svc.api.funds.v1.MyFundLimitsService.List": SUBJECTS,
+  "svc.api.funds.v1.MyFundLimitsService.ClearLimit": SUBJECTS,
+  "svc.api.funds.v1.MyFundLimitsService.GetEffective": SUBJECTS,
+  "svc.api.funds.v1.SpendService.Authorize": SPENDERS,
+  "svc.api.funds.v1.SpendService.Capture": SPENDERS,
+  "svc.api.funds.v1.SpendService.Release": SPENDERS,
+  "svc.api.funds.v1.SpendService.Reverse": SPENDERS,
+  "svc.api.funds.v1.SpendService.Get": SPEND_READERS,
+  "svc.api.funds.v1.SpendService.List": SPEND_READERS,
   "svc.api.automations.v1.AutomationService.CreateAutomation": SUPER,
   "svc.api.automations.v1.AutomationService.GetAutomation": SUPER,
   "svc.api.automations.v1.AutomationService.UpdateAutomation": SUPER,

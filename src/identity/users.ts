@@ -6,7 +6,7 @@ import { newId } from "../core/ids.js";
 import { pageSize, type Page, type PageTokens } from "../core/pagination.js";
 import type { Storage } from "../storage/connect.js";
 import type { UsersTable } from "../storage/schema.js";
-import type { Db } from "../storage/transactions.js";
+import { writeTransaction, type BeforeCommit, type Db } from "../storage/transactions.js";
 import { ROLES, type Role } from "./roles.js";
 
 export type User = components["schemas"]["User"];
@@ -40,7 +40,7 @@ export class Users {
     private readonly pageTokens: PageTokens,
   ) {}
 
-  async create(input: NewUser): Promise<User> {
+  async create(input: NewUser, beforeCommit?: BeforeCommit<User>): Promise<User> {
     const roles = parseRoles(input.roles);
     const now = new Date(this.clock.now()).toISOString();
     const row: UsersTable = {
@@ -52,9 +52,13 @@ export class Users {
       created_at: now,
       updated_at: now,
     };
-    const inserted = await this.storage.db.insertInto("users").values(row).onConflict((oc) => oc.column("email_key").doNothing()).executeTakeFirst();
-    if (Number(inserted.numInsertedOrUpdatedRows ?? 0) === 0) throw conflict("EMAIL_TAKEN", "a user with this email already exists");
-    return toUser(row);
+    return writeTransaction(this.storage, { exclusive: [] }, async (db) => {
+      const inserted = await db.insertInto("users").values(row).onConflict((oc) => oc.column("email_key").doNothing()).executeTakeFirst();
+      if (Number(inserted.numInsertedOrUpdatedRows ?? 0) === 0) throw conflict("EMAIL_TAKEN", "a user with this email already exists");
+      const user = toUser(row);
+      await beforeCommit?.(db, user);
+      return user;
+    });
   }
 
   async get(id: string): Promise<User> {

@@ -6,7 +6,7 @@ import { dirname } from "node:path";
 import SQLite from "better-sqlite3";
 import { Kysely, Migrator, PostgresDialect, SqliteDialect, sql } from "kysely";
 import pg from "pg";
-import type { Config } from "../config.js";
+import { DATABASE_DEFAULTS, type DatabaseConfig } from "../config.js";
 import { migrationsFor } from "./migrations.js";
 import type { Database } from "./schema.js";
 
@@ -37,22 +37,27 @@ function cachePreparedStatements(database: SQLite.Database): void {
   }) as typeof database.prepare;
 }
 
-function openSqlite(path: string): Kysely<Database> {
+function openSqlite(path: string, busyTimeoutMs: number): Kysely<Database> {
   if (path !== ":memory:") mkdirSync(dirname(path), { recursive: true });
   const database = new SQLite(path);
-  // WAL lets readers proceed during a write; busy_timeout waits out another process's write lock.
+  // WAL lets readers proceed during a write; busy_timeout waits out another process's write lock
+  // (past it, SQLITE_BUSY: the request is answered 503 UNAVAILABLE).
   database.pragma("journal_mode = WAL");
   database.pragma("synchronous = NORMAL");
-  database.pragma("busy_timeout = 5000");
+  database.pragma(`busy_timeout = ${busyTimeoutMs}`);
   database.pragma("foreign_keys = ON");
   cachePreparedStatements(database);
   return new Kysely<Database>({ dialect: new SqliteDialect({ database }) });
 }
 
-function openPostgres(url: string): Kysely<Database> {
-  const pool = new pg.Pool({ connectionString: url, max: 10, idleTimeoutMillis: 30_000, connectionTimeoutMillis: 5_000 });
-  // An idle client that loses its connection must not take the process down.
+function openPostgres(url: string, poolSize: number, poolTimeoutMs: number): Kysely<Database> {
+  // A query that waits longer than poolTimeoutMs for a connection fails (answered 503 UNAVAILABLE).
+  const pool = new pg.Pool({ connectionString: url, max: poolSize, idleTimeoutMillis: 30_000, connectionTimeoutMillis: poolTimeoutMs });
+  // A client that loses its connection must not take the process down: an idle one's error comes
+  // through the pool; a checked-out one's fails its queries (answered 503 UNAVAILABLE) and is also
+  // emitted on the client itself, where nothing else listens while it is checked out.
   pool.on("error", () => undefined);
+  pool.on("connect", (client) => client.on("error", () => undefined));
   return new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
 }
 
@@ -87,9 +92,12 @@ async function migrateExclusively(db: Kysely<Database>, dialect: Storage["dialec
 
 const SQLITE_MIGRATION_ATTEMPTS = 5;
 
-export async function openStorage(config: Config["database"]): Promise<Storage> {
+export async function openStorage(config: DatabaseConfig): Promise<Storage> {
   const dialect = config.kind;
-  const db = dialect === "sqlite" ? openSqlite(config.path) : openPostgres(config.url);
+  const db =
+    config.kind === "sqlite"
+      ? openSqlite(config.path, config.busyTimeoutMs ?? DATABASE_DEFAULTS.sqliteBusyTimeoutMs)
+      : openPostgres(config.url, config.poolSize ?? DATABASE_DEFAULTS.poolSize, config.poolTimeoutMs ?? DATABASE_DEFAULTS.poolTimeoutMs);
   const { error, results } = await migrateExclusively(db, dialect);
   const failed = results?.find((r) => r.status === "Error");
   if (error || failed) {

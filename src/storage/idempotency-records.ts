@@ -5,7 +5,7 @@
 import { randomUUID } from "node:crypto";
 import type { Clock } from "../core/clock.js";
 import type { Storage } from "./connect.js";
-import { writeStatement } from "./transactions.js";
+import { writeStatement, type Db } from "./transactions.js";
 
 /** How long an answer is replayed: 24 hours from the first request. */
 export const IDEMPOTENCY_RETENTION_MS = 24 * 3600 * 1000;
@@ -70,9 +70,25 @@ export class IdempotencyRecords {
     await writeStatement(this.storage, (db) => db.updateTable("idempotency_records").set({ answer, locked_until: null }).where("id", "=", id).where("owner", "=", owner).execute());
   }
 
-  /** Frees the key for another attempt (the request failed before any answer worth keeping). */
+  /**
+   * `complete` inside the transaction `db` of the request's effect, so that the effect and its kept
+   * answer commit together or not at all. False when `owner` no longer holds the record (its lease
+   * lapsed and another attempt took it over): the caller must then roll its effect back.
+   */
+  async completeIn(db: Db, id: string, owner: string, answer: string): Promise<boolean> {
+    const result = await db.updateTable("idempotency_records").set({ answer, locked_until: null }).where("id", "=", id).where("owner", "=", owner).executeTakeFirst();
+    return Number(result.numUpdatedRows) === 1;
+  }
+
+  /**
+   * Frees the key for another attempt (the request failed before any answer worth keeping). A record
+   * holding an answer stays: its effect committed with it, though the failure came after (a COMMIT
+   * whose reply was lost with the connection), and a retry must replay it, not run again.
+   */
   async release(id: string, owner: string): Promise<void> {
-    await writeStatement(this.storage, (db) => db.deleteFrom("idempotency_records").where("id", "=", id).where("owner", "=", owner).execute());
+    await writeStatement(this.storage, (db) =>
+      db.deleteFrom("idempotency_records").where("id", "=", id).where("owner", "=", owner).where("answer", "is", null).execute(),
+    );
   }
 
   /** Removes records past retention; safe to run on every instance at once. */

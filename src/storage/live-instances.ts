@@ -6,6 +6,7 @@
 // their next refresh, up to HEARTBEAT_MS later; an instance that stops deletes its row, one that
 // dies stops being counted LIVE_MS after its last refresh.
 import type { Clock } from "../core/clock.js";
+import { BackgroundTask } from "../core/background-task.js";
 import { newId } from "../core/ids.js";
 import type { Logger } from "../core/logger.js";
 import type { Storage } from "./connect.js";
@@ -20,9 +21,9 @@ const FORGET_MS = 60 * 60_000;
 export class LiveInstances {
   private readonly id = newId();
   private live = 1;
-  private timer: NodeJS.Timeout | undefined;
-  /** The refresh under way, if any: `stop` waits for it before the database closes. */
-  private refreshing: Promise<void> | undefined;
+  private readonly refreshes = new BackgroundTask(HEARTBEAT_MS, () =>
+    this.refresh().catch((err: unknown) => this.logger.error({ msg: "instance heartbeat failed; keeping the last count", err, instances: this.live })),
+  );
 
   constructor(
     private readonly storage: Storage,
@@ -38,16 +39,11 @@ export class LiveInstances {
   /** Registers this instance and refreshes in the background until `stop`. */
   async start(): Promise<void> {
     await this.refresh();
-    this.timer = setInterval(() => {
-      this.refreshing ??= this.refresh()
-        .catch((err: unknown) => this.logger.error({ msg: "instance heartbeat failed; keeping the last count", err, instances: this.live }))
-        .finally(() => (this.refreshing = undefined));
-    }, HEARTBEAT_MS).unref();
+    this.refreshes.start();
   }
 
   async stop(): Promise<void> {
-    clearInterval(this.timer);
-    await this.refreshing;
+    await this.refreshes.stop();
     await writeStatement(this.storage, (db) => db.deleteFrom("instance_heartbeats").where("id", "=", this.id).execute()).catch(() => undefined);
   }
 

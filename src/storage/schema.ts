@@ -1,5 +1,7 @@
 // Table shapes as Kysely sees them. Timestamps are ISO-8601 UTC strings (`Date#toISOString`), which
 // sort correctly as text on every dialect; JSON columns hold the contract's wire shapes as text.
+import type { ColumnType } from "kysely";
+
 export interface UsersTable {
   id: string;
   display_name: string;
@@ -17,6 +19,8 @@ export interface CredentialsTable {
   client_id: string;
   secret_hash: string;
   display_name: string;
+  /** The apps a ROLE_APP_SERVICE credential is bound to, string[] as JSON; `[]` for every other. */
+  app_ids: string;
   created_at: string;
   revoked_at: string | null;
   last_used_at: string | null;
@@ -37,6 +41,8 @@ export interface SettingsTable {
 export interface FundPolicyTable {
   tenant_id: string;
   currency_code: string;
+  /** IANA time zone name of the spend windows. */
+  time_zone: string;
   default_controls: string | null;
   /** Null until the policy is first changed. */
   updated_at: string | null;
@@ -83,6 +89,62 @@ export interface Database {
   token_failures: TokenFailuresTable;
   idempotency_records: IdempotencyRecordsTable;
   instance_heartbeats: InstanceHeartbeatsTable;
+  spend_authorizations: SpendAuthorizationsTable;
+  spend_ledger: SpendLedgerTable;
+  spend_usage: SpendUsageTable;
+  change_versions: ChangeVersionsTable;
+}
+
+/**
+ * An int64 of nanos: written as a BigInt (SQLite) or its decimal string (PostgreSQL), read back as
+ * the decimal string of `cast(... as text)`, so no value passes through a lossy JS number.
+ */
+export type Nanos = ColumnType<string, bigint | string, bigint | string>;
+
+/** A spend authorization (src/funds/spend-authorizations.ts): the request, its decision, and where it stands. */
+export interface SpendAuthorizationsTable {
+  /** Time-ordered (src/core/ids.ts) at the instant of created_at: List orders by it alone. */
+  id: string;
+  user_id: string;
+  app_id: string;
+  /** The fund currency when it was decided. */
+  currency_code: string;
+  amount_nanos: Nanos;
+  captured_nanos: Nanos;
+  reversed_nanos: Nanos;
+  /** PENDING, CAPTURED, RELEASED or DECLINED; a PENDING row past expires_at is answered EXPIRED. */
+  state: string;
+  /** Null when nothing was held (declined, captured at once). */
+  expires_at: string | null;
+  window_start: string;
+  window_end: string;
+  /** The decision as answered (SpendDecision), JSON. */
+  decision: string;
+  /** SpendMetadata, JSON. */
+  metadata: string;
+  created_at: string;
+  updated_at: string;
+}
+
+/** Append-only: one entry per effect on an authorization (HOLD, CAPTURE, RELEASE, REVERSAL). */
+export interface SpendLedgerTable {
+  id: string;
+  authorization_id: string;
+  user_id: string;
+  app_id: string;
+  window_start: string;
+  kind: string;
+  amount_nanos: Nanos;
+  at: string;
+}
+
+/** One per subject, app and window: locked by every decision and change in the window; `spent_nanos` = captured - reversed. */
+export interface SpendUsageTable {
+  user_id: string;
+  app_id: string;
+  window_start: string;
+  window_end: string;
+  spent_nanos: Nanos;
 }
 
 /** A running instance: each refreshes its row; rows not refreshed lately are of instances gone. */
@@ -91,6 +153,14 @@ export interface InstanceHeartbeatsTable {
   id: string;
   started_at: string;
   last_seen: string;
+}
+
+/** A counter per kind of cached state, bumped by every change to it (src/storage/change-versions.ts). */
+export interface ChangeVersionsTable {
+  /** The kind of state, e.g. `principals`. */
+  name: string;
+  /** A number (SQLite) or its decimal string (PostgreSQL bigint): only compared for change. */
+  version: ColumnType<number | string, number, never>;
 }
 
 /** A request made with an Idempotency-Key: claimed while it runs, then its answer, for replays. */

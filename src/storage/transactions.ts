@@ -18,6 +18,12 @@ import { SqliteGroupCommit } from "./sqlite-group-commit.js";
 /** What a transaction body queries through: the transaction's connection. */
 export type Db = Kysely<Database>;
 
+/**
+ * Called by a service with its result inside the transaction of its effect, before it commits: the
+ * caller's own record of the result (an idempotent request's kept answer) commits with the effect.
+ */
+export type BeforeCommit<T> = (db: Db, result: T) => Promise<void>;
+
 export interface Locks {
   /** Keys written by the transaction, e.g. `subject_app_limits:<user>:<app>`. */
   exclusive: readonly string[];

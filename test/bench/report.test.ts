@@ -125,6 +125,24 @@ describe("targets", () => {
     ]);
   });
 
+  it("hold Authorize to its share of the POST baseline (50% on SQLite with p99 < 20 ms, 25% on PostgreSQL) and to no overspend", () => {
+    const spends = { approved: 10, declined: 5, captured: 3, windows: 2, overspent: 0, wronglyDeclined: 0, samples: [] };
+    const sqlite = (rps: number, p99: number, overspent = 0) => checkTargets({ ...section([measured("spend-authorize-approved", rps, p99)]), spends: { ...spends, overspent } }, 10_000, 4000);
+    expect(sqlite(2000, 19.9).map((c) => [c.target, c.measured, c.met])).toEqual([
+      ["Authorize (approved) ≥ 50% of the POST baseline's req/s", "50.0%", true],
+      ["Authorize (approved) p99 < 20 ms at that load", "19.9 ms", true],
+      ["Authorize (approved): no error", "0", true],
+      ["Authorize: 0 overspend (every approved decision and every window within its limit)", "0", true],
+      ["Authorize: no decline while the limit had room", "0", true],
+    ]);
+    expect(sqlite(1999, 20, 1).map((c) => c.met)).toEqual([false, false, true, false, true]);
+    const postgres = checkTargets({ dialect: "postgres", database: "PostgreSQL", scenarios: [measured("spend-authorize-declined", 1000, 80)] }, 10_000, 4000);
+    expect(postgres.map((c) => [c.target, c.measured, c.met])).toEqual([
+      ["Authorize (declined) ≥ 25% of the POST baseline's req/s", "25.0%", true],
+      ["Authorize (declined): no error", "0", true],
+    ]);
+  });
+
   it("are only checked for the scenarios that ran", () => {
     expect(checkTargets(section([measured("get-effective", 100)]), 1000)).toEqual([]);
   });
@@ -188,6 +206,21 @@ describe("the report", () => {
     expect(md).toContain("Server CPU per answer, HMAC intake: 180 µs, 3.01× the baseline's 60 µs");
     expect(md).toMatch(/\| baseline\s+\|\s+10,000 \|.*\|\s+60 \|\s+0\.90 \|\s+60 \|/);
     expect(renderMarkdown({ ...report, sections: [{ ...report.sections[0]!, scenarios: [measured("get-effective", 100)] }] })).not.toContain("Server CPU per answer");
+  });
+
+  it("puts the spend scenarios in a table of their own, with their ratio to the POST baseline, and the overspend check", () => {
+    const md = renderMarkdown({
+      ...report,
+      postBaseline: measured("baseline-post", 8000),
+      sections: [{ ...report.sections[0]!, scenarios: [measured("hmac", 2500), measured("spend-authorize-approved", 2000)], spends: { approved: 1200, declined: 300, captured: 700, windows: 200, overspent: 0, wronglyDeclined: 0, samples: [] } }],
+    });
+    expect(md).toContain("Spends (issue 15), each against the POST baseline (8,000 req/s):");
+    expect(md).toMatch(/\| Scenario\s+\|\s+req\/s \| × POST baseline \|/);
+    expect(md).toMatch(/\| spend-authorize-approved\s+\|\s+2,000 \|\s+0\.25× \|/);
+    expect(md).toMatch(/\| hmac\s+\|\s+2,500 \|\s+0\.25× \|/);
+    expect(md).toMatch(/\| baseline-post\s+\|\s+8,000 \|\s+0\.80× \|/);
+    expect(md).toContain("1,200 approved and 300 declined decisions, 700 captured; 200 windows' final usage held against their limits; overspend: 0; declined with room left: 0.");
+    expect(md).toMatch(/\| Authorize \(approved\) ≥ 25% of the POST baseline's req\/s\s+\|\s+25\.0% \|\s+yes \|/);
   });
 
   it("keeps the hand-written notes of the previous file", () => {

@@ -4,6 +4,7 @@
 // each is settled (200, or 409 when the first try had been recorded). Then every recorded event
 // id must be in the delivery log, have exactly one execution that reached a final state, and be
 // answered 409 when sent again. On SQLite (one instance) and PostgreSQL (two, one or both killed).
+// Spend traffic runs alongside, through the same kills (spend-traffic.ts says what it checks).
 import { randomUUID } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -17,25 +18,16 @@ import { sendWebhookEvent } from "../../src/client/webhook-sender.js";
 import { POSTGRES_ADMIN_URL } from "../support/database.js";
 import { freePort, serve, type Served } from "../support/process.js";
 import { reliabilitySuite, type Counter } from "../support/reliability.js";
+import { SpendTraffic } from "./spend-traffic.js";
+import { seeded } from "../support/seeded.js";
 
 const root = fileURLToPath(new URL("../..", import.meta.url));
 const SEED = Number(process.env.CHAOS_SEED ?? 20_261_120);
 const ADMIN = { clientId: "chaos-admin", clientSecret: "chaos-admin-secret-0123456789" };
 const SENDERS = 6;
+const SPENDERS = 3;
 const KILLS = 3;
 const FINAL = new Set(["AUTOMATION_EXECUTION_STATE_DONE", "AUTOMATION_EXECUTION_STATE_ERROR"]);
-
-/** A small seeded generator (mulberry32): the kill moments and victims of a run are reproducible. */
-function random(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
-  };
-}
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -107,8 +99,8 @@ async function everything<T>(pages: (token: string) => Promise<{ list: T[]; next
   return out;
 }
 
-async function chaos(dialect: "sqlite" | "postgres", instances: number, counts: Counter) {
-  const rng = random(SEED + instances);
+async function chaos(dialect: "sqlite" | "postgres", instances: number, counts: Counter, spendCounts: Counter) {
+  const rng = seeded(SEED + instances);
   const dir = mkdtempSync(join(tmpdir(), "tenant-chaos-"));
   const database = dialect === "sqlite" ? { url: `sqlite:${join(dir, "chaos.sqlite")}`, drop: async () => undefined } : await createScratchDatabase(POSTGRES_ADMIN_URL, "tenant_chaos");
   // Rate limits off: the load is one listener's, from one address, as fast as the senders go.
@@ -153,6 +145,9 @@ async function chaos(dialect: "sqlite" | "postgres", instances: number, counts: 
       }
     });
 
+    // Spends through the same kills, from their own seeded generator (the kill moments stay reproducible).
+    const spends = await SpendTraffic.start({ url: (i) => cluster.url(i), instances, admin: ADMIN, spenders: SPENDERS, random: seeded(SEED + 100 + instances) });
+
     const kills: string[] = [];
     for (let k = 0; k < KILLS; k++) {
       await sleep(500 + Math.floor(rng() * 3000));
@@ -164,6 +159,8 @@ async function chaos(dialect: "sqlite" | "postgres", instances: number, counts: 
     }
     await sleep(1000);
     loading = false;
+    // The spenders settle what they sent (resending until answered) while the webhook checks run.
+    const spendsSettled = spends.stop();
     await Promise.all(senders);
     console.log(`chaos ${dialect} x${instances} (CHAOS_SEED=${SEED}): ${kills.join("; ")}; ${ledger.acknowledged.size} acknowledged, ${ledger.unknown.size} unknown`);
     expect(ledger.refused, "no delivery of a new event id is refused").toEqual([]);
@@ -210,6 +207,10 @@ async function chaos(dialect: "sqlite" | "postgres", instances: number, counts: 
     // Nothing beyond them: no execution or log entry for an event the client does not know as recorded.
     expect(executions.length).toBe(recorded.size);
     expect(events.size).toBe(recorded.size);
+
+    await spendsSettled;
+    console.log(`chaos ${dialect} x${instances} spends: ${spends.summary}`);
+    await spends.verify(dialect, database.url, spendCounts);
   } finally {
     await cluster.stop();
     if (dialect === "sqlite") {
@@ -222,9 +223,11 @@ async function chaos(dialect: "sqlite" | "postgres", instances: number, counts: 
   }
 }
 
-describe("webhook load through SIGKILL and restart", () => {
+describe("webhook and spend load through SIGKILL and restart", () => {
   const sqlite = reliabilitySuite("chaos", "sqlite");
   const postgres = reliabilitySuite("chaos", "postgres, 2 instances");
-  it("on SQLite, one instance killed three times: every acknowledged event recorded and run exactly once", () => chaos("sqlite", 1, sqlite));
-  it("on PostgreSQL, two instances, one or both killed three times: every acknowledged event recorded and run exactly once", () => chaos("postgres", 2, postgres));
+  const spendSqlite = reliabilitySuite("chaos-spends", "sqlite");
+  const spendPostgres = reliabilitySuite("chaos-spends", "postgres, 2 instances");
+  it("on SQLite, one instance killed three times: every acknowledged event recorded and run exactly once; every answered spend exists, none over the limit, the ledger sums to the usage answered", () => chaos("sqlite", 1, sqlite, spendSqlite));
+  it("on PostgreSQL, two instances, one or both killed three times: every acknowledged event recorded and run exactly once; every answered spend exists, none over the limit, the ledger sums to the usage answered", () => chaos("postgres", 2, postgres, spendPostgres));
 });

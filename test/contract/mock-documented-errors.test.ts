@@ -1,7 +1,8 @@
 // A partner exercises every documented error of every operation on the mock: a well-formed request
 // with `Prefer: code=<status>, example=<name>` is answered with exactly that example (the request id
-// aside). The examples are the server's own answers (npm test holds each against the answers its
-// servers gave), so what the mock teaches is what the server says.
+// aside), with the `Retry-After` the response declares. The examples are the server's own answers
+// (npm test holds each against the answers its servers gave), so what the mock teaches is what the
+// server says.
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { contract, deref, operations } from "../support/contract.js";
@@ -37,6 +38,10 @@ function wellFormed(operationId: string): { url: string; init: RequestInit } {
     body = new URLSearchParams(content["application/x-www-form-urlencoded"].example as Record<string, string>).toString();
     headers["Content-Type"] = "application/x-www-form-urlencoded";
   }
+  // An Idempotency-Key where the operation requires one (its documented example).
+  for (const p of [...((contract.paths[path].parameters ?? []) as Node[]), ...((op.parameters ?? []) as Node[])].map((p) => deref(p))) {
+    if (p.in === "header" && p.required === true) headers[p.name as string] = String(p.example);
+  }
   if (op["x-raw-request"] === true) {
     Object.assign(headers, { "Webhook-Timestamp": String(Math.floor(Date.now() / 1000)), "Webhook-Event-Id": randomUUID(), "Webhook-Signature": "c2lnbmF0dXJl" });
   }
@@ -59,6 +64,8 @@ describe("every documented error example, forced on the mock with Prefer", () =>
       const documented = d.name === "example" ? (media.example as Node) : (deref(media.examples[d.name]).value as Node);
       expect(answer.status).toBe(d.status);
       expect(withoutRequestId((await answer.json()) as Node)).toEqual(withoutRequestId(documented));
+      // A header the server sends with the error (Retry-After of a 429, a 409 IDEMPOTENCY_KEY_IN_USE, a 503) comes with it.
+      if (deref(op.op.responses[String(d.status)]).headers?.["Retry-After"]) expect(answer.headers.get("retry-after")).toMatch(/^[1-9][0-9]*$/);
     });
   }
 });

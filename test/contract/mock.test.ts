@@ -121,6 +121,23 @@ describe("the mock answers every operation with data valid against the contract"
     ok("svc.api.funds.v1.MyFundLimitsService.ClearLimit", await api.DELETE("/api/v1/funds/my/app-limits/{app_id}/limit", app));
   });
 
+  it("spends", async () => {
+    const money = { currencyCode: "USD", units: "15", nanos: 0 };
+    const authorized = ok(
+      "svc.api.funds.v1.SpendService.Authorize",
+      await api.POST("/api/v1/funds/spend-authorizations", {
+        params: { header: { "Idempotency-Key": "5f1d7c2e-8a4b-4c3d-9e2f-0a1b2c3d4e5f" } },
+        body: { userId: "2Qk3mN8rT1vX9yZ0", appId: "app-salesforce", amount: money },
+      }),
+    );
+    const id = { params: { path: { authorization_id: authorized.authorization.id } } };
+    ok("svc.api.funds.v1.SpendService.Get", await api.GET("/api/v1/funds/spend-authorizations/{authorization_id}", id));
+    ok("svc.api.funds.v1.SpendService.List", await api.GET("/api/v1/funds/spend-authorizations", { params: { query: { app_id: "app-salesforce" } } }));
+    ok("svc.api.funds.v1.SpendService.Capture", await api.POST("/api/v1/funds/spend-authorizations/{authorization_id}/capture", { ...id, body: { amount: money } }));
+    ok("svc.api.funds.v1.SpendService.Release", await api.POST("/api/v1/funds/spend-authorizations/{authorization_id}/release", { ...id, body: {} }));
+    ok("svc.api.funds.v1.SpendService.Reverse", await api.POST("/api/v1/funds/spend-authorizations/{authorization_id}/reverse", { ...id, body: {} }));
+  });
+
   it("app caps and the fund policy", async () => {
     const app = { params: { path: { app_id: "app-salesforce" } } };
     ok(

@@ -18,6 +18,16 @@ describe("timeOrderedId", () => {
     expect([...ids].sort()).toEqual(ids);
   });
 
+  it("sorts as (ISO instant of its millisecond, id) does, so an id alone orders rows by (created_at, id)", () => {
+    const made = Array.from({ length: 2000 }, (_, i) => {
+      // Random instants up to 3000-01-01, and runs of neighbours across the carries of the last digits.
+      const ms = i % 4 === 0 ? Math.floor(Math.random() * 32_503_680_000_000) : 3844 * (1 + Math.floor(Math.random() * 8e9)) - 2 + (i % 4);
+      return { at: new Date(ms).toISOString(), id: timeOrderedId(ms, 8) };
+    });
+    const byInstantThenId = [...made].sort((a, b) => (a.at === b.at ? (a.id < b.id ? -1 : 1) : a.at < b.at ? -1 : 1)).map((r) => r.id);
+    expect(made.map((r) => r.id).sort()).toEqual(byInstantThenId);
+  });
+
   it("differs between ids of the same millisecond", () => {
     const ms = Date.parse("2026-11-23T04:30:00Z");
     const ids = new Set(Array.from({ length: 1000 }, () => timeOrderedId(ms, 8)));

@@ -100,7 +100,7 @@ describe("automations in the console", () => {
     await screenshot(page, "automation-steps-desktop");
 
     // A signed event, sent by the sender script with what was copied.
-    const sent = await runSendWebhook(["--url", url, "--secret", secret, "--body", JSON.stringify({ event: "card.lost", userId: subject.userId, appId: "app-salesforce" })]);
+    const sent = await runSendWebhook(["--url", url, `--secret=${secret}`, "--body", JSON.stringify({ event: "card.lost", userId: subject.userId, appId: "app-salesforce" })]);
     expect(sent.out).toContain("=> 200");
     expect(sent.code).toBe(0);
     const delivery = page.getByTestId("delivery").first();

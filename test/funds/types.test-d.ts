@@ -2,7 +2,9 @@
 // value the domain produces is a valid response and drift in the contract fails the typecheck.
 import { describe, expectTypeOf, it } from "vitest";
 import type { components } from "../../generated/api.js";
-import type { EffectiveLimit, Money, SpendControls, SpendExtension, SpendLimit, SpendSuspension } from "../../src/funds/types.js";
+import type { EffectiveLimitView } from "../../src/funds/effective.js";
+import type { SpendUsageView } from "../../src/funds/spend-usage.js";
+import type { Money, SpendControls, SpendExtension, SpendLimit, SpendSuspension } from "../../src/funds/types.js";
 
 type S = components["schemas"];
 
@@ -13,6 +15,7 @@ describe("funds domain types", () => {
     expectTypeOf<SpendExtension>().toExtend<S["SpendExtension"]>();
     expectTypeOf<SpendSuspension>().toExtend<S["SpendSuspension"]>();
     expectTypeOf<SpendControls>().toExtend<S["SpendControls"]>();
-    expectTypeOf<EffectiveLimit>().toExtend<S["EffectiveLimit"]>();
+    expectTypeOf<EffectiveLimitView>().toExtend<S["EffectiveLimit"]>();
+    expectTypeOf<SpendUsageView>().toExtend<S["SpendUsage"]>();
   });
 });

@@ -9,22 +9,27 @@ import { unwrap } from "../../src/client/index.js";
 import { operations, responseErrors } from "../support/contract.js";
 import { testDialect } from "../support/database.js";
 import { reliabilitySuite } from "../support/reliability.js";
-import { startTestServer, type TestServer } from "../support/server.js";
-import { amount, DAY, funds, newAppId, shown, type Funds } from "./funds-helpers.js";
+import { DEFAULT_APP_ID, startTestServer, type TestServer } from "../support/server.js";
+import { amount, DAY, funds, money, newAppId, shown, type Funds } from "./funds-helpers.js";
+import { spends } from "./spends-helpers.js";
 import { automationsApi, createHooked, hmacHeaders, newEventId, sendHmac, unixTime, type Hooked } from "./webhooks-helpers.js";
 
-type Caller = "none" | "forged" | "expired" | "ROLE_SUPER_ADMIN" | "ROLE_FUND_ADMIN" | "ROLE_USER";
+type Caller = "none" | "forged" | "expired" | "ROLE_SUPER_ADMIN" | "ROLE_FUND_ADMIN" | "ROLE_USER" | "ROLE_APP_SERVICE";
 type Expect = 200 | 400 | 401 | 403;
-const CALLERS: readonly Caller[] = ["none", "forged", "expired", "ROLE_SUPER_ADMIN", "ROLE_FUND_ADMIN", "ROLE_USER"];
+const CALLERS: readonly Caller[] = ["none", "forged", "expired", "ROLE_SUPER_ADMIN", "ROLE_FUND_ADMIN", "ROLE_USER", "ROLE_APP_SERVICE"];
+const ROLES = ["ROLE_SUPER_ADMIN", "ROLE_FUND_ADMIN", "ROLE_USER", "ROLE_APP_SERVICE"] as const;
 
-// Rows: none, forged, expired, super admin, fund admin, user.
-const SUPER: Expect[] = [401, 401, 401, 200, 403, 403];
-const FUNDS_ADMIN: Expect[] = [401, 401, 401, 200, 200, 403];
-const ANYONE: Expect[] = [401, 401, 401, 200, 200, 200];
+// Rows: none, forged, expired, super admin, fund admin, user, app service.
+const SUPER: Expect[] = [401, 401, 401, 200, 403, 403, 403];
+const FUNDS_ADMIN: Expect[] = [401, 401, 401, 200, 200, 403, 403];
+// Users with a fund of their own; an app's backend is not one.
+const SUBJECTS: Expect[] = [401, 401, 401, 200, 200, 200, 403];
+const ANYONE: Expect[] = [401, 401, 401, 200, 200, 200, 200];
+const SPENDERS: Expect[] = [401, 401, 401, 200, 200, 403, 200];
 // The token endpoint takes client credentials in the form body only: any Authorization header is 400.
-const TOKEN: Expect[] = [200, 400, 400, 400, 400, 400];
+const TOKEN: Expect[] = [200, 400, 400, 400, 400, 400, 400];
 // The intake authenticates by the listener's HMAC or JWT; an access token is neither needed nor looked at.
-const INTAKE: Expect[] = [200, 200, 200, 200, 200, 200];
+const INTAKE: Expect[] = [200, 200, 200, 200, 200, 200, 200];
 
 const TABLE: Record<string, Expect[]> = {
   "svc.api.iam.v1.TokenService.CreateToken": TOKEN,
@@ -49,11 +54,19 @@ const TABLE: Record<string, Expect[]> = {
   "svc.api.funds.v1.AppCapService.List": FUNDS_ADMIN,
   "svc.api.funds.v1.FundPolicyService.Get": ANYONE,
   "svc.api.funds.v1.FundPolicyService.Update": FUNDS_ADMIN,
-  "svc.api.funds.v1.MyFundLimitsService.SetLimit": ANYONE,
-  "svc.api.funds.v1.MyFundLimitsService.Get": ANYONE,
-  "svc.api.funds.v1.MyFundLimitsService.List": ANYONE,
-  "svc.api.funds.v1.MyFundLimitsService.ClearLimit": ANYONE,
-  "svc.api.funds.v1.MyFundLimitsService.GetEffective": ANYONE,
+  "svc.api.funds.v1.MyFundLimitsService.SetLimit": SUBJECTS,
+  "svc.api.funds.v1.MyFundLimitsService.Get": SUBJECTS,
+  "svc.api.funds.v1.MyFundLimitsService.List": SUBJECTS,
+  "svc.api.funds.v1.MyFundLimitsService.ClearLimit": SUBJECTS,
+  "svc.api.funds.v1.MyFundLimitsService.GetEffective": SUBJECTS,
+  // Administrators and app services (a request for one of its bound apps) act on spends; a user
+  // reads their own (the request names the caller's own authorization).
+  "svc.api.funds.v1.SpendService.Authorize": SPENDERS,
+  "svc.api.funds.v1.SpendService.Capture": SPENDERS,
+  "svc.api.funds.v1.SpendService.Release": SPENDERS,
+  "svc.api.funds.v1.SpendService.Reverse": SPENDERS,
+  "svc.api.funds.v1.SpendService.Get": ANYONE,
+  "svc.api.funds.v1.SpendService.List": ANYONE,
   "svc.api.automations.v1.AutomationService.CreateAutomation": SUPER,
   "svc.api.automations.v1.AutomationService.CheckAutomationSteps": SUPER,
   "svc.api.automations.v1.AutomationService.GetAutomation": SUPER,
@@ -116,7 +129,7 @@ beforeAll(async () => {
   ts.clock.advance(901_000);
   bearer.set("none", undefined);
   bearer.set("expired", expired);
-  for (const role of ["ROLE_SUPER_ADMIN", "ROLE_FUND_ADMIN", "ROLE_USER"] as const) {
+  for (const role of ROLES) {
     const user = await ts.userClient([role], role);
     me.set(role, { userId: user.userId, f: funds(user.client), clientId: user.clientId, clientSecret: user.clientSecret });
     bearer.set(role, await accessToken(user.clientId, user.clientSecret));
@@ -139,10 +152,10 @@ async function row(userId: string, controls: { suspend?: boolean; extension?: bo
   return app;
 }
 
-/** The caller's own row (the My* operations act on it); for callers without a user, the subject's. */
+/** The caller's own row (the My* operations act on it); for callers without a user or a fund of their own, the subject's. */
 async function ownRow(caller: Caller): Promise<string> {
   const mine = me.get(caller);
-  if (!mine) return row(subject);
+  if (!mine || caller === "ROLE_APP_SERVICE") return row(subject);
   const app = newAppId("mine");
   unwrap(await mine.f.mySetLimit(app, { limit: amount("5") }));
   return app;
@@ -151,6 +164,19 @@ async function ownRow(caller: Caller): Promise<string> {
 async function freshCredential(): Promise<{ user_id: string; credential_id: string }> {
   const { credential } = unwrap(await ts.admin.POST("/api/v1/users/{user_id}/credentials", { params: { path: { user_id: subject } }, body: {} }));
   return { user_id: subject, credential_id: credential.id! };
+}
+
+/** The app of a spend `caller` may act on: an app service's bound app, else a fresh one with a limit for `userId`. */
+async function spendApp(caller: Caller, userId: string): Promise<string> {
+  const app = caller === "ROLE_APP_SERVICE" ? DEFAULT_APP_ID : newAppId("spend");
+  unwrap(await admin.setLimit(userId, app, { limit: amount("1000000") }));
+  return app;
+}
+
+/** An authorization of `userId` (pending, or captured) that `caller` may see, made by the admin. */
+async function spendOf(caller: Caller, userId: string, capture = false): Promise<string> {
+  const app = await spendApp(caller, userId);
+  return unwrap(await spends(ts.admin).authorize({ userId, appId: app, amount: money("1"), ...(capture ? { capture: true } : {}) })).authorization.id;
 }
 
 const automationBody = () => ({ automation: { displayName: `authz ${newEventId()}`, isDraft: true, enabled: false, triggers: [{ webhook: { hmac: {} } }], automationSteps: [] } });
@@ -192,6 +218,12 @@ const REQUESTS: Record<string, (caller: Caller) => Promise<Call>> = {
   "svc.api.funds.v1.MyFundLimitsService.List": async () => ({}),
   "svc.api.funds.v1.MyFundLimitsService.ClearLimit": async (caller) => ({ path: { app_id: await ownRow(caller) } }),
   "svc.api.funds.v1.MyFundLimitsService.GetEffective": async (caller) => ({ path: { app_id: await ownRow(caller) } }),
+  "svc.api.funds.v1.SpendService.Authorize": async (caller) => ({ headers: { "Idempotency-Key": newEventId() }, body: { userId: subject, appId: await spendApp(caller, subject), amount: money("1") } }),
+  "svc.api.funds.v1.SpendService.Capture": async (caller) => ({ path: { authorization_id: await spendOf(caller, subject) }, body: {} }),
+  "svc.api.funds.v1.SpendService.Release": async (caller) => ({ path: { authorization_id: await spendOf(caller, subject) }, body: {} }),
+  "svc.api.funds.v1.SpendService.Reverse": async (caller) => ({ path: { authorization_id: await spendOf(caller, subject, true) }, body: {} }),
+  "svc.api.funds.v1.SpendService.Get": async (caller) => ({ path: { authorization_id: await spendOf(caller, caller === "ROLE_USER" ? me.get(caller)!.userId : subject) } }),
+  "svc.api.funds.v1.SpendService.List": async () => ({}),
   "svc.api.automations.v1.AutomationService.CreateAutomation": async () => ({ body: automationBody() }),
   "svc.api.automations.v1.AutomationService.CheckAutomationSteps": async () => ({ body: { automationSteps: [] } }),
   "svc.api.automations.v1.AutomationService.GetAutomation": async () => ({ path: { id: hook.id } }),
@@ -266,6 +298,8 @@ describe("another user's rows", () => {
     unwrap(await alice.f.mySetLimit(app, { limit: amount("42"), period: "PERIOD_KIND_WEEKLY" }));
     unwrap(await admin.suspend(alice.userId, app, { reason: "held" }));
     const before = unwrap(await admin.get(alice.userId, app)).limit;
+    const aliceSpend = await spendOf("ROLE_USER", alice.userId);
+    const bs = spends(bob.client);
     const attempts: [string, () => Promise<{ response: Response }>, number[]][] = [
       ["MyGet", () => bf.myGet(app), [404]],
       ["MyEffective", () => bf.myEffective(app), [200]],
@@ -280,6 +314,9 @@ describe("another user's rows", () => {
       ["Delete", () => bf.delete(alice.userId, app), [403]],
       ["GetEffective", () => bf.effective(alice.userId, app), [403]],
       ["Search", () => bf.search({ userIds: [alice.userId] }), [403]],
+      ["SpendGet", () => bs.get(aliceSpend), [404]],
+      ["SpendList", () => bs.list({ user_id: alice.userId }), [403]],
+      ["SpendRelease", () => bs.release(aliceSpend), [403]],
     ];
     for (const [name, attempt, statuses] of attempts) {
       await counts.check(async () => {
@@ -289,6 +326,7 @@ describe("another user's rows", () => {
     }
     // Bob's SetLimit made Bob's own row; Alice's, and what Bob can list, are as they were.
     expect(unwrap(await admin.get(alice.userId, app)).limit).toEqual(before);
+    expect(unwrap(await spends(ts.admin).get(aliceSpend)).authorization.state).toBe("SPEND_AUTHORIZATION_STATE_PENDING");
     expect(unwrap(await bf.myList()).list.map((l) => l.limit.appId)).toEqual([app]);
     expect(unwrap(await bf.myGet(app)).limit.controls).toEqual(shown({ limit: amount("1") }));
     expect(unwrap(await bf.myEffective(app)).effective).not.toEqual(unwrap(await admin.effective(alice.userId, app)).effective);

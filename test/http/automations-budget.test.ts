@@ -230,6 +230,36 @@ describe("each step's output and each execution's outputs are bounded", () => {
   });
 });
 
+describe("a page of large executions", () => {
+  const PAGE_CHARS = 8 * 1024 * 1024;
+
+  it("stops before 8 MiB as stored (ListAutomationExecutions held 100 executions of 1.1 MB, over 100 MB, in one answer); the pages still list each once", async () => {
+    const exact = stringOf(STEP_BOUND - '{"v":""}'.length);
+    const quarter = (name: string) => evaluateStep(name, { v: exact.expression });
+    const hook = await createHooked(ts, { steps: [quarter("q1"), quarter("q2"), quarter("q3"), quarter("q4")] });
+    const payload = JSON.stringify({ s: S, t: exact.t });
+    const made: string[] = [];
+    for (let i = 0; i < 9; i++) made.push((await run(hook, payload)).id);
+
+    const pages: Execution[][] = [];
+    let token: string | undefined;
+    do {
+      const page = unwrap(await api.executions({ automation_id: hook.id, page_size: 100, ...(token ? { page_token: token } : {}) }));
+      pages.push(page.list.map((i) => i.automationExecution));
+      token = page.nextPageToken || undefined;
+    } while (token);
+    const first = pages[0]!;
+    expect(first.length).toBeGreaterThan(1);
+    expect(first.length).toBeLessThan(9);
+    // What the page holds of each execution, as stored: its trigger, steps and step results.
+    const stored = (e: Execution) => JSON.stringify(e.context).length + JSON.stringify(hook.automation.automationSteps).length + JSON.stringify(e.stepResults).length;
+    expect(first.reduce((n, e) => n + stored(e), 0)).toBeLessThanOrEqual(PAGE_CHARS);
+    const listed = pages.flat().map((e) => e.id);
+    expect(new Set(listed).size).toBe(listed.length);
+    expect([...listed].sort()).toEqual([...made].sort());
+  });
+});
+
 describe("executions stored before the bounds", () => {
   it("are answered without their step results, by List and Get; others as they are", async () => {
     const hook = await createHooked(ts, { steps: [evaluateStep("amplify", { out: FINDING_STEP }), evaluateStep("after", { ok: "true" })] });

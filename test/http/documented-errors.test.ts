@@ -13,6 +13,7 @@ import { BOOTSTRAP, startTestServer, type TestServer } from "../support/server.j
 
 let ts: TestServer;
 let userToken: string;
+let appServiceToken: string;
 let expiredToken: string;
 /** A server with low rate limits behind a trusted proxy (the test), so each request can be a client of its own. */
 let limited: TestServer;
@@ -34,6 +35,7 @@ beforeAll(async () => {
   expiredToken = await token(user);
   ts.clock.advance(16 * 60_000);
   userToken = await token(user);
+  appServiceToken = await token(await ts.userClient(["ROLE_APP_SERVICE"]));
   const quota = `${QUOTA}/1`;
   limited = await startTestServer({ TRUST_PROXY: "127.0.0.1/32", RATE_LIMIT_SOURCE: quota, RATE_LIMIT_CREDENTIAL: quota, RATE_LIMIT_LISTENER: quota });
   const limitedUser = await limited.userClient(["ROLE_USER"]);
@@ -81,7 +83,12 @@ describe("the errors every operation documents", () => {
     const takesJson = Boolean(op.requestBody?.content?.["application/json"]) && op["x-raw-request"] !== true;
     const name = operationId.replace(/^svc\.api\./, "");
     const query = queryOf(path, op);
-    const admin = async (): Promise<Record<string, string>> => (secured ? { Authorization: `Bearer ${await token(BOOTSTRAP)}` } : {});
+    // An operation that requires an Idempotency-Key gets one, so that each request breaks the one rule it is about.
+    const requiresKey = [...((contract.paths[path].parameters ?? []) as object[]), ...((op.parameters ?? []) as object[])]
+      .map((p) => deref(p))
+      .some((p) => p.in === "header" && p.name === "Idempotency-Key" && p.required === true);
+    const keyHeader = (): Record<string, string> => (requiresKey ? { "Idempotency-Key": `documented-errors-${Math.random()}` } : {});
+    const admin = async (): Promise<Record<string, string>> => (secured ? { Authorization: `Bearer ${await token(BOOTSTRAP)}`, ...keyHeader() } : keyHeader());
 
     if (secured) {
       it(`${name}: 401 without a token and with an expired one`, async () => {
@@ -90,9 +97,12 @@ describe("the errors every operation documents", () => {
         }
       });
     }
-    if (secured && !ALLOWED_ROLES[operationId as keyof typeof ALLOWED_ROLES].includes("ROLE_USER")) {
+    // A role that may not call it: a ROLE_USER, else an app's backend (which may call fewer operations than a user).
+    const allowed = secured ? ALLOWED_ROLES[operationId as keyof typeof ALLOWED_ROLES] : [];
+    const refusedToken = !allowed.includes("ROLE_USER") ? () => userToken : !allowed.includes("ROLE_APP_SERVICE") ? () => appServiceToken : undefined;
+    if (secured && refusedToken) {
       it(`${name}: 403 for a role that may not call it`, async () => {
-        expect(documented(operationId, 403)).toContainEqual(await send(method, path, { Authorization: `Bearer ${userToken}` }));
+        expect(documented(operationId, 403)).toContainEqual(await send(method, path, { Authorization: `Bearer ${refusedToken()}` }));
       });
     }
     it(`${name}: 429 for a source address over its rate limit${secured ? ", and for a credential over its own" : ""}${op["x-raw-request"] === true ? ", and for a listener over its own" : ""}`, async () => {

@@ -7,7 +7,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { unwrap } from "../../src/client/index.js";
 import { contract, deref, operations } from "../support/contract.js";
 import { BOOTSTRAP, startTestServer, type TestServer } from "../support/server.js";
-import { amount, DAY, funds, newAppId, type Funds } from "./funds-helpers.js";
+import { amount, DAY, funds, money, newAppId, type Funds } from "./funds-helpers.js";
+import { spends } from "./spends-helpers.js";
 import { automationsApi, createHooked, evaluateStep, sendHmac, settled, type AutomationsApi, type Hooked, type Step } from "./webhooks-helpers.js";
 
 type Node = Record<string, any>;
@@ -103,6 +104,16 @@ async function fullRow(): Promise<string> {
   return app;
 }
 
+/** An authorization of USD 15 on a fresh app whose row allows USD 100 a month, with an order id. */
+async function spendBody() {
+  const app = newAppId("spend");
+  unwrap(await admin.setLimit(subjectId, app, { limit: amount("100"), period: "PERIOD_KIND_MONTHLY" }));
+  return { userId: subjectId, appId: app, amount: money("15"), holdSeconds: 600, metadata: { orderId: "ord_8812" } };
+}
+
+/** The id of a pending authorization. */
+const pending = async () => unwrap(await spends(ts.admin).authorize(await spendBody())).authorization.id;
+
 /** A row of the caller's own with a limit and its period. */
 async function myRow(): Promise<string> {
   const app = newAppId("mine");
@@ -188,6 +199,21 @@ const CASES: Record<string, () => Promise<unknown>> = {
     const app = newAppId("cap");
     unwrap(await admin.capSet(app, { controls: { limit: amount("1000") } }));
     return unwrap(await admin.capDelete(app));
+  },
+  "svc.api.funds.v1.SpendService.Authorize": async () => unwrap(await spends(ts.admin).authorize(await spendBody())),
+  "svc.api.funds.v1.SpendService.Get": async () => unwrap(await spends(ts.admin).get(await pending())),
+  "svc.api.funds.v1.SpendService.Capture": async () => unwrap(await spends(ts.admin).capture(await pending(), { amount: money("12", 500_000_000) })),
+  "svc.api.funds.v1.SpendService.Release": async () => unwrap(await spends(ts.admin).release(await pending())),
+  "svc.api.funds.v1.SpendService.Reverse": async () => {
+    const { holdSeconds: _, ...direct } = await spendBody();
+    const captured = unwrap(await spends(ts.admin).authorize({ ...direct, capture: true })).authorization.id;
+    return unwrap(await spends(ts.admin).reverse(captured, { amount: money("5") }));
+  },
+  "svc.api.funds.v1.SpendService.List": async () => {
+    const body = await spendBody();
+    unwrap(await spends(ts.admin).authorize(body));
+    unwrap(await spends(ts.admin).authorize({ ...body, amount: money("500") }));
+    return unwrap(await spends(ts.admin).list({ user_id: subjectId, app_id: body.appId }));
   },
   "svc.api.funds.v1.FundPolicyService.Get": async () => unwrap(await admin.policyGet()),
   "svc.api.funds.v1.FundPolicyService.Update": async () =>

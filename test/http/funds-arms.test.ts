@@ -184,10 +184,21 @@ describe("the tenant default accepts all three arms, with the rules of app caps"
   for (const [name, limit] of [["amount", amount("100")], ["blocked", BLOCKED], ["unlimited", UNLIMITED]] as const) {
     it(name, async () => {
       const policy = unwrap(await update({ limit, period: "PERIOD_KIND_YEARLY" })).fundPolicy;
-      expect(policy).toEqual({ currencyCode: "USD", defaultControls: shown({ limit, period: "PERIOD_KIND_YEARLY" }), updatedAt: iso(ts.clock.now()) });
+      expect(policy).toEqual({ currencyCode: "USD", timeZone: "UTC", defaultControls: shown({ limit, period: "PERIOD_KIND_YEARLY" }), updatedAt: iso(ts.clock.now()) });
       expect(unwrap(await admin.policyGet()).fundPolicy).toEqual(policy);
     });
   }
+
+  it("an extension without its limit or its expiry is 400, and the default is unchanged", async () => {
+    const before = unwrap(await admin.policyGet()).fundPolicy;
+    const noLimit = await update({ extension: { expiresAt: inFuture(HOUR) } });
+    expectError(noLimit, 400, "EXTENSION_LIMIT_MISSING");
+    expect((noLimit.error as { message: string }).message).toBe("body.fundPolicy.defaultControls.extension.limit: is required");
+    const noExpiry = await update({ extension: { limit: amount("1") } });
+    expectError(noExpiry, 400, "EXTENSION_EXPIRY_MISSING");
+    expect((noExpiry.error as { message: string }).message).toBe("body.fundPolicy.defaultControls.extension.expiresAt: is required");
+    expect(unwrap(await admin.policyGet()).fundPolicy).toEqual(before);
+  });
 
   it("suspendedAt is the server's; an unchanged lapsed extension round-trips; a new one must be in the future", async () => {
     const expiresAt = inFuture(HOUR);

@@ -32,7 +32,7 @@ export const shown = (c: ControlsShorthand) => ({
   suspension: c.suspension ? { reason: c.suspension.reason ?? "", suspendedAt: c.suspension.suspendedAt ?? null } : null,
 });
 
-interface Answer {
+export interface Answer {
   data?: unknown;
   error?: unknown;
   response: Response;

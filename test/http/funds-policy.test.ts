@@ -1,5 +1,6 @@
-// The fund policy: created at start with FUND_CURRENCY, the one currency of every amount; Update by
-// updateMask; a currency change while amounts are stored in another currency is 409 CURRENCY_IN_USE.
+// The fund policy: created at start with FUND_CURRENCY, the one currency of every amount, and the
+// time zone UTC; Update by updateMask; a currency change while amounts are stored in another
+// currency is 409 CURRENCY_IN_USE; a time zone the IANA database does not know is 400.
 // This file owns its server (FUND_CURRENCY=EUR): the policy is tenant-wide.
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -32,7 +33,7 @@ const usd = (units: string) => amount(units, 0, "USD");
 
 describe("FundPolicy", () => {
   it("is created at start with FUND_CURRENCY, no default controls, never updated", async () => {
-    expect(await policy()).toEqual({ currencyCode: "EUR", defaultControls: null, updatedAt: null });
+    expect(await policy()).toEqual({ currencyCode: "EUR", timeZone: "UTC", defaultControls: null, updatedAt: null });
   });
 
   it("every amount must be in the policy's currency (CURRENCY_MISMATCH otherwise), and nothing is stored", async () => {
@@ -56,6 +57,7 @@ describe("FundPolicy", () => {
     ts.clock.advance(HOUR);
     expect(unwrap(await update({ currencyCode: "USD", defaultControls: null }, "currencyCode")).fundPolicy).toEqual({
       currencyCode: "USD",
+      timeZone: "UTC",
       defaultControls: null,
       updatedAt: iso(ts.clock.now()),
     });
@@ -114,7 +116,7 @@ describe("FundPolicy", () => {
     const start = await policy();
     ts.clock.advance(HOUR);
     const onlyDefaults = unwrap(await update({ currencyCode: "JPY", defaultControls: { limit: usd("1") } }, "defaultControls")).fundPolicy;
-    expect(onlyDefaults).toEqual({ currencyCode: start.currencyCode, defaultControls: shown({ limit: usd("1") }), updatedAt: iso(ts.clock.now()) });
+    expect(onlyDefaults).toEqual({ currencyCode: start.currencyCode, timeZone: start.timeZone, defaultControls: shown({ limit: usd("1") }), updatedAt: iso(ts.clock.now()) });
     const onlyCurrency = unwrap(await update({ currencyCode: "USD", defaultControls: null }, "currencyCode")).fundPolicy;
     expect(onlyCurrency.defaultControls).toEqual(shown({ limit: usd("1") }));
     const all = unwrap(await update({ currencyCode: "USD", defaultControls: { limit: usd("2") } }, "")).fundPolicy;
@@ -143,6 +145,68 @@ describe("FundPolicy", () => {
   });
 });
 
+describe("FundPolicy.timeZone", () => {
+  it("is set by an update naming it, answered by Get and Update, and fixes updatedAt only when it changes", async () => {
+    const before = await policy();
+    ts.clock.advance(HOUR);
+    const paris = unwrap(await update({ currencyCode: "XXX", defaultControls: { limit: usd("9") }, timeZone: "Europe/Paris" }, "timeZone")).fundPolicy;
+    expect(paris).toEqual({ ...before, timeZone: "Europe/Paris", updatedAt: iso(ts.clock.now()) });
+    expect(await policy()).toEqual(paris);
+    // The same zone again changes nothing.
+    ts.clock.advance(HOUR);
+    expect(unwrap(await update({ currencyCode: before.currencyCode, defaultControls: null, timeZone: "Europe/Paris" }, "timeZone")).fundPolicy).toEqual(paris);
+    // Named with other fields, it changes with them.
+    const both = unwrap(await update({ currencyCode: before.currencyCode, defaultControls: null, timeZone: "America/New_York" }, "defaultControls,timeZone")).fundPolicy;
+    expect(both).toMatchObject({ timeZone: "America/New_York", defaultControls: null, updatedAt: iso(ts.clock.now()) });
+  });
+
+  it("is kept by an update that does not name it, and by one without a mask that does not send it", async () => {
+    unwrap(await update({ currencyCode: "USD", defaultControls: null, timeZone: "Asia/Tokyo" }, "timeZone"));
+    expect(unwrap(await update({ currencyCode: "USD", defaultControls: null, timeZone: "Europe/London" }, "currencyCode,defaultControls")).fundPolicy.timeZone).toBe("Asia/Tokyo");
+    // A client written before the field existed replaces "every field" and does not know this one.
+    expect(unwrap(await update({ currencyCode: "USD", defaultControls: { limit: usd("4") } })).fundPolicy).toMatchObject({ timeZone: "Asia/Tokyo", defaultControls: shown({ limit: usd("4") }) });
+    expect(unwrap(await update({ currencyCode: "USD", defaultControls: null }, "")).fundPolicy.timeZone).toBe("Asia/Tokyo");
+    // Sent without a mask, it is replaced like every other field.
+    expect(unwrap(await update({ currencyCode: "USD", defaultControls: null, timeZone: "UTC" })).fundPolicy.timeZone).toBe("UTC");
+    expect((await policy()).timeZone).toBe("UTC");
+  });
+
+  it("a name the IANA database does not know, or none while the mask names it, is 400 INVALID_TIME_ZONE, and nothing changes", async () => {
+    const before = await policy();
+    for (const timeZone of ["Mars/Olympus_Mons", "Europe/Pariss", "", "+01:00", "UTC+1", "Europe/Paris ", 60, null, undefined]) {
+      const answer = await update({ currencyCode: "GBP", defaultControls: null, timeZone }, "currencyCode,timeZone");
+      if (typeof timeZone === "string" || timeZone === undefined) {
+        expectError(answer, 400, "INVALID_TIME_ZONE");
+        expect((answer.error as { message: string }).message).toBe("body.fundPolicy.timeZone: must be an IANA time zone name such as Europe/Paris");
+      } else {
+        // Not a string at all: the contract's schema refuses it first.
+        expectError(answer, 400, "INVALID_ARGUMENT");
+      }
+    }
+    // Sent without a mask, it is checked all the same.
+    expectError(await update({ currencyCode: "USD", defaultControls: null, timeZone: "Nowhere/Land" }), 400, "INVALID_TIME_ZONE");
+    // Longer than any IANA name (64 characters at most): the schema refuses it.
+    expectError(await update({ currencyCode: "USD", defaultControls: null, timeZone: `Europe/${"x".repeat(58)}` }, "timeZone"), 400, "INVALID_ARGUMENT");
+    expect(await policy()).toEqual(before);
+  });
+
+  it("accepts any zone the IANA database names, links and fixed offsets of Etc included", async () => {
+    for (const timeZone of ["Australia/Lord_Howe", "America/Argentina/ComodRivadavia", "Asia/Kolkata", "US/Eastern", "Etc/GMT-14", "Pacific/Chatham", "UTC"]) {
+      expect(unwrap(await update({ currencyCode: "USD", defaultControls: null, timeZone }, "timeZone")).fundPolicy.timeZone).toBe(timeZone);
+      expect((await policy()).timeZone).toBe(timeZone);
+    }
+  });
+
+  it("is answered to every role that may read the policy, an app's backend included", async () => {
+    unwrap(await update({ currencyCode: "USD", defaultControls: null, timeZone: "Europe/Paris" }, "timeZone"));
+    for (const roles of [["ROLE_USER"], ["ROLE_FUND_ADMIN"], ["ROLE_APP_SERVICE"]] as const) {
+      const caller = funds((await ts.userClient([...roles])).client);
+      expect(unwrap(await caller.policyGet()).fundPolicy.timeZone).toBe("Europe/Paris");
+    }
+    unwrap(await update({ currencyCode: "USD", defaultControls: null, timeZone: "UTC" }, "timeZone"));
+  });
+});
+
 describe("the policy across restarts", () => {
   it("is created only when absent: a restart with another FUND_CURRENCY keeps the stored policy", async () => {
     const dir = mkdtempSync(join(tmpdir(), "tenant-api-policy-"));
@@ -167,7 +231,7 @@ describe("the policy across restarts", () => {
       await first.close();
       const second = await start("USD");
       const f2 = funds(createApiClient({ baseUrl: second.url, credentials: BOOTSTRAP }));
-      expect(unwrap(await f2.policyGet()).fundPolicy).toEqual({ currencyCode: "CHF", defaultControls: null, updatedAt: null });
+      expect(unwrap(await f2.policyGet()).fundPolicy).toEqual({ currencyCode: "CHF", timeZone: "UTC", defaultControls: null, updatedAt: null });
       await second.close();
     } finally {
       rmSync(dir, { recursive: true, force: true });

@@ -42,6 +42,12 @@ beforeAll(async () => {
   hook = await createHooked(ts);
   const event = await sendHmac(ts, hook.url, hook.secret);
   const credentials = unwrap(await ts.admin.GET("/api/v1/users/{user_id}/credentials", { params: { path: { user_id: user.userId } } }));
+  const spend = unwrap(
+    await ts.admin.POST("/api/v1/funds/spend-authorizations", {
+      params: { header: { "Idempotency-Key": "hostile-input-setup" } },
+      body: { userId: user.userId, appId: app, amount: amount("1").amount.money },
+    }),
+  );
   Object.assign(known, {
     user_id: [user.userId],
     app_id: [app],
@@ -49,6 +55,7 @@ beforeAll(async () => {
     listener_id: [hook.listenerId],
     "automations/{id}": [hook.id],
     "automation_executions/{id}": [event.body.webhookEvent.automationExecutionId as string],
+    authorization_id: [spend.authorization.id],
   });
 });
 afterAll(async () => ts?.stop());
@@ -96,12 +103,15 @@ function validRequest(op: Operation): fc.Arbitrary<Request> {
       .filter((p) => p.in === "query")
       .map((p) => fc.option(validValue(p.schema).map((v) => [p.name, String(v)] as [string, string]), { nil: undefined })),
   );
+  // The intake's headers are made by `send`; other operations' required headers (Authorize's Idempotency-Key) from their schemas.
+  const required = op.operationId === RECEIVE ? [] : params.filter((p) => p.in === "header" && p.required);
+  const headers = fc.record(Object.fromEntries(required.map((p) => [p.name, validValue(p.schema)])));
   const schema = bodySchema(op);
   const body = schema ? validValue(schema) : fc.constant(undefined);
-  return fc.record({ path, query, body }).map(({ path, query, body }) => ({
+  return fc.record({ path, query, headers, body }).map(({ path, query, headers, body }) => ({
     path: path as Record<string, string>,
     query: query.filter((q): q is [string, string] => q !== undefined),
-    headers: {},
+    headers: headers as Record<string, string>,
     body,
   }));
 }
@@ -135,7 +145,10 @@ function brokenRequest(op: Operation): fc.Arbitrary<Request> {
   if (op.operationId === RECEIVE) {
     ways.push(fc.tuple(valid, fc.constantFrom("Webhook-Timestamp", "Webhook-Event-Id", "Webhook-Signature"), fc.constantFrom("", "abc", "1e400", "9223372036854775808", "-1", "00000000-0000-0000-0000-000000000000", "x".repeat(5000))).map(([r, name, bad]) => ({ ...r, headers: { [name]: bad } })));
   } else if (op.operationId !== TOKEN) {
-    ways.push(fc.tuple(valid, fc.constantFrom(...BAD_AUTHORIZATIONS)).map(([r, authorization]) => ({ ...r, headers: { Authorization: authorization } })));
+    ways.push(fc.tuple(valid, fc.constantFrom(...BAD_AUTHORIZATIONS)).map(([r, authorization]) => ({ ...r, headers: { ...r.headers, Authorization: authorization } })));
+    if (parametersOf(op).some((p) => p.name === "Idempotency-Key")) {
+      ways.push(fc.tuple(valid, fc.constantFrom("", "x".repeat(256))).map(([r, bad]) => ({ ...r, headers: { ...r.headers, "Idempotency-Key": bad } })));
+    }
   }
   return fc.oneof(...ways);
 }

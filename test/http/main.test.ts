@@ -54,26 +54,23 @@ describe("the server process", () => {
 
   it("on SIGTERM lets an in-flight request finish, then exits 0", async () => {
     const s = await start({ DATABASE_URL: `sqlite:${join(dir, "term.sqlite")}`, BOOTSTRAP_CLIENT_ID: "admin-client", BOOTSTRAP_CLIENT_SECRET: "admin-secret-0123456789" });
-    // A request whose body is still arriving when the signal lands is in flight for certain.
+    // A request whose body is still arriving when the signal lands is in flight for certain. The
+    // server's 100 Continue says it has read the headers: the request is in flight (a connection
+    // still waiting for its headers would count as idle and be closed). Timing alone could not
+    // tell, on a busy machine.
     const body = new URLSearchParams({ grant_type: "client_credentials", client_id: "admin-client", client_secret: "admin-secret-0123456789" }).toString();
     const answer = new Promise<number>((resolve, reject) => {
-      const req = request(`${s.url}/auth/v1/token`, { method: "POST", headers: { "Content-Type": "application/x-www-form-urlencoded", "Content-Length": Buffer.byteLength(body) } }, (res) => {
+      const headers = { "Content-Type": "application/x-www-form-urlencoded", "Content-Length": Buffer.byteLength(body), Expect: "100-continue" };
+      const req = request(`${s.url}/auth/v1/token`, { method: "POST", headers }, (res) => {
         res.resume();
         res.on("end", () => resolve(res.statusCode ?? 0));
       });
       req.on("error", reject);
-      req.write(body.slice(0, 10));
-      // Once the server has answered a later request, it has read this one's headers: the request is
-      // in flight (a connection still waiting for its headers would count as idle and be closed).
-      setTimeout(() => {
-        fetch(`${s.url}/healthz`).then(
-          () => {
-            s.child.kill("SIGTERM");
-            setTimeout(() => req.end(body.slice(10)), 300);
-          },
-          reject,
-        );
-      }, 200);
+      req.on("continue", () => {
+        s.child.kill("SIGTERM");
+        setTimeout(() => req.end(body), 300);
+      });
+      req.flushHeaders();
     });
     const exited = new Promise<number | null>((resolve) => s.child.once("exit", (code) => resolve(code)));
     expect(await answer).toBe(200);

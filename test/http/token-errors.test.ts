@@ -27,6 +27,8 @@ const CASES: { status: number; example: string; send: () => { headers?: Record<s
   { status: 400, example: "invalidScope", send: () => ({ body: form({ ...good, scope: "admin" }) }) },
   // RFC 6749 3.1: parameters must not be included more than once; which client_id was meant is not guessed.
   { status: 400, example: "repeatedParameter", send: () => ({ body: `${form(good)}&client_id=${encodeURIComponent(BOOTSTRAP.clientId)}` }) },
+  // express.urlencoded stops at 20 parameters: refused as the client's fault, never a 500.
+  { status: 400, example: "tooManyParameters", send: () => ({ body: form(Object.fromEntries([...Object.entries(good), ...Array.from({ length: 30 }, (_, i) => [`p${i}`, "x"])])) }) },
   { status: 401, example: "example", send: () => ({ body: form({ ...good, client_secret: "wrong" }) }) },
 ];
 

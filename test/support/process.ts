@@ -6,21 +6,37 @@ import { fileURLToPath } from "node:url";
 
 const root = fileURLToPath(new URL("../..", import.meta.url));
 
-/** Runs `command args` to its end; answers its exit code and its output (stdout and stderr together). */
-export function runToEnd(command: string, args: string[], env: NodeJS.ProcessEnv = {}): Promise<{ code: number | null; out: string }> {
+export interface RunResult {
+  code: number | null;
+  /** stdout and stderr together, in the order they came. */
+  out: string;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs `command args` to its end; answers its exit code and its output. */
+export function runToEnd(command: string, args: string[], env: NodeJS.ProcessEnv = {}): Promise<RunResult> {
   return new Promise((resolve, reject) => {
     const child = spawn(command, args, { env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] });
     let out = "";
-    child.stdout.on("data", (d: Buffer) => (out += d.toString()));
-    child.stderr.on("data", (d: Buffer) => (out += d.toString()));
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (d: Buffer) => ((out += d.toString()), (stdout += d.toString())));
+    child.stderr.on("data", (d: Buffer) => ((out += d.toString()), (stderr += d.toString())));
     child.once("error", reject);
-    child.once("exit", (code) => resolve({ code, out }));
+    // "close", not "exit": every byte of both streams has been read by then.
+    child.once("close", (code) => resolve({ code, out, stdout, stderr }));
   });
 }
 
 /** The sender's command (scripts/send-webhook.ts) as a partner runs it, through tsx. */
-export function runSendWebhook(args: string[]): Promise<{ code: number | null; out: string }> {
+export function runSendWebhook(args: string[]): Promise<RunResult> {
   return runToEnd(join(root, "node_modules/.bin/tsx"), [join(root, "scripts/send-webhook.ts"), ...args], { BASE_URL: "" });
+}
+
+/** The spend command (scripts/spend.ts) as a partner runs it, through tsx; `env` on top of a clean BASE_URL and credentials. */
+export function runSpend(args: string[], env: NodeJS.ProcessEnv = {}): Promise<RunResult> {
+  return runToEnd(join(root, "node_modules/.bin/tsx"), [join(root, "scripts/spend.ts"), ...args], { BASE_URL: "", CLIENT_ID: "", CLIENT_SECRET: "", ...env });
 }
 
 export interface Served {

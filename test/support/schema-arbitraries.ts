@@ -10,7 +10,7 @@ export type Schema = Record<string, any>;
 const UNDERSTOOD = new Set([
   "type", "description", "example", "examples", "title", "additionalProperties", "properties", "$ref", "required", "maxLength", "minLength",
   "format", "pattern", "items", "minItems", "maxItems", "uniqueItems", "enum", "const", "oneOf", "anyOf", "readOnly", "writeOnly",
-  "maxProperties", "minProperties", "minimum", "maximum", "default", "x-extensible-enum", "discriminator", "deprecated",
+  "maxProperties", "minProperties", "minimum", "maximum", "default", "x-extensible-enum", "discriminator", "deprecated", "propertyNames",
 ]);
 
 /** The schema a `$ref` (`#/components/...`) points to, followed until it is not a reference. */
@@ -90,7 +90,8 @@ function objectOf(s: Schema, depth: number): fc.Arbitrary<unknown> {
   const required = new Set((s.required ?? []) as string[]);
   if (properties.length === 0 && s.additionalProperties !== false) {
     const values = typeof s.additionalProperties === "object" ? validValue(s.additionalProperties, depth + 1) : fc.jsonValue({ maxDepth: 2 });
-    return fc.dictionary(fc.string({ minLength: 1, maxLength: 10 }), values, { maxKeys: 3 });
+    const keys = s.propertyNames ? stringOf({ type: "string", ...deref(s.propertyNames) }) : fc.string({ minLength: 1, maxLength: 10 });
+    return fc.dictionary(keys, values, { maxKeys: Math.min(3, s.maxProperties ?? 3) });
   }
   const record = fc.record(Object.fromEntries(properties.map(([name, p]) => [name, validValue(p, depth + 1)])), {
     requiredKeys: properties.map(([name]) => name).filter((n) => required.has(n)),

@@ -18,16 +18,36 @@ import { freePort } from "./process.js";
 
 export const BOOTSTRAP = { clientId: "bootstrap-admin", clientSecret: "bootstrap-secret-for-tests-only" };
 
+export type TestRole = "ROLE_SUPER_ADMIN" | "ROLE_FUND_ADMIN" | "ROLE_USER" | "ROLE_APP_SERVICE";
+
+/** The app a ROLE_APP_SERVICE user made by `userClient` acts for unless the test names others. */
+export const DEFAULT_APP_ID = "app-test-service";
+
+export interface TestUser {
+  userId: string;
+  client: ApiClient;
+  clientId: string;
+  clientSecret: string;
+  /** The apps its credential is bound to (`[]` unless ROLE_APP_SERVICE). */
+  appIds: string[];
+}
+
 export interface TestServer {
   url: string;
+  /** The DATABASE_URL of the database made for it (before `options.reachDatabase`), for a test that writes what no operation does or holds a lock of its own. */
+  databaseUrl: string;
   clock: ManualClock;
   server: RunningServer;
   /** The bootstrap super-admin. */
   admin: ApiClient;
   /** A client without credentials. */
   anonymous: ApiClient;
-  /** Creates a user with these roles and a client acting as that user. */
-  userClient(roles: ("ROLE_SUPER_ADMIN" | "ROLE_FUND_ADMIN" | "ROLE_USER")[], name?: string): Promise<{ userId: string; client: ApiClient; clientId: string; clientSecret: string }>;
+  /**
+   * Creates a user with these roles and a client acting as that user. The credential is bound to
+   * `options.appIds`; a ROLE_APP_SERVICE user's to `[DEFAULT_APP_ID]` when none are given (its
+   * credential must name at least one app).
+   */
+  userClient(roles: TestRole[], name?: string, options?: { appIds?: string[] }): Promise<TestUser>;
   client(credentials: { clientId: string; clientSecret: string }): ApiClient;
   stop(): Promise<void>;
 }
@@ -46,7 +66,12 @@ const contractCheck: Middleware = {
 
 let counter = 0;
 
-export async function startTestServer(env: Record<string, string> = {}, logs?: NodeJS.WritableStream, options: Pick<ServerOptions, "jwksFetch"> = {}): Promise<TestServer> {
+export interface TestServerOptions extends Pick<ServerOptions, "jwksFetch" | "principalsPoll"> {
+  /** The DATABASE_URL the server is given for the database made for it, e.g. through a proxy of the test's. */
+  reachDatabase?: (url: string) => Promise<string>;
+}
+
+export async function startTestServer(env: Record<string, string> = {}, logs?: NodeJS.WritableStream, options: TestServerOptions = {}): Promise<TestServer> {
   const dir = mkdtempSync(join(tmpdir(), "tenant-api-"));
   const clock = new ManualClock(Date.parse("2026-11-20T09:00:00Z"));
   const port = await freePort();
@@ -56,7 +81,7 @@ export async function startTestServer(env: Record<string, string> = {}, logs?: N
     PORT: String(port),
     BASE_URL: `http://127.0.0.1:${port}`,
     HOST: "127.0.0.1",
-    DATABASE_URL: database.url,
+    DATABASE_URL: (await options.reachDatabase?.(database.url)) ?? database.url,
     SECRETS_KEY_FILE: join(dir, "secrets.key"),
     JWKS_ALLOW_INSECURE: "1",
     BOOTSTRAP_CLIENT_ID: BOOTSTRAP.clientId,
@@ -65,7 +90,7 @@ export async function startTestServer(env: Record<string, string> = {}, logs?: N
     VALIDATE_RESPONSES: "1",
     ...env,
   });
-  const server = await startServer({ config, clock, logger: logs ? createLogger("info", logs) : createLogger("silent"), ...options });
+  const server = await startServer({ config, clock, logger: logs ? createLogger("info", logs) : createLogger("silent"), jwksFetch: options.jwksFetch, principalsPoll: options.principalsPoll });
   const make = (credentials?: { clientId: string; clientSecret: string }) => {
     const c = createApiClient({ baseUrl: server.url, ...(credentials ? { credentials } : {}) });
     c.use(contractCheck);
@@ -74,19 +99,21 @@ export async function startTestServer(env: Record<string, string> = {}, logs?: N
   const admin = make(BOOTSTRAP);
   return {
     url: server.url,
+    databaseUrl: database.url,
     clock,
     server,
     admin,
     anonymous: make(),
     client: make,
-    async userClient(roles, name) {
+    async userClient(roles, name, options = {}) {
       const n = ++counter;
       const { user } = unwrap(
         await admin.POST("/api/v1/users", { body: { displayName: name ?? `User ${n}`, email: `user${n}-${Date.now()}@example.com`, roles } }),
       );
-      const cred = unwrap(await admin.POST("/api/v1/users/{user_id}/credentials", { params: { path: { user_id: user.id! } }, body: {} }));
+      const appIds = options.appIds ?? (roles.includes("ROLE_APP_SERVICE") ? [DEFAULT_APP_ID] : []);
+      const cred = unwrap(await admin.POST("/api/v1/users/{user_id}/credentials", { params: { path: { user_id: user.id! } }, body: appIds.length > 0 ? { appIds } : {} }));
       const credentials = { clientId: cred.credential.clientId, clientSecret: cred.clientSecret };
-      return { userId: user.id!, client: make(credentials), ...credentials };
+      return { userId: user.id!, client: make(credentials), ...credentials, appIds };
     },
     async stop() {
       await server.close();

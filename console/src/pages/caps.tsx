@@ -1,5 +1,5 @@
-// App caps (the middle layer, for every subject of an app) and the fund policy (its currency and
-// the tenant default, the last layer).
+// App caps (the middle layer, for every subject of an app) and the fund policy (its currency, the
+// time zone of spend windows and the tenant default, the last layer).
 import { useEffect, useState } from "preact/hooks";
 import { call, type Schemas, type Session } from "../api.js";
 import { emptyLimitDraft, ErrorText, Field, LimitInputs, ListStatus, useAction, usePaged, When, type LimitDraft } from "../components.js";
@@ -62,11 +62,17 @@ function Policy({ session }: { session: Session }) {
   const [policy, setPolicy] = useState<Schemas["FundPolicy"] | null>(null);
   const [loadError, setLoadError] = useState<unknown>(null);
   const [draft, setDraft] = useState<LimitDraft>(emptyLimitDraft);
+  const [timeZone, setTimeZone] = useState("");
   useEffect(() => {
     call(client.GET("/api/v1/funds/policy")).then((r) => setPolicy(r.fundPolicy), setLoadError);
   }, []);
   const update = useAction(async (defaultControls: ReturnType<typeof limitControls> | null) => {
     const r = await call(client.POST("/api/v1/funds/policy", { body: { fundPolicy: { currencyCode: policy?.currencyCode ?? session.currencyCode, defaultControls }, updateMask: "defaultControls" } }));
+    setPolicy(r.fundPolicy);
+  });
+  const updateZone = useAction(async () => {
+    const fundPolicy = { currencyCode: policy?.currencyCode ?? session.currencyCode, defaultControls: null, timeZone: timeZone.trim() };
+    const r = await call(client.POST("/api/v1/funds/policy", { body: { fundPolicy, updateMask: "timeZone" } }));
     setPolicy(r.fundPolicy);
   });
   return (
@@ -76,7 +82,8 @@ function Policy({ session }: { session: Session }) {
       {policy ? (
         <>
           <p>
-            Currency <strong>{policy.currencyCode}</strong>. Tenant default (when neither the row nor the app cap decides):
+            Currency <strong>{policy.currencyCode}</strong>. Time zone <strong data-testid="policy-time-zone">{policy.timeZone}</strong> (spend windows follow its calendar).
+            Tenant default (when neither the row nor the app cap decides):
           </p>
           <ControlsView controls={policy.defaultControls} />
         </>
@@ -91,6 +98,13 @@ function Policy({ session }: { session: Session }) {
         </button>
       </div>
       <ErrorText error={update.error} />
+      <Field label="Time zone">
+        <input value={timeZone} placeholder="Europe/Paris" onInput={(e) => setTimeZone(e.currentTarget.value)} />
+      </Field>
+      <button type="button" disabled={updateZone.busy} onClick={() => void updateZone.run()}>
+        Set time zone
+      </button>
+      <ErrorText error={updateZone.error} />
     </section>
   );
 }

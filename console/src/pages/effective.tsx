@@ -1,8 +1,9 @@
-// Controls of a limit row and the effective limit with its resolution trace, as shown for a
-// subject's row, for the caller's own rows, for app caps and the policy.
+// Controls of a limit row and the effective limit with its resolution trace and the current
+// window's usage, as shown for a subject's row, for the caller's own rows, for app caps and the policy.
 import type { Schemas } from "../api.js";
 import { When } from "../components.js";
 import { formatLimit } from "../money.js";
+import { UsageView } from "./spends.js";
 
 const words = (value: string | null | undefined, prefix: string) => (value ? value.replace(prefix, "").toLowerCase().replace(/_/g, " ") : "—");
 
@@ -58,6 +59,7 @@ export function EffectiveView({ effective }: { effective: Schemas["EffectiveLimi
           </li>
         ))}
       </ol>
+      <UsageView usage={effective.usage} />
       <p class="hint">
         Evaluated at <When at={effective.evaluatedAt} />.
       </p>

@@ -1,11 +1,13 @@
-// Fund administrators: search subject-app rows by user and app, then one row's controls and its
-// effective limit, with suspend/unsuspend (with a reason), the extension, and the base limit.
+// Fund administrators: search subject-app rows by user and app, then one row's controls, its
+// effective limit with the window's usage, its spend authorizations (release, reverse), with
+// suspend/unsuspend (with a reason), the extension, and the base limit.
 import { useEffect, useState } from "preact/hooks";
 import { call, type Schemas, type Session } from "../api.js";
 import { emptyLimitDraft, ErrorText, Field, LimitInputs, ListStatus, Table, useAction, usePaged, When, type LimitDraft } from "../components.js";
 import { formatLimit, spendLimit } from "../money.js";
 import { href } from "../route.js";
 import { ControlsView, EffectiveView } from "./effective.js";
+import { Authorizations } from "./spends.js";
 
 const ids = (text: string) => text.split(/[\s,]+/).filter(Boolean);
 
@@ -165,6 +167,7 @@ export function LimitRow({ session, userId, appId }: { session: Session; userId:
       <ErrorText error={loadError} />
       {row === null ? <p>No row yet: the app cap and the tenant default decide. Setting a limit creates the row.</p> : <ControlsView controls={row?.controls} />}
       <EffectiveView effective={effective} />
+      <Authorizations session={session} userId={userId} appId={appId} canAct onChange={() => void load().then(() => setLoadError(null), setLoadError)} />
 
       <section aria-label="Suspension">
         <h2>Suspension</h2>

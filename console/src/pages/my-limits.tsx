@@ -1,5 +1,6 @@
 // The caller's own limits (every role, a ROLE_USER sees only these): each row with its effective
-// limit, and setting or clearing the caller's limit for an app (amounts only, as the API accepts).
+// limit and the current window's usage, and setting or clearing the caller's limit for an app
+// (amounts only, as the API accepts).
 import { useState } from "preact/hooks";
 import { call, type Schemas, type Session } from "../api.js";
 import { emptyLimitDraft, ErrorText, Field, LimitInputs, ListStatus, useAction, usePaged, type LimitDraft } from "../components.js";

@@ -5,7 +5,7 @@ import type { Automations } from "../../automations/automations.js";
 import type { Executions } from "../../automations/executions.js";
 import type { WebhookEvents } from "../../webhooks/events.js";
 import type { WebhookIntake } from "../../webhooks/intake.js";
-import type { RequestContext } from "../context.js";
+import { keepAnswer, type RequestContext } from "../context.js";
 
 type AutomationHandlers = Pick<ServiceHandlers<RequestContext>, "AutomationService" | "AutomationExecutionService" | "WebhookEventService" | "IncomingWebhookService">;
 
@@ -13,7 +13,7 @@ export function automationHandlers(deps: { automations: Automations; executions:
   const { automations, executions, events, intake } = deps;
   return {
     AutomationService: {
-      CreateAutomation: async ({ body }) => automations.create(body.automation),
+      CreateAutomation: async ({ body }, ctx) => automations.create(body.automation, keepAnswer(ctx, (saved) => saved)),
       GetAutomation: async ({ path }) => ({ automation: await automations.get(path.id) }),
       UpdateAutomation: async ({ path, body }) => automations.update(path.id, body.automation, body.updateMask),
       DeleteAutomation: async ({ path }) => {
@@ -24,7 +24,7 @@ export function automationHandlers(deps: { automations: Automations; executions:
         const page = await automations.list(query.page_size, query.page_token);
         return { list: page.items.map((automation) => ({ automation })), nextPageToken: page.nextPageToken };
       },
-      RotateWebhookSecret: async ({ path }) => automations.rotateSecret(path.id),
+      RotateWebhookSecret: async ({ path }, ctx) => automations.rotateSecret(path.id, keepAnswer(ctx, (rotated) => rotated)),
       CheckAutomationSteps: async ({ body }) => automations.checkSteps(body.automationSteps, "samplePayload" in body ? { value: body.samplePayload } : undefined),
     },
     AutomationExecutionService: {

@@ -4,7 +4,7 @@ import type { ClientCredentialsGrant } from "../../identity/client-credentials-g
 import type { Credentials } from "../../identity/credentials.js";
 import type { Users } from "../../identity/users.js";
 import { clientAddress } from "../../webhooks/source-ip.js";
-import type { RequestContext } from "../context.js";
+import { keepAnswer, type RequestContext } from "../context.js";
 
 type IdentityHandlers = Pick<ServiceHandlers<RequestContext>, "TokenService" | "UserService" | "CredentialService">;
 
@@ -15,7 +15,7 @@ export function identityHandlers(deps: { grant: ClientCredentialsGrant; users: U
       CreateToken: async ({ body }, { peer }) => grant.exchange(body, clientAddress(peer.remoteAddress, peer.forwardedFor, trustProxy) ?? ""),
     },
     UserService: {
-      Create: async ({ body }) => ({ user: await users.create(body) }),
+      Create: async ({ body }, ctx) => ({ user: await users.create(body, keepAnswer(ctx, (user) => ({ user }))) }),
       Get: async ({ path }) => ({ user: await users.get(path.user_id) }),
       List: async ({ query }) => {
         const page = await users.list(query.page_size, query.page_token);
@@ -23,7 +23,8 @@ export function identityHandlers(deps: { grant: ClientCredentialsGrant; users: U
       },
     },
     CredentialService: {
-      Create: async ({ path, body }) => credentials.create(path.user_id, body.displayName ?? ""),
+      Create: async ({ path, body }, ctx) =>
+        credentials.create(path.user_id, { displayName: body.displayName ?? "", appIds: body.appIds }, { beforeCommit: keepAnswer(ctx, (created) => created) }),
       List: async ({ path, query }) => {
         const page = await credentials.list(path.user_id, query.page_size, query.page_token);
         return { list: page.items.map((credential) => ({ credential })), nextPageToken: page.nextPageToken };

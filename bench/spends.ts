@@ -1,0 +1,126 @@
+// The spend scenarios of issue 15: what they send, their setup, the POST baseline they are held
+// against, and the overspend check read straight from the database after them.
+import { randomUUID } from "node:crypto";
+import { sql } from "kysely";
+import type { Storage } from "../src/storage/connect.js";
+import type { Api } from "./api.js";
+import type { RequestSpec } from "./load.js";
+import type { SpendCheck } from "./report.js";
+
+export const SPEND_APPS = 100;
+export const AUTHORIZE_PATH = "/api/v1/funds/spend-authorizations";
+const NANOS = 1_000_000_000n;
+/** The approved scenario's apps: a limit no run reaches (10,000,000.00 a month, 1.00 a spend). */
+const OPEN_LIMIT_UNITS = 10_000_000n;
+/** The declined scenario's apps: 5.00 a month, so that each app approves exactly five spends of 1.00 and declines every other. */
+const TIGHT_LIMIT_UNITS = 5n;
+
+/** The Authorize body: a spend of 1.00 by app `<prefix>-{k}` (k over the apps). */
+export const authorizeBody = (userId: string, prefix: string) => JSON.stringify({ userId, appId: `${prefix}-{k}`, amount: { currencyCode: "USD", units: "1", nanos: 0 }, metadata: { orderId: "bench" } });
+
+/** An Authorize per request, a fresh Idempotency-Key each, over the apps `<prefix>-0..99`. */
+export const authorizeRequest = (userId: string, prefix: string, headers: Record<string, string>): RequestSpec => ({ kind: "varying", method: "POST", path: AUTHORIZE_PATH, headers, body: authorizeBody(userId, prefix), keys: SPEND_APPS, freshIdempotencyKey: true });
+
+/** The POST baseline: the same body (a user id of the same length) and a fresh Idempotency-Key, to a bare `express.json()` route. */
+export const spendPostBaseline = (): RequestSpec => ({ kind: "varying", method: "POST", path: "/", headers: { "Content-Type": "application/json" }, body: authorizeBody("0123456789abcdef", "spend"), keys: SPEND_APPS, freshIdempotencyKey: true });
+
+/** The subject of the spends, its apps `spend-*` (open limit) and `decline-*` (tight limit). */
+export async function setUpSpends(api: Api): Promise<string> {
+  const spender = await api.createUser("Bench spender", "bench-spender@bench.example");
+  const limit = (units: bigint) => ({ limit: { amount: { money: { currencyCode: "USD", units: String(units), nanos: 0 } } }, period: "PERIOD_KIND_MONTHLY" });
+  for (let k = 0; k < SPEND_APPS; k++) {
+    await api.call("POST", `/api/v1/funds/subject-app-limits/${spender}/spend-${k}/limit`, limit(OPEN_LIMIT_UNITS));
+    await api.call("POST", `/api/v1/funds/subject-app-limits/${spender}/decline-${k}/limit`, limit(TIGHT_LIMIT_UNITS));
+  }
+  return spender;
+}
+
+/**
+ * `count` pending authorizations of the open apps for the Capture scenario: those the approved
+ * scenario left, topped up through the API (20 at a time) when it left fewer.
+ */
+export async function pendingToCapture(storage: Storage, api: Api, spender: string, count: number): Promise<string[]> {
+  const pending = () =>
+    storage.db.selectFrom("spend_authorizations").select("id").where("user_id", "=", spender).where("app_id", "like", "spend-%").where("state", "=", "PENDING").limit(count).execute();
+  let ids = (await pending()).map((r) => r.id);
+  let k = 0;
+  const missing = count - ids.length;
+  await Promise.all(
+    Array.from({ length: 20 }, async (_, w) => {
+      for (let i = w; i < missing; i += 20) {
+        const r = await fetch(api.origin + AUTHORIZE_PATH, { method: "POST", headers: { ...api.headers, "Idempotency-Key": randomUUID() }, body: authorizeBody(spender, "spend").replace("{k}", String(k++ % SPEND_APPS)) });
+        if (r.status !== 200) throw new Error(`Authorize answered ${r.status}: ${await r.text()}`);
+      }
+    }),
+  );
+  if (missing > 0) ids = (await pending()).map((r) => r.id);
+  return ids;
+}
+
+interface Row {
+  id: string;
+  app_id: string;
+  state: string;
+  amount: string;
+  captured: string;
+  reversed: string;
+  expires_at: string | null;
+  window_start: string;
+  decision: string;
+}
+
+interface Usage {
+  spent: { units: string; nanos: number };
+  held: { units: string; nanos: number };
+  limit: { units: string; nanos: number } | null;
+}
+
+const nanos = (m: { units: string; nanos: number }): bigint => BigInt(m.units) * NANOS + BigInt(m.nanos);
+
+/**
+ * Every decision of the spender, read straight from the database: each approved decision's usage
+ * (just after it) within its limit; each window's final spent + unexpired holds within its limit;
+ * each tight app approving no more spends of 1.00 than its limit holds, and declining none before.
+ */
+export async function checkSpends(storage: Storage, spender: string, nowMs: number): Promise<SpendCheck> {
+  const rows = (await storage.db
+    .selectFrom("spend_authorizations")
+    .select(["id", "app_id", "state", "expires_at", "window_start", "decision"])
+    .select([sql<string>`cast(amount_nanos as text)`.as("amount"), sql<string>`cast(captured_nanos as text)`.as("captured"), sql<string>`cast(reversed_nanos as text)`.as("reversed")])
+    .where("user_id", "=", spender)
+    .execute()) as Row[];
+  const check: SpendCheck = { approved: 0, declined: 0, captured: 0, windows: 0, overspent: 0, wronglyDeclined: 0, samples: [] };
+  const over = (what: string) => {
+    check.overspent++;
+    if (check.samples.length < 3) check.samples.push(what);
+  };
+  const windows = new Map<string, { used: bigint; approved: number; declined: number; limit: bigint }>();
+  const now = new Date(nowMs).toISOString();
+  for (const r of rows) {
+    const decision = JSON.parse(r.decision) as { approved: boolean; usage: Usage };
+    const limit = (r.app_id.startsWith("decline-") ? TIGHT_LIMIT_UNITS : OPEN_LIMIT_UNITS) * NANOS;
+    const w = windows.get(`${r.app_id} ${r.window_start}`) ?? { used: 0n, approved: 0, declined: 0, limit };
+    windows.set(`${r.app_id} ${r.window_start}`, w);
+    if (!decision.approved) {
+      check.declined++;
+      w.declined++;
+      continue;
+    }
+    check.approved++;
+    w.approved++;
+    if (r.state === "CAPTURED") check.captured++;
+    const used = nanos(decision.usage.spent) + nanos(decision.usage.held);
+    if (!decision.usage.limit || nanos(decision.usage.limit) !== limit || used > limit) over(`${r.id} approved at ${JSON.stringify(decision.usage)}`);
+    w.used += BigInt(r.captured) - BigInt(r.reversed) + (r.state === "PENDING" && r.expires_at !== null && r.expires_at > now ? BigInt(r.amount) : 0n);
+  }
+  for (const [key, w] of windows) {
+    check.windows++;
+    if (w.used > w.limit) over(`window ${key}: ${w.used} nanos used of ${w.limit}`);
+    if (key.startsWith("decline-") && w.approved > Number(TIGHT_LIMIT_UNITS)) over(`window ${key}: ${w.approved} spends of 1.00 approved against a limit of ${TIGHT_LIMIT_UNITS}.00`);
+    if (key.startsWith("decline-") && w.approved < Number(TIGHT_LIMIT_UNITS) && w.declined > 0) {
+      check.wronglyDeclined++;
+      if (check.samples.length < 3) check.samples.push(`window ${key}: declined with ${w.approved} of ${TIGHT_LIMIT_UNITS} spends of 1.00 approved`);
+    }
+  }
+  return check;
+}

@@ -1,0 +1,239 @@
+// Spends of one subject and app: the current window's usage (spent, held, remaining) as a bar with
+// its figures, and the authorizations, newest first, from which a fund administrator releases a
+// pending hold or reverses a captured spend, each after a confirmation.
+import { useState } from "preact/hooks";
+import { SpendAuthorizationStateValues } from "../../../generated/enums.js";
+import { call, type Schemas, type Session } from "../api.js";
+import { ErrorText, Field, ListStatus, Table, useAction, usePaged, When } from "../components.js";
+import { formatDecimal, formatMoney, fromNanos, parseAmount, percentOf, toNanos } from "../money.js";
+
+type Authorization = Schemas["SpendAuthorization"];
+const PAGE_SIZE = 10;
+
+const words = (value: string, prefix: string) => value.replace(prefix, "").toLowerCase().replace(/_/g, " ");
+const stateWords = (state: string) => words(state, "SPEND_AUTHORIZATION_STATE_");
+
+/** The window's accounting: a bar (spent, then held, out of the limit) and the exact figures. */
+export function UsageView({ usage }: { usage: Schemas["SpendUsage"] | null | undefined }) {
+  if (!usage) return null;
+  const { spent, held, limit, remaining } = usage;
+  let bar = null;
+  if (limit) {
+    const whole = toNanos(limit);
+    const spentNanos = toNanos(spent);
+    // Held beyond what the limit leaves after spent cannot be drawn (a limit lowered mid-window).
+    const room = whole > spentNanos ? whole - spentNanos : 0n;
+    const heldNanos = toNanos(held) < room ? toNanos(held) : room;
+    const label = `Spent ${formatMoney(spent)}, held ${formatMoney(held)}, remaining ${formatMoney(remaining)} of ${formatMoney(limit)}`;
+    bar = (
+      <div class="usage-bar" role="img" aria-label={label} data-testid="usage-bar">
+        <span class="spent" data-testid="usage-bar-spent" style={{ width: percentOf(spentNanos, whole) }} />
+        <span class="held" data-testid="usage-bar-held" style={{ width: percentOf(heldNanos, whole) }} />
+      </div>
+    );
+  }
+  return (
+    <section class="usage" aria-label="Usage">
+      <h4>
+        This window: <When at={usage.windowStart} /> to <When at={usage.windowEnd} />
+      </h4>
+      {bar}
+      <dl class="figures">
+        <div>
+          <dt>
+            <span class="swatch spent" /> Spent
+          </dt>
+          <dd data-testid="usage-spent">{formatMoney(spent)}</dd>
+        </div>
+        <div>
+          <dt>
+            <span class="swatch held" /> Held
+          </dt>
+          <dd data-testid="usage-held">{formatMoney(held)}</dd>
+        </div>
+        <div>
+          <dt>
+            <span class="swatch remaining" /> Remaining
+          </dt>
+          <dd data-testid="usage-remaining">{remaining ? formatMoney(remaining) : "no amount limit"}</dd>
+        </div>
+        <div>
+          <dt>Limit</dt>
+          <dd data-testid="usage-limit">{limit ? formatMoney(limit) : "—"}</dd>
+        </div>
+      </dl>
+    </section>
+  );
+}
+
+/** A new Idempotency-Key (crypto.randomUUID needs a secure context; getRandomValues does not). */
+function newKey(): string {
+  return Array.from(crypto.getRandomValues(new Uint8Array(16)), (b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+const reversible = (a: Authorization) => toNanos(a.capturedAmount) - toNanos(a.reversedAmount);
+
+interface Pending {
+  kind: "release" | "reverse";
+  authorization: Authorization;
+  /**
+   * The Idempotency-Key of this request: a second click or a retry of it does it once. A changed
+   * amount is another request, so it gets a new key (the server keeps a refusal's answer for its key).
+   */
+  key: string;
+  amount: string;
+}
+
+/** The confirmation of a release or a reversal, next to the list; nothing is sent before it. */
+function Confirm({ session, pending, onAmount, onDone, onCancel }: { session: Session; pending: Pending; onAmount: (text: string) => void; onDone: (said: string) => void; onCancel: () => void }) {
+  const { client } = session;
+  const { authorization: a, kind, key } = pending;
+  const path = { params: { path: { authorization_id: a.id }, header: { "Idempotency-Key": key } } };
+  const act = useAction(async () => {
+    if (kind === "release") {
+      await call(client.POST("/api/v1/funds/spend-authorizations/{authorization_id}/release", { ...path, body: {} }));
+      onDone(`Released the hold of ${formatMoney(a.amount)} (${a.id}).`);
+    } else {
+      const amount = parseAmount(pending.amount, a.amount.currencyCode);
+      await call(client.POST("/api/v1/funds/spend-authorizations/{authorization_id}/reverse", { ...path, body: { amount } }));
+      onDone(`Reversed ${formatMoney(amount)} of ${a.id}.`);
+    }
+  });
+  const title = kind === "release" ? "Release this hold?" : "Reverse this spend?";
+  return (
+    <section class="panel confirm" role="alertdialog" aria-label={title}>
+      <h4>{title}</h4>
+      {kind === "release" ? (
+        <p>
+          The hold of <strong>{formatMoney(a.amount)}</strong> ({a.id}) stops counting now and can no longer be captured.
+        </p>
+      ) : (
+        <>
+          <p>
+            Of <strong>{formatMoney(a.capturedAmount)}</strong> captured ({a.id}), {formatMoney(fromNanos(reversible(a), a.amount.currencyCode))} may still be reversed. The amount reversed is
+            given back to the window the spend counted in.
+          </p>
+          <Field label={`Amount to reverse (${a.amount.currencyCode})`}>
+            <input inputMode="decimal" class="short" value={pending.amount} onInput={(e) => onAmount(e.currentTarget.value)} />
+          </Field>
+        </>
+      )}
+      <div class="actions">
+        <button type="button" class="danger" disabled={act.busy} onClick={() => void act.run()}>
+          {kind === "release" ? "Release the hold" : "Reverse"}
+        </button>
+        <button type="button" autoFocus disabled={act.busy} onClick={onCancel}>
+          Cancel
+        </button>
+      </div>
+      <ErrorText error={act.error} />
+    </section>
+  );
+}
+
+function Page({ session, userId, appId, state, canAct, onChange }: { session: Session; userId: string; appId: string; state: string; canAct: boolean; onChange: () => void }) {
+  const { client } = session;
+  const { items, loaded, error, pager, reload } = usePaged((page_token) =>
+    call(client.GET("/api/v1/funds/spend-authorizations", { params: { query: { user_id: userId, app_id: appId, ...(state ? { state } : {}), page_size: PAGE_SIZE, page_token } } })),
+  );
+  const [pending, setPending] = useState<Pending | null>(null);
+  const [done, setDone] = useState("");
+  const ask = (kind: Pending["kind"], authorization: Authorization) => {
+    setDone("");
+    setPending({ kind, authorization, key: newKey(), amount: formatDecimal(fromNanos(reversible(authorization), authorization.amount.currencyCode)) });
+  };
+  // What a reader scans for first (amount, state, what may be done) comes first: on a phone the rest scrolls.
+  const headers = ["Amount", "State", ...(canAct ? ["Action"] : []), "Created", "Captured", "Reversed", "Hold expires", "Id"];
+  return (
+    <>
+      <ListStatus error={error} loaded={loaded} count={items.length} empty="No authorization." />
+      {items.length > 0 ? (
+        <div class="spends">
+          <Table headers={headers}>
+            {items.map(({ authorization: a }) => (
+              <tr key={a.id} data-testid="authorization">
+                <td data-testid="authorization-amount">{formatMoney(a.amount)}</td>
+                <td>
+                  <span data-testid="authorization-state" class={`state ${stateWords(a.state)}`}>
+                    {stateWords(a.state)}
+                  </span>
+                  {a.decision.approved ? null : <span class="hint"> ({words(a.decision.cause, "SPEND_DECLINE_CAUSE_")})</span>}
+                </td>
+                {canAct ? (
+                  <td>
+                    {a.state === "SPEND_AUTHORIZATION_STATE_PENDING" ? (
+                      <button type="button" onClick={() => ask("release", a)}>
+                        Release
+                      </button>
+                    ) : null}
+                    {a.state === "SPEND_AUTHORIZATION_STATE_CAPTURED" && reversible(a) > 0n ? (
+                      <button type="button" onClick={() => ask("reverse", a)}>
+                        Reverse
+                      </button>
+                    ) : null}
+                  </td>
+                ) : null}
+                <td>
+                  <When at={a.createdAt} />
+                </td>
+                <td>{formatMoney(a.capturedAmount)}</td>
+                <td>{formatMoney(a.reversedAmount)}</td>
+                <td>
+                  <When at={a.expiresAt} />
+                </td>
+                <td>
+                  <code>{a.id}</code>
+                </td>
+              </tr>
+            ))}
+          </Table>
+        </div>
+      ) : null}
+      {pager}
+      {pending ? (
+        <Confirm
+          key={`${pending.kind}/${pending.authorization.id}`}
+          session={session}
+          pending={pending}
+          onAmount={(amount) => setPending({ ...pending, amount, key: newKey() })}
+          onCancel={() => setPending(null)}
+          onDone={(said) => {
+            setPending(null);
+            setDone(said);
+            reload();
+            onChange();
+          }}
+        />
+      ) : null}
+      {done ? (
+        <p class="ok" role="status">
+          {done}
+        </p>
+      ) : null}
+    </>
+  );
+}
+
+/**
+ * The authorizations of `userId` for `appId`, newest first, paged, filtered by state; `canAct`
+ * offers release and reverse (fund administrators); `onChange` follows a release or a reversal.
+ */
+export function Authorizations(props: { session: Session; userId: string; appId: string; canAct: boolean; onChange?: () => void }) {
+  const [state, setState] = useState("");
+  return (
+    <section aria-label="Authorizations">
+      <h3>Authorizations</h3>
+      <div class="row">
+        <Field label="State">
+          <select value={state} onChange={(e) => setState(e.currentTarget.value)}>
+            <option value="">any</option>
+            {SpendAuthorizationStateValues.filter((s) => s !== "SPEND_AUTHORIZATION_STATE_UNSPECIFIED").map((s) => (
+              <option value={s}>{stateWords(s)}</option>
+            ))}
+          </select>
+        </Field>
+      </div>
+      <Page key={state} session={props.session} userId={props.userId} appId={props.appId} state={state} canAct={props.canAct} onChange={props.onChange ?? (() => undefined)} />
+    </section>
+  );
+}

@@ -1,0 +1,192 @@
+// Spend authorizations (SpendService): Authorize decides a spend against the limit in force and
+// holds it (or records it at once), Capture posts a hold, Release voids it, Reverse refunds a
+// capture, Get answers one. Every decision and change runs in one write transaction that first
+// locks the usage row of the authorization's window (./spend-usage.ts): on PostgreSQL a row lock
+// that serializes the window across instances, on SQLite the database's write lock. What is read
+// after the lock is what the decision and the write rely on; nothing is decided on a read taken
+// before it. Authorize also holds the fund policy's lock shared (./fund-policy.ts), as every writer
+// of an amount does: a currency change waits for it, or it for the change, and never stores a
+// spend in a currency the policy has just left.
+import type { components } from "../../generated/api.js";
+import type { Clock } from "../core/clock.js";
+import { failedPrecondition, invalidField, notFound } from "../core/errors.js";
+import { timeOrderedId } from "../core/ids.js";
+import type { Storage } from "../storage/connect.js";
+import { writeTransaction, type BeforeCommit, type Db } from "../storage/transactions.js";
+import type { EffectiveLimits } from "./effective.js";
+import { FUND_POLICY_LOCK } from "./fund-policy.js";
+import { isSet } from "./guards.js";
+import { parseMoney, toNanos } from "./money.js";
+import { covers, requireApp, type SpendAccess } from "./spend-access.js";
+import { decideSpend } from "./spend-decision.js";
+import { appendEntry, ledgerEntry } from "./spend-ledger.js";
+import { answeredState, authorizationView, insertAuthorization, rowById, windowOf, type SpendAuthorization, type SpendRow, type StoredState } from "./spend-rows.js";
+import { addSpent, lockUsage, lockWindow, usageView } from "./spend-usage.js";
+
+type AuthorizeRequest = components["schemas"]["SpendServiceAuthorizeRequest"];
+
+
+/** How long an approved hold counts when the request does not say. */
+export const DEFAULT_HOLD_SECONDS = 600;
+const MAX_HOLD_SECONDS = 604_800;
+
+const iso = (ms: number) => new Date(ms).toISOString();
+
+export class SpendAuthorizations {
+  constructor(
+    private readonly storage: Storage,
+    private readonly clock: Clock,
+    private readonly effective: EffectiveLimits,
+  ) {}
+
+  async authorize(access: SpendAccess, body: AuthorizeRequest, beforeCommit?: BeforeCommit<SpendAuthorization>): Promise<SpendAuthorization> {
+    const { userId, appId } = body;
+    requireApp(access, appId);
+    const capture = body.capture === true;
+    if (capture && isSet(body.holdSeconds)) throw invalidField("body.holdSeconds", "must not be sent with capture true", "HOLD_WITH_CAPTURE");
+    const holdSeconds = body.holdSeconds ?? DEFAULT_HOLD_SECONDS;
+    if (!Number.isInteger(holdSeconds) || holdSeconds < 1) throw invalidField("body.holdSeconds", "must be >= 1");
+    if (holdSeconds > MAX_HOLD_SECONDS) throw invalidField("body.holdSeconds", `must be <= ${MAX_HOLD_SECONDS}`);
+
+    const row = await writeTransaction(this.storage, { exclusive: [], shared: [FUND_POLICY_LOCK] }, async (db) => {
+      const now = this.clock.now();
+      // The user's existence (404 USER_NOT_FOUND), the policy and the layers in one read, after the
+      // policy's lock (the currency stays until commit) and before the window's.
+      const force = await this.effective.inForce(db, userId, appId, now, true);
+      const amount = positiveAmount(body.amount, force.currencyCode);
+      const window = force.window;
+
+      // The lock, then the usage it protects.
+      const { spent, held } = await lockWindow(db, this.storage.dialect, window, iso(now));
+      const verdict = decideSpend(force, { spent, held }, amount);
+
+      const state: StoredState = !verdict.approved ? "DECLINED" : capture ? "CAPTURED" : "PENDING";
+      const after = { spent: spent + (state === "CAPTURED" ? amount : 0n), held: held + (state === "PENDING" ? amount : 0n) };
+      const decision = {
+        approved: verdict.approved,
+        cause: verdict.cause,
+        scope: force.resolution.effective.scope,
+        period: force.resolution.windowPeriod,
+        trace: verdict.trace,
+        usage: usageView(window, after, force.limit, force.currencyCode),
+      };
+      const created: SpendRow = {
+        id: timeOrderedId(now, 8),
+        user_id: userId,
+        app_id: appId,
+        currency_code: force.currencyCode,
+        amount,
+        captured: state === "CAPTURED" ? amount : 0n,
+        reversed: 0n,
+        state,
+        expires_at: state === "PENDING" ? iso(now + holdSeconds * 1000) : null,
+        window_start: window.windowStart,
+        window_end: window.windowEnd,
+        decision: JSON.stringify(decision),
+        metadata: JSON.stringify(body.metadata ?? {}),
+        created_at: iso(now),
+        updated_at: iso(now),
+      };
+      const entry = state === "DECLINED" ? null : ledgerEntry(created.id, window, state === "PENDING" ? "HOLD" : "CAPTURE", amount, now);
+      await insertAuthorization(this.storage, db, created, entry);
+      if (state === "CAPTURED") await addSpent(db, window, amount);
+      await beforeCommit?.(db, authorizationView(created, created.created_at));
+      return created;
+    });
+    return authorizationView(row, row.created_at);
+  }
+
+  async get(access: SpendAccess, id: string): Promise<SpendAuthorization> {
+    const row = await this.visibleRow(access, id);
+    return authorizationView(row, iso(this.clock.now()));
+  }
+
+  /** Posts all of a pending hold, or `body.amount` of it (the rest is released). */
+  async capture(access: SpendAccess, id: string, body: { amount?: unknown }, beforeCommit?: BeforeCommit<SpendAuthorization>): Promise<SpendAuthorization> {
+    const found = await this.visibleRow(access, id);
+    const requested = isSet(body.amount) ? positiveAmount(body.amount, found.currency_code) : undefined;
+    return this.change(found, async (db, row, now) => {
+      const state = answeredState(row, iso(now));
+      if (state !== "SPEND_AUTHORIZATION_STATE_PENDING") {
+        throw failedPrecondition("AUTHORIZATION_NOT_PENDING", "only a pending authorization can be captured", { metadata: { state } });
+      }
+      const captured = requested ?? row.amount;
+      if (captured > row.amount) throw invalidField("body.amount", "must not exceed the authorized amount", "AMOUNT_EXCEEDS_HOLD");
+      await db.updateTable("spend_authorizations").set({ state: "CAPTURED", captured_nanos: captured, updated_at: iso(now) }).where("id", "=", row.id).execute();
+      const window = windowOf(row);
+      await appendEntry(db, row.id, window, "CAPTURE", captured, now);
+      if (captured < row.amount) await appendEntry(db, row.id, window, "RELEASE", row.amount - captured, now);
+      await addSpent(db, window, captured);
+      return { ...row, state: "CAPTURED", captured, updated_at: iso(now) };
+    }, beforeCommit);
+  }
+
+  /** Voids a pending hold; a released one is answered as it is. */
+  async release(access: SpendAccess, id: string, beforeCommit?: BeforeCommit<SpendAuthorization>): Promise<SpendAuthorization> {
+    const found = await this.visibleRow(access, id);
+    return this.change(found, async (db, row, now) => {
+      const state = answeredState(row, iso(now));
+      if (state === "SPEND_AUTHORIZATION_STATE_RELEASED") return row;
+      if (state !== "SPEND_AUTHORIZATION_STATE_PENDING") {
+        throw failedPrecondition("AUTHORIZATION_NOT_PENDING", "only a pending authorization can be released", { metadata: { state } });
+      }
+      await db.updateTable("spend_authorizations").set({ state: "RELEASED", updated_at: iso(now) }).where("id", "=", row.id).execute();
+      await appendEntry(db, row.id, windowOf(row), "RELEASE", row.amount, now);
+      return { ...row, state: "RELEASED", updated_at: iso(now) };
+    }, beforeCommit);
+  }
+
+  /** Refunds all of what a capture has not yet had reversed, or `body.amount` of it, in the capture's own window. */
+  async reverse(access: SpendAccess, id: string, body: { amount?: unknown }, beforeCommit?: BeforeCommit<SpendAuthorization>): Promise<SpendAuthorization> {
+    const found = await this.visibleRow(access, id);
+    const requested = isSet(body.amount) ? positiveAmount(body.amount, found.currency_code) : undefined;
+    return this.change(found, async (db, row, now) => {
+      const state = answeredState(row, iso(now));
+      if (state !== "SPEND_AUTHORIZATION_STATE_CAPTURED") {
+        throw failedPrecondition("AUTHORIZATION_NOT_CAPTURED", "only a captured authorization can be reversed", { metadata: { state } });
+      }
+      const remainder = row.captured - row.reversed;
+      if (remainder === 0n) throw failedPrecondition("NOTHING_TO_REVERSE", "the captured amount is already reversed in full");
+      const reversal = requested ?? remainder;
+      if (reversal > remainder) throw invalidField("body.amount", "must not exceed the captured amount not yet reversed", "AMOUNT_EXCEEDS_CAPTURED");
+      const reversed = row.reversed + reversal;
+      await db.updateTable("spend_authorizations").set({ reversed_nanos: reversed, updated_at: iso(now) }).where("id", "=", row.id).execute();
+      const window = windowOf(row);
+      await appendEntry(db, row.id, window, "REVERSAL", reversal, now);
+      await addSpent(db, window, -reversal);
+      return { ...row, reversed, updated_at: iso(now) };
+    }, beforeCommit);
+  }
+
+  /**
+   * A change of one authorization under its window's lock. The row is read again after the lock:
+   * the state seen before it may have changed (a concurrent capture, release or reversal).
+   */
+  private async change(found: SpendRow, apply: (db: Db, row: SpendRow, now: number) => Promise<SpendRow>, beforeCommit?: BeforeCommit<SpendAuthorization>): Promise<SpendAuthorization> {
+    return writeTransaction(this.storage, { exclusive: [] }, async (db) => {
+      await lockUsage(db, windowOf(found));
+      const now = this.clock.now();
+      const current = await rowById(db, found.id);
+      if (!current) throw new Error(`spend authorization ${found.id} vanished`);
+      const answer = authorizationView(await apply(db, current, now), iso(now));
+      await beforeCommit?.(db, answer);
+      return answer;
+    });
+  }
+
+  /** The authorization if `access` may see it, else 404 as if it did not exist. */
+  private async visibleRow(access: SpendAccess, id: string): Promise<SpendRow> {
+    const row = await rowById(this.storage.db, id);
+    if (!row || !covers(access, row.user_id, row.app_id)) {
+      throw notFound("AUTHORIZATION_NOT_FOUND", "no spend authorization with this id", { metadata: { authorizationId: id } });
+    }
+    return row;
+  }
+}
+
+/** A Money of the fund currency greater than zero, in nanos. */
+function positiveAmount(input: unknown, currencyCode: string): bigint {
+  const nanos = toNanos(parseMoney(input, currencyCode, "body.amount"));
+  if (nanos === 0n) throw invalidField("body.amount", "must be greater than zero", "AMOUNT_NOT_POSITIVE");
+  return nanos;
+}

@@ -1,0 +1,37 @@
+// Handlers of SpendService: the caller's access scope from its principal, then delegate and wrap.
+import type { ServiceHandlers } from "../../../generated/server.js";
+import type { SpendAccess } from "../../funds/spend-access.js";
+import type { SpendAuthorizations } from "../../funds/spend-authorizations.js";
+import type { SpendList } from "../../funds/spend-list.js";
+import type { Principal } from "../../identity/roles.js";
+import { callerOf, keepAnswer, type RequestContext } from "../context.js";
+
+type SpendHandlers = Pick<ServiceHandlers<RequestContext>, "SpendService">;
+
+/** Administrators act on every spend; an app service on its bound apps'; anyone else on their own. */
+export function spendAccess(principal: Principal): SpendAccess {
+  const { roles } = principal;
+  if (roles.includes("ROLE_SUPER_ADMIN") || roles.includes("ROLE_FUND_ADMIN")) return { kind: "all" };
+  if (roles.includes("ROLE_APP_SERVICE")) return { kind: "apps", appIds: principal.appIds };
+  return { kind: "subject", userId: principal.userId };
+}
+
+export function spendHandlers(deps: { spends: SpendAuthorizations; list: SpendList }): SpendHandlers {
+  const { spends, list } = deps;
+  const access = (ctx: RequestContext) => spendAccess(callerOf(ctx));
+  // An idempotent request's answer is kept in the transaction of its change (see ../idempotency.ts).
+  const keep = (ctx: RequestContext) => keepAnswer(ctx, (authorization) => ({ authorization }));
+  return {
+    SpendService: {
+      Authorize: async ({ body }, ctx) => ({ authorization: await spends.authorize(access(ctx), body, keep(ctx)) }),
+      Capture: async ({ path, body }, ctx) => ({ authorization: await spends.capture(access(ctx), path.authorization_id, body, keep(ctx)) }),
+      Release: async ({ path }, ctx) => ({ authorization: await spends.release(access(ctx), path.authorization_id, keep(ctx)) }),
+      Reverse: async ({ path, body }, ctx) => ({ authorization: await spends.reverse(access(ctx), path.authorization_id, body, keep(ctx)) }),
+      Get: async ({ path }, ctx) => ({ authorization: await spends.get(access(ctx), path.authorization_id) }),
+      List: async ({ query }, ctx) => {
+        const page = await list.list(access(ctx), callerOf(ctx).userId, query);
+        return { list: page.items.map((authorization) => ({ authorization })), nextPageToken: page.nextPageToken };
+      },
+    },
+  };
+}

@@ -1,0 +1,98 @@
+// When a per-process cache may still be trusted, across every instance sharing the database. Each
+// kind of cached state has a version row, bumped in the same transaction as any change to that
+// state (`recordChange`). Each instance polls the row every 250 ms (one indexed read, not one per
+// request) and moves its `generation` when the version moves; the instance that made a change also
+// moves it as soon as the change commits (`changedHere`). A cache keeps, with each entry, the
+// generation taken before it read the entry from the database, and uses the entry only while
+// `trusts(generation)`.
+//
+// The bound: a change committed at T is seen by the first poll started after T, and until then the
+// last successful poll, started before T, is trusted for `trustMs` (750 ms) at most: no instance uses
+// state older than the change past T + 750 ms, even when polls fail or the event loop stalls.
+// Then the cache answers nothing and its callers read the database, as without it.
+import { BackgroundTask } from "../core/background-task.js";
+import type { Logger } from "../core/logger.js";
+import type { Storage } from "./connect.js";
+import type { Db } from "./transactions.js";
+
+export type ChangeKind = "principals";
+
+export interface PollTiming {
+  pollMs: number;
+  /** How long after a successful poll started what it saw is trusted; at most 1 s, the bound. */
+  trustMs: number;
+}
+
+/** Trusted for three polls: one late or failed poll does not empty the caches. */
+export const CHANGE_POLL: PollTiming = { pollMs: 250, trustMs: 750 };
+
+/** Bumps the version of `kind`; call it inside the transaction of the change. */
+export async function recordChange(db: Db, kind: ChangeKind): Promise<void> {
+  await db
+    .updateTable("change_versions")
+    .set((eb) => ({ version: eb("version", "+", 1) as never }))
+    .where("name", "=", kind)
+    .execute();
+}
+
+export class ChangeWatch {
+  private current = 0;
+  private version: string | undefined;
+  /** Monotonic (performance.now), not the injected clock: the polls run on real timers. */
+  private trustedUntil = 0;
+  private failing = false;
+  private readonly polls: BackgroundTask;
+
+  constructor(
+    private readonly storage: Storage,
+    private readonly kind: ChangeKind,
+    private readonly logger: Logger,
+    private readonly timing: PollTiming = CHANGE_POLL,
+  ) {
+    this.polls = new BackgroundTask(timing.pollMs, () => this.poll());
+  }
+
+  /** Take it before reading the state to be cached, and keep it with what was read. */
+  get generation(): number {
+    return this.current;
+  }
+
+  /** Whether state read at `generation` may be used now. */
+  trusts(generation: number): boolean {
+    return generation === this.current && performance.now() < this.trustedUntil;
+  }
+
+  /** After a change made by this process has committed: its effect is seen by the next request. */
+  changedHere(): void {
+    this.current++;
+  }
+
+  /** Polls once, then in the background until `stop`. */
+  async start(): Promise<void> {
+    await this.poll();
+    this.polls.start();
+  }
+
+  stop(): Promise<void> {
+    return this.polls.stop();
+  }
+
+  private async poll(): Promise<void> {
+    const startedAt = performance.now();
+    try {
+      const row = await this.storage.db.selectFrom("change_versions").select("version").where("name", "=", this.kind).executeTakeFirst();
+      const version = String(row?.version);
+      if (version !== this.version) {
+        this.version = version;
+        this.current++;
+      }
+      this.trustedUntil = startedAt + this.timing.trustMs;
+      if (this.failing) this.logger.info({ msg: "change poll recovered; caches trusted again", kind: this.kind });
+      this.failing = false;
+    } catch (err) {
+      // Once per run of failures: the caches are already bypassed, a log line every poll says nothing more.
+      if (!this.failing) this.logger.error({ msg: "change poll failed; caches bypassed until it succeeds", kind: this.kind, err });
+      this.failing = true;
+    }
+  }
+}

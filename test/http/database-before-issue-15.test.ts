@@ -1,0 +1,74 @@
+// A database written before the app service role and the policy's time zone (migrations up to
+// 0007): once the server has migrated it, the credentials it held are bound to no app (and still
+// work), and the tenant's policy is in UTC, as the contract says of tenants created before the field.
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import SQLite from "better-sqlite3";
+import { Kysely, Migrator, PostgresDialect, SqliteDialect } from "kysely";
+import pg from "pg";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createApiClient, unwrap } from "../../src/client/index.js";
+import { loadConfig } from "../../src/config.js";
+import { ManualClock } from "../../src/core/clock.js";
+import { createLogger } from "../../src/core/logger.js";
+import { hashSecret } from "../../src/identity/secret-hash.js";
+import { startServer, type RunningServer } from "../../src/server.js";
+import { migrationsFor } from "../../src/storage/migrations.js";
+import { createTestDatabase, testDialect, type TestDatabase } from "../support/database.js";
+
+const OLD = { clientId: "c1_beforeIssue15xxxx", clientSecret: "a-secret-from-before-issue-15-for-tests-only" };
+
+let dir: string;
+let database: TestDatabase;
+let server: RunningServer;
+
+/** Migrates a fresh database to 0007 and writes what a server of that time had: a user, a credential, the policy. */
+async function oldDatabase(url: string): Promise<void> {
+  const config = loadConfig({ DATABASE_URL: url });
+  const dialect = config.database.kind;
+  const db = new Kysely<any>({
+    dialect:
+      config.database.kind === "sqlite"
+        ? new SqliteDialect({ database: new SQLite(config.database.path) })
+        : new PostgresDialect({ pool: new pg.Pool({ connectionString: config.database.url, max: 1 }) }),
+  });
+  try {
+    const { error } = await new Migrator({ db, provider: migrationsFor(dialect) }).migrateTo("0007_instance_heartbeats");
+    if (error) throw error;
+    const at = "2026-11-01T08:00:00.000Z";
+    await db.insertInto("users").values({ id: "0ldUser000000001", display_name: "Old admin", email: "old@example.com", email_key: "old@example.com", roles: '["ROLE_SUPER_ADMIN"]', created_at: at, updated_at: at }).execute();
+    await db
+      .insertInto("credentials")
+      .values({ id: "0ldCredential001", user_id: "0ldUser000000001", client_id: OLD.clientId, secret_hash: await hashSecret(OLD.clientSecret), display_name: "old", created_at: at, revoked_at: null, last_used_at: null })
+      .execute();
+    await db.insertInto("fund_policy").values({ tenant_id: "default", currency_code: "EUR", default_controls: null, updated_at: null }).execute();
+  } finally {
+    await db.destroy();
+  }
+}
+
+beforeAll(async () => {
+  dir = mkdtempSync(join(tmpdir(), "tenant-api-before-15-"));
+  database = await createTestDatabase(dir);
+  await oldDatabase(database.url);
+  server = await startServer({
+    config: loadConfig({ PORT: "0", HOST: "127.0.0.1", DATABASE_URL: database.url, SECRETS_KEY_FILE: join(dir, "secrets.key"), FUND_CURRENCY: "USD", LOG_LEVEL: "silent" }),
+    clock: new ManualClock(Date.parse("2026-11-20T09:00:00Z")),
+    logger: createLogger("silent"),
+  });
+});
+afterAll(async () => {
+  await server?.close();
+  await database?.drop();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+describe(`a database from before issue 15 (${testDialect()})`, () => {
+  it("keeps its credentials working, bound to no app, and its policy, in UTC", async () => {
+    const api = createApiClient({ baseUrl: server.url, credentials: OLD });
+    expect(unwrap(await api.GET("/api/v1/funds/policy")).fundPolicy).toEqual({ currencyCode: "EUR", timeZone: "UTC", defaultControls: null, updatedAt: null });
+    const listed = unwrap(await api.GET("/api/v1/users/{user_id}/credentials", { params: { path: { user_id: "0ldUser000000001" } } })).list;
+    expect(listed.map((c) => [c.credential.id, c.credential.appIds])).toEqual([["0ldCredential001", []]]);
+  });
+});

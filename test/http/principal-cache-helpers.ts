@@ -1,0 +1,58 @@
+// For the tests of the cached principals (src/identity/access-tokens.ts, src/storage/change-versions.ts):
+// raw token requests against any instance, the database opened beside the servers for the changes
+// no operation makes, and a wait that measures how long a change took to show.
+import { expect } from "vitest";
+import { recordChange } from "../../src/storage/change-versions.js";
+import { openStorage, type Storage } from "../../src/storage/connect.js";
+import { writeTransaction } from "../../src/storage/transactions.js";
+
+/** The bound every instance keeps: a change shows within 1 s of its commit. */
+export const BOUND_MS = 1000;
+
+export async function accessToken(url: string, clientId: string, clientSecret: string): Promise<string> {
+  const r = await fetch(`${url}/auth/v1/token`, {
+    method: "POST",
+    headers: { "Content-Type": "application/x-www-form-urlencoded" },
+    body: new URLSearchParams({ grant_type: "client_credentials", client_id: clientId, client_secret: clientSecret }),
+  });
+  expect(r.status).toBe(200);
+  return ((await r.json()) as { access_token: string }).access_token;
+}
+
+/** GET /api/v1/users with `token`: 200 for a super-admin, 403 for other roles, 401 once revoked. */
+export async function listUsers(url: string, token: string): Promise<{ status: number; message?: string }> {
+  const r = await fetch(`${url}/api/v1/users?page_size=1`, { headers: { Authorization: `Bearer ${token}` } });
+  const body = (await r.json()) as { message?: string };
+  return { status: r.status, ...(body.message ? { message: body.message } : {}) };
+}
+
+/**
+ * Asks until `answer` gives `status`, from `since` (taken before the change was sent, so the time
+ * measured is at least the time since its commit); fails past `BOUND_MS` plus a margin for the
+ * request itself. Returns the milliseconds it took.
+ */
+export async function msUntil(since: number, status: number, answer: () => Promise<{ status: number }>): Promise<number> {
+  for (;;) {
+    const got = (await answer()).status;
+    const elapsed = performance.now() - since;
+    if (got === status) return elapsed;
+    if (elapsed > BOUND_MS + 500) throw new Error(`still ${got} after ${Math.round(elapsed)} ms, expected ${status}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+/** The test database, opened beside the servers on it. */
+export function openDatabase(url: string): Promise<Storage> {
+  return openStorage(url.startsWith("sqlite:") ? { kind: "sqlite", path: url.slice("sqlite:".length) } : { kind: "postgres", url });
+}
+
+/**
+ * Sets a user's roles as a writer of users would: in one transaction with the principals' version.
+ * No operation changes roles yet; this is the write such an operation must make.
+ */
+export async function setRoles(storage: Storage, userId: string, roles: string[], options: { record: boolean }): Promise<void> {
+  await writeTransaction(storage, { exclusive: [] }, async (db) => {
+    await db.updateTable("users").set({ roles: JSON.stringify(roles) }).where("id", "=", userId).execute();
+    if (options.record) await recordChange(db, "principals");
+  });
+}

@@ -1,0 +1,64 @@
+// README.md's "Spend flow" session, as written: every `sh` block of the section, in order, run by
+// bash against a real server (only the base URL and the credential lines are replaced by the test
+// server's). It must end without an error and print what the README says it prints.
+import { readFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { runToEnd } from "../support/process.js";
+import { BOOTSTRAP, startTestServer, type TestServer } from "../support/server.js";
+
+const root = fileURLToPath(new URL("../..", import.meta.url));
+const README = readFileSync(new URL("../../README.md", import.meta.url), "utf8");
+
+/** The `sh` blocks of the section, joined. */
+function session(): string {
+  const section = README.split(/^### Spend flow$/m)[1]?.split(/^## /m)[0];
+  if (!section) throw new Error('README.md has no "### Spend flow" section');
+  return [...section.matchAll(/^```sh\n([\s\S]*?)^```$/gm)].map((m) => m[1]!).join("\n");
+}
+
+let ts: TestServer;
+beforeAll(async () => {
+  ts = await startTestServer();
+  ts.clock.set(Date.now());
+});
+afterAll(async () => ts?.stop());
+
+describe("README: Spend flow", () => {
+  it("runs as written: token, authorize, capture, usage, reverse, then the command's authorize, release, decline and list", async () => {
+    const script = session();
+    for (const variable of ["BASE", "CLIENT_ID", "CLIENT_SECRET"]) expect(script, variable).toMatch(new RegExp(`^${variable}=`, "m"));
+    const ours = script
+      .replace(/^BASE=.*$/m, `BASE=${ts.url}`)
+      .replace(/^CLIENT_ID=.*$/m, `CLIENT_ID=${BOOTSTRAP.clientId}`)
+      .replace(/^CLIENT_SECRET=.*$/m, `CLIENT_SECRET='${BOOTSTRAP.clientSecret}'`);
+    const run = await runToEnd("bash", ["-eo", "pipefail", "-c", `cd '${root}'\n${ours}`]);
+    expect(run.code, run.out).toBe(0);
+    const out = run.stdout;
+    const money = (units: string, nanos = 0) => `"currencyCode": "USD",\n\\s*"units": "${units}",\n\\s*"nanos": ${nanos}`;
+    // In order: the limit set, the hold, the capture, the usage, the reversal and the usage again.
+    const expected = [
+      money("100"),
+      `"state": "SPEND_AUTHORIZATION_STATE_PENDING"`,
+      `"held": \\{\n\\s*${money("15")}`,
+      `"state": "SPEND_AUTHORIZATION_STATE_CAPTURED"`,
+      `"capturedAmount": \\{\n\\s*${money("12", 500_000_000)}`,
+      `"spent": \\{\n\\s*${money("12", 500_000_000)}[\\s\\S]*"remaining": \\{\n\\s*${money("87", 500_000_000)}`,
+      `^\\{\n\\s*${money("5")}\n\\}`,
+      `"spent": \\{\n\\s*${money("7", 500_000_000)}[\\s\\S]*"remaining": \\{\n\\s*${money("92", 500_000_000)}`,
+      // The command: 20 held (72.50 left), released, 500 declined (exit code 1), the one captured spend listed.
+      `^\\{\n\\s*${money("72", 500_000_000)}\n\\}`,
+      `^SPEND_AUTHORIZATION_STATE_RELEASED$`,
+      `spent USD 7.5 \\+ held USD 0 \\+ USD 500 > USD 100 -> decline`,
+      `^exit code 1$`,
+      `^\\[\n\\s*"[0-9A-Za-z]{16}"\n\\]$`,
+    ];
+    let rest = out;
+    for (const pattern of expected) {
+      const m = new RegExp(pattern, "m").exec(rest);
+      expect(m, `${pattern}\nnot found, in order, in:\n${rest}`).not.toBeNull();
+      rest = rest.slice(m!.index + m![0].length);
+    }
+    expect(run.stderr.match(/^Idempotency-Key: [0-9a-f-]{36}$/gm)).toHaveLength(3);
+  }, 120_000);
+});

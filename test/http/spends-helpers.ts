@@ -1,0 +1,69 @@
+// Shared by the spend HTTP tests: calls of every SpendService operation by name for one client
+// (bodies `unknown` so tests can send bad ones), an Idempotency-Key per Authorize unless given,
+// and a server with an admin, a subject and the subject's funds calls.
+import { randomUUID } from "node:crypto";
+import { expect } from "vitest";
+import { unwrap, type ApiClient } from "../../src/client/index.js";
+import { startTestServer, type TestServer } from "../support/server.js";
+import { amount, funds, money, newAppId, type Funds, type Schemas } from "./funds-helpers.js";
+
+export type Authorization = Schemas["SpendAuthorization"];
+
+export interface ListQuery {
+  user_id?: string;
+  app_id?: string;
+  state?: string;
+  window_start?: string;
+  page_size?: number;
+  page_token?: string;
+}
+
+export function spends(client: ApiClient) {
+  const id = (authorization_id: string) => ({ params: { path: { authorization_id } } });
+  const key = (k: string | null | undefined) => (k === null ? {} : { "Idempotency-Key": k ?? randomUUID() });
+  return {
+    /** `key` null sends no Idempotency-Key; undefined a fresh one. */
+    authorize: (body: unknown, k?: string | null) =>
+      client.POST("/api/v1/funds/spend-authorizations", { params: { header: key(k) as never }, body: body as never }),
+    capture: (a: string, body: unknown = {}, k: string | null = null) =>
+      client.POST("/api/v1/funds/spend-authorizations/{authorization_id}/capture", { params: { path: { authorization_id: a }, header: key(k) as never }, body: body as never }),
+    release: (a: string, body: unknown = {}, k: string | null = null) =>
+      client.POST("/api/v1/funds/spend-authorizations/{authorization_id}/release", { params: { path: { authorization_id: a }, header: key(k) as never }, body: body as never }),
+    reverse: (a: string, body: unknown = {}, k: string | null = null) =>
+      client.POST("/api/v1/funds/spend-authorizations/{authorization_id}/reverse", { params: { path: { authorization_id: a }, header: key(k) as never }, body: body as never }),
+    get: (a: string) => client.GET("/api/v1/funds/spend-authorizations/{authorization_id}", id(a)),
+    list: (query: ListQuery = {}) => client.GET("/api/v1/funds/spend-authorizations", { params: { query: query as never } }),
+  };
+}
+
+export type Spends = ReturnType<typeof spends>;
+
+export interface SpendServer {
+  ts: TestServer;
+  admin: Funds;
+  spend: Spends;
+  subject: { userId: string; f: Funds; s: Spends };
+}
+
+/** A test server with the admin's funds and spend calls, and a ROLE_USER subject's own. */
+export async function startSpendServer(env: Record<string, string> = {}): Promise<SpendServer> {
+  const ts = await startTestServer(env);
+  const user = await ts.userClient(["ROLE_USER"]);
+  return { ts, admin: funds(ts.admin), spend: spends(ts.admin), subject: { userId: user.userId, f: funds(user.client), s: spends(user.client) } };
+}
+
+export { amount, funds, money, newAppId };
+
+/** A fresh app whose subject row has `limit` (an amount in units, or a limit object) per `period`. */
+export async function appWithLimit(admin: Funds, userId: string, limit: string | object, period?: string): Promise<string> {
+  const app = newAppId("spend");
+  unwrap(await admin.setLimit(userId, app, { limit: typeof limit === "string" ? amount(limit) : limit, ...(period ? { period } : {}) }));
+  return app;
+}
+
+/** Authorizes and answers the authorization (200 expected). */
+export async function authorized(s: Spends, body: { userId: string; appId: string; amount: unknown; holdSeconds?: number; capture?: boolean; metadata?: object }): Promise<Authorization> {
+  const r = await s.authorize(body);
+  expect(r.response.status, JSON.stringify(r.error)).toBe(200);
+  return unwrap(r).authorization;
+}

@@ -1,0 +1,72 @@
+// Exactness of spend admission across three server processes on one database, as behind a load
+// balancer: the instances share nothing but the database, so only the database's locking keeps
+// two of them from approving against the same headroom. The requests of each test are spread
+// over the three; holds expire by the real clock (holdSeconds 1).
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { unwrap } from "../../src/client/index.js";
+import { testDialect } from "../support/database.js";
+import { startInstances, type Instances } from "../support/instances.js";
+import { reliabilitySuite } from "../support/reliability.js";
+import { amount, funds, newAppId } from "./funds-helpers.js";
+import { expectExactDecision, expectSerialApprovals, expectUsageMatchesStates, fillExactly, NANOS, nanosOf, runMix, spends, usd, type Spends } from "./spends-load-helpers.js";
+
+const ADMIN = { clientId: "spend-admin", clientSecret: "spend-admin-secret-0123456789" };
+const N = 150;
+const LIMIT = 100n * NANOS;
+const MIX_LIMIT = 60n * NANOS;
+const counts = reliabilitySuite("spends-concurrency", `${testDialect()}, 3 instances`);
+
+let cluster: Instances | undefined;
+let s: Spends[] = [];
+let userId: string;
+
+beforeAll(async () => {
+  // Rate limits off: 150 requests at once from one address is the point here.
+  cluster = await startInstances(3, ADMIN, "http://tenant.example.test", { RATE_LIMIT: "off" });
+  s = cluster.clients.map(spends);
+  userId = unwrap(await cluster.clients[0]!.POST("/api/v1/users", { body: { displayName: "Spender", email: `spender-${Date.now()}@example.com`, roles: ["ROLE_USER"] } })).user.id!;
+}, 120_000);
+afterAll(async () => cluster?.stop(), 120_000);
+
+/** A fresh app capping the subject's spends at `units` a month. */
+async function limitedApp(units = "100"): Promise<string> {
+  const appId = newAppId("spend");
+  unwrap(await funds(cluster!.clients[1]!).setLimit(userId, appId, { limit: amount(units), period: "PERIOD_KIND_MONTHLY" }));
+  return appId;
+}
+
+describe(`spend admission on three instances on one ${testDialect()} database`, () => {
+  it(`${N} concurrent authorizations of 1.00 against 100.00, holds and direct spends, spread over the instances: exactly 100 approved`, () =>
+    counts.check(async () => {
+      const appId = await limitedApp();
+      const answers = await Promise.all(Array.from({ length: N }, (_, i) => s[i % 3]!.authorize({ userId, appId, amount: usd(NANOS), ...(i % 2 ? { capture: true } : {}) }).then(unwrap)));
+      const decided = answers.map((a) => a.authorization);
+      const approved = decided.filter((a) => a.decision.approved);
+      expect(approved).toHaveLength(100);
+      for (const a of decided) expectExactDecision(a, LIMIT);
+      expectSerialApprovals(approved, NANOS, 100);
+      const usage = await s[2]!.usage(userId, appId);
+      expect(nanosOf(usage.spent) + nanosOf(usage.held)).toBe(LIMIT);
+      expect(usage.remaining).toEqual(usd(0n));
+      await expectUsageMatchesStates(s[0]!, userId, appId, LIMIT);
+    }), 120_000);
+
+  it("captures, releases, reversals and holds expiring by the clock, interleaved across the instances: every decision exact, usage = the sum over the states, then the window fills exactly", () =>
+    counts.check(async () => {
+      // 60.00: the first half's 75 authorizations (about 97.00 asked) fill it whatever is released meanwhile.
+      const appId = await limitedApp("60");
+      // Each half arrives over 1.5 s; short holds of 1 s expire while later ones arrive.
+      const { decided, lateApprovals, followUps } = await runMix({ clients: s, userId, appId, limit: MIX_LIMIT, seed: 1503, count: 150, spreadMs: 1500, shortHoldSeconds: 1 });
+      expect(decided.filter((a) => !a.decision.approved).length, "declined").toBeGreaterThan(0);
+      expect(lateApprovals, "approvals after the window was full").toBeGreaterThan(0);
+      expect(followUps.get("release 200") ?? 0).toBeGreaterThan(0);
+      expect(followUps.get("reverse 200") ?? 0).toBeGreaterThan(0);
+      // Past every short hold's expiry.
+      await new Promise((r) => setTimeout(r, 1100));
+      const { authorizations } = await expectUsageMatchesStates(s[1]!, userId, appId, MIX_LIMIT);
+      expect(authorizations.map((a) => a.id).sort()).toEqual(decided.map((a) => a.id).sort());
+      expect(authorizations.filter((a) => a.state === "SPEND_AUTHORIZATION_STATE_EXPIRED").length, "expired holds").toBeGreaterThan(0);
+      await fillExactly(s, userId, appId, MIX_LIMIT, N);
+      await expectUsageMatchesStates(s[2]!, userId, appId, MIX_LIMIT);
+    }), 120_000);
+});
