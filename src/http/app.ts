@@ -22,8 +22,8 @@ import { LISTENER_ROUTE, type RateLimits } from "./rate-limit.js";
 import { JSON_LIMIT_BYTES, rawBodyLimit, readRawBody, refuseDeclaredOversize, unlessBodyless, verifyJson, wholeRequest } from "./request-body.js";
 import { requestId } from "./request-id.js";
 import { RequestShapes } from "./request-shapes.js";
-import { cacheValidatorRouteMatchers } from "./route-matcher-cache.js";
-import { expressPath, findRoute, methodsAt } from "./route-table.js";
+import { withRememberedRouteMetadata } from "./route-metadata.js";
+import { expressPath, isRawPath, methodsAt, routeOf } from "./route-table.js";
 import { storableText } from "./storable-text.js";
 import { requireUtf8 } from "./strict-utf8.js";
 
@@ -84,7 +84,6 @@ const peerOf = (req: Request): RequestContext["peer"] => ({ remoteAddress: req.s
  * its failures are narrowed to the arm a `oneOf` value chose before they are rendered.
  */
 export function requestValidation(contractPath: string, validateResponses: boolean): (RequestHandler | ErrorRequestHandler)[] {
-  cacheValidatorRouteMatchers();
   const shapes = RequestShapes.of(contractPath);
   return [
     refuseDeclaredOversize,
@@ -93,7 +92,7 @@ export function requestValidation(contractPath: string, validateResponses: boole
     unlessBodyless(express.urlencoded({ extended: false, limit: FORM_LIMIT, parameterLimit: 20, verify: requireUtf8, inflate: false })),
     storableText,
     parameterForm(shapes),
-    ...OpenApiValidator.middleware({
+    ...withRememberedRouteMetadata(OpenApiValidator.middleware({
       apiSpec: contractPath,
       // Parameters (query, path) are always coerced from their strings; bodies never are, so a number
       // sent where the contract wants a string (Money.units) or the reverse is a 400, not silently converted.
@@ -103,8 +102,8 @@ export function requestValidation(contractPath: string, validateResponses: boole
       validateFormats: true,
       // The contract is validated by `npm run lint`; the meta-schema here refuses the relative tokenUrl the seed gives.
       validateApiSpec: false,
-      ignorePaths: (path: string) => /^\/(healthz|readyz|docs|openapi\.yaml)$/.test(path) || findRoute("post", path)?.raw === true,
-    }).map(headAsGet),
+      ignorePaths: (path: string) => /^\/(healthz|readyz|docs|openapi\.yaml)$/.test(path) || isRawPath(path),
+    })).map(headAsGet),
     narrowOneOfFailures(shapes),
     wholeRequest,
   ];
@@ -132,7 +131,7 @@ export function createApp(options: AppOptions): Express {
   // Rate limits, authentication and roles come first, so a caller without access learns nothing
   // about shapes, and a caller over its limit costs no more work.
   app.use(async (req: Request, res: Response, next: NextFunction) => {
-    const route = findRoute(req.method, req.path);
+    const route = routeOf(req);
     if (!route) return next(unroutable(req.path));
     res.locals.operationId = route.operationId;
     try {

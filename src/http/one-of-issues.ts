@@ -8,7 +8,7 @@
 import type { NextFunction, Request, Response } from "express";
 import { isRecord, isSet } from "../funds/guards.js";
 import type { RequestShapes, SchemaNode } from "./request-shapes.js";
-import { findRoute } from "./route-table.js";
+import { routeOf } from "./route-table.js";
 
 export interface ValidatorIssue {
   /** JSON pointer into the validated data, e.g. `/body/limit/amount`. */
@@ -139,7 +139,7 @@ const isValidatorFailure = (e: unknown): e is { status: number; errors: Validato
 export function narrowOneOfFailures(shapes: RequestShapes) {
   return (err: unknown, req: Request, _res: Response, next: NextFunction): void => {
     if (isValidatorFailure(err)) {
-      const route = findRoute(req.method, req.path);
+      const route = routeOf(req);
       const schema = route && shapes.operation(route.operationId)?.body?.schema;
       err.errors = narrowOneOfIssues(err.errors, req.body, schema, (node) => shapes.deref(node));
     }

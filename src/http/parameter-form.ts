@@ -6,7 +6,7 @@
 import type { NextFunction, Request, Response } from "express";
 import { invalidField } from "../core/errors.js";
 import type { RequestShapes, SchemaNode } from "./request-shapes.js";
-import { findRoute } from "./route-table.js";
+import { routeOf } from "./route-table.js";
 
 /** An optional minus sign and digits, without leading zeros (`0` alone is zero; `-0` is refused). */
 const DECIMAL_INTEGER = /^(0|-?[1-9][0-9]*)$/;
@@ -18,7 +18,7 @@ const isInteger = (schema: SchemaNode): boolean => schema.type === "integer";
 
 export function parameterForm(shapes: RequestShapes) {
   return (req: Request, _res: Response, next: NextFunction): void => {
-    const route = findRoute(req.method, req.path);
+    const route = routeOf(req);
     const shape = route && shapes.operation(route.operationId);
     if (!shape) return next();
     const query = req.query as Record<string, unknown>;

@@ -4,19 +4,61 @@ import { operationRoutes, type OperationRoute } from "../../generated/server.js"
 
 interface CompiledRoute {
   route: OperationRoute;
+  /** Case-sensitive, and strict about a trailing slash: one path, one spelling. A group per parameter. */
   pattern: RegExp;
+  parameters: string[];
 }
 
-const compiled: CompiledRoute[] = operationRoutes.map((route) => ({
+const compile = (route: OperationRoute): CompiledRoute => ({
   route,
-  // Case-sensitive, and strict about a trailing slash: one path, one spelling.
-  pattern: new RegExp(`^${route.path.replace(/[.*+?^$()|[\]\\]/g, "\\$&").replace(/\\?\{[a-z_]+\\?\}/g, "[^/]+").replace(/\{[a-z_]+\}/g, "[^/]+")}$`),
-}));
+  pattern: new RegExp(`^${route.path.replace(/[.*+?^$()|[\]\\]/g, "\\$&").replace(/\{[a-z_]+\}/g, "([^/]+)")}$`),
+  parameters: [...route.path.matchAll(/\{([a-z_]+)\}/g)].map((m) => m[1]!),
+});
+
+const compiled: CompiledRoute[] = operationRoutes.map(compile);
+const byRoute = new Map(compiled.map((c) => [c.route, c]));
+const rawRoutes = compiled.filter((c) => c.route.raw);
+
+const methodOf = (method: string): string => (method.toLowerCase() === "head" ? "get" : method.toLowerCase());
 
 /** The operation `method` and `path` call; HEAD calls the GET operation (RFC 9110 9.3.2: its answer without the body). */
 export function findRoute(method: string, path: string): OperationRoute | undefined {
-  const m = method.toLowerCase() === "head" ? "get" : method.toLowerCase();
+  const m = methodOf(method);
   return compiled.find((c) => c.route.method === m && c.pattern.test(path))?.route;
+}
+
+// Several steps of a request ask for its operation; the path and method they see do not change
+// (HEAD is matched as GET either way), so the answer is kept with the request.
+const routes = new WeakMap<object, OperationRoute | null>();
+
+/** findRoute for a request, matched once per request. */
+export function routeOf(req: { method: string; path: string }): OperationRoute | undefined {
+  let route = routes.get(req);
+  if (route === undefined) {
+    route = findRoute(req.method, req.path) ?? null;
+    routes.set(req, route);
+  }
+  return route ?? undefined;
+}
+
+/** Whether `path` is that of an operation that takes its body raw (x-raw-request). */
+export const isRawPath = (path: string): boolean => rawRoutes.some((c) => c.pattern.test(path));
+
+/**
+ * The path parameters of `path` for `route`, decoded, by name; undefined when the path is not the
+ * route's or a parameter is not valid percent-encoding.
+ */
+export function pathParametersOf(route: OperationRoute, path: string): Record<string, string> | undefined {
+  const c = byRoute.get(route);
+  const values = c?.pattern.exec(path);
+  if (!c || !values) return undefined;
+  const parameters: Record<string, string> = {};
+  try {
+    c.parameters.forEach((name, i) => (parameters[name] = decodeURIComponent(values[i + 1]!)));
+  } catch {
+    return undefined;
+  }
+  return parameters;
 }
 
 /** `/api/v1/users/{user_id}` as Express writes it: `/api/v1/users/:user_id`. */
