@@ -31,10 +31,9 @@ import { FailureThrottle } from "./identity/failure-throttle.js";
 import { SigningKeys } from "./identity/signing-keys.js";
 import { Users } from "./identity/users.js";
 import { Automations } from "./automations/automations.js";
+import { workerHandOff } from "./automations/event-hand-off.js";
 import { Executions } from "./automations/executions.js";
-import { Listeners } from "./automations/listeners.js";
 import { ExecutionRunner } from "./automations/runner.js";
-import { SecretBox } from "./automations/secret-box.js";
 import { Worker, WORKER_DEFAULTS } from "./automations/worker.js";
 import { ChangeWatch, type PollTiming } from "./storage/change-versions.js";
 import { openStorage } from "./storage/connect.js";
@@ -45,6 +44,8 @@ import { WebhookEvents } from "./webhooks/events.js";
 import { WebhookIntake } from "./webhooks/intake.js";
 import { JwksCache } from "./webhooks/jwks-cache.js";
 import type { FetchJwksOptions } from "./webhooks/jwks-fetch.js";
+import { Listeners } from "./webhooks/listeners.js";
+import { SecretBox } from "./webhooks/secret-box.js";
 import { sharedKey } from "./storage/settings.js";
 
 /** How often expired Idempotency-Key records are removed (an expired one is also replaced when its key comes again). */
@@ -113,12 +114,12 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const intake = new WebhookIntake({
     clock,
     listeners,
-    automations,
     events,
     jwks: new JwksCache({ clock, fetchOptions: { ...options.jwksFetch, allowInsecure: config.jwksAllowInsecure } }),
     baseUrl: config.baseUrl,
     trustProxy: config.trustProxy,
-    worker,
+    // This process's worker: handed a new execution it claimed at insert, or woken to claim it.
+    handOff: workerHandOff(worker),
   });
 
   // Each instance enforces its share of the limits: the quota over the instances counted live.

@@ -1,22 +1,13 @@
 // Checks an automation as saved: step names unique, every CEL expression compiled against the
-// steps before it (400 CEL_INVALID with path and position), limits validated by the funds rules,
-// and the webhook trigger's JWKS URL and source CIDRs. Returns the normalized shapes to store.
+// steps before it (400 CEL_INVALID with path and position), limits validated by the funds rules.
+// Returns the normalized steps to store. The webhook trigger is checked by webhooks/trigger.ts.
 import type { components } from "../../generated/api.js";
 import { invalidField } from "../core/errors.js";
 import { isPathId } from "../core/ids.js";
 import { parseSpendLimit } from "../funds/spend-limit.js";
-import { checkJwksUrl } from "../webhooks/jwks-fetch.js";
-import { parseCidrs } from "../webhooks/source-ip.js";
 import { checkExpression, type CompiledExpression, type ExpectedResult } from "./cel.js";
 
 export type AutomationStep = components["schemas"]["AutomationStep"];
-export type AutomationTriggerInput = components["schemas"]["AutomationTrigger"];
-
-export interface WebhookTriggerConfig {
-  method: "hmac" | "jwt";
-  jwksUrl: string | null;
-  allowedSourceCidrs: string[];
-}
 
 /**
  * An id computed by a step's CEL must have the shape of the API's path parameters (checked by the
@@ -102,17 +93,4 @@ export function walkSteps(
     names.push(step.stepName);
     return normalized;
   });
-}
-
-export function checkTrigger(triggers: readonly AutomationTriggerInput[], allowInsecureJwks: boolean, path = "automation.triggers"): WebhookTriggerConfig | null {
-  const trigger = triggers[0];
-  if (!trigger) return null;
-  const webhook = trigger.webhook;
-  const at = `${path}[0].webhook`;
-  const allowedSourceCidrs = parseCidrs(webhook.allowedSourceCidrs ?? [], `${at}.allowedSourceCidrs`);
-  if ("jwt" in webhook && webhook.jwt) {
-    const jwksUrl = checkJwksUrl(webhook.jwt.jwksUrl, `${at}.jwt.jwksUrl`, { allowInsecure: allowInsecureJwks });
-    return { method: "jwt", jwksUrl, allowedSourceCidrs };
-  }
-  return { method: "hmac", jwksUrl: null, allowedSourceCidrs };
 }

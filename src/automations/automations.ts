@@ -10,9 +10,9 @@ import type { FundPolicies } from "../funds/fund-policy.js";
 import type { Storage } from "../storage/connect.js";
 import type { AutomationsTable, Database } from "../storage/schema.js";
 import { writeTransaction, type BeforeCommit, type Db } from "../storage/transactions.js";
-import { checkSteps, checkTrigger, type AutomationStep } from "./automation-input.js";
+import { checkTrigger, listenerUrl, type Listener, type Listeners } from "../webhooks/for-automations.js";
+import { checkSteps, type AutomationStep } from "./automation-input.js";
 import { checkStepsReport, type StepCheckReport } from "./step-check.js";
-import type { Listener, Listeners } from "./listeners.js";
 import { stepView, webhookTriggerView } from "./views.js";
 
 export type Automation = components["schemas"]["Automation"];
@@ -49,13 +49,9 @@ export class Automations {
     private readonly options: { baseUrl: string; allowInsecureJwks: boolean },
   ) {}
 
-  listenerUrl(listenerId: string): string {
-    return `${this.options.baseUrl}/api/v1/webhooks/incoming/${listenerId}`;
-  }
-
   private view(row: AutomationRow, listener: Listener | undefined): Automation {
     const triggers: Automation["triggers"] = listener
-      ? [{ webhook: webhookTriggerView({ listenerId: listener.id, url: this.listenerUrl(listener.id), method: listener.method, jwksUrl: listener.jwks_url, allowedSourceCidrs: JSON.parse(listener.allowed_cidrs) as string[] }) }]
+      ? [{ webhook: webhookTriggerView({ listenerId: listener.id, url: listenerUrl(this.options.baseUrl, listener.id), method: listener.method, jwksUrl: listener.jwks_url, allowedSourceCidrs: JSON.parse(listener.allowed_cidrs) as string[] }) }]
       : [];
     return {
       id: row.id,

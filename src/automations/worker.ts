@@ -8,7 +8,7 @@ import type { Logger } from "../core/logger.js";
 import type { Storage } from "../storage/connect.js";
 import { claimExecutions } from "../storage/claims.js";
 import type { AutomationExecutionsTable } from "../storage/schema.js";
-import type { WebhookEvents } from "../webhooks/events.js";
+import type { WebhookEvents } from "../webhooks/for-automations.js";
 import type { ExecutionRunner } from "./runner.js";
 
 export interface WorkerOptions {

@@ -18,7 +18,7 @@
 import { createHash } from "node:crypto";
 import type { Request, Response } from "express";
 import type { Db } from "../storage/transactions.js";
-import type { SecretBox } from "../automations/secret-box.js";
+import type { SecretBox } from "../webhooks/secret-box.js";
 import { ApiError, GrpcCode } from "../core/errors.js";
 import type { IdempotencyRecords } from "../storage/idempotency-records.js";
 import { publishErrorAnswer } from "./error-answers.js";

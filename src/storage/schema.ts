@@ -212,7 +212,7 @@ export interface WebhookListenersTable {
 export interface WebhookSecretsTable {
   id: string;
   listener_id: string;
-  /** AES-256-GCM sealed secret (see src/automations/secret-box.ts), never the plain secret. */
+  /** AES-256-GCM sealed secret (see src/webhooks/secret-box.ts), never the plain secret. */
   sealed: string;
   created_at: string;
   /** Null for the current secret; a rotated-out secret stays valid until then. */

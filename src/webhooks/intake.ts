@@ -6,9 +6,6 @@ import type { KnownWebhookEventOutcome } from "../../generated/enums.js";
 import type { Clock } from "../core/clock.js";
 import { conflict, notFound, permissionDenied } from "../core/errors.js";
 import { isPathId } from "../core/ids.js";
-import type { Automations } from "../automations/automations.js";
-import { newExecution } from "../automations/executions.js";
-import type { IntakeListener, Listeners } from "../automations/listeners.js";
 import type { AutomationExecutionsTable } from "../storage/schema.js";
 import { parseJsonBody } from "./body.js";
 import { toWebhookEvent, type WebhookEvent, type WebhookEvents } from "./events.js";
@@ -16,6 +13,7 @@ import { parseWebhookHeaders, type HeaderBag } from "./headers.js";
 import { SIGNATURE_HEADER, verifyHmac } from "./hmac.js";
 import type { JwksCache } from "./jwks-cache.js";
 import { verifyWebhookJwt } from "./jwt.js";
+import { listenerUrl, type IntakeListener, type Listeners } from "./listeners.js";
 import { clientAddress, isAllowed } from "./source-ip.js";
 
 export interface IncomingRequest {
@@ -32,14 +30,16 @@ export const WebhookOutcome = {
   NOT_RUN_DISABLED: "WEBHOOK_EVENT_OUTCOME_NOT_RUN_DISABLED",
 } as const satisfies Record<string, KnownWebhookEventOutcome>;
 
-/** What the intake needs of the execution worker of its process (automations/worker.ts). */
-export interface LocalWorker {
-  /** The lease under which an execution inserted now is claimed for this worker, or undefined: insert it pending. */
-  directLease(): string | undefined;
-  /** Takes an execution committed under a lease from `directLease`. */
-  take(execution: AutomationExecutionsTable): void;
-  /** Wakes the worker to claim pending executions. */
-  notify(): void;
+/**
+ * Where the intake hands an event it accepted: the automations (automations/event-hand-off.ts, over
+ * the execution worker of this process). The execution is recorded with the event, in its
+ * transaction, and handed back once that committed.
+ */
+export interface ExecutionHandOff {
+  /** The execution of the automation's steps (JSON, as stored) the event starts, claimed at insert by this process's worker while it has room. */
+  newExecution(automationId: string, eventId: string, trigger: unknown, steps: string, receivedAt: string): AutomationExecutionsTable;
+  /** Runs an execution from `newExecution` once its record committed. */
+  recorded(execution: AutomationExecutionsTable): void;
 }
 
 export class WebhookIntake {
@@ -47,13 +47,11 @@ export class WebhookIntake {
     private readonly deps: {
       clock: Clock;
       listeners: Listeners;
-      automations: Automations;
       events: WebhookEvents;
       jwks: JwksCache;
       baseUrl: string;
       trustProxy: readonly string[];
-      /** This process's worker: handed a new execution it claimed at insert, or woken to claim it. */
-      worker: LocalWorker;
+      handOff: ExecutionHandOff;
     },
   ) {}
 
@@ -79,7 +77,7 @@ export class WebhookIntake {
         jwksUrl: listener.jwks_url ?? "",
         cache: this.deps.jwks,
         baseUrl: this.deps.baseUrl,
-        listenerUrl: this.deps.automations.listenerUrl(listener.id),
+        listenerUrl: listenerUrl(this.deps.baseUrl, listener.id),
         eventId: eventIdRaw,
         rawBody,
         clock,
@@ -88,8 +86,7 @@ export class WebhookIntake {
     // A read that answers most duplicates where it spares a write; the record settles the rest.
     if (await this.deps.events.seen(listener.id, eventId)) throw duplicate();
     const { event, execution } = await this.record(listener, eventId, trigger);
-    if (execution?.lease_until) this.deps.worker.take(execution);
-    else if (execution) this.deps.worker.notify();
+    if (execution) this.deps.handOff.recorded(execution);
     return event;
   }
 
@@ -99,7 +96,7 @@ export class WebhookIntake {
    * event had arrived that moment earlier.
    */
   private async record(listener: IntakeListener, eventId: string, trigger: unknown): Promise<{ event: WebhookEvent; execution?: AutomationExecutionsTable }> {
-    const { clock, events, worker } = this.deps;
+    const { clock, events, handOff } = this.deps;
     const { automation } = listener;
     const receivedAt = new Date(clock.now()).toISOString();
     const notRun =
@@ -108,7 +105,7 @@ export class WebhookIntake {
         : automation.enabled !== 1
           ? { outcome: WebhookOutcome.NOT_RUN_DISABLED, reason: "the automation's trigger toggle is not enabled" }
           : null;
-    const execution = notRun ? undefined : newExecution(listener.automation_id, eventId, trigger, automation.steps, receivedAt, worker.directLease());
+    const execution = notRun ? undefined : handOff.newExecution(listener.automation_id, eventId, trigger, automation.steps, receivedAt);
     const row = {
       listener_id: listener.id,
       event_id: eventId,

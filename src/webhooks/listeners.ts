@@ -7,10 +7,13 @@ import type { Storage } from "../storage/connect.js";
 import { prepared } from "../storage/prepared.js";
 import type { AutomationsTable, WebhookListenersTable } from "../storage/schema.js";
 import type { Db } from "../storage/transactions.js";
-import type { WebhookTriggerConfig } from "./automation-input.js";
 import type { SecretBox } from "./secret-box.js";
+import type { WebhookTriggerConfig } from "./trigger.js";
 
 export type Listener = WebhookListenersTable;
+
+/** Where senders post to the listener: the JWT audience it accepts, and the URL its trigger shows. */
+export const listenerUrl = (baseUrl: string, listenerId: string): string => `${baseUrl}/api/v1/webhooks/incoming/${listenerId}`;
 
 export type IntakeListener = Listener & {
   sealedSecrets: string[];

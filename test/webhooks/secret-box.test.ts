@@ -2,7 +2,7 @@
 // which must never answer for another listener or for a sealed text that does not open.
 import { randomBytes } from "node:crypto";
 import { describe, expect, it } from "vitest";
-import { SecretBox } from "../../src/automations/secret-box.js";
+import { SecretBox } from "../../src/webhooks/secret-box.js";
 
 const box = () => new SecretBox(randomBytes(32));
 

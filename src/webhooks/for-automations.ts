@@ -1,0 +1,8 @@
+// What the automations may use of the webhooks, and their only way in (test/architecture checks
+// it; nothing in webhooks/ imports automations/): an automation's webhook trigger is checked and kept
+// as its listener, with the listener's secrets; the worker sweeps the event records; and the intake
+// hands each event it accepts to the automations through ExecutionHandOff, which they implement.
+export type { WebhookEvents } from "./events.js";
+export type { ExecutionHandOff } from "./intake.js";
+export { listenerUrl, type Listener, type Listeners } from "./listeners.js";
+export { checkTrigger } from "./trigger.js";

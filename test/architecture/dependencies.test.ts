@@ -1,0 +1,60 @@
+// The rooms of src/ depend one way (issue 16): webhooks/ owns listeners, their secrets and their
+// checks and imports nothing of automations/; automations/ uses webhooks/ only through
+// webhooks/for-automations.ts, the intake's hand-off included. Domain code does not import Express,
+// neither directly nor through src/http. Read from the import statements of every module of src/.
+import { readdirSync, readFileSync } from "node:fs";
+import { dirname, join, relative, resolve } from "node:path";
+import ts from "typescript";
+import { describe, expect, it } from "vitest";
+
+const ROOT = resolve(import.meta.dirname, "../..");
+const SRC = join(ROOT, "src");
+const DOMAIN = ["funds", "webhooks", "automations", "identity"];
+const WEBHOOKS_INTERFACE = "src/webhooks/for-automations.ts";
+
+interface Edge {
+  /** The importing module, relative to the repository: `src/webhooks/intake.ts`. */
+  from: string;
+  /** The imported module likewise (`.js` read as `.ts`), or a package's specifier as written. */
+  to: string;
+}
+
+function modules(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
+    const path = join(dir, entry.name);
+    if (entry.isDirectory()) return modules(path);
+    return entry.name.endsWith(".ts") ? [path] : [];
+  });
+}
+
+/** Every import, re-export and dynamic import of src/ (comments and strings are not read as imports). */
+const edges: Edge[] = modules(SRC).flatMap((file) =>
+  ts.preProcessFile(readFileSync(file, "utf8"), true, true).importedFiles.map(({ fileName: specifier }) => ({
+    from: relative(ROOT, file),
+    to: specifier.startsWith(".") ? relative(ROOT, resolve(dirname(file), specifier)).replace(/\.js$/, ".ts") : specifier,
+  })),
+);
+
+const inRoom = (path: string, room: string) => path.startsWith(`src/${room}/`);
+const show = (found: Edge[]) => found.map((e) => `${e.from} -> ${e.to}`);
+
+describe("dependencies between the rooms of src/", () => {
+  it("reads the imports it judges (the rules below are not met by finding none)", () => {
+    expect(show(edges.filter((e) => e.from === "src/webhooks/intake.ts"))).toContain("src/webhooks/intake.ts -> src/webhooks/listeners.ts");
+    expect(show(edges.filter((e) => inRoom(e.from, "automations") && e.to === WEBHOOKS_INTERFACE))).toContain(`src/automations/event-hand-off.ts -> ${WEBHOOKS_INTERFACE}`);
+    expect(edges.some((e) => inRoom(e.from, "http") && e.to === "express")).toBe(true);
+  });
+
+  it("webhooks/ imports nothing of automations/", () => {
+    expect(show(edges.filter((e) => inRoom(e.from, "webhooks") && inRoom(e.to, "automations")))).toEqual([]);
+  });
+
+  it(`automations/ imports webhooks/ only through ${WEBHOOKS_INTERFACE}`, () => {
+    expect(show(edges.filter((e) => inRoom(e.from, "automations") && inRoom(e.to, "webhooks") && e.to !== WEBHOOKS_INTERFACE))).toEqual([]);
+  });
+
+  it("domain code does not import Express, directly or through src/http", () => {
+    const express = (to: string) => /^express($|[/-])/.test(to) || inRoom(to, "http");
+    expect(show(edges.filter((e) => DOMAIN.some((room) => inRoom(e.from, room)) && express(e.to)))).toEqual([]);
+  });
+});
