@@ -59,6 +59,8 @@ export interface ServerOptions {
   jwksFetch?: Omit<FetchJwksOptions, "allowInsecure">;
   /** How often the cached principals' version is polled (tests: rarely, to single out this instance's own invalidation). */
   principalsPoll?: PollTiming;
+  /** The same for the kept fund policy. */
+  fundPolicyPoll?: PollTiming;
 }
 
 export interface RunningServer {
@@ -94,7 +96,10 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const grant = new ClientCredentialsGrant(credentials, accessTokens, new FailureThrottle(storage, clock));
   const bootstrap = await bootstrapAdmin(storage, users, credentials, config.bootstrap);
 
-  const policy = new FundPolicies(storage, clock, config.tenantId);
+  // Policy updates, made by any instance, reach this one's kept policy.
+  const fundPolicyChanges = new ChangeWatch(storage, "fund_policy", logger, options.fundPolicyPoll);
+  await fundPolicyChanges.start();
+  const policy = new FundPolicies(storage, clock, config.tenantId, fundPolicyChanges);
   await policy.ensure(config.fundCurrency);
   const limits = new SubjectAppLimits(storage, clock, users, policy, pageTokens, config.tenantId);
   const caps = new AppCaps(storage, clock, policy, pageTokens, config.tenantId);
@@ -184,6 +189,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       await worker.stop();
       await instances.stop();
       await principals.stop();
+      await fundPolicyChanges.stop();
       await storage.close();
     })());
 

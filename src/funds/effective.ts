@@ -1,12 +1,15 @@
-// The limit in force for one subject and one app now: the three layers read from one snapshot,
+// The limit in force for one subject and one app now: the three layers read from one snapshot (the
+// policy with them under its lock, as Authorize reads it; the policy kept per process for GetEffective),
 // resolved by the pure rule of ./resolve.ts at the clock's time, with the usage of the window the
 // resolution's period picks. GetEffective and Authorize both resolve through `inForce`.
+import { expressionBuilder } from "kysely";
 import type { Clock } from "../core/clock.js";
 import { notFound } from "../core/errors.js";
 import type { Storage } from "../storage/connect.js";
 import { prepared } from "../storage/prepared.js";
+import type { Database } from "../storage/schema.js";
 import { readTransaction, type Db } from "../storage/transactions.js";
-import { storedPolicy, type FundPolicies } from "./fund-policy.js";
+import { storedPolicy, type FundPolicies, type StoredPolicy } from "./fund-policy.js";
 import { resolveLimit, type Resolution } from "./resolve.js";
 import { spendWindow } from "./spend-window.js";
 import { amountLimit, readUsage, usageView, windowKey, type SpendUsageView, type WindowKey } from "./spend-usage.js";
@@ -26,28 +29,47 @@ export interface LimitInForce {
   limit: bigint | null;
 }
 
+type LayerValues = { userId: string; appId: string };
+
 /**
- * The fund policy, the live subject-app row's and app cap's controls and whether the user exists,
- * in one statement (one snapshot, one round trip on PostgreSQL): a decision's reads before its lock.
- * The live rows are unique (partial unique indexes), so each subquery has at most one row.
+ * Whether the user exists and the live subject-app row's and app cap's controls. The live rows are
+ * unique (partial unique indexes), so each subquery has at most one row.
  */
-const layersStatement = prepared((db, v: { tenantId: string; userId: string; appId: string }) =>
+const layerColumns = (v: LayerValues) => {
+  const eb = expressionBuilder<Database, never>();
+  return [
+    eb.selectFrom("users").select("users.id").where("users.id", "=", v.userId).as("user_id"),
+    eb
+      .selectFrom("subject_app_limits")
+      .select("subject_app_limits.controls")
+      .where("subject_app_limits.user_id", "=", v.userId)
+      .where("subject_app_limits.app_id", "=", v.appId)
+      .where("subject_app_limits.deleted_at", "is", null)
+      .as("row_controls"),
+    eb.selectFrom("app_caps").select("app_caps.controls").where("app_caps.app_id", "=", v.appId).where("app_caps.deleted_at", "is", null).as("cap_controls"),
+  ] as const;
+};
+
+/**
+ * The fund policy and the layers in one statement (one snapshot, one round trip on PostgreSQL): a
+ * decision's reads under the policy's lock.
+ */
+const policyAndLayersStatement = prepared((db, v: LayerValues & { tenantId: string }) =>
   db
     .selectFrom("fund_policy")
     .select(["currency_code", "time_zone", "default_controls", "updated_at"])
-    .select((eb) => [
-      eb.selectFrom("users").select("users.id").where("users.id", "=", v.userId).as("user_id"),
-      eb
-        .selectFrom("subject_app_limits")
-        .select("subject_app_limits.controls")
-        .where("subject_app_limits.user_id", "=", v.userId)
-        .where("subject_app_limits.app_id", "=", v.appId)
-        .where("subject_app_limits.deleted_at", "is", null)
-        .as("row_controls"),
-      eb.selectFrom("app_caps").select("app_caps.controls").where("app_caps.app_id", "=", v.appId).where("app_caps.deleted_at", "is", null).as("cap_controls"),
-    ])
+    .select(layerColumns(v))
     .where("fund_policy.tenant_id", "=", v.tenantId),
 );
+
+/** The layers alone, for a read that takes the policy kept by FundPolicies.current. */
+const layersStatement = prepared((db, v: LayerValues) => db.selectNoFrom(layerColumns(v)));
+
+interface Layers {
+  user_id: string | null;
+  row_controls: string | null;
+  cap_controls: string | null;
+}
 
 const controls = (json: string | null): SpendControls | null => (json === null ? null : (JSON.parse(json) as SpendControls));
 
@@ -76,11 +98,14 @@ export class EffectiveLimits {
    * With `requireUser`, 404 USER_NOT_FOUND when the user does not exist (read in the same statement).
    */
   async inForce(db: Db, userId: string, appId: string, now: number, requireUser: boolean): Promise<LimitInForce> {
-    const { rows } = await layersStatement.execute(db, { tenantId: this.policy.tenantId, userId, appId });
+    const { rows } = await policyAndLayersStatement.execute(db, { tenantId: this.policy.tenantId, userId, appId });
     const row = rows[0];
     if (!row) throw new Error(`no fund policy for tenant ${this.policy.tenantId}; FundPolicies.ensure runs at start`);
+    return this.resolved(storedPolicy(row), row, userId, appId, now, requireUser);
+  }
+
+  private resolved(policy: StoredPolicy, row: Layers, userId: string, appId: string, now: number, requireUser: boolean): LimitInForce {
     if (requireUser && row.user_id === null) throw userNotFound(userId);
-    const policy = storedPolicy(row);
     const layers = [
       { scope: "SCOPE_SUBJECT_APP" as const, controls: controls(row.row_controls) },
       { scope: "SCOPE_APP_CAP" as const, controls: controls(row.cap_controls) },
@@ -93,8 +118,11 @@ export class EffectiveLimits {
 
   private async resolve(userId: string, appId: string, requireUser: boolean): Promise<EffectiveLimitView> {
     const now = this.clock.now();
+    // Not under the policy's lock: the kept policy, as FundPolicyService.Get answers it.
+    const policy = await this.policy.current();
     const { force, usage } = await readTransaction(this.storage, async (db) => {
-      const force = await this.inForce(db, userId, appId, now, requireUser);
+      const { rows } = await layersStatement.execute(db, { userId, appId });
+      const force = this.resolved(policy, rows[0]!, userId, appId, now, requireUser);
       return { force, usage: await readUsage(db, force.window, new Date(now).toISOString()) };
     });
     const { effective } = force.resolution;

@@ -1,8 +1,12 @@
 // The tenant's fund policy: the one currency every amount is stated in, the IANA time zone whose
 // calendar fixes spend windows, and the tenant default controls (the last layer of resolution).
-// One row per tenant, created at start.
+// One row per tenant, created at start. Readers that hold no lock on it use the copy kept per process
+// while the fund policy's change watch trusts it (a change shows at once on the instance that made
+// it, within 1 s on every other); writers that check money against the currency read it under the
+// policy's lock, in their transaction.
 import type { components } from "../../generated/api.js";
 import type { Clock } from "../core/clock.js";
+import { recordChange, type ChangeWatch } from "../storage/change-versions.js";
 import { failedPrecondition, invalidField } from "../core/errors.js";
 import type { Storage } from "../storage/connect.js";
 import type { FundPolicyTable } from "../storage/schema.js";
@@ -61,10 +65,14 @@ function parseMask(mask: string | undefined | null, timeZoneSent: boolean): Set<
 }
 
 export class FundPolicies {
+  /** The policy as last read, with the watch's generation taken before the read. */
+  private kept: { policy: StoredPolicy; generation: number } | undefined;
+
   constructor(
     private readonly storage: Storage,
     private readonly clock: Clock,
     readonly tenantId: string,
+    private readonly changes: ChangeWatch,
   ) {}
 
   /** Creates the tenant's policy with `currencyCode` unless it exists; an existing one is kept as it is. */
@@ -83,6 +91,20 @@ export class FundPolicies {
     return storedPolicy(row);
   }
 
+  /**
+   * The policy for a reader outside any lock on it: the kept copy while the watch trusts it, else
+   * read (and kept). A change by any instance replaces it within 1 s, by this one at once.
+   */
+  async current(): Promise<StoredPolicy> {
+    const kept = this.kept;
+    if (kept && this.changes.trusts(kept.generation)) return kept.policy;
+    // Taken before the read: a change seen while it runs leaves what it read untrusted.
+    const generation = this.changes.generation;
+    const policy = await this.load();
+    this.kept = { policy, generation };
+    return policy;
+  }
+
   /** The currency every amount must be stated in. */
   async currency(db: Db = this.storage.db): Promise<string> {
     return (await this.load(db)).currencyCode;
@@ -94,7 +116,7 @@ export class FundPolicies {
   }
 
   async get(): Promise<FundPolicy> {
-    return policyView(await this.load());
+    return policyView(await this.current());
   }
 
   /**
@@ -104,7 +126,7 @@ export class FundPolicies {
    */
   async update(input: { currencyCode?: unknown; defaultControls?: unknown; timeZone?: unknown }, updateMask: string | undefined): Promise<FundPolicy> {
     const mask = parseMask(updateMask, input.timeZone !== undefined);
-    const updated = await writeTransaction(this.storage, { exclusive: [FUND_POLICY_LOCK] }, async (db): Promise<StoredPolicy> => {
+    const { policy: updated, changed } = await writeTransaction(this.storage, { exclusive: [FUND_POLICY_LOCK] }, async (db) => {
       const now = this.clock.now();
       const stored = await this.load(db);
 
@@ -135,7 +157,7 @@ export class FundPolicies {
       if (currencyCode !== stored.currencyCode) await this.requireCurrencyUnused(db, currencyCode, mask.has("defaultControls") ? null : defaultControls);
 
       if (currencyCode === stored.currencyCode && timeZone === stored.timeZone && sameControls(defaultControls, stored.defaultControls)) {
-        return stored;
+        return { policy: stored, changed: false };
       }
       const updatedAt = new Date(now).toISOString();
       await db
@@ -143,8 +165,10 @@ export class FundPolicies {
         .set({ currency_code: currencyCode, time_zone: timeZone, default_controls: defaultControls === null ? null : JSON.stringify(defaultControls), updated_at: updatedAt })
         .where("tenant_id", "=", this.tenantId)
         .execute();
-      return { currencyCode, timeZone, defaultControls, updatedAt };
+      await recordChange(db, "fund_policy");
+      return { policy: { currencyCode, timeZone, defaultControls, updatedAt }, changed: true };
     });
+    if (changed) this.changes.changedHere();
     return policyView(updated);
   }
 

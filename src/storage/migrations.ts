@@ -324,6 +324,13 @@ const m0010 = (text: TextType): Migration => ({
   },
 });
 
+// Issue 16: the fund policy, read by every policy and effective-limit read, cached per process.
+const m0011: Migration = {
+  async up(db: Kysely<any>) {
+    await db.insertInto("change_versions").values({ name: "fund_policy", version: 0 }).execute();
+  },
+};
+
 export function migrationsFor(dialect: "sqlite" | "postgres"): MigrationProvider {
   const text: TextType = dialect === "postgres" ? sql`text collate "C"` : "text";
   return {
@@ -339,6 +346,7 @@ export function migrationsFor(dialect: "sqlite" | "postgres"): MigrationProvider
         "0008_app_service_and_time_zone": m0008(text),
         "0009_spend_authorizations": m0009(text, dialect),
         "0010_change_versions": m0010(text),
+        "0011_fund_policy_version": m0011,
       };
     },
   };

@@ -9,12 +9,14 @@ import SQLite from "better-sqlite3";
 import { type CompiledQuery, Kysely, Migrator, SqliteDialect } from "kysely";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ManualClock } from "../../src/core/clock.js";
+import { createLogger } from "../../src/core/logger.js";
 import { PageTokens } from "../../src/core/pagination.js";
 import { AppCaps } from "../../src/funds/app-caps.js";
 import { FundPolicies } from "../../src/funds/fund-policy.js";
 import { SubjectAppLimits } from "../../src/funds/subject-app-limits.js";
 import { Users } from "../../src/identity/users.js";
 import type { Storage } from "../../src/storage/connect.js";
+import { ChangeWatch } from "../../src/storage/change-versions.js";
 import { migrationsFor } from "../../src/storage/migrations.js";
 import type { Database } from "../../src/storage/schema.js";
 
@@ -59,7 +61,7 @@ beforeAll(async () => {
 
   const clock = new ManualClock(Date.parse(now));
   const tokens = new PageTokens(Buffer.alloc(32, 7));
-  const policy = new FundPolicies(storage, clock, "t");
+  const policy = new FundPolicies(storage, clock, "t", new ChangeWatch(storage, "fund_policy", createLogger("silent")));
   await policy.ensure("USD");
   limits = new SubjectAppLimits(storage, clock, new Users(storage, clock, tokens), policy, tokens, "t");
   caps = new AppCaps(storage, clock, policy, tokens, "t");

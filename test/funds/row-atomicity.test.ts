@@ -6,11 +6,13 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ManualClock } from "../../src/core/clock.js";
+import { createLogger } from "../../src/core/logger.js";
 import { PageTokens } from "../../src/core/pagination.js";
 import { AppCaps } from "../../src/funds/app-caps.js";
 import { FundPolicies } from "../../src/funds/fund-policy.js";
 import { SubjectAppLimits } from "../../src/funds/subject-app-limits.js";
 import { Users } from "../../src/identity/users.js";
+import { ChangeWatch } from "../../src/storage/change-versions.js";
 import { openStorage, type Storage } from "../../src/storage/connect.js";
 import { usd } from "./helpers.js";
 
@@ -27,7 +29,7 @@ beforeAll(async () => {
   storage = await openStorage({ kind: "sqlite", path: join(dir, "db.sqlite") });
   const tokens = new PageTokens(Buffer.alloc(32, 1));
   const users = new Users(storage, clock, tokens);
-  policy = new FundPolicies(storage, clock, "t");
+  policy = new FundPolicies(storage, clock, "t", new ChangeWatch(storage, "fund_policy", createLogger("silent")));
   await policy.ensure("USD");
   limits = new SubjectAppLimits(storage, clock, users, policy, tokens, "t");
   caps = new AppCaps(storage, clock, policy, tokens, "t");

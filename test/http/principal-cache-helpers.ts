@@ -31,12 +31,20 @@ export async function listUsers(url: string, token: string): Promise<{ status: n
  * measured is at least the time since its commit); fails past `BOUND_MS` plus a margin for the
  * request itself. Returns the milliseconds it took.
  */
-export async function msUntil(since: number, status: number, answer: () => Promise<{ status: number }>): Promise<number> {
-  for (;;) {
+export function msUntil(since: number, status: number, answer: () => Promise<{ status: number }>): Promise<number> {
+  return msUntilSeen(since, async () => {
     const got = (await answer()).status;
+    return got === status || `still ${got}, expected ${status}`;
+  });
+}
+
+/** As msUntil, until `seen` answers true; what it answers otherwise says what is still seen. */
+export async function msUntilSeen(since: number, seen: () => Promise<true | string>): Promise<number> {
+  for (;;) {
+    const got = await seen();
     const elapsed = performance.now() - since;
-    if (got === status) return elapsed;
-    if (elapsed > BOUND_MS + 500) throw new Error(`still ${got} after ${Math.round(elapsed)} ms, expected ${status}`);
+    if (got === true) return elapsed;
+    if (elapsed > BOUND_MS + 500) throw new Error(`${got} after ${Math.round(elapsed)} ms`);
     await new Promise((r) => setTimeout(r, 20));
   }
 }
