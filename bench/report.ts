@@ -11,6 +11,7 @@ export type ScenarioKey =
   | "my-set-limit"
   | "suspend"
   | "get-effective"
+  | "policy-get"
   | "list-first"
   | "list-deep"
   | "validation-off"

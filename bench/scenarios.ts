@@ -201,6 +201,7 @@ export async function runDatabase(dialect: Dialect, settings: BenchSettings, dri
 
     // ---- 5. GetEffective ----------------------------------------------------------------------
     await measure("get-effective", "5. SubjectAppLimitService.GetEffective", { kind: "varying", method: "GET", path: `/api/v1/funds/subject-app-limits/${subject}/app-{k}/effective`, headers, keys: APP_KEYS });
+    await measure("policy-get", "5. FundPolicyService.Get", { kind: "fixed", method: "GET", path: "/api/v1/funds/policy", headers });
 
     // ---- 7. Response validation off and on, on one GET ----------------------------------------
     const getRow: RequestSpec = { kind: "varying", method: "GET", path: `/api/v1/funds/subject-app-limits/${subject}/app-{k}`, headers, keys: APP_KEYS };
@@ -288,7 +289,7 @@ export async function runDatabase(dialect: Dialect, settings: BenchSettings, dri
       await measure("list-deep", `6. Search, page_size 100, page ${settings.deepPage.toLocaleString("en-US")}`, { kind: "fixed", method: "POST", path: search, headers, body: JSON.stringify({ pageSize: 100, pageToken: token }) });
     }
 
-    const order: ScenarioKey[] = ["hmac", "jwt-es256", "jwt-eddsa", "duplicate", "my-set-limit", "suspend", "get-effective", "list-first", "list-deep", "validation-off", "validation-on", "rate-limit-alone", "rate-limit-flooded", "rate-limit-flood", ...SPEND_KEYS];
+    const order: ScenarioKey[] = ["hmac", "jwt-es256", "jwt-eddsa", "duplicate", "my-set-limit", "suspend", "get-effective", "policy-get", "list-first", "list-deep", "validation-off", "validation-on", "rate-limit-alone", "rate-limit-flooded", "rate-limit-flood", ...SPEND_KEYS];
     scenarios.sort((a, b) => order.indexOf(a.key) - order.indexOf(b.key));
     return { dialect, database: description, scenarios, ...(executionWaitFigures ? { executionWait: executionWaitFigures } : {}), ...(seed ? { seed } : {}), ...(walk ? { walk } : {}), ...(spends ? { spends } : {}) };
   } finally {
