@@ -110,11 +110,6 @@ export class FundPolicies {
     return (await this.load(db)).currencyCode;
   }
 
-  /** The IANA time zone whose calendar fixes spend windows. */
-  async timeZone(db: Db = this.storage.db): Promise<string> {
-    return (await this.load(db)).timeZone;
-  }
-
   async get(): Promise<FundPolicy> {
     return policyView(await this.current());
   }
