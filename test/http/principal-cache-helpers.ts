@@ -1,13 +1,45 @@
 // For the tests of the cached principals (src/identity/access-tokens.ts, src/storage/change-versions.ts):
 // raw token requests against any instance, the database opened beside the servers for the changes
 // no operation makes, and a wait that measures how long a change took to show.
-import { expect } from "vitest";
+import { afterAll, beforeAll, expect } from "vitest";
 import { recordChange } from "../../src/storage/change-versions.js";
 import { openStorage, type Storage } from "../../src/storage/connect.js";
 import { writeTransaction } from "../../src/storage/transactions.js";
+import { startTestServer, type TestServer } from "../support/server.js";
 
 /** The bound every instance keeps: a change shows within 1 s of its commit. */
 export const BOUND_MS = 1000;
+
+export interface CacheTestServers {
+  /** Polls as configured. */
+  ts: TestServer;
+  /** Polls once a minute: what changes there at once is this instance's own invalidation, not a poll. */
+  local: TestServer;
+  /** Its one poll is trusted for 1 ms: as an instance whose polls fail or lag, it must read every time. */
+  stale: TestServer;
+  /** The databases of `ts` and `stale`, opened beside them for the changes no operation makes. */
+  storage: Storage;
+  staleStorage: Storage;
+}
+
+/** The three servers of a cache's single-instance tests, started before the file's tests and stopped after. */
+export function cacheTestServers(poll: "principalsPoll" | "fundPolicyPoll"): CacheTestServers {
+  const servers = {} as CacheTestServers;
+  beforeAll(async () => {
+    [servers.ts, servers.local, servers.stale] = await Promise.all([
+      startTestServer({ RATE_LIMIT: "off" }),
+      startTestServer({ RATE_LIMIT: "off" }, undefined, { [poll]: { pollMs: 60_000, trustMs: 120_000 } }),
+      startTestServer({ RATE_LIMIT: "off" }, undefined, { [poll]: { pollMs: 60_000, trustMs: 1 } }),
+    ]);
+    servers.storage = await openDatabase(servers.ts.databaseUrl);
+    servers.staleStorage = await openDatabase(servers.stale.databaseUrl);
+  });
+  afterAll(async () => {
+    await Promise.all([servers.storage?.close(), servers.staleStorage?.close()]);
+    await Promise.all([servers.ts?.stop(), servers.local?.stop(), servers.stale?.stop()]);
+  });
+  return servers;
+}
 
 export async function accessToken(url: string, clientId: string, clientSecret: string): Promise<string> {
   const r = await fetch(`${url}/auth/v1/token`, {

@@ -3,36 +3,16 @@
 // src/storage/change-versions.ts): a revocation made by this instance is refused by the very next
 // request; a change recorded by anyone else in the database shows within 1 s; a change not recorded
 // is not seen at all, which shows that a kept principal costs no query.
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { unwrap } from "../../src/client/index.js";
 import { recordChange } from "../../src/storage/change-versions.js";
 import type { Storage } from "../../src/storage/connect.js";
 import { writeTransaction } from "../../src/storage/transactions.js";
 import { testDialect } from "../support/database.js";
-import { startTestServer, type TestServer } from "../support/server.js";
-import { accessToken, BOUND_MS, listUsers, msUntil, openDatabase, setRoles } from "./principal-cache-helpers.js";
+import type { TestServer } from "../support/server.js";
+import { accessToken, BOUND_MS, cacheTestServers, listUsers, msUntil, setRoles } from "./principal-cache-helpers.js";
 
-let ts: TestServer;
-/** Polls once a minute: what changes there at once is this instance's own invalidation, not a poll. */
-let local: TestServer;
-/** Its one poll is trusted for 1 ms: as an instance whose polls fail or lag, it must read every time. */
-let stale: TestServer;
-let storage: Storage;
-let staleStorage: Storage;
-
-beforeAll(async () => {
-  [ts, local, stale] = await Promise.all([
-    startTestServer({ RATE_LIMIT: "off" }),
-    startTestServer({ RATE_LIMIT: "off" }, undefined, { principalsPoll: { pollMs: 60_000, trustMs: 120_000 } }),
-    startTestServer({ RATE_LIMIT: "off" }, undefined, { principalsPoll: { pollMs: 60_000, trustMs: 1 } }),
-  ]);
-  storage = await openDatabase(ts.databaseUrl);
-  staleStorage = await openDatabase(stale.databaseUrl);
-});
-afterAll(async () => {
-  await Promise.all([storage?.close(), staleStorage?.close()]);
-  await Promise.all([ts?.stop(), local?.stop(), stale?.stop()]);
-});
+const servers = cacheTestServers("principalsPoll");
 
 async function superAdminToken(server: TestServer): Promise<{ userId: string; credentialId: string; token: string }> {
   const user = await server.userClient(["ROLE_SUPER_ADMIN"]);
@@ -46,41 +26,41 @@ async function superAdminToken(server: TestServer): Promise<{ userId: string; cr
 describe(`cached principals on one instance (${testDialect()})`, () => {
   it("a credential revoked through this instance: its token is refused by the very next request, every time", async () => {
     for (let i = 0; i < 2; i++) {
-      const { userId, credentialId, token } = await superAdminToken(local);
-      unwrap(await local.admin.POST("/api/v1/users/{user_id}/credentials/{credential_id}/revoke", { params: { path: { user_id: userId, credential_id: credentialId } }, body: {} }));
-      expect(await listUsers(local.url, token)).toEqual({ status: 401, message: "the access token is revoked" });
+      const { userId, credentialId, token } = await superAdminToken(servers.local);
+      unwrap(await servers.local.admin.POST("/api/v1/users/{user_id}/credentials/{credential_id}/revoke", { params: { path: { user_id: userId, credential_id: credentialId } }, body: {} }));
+      expect(await listUsers(servers.local.url, token)).toEqual({ status: 401, message: "the access token is revoked" });
     }
   });
 
   it("a revocation written without its version is not seen (no query per request); once the version moves, it is within 1 s", async () => {
-    const { credentialId, token } = await superAdminToken(ts);
-    await storage.db.updateTable("credentials").set({ revoked_at: new Date().toISOString() }).where("id", "=", credentialId).execute();
+    const { credentialId, token } = await superAdminToken(servers.ts);
+    await servers.storage.db.updateTable("credentials").set({ revoked_at: new Date().toISOString() }).where("id", "=", credentialId).execute();
     await new Promise((r) => setTimeout(r, 600));
-    expect((await listUsers(ts.url, token)).status).toBe(200);
+    expect((await listUsers(servers.ts.url, token)).status).toBe(200);
     const since = performance.now();
-    await writeTransaction(storage, { exclusive: [] }, (db) => recordChange(db, "principals"));
-    expect(await msUntil(since, 401, () => listUsers(ts.url, token))).toBeLessThan(BOUND_MS);
-    expect((await listUsers(ts.url, token)).message).toBe("the access token is revoked");
+    await writeTransaction(servers.storage, { exclusive: [] }, (db) => recordChange(db, "principals"));
+    expect(await msUntil(since, 401, () => listUsers(servers.ts.url, token))).toBeLessThan(BOUND_MS);
+    expect((await listUsers(servers.ts.url, token)).message).toBe("the access token is revoked");
   });
 
   it("when the last poll is no longer fresh, nothing kept is trusted: a revocation written without its version is seen by the next request", async () => {
-    const { credentialId, token } = await superAdminToken(stale);
-    await staleStorage.db.updateTable("credentials").set({ revoked_at: new Date().toISOString() }).where("id", "=", credentialId).execute();
-    expect(await listUsers(stale.url, token)).toEqual({ status: 401, message: "the access token is revoked" });
+    const { credentialId, token } = await superAdminToken(servers.stale);
+    await servers.staleStorage.db.updateTable("credentials").set({ revoked_at: new Date().toISOString() }).where("id", "=", credentialId).execute();
+    expect(await listUsers(servers.stale.url, token)).toEqual({ status: 401, message: "the access token is revoked" });
   });
 
   it("roles changed with the version are applied within 1 s, both ways; without it they are not read again", async () => {
-    const user = await ts.userClient(["ROLE_USER"]);
-    const token = await accessToken(ts.url, user.clientId, user.clientSecret);
-    expect((await listUsers(ts.url, token)).status).toBe(403);
-    await setRoles(storage, user.userId, ["ROLE_SUPER_ADMIN"], { record: false });
+    const user = await servers.ts.userClient(["ROLE_USER"]);
+    const token = await accessToken(servers.ts.url, user.clientId, user.clientSecret);
+    expect((await listUsers(servers.ts.url, token)).status).toBe(403);
+    await setRoles(servers.storage, user.userId, ["ROLE_SUPER_ADMIN"], { record: false });
     await new Promise((r) => setTimeout(r, 600));
-    expect((await listUsers(ts.url, token)).status).toBe(403);
+    expect((await listUsers(servers.ts.url, token)).status).toBe(403);
     let since = performance.now();
-    await setRoles(storage, user.userId, ["ROLE_SUPER_ADMIN"], { record: true });
-    expect(await msUntil(since, 200, () => listUsers(ts.url, token))).toBeLessThan(BOUND_MS);
+    await setRoles(servers.storage, user.userId, ["ROLE_SUPER_ADMIN"], { record: true });
+    expect(await msUntil(since, 200, () => listUsers(servers.ts.url, token))).toBeLessThan(BOUND_MS);
     since = performance.now();
-    await setRoles(storage, user.userId, ["ROLE_USER"], { record: true });
-    expect(await msUntil(since, 403, () => listUsers(ts.url, token))).toBeLessThan(BOUND_MS);
+    await setRoles(servers.storage, user.userId, ["ROLE_USER"], { record: true });
+    expect(await msUntil(since, 403, () => listUsers(servers.ts.url, token))).toBeLessThan(BOUND_MS);
   });
 });
