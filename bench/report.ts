@@ -180,21 +180,41 @@ export const EXECUTION_TARGETS = { steadyP99Ms: 100, drainMs: 2_000 } as const;
 export const RSS_BUDGET_MIB = 250e6 / 2 ** 20;
 
 /**
- * What "no growth over the soak" allows: the RSS trend over the soak's second half (after start-up
- * and the first collections have settled), in MiB a minute. Below it, what moves is the collector.
+ * What "no growth over the soak" allows: the trend of the RSS's floor over the soak's second half
+ * (after start-up and the first collections have settled), in MiB a minute. Below it, what moves is
+ * the collector.
  */
 export const SOAK_GROWTH_BUDGET = 1;
 
-/** The least-squares slope of RSS over the second half of the samples, in MiB a minute (NaN under 3 samples). */
+/** Windows of the second half whose lowest samples make the floor. */
+const FLOOR_WINDOWS = 5;
+
+/**
+ * The trend of the RSS's floor over the second half of the samples, in MiB a minute: the least-squares
+ * slope through the lowest sample of each of a few equal windows. RSS swings with the collector
+ * (tens of MiB between collections), which a fit through every sample reads as growth or shrinking
+ * depending on where the soak ended; what a leak raises is the level it falls back to. NaN when the
+ * second half has fewer than two samples a window for two windows.
+ */
 export function rssSlope(samples: readonly RssSample[]): number {
   const last = samples[samples.length - 1];
   if (!last) return Number.NaN;
-  const half = samples.filter((s) => s.seconds >= last.seconds / 2);
-  if (half.length < 3) return Number.NaN;
-  const mx = half.reduce((a, s) => a + s.seconds, 0) / half.length;
-  const my = half.reduce((a, s) => a + s.rssMiB, 0) / half.length;
-  const sxx = half.reduce((a, s) => a + (s.seconds - mx) ** 2, 0);
-  const sxy = half.reduce((a, s) => a + (s.seconds - mx) * (s.rssMiB - my), 0);
+  const from = last.seconds / 2;
+  const half = samples.filter((s) => s.seconds >= from);
+  const windows = Math.min(FLOOR_WINDOWS, Math.floor(half.length / 2));
+  if (windows < 2) return Number.NaN;
+  const width = (last.seconds - from) / windows;
+  const floors: RssSample[] = [];
+  for (let w = 0; w < windows; w++) {
+    const inWindow = half.filter((s) => Math.min(windows - 1, Math.floor((s.seconds - from) / width)) === w);
+    const lowest = inWindow.reduce<RssSample | undefined>((low, s) => (!low || s.rssMiB < low.rssMiB ? s : low), undefined);
+    if (lowest) floors.push(lowest);
+  }
+  if (floors.length < 2) return Number.NaN;
+  const mx = floors.reduce((a, s) => a + s.seconds, 0) / floors.length;
+  const my = floors.reduce((a, s) => a + s.rssMiB, 0) / floors.length;
+  const sxx = floors.reduce((a, s) => a + (s.seconds - mx) ** 2, 0);
+  const sxy = floors.reduce((a, s) => a + (s.seconds - mx) * (s.rssMiB - my), 0);
   return sxx > 0 ? (sxy / sxx) * 60 : Number.NaN;
 }
 
@@ -293,7 +313,7 @@ export function checkTargets(section: Section, baselineRps: number, postBaseline
   }
   if (section.soak) {
     const slope = rssSlope(section.soak.samples);
-    checks.push({ target: `no RSS growth over the soak (trend over its second half ≤ ${SOAK_GROWTH_BUDGET} MiB/min)`, measured: formatSlope(slope), met: slope <= SOAK_GROWTH_BUDGET });
+    checks.push({ target: `no RSS growth over the soak (trend of its floor over the second half ≤ ${SOAK_GROWTH_BUDGET} MiB/min)`, measured: formatSlope(slope), met: slope <= SOAK_GROWTH_BUDGET });
   }
   const target = SPEND_TARGETS[section.dialect];
   for (const key of ["spend-authorize-approved", "spend-authorize-declined"] as const) {
@@ -332,7 +352,7 @@ function sectionMarkdown(section: Section, baseline: Measured, postBaseline: Mea
   if (soak) {
     const first = soak.samples[0];
     const last = soak.samples[soak.samples.length - 1];
-    facts.push(`Soak (--soak): HMAC intake at ${formatRps(soak.rate)} events/s for ${formatDuration(soak.seconds * 1000)}, the server's RSS sampled ${soak.samples.length} times: ${formatMiB(first?.rssMiB ?? Number.NaN)} MiB at the start, ${formatMiB(last?.rssMiB ?? Number.NaN)} MiB at the end, most ${formatMiB(Math.max(...soak.samples.map((x) => x.rssMiB)))} MiB; trend over the second half ${formatSlope(rssSlope(soak.samples))} (no growth: ≤ ${SOAK_GROWTH_BUDGET} MiB/min).`);
+    facts.push(`Soak (--soak): HMAC intake at ${formatRps(soak.rate)} events/s for ${formatDuration(soak.seconds * 1000)}, the server's RSS sampled ${soak.samples.length} times: ${formatMiB(first?.rssMiB ?? Number.NaN)} MiB at the start, ${formatMiB(last?.rssMiB ?? Number.NaN)} MiB at the end, most ${formatMiB(Math.max(...soak.samples.map((x) => x.rssMiB)))} MiB; trend of its floor (the lowest sample of each fifth of the second half) ${formatSlope(rssSlope(soak.samples))} (no growth: ≤ ${SOAK_GROWTH_BUDGET} MiB/min).`);
   }
   const hmac = find(section, "hmac");
   if (hmac) {

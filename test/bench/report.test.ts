@@ -60,13 +60,19 @@ describe("ratios", () => {
 });
 
 describe("rssSlope", () => {
-  it("is the least-squares trend of the second half of the samples, in MiB a minute", () => {
+  it("is the least-squares trend of the second half's floor, in MiB a minute", () => {
     // Start-up growth in the first half is left out; 1 MiB every 10 s after it.
     const samples = [0, 10, 20, 30, 40, 50, 60].map((seconds) => ({ seconds, rssMiB: seconds < 30 ? seconds * 5 : 200 + (seconds - 30) / 10 }));
     expect(rssSlope(samples)).toBeCloseTo(6);
   });
 
-  it("is NaN under three samples in the second half", () => {
+  it("reads a collector's sawtooth over a flat floor as no growth, and a rising floor as growth", () => {
+    const sawtooth = Array.from({ length: 61 }, (_, i) => ({ seconds: i * 5, rssMiB: 160 + (i % 6) * 15 }));
+    expect(rssSlope(sawtooth)).toBeCloseTo(0);
+    expect(rssSlope(sawtooth.map((x) => ({ ...x, rssMiB: x.rssMiB + x.seconds / 20 })))).toBeCloseTo(3, 0);
+  });
+
+  it("is NaN under two windows of two samples in the second half", () => {
     expect(rssSlope([{ seconds: 0, rssMiB: 1 }, { seconds: 10, rssMiB: 2 }])).toBeNaN();
   });
 });
