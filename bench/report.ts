@@ -5,6 +5,7 @@ import { totalErrors, type LoadResult } from "./load.js";
 export type ScenarioKey =
   | "baseline"
   | "hmac"
+  | "hmac-steady"
   | "jwt-es256"
   | "jwt-eddsa"
   | "duplicate"
@@ -67,11 +68,47 @@ export interface ExecutionWait {
   notDone?: { count: number; sample: string };
 }
 
+/** RSS samples of a server under a steady intake (--soak), and what they say. */
+export interface Soak {
+  /** Events a second sent, and for how long. */
+  rate: number;
+  seconds: number;
+  samples: RssSample[];
+}
+
+export interface RssSample {
+  /** Since the soak started. */
+  seconds: number;
+  rssMiB: number;
+}
+
+/** Round trips to the database of one operation, per request (the median over the requests sent). */
+export interface RoundTrips {
+  operation: string;
+  requests: number;
+  /** Statements sent while the request was answered. */
+  roundTrips: number;
+  /** Of those, inside transactions (BEGIN and COMMIT counted), and how many transactions. */
+  inTransaction: number;
+  transactions: number;
+  /** Statements its context sent after the answer (the execution an accepted event started). */
+  after: number;
+  /** When the requests differed: the least and most round trips seen. */
+  range?: [number, number];
+}
+
 export interface Section {
   dialect: "sqlite" | "postgres";
   database: string;
   scenarios: Measured[];
+  /** Under scenario 1's saturating load. */
   executionWait?: ExecutionWait;
+  /** Scenario 1b: HMAC intake at a fixed rate (half of scenario 1's), its executions only. */
+  steadyWait?: ExecutionWait & { rate: number };
+  /** RSS of the main server after every scenario of the section, and the most any server of it reached. */
+  memory?: { afterMiB: number; maxMiB: number };
+  soak?: Soak;
+  roundTrips?: RoundTrips[];
   seed?: { users: number; rows: number; ms: number; analyzeMs: number; method: string };
   /** The walk to the deep page: pages fetched and how long it took. */
   walk?: { pages: number; ms: number };
@@ -136,6 +173,51 @@ const FLOOD_BUDGET = 2;
 /** How much a flood by another credential raised this credential's p99: flooded over alone (1 = not at all). */
 export const floodSlowdown = (alone: LoadResult, flooded: LoadResult): number => (alone.latencyMs.p99 > 0 ? flooded.latencyMs.p99 / alone.latencyMs.p99 : Number.NaN);
 
+/** The issue's bounds on executions: accepted → done p99 at half the maximum intake, and the backlog's drain after saturation. */
+export const EXECUTION_TARGETS = { steadyP99Ms: 100, drainMs: 2_000 } as const;
+
+/** The issue's bound on the server's RSS after the full bench: 250 MB, in MiB. */
+export const RSS_BUDGET_MIB = 250e6 / 2 ** 20;
+
+/**
+ * What "no growth over the soak" allows: the trend of the RSS's floor over the soak's second half
+ * (after start-up and the first collections have settled), in MiB a minute. Below it, what moves is
+ * the collector.
+ */
+export const SOAK_GROWTH_BUDGET = 1;
+
+/** Windows of the second half whose lowest samples make the floor. */
+const FLOOR_WINDOWS = 5;
+
+/**
+ * The trend of the RSS's floor over the second half of the samples, in MiB a minute: the least-squares
+ * slope through the lowest sample of each of a few equal windows. RSS swings with the collector
+ * (tens of MiB between collections), which a fit through every sample reads as growth or shrinking
+ * depending on where the soak ended; what a leak raises is the level it falls back to. NaN when the
+ * second half has fewer than two samples a window for two windows.
+ */
+export function rssSlope(samples: readonly RssSample[]): number {
+  const last = samples[samples.length - 1];
+  if (!last) return Number.NaN;
+  const from = last.seconds / 2;
+  const half = samples.filter((s) => s.seconds >= from);
+  const windows = Math.min(FLOOR_WINDOWS, Math.floor(half.length / 2));
+  if (windows < 2) return Number.NaN;
+  const width = (last.seconds - from) / windows;
+  const floors: RssSample[] = [];
+  for (let w = 0; w < windows; w++) {
+    const inWindow = half.filter((s) => Math.min(windows - 1, Math.floor((s.seconds - from) / width)) === w);
+    const lowest = inWindow.reduce<RssSample | undefined>((low, s) => (!low || s.rssMiB < low.rssMiB ? s : low), undefined);
+    if (lowest) floors.push(lowest);
+  }
+  if (floors.length < 2) return Number.NaN;
+  const mx = floors.reduce((a, s) => a + s.seconds, 0) / floors.length;
+  const my = floors.reduce((a, s) => a + s.rssMiB, 0) / floors.length;
+  const sxx = floors.reduce((a, s) => a + (s.seconds - mx) ** 2, 0);
+  const sxy = floors.reduce((a, s) => a + (s.seconds - mx) * (s.rssMiB - my), 0);
+  return sxx > 0 ? (sxy / sxx) * 60 : Number.NaN;
+}
+
 // ---- formatting ------------------------------------------------------------------------------
 
 export const formatRps = (n: number): string => (Number.isFinite(n) ? Math.round(n).toLocaleString("en-US") : "–");
@@ -152,6 +234,8 @@ export function formatMs(ms: number): string {
   if (ms < 100) return ms.toFixed(1);
   return Math.round(ms).toLocaleString("en-US");
 }
+
+export const formatSlope = (miBPerMinute: number): string => (Number.isFinite(miBPerMinute) ? `${miBPerMinute >= 0 ? "+" : ""}${miBPerMinute.toFixed(2)} MiB/min` : "–");
 
 export function formatDuration(ms: number): string {
   if (!Number.isFinite(ms)) return "–";
@@ -216,6 +300,21 @@ export function checkTargets(section: Section, baselineRps: number, postBaseline
     checks.push({ target: "a credential's p99 while another floods over its rate limit ≤ 2× its p99 alone", measured: formatRatio(slowdown), met: slowdown <= FLOOD_BUDGET });
     checks.push({ target: "that credential: no answer but 200 while the other floods", measured: String(totalErrors(flooded.result)), met: totalErrors(flooded.result) === 0 });
   }
+  if (section.steadyWait) {
+    const w = section.steadyWait;
+    checks.push({ target: `accepted → execution done p99 < ${EXECUTION_TARGETS.steadyP99Ms} ms at half the maximum intake (${formatRps(w.rate)} events/s)`, measured: `${formatMs(w.p99Ms)} ms`, met: w.p99Ms < EXECUTION_TARGETS.steadyP99Ms });
+  }
+  if (section.executionWait) {
+    const { drainMs } = section.executionWait;
+    checks.push({ target: `at saturation (scenario 1), the backlog drains within ${formatDuration(EXECUTION_TARGETS.drainMs)} of the load stopping`, measured: formatDuration(drainMs), met: drainMs <= EXECUTION_TARGETS.drainMs });
+  }
+  if (section.memory) {
+    checks.push({ target: `server RSS after the full bench < 250 MB (${formatMiB(RSS_BUDGET_MIB)} MiB)`, measured: `${formatMiB(section.memory.afterMiB)} MiB (most seen ${formatMiB(section.memory.maxMiB)} MiB)`, met: section.memory.afterMiB < RSS_BUDGET_MIB });
+  }
+  if (section.soak) {
+    const slope = rssSlope(section.soak.samples);
+    checks.push({ target: `no RSS growth over the soak (trend of its floor over the second half ≤ ${SOAK_GROWTH_BUDGET} MiB/min)`, measured: formatSlope(slope), met: slope <= SOAK_GROWTH_BUDGET });
+  }
   const target = SPEND_TARGETS[section.dialect];
   for (const key of ["spend-authorize-approved", "spend-authorize-declined"] as const) {
     const m = find(section, key);
@@ -244,7 +343,17 @@ function sectionMarkdown(section: Section, baseline: Measured, postBaseline: Mea
   if (spends.length) out.push(`Spends (issue 15), each against the POST baseline (${formatRps(postRps)} req/s):`, "", scenarioTable(spends, postRps, "× POST baseline"), "");
   const facts: string[] = [];
   const w = section.executionWait;
-  if (w) facts.push(`Execution wait under scenario 1's load (automation_executions.completed_at − created_at, ${w.count.toLocaleString("en-US")} executions): p50 ${formatMs(w.p50Ms)} ms, p99 ${formatMs(w.p99Ms)} ms, max ${formatMs(w.maxMs)} ms; the queue drained ${formatDuration(w.drainMs)} after the load stopped.${w.notDone ? ` ${w.notDone.count} execution(s) did not end DONE, e.g. \`${w.notDone.sample.slice(0, 300)}\`.` : ""}`);
+  const notDone = (e: ExecutionWait) => (e.notDone ? ` ${e.notDone.count} execution(s) did not end DONE, e.g. \`${e.notDone.sample.slice(0, 300)}\`.` : "");
+  if (w) facts.push(`Accepted → execution done at saturation, under scenario 1's load (automation_executions.completed_at − created_at, ${w.count.toLocaleString("en-US")} executions): p50 ${formatMs(w.p50Ms)} ms, p99 ${formatMs(w.p99Ms)} ms, max ${formatMs(w.maxMs)} ms. The backlog drained ${formatDuration(w.drainMs)} after the load stopped (target: within ${formatDuration(EXECUTION_TARGETS.drainMs)}).${notDone(w)}`);
+  const steady = section.steadyWait;
+  if (steady) facts.push(`Accepted → execution done at a steady ${formatRps(steady.rate)} events/s, half of scenario 1's intake (scenario 1b, ${steady.count.toLocaleString("en-US")} executions): p50 ${formatMs(steady.p50Ms)} ms, p99 ${formatMs(steady.p99Ms)} ms (target: under ${EXECUTION_TARGETS.steadyP99Ms} ms), max ${formatMs(steady.maxMs)} ms; drained ${formatDuration(steady.drainMs)} after the load stopped.${notDone(steady)}`);
+  if (section.memory) facts.push(`Server RSS after the full bench: ${formatMiB(section.memory.afterMiB)} MiB (the main server, after its last scenario); the most seen (any server of this database at the end of a scenario, and the soak's samples): ${formatMiB(section.memory.maxMiB)} MiB (target: under 250 MB, ${formatMiB(RSS_BUDGET_MIB)} MiB).`);
+  const soak = section.soak;
+  if (soak) {
+    const first = soak.samples[0];
+    const last = soak.samples[soak.samples.length - 1];
+    facts.push(`Soak (--soak): HMAC intake at ${formatRps(soak.rate)} events/s for ${formatDuration(soak.seconds * 1000)}, the server's RSS sampled ${soak.samples.length} times: ${formatMiB(first?.rssMiB ?? Number.NaN)} MiB at the start, ${formatMiB(last?.rssMiB ?? Number.NaN)} MiB at the end, most ${formatMiB(Math.max(...soak.samples.map((x) => x.rssMiB)))} MiB; trend of its floor (the lowest sample of each fifth of the second half) ${formatSlope(rssSlope(soak.samples))} (no growth: ≤ ${SOAK_GROWTH_BUDGET} MiB/min).`);
+  }
   const hmac = find(section, "hmac");
   if (hmac) {
     const own = hmac.result.cpu.serverMicrosPerRequest;
@@ -283,6 +392,17 @@ function sectionMarkdown(section: Section, baseline: Measured, postBaseline: Mea
   const jwt = section.scenarios.filter((m) => m.result.tokens);
   for (const m of jwt) facts.push(`${m.label}: ${m.result.tokens!.pregenerated.toLocaleString("en-US")} tokens signed before the run, ${m.result.tokens!.signedDuringRun.toLocaleString("en-US")} during it.`);
   if (facts.length) out.push(...facts.map((f) => `- ${f}`), "");
+  if (section.roundTrips?.length) {
+    out.push(
+      `Round trips to ${title} per operation (statements the server sent while answering one request, counted at its pg client; the median of the requests sent, range when they differed; "after the answer": what the request started, e.g. the execution of an accepted event):`,
+      "",
+      markdownTable(
+        ["Operation", "requests", "round trips", "in a transaction", "after the answer"],
+        section.roundTrips.map((r) => [r.operation, String(r.requests), `${r.roundTrips}${r.range ? ` (${r.range[0]}–${r.range[1]})` : ""}`, r.transactions ? `${r.inTransaction} (${r.transactions} transaction${r.transactions > 1 ? "s" : ""})` : "none", String(r.after)]),
+      ),
+      "",
+    );
+  }
   const checks = checkTargets(section, baselineRps, postRps);
   if (checks.length) out.push(`Targets on ${title}:`, "", markdownTable(["Target", "Measured", "Met"], checks.map((c) => [c.target, c.measured, c.met ? "yes" : "**no**"])), "");
   return out.join("\n");

@@ -4,16 +4,22 @@
 //   npm run bench -- [--db sqlite|postgres|both] [--quick] [--duration <s>] [--warmup <s>]
 //                    [--connections <n>] [--rows <n>] [--deep-page <n>] [--log-level <level>]
 //                    [--profile] [--only <key,key>] [--skip-build | --rebuild] [--out <file>]
+//                    [--soak <s>] [--soak-rate <n>] [--skip-round-trips] [--help]
 //
 // Builds what is out of date first (the server with `npm run build`, the baseline with
 // bench/tsconfig.build.json). --quick: a smoke run (20,000 rows, 1 s scenarios without warm-up,
 // under a minute once built); its results (and those of --only) go to
 // bench/RESULTS.quick.md unless --out says otherwise. --profile: the servers write V8 CPU profiles
 // (--cpu-prof) to bench/profiles/. --only: measure these scenarios alone (keys in bench/report.ts).
+// --soak: after the scenarios, HMAC intake for this many seconds at half scenario 1's rate (or
+// --soak-rate events a second), the server's RSS sampled meanwhile (off unless given). On
+// PostgreSQL the round trips of each operation measured are counted, on a server of their own
+// (--skip-round-trips: not).
 import { generateKeyPairSync } from "node:crypto";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, loadavg, platform, release, tmpdir } from "node:os";
 import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import type { Dialect } from "./database.js";
 import { build, freePort, killAll, ROOT, startDriver, startJwksServer, startNode } from "./processes.js";
@@ -37,14 +43,25 @@ function options() {
       rebuild: { type: "boolean", default: false },
       out: { type: "string" },
       only: { type: "string" },
+      soak: { type: "string" },
+      "soak-rate": { type: "string" },
+      "skip-round-trips": { type: "boolean", default: false },
+      help: { type: "boolean", default: false },
     },
   });
+  if (values.help) {
+    // The usage is this file's opening comment.
+    const head = readFileSync(fileURLToPath(import.meta.url), "utf8").split("\n");
+    process.stdout.write(`${head.slice(0, head.findIndex((l) => !l.startsWith("//"))).map((l) => l.replace(/^\/\/ ?/, "")).join("\n")}\n`);
+    process.exit(0);
+  }
   const number = (name: string, raw: string | undefined, fallback: number) => {
     if (raw === undefined) return fallback;
     const n = Number(raw);
     if (!Number.isFinite(n) || n <= 0) throw new Error(`--${name} must be a positive number, got ${raw}`);
     return n;
   };
+  if (values["soak-rate"] !== undefined && values.soak === undefined) throw new Error("--soak-rate needs --soak <seconds>");
   if (!["sqlite", "postgres", "both"].includes(values.db)) throw new Error(`--db must be sqlite, postgres or both`);
   const quick = values.quick;
   const rows = number("rows", values.rows, quick ? 20_000 : 1_000_000);
@@ -66,6 +83,8 @@ function options() {
     skipBuild: values["skip-build"],
     rebuild: values.rebuild,
     out: values.out ?? join(ROOT, quick || values.only ? "bench/RESULTS.quick.md" : "bench/RESULTS.md"),
+    ...(values.soak !== undefined ? { soak: { seconds: Math.round(number("soak", values.soak, 0)), ...(values["soak-rate"] !== undefined ? { rate: number("soak-rate", values["soak-rate"], 0) } : {}) } } : {}),
+    roundTrips: !values["skip-round-trips"],
     only: values.only ? new Set(values.only.split(",").map((k) => k.trim()) as ScenarioKey[]) : undefined,
   };
 }
@@ -112,6 +131,8 @@ async function main(): Promise<void> {
       workDir,
       ...(profileDir ? { profileDir } : {}),
       ...(opts.only ? { only: opts.only } : {}),
+      ...(opts.soak ? { soak: opts.soak } : {}),
+      roundTrips: opts.roundTrips,
     };
 
     // The baseline, started the same way as the server.

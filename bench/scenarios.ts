@@ -2,6 +2,7 @@
 // measure each scenario in the load-generator process, and collect the figures of the section.
 import type { JsonWebKey } from "node:crypto";
 import { randomUUID } from "node:crypto";
+import { rmSync } from "node:fs";
 import { join } from "node:path";
 import { hmacSignature } from "../src/client/webhook-sender.js";
 import { openStorage, type Storage } from "../src/storage/connect.js";
@@ -10,7 +11,9 @@ import { createBenchDatabase, type Dialect } from "./database.js";
 import type { LoadSpec, RequestSpec } from "./load.js";
 import { freePort, ROOT, startDriver, startNode, type Driver, type NodeProcess } from "./processes.js";
 import { percentile, SPEND_KEYS, type ExecutionWait, type Measured, type ScenarioKey, type Section, type SpendCheck } from "./report.js";
+import { countRoundTrips, type Operation } from "./round-trips.js";
 import { seedSubjectAppLimits } from "./seed.js";
+import { soak } from "./soak.js";
 import { AUTHORIZE_PATH, authorizeRequest, checkSpends, pendingToCapture, setUpSpends, SPEND_APPS } from "./spends.js";
 
 export interface BenchSettings {
@@ -29,6 +32,10 @@ export interface BenchSettings {
   workDir: string;
   /** With --only: the scenarios to measure (setup still runs); all when undefined. */
   only?: ReadonlySet<ScenarioKey>;
+  /** With --soak: HMAC intake for this long at `rate` (half of scenario 1's when absent), RSS sampled. */
+  soak?: { seconds: number; rate?: number };
+  /** PostgreSQL: count the round trips of each operation (a server of its own). */
+  roundTrips: boolean;
 }
 
 export interface JwtKey {
@@ -118,9 +125,9 @@ export async function runDatabase(dialect: Dialect, settings: BenchSettings, dri
       // The scenarios measure the work of answering, not the limits (scenario 8 turns them on).
       RATE_LIMIT: "off",
     });
-    const start = async (validate: "0" | "1", listenPort: number, env: Record<string, string> = {}) => {
+    const start = async (validate: "0" | "1", listenPort: number, env: Record<string, string> = {}, extraNodeArgs: string[] = []) => {
       const name = `${dialect}-validate${validate}-${new Date().toISOString().replace(/[-:.]/g, "")}`;
-      const nodeArgs = settings.profileDir ? ["--cpu-prof", `--cpu-prof-dir=${settings.profileDir}`, `--cpu-prof-name=${name}.cpuprofile`] : [];
+      const nodeArgs = [...extraNodeArgs, ...(settings.profileDir ? ["--cpu-prof", `--cpu-prof-dir=${settings.profileDir}`, `--cpu-prof-name=${name}.cpuprofile`] : [])];
       const p = await startNode({ script: join(ROOT, "dist/src/main.js"), env: { ...serverEnv(validate), ...env }, port: listenPort, probePath: "/readyz", logFile: join(settings.workDir, `server-${dialect}-${listenPort}.log`), nodeArgs });
       processes.push(p);
       return p;
@@ -133,15 +140,19 @@ export async function runDatabase(dialect: Dialect, settings: BenchSettings, dri
 
     const scenarios: Measured[] = [];
     const wanted = (...keys: ScenarioKey[]) => !settings.only || keys.some((k) => settings.only!.has(k));
-    type MeasureOptions = { expectStatus?: number; target?: NodeProcess; driver?: Driver } & Partial<Pick<LoadSpec, "connections" | "durationSeconds" | "rate">>;
+    // The requests of the operations measured on the main server, for the round-trip count.
+    const operations = new Map<ScenarioKey, Operation>();
+    /** `needed`: measured even when --only leaves it out (another scenario needs its figures). */
+    type MeasureOptions = { expectStatus?: number; target?: NodeProcess; driver?: Driver; needed?: boolean } & Partial<Pick<LoadSpec, "connections" | "durationSeconds" | "warmupSeconds" | "rate">>;
     const measure = async (key: ScenarioKey, label: string, request: RequestSpec, opts: MeasureOptions = {}): Promise<Measured | undefined> => {
-      if (!wanted(key)) return undefined;
+      if (!wanted(key) && !opts.needed) return undefined;
       const target = opts.target ?? server;
+      if (target === server && !opts.rate) operations.set(key, { label: label.replace(/^\d+\. /, ""), request, expectStatus: opts.expectStatus ?? 200 });
       const spec: LoadSpec = {
         origin: target.url,
         connections: opts.connections ?? settings.connections,
         durationSeconds: opts.durationSeconds ?? settings.durationSeconds,
-        warmupSeconds: settings.warmupSeconds,
+        warmupSeconds: opts.warmupSeconds ?? settings.warmupSeconds,
         expectStatus: opts.expectStatus ?? 200,
         serverPid: target.pid,
         ...(opts.rate ? { rate: opts.rate } : {}),
@@ -154,15 +165,28 @@ export async function runDatabase(dialect: Dialect, settings: BenchSettings, dri
     };
 
     // ---- 1. HMAC intake, a fresh event id per request --------------------------------------
+    // Its rate is the maximum intake that scenario 1b and the soak send half of.
     const hmac = await api.createWebhookAutomation("bench hmac", { hmac: {} });
-    const hmacRun = await measure("hmac", "1. Webhook intake, HMAC, fresh event ids", { kind: "hmac", path: hmac.path, secret: hmac.secret!, body: HMAC_BODY });
-    let executionWaitFigures: ExecutionWait | undefined;
-    if (hmacRun) {
-      const drainMs = await drain(db, hmac.id);
-      const { failedCount, sample, ...figures } = await executionWait(db, hmac.id, drainMs);
-      if (failedCount > 0) log(`${dialect}: warning: ${failedCount} executions of the HMAC automation did not end DONE, e.g. ${sample}`);
-      log(`${dialect}: execution wait p50 ${figures.p50Ms} ms, p99 ${figures.p99Ms} ms over ${figures.count} executions; drained ${Math.round(drainMs)} ms after the load`);
-      executionWaitFigures = failedCount > 0 ? { ...figures, notDone: { count: failedCount, sample: sample ?? "" } } : figures;
+    const hmacRequest = (automation: { path: string; secret?: string }): RequestSpec => ({ kind: "hmac", path: automation.path, secret: automation.secret!, body: HMAC_BODY });
+    const hmacRun = await measure("hmac", "1. Webhook intake, HMAC, fresh event ids", hmacRequest(hmac), { needed: wanted("hmac-steady") || (settings.soak !== undefined && settings.soak.rate === undefined) });
+    /** Waits for the automation's executions to finish, and answers how long they took from acceptance. */
+    const executionsOf = async (automationId: string, what: string): Promise<ExecutionWait> => {
+      const drainMs = await drain(db, automationId);
+      const { failedCount, sample, ...figures } = await executionWait(db, automationId, drainMs);
+      if (failedCount > 0) log(`${dialect}: warning: ${failedCount} executions of ${what} did not end DONE, e.g. ${sample}`);
+      log(`${dialect}: ${what}: accepted → done p50 ${figures.p50Ms} ms, p99 ${figures.p99Ms} ms over ${figures.count} executions; drained ${Math.round(drainMs)} ms after the load`);
+      return failedCount > 0 ? { ...figures, notDone: { count: failedCount, sample: sample ?? "" } } : figures;
+    };
+    const executionWaitFigures = hmacRun ? await executionsOf(hmac.id, "scenario 1") : undefined;
+    const halfIntake = hmacRun ? Math.max(1, Math.round(hmacRun.result.requestsPerSecond / 2)) : undefined;
+
+    // ---- 1b. HMAC intake at half the maximum: accepted → done, not at saturation --------------
+    // An automation of its own, so that its executions are this window's; no warm-up (scenario 1 was one).
+    let steadyWait: Section["steadyWait"];
+    if (wanted("hmac-steady") && halfIntake) {
+      const steady = await api.createWebhookAutomation("bench hmac steady", { hmac: {} });
+      await measure("hmac-steady", `1b. Webhook intake, HMAC, at half the maximum (${halfIntake} events/s)`, hmacRequest(steady), { rate: halfIntake, warmupSeconds: 0 });
+      steadyWait = { ...(await executionsOf(steady.id, "scenario 1b")), rate: halfIntake };
     }
 
     // ---- 2. JWT intake, keys cached ----------------------------------------------------------
@@ -247,8 +271,9 @@ export async function runDatabase(dialect: Dialect, settings: BenchSettings, dri
     // scenario left, each captured whole once. GetEffective: the open apps, whose windows now
     // hold spent and held amounts. Then the overspend check, straight from the database.
     let spends: SpendCheck | undefined;
+    let spender: string | undefined;
     if (wanted(...SPEND_KEYS)) {
-      const spender = await setUpSpends(api);
+      spender = await setUpSpends(api);
       const approved = await measure("spend-authorize-approved", "9. SpendService.Authorize, approved (a hold)", authorizeRequest(spender, "spend", headers));
       await measure("spend-authorize-declined", "9. SpendService.Authorize, declined (limit exceeded)", authorizeRequest(spender, "decline", headers));
       if (wanted("spend-capture")) {
@@ -289,9 +314,39 @@ export async function runDatabase(dialect: Dialect, settings: BenchSettings, dri
       await measure("list-deep", `6. Search, page_size 100, page ${settings.deepPage.toLocaleString("en-US")}`, { kind: "fixed", method: "POST", path: search, headers, body: JSON.stringify({ pageSize: 100, pageToken: token }) });
     }
 
-    const order: ScenarioKey[] = ["hmac", "jwt-es256", "jwt-eddsa", "duplicate", "my-set-limit", "suspend", "get-effective", "policy-get", "list-first", "list-deep", "validation-off", "validation-on", "rate-limit-alone", "rate-limit-flooded", "rate-limit-flood", ...SPEND_KEYS];
+    // ---- --soak: HMAC intake at half the maximum (or --soak-rate) for a while, RSS sampled ------
+    let soaked: Section["soak"];
+    const soakRate = settings.soak?.rate ?? halfIntake;
+    if (settings.soak && soakRate) {
+      const automation = await api.createWebhookAutomation("bench soak", { hmac: {} });
+      log(`${dialect}: soak: ${soakRate} events/s for ${settings.soak.seconds} s...`);
+      soaked = await soak(driver, server, { origin, connections: settings.connections, durationSeconds: settings.soak.seconds, warmupSeconds: 0, expectStatus: 200, rate: soakRate, serverPid: server.pid }, hmacRequest(automation));
+      await drain(db, automation.id);
+      log(`${dialect}: soak: RSS ${soaked.samples.map((x) => Math.round(x.rssMiB)).join(" ")} MiB`);
+    }
+    const afterMiB = server.rssMiB();
+    const memory = { afterMiB, maxMiB: Math.max(afterMiB, ...scenarios.map((m) => m.rssMiB), ...(soaked?.samples.map((x) => x.rssMiB) ?? [])) };
+    log(`${dialect}: server RSS after every scenario ${Math.round(afterMiB)} MiB, most seen ${Math.round(memory.maxMiB)} MiB`);
+
+    // ---- PostgreSQL: round trips per operation, on a server of its own that counts them ----------
+    let roundTrips: Section["roundTrips"];
+    if (dialect === "postgres" && settings.roundTrips && operations.size > 0) {
+      const file = join(settings.workDir, "round-trips.jsonl");
+      rmSync(file, { force: true });
+      const counting = await start("0", await freePort(), { BENCH_ROUND_TRIPS_FILE: file }, ["--import", join(ROOT, "dist/bench/servers/round-trips.js")]);
+      try {
+        const capture = operations.get("spend-capture");
+        if (capture?.request.kind === "each" && spender) operations.set("spend-capture", { ...capture, request: { ...capture.request, ids: await pendingToCapture(db, api, spender, 40) } });
+        roundTrips = await countRoundTrips(driver, counting, file, [...operations.values()]);
+        for (const r of roundTrips) log(`${dialect}: round trips: ${r.operation}: ${r.roundTrips} (${r.inTransaction} in ${r.transactions} transaction(s)), ${r.after} after the answer`);
+      } finally {
+        await counting.stop();
+      }
+    }
+
+    const order: ScenarioKey[] = ["hmac", "hmac-steady", "jwt-es256", "jwt-eddsa", "duplicate", "my-set-limit", "suspend", "get-effective", "policy-get", "list-first", "list-deep", "validation-off", "validation-on", "rate-limit-alone", "rate-limit-flooded", "rate-limit-flood", ...SPEND_KEYS];
     scenarios.sort((a, b) => order.indexOf(a.key) - order.indexOf(b.key));
-    return { dialect, database: description, scenarios, ...(executionWaitFigures ? { executionWait: executionWaitFigures } : {}), ...(seed ? { seed } : {}), ...(walk ? { walk } : {}), ...(spends ? { spends } : {}) };
+    return { dialect, database: description, scenarios, memory, ...(executionWaitFigures ? { executionWait: executionWaitFigures } : {}), ...(steadyWait ? { steadyWait } : {}), ...(soaked ? { soak: soaked } : {}), ...(roundTrips ? { roundTrips } : {}), ...(seed ? { seed } : {}), ...(walk ? { walk } : {}), ...(spends ? { spends } : {}) };
   } finally {
     await storage?.close();
     for (const p of processes.reverse()) await p.stop();

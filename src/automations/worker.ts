@@ -18,7 +18,7 @@ export interface WorkerOptions {
   sweepMs: number;
   /** Runs in parallel in this process (on SQLite their writes share commits: see sqlite-group-commit.ts). */
   concurrency: number;
-  /** Executions each of those claims at once and runs one after another: a claim is a write. */
+  /** Executions each of those claims at once (a claim is a write) and runs together. */
   claimBatch: number;
   /**
    * Executions handed over by the intake that may wait here, besides those whose transactions are
@@ -134,9 +134,9 @@ export class Worker {
       if (claimed.length === 0) claimed = this.handedOff.splice(0, claimBatch);
       if (claimed.length === 0) return;
       handedOffFirst = !handedOffFirst;
-      for (const execution of claimed) {
-        await runner.run(execution).catch((err: unknown) => logger.error({ msg: "execution run failed", executionId: execution.id, err }));
-      }
+      // The batch's runs go together: each runs up to its first write in this turn, so their writes
+      // share one commit on SQLite (one after another, each waited for the next turn's commit).
+      await Promise.all(claimed.map((execution) => runner.run(execution).catch((err: unknown) => logger.error({ msg: "execution run failed", executionId: execution.id, err }))));
     }
   }
 

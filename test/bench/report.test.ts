@@ -14,6 +14,7 @@ import {
   percentile,
   ratio,
   renderMarkdown,
+  rssSlope,
   scenarioRow,
   validationCost,
   withKeptNotes,
@@ -55,6 +56,24 @@ describe("ratios", () => {
   it("says how much a flood by another credential raised a credential's p99", () => {
     expect(floodSlowdown(load(50, 4), load(50, 7))).toBeCloseTo(1.75);
     expect(floodSlowdown(load(50, 0), load(50, 7))).toBeNaN();
+  });
+});
+
+describe("rssSlope", () => {
+  it("is the least-squares trend of the second half's floor, in MiB a minute", () => {
+    // Start-up growth in the first half is left out; 1 MiB every 10 s after it.
+    const samples = [0, 10, 20, 30, 40, 50, 60].map((seconds) => ({ seconds, rssMiB: seconds < 30 ? seconds * 5 : 200 + (seconds - 30) / 10 }));
+    expect(rssSlope(samples)).toBeCloseTo(6);
+  });
+
+  it("reads a collector's sawtooth over a flat floor as no growth, and a rising floor as growth", () => {
+    const sawtooth = Array.from({ length: 61 }, (_, i) => ({ seconds: i * 5, rssMiB: 160 + (i % 6) * 15 }));
+    expect(rssSlope(sawtooth)).toBeCloseTo(0);
+    expect(rssSlope(sawtooth.map((x) => ({ ...x, rssMiB: x.rssMiB + x.seconds / 20 })))).toBeCloseTo(3, 0);
+  });
+
+  it("is NaN under two windows of two samples in the second half", () => {
+    expect(rssSlope([{ seconds: 0, rssMiB: 1 }, { seconds: 10, rssMiB: 2 }])).toBeNaN();
   });
 });
 
@@ -143,6 +162,21 @@ describe("targets", () => {
     ]);
   });
 
+  it("hold executions at half the maximum intake to p99 < 100 ms, the backlog after saturation to a 2 s drain, RSS to 250 MB and the soak to no growth", () => {
+    const wait = { count: 1000, p50Ms: 5, maxMs: 120 };
+    const flat = Array.from({ length: 61 }, (_, i) => ({ seconds: i * 5, rssMiB: 150 + (i % 2) }));
+    const met = checkTargets({ ...section([]), steadyWait: { ...wait, p99Ms: 99, drainMs: 10, rate: 400 }, executionWait: { ...wait, p99Ms: 5000, drainMs: 2000 }, memory: { afterMiB: 238, maxMiB: 260 }, soak: { rate: 400, seconds: 300, samples: flat } }, 1000);
+    expect(met.map((c) => [c.measured, c.met])).toEqual([
+      ["99.0 ms", true],
+      ["2.0 s", true],
+      ["238 MiB (most seen 260 MiB)", true],
+      ["+0.00 MiB/min", true],
+    ]);
+    const growing = flat.map((x) => ({ ...x, rssMiB: x.rssMiB + x.seconds / 30 }));
+    const missed = checkTargets({ ...section([]), steadyWait: { ...wait, p99Ms: 100, drainMs: 10, rate: 400 }, executionWait: { ...wait, p99Ms: 5000, drainMs: 2001 }, memory: { afterMiB: 239, maxMiB: 239 }, soak: { rate: 400, seconds: 300, samples: growing } }, 1000);
+    expect(missed.map((c) => c.met)).toEqual([false, false, false, false]);
+  });
+
   it("are only checked for the scenarios that ran", () => {
     expect(checkTargets(section([measured("get-effective", 100)]), 1000)).toEqual([]);
   });
@@ -221,6 +255,24 @@ describe("the report", () => {
     expect(md).toMatch(/\| baseline-post\s+\|\s+8,000 \|\s+0\.80× \|/);
     expect(md).toContain("1,200 approved and 300 declined decisions, 700 captured; 200 windows' final usage held against their limits; overspend: 0; declined with room left: 0.");
     expect(md).toMatch(/\| Authorize \(approved\) ≥ 25% of the POST baseline's req\/s\s+\|\s+25\.0% \|\s+yes \|/);
+  });
+
+  it("writes the round trips per operation as a table, and the execution waits and memory with their targets", () => {
+    const section: Section = {
+      ...report.sections[0]!,
+      roundTrips: [
+        { operation: "Authorize", requests: 20, roundTrips: 8, inTransaction: 7, transactions: 1, after: 0 },
+        { operation: "Intake", requests: 20, roundTrips: 2, inTransaction: 0, transactions: 0, after: 1, range: [2, 3] },
+      ],
+      steadyWait: { count: 500, p50Ms: 4, p99Ms: 60, maxMs: 80, drainMs: 5, rate: 1250 },
+      memory: { afterMiB: 180, maxMiB: 200 },
+    };
+    const md = renderMarkdown({ ...report, sections: [section] });
+    expect(md).toMatch(/\| Authorize\s+\|\s+20 \|\s+8 \| 7 \(1 transaction\) \|\s+0 \|/);
+    expect(md).toMatch(/\| Intake\s+\|\s+20 \|\s+2 \(2–3\) \|\s+none \|\s+1 \|/);
+    expect(md).toContain("at a steady 1,250 events/s, half of scenario 1's intake (scenario 1b, 500 executions): p50 4.00 ms, p99 60.0 ms (target: under 100 ms)");
+    expect(md).toContain("The backlog drained 12 ms after the load stopped (target: within 2.0 s).");
+    expect(md).toContain("Server RSS after the full bench: 180 MiB");
   });
 
   it("keeps the hand-written notes of the previous file", () => {

@@ -4,27 +4,23 @@
 // transaction: BEGIN, the fund policy's shared lock (its currency stays until commit), the layers'
 // read, the window's lock with the held sum (one function call), the authorization with its ledger
 // entry (one statement), the idempotent answer, COMMIT.
-import pg from "pg";
+import type pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { watchPgQueries } from "../../bench/servers/pg-queries.js";
 import { testDialect } from "../support/database.js";
 import { appWithLimit, authorized, money, startSpendServer, type SpendServer } from "./spends-helpers.js";
 
 const sent: { client: pg.Client; text: string }[] = [];
-const query = pg.Client.prototype.query;
-
+let stopWatching: (() => void) | undefined;
 let server: SpendServer;
 
 describe.skipIf(testDialect() !== "postgres")("Authorize's round trips (PostgreSQL)", () => {
   beforeAll(async () => {
-    pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
-      const [first] = args;
-      sent.push({ client: this, text: typeof first === "string" ? first : String((first as { text?: string }).text ?? first) });
-      return (query as (...a: unknown[]) => unknown).apply(this, args);
-    } as typeof query;
+    stopWatching = watchPgQueries((client, text) => sent.push({ client, text }));
     server = await startSpendServer();
   });
   afterAll(async () => {
-    pg.Client.prototype.query = query;
+    stopWatching?.();
     await server?.ts.stop();
   });
 
