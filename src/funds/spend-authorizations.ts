@@ -20,7 +20,7 @@ import { parseMoney, toNanos } from "./money.js";
 import { covers, requireApp, type SpendAccess } from "./spend-access.js";
 import { decideSpend } from "./spend-decision.js";
 import { appendEntry, ledgerEntry } from "./spend-ledger.js";
-import { answeredState, authorizationView, insertAuthorization, rowById, windowOf, type SpendAuthorization, type SpendRow, type StoredState } from "./spend-rows.js";
+import { answeredState, authorizationView, recordAuthorization, rowById, windowOf, type SpendAuthorization, type SpendRow, type StoredState } from "./spend-rows.js";
 import { addSpent, lockUsage, lockWindow, usageView } from "./spend-usage.js";
 
 type AuthorizeRequest = components["schemas"]["SpendServiceAuthorizeRequest"];
@@ -48,11 +48,12 @@ export class SpendAuthorizations {
     if (!Number.isInteger(holdSeconds) || holdSeconds < 1) throw invalidField("body.holdSeconds", "must be >= 1");
     if (holdSeconds > MAX_HOLD_SECONDS) throw invalidField("body.holdSeconds", `must be <= ${MAX_HOLD_SECONDS}`);
 
-    const row = await writeTransaction(this.storage, { exclusive: [], shared: [FUND_POLICY_LOCK] }, async (db) => {
+    const row = await writeTransaction(this.storage, { exclusive: [] }, async (db) => {
       const now = this.clock.now();
       // The user's existence (404 USER_NOT_FOUND), the policy and the layers in one read, after the
-      // policy's lock (the currency stays until commit) and before the window's.
-      const force = await this.effective.inForce(db, userId, appId, now, true);
+      // policy's shared lock (the currency stays until commit; taken with the read, one round trip)
+      // and before the window's.
+      const force = await this.effective.inForce(db, userId, appId, now, true, FUND_POLICY_LOCK);
       const amount = positiveAmount(body.amount, force.currencyCode);
       const window = force.window;
 
@@ -88,9 +89,7 @@ export class SpendAuthorizations {
         updated_at: iso(now),
       };
       const entry = state === "DECLINED" ? null : ledgerEntry(created.id, window, state === "PENDING" ? "HOLD" : "CAPTURE", amount, now);
-      await insertAuthorization(this.storage, db, created, entry);
-      if (state === "CAPTURED") await addSpent(db, window, amount);
-      await beforeCommit?.(db, authorizationView(created, created.created_at));
+      await recordAuthorization(this.storage, db, created, entry, beforeCommit);
       return created;
     });
     return authorizationView(row, row.created_at);

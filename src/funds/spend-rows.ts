@@ -6,10 +6,10 @@ import type { components } from "../../generated/api.js";
 import type { Database, SpendAuthorizationsTable } from "../storage/schema.js";
 import type { Storage } from "../storage/connect.js";
 import { prepared } from "../storage/prepared.js";
-import type { Db } from "../storage/transactions.js";
+import type { BeforeCommit, Db } from "../storage/transactions.js";
 import { fromNanos } from "./money.js";
 import { insertEntry, type LedgerEntry } from "./spend-ledger.js";
-import type { WindowKey } from "./spend-usage.js";
+import { addSpent, type WindowKey } from "./spend-usage.js";
 
 export type SpendAuthorization = components["schemas"]["SpendAuthorization"];
 export type StoredState = "PENDING" | "CAPTURED" | "RELEASED" | "DECLINED";
@@ -54,57 +54,76 @@ export async function rowById(db: Db, id: string): Promise<SpendRow | undefined>
 
 /** An authorization's columns as inserted. */
 type Inserted = Omit<SpendRow, "amount" | "captured" | "reversed"> & { amount_nanos: bigint; captured_nanos: bigint; reversed_nanos: bigint };
-/** An authorization's columns and, prefixed `entry_`, those of its first ledger entry. */
-type InsertedWithEntry = Inserted & { [K in keyof LedgerEntry as `entry_${K}`]: LedgerEntry[K] };
 
-const authorizationValues = (v: Inserted) => ({
-  id: v.id,
-  user_id: v.user_id,
-  app_id: v.app_id,
-  currency_code: v.currency_code,
-  amount_nanos: v.amount_nanos,
-  captured_nanos: v.captured_nanos,
-  reversed_nanos: v.reversed_nanos,
-  state: v.state,
-  expires_at: v.expires_at,
-  window_start: v.window_start,
-  window_end: v.window_end,
-  decision: v.decision,
-  metadata: v.metadata,
-  created_at: v.created_at,
-  updated_at: v.updated_at,
-});
-
-const insertStatement = prepared((db, v: Inserted) => db.insertInto("spend_authorizations").values(authorizationValues(v)));
-
-/** PostgreSQL: the authorization and its first ledger entry in one statement (one round trip under the window's lock). */
-const insertWithEntryStatement = prepared((db, v: InsertedWithEntry) =>
-  db
-    .with("created", (qc) => qc.insertInto("spend_authorizations").values(authorizationValues(v)).returning("id"))
-    .insertInto("spend_ledger")
-    .values({
-      id: v.entry_id,
-      authorization_id: v.entry_authorization_id,
-      user_id: v.entry_user_id,
-      app_id: v.entry_app_id,
-      window_start: v.entry_window_start,
-      kind: v.entry_kind,
-      amount_nanos: v.entry_amount_nanos,
-      at: v.entry_at,
-    }),
+const insertStatement = prepared((db, v: Inserted) =>
+  db.insertInto("spend_authorizations").values({
+    id: v.id,
+    user_id: v.user_id,
+    app_id: v.app_id,
+    currency_code: v.currency_code,
+    amount_nanos: v.amount_nanos,
+    captured_nanos: v.captured_nanos,
+    reversed_nanos: v.reversed_nanos,
+    state: v.state,
+    expires_at: v.expires_at,
+    window_start: v.window_start,
+    window_end: v.window_end,
+    decision: v.decision,
+    metadata: v.metadata,
+    created_at: v.created_at,
+    updated_at: v.updated_at,
+  }),
 );
 
-/** Inserts a new authorization and, when it has one, its first ledger entry. */
-export async function insertAuthorization(storage: Storage, db: Db, row: SpendRow, entry: LedgerEntry | null): Promise<void> {
-  const { amount, captured, reversed, ...columns } = row;
-  const inserted: Inserted = { ...columns, amount_nanos: amount, captured_nanos: captured, reversed_nanos: reversed };
-  if (entry && storage.dialect === "postgres") {
-    const prefixed = Object.fromEntries(Object.entries(entry).map(([k, value]) => [`entry_${k}`, value])) as InsertedWithEntry;
-    await insertWithEntryStatement.execute(db, { ...prefixed, ...inserted });
+/** The bindings of spend_record_authorization: a new row, its first entry's and the kept answer's columns or nulls. */
+type Recorded = SpendRow & {
+  entry_id: string | null;
+  entry_kind: string | null;
+  entry_amount: bigint | null;
+  entry_at: string | null;
+  answer_id: string | null;
+  answer_owner: string | null;
+  answer_text: string | null;
+};
+
+/** PostgreSQL: all the writes of a new authorization in one round trip (migration 0011); the captured amount is the spent delta. */
+const recordStatement = prepared((db, v: Recorded) =>
+  db.selectNoFrom(
+    sql<boolean>`spend_record_authorization(${v.id}, ${v.user_id}, ${v.app_id}, ${v.currency_code}, ${v.amount}, ${v.captured}, ${v.state}, ${v.expires_at},
+      ${v.window_start}, ${v.window_end}, ${v.decision}, ${v.metadata}, ${v.created_at}, ${v.entry_id}, ${v.entry_kind}, ${v.entry_amount}, ${v.entry_at},
+      ${v.captured}, ${v.answer_id}, ${v.answer_owner}, ${v.answer_text})`.as("kept"),
+  ),
+);
+
+/**
+ * Writes a new authorization (not yet reversed, updated when created): the row, its first ledger
+ * entry when it has one, its captured amount added to the window's spent counter, and the request's
+ * answer kept through `beforeCommit`. On PostgreSQL one round trip when the answer has a write
+ * form; on SQLite one statement each, under the write lock.
+ */
+export async function recordAuthorization(storage: Storage, db: Db, row: SpendRow, entry: LedgerEntry | null, beforeCommit?: BeforeCommit<SpendAuthorization>): Promise<void> {
+  const view = authorizationView(row, row.created_at);
+  if (storage.dialect === "postgres") {
+    const answer = beforeCommit?.asWrite?.(view);
+    const { rows } = await recordStatement.execute(db, {
+      ...row,
+      entry_id: entry?.id ?? null,
+      entry_kind: entry?.kind ?? null,
+      entry_amount: entry?.amount_nanos ?? null,
+      entry_at: entry?.at ?? null,
+      answer_id: answer?.id ?? null,
+      answer_owner: answer?.owner ?? null,
+      answer_text: answer?.answer ?? null,
+    });
+    if (answer) answer.settle(rows[0]?.kept === true);
+    else await beforeCommit?.(db, view);
     return;
   }
-  await insertStatement.execute(db, inserted);
+  const { amount, captured, reversed, ...columns } = row;
+  await insertStatement.execute(db, { ...columns, amount_nanos: amount, captured_nanos: captured, reversed_nanos: reversed });
   if (entry) await insertEntry.execute(db, entry);
+  if (captured > 0n) await addSpent(db, windowOf(row), captured);
+  await beforeCommit?.(db, view);
 }
 
 export const windowOf = (row: SpendRow): WindowKey => ({ userId: row.user_id, appId: row.app_id, windowStart: row.window_start, windowEnd: row.window_end });
