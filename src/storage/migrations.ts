@@ -331,10 +331,11 @@ const m0011: Migration = {
   },
 };
 
-// Issue 15, PostgreSQL only: a decision's first and last round trips fold what were separate
-// statements (src/funds/effective.ts, src/funds/spend-rows.ts). Both are VOLATILE functions: each
-// statement in them takes its own snapshot, so the layers read after the policy's shared lock see
-// a currency change committed while it waited, as a separate statement after the lock would.
+// Issue 15, PostgreSQL only: the round trips of a decision or a change fold what were separate
+// statements (src/funds/effective.ts, src/funds/spend-writes.ts). All are VOLATILE functions: each
+// statement in them takes its own snapshot, so what is read after a lock (the layers after the
+// policy's shared lock, a row after its window's) sees what was committed while it waited, as a
+// separate statement after the lock would. The kept answer's update is IdempotencyRecords.completeIn's.
 const m0012 = (dialect: "sqlite" | "postgres"): Migration => ({
   async up(db: Kysely<any>) {
     if (dialect !== "postgres") return;
@@ -369,6 +370,50 @@ const m0012 = (dialect: "sqlite" | "postgres"): Migration => ({
         if p_entry_id is not null then
           insert into spend_ledger (id, authorization_id, user_id, app_id, window_start, kind, amount_nanos, at)
           values (p_entry_id, p_id, p_user_id, p_app_id, p_window_start, p_entry_kind, p_entry_amount, p_entry_at);
+        end if;
+        if p_spent_delta <> 0 then
+          update spend_usage set spent_nanos = spent_nanos + p_spent_delta
+          where user_id = p_user_id and app_id = p_app_id and window_start = p_window_start;
+        end if;
+        if p_answer_id is null then
+          return true;
+        end if;
+        update idempotency_records set answer = p_answer, locked_until = null where id = p_answer_id and owner = p_answer_owner;
+        return found;
+      end
+      $$`.execute(db);
+    // A change's first round trip: the window's lock, then the authorization as it is after it.
+    await sql`
+      create function spend_lock_row(p_user_id text, p_app_id text, p_window_start text, p_window_end text, p_id text)
+      returns table (id text, user_id text, app_id text, currency_code text, state text, expires_at text, window_start text, window_end text,
+        decision text, metadata text, created_at text, updated_at text, amount text, captured text, reversed text)
+      language plpgsql volatile as $$
+      #variable_conflict use_column
+      begin
+        insert into spend_usage (user_id, app_id, window_start, window_end, spent_nanos)
+        values (p_user_id, p_app_id, p_window_start, p_window_end, 0)
+        on conflict (user_id, app_id, window_start) do update set window_end = excluded.window_end;
+        return query
+          select a.id, a.user_id, a.app_id, a.currency_code, a.state, a.expires_at, a.window_start, a.window_end,
+            a.decision, a.metadata, a.created_at, a.updated_at, a.amount_nanos::text, a.captured_nanos::text, a.reversed_nanos::text
+          from spend_authorizations a where a.id = p_id;
+      end
+      $$`.execute(db);
+    // A change's writes: the authorization's state and amounts, one or two ledger entries, the
+    // window's spent counter (when p_spent_delta is not 0) and the idempotent answer, as above.
+    await sql`
+      create function spend_record_change(
+        p_id text, p_state text, p_captured bigint, p_reversed bigint, p_at text, p_user_id text, p_app_id text, p_window_start text,
+        p_first_id text, p_first_kind text, p_first_amount bigint, p_second_id text, p_second_kind text, p_second_amount bigint,
+        p_spent_delta bigint, p_answer_id text, p_answer_owner text, p_answer text)
+      returns boolean language plpgsql volatile as $$
+      begin
+        update spend_authorizations set state = p_state, captured_nanos = p_captured, reversed_nanos = p_reversed, updated_at = p_at where id = p_id;
+        insert into spend_ledger (id, authorization_id, user_id, app_id, window_start, kind, amount_nanos, at)
+        values (p_first_id, p_id, p_user_id, p_app_id, p_window_start, p_first_kind, p_first_amount, p_at);
+        if p_second_id is not null then
+          insert into spend_ledger (id, authorization_id, user_id, app_id, window_start, kind, amount_nanos, at)
+          values (p_second_id, p_id, p_user_id, p_app_id, p_window_start, p_second_kind, p_second_amount, p_at);
         end if;
         if p_spent_delta <> 0 then
           update spend_usage set spent_nanos = spent_nanos + p_spent_delta
