@@ -114,7 +114,9 @@ export interface Page<T> {
  */
 export function usePaged<T>(load: (pageToken: string) => Promise<Page<T>>, refreshMs?: number) {
   const [tokens, setTokens] = useState<string[]>([""]);
-  const [page, setPage] = useState<Page<T> | null>(null);
+  // The page shown, with its number: "Page 2" appears with page 2's rows, not while they load.
+  const [shown, setShown] = useState<{ page: Page<T>; number: number } | null>(null);
+  const page = shown?.page ?? null;
   const [error, setError] = useState<unknown>(null);
   const [tick, setTick] = useState(0);
   const loadRef = useRef(load);
@@ -123,8 +125,9 @@ export function usePaged<T>(load: (pageToken: string) => Promise<Page<T>>, refre
 
   useEffect(() => {
     let live = true;
+    const number = tokens.length;
     loadRef.current(token).then(
-      (p) => live && (setPage(p), setError(null)),
+      (p) => live && (setShown({ page: p, number }), setError(null)),
       (e: unknown) => live && setError(e),
     );
     return () => {
@@ -145,11 +148,12 @@ export function usePaged<T>(load: (pageToken: string) => Promise<Page<T>>, refre
     reload: () => setTick((t) => t + 1),
     pager: (
       <Pager
-        page={tokens.length}
+        page={shown?.number ?? tokens.length}
         hasPrevious={tokens.length > 1}
         hasNext={!!page?.nextPageToken}
         onPrevious={() => setTokens((t) => t.slice(0, -1))}
-        onNext={() => page?.nextPageToken && setTokens((t) => [...t, page.nextPageToken])}
+        // Only from the page shown: a second click before the next page arrives asks for nothing more.
+        onNext={() => shown?.page.nextPageToken && setTokens((t) => (t.length === shown.number ? [...t, shown.page.nextPageToken] : t))}
       />
     ),
   };
