@@ -83,11 +83,15 @@ async function holding(statement: string, body: () => Promise<void>): Promise<vo
   }
 }
 
-/** Resolves once `answer` has settled or a server connection waits on an advisory lock (the fund policy's). */
-const settledOrWaiting = (answer: Promise<unknown>) => {
+/**
+ * Resolves once `answer` has settled or a server connection waits on a lock of `kind` (advisory: the
+ * fund policy's). A request that settles without waiting (refused, or 503 on a loaded machine) ends
+ * the wait, so that the case fails on its answer rather than on a timeout.
+ */
+const settledOrWaiting = (answer: Promise<unknown>, kind: "relation" | "transactionid" | "advisory" = "advisory") => {
   let settled = false;
   void answer.finally(() => (settled = true));
-  return until(async () => settled || (await waiting("advisory")) > 0);
+  return until(async () => settled || (await waiting(kind)) > 0);
 };
 
 /** Every currency an amount or a spend is stored in, and the policy's: the invariant is that they are one. */
@@ -130,7 +134,7 @@ describe.skipIf(testDialect() !== "postgres")("a fund currency change racing a w
       let change: Promise<Answer> | undefined;
       await holding(`lock table ${writer.table} in exclusive mode`, async () => {
         written = write("USD");
-        await until(async () => (await waiting("relation")) > 0);
+        await settledOrWaiting(written, "relation");
         change = changeTo("EUR");
         await settledOrWaiting(change);
       });
@@ -148,7 +152,7 @@ describe.skipIf(testDialect() !== "postgres")("a fund currency change racing a w
       // The change blocks at its UPDATE of the policy row, after its count of the stored amounts.
       await holding("select 1 from fund_policy for update", async () => {
         change = changeTo("EUR");
-        await until(async () => (await waiting("transactionid")) > 0);
+        await settledOrWaiting(change, "transactionid");
         written = write("USD");
         await settledOrWaiting(written);
       });
