@@ -3,7 +3,7 @@
 // until commit), where the dialects differ:
 // - SQLite, or joining a caller's transaction: the read, the change and the write in one write transaction.
 // - PostgreSQL: the read alone (one statement), then the write as one call of write_controls_row
-//   (migration 0012), which takes the locks and writes only if the currency and the live row are
+//   (migration 0013), which takes the locks and writes only if the currency and the live row are
 //   still as read: 2 round trips, not 8 (BEGIN, two locks, two reads, the write, COMMIT, and the
 //   user's check before). When either changed in between, the transaction runs once more, and there
 //   holds the locks from its first read, so it cannot lose again.

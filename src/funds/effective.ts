@@ -2,12 +2,12 @@
 // policy with them under its lock, as Authorize reads it; the policy kept per process for GetEffective),
 // resolved by the pure rule of ./resolve.ts at the clock's time, with the usage of the window the
 // resolution's period picks. GetEffective and Authorize both resolve through `inForce`.
-import { expressionBuilder } from "kysely";
+import { expressionBuilder, sql } from "kysely";
 import type { Clock } from "../core/clock.js";
 import { notFound } from "../core/errors.js";
 import type { Storage } from "../storage/connect.js";
 import { prepared } from "../storage/prepared.js";
-import type { Database } from "../storage/schema.js";
+import type { Database, FundPolicyTable } from "../storage/schema.js";
 import { readTransaction, type Db } from "../storage/transactions.js";
 import { storedPolicy, type FundPolicies, type StoredPolicy } from "./fund-policy.js";
 import { resolveLimit, type Resolution } from "./resolve.js";
@@ -71,6 +71,17 @@ interface Layers {
   cap_controls: string | null;
 }
 
+/**
+ * PostgreSQL: the fund policy and the layers as `policyAndLayersStatement` reads them, after a shared
+ * lock, in one round trip (spend_policy_layers, migration 0012); run with its values inlined, so
+ * that as a transaction's first statement it carries the BEGIN too.
+ */
+const lockedPolicyAndLayersStatement = prepared((db, v: LayerValues & { tenantId: string; lock: string }) =>
+  db
+    .selectFrom(sql<Omit<FundPolicyTable, "tenant_id"> & Layers>`spend_policy_layers(${v.lock}, ${v.tenantId}, ${v.userId}, ${v.appId})`.as("l"))
+    .selectAll(),
+);
+
 const controls = (json: string | null): SpendControls | null => (json === null ? null : (JSON.parse(json) as SpendControls));
 
 /** 404 USER_NOT_FOUND, as SubjectAppLimits.requireUser answers it. */
@@ -96,9 +107,15 @@ export class EffectiveLimits {
   /**
    * The layers read through `db` (a transaction's connection) in one statement, resolved at `now`.
    * With `requireUser`, 404 USER_NOT_FOUND when the user does not exist (read in the same statement).
+   * With `sharedLock`, the transaction first takes that key's lock shared until it ends, as
+   * `writeTransaction`'s shared keys: on PostgreSQL in the read's round trip, the read after it.
    */
-  async inForce(db: Db, userId: string, appId: string, now: number, requireUser: boolean): Promise<LimitInForce> {
-    const { rows } = await policyAndLayersStatement.execute(db, { tenantId: this.policy.tenantId, userId, appId });
+  async inForce(db: Db, userId: string, appId: string, now: number, requireUser: boolean, sharedLock?: string): Promise<LimitInForce> {
+    const values = { tenantId: this.policy.tenantId, userId, appId };
+    const { rows } =
+      sharedLock !== undefined && this.storage.dialect === "postgres"
+        ? await lockedPolicyAndLayersStatement.executeInlined(db, { ...values, lock: sharedLock })
+        : await policyAndLayersStatement.execute(db, values);
     const row = rows[0];
     if (!row) throw new Error(`no fund policy for tenant ${this.policy.tenantId}; FundPolicies.ensure runs at start`);
     return this.resolved(storedPolicy(row), row, userId, appId, now, requireUser);

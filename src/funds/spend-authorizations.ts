@@ -12,16 +12,17 @@ import type { Clock } from "../core/clock.js";
 import { failedPrecondition, invalidField, notFound } from "../core/errors.js";
 import { timeOrderedId } from "../core/ids.js";
 import type { Storage } from "../storage/connect.js";
-import { writeTransaction, type BeforeCommit, type Db } from "../storage/transactions.js";
+import { writeTransaction, type BeforeCommit } from "../storage/transactions.js";
 import type { EffectiveLimits } from "./effective.js";
 import { FUND_POLICY_LOCK } from "./fund-policy.js";
 import { isSet } from "./guards.js";
 import { parseMoney, toNanos } from "./money.js";
 import { covers, requireApp, type SpendAccess } from "./spend-access.js";
 import { decideSpend } from "./spend-decision.js";
-import { appendEntry, ledgerEntry } from "./spend-ledger.js";
-import { answeredState, authorizationView, insertAuthorization, rowById, windowOf, type SpendAuthorization, type SpendRow, type StoredState } from "./spend-rows.js";
-import { addSpent, lockUsage, lockWindow, usageView } from "./spend-usage.js";
+import { ledgerEntry } from "./spend-ledger.js";
+import { answeredState, authorizationView, rowById, windowOf, type SpendAuthorization, type SpendRow, type StoredState } from "./spend-rows.js";
+import { lockWindow, usageView } from "./spend-usage.js";
+import { lockedRow, recordAuthorization, recordChange, type ChangeWrites } from "./spend-writes.js";
 
 type AuthorizeRequest = components["schemas"]["SpendServiceAuthorizeRequest"];
 
@@ -48,11 +49,12 @@ export class SpendAuthorizations {
     if (!Number.isInteger(holdSeconds) || holdSeconds < 1) throw invalidField("body.holdSeconds", "must be >= 1");
     if (holdSeconds > MAX_HOLD_SECONDS) throw invalidField("body.holdSeconds", `must be <= ${MAX_HOLD_SECONDS}`);
 
-    const row = await writeTransaction(this.storage, { exclusive: [], shared: [FUND_POLICY_LOCK] }, async (db) => {
+    const row = await writeTransaction(this.storage, { exclusive: [] }, async (db) => {
       const now = this.clock.now();
       // The user's existence (404 USER_NOT_FOUND), the policy and the layers in one read, after the
-      // policy's lock (the currency stays until commit) and before the window's.
-      const force = await this.effective.inForce(db, userId, appId, now, true);
+      // policy's shared lock (the currency stays until commit; taken with the read, one round trip)
+      // and before the window's.
+      const force = await this.effective.inForce(db, userId, appId, now, true, FUND_POLICY_LOCK);
       const amount = positiveAmount(body.amount, force.currencyCode);
       const window = force.window;
 
@@ -88,9 +90,7 @@ export class SpendAuthorizations {
         updated_at: iso(now),
       };
       const entry = state === "DECLINED" ? null : ledgerEntry(created.id, window, state === "PENDING" ? "HOLD" : "CAPTURE", amount, now);
-      await insertAuthorization(this.storage, db, created, entry);
-      if (state === "CAPTURED") await addSpent(db, window, amount);
-      await beforeCommit?.(db, authorizationView(created, created.created_at));
+      await recordAuthorization(this.storage, db, created, entry, authorizationView(created, created.created_at), beforeCommit);
       return created;
     });
     return authorizationView(row, row.created_at);
@@ -105,34 +105,32 @@ export class SpendAuthorizations {
   async capture(access: SpendAccess, id: string, body: { amount?: unknown }, beforeCommit?: BeforeCommit<SpendAuthorization>): Promise<SpendAuthorization> {
     const found = await this.visibleRow(access, id);
     const requested = isSet(body.amount) ? positiveAmount(body.amount, found.currency_code) : undefined;
-    return this.change(found, async (db, row, now) => {
+    return this.change(found, (row, now) => {
       const state = answeredState(row, iso(now));
       if (state !== "SPEND_AUTHORIZATION_STATE_PENDING") {
         throw failedPrecondition("AUTHORIZATION_NOT_PENDING", "only a pending authorization can be captured", { metadata: { state } });
       }
       const captured = requested ?? row.amount;
       if (captured > row.amount) throw invalidField("body.amount", "must not exceed the authorized amount", "AMOUNT_EXCEEDS_HOLD");
-      await db.updateTable("spend_authorizations").set({ state: "CAPTURED", captured_nanos: captured, updated_at: iso(now) }).where("id", "=", row.id).execute();
-      const window = windowOf(row);
-      await appendEntry(db, row.id, window, "CAPTURE", captured, now);
-      if (captured < row.amount) await appendEntry(db, row.id, window, "RELEASE", row.amount - captured, now);
-      await addSpent(db, window, captured);
-      return { ...row, state: "CAPTURED", captured, updated_at: iso(now) };
+      const entries: ChangeWrites["entries"] = [{ kind: "CAPTURE", amount: captured }];
+      if (captured < row.amount) entries.push({ kind: "RELEASE", amount: row.amount - captured });
+      return { row: { ...row, state: "CAPTURED", captured, updated_at: iso(now) }, writes: { set: { state: "CAPTURED", captured }, entries, spent: captured } };
     }, beforeCommit);
   }
 
   /** Voids a pending hold; a released one is answered as it is. */
   async release(access: SpendAccess, id: string, beforeCommit?: BeforeCommit<SpendAuthorization>): Promise<SpendAuthorization> {
     const found = await this.visibleRow(access, id);
-    return this.change(found, async (db, row, now) => {
+    return this.change(found, (row, now) => {
       const state = answeredState(row, iso(now));
-      if (state === "SPEND_AUTHORIZATION_STATE_RELEASED") return row;
+      if (state === "SPEND_AUTHORIZATION_STATE_RELEASED") return { row, writes: null };
       if (state !== "SPEND_AUTHORIZATION_STATE_PENDING") {
         throw failedPrecondition("AUTHORIZATION_NOT_PENDING", "only a pending authorization can be released", { metadata: { state } });
       }
-      await db.updateTable("spend_authorizations").set({ state: "RELEASED", updated_at: iso(now) }).where("id", "=", row.id).execute();
-      await appendEntry(db, row.id, windowOf(row), "RELEASE", row.amount, now);
-      return { ...row, state: "RELEASED", updated_at: iso(now) };
+      return {
+        row: { ...row, state: "RELEASED", updated_at: iso(now) },
+        writes: { set: { state: "RELEASED" }, entries: [{ kind: "RELEASE", amount: row.amount }], spent: 0n },
+      };
     }, beforeCommit);
   }
 
@@ -140,7 +138,7 @@ export class SpendAuthorizations {
   async reverse(access: SpendAccess, id: string, body: { amount?: unknown }, beforeCommit?: BeforeCommit<SpendAuthorization>): Promise<SpendAuthorization> {
     const found = await this.visibleRow(access, id);
     const requested = isSet(body.amount) ? positiveAmount(body.amount, found.currency_code) : undefined;
-    return this.change(found, async (db, row, now) => {
+    return this.change(found, (row, now) => {
       const state = answeredState(row, iso(now));
       if (state !== "SPEND_AUTHORIZATION_STATE_CAPTURED") {
         throw failedPrecondition("AUTHORIZATION_NOT_CAPTURED", "only a captured authorization can be reversed", { metadata: { state } });
@@ -150,26 +148,30 @@ export class SpendAuthorizations {
       const reversal = requested ?? remainder;
       if (reversal > remainder) throw invalidField("body.amount", "must not exceed the captured amount not yet reversed", "AMOUNT_EXCEEDS_CAPTURED");
       const reversed = row.reversed + reversal;
-      await db.updateTable("spend_authorizations").set({ reversed_nanos: reversed, updated_at: iso(now) }).where("id", "=", row.id).execute();
-      const window = windowOf(row);
-      await appendEntry(db, row.id, window, "REVERSAL", reversal, now);
-      await addSpent(db, window, -reversal);
-      return { ...row, reversed, updated_at: iso(now) };
+      return {
+        row: { ...row, reversed, updated_at: iso(now) },
+        writes: { set: { reversed }, entries: [{ kind: "REVERSAL", amount: reversal }], spent: -reversal },
+      };
     }, beforeCommit);
   }
 
   /**
    * A change of one authorization under its window's lock. The row is read again after the lock:
-   * the state seen before it may have changed (a concurrent capture, release or reversal).
+   * the state seen before it may have changed (a concurrent capture, release or reversal). `decide`
+   * answers the row as it becomes and what that writes.
    */
-  private async change(found: SpendRow, apply: (db: Db, row: SpendRow, now: number) => Promise<SpendRow>, beforeCommit?: BeforeCommit<SpendAuthorization>): Promise<SpendAuthorization> {
+  private async change(
+    found: SpendRow,
+    decide: (row: SpendRow, now: number) => { row: SpendRow; writes: ChangeWrites | null },
+    beforeCommit?: BeforeCommit<SpendAuthorization>,
+  ): Promise<SpendAuthorization> {
     return writeTransaction(this.storage, { exclusive: [] }, async (db) => {
-      await lockUsage(db, windowOf(found));
+      const current = await lockedRow(this.storage, db, windowOf(found), found.id);
       const now = this.clock.now();
-      const current = await rowById(db, found.id);
       if (!current) throw new Error(`spend authorization ${found.id} vanished`);
-      const answer = authorizationView(await apply(db, current, now), iso(now));
-      await beforeCommit?.(db, answer);
+      const { row, writes } = decide(current, now);
+      const answer = authorizationView(row, iso(now));
+      await recordChange(this.storage, db, row, writes, now, answer, beforeCommit);
       return answer;
     });
   }

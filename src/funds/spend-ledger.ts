@@ -4,7 +4,6 @@
 import { timeOrderedId } from "../core/ids.js";
 import { prepared } from "../storage/prepared.js";
 import type { SpendLedgerTable } from "../storage/schema.js";
-import type { Db } from "../storage/transactions.js";
 import type { WindowKey } from "./spend-usage.js";
 
 /**
@@ -30,7 +29,7 @@ export function ledgerEntry(authorizationId: string, window: WindowKey, kind: Le
   };
 }
 
-/** The entry's insert, compiled once (../storage/prepared.ts); also the second half of an authorization's insert on PostgreSQL (./spend-rows.ts). */
+/** The entry's insert, compiled once (../storage/prepared.ts); on SQLite (PostgreSQL writes entries in ./spend-writes.ts's functions). */
 export const insertEntry = prepared((db, v: LedgerEntry) =>
   db.insertInto("spend_ledger").values({
     id: v.id,
@@ -43,7 +42,3 @@ export const insertEntry = prepared((db, v: LedgerEntry) =>
     at: v.at,
   }),
 );
-
-export async function appendEntry(db: Db, authorizationId: string, window: WindowKey, kind: LedgerKind, amount: bigint, now: number): Promise<void> {
-  await insertEntry.execute(db, ledgerEntry(authorizationId, window, kind, amount, now));
-}

@@ -1,7 +1,7 @@
 // What every handler receives besides the validated request.
 import { unauthenticated } from "../core/errors.js";
 import type { Principal } from "../identity/roles.js";
-import type { BeforeCommit, Db } from "../storage/transactions.js";
+import type { BeforeCommit } from "../storage/transactions.js";
 
 export interface RequestContext {
   requestId: string;
@@ -17,11 +17,15 @@ export interface RequestContext {
   commitAnswer?: CommitAnswer;
 }
 
-export type CommitAnswer = (db: Db, body: unknown) => Promise<void>;
+export type CommitAnswer = BeforeCommit<unknown>;
 
 /** What a service calls before its effect commits to keep `answer(result)` as the request's answer; none without an Idempotency-Key. */
 export function keepAnswer<T>({ commitAnswer }: RequestContext, answer: (result: T) => unknown): BeforeCommit<T> | undefined {
-  return commitAnswer && ((db, result) => commitAnswer(db, answer(result)));
+  if (!commitAnswer) return undefined;
+  const keep: BeforeCommit<T> = (db, result) => commitAnswer(db, answer(result));
+  const { asWrite } = commitAnswer;
+  if (asWrite) keep.asWrite = (result) => asWrite(answer(result));
+  return keep;
 }
 
 /** The caller of a secured operation (the HTTP layer has already authenticated it). */

@@ -17,10 +17,11 @@
 //   secret box under SECRETS_KEY, bound to their record.
 import { createHash } from "node:crypto";
 import type { Request, Response } from "express";
-import type { Db } from "../storage/transactions.js";
+import type { AnswerWrite, Db } from "../storage/transactions.js";
 import type { SecretBox } from "../webhooks/secret-box.js";
 import { ApiError, GrpcCode } from "../core/errors.js";
 import type { IdempotencyRecords } from "../storage/idempotency-records.js";
+import type { CommitAnswer } from "./context.js";
 import { publishErrorAnswer } from "./error-answers.js";
 import { statusBody, type StatusBody } from "./status-body.js";
 import { toApiError } from "./to-api-error.js";
@@ -63,7 +64,7 @@ export class Idempotency {
    * Answers `req` by `execute` (the operation's handler, answering 200) once for `caller`'s key, or
    * by the answer kept for it. Rejects with an ApiError for the error middleware to render.
    */
-  async respond(req: Request, res: Response, operationId: string, caller: string, execute: (commitAnswer: (db: Db, body: unknown) => Promise<void>) => Promise<unknown>): Promise<void> {
+  async respond(req: Request, res: Response, operationId: string, caller: string, execute: (commitAnswer: CommitAnswer) => Promise<unknown>): Promise<void> {
     const id = digest(`${caller}\n${req.get(IDEMPOTENCY_KEY_HEADER)}`);
     const fingerprint = requestFingerprint(operationId, req);
     const claim = await this.records.claim(id, fingerprint);
@@ -77,11 +78,21 @@ export class Idempotency {
       return;
     }
     let kept: Answer | undefined;
-    const commitAnswer = async (db: Db, body: unknown) => {
+    const asWrite = (body: unknown): AnswerWrite => {
       const answer = { status: 200, headers: {}, body };
-      if (!(await this.records.completeIn(db, id, claim.owner, this.box.seal(JSON.stringify(answer), sealContext(id))))) throw keyInUse();
-      kept = answer;
+      const settle = (updated: boolean) => {
+        if (!updated) throw keyInUse();
+        kept = answer;
+      };
+      return { id, owner: claim.owner, answer: this.box.seal(JSON.stringify(answer), sealContext(id)), settle };
     };
+    const commitAnswer: CommitAnswer = Object.assign(
+      async (db: Db, body: unknown) => {
+        const write = asWrite(body);
+        write.settle(await this.records.completeIn(db, write.id, write.owner, write.answer));
+      },
+      { asWrite },
+    );
     let answer: Answer;
     try {
       const body = await execute(commitAnswer);

@@ -8,6 +8,7 @@ import { Kysely, Migrator, PostgresDialect, SqliteDialect, sql } from "kysely";
 import pg from "pg";
 import { DATABASE_DEFAULTS, type DatabaseConfig } from "../config.js";
 import { migrationsFor } from "./migrations.js";
+import { deferringBegin } from "./pg-deferred-begin.js";
 import type { Database } from "./schema.js";
 
 export interface Storage {
@@ -58,7 +59,7 @@ function openPostgres(url: string, poolSize: number, poolTimeoutMs: number): Kys
   // emitted on the client itself, where nothing else listens while it is checked out.
   pool.on("error", () => undefined);
   pool.on("connect", (client) => client.on("error", () => undefined));
-  return new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  return new Kysely<Database>({ dialect: new PostgresDialect({ pool: deferringBegin(pool) }) });
 }
 
 /**

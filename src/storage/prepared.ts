@@ -7,6 +7,7 @@
 // compiled parameters; only the first compile sees them, later runs substitute by position. A query
 // must therefore use each value as a plain parameter, not spread into a list.
 import type { Compilable, CompiledQuery, Kysely } from "kysely";
+import { inlineParameters } from "./pg-deferred-begin.js";
 import type { Database } from "./schema.js";
 
 type Db = Kysely<Database>;
@@ -21,8 +22,12 @@ const STAND_IN = "\u0000binding:";
 
 const standIns = new Proxy({}, { get: (_target, name) => STAND_IN + String(name) });
 
+type Result<R> = Promise<{ rows: R[]; numAffectedRows: bigint | undefined }>;
+
 export interface Prepared<B extends object, R> {
-  execute(db: Db, values: B): Promise<{ rows: R[]; numAffectedRows: bigint | undefined }>;
+  execute(db: Db, values: B): Result<R>;
+  /** PostgreSQL only: run with the values written in as literals, so that it can carry a transaction's BEGIN (./pg-deferred-begin.ts). */
+  executeInlined(db: Db, values: B): Result<R>;
 }
 
 /** A query compiled on first use with each dialect, over the values of `B` it reads. */
@@ -35,23 +40,28 @@ export function prepared<B extends object, R>(build: (db: Db, values: B) => Comp
     const slots = query.parameters.map((p) => (typeof p === "string" && p.startsWith(STAND_IN) ? { binding: p.slice(STAND_IN.length) } : { constant: p }));
     return { query, slots };
   };
+  const bind = (db: Db, values: B): CompiledQuery<R> => {
+    const adapter = db.getExecutor().adapter;
+    let compiled = byDialect.get(adapter);
+    if (!compiled) {
+      compiled = compile(db);
+      byDialect.set(adapter, compiled);
+    }
+    const { query, slots } = compiled;
+    const bound = values as Record<string, unknown>;
+    const parameters = slots.map((s) => {
+      if (!("binding" in s)) return s.constant;
+      if (!(s.binding in bound)) throw new Error(`prepared query: no value for "${s.binding}" in ${query.sql}`);
+      return bound[s.binding];
+    });
+    return { ...query, parameters } as CompiledQuery<R>;
+  };
+  const run = async (db: Db, query: CompiledQuery<R>) => {
+    const result = await db.executeQuery<R>(query);
+    return { rows: result.rows, numAffectedRows: result.numAffectedRows };
+  };
   return {
-    async execute(db, values) {
-      const adapter = db.getExecutor().adapter;
-      let compiled = byDialect.get(adapter);
-      if (!compiled) {
-        compiled = compile(db);
-        byDialect.set(adapter, compiled);
-      }
-      const { query, slots } = compiled;
-      const bound = values as Record<string, unknown>;
-      const parameters = slots.map((s) => {
-        if (!("binding" in s)) return s.constant;
-        if (!(s.binding in bound)) throw new Error(`prepared query: no value for "${s.binding}" in ${query.sql}`);
-        return bound[s.binding];
-      });
-      const result = await db.executeQuery<R>({ ...query, parameters });
-      return { rows: result.rows, numAffectedRows: result.numAffectedRows };
-    },
+    execute: async (db, values) => run(db, bind(db, values)),
+    executeInlined: async (db, values) => run(db, inlineParameters(bind(db, values)) as CompiledQuery<R>),
   };
 }

@@ -22,7 +22,22 @@ export type Db = Kysely<Database>;
  * Called by a service with its result inside the transaction of its effect, before it commits: the
  * caller's own record of the result (an idempotent request's kept answer) commits with the effect.
  */
-export type BeforeCommit<T> = (db: Db, result: T) => Promise<void>;
+export type BeforeCommit<T> = ((db: Db, result: T) => Promise<void>) & {
+  /**
+   * The same record as a write for the service's own last statement to make (one round trip less
+   * on PostgreSQL), instead of calling the function; absent when the record has no such form.
+   */
+  asWrite?: (result: T) => AnswerWrite;
+};
+
+/** An idempotent answer to keep: the record `id`, updated only while `owner` holds it. */
+export interface AnswerWrite {
+  id: string;
+  owner: string;
+  answer: string;
+  /** Called by the service in its transaction with whether its statement updated the record; throws (so the effect rolls back) if not. */
+  settle(updated: boolean): void;
+}
 
 export interface Locks {
   /** Keys written by the transaction, e.g. `subject_app_limits:<user>:<app>`. */

@@ -57,7 +57,13 @@ describe("idempotent spends across a crash after the effect", () => {
   it("an attempt whose key was taken over meanwhile rolls its effect back and answers 409 IDEMPOTENCY_KEY_IN_USE", async () => {
     const { admin, spend, subject } = server;
     const app = await appWithLimit(admin, subject.userId, "10");
-    vi.spyOn(IdempotencyRecords.prototype, "completeIn").mockResolvedValue(false);
+    // The attempt's owner token no longer holds the record, as after a takeover: the answer written
+    // with the effect (by `completeIn`, or within the effect's own statement) updates nothing.
+    const claim = IdempotencyRecords.prototype.claim;
+    vi.spyOn(IdempotencyRecords.prototype, "claim").mockImplementation(async function (this: IdempotencyRecords, ...args) {
+      const claimed = await claim.apply(this, args);
+      return claimed.kind === "claimed" ? { kind: "claimed", owner: randomUUID() } : claimed;
+    });
     expectError(await spend.authorize({ userId: subject.userId, appId: app, amount: money("4") }, "taken-over-1"), 409, "IDEMPOTENCY_KEY_IN_USE");
     vi.restoreAllMocks();
     expect(unwrap(await spend.list({ app_id: app })).list).toHaveLength(0);

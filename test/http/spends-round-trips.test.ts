@@ -1,9 +1,11 @@
-// PostgreSQL round trips of one Authorize, counted at the pg client as the server (in this process)
+// PostgreSQL round trips of one Authorize or Capture, counted at the pg client as the server (in this process)
 // sends them on the decision's connection (other connections poll for changes meanwhile). Before the
 // decision: the Idempotency-Key's claim (the caller's principal is cached). The decision's
-// transaction: BEGIN, the fund policy's shared lock (its currency stays until commit), the layers'
-// read, the window's lock with the held sum (one function call), the authorization with its ledger
-// entry (one statement), the idempotent answer, COMMIT.
+// transaction: BEGIN with the fund policy's shared lock (its currency stays until commit) and the
+// layers' read after it (one simple query: BEGIN and one function call), the window's lock with the
+// held sum (one function call), the authorization with its ledger entry, the spent counter of a
+// direct spend and the idempotent answer (one function call), COMMIT.
+import { randomUUID } from "node:crypto";
 import type pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { watchPgQueries } from "../../bench/servers/pg-queries.js";
@@ -14,7 +16,7 @@ const sent: { client: pg.Client; text: string }[] = [];
 let stopWatching: (() => void) | undefined;
 let server: SpendServer;
 
-describe.skipIf(testDialect() !== "postgres")("Authorize's round trips (PostgreSQL)", () => {
+describe.skipIf(testDialect() !== "postgres")("Authorize's and Capture's round trips (PostgreSQL)", () => {
   beforeAll(async () => {
     stopWatching = watchPgQueries((client, text) => sent.push({ client, text }));
     server = await startSpendServer();
@@ -24,12 +26,21 @@ describe.skipIf(testDialect() !== "postgres")("Authorize's round trips (PostgreS
     await server?.ts.stop();
   });
 
+  /** The texts sent on the transaction's connection, from its BEGIN to its COMMIT. */
+  function transaction(): string[] {
+    const begin = sent.find((s) => /^begin/i.test(s.text));
+    expect(begin).toBeDefined();
+    const onIt = sent.filter((s) => s.client === begin!.client).map((s) => s.text);
+    if (process.env.SHOW_ROUND_TRIPS) console.log(sent.map((s) => s.text.slice(0, 140)).join("\n"));
+    return onIt.slice(onIt.findIndex((s) => /^begin/i.test(s)), onIt.findIndex((s) => /^commit/i.test(s)) + 1);
+  }
+
   it.each([
-    { what: "a hold", extra: {}, expected: 7 },
-    // The window's spent counter too.
-    { what: "a direct spend", extra: { capture: true }, expected: 8 },
+    { what: "a hold", extra: {}, expected: 4 },
+    // The window's spent counter too, in the same call.
+    { what: "a direct spend", extra: { capture: true }, expected: 4 },
     // The declined authorization is kept, without a ledger entry.
-    { what: "a decline", extra: { amount: money("1000") }, expected: 7 },
+    { what: "a decline", extra: { amount: money("1000") }, expected: 4 },
   ])("$what: the decision in $expected round trips, one transaction", async ({ extra, expected }) => {
     const { admin, spend, subject } = server;
     const app = await appWithLimit(admin, subject.userId, "100");
@@ -37,11 +48,25 @@ describe.skipIf(testDialect() !== "postgres")("Authorize's round trips (PostgreS
     sent.length = 0;
     const answer = await spend.authorize({ userId: subject.userId, appId: app, amount: money("1"), ...extra });
     expect(answer.response.status).toBe(200);
-    const begin = sent.find((s) => /^begin/i.test(s.text));
-    expect(begin).toBeDefined();
-    const onIt = sent.filter((s) => s.client === begin!.client).map((s) => s.text);
-    const decision = onIt.slice(onIt.findIndex((s) => /^begin/i.test(s)), onIt.findIndex((s) => /^commit/i.test(s)) + 1);
-    if (process.env.SHOW_ROUND_TRIPS) console.log(sent.map((s) => s.text.slice(0, 140)).join("\n"));
+    const decision = transaction();
     expect(decision.length, decision.join("\n")).toBe(expected);
+  });
+
+  // Before the change: the key's claim and the authorization's read (who may see it). The change's
+  // transaction: BEGIN with the window's lock and the row read after it (one simple query), the
+  // row's update with its ledger entries, the spent counter and the idempotent answer (one call), COMMIT.
+  it.each([
+    { what: "whole", body: {} },
+    // A second ledger entry (the rest released), in the same call.
+    { what: "partial", body: { amount: money("0", 400_000_000) } },
+  ])("a $what capture: the change in 3 round trips, one transaction", async ({ body }) => {
+    const { admin, spend, subject } = server;
+    const app = await appWithLimit(admin, subject.userId, "100");
+    const hold = await authorized(spend, { userId: subject.userId, appId: app, amount: money("1") });
+    sent.length = 0;
+    const answer = await spend.capture(hold.id, body, randomUUID());
+    expect(answer.response.status).toBe(200);
+    const change = transaction();
+    expect(change.length, change.join("\n")).toBe(3);
   });
 });

@@ -1,0 +1,160 @@
+// The writes of a spend decision or change under its window's lock, where the dialects differ. On
+// SQLite one statement each, under the database's write lock. On PostgreSQL each round trip costs
+// the server more CPU than the statements themselves (bench/RESULTS.md), so: the window's lock
+// with what is read after it is one function call, sent with the transaction's BEGIN; every write
+// of the decision or change, the request's kept answer included, is one more (migration 0012).
+import { sql } from "kysely";
+import type { Storage } from "../storage/connect.js";
+import { prepared } from "../storage/prepared.js";
+import type { AnswerWrite, BeforeCommit, Db } from "../storage/transactions.js";
+import { insertEntry, ledgerEntry, type LedgerEntry, type LedgerKind } from "./spend-ledger.js";
+import { rowById, toRow, windowOf, type Selected, type SpendAuthorization, type SpendRow, type StoredState } from "./spend-rows.js";
+import { addSpent, lockUsage, type WindowKey } from "./spend-usage.js";
+
+/** What a change of an authorization writes; none when it changes nothing (a release of a released hold). */
+export interface ChangeWrites {
+  /** The columns it sets (besides updated_at). */
+  set: { state?: StoredState; captured?: bigint; reversed?: bigint };
+  /** Its ledger entries, in order: one, or two for a partial capture (CAPTURE, then RELEASE of the rest). */
+  entries: { kind: LedgerKind; amount: bigint }[];
+  /** Added to the window's spent counter. */
+  spent: bigint;
+}
+
+/** The bindings of an idempotent answer folded into a statement: nulls when there is none. */
+const answerBindings = (answer: AnswerWrite | undefined) => ({
+  answer_id: answer?.id ?? null,
+  answer_owner: answer?.owner ?? null,
+  answer_text: answer?.answer ?? null,
+});
+
+type AnswerBindings = ReturnType<typeof answerBindings>;
+
+/**
+ * Runs a PostgreSQL write that also keeps the request's answer when `beforeCommit` has a write form
+ * (the statement answers whether it updated the record), else keeps it as its own statement.
+ */
+async function withAnswer<T>(db: Db, view: T, beforeCommit: BeforeCommit<T> | undefined, write: (answer: AnswerBindings) => Promise<boolean | undefined>): Promise<void> {
+  const answer = beforeCommit?.asWrite?.(view);
+  const kept = await write(answerBindings(answer));
+  if (answer) answer.settle(kept === true);
+  else await beforeCommit?.(db, view);
+}
+
+const insertStatement = prepared((db, v: SpendRow) =>
+  db.insertInto("spend_authorizations").values({
+    id: v.id,
+    user_id: v.user_id,
+    app_id: v.app_id,
+    currency_code: v.currency_code,
+    amount_nanos: v.amount,
+    captured_nanos: v.captured,
+    reversed_nanos: v.reversed,
+    state: v.state,
+    expires_at: v.expires_at,
+    window_start: v.window_start,
+    window_end: v.window_end,
+    decision: v.decision,
+    metadata: v.metadata,
+    created_at: v.created_at,
+    updated_at: v.updated_at,
+  }),
+);
+
+type Recorded = SpendRow & AnswerBindings & { entry_id: string | null; entry_kind: string | null; entry_amount: bigint | null; entry_at: string | null };
+
+/** PostgreSQL: spend_record_authorization; the captured amount is the spent delta. */
+const recordStatement = prepared((db, v: Recorded) =>
+  db.selectNoFrom(
+    sql<boolean>`spend_record_authorization(${v.id}, ${v.user_id}, ${v.app_id}, ${v.currency_code}, ${v.amount}, ${v.captured}, ${v.state}, ${v.expires_at},
+      ${v.window_start}, ${v.window_end}, ${v.decision}, ${v.metadata}, ${v.created_at}, ${v.entry_id}, ${v.entry_kind}, ${v.entry_amount}, ${v.entry_at},
+      ${v.captured}, ${v.answer_id}, ${v.answer_owner}, ${v.answer_text})`.as("kept"),
+  ),
+);
+
+/**
+ * Writes a new authorization (not yet reversed, updated when created): the row, its first ledger
+ * entry when it has one, its captured amount added to the window's spent counter, and `view` kept
+ * as the request's answer through `beforeCommit`.
+ */
+export async function recordAuthorization(storage: Storage, db: Db, row: SpendRow, entry: LedgerEntry | null, view: SpendAuthorization, beforeCommit?: BeforeCommit<SpendAuthorization>): Promise<void> {
+  if (storage.dialect === "postgres") {
+    const entryBindings = { entry_id: entry?.id ?? null, entry_kind: entry?.kind ?? null, entry_amount: entry?.amount_nanos ?? null, entry_at: entry?.at ?? null };
+    return withAnswer(db, view, beforeCommit, async (answer) => (await recordStatement.execute(db, { ...row, ...entryBindings, ...answer })).rows[0]?.kept);
+  }
+  await insertStatement.execute(db, row);
+  if (entry) await insertEntry.execute(db, entry);
+  if (row.captured > 0n) await addSpent(db, windowOf(row), row.captured);
+  await beforeCommit?.(db, view);
+}
+
+/** PostgreSQL: spend_lock_row, run with its values inlined so that it carries the transaction's BEGIN. */
+const lockRowStatement = prepared((db, v: WindowKey & { id: string }) =>
+  db.selectFrom(sql<Selected>`spend_lock_row(${v.userId}, ${v.appId}, ${v.windowStart}, ${v.windowEnd}, ${v.id})`.as("r")).selectAll(),
+);
+
+/**
+ * Locks `window`'s usage row (creating it) until the transaction ends, then reads authorization
+ * `id` as it is after the lock (a concurrent change may have committed meanwhile).
+ */
+export async function lockedRow(storage: Storage, db: Db, window: WindowKey, id: string): Promise<SpendRow | undefined> {
+  if (storage.dialect === "sqlite") {
+    await lockUsage(db, window);
+    return rowById(db, id);
+  }
+  const { rows } = await lockRowStatement.executeInlined(db, { ...window, id });
+  return rows[0] && toRow(rows[0]);
+}
+
+type Changed = AnswerBindings & {
+  id: string;
+  state: string;
+  captured: bigint;
+  reversed: bigint;
+  at: string;
+  user_id: string;
+  app_id: string;
+  window_start: string;
+  first_id: string;
+  first_kind: string;
+  first_amount: bigint;
+  second_id: string | null;
+  second_kind: string | null;
+  second_amount: bigint | null;
+  spent: bigint;
+};
+
+/** PostgreSQL: spend_record_change. */
+const changeStatement = prepared((db, v: Changed) =>
+  db.selectNoFrom(
+    sql<boolean>`spend_record_change(${v.id}, ${v.state}, ${v.captured}, ${v.reversed}, ${v.at}, ${v.user_id}, ${v.app_id}, ${v.window_start},
+      ${v.first_id}, ${v.first_kind}, ${v.first_amount}, ${v.second_id}, ${v.second_kind}, ${v.second_amount}, ${v.spent},
+      ${v.answer_id}, ${v.answer_owner}, ${v.answer_text})`.as("kept"),
+  ),
+);
+
+/**
+ * Writes a change of authorization `row` (as it becomes, updated at `now`) and keeps `view` as the
+ * request's answer through `beforeCommit`.
+ */
+export async function recordChange(storage: Storage, db: Db, row: SpendRow, writes: ChangeWrites | null, now: number, view: SpendAuthorization, beforeCommit?: BeforeCommit<SpendAuthorization>): Promise<void> {
+  const window = windowOf(row);
+  const entries = (writes?.entries ?? []).map((e) => ledgerEntry(row.id, window, e.kind, e.amount, now));
+  const [first, second] = entries;
+  if (!writes || !first) return beforeCommit?.(db, view);
+  if (storage.dialect === "postgres") {
+    if (entries.length > 2) throw new Error("spend_record_change takes at most two ledger entries");
+    const columns = { id: row.id, state: row.state, captured: row.captured, reversed: row.reversed, at: row.updated_at, user_id: row.user_id, app_id: row.app_id, window_start: row.window_start };
+    const ledger = { first_id: first.id, first_kind: first.kind, first_amount: first.amount_nanos, second_id: second?.id ?? null, second_kind: second?.kind ?? null, second_amount: second?.amount_nanos ?? null };
+    return withAnswer(db, view, beforeCommit, async (answer) => (await changeStatement.execute(db, { ...columns, ...ledger, spent: writes.spent, ...answer })).rows[0]?.kept);
+  }
+  const { state, captured, reversed } = writes.set;
+  await db
+    .updateTable("spend_authorizations")
+    .set({ state, captured_nanos: captured, reversed_nanos: reversed, updated_at: row.updated_at })
+    .where("id", "=", row.id)
+    .execute();
+  for (const entry of entries) await insertEntry.execute(db, entry);
+  if (writes.spent !== 0n) await addSpent(db, window, writes.spent);
+  await beforeCommit?.(db, view);
+}

@@ -1,0 +1,79 @@
+// PostgreSQL: a transaction's BEGIN travels with its first statement when it can, one round trip
+// less (a round trip on loopback costs the server more CPU than the statements of a decision:
+// bench/RESULTS.md). node-postgres sends one query at a time and waits for its answer, and several
+// statements in one query are allowed only without parameters (the simple query protocol); so the
+// pool's clients hold BEGIN back until the transaction's first statement, then send both as one
+// query if that statement has no parameters, else BEGIN alone first as before. A statement is
+// written without parameters for this on purpose (`inlineParameters`); others are unaffected.
+import type { CompiledQuery, PostgresPool, PostgresPoolClient, PostgresQueryResult } from "kysely";
+import pg from "pg";
+
+const TRANSACTION_START = /^(begin|start transaction)\b/i;
+const TRANSACTION_END = /^(commit|rollback)$/i;
+
+/** What a BEGIN held back answers: nothing was sent. */
+const NOTHING = { command: "SELECT", rowCount: 0, rows: [] } as unknown as PostgresQueryResult<never>;
+
+/** `pool` for Kysely, its clients deferring BEGIN as above. */
+export function deferringBegin(pool: pg.Pool): PostgresPool {
+  // One wrapper per client: Kysely keeps its connection object by client.
+  const wrappers = new WeakMap<pg.PoolClient, PostgresPoolClient>();
+  return {
+    async connect() {
+      const client = await pool.connect();
+      let wrapper = wrappers.get(client);
+      if (!wrapper) {
+        wrapper = deferringClient(client);
+        wrappers.set(client, wrapper);
+      }
+      return wrapper;
+    },
+    end: () => pool.end(),
+  };
+}
+
+function deferringClient(client: pg.PoolClient): PostgresPoolClient {
+  /** The BEGIN (or START TRANSACTION) not sent yet. */
+  let begin: string | undefined;
+  const run = async (text: string, parameters: readonly unknown[]): Promise<PostgresQueryResult<unknown>> => {
+    if (parameters.length === 0 && TRANSACTION_START.test(text) && begin === undefined) {
+      begin = text;
+      return NOTHING;
+    }
+    if (begin === undefined) return client.query(text, [...parameters]) as unknown as PostgresQueryResult<unknown>;
+    const held = begin;
+    begin = undefined;
+    // A transaction that ran no statement: there is nothing to end.
+    if (TRANSACTION_END.test(text)) return NOTHING;
+    if (parameters.length > 0) {
+      await client.query(held);
+      return client.query(text, [...parameters]) as unknown as PostgresQueryResult<unknown>;
+    }
+    // One simple query: node-postgres answers one result per statement.
+    const results = (await client.query(`${held};\n${text}`)) as unknown as pg.QueryResult[];
+    return results[results.length - 1] as unknown as PostgresQueryResult<unknown>;
+  };
+  return {
+    query: ((textOrCursor: unknown, parameters?: readonly unknown[]) =>
+      typeof textOrCursor === "string" ? run(textOrCursor, parameters ?? []) : client.query(textOrCursor as pg.Submittable)) as PostgresPoolClient["query"],
+    release: () => {
+      begin = undefined;
+      client.release();
+    },
+  };
+}
+
+/**
+ * `query` (compiled for PostgreSQL) with its parameters written into its text as quoted literals,
+ * so that it can travel with a held-back BEGIN. Only for a statement of ours whose text has no `$`
+ * other than its placeholders, and whose parameters are strings or nulls.
+ */
+export function inlineParameters(query: CompiledQuery): CompiledQuery {
+  const sql = query.sql.replace(/\$(\d+)/g, (_, n: string) => {
+    const value = query.parameters[Number(n) - 1];
+    if (value === null) return "null";
+    if (typeof value !== "string") throw new Error(`inlineParameters: parameter $${n} is not a string`);
+    return pg.escapeLiteral(value);
+  });
+  return { ...query, sql, parameters: [] };
+}
