@@ -5,8 +5,8 @@
 // - PostgreSQL: the read alone (one statement), then the write as one call of write_controls_row
 //   (migration 0013), which takes the locks and writes only if the currency and the live row are
 //   still as read: 2 round trips, not 8 (BEGIN, two locks, two reads, the write, COMMIT, and the
-//   user's check before). When either changed in between, the transaction runs once more, and there
-//   holds the locks from its first read, so it cannot lose again.
+//   user's check before). When either changed in between, the change runs again as the transaction
+//   above, which holds the locks from its first read and so cannot lose again.
 import { sql } from "kysely";
 import type { Storage } from "../storage/connect.js";
 import { writeTransaction, type Db } from "../storage/transactions.js";
