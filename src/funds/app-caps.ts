@@ -6,10 +6,12 @@ import { invalidField, notFound } from "../core/errors.js";
 import { newId } from "../core/ids.js";
 import { pageSize, type Page, type PageTokens } from "../core/pagination.js";
 import type { Storage } from "../storage/connect.js";
+import { prepared } from "../storage/prepared.js";
 import type { AppCapsTable } from "../storage/schema.js";
 import { writeTransaction, type Db } from "../storage/transactions.js";
 import { amountCurrency, isEmpty, replaceControls, sameControls } from "./controls.js";
-import { FUND_POLICY_LOCK, type FundPolicies } from "./fund-policy.js";
+import { changeControlsRow, type ControlsRowAccess } from "./controls-write.js";
+import type { FundPolicies } from "./fund-policy.js";
 import type { SpendControls } from "./types.js";
 import { controlsView } from "./views.js";
 
@@ -58,24 +60,18 @@ export class AppCaps {
 
   /** Creates the cap or replaces its controls as a whole; controls with nothing set are 400 (use Delete). */
   async set(appId: string, input: unknown): Promise<AppCap> {
-    const row = await writeTransaction(this.storage, { exclusive: [`app_caps:${appId}`], shared: [FUND_POLICY_LOCK] }, async (db) => {
-      const row = await this.liveRow(db, appId);
+    const row = await changeControlsRow(this.storage, this.access(appId), (row, currencyCode) => {
       const now = this.clock.now();
       const stamp = new Date(now).toISOString();
       const before = row ? controlsOf(row) : null;
-      const after = replaceControls(input, before, await this.policy.currency(db), "body.controls", now);
+      const after = replaceControls(input, before, currencyCode, "body.controls", now);
       if (isEmpty(after)) {
         throw invalidField("body.controls", "must set at least one of limit, extension, suspension (to remove the cap, delete it)", "CONTROLS_EMPTY");
       }
-      if (row && sameControls(before, after)) return row;
+      if (row && sameControls(before, after)) return { answer: row };
       const columns = { controls: JSON.stringify(after), amount_currency: amountCurrency(after), updated_at: stamp };
-      if (row) {
-        await db.updateTable("app_caps").set(columns).where("id", "=", row.id).execute();
-        return { ...row, ...columns };
-      }
-      const created: AppCapsTable = { id: newId(), app_id: appId, ...columns, created_at: stamp, deleted_at: null };
-      await db.insertInto("app_caps").values(created).execute();
-      return created;
+      const written: AppCapsTable = row ? { ...row, ...columns } : { id: newId(), app_id: appId, ...columns, created_at: stamp, deleted_at: null };
+      return { answer: written, write: written };
     });
     return this.view(row);
   }
@@ -88,7 +84,34 @@ export class AppCaps {
     });
   }
 
+  /** How ./controls-write.ts reads and writes the app's cap. */
+  private access(appId: string): ControlsRowAccess<AppCapsTable> {
+    const values = { appId, tenantId: this.policy.tenantId };
+    return {
+      table: "app_caps",
+      key: ["app_id"],
+      lock: `app_caps:${appId}`,
+      tenantId: values.tenantId,
+      read: async (db) => {
+        const found = (await capAndCurrencyStatement.execute(db, values)).rows[0];
+        if (!found) throw new Error(`no fund policy for tenant ${values.tenantId}; FundPolicies.ensure runs at start`);
+        const { fund_currency: currency, ...row } = found;
+        return { row: row.id === null ? undefined : (row as AppCapsTable), currency };
+      },
+    };
+  }
+
   private async liveRow(db: Db, appId: string): Promise<AppCapsTable | undefined> {
     return db.selectFrom("app_caps").selectAll().where("app_id", "=", appId).where("deleted_at", "is", null).executeTakeFirst();
   }
 }
+
+/** The app's live cap (columns null: none) and the fund currency, in one statement. */
+const capAndCurrencyStatement = prepared((db, v: { appId: string; tenantId: string }) =>
+  db
+    .selectFrom("fund_policy")
+    .leftJoin("app_caps", (join) => join.on("app_caps.app_id", "=", v.appId).on("app_caps.deleted_at", "is", null))
+    .selectAll("app_caps")
+    .select("fund_policy.currency_code as fund_currency")
+    .where("fund_policy.tenant_id", "=", v.tenantId),
+);

@@ -2,7 +2,7 @@
 // same row serves SubjectAppLimitService (any subject, for administrators) and MyFundLimitsService
 // (the caller's own rows); the `Mine` variants differ only in what their errors name.
 //
-// Every mutation is one read-modify-write in a write transaction: load the live row, apply a pure
+// Every mutation is one read-modify-write (./controls-write.ts): load the live row, apply a pure
 // mutation of ./controls.ts, then insert, update or remove. A row always holds at least one
 // control: clearing its last one removes it (deleted_at set), and a later write creates a new row.
 import type { components } from "../../generated/api.js";
@@ -29,7 +29,8 @@ import {
   withoutSuspension,
   withSuspension,
 } from "./controls.js";
-import { FUND_POLICY_LOCK, type FundPolicies } from "./fund-policy.js";
+import { changeControlsRow, type ControlsRowAccess } from "./controls-write.js";
+import type { FundPolicies } from "./fund-policy.js";
 import { parseReason } from "./guards.js";
 import type { LimitContext } from "./spend-limit.js";
 import type { SpendControls } from "./types.js";
@@ -218,31 +219,39 @@ export class SubjectAppLimits {
    * left as they were leave the row untouched (updatedAt too).
    */
   private async mutate(target: Target, create: boolean, change: Change, outer?: Db): Promise<SubjectAppLimit | null> {
-    await this.requireUser(target.userId, outer);
-    // Inside, query only through `db`: on SQLite the transaction holds the one connection.
-    const result = await writeTransaction(this.storage, { exclusive: [lockKey(target)], shared: [FUND_POLICY_LOCK] }, async (db) => {
-      const row = await this.liveRow(db, target.userId, target.appId);
+    const result = await changeControlsRow(this.storage, this.access(target), (row, currencyCode) => {
       if (!row && !create) throw rowNotFound(target);
       const now = this.clock.now();
       const stamp = new Date(now).toISOString();
       const before = row ? controlsOf(row) : null;
-      const after = change(before, await this.policy.currency(db), now);
+      const after = change(before, currencyCode, now);
 
-      if (row && sameControls(before, after)) return row;
+      if (row && sameControls(before, after)) return { answer: row };
       const columns = { controls: JSON.stringify(after), suspended: after.suspension ? 1 : 0, amount_currency: amountCurrency(after), updated_at: stamp };
-      if (isEmpty(after)) {
-        if (row) await db.updateTable("subject_app_limits").set({ ...columns, deleted_at: stamp }).where("id", "=", row.id).execute();
-        return null;
-      }
-      if (row) {
-        await db.updateTable("subject_app_limits").set(columns).where("id", "=", row.id).execute();
-        return { ...row, ...columns };
-      }
-      const created: SubjectAppLimitsTable = { id: newId(), user_id: target.userId, app_id: target.appId, ...columns, created_at: stamp, deleted_at: null };
-      await db.insertInto("subject_app_limits").values(created).execute();
-      return created;
+      if (isEmpty(after)) return row ? { answer: null, write: { ...row, ...columns, deleted_at: stamp } } : { answer: null };
+      const written: SubjectAppLimitsTable = row
+        ? { ...row, ...columns }
+        : { id: newId(), user_id: target.userId, app_id: target.appId, ...columns, created_at: stamp, deleted_at: null };
+      return { answer: written, write: written };
     }, outer);
     return result ? this.view(result) : null;
+  }
+
+  /** How ./controls-write.ts reads and writes the target's row: the user's check (404) comes with the read. */
+  private access(target: Target): ControlsRowAccess<SubjectAppLimitsTable> {
+    const values = { userId: target.userId, appId: target.appId, tenantId: this.policy.tenantId };
+    return {
+      table: "subject_app_limits",
+      key: ["user_id", "app_id"],
+      lock: lockKey(target),
+      tenantId: values.tenantId,
+      read: async (db) => {
+        const found = (await userRowAndCurrencyStatement.execute(db, values)).rows[0];
+        if (!found) throw userNotFound(target.userId);
+        const { fund_currency: currency, ...row } = found;
+        return { row: row.id === null ? undefined : (row as SubjectAppLimitsTable), currency };
+      },
+    };
   }
 
   private async liveRow(db: Db, userId: string, appId: string): Promise<SubjectAppLimitsTable | undefined> {
@@ -275,6 +284,19 @@ const userAndRowStatement = prepared((db, v: { userId: string; appId: string }) 
       join.onRef("subject_app_limits.user_id", "=", "users.id").on("subject_app_limits.app_id", "=", v.appId).on("subject_app_limits.deleted_at", "is", null),
     )
     .selectAll("subject_app_limits")
+    .where("users.id", "=", v.userId),
+);
+
+/** The user (no row: no such user), its live row for the app (columns null: none) and the fund currency, in one statement. */
+const userRowAndCurrencyStatement = prepared((db, v: { userId: string; appId: string; tenantId: string }) =>
+  db
+    .selectFrom("users")
+    .innerJoin("fund_policy", (join) => join.on("fund_policy.tenant_id", "=", v.tenantId))
+    .leftJoin("subject_app_limits", (join) =>
+      join.onRef("subject_app_limits.user_id", "=", "users.id").on("subject_app_limits.app_id", "=", v.appId).on("subject_app_limits.deleted_at", "is", null),
+    )
+    .selectAll("subject_app_limits")
+    .select("fund_policy.currency_code as fund_currency")
     .where("users.id", "=", v.userId),
 );
 

@@ -1,0 +1,74 @@
+// A read-modify-write of one live controls row (a subject-app limit, an app cap) under the row's
+// exclusive lock and the fund policy's shared one (the currency its money is checked against holds
+// until commit), where the dialects differ:
+// - SQLite, or joining a caller's transaction: the read, the change and the write in one write transaction.
+// - PostgreSQL: the read alone (one statement), then the write as one call of write_controls_row
+//   (migration 0013), which takes the locks and writes only if the currency and the live row are
+//   still as read: 2 round trips, not 8 (BEGIN, two locks, two reads, the write, COMMIT, and the
+//   user's check before). When either changed in between, the change runs again as the transaction
+//   above, which holds the locks from its first read and so cannot lose again.
+import { sql } from "kysely";
+import type { Storage } from "../storage/connect.js";
+import { writeTransaction, type Db } from "../storage/transactions.js";
+import { FUND_POLICY_LOCK } from "./fund-policy.js";
+
+export interface ControlsRow {
+  id: string;
+  controls: string;
+}
+
+export interface ControlsRowAccess<Row extends ControlsRow> {
+  table: "subject_app_limits" | "app_caps";
+  /** The row's columns that find the live row (the table's unique live index). */
+  key: readonly (keyof Row & string)[];
+  /** The row's exclusive lock key. */
+  lock: string;
+  tenantId: string;
+  /** The live row and the fund currency, as `db` sees them. */
+  read(db: Db): Promise<{ row: Row | undefined; currency: string }>;
+}
+
+/** What a change of the row decides: its answer, and the whole row to write (none: nothing changes). */
+export interface Planned<Row, T> {
+  answer: T;
+  write?: Row;
+}
+
+/**
+ * Reads the live row, plans its change, and writes what the plan says: inserted when no row was
+ * live, else the live row updated to it. `plan` is pure and may run twice. `outer` joins the caller's transaction.
+ */
+export async function changeControlsRow<Row extends ControlsRow, T>(
+  storage: Storage,
+  access: ControlsRowAccess<Row>,
+  plan: (row: Row | undefined, currency: string) => Planned<Row, T>,
+  outer?: Db,
+): Promise<T> {
+  if (storage.dialect === "postgres" && !outer) {
+    const { row, currency } = await access.read(storage.db);
+    const planned = plan(row, currency);
+    if (!planned.write || (await writeIfUnchanged(storage.db, access, currency, row, planned.write))) return planned.answer;
+  }
+  return writeTransaction(storage, { exclusive: [access.lock], shared: [FUND_POLICY_LOCK] }, async (db) => {
+    const { row, currency } = await access.read(db);
+    const planned = plan(row, currency);
+    if (planned.write) await write(db, access.table, row, planned.write);
+    return planned.answer;
+  }, outer);
+}
+
+async function writeIfUnchanged<Row extends ControlsRow>(db: Db, access: ControlsRowAccess<Row>, currency: string, seen: Row | undefined, row: Row): Promise<boolean> {
+  const { rows } = await sql<{ written: boolean }>`select write_controls_row(${access.table}, ${access.key}, ${access.lock}, ${FUND_POLICY_LOCK},
+    ${access.tenantId}, ${currency}, ${seen?.controls ?? null}, ${JSON.stringify(row)}::jsonb) as written`.execute(db);
+  return rows[0]?.written === true;
+}
+
+async function write<Row extends ControlsRow>(db: Db, table: ControlsRowAccess<Row>["table"], seen: Row | undefined, row: Row): Promise<void> {
+  // `row` is a row of `table`, as the caller built it for that table.
+  if (!seen) {
+    await db.insertInto(table).values(row as never).execute();
+    return;
+  }
+  const { id, ...columns } = row;
+  await db.updateTable(table).set(columns as never).where("id", "=", id).execute();
+}
