@@ -7,8 +7,8 @@ import type { Logger } from "../core/logger.js";
 import type { SubjectAppLimits } from "../funds/subject-app-limits.js";
 import type { Storage } from "../storage/connect.js";
 import type { AutomationExecutionsTable } from "../storage/schema.js";
-import { prepared } from "../storage/prepared.js";
-import { writeStatement, writeTransaction, type Db } from "../storage/transactions.js";
+import { saveResults, saveResultsAlone, type ResultsSave } from "../storage/execution-results.js";
+import { writeTransaction, type Db } from "../storage/transactions.js";
 import { checkComputedId, type AutomationStep } from "./automation-input.js";
 import { CelEvaluationError, checkExpression, evaluateBoolean, evaluateJson, evaluateString, evaluateTimestamp, setOwn, type CelContext, type CompiledExpression, type ExpectedResult } from "./cel.js";
 import { ExecutionState, StepState, type StepResult } from "./executions.js";
@@ -39,7 +39,7 @@ export class ExecutionRunner {
     const steps = JSON.parse(execution.steps) as AutomationStep[];
     const results = JSON.parse(execution.step_results) as StepResult[];
     const { trigger } = JSON.parse(execution.context) as { trigger: unknown };
-    const persist = (state?: string) => writeStatement(this.deps.storage, (db) => this.save(db, execution.id, results, state));
+    const persist = (state?: string) => saveResultsAlone(this.deps.storage, this.saved(execution.id, results, state));
     // The last step's result is saved with the execution's final state: one write fewer per run.
     const lastPending = results.findLastIndex((r) => r.state === StepState.PENDING);
     if (lastPending === -1) return persist(ExecutionState.DONE);
@@ -74,7 +74,7 @@ export class ExecutionRunner {
             const output = await this.perform(trx, step, ctx, cel);
             outputs.addOutput(step.stepName, output); // over a bound: the effect is rolled back with the step
             results[i] = { ...result, state: StepState.DONE, output };
-            await this.save(trx, execution.id, results, final);
+            await saveResults(trx, this.saved(execution.id, results, final));
           });
         }
       } catch (e) {
@@ -109,19 +109,10 @@ export class ExecutionRunner {
     throw new Error("the step has no kind");
   }
 
-  private async save(db: Db, id: string, results: StepResult[], state?: string): Promise<void> {
-    const stepResults = JSON.stringify(results);
-    if (state) await saveFinal.execute(db, { id, stepResults, state, completedAt: new Date(this.deps.clock.now()).toISOString() });
-    else await saveProgress.execute(db, { id, stepResults });
+  private saved(id: string, results: StepResult[], state?: string): ResultsSave {
+    return { id, stepResults: JSON.stringify(results), final: state ? { state, completedAt: new Date(this.deps.clock.now()).toISOString() } : undefined };
   }
 }
-
-const saveProgress = prepared((db, v: { id: string; stepResults: string }) => db.updateTable("automation_executions").set({ step_results: v.stepResults }).where("id", "=", v.id));
-
-/** The last results with the final state: the run's lease ends with it. */
-const saveFinal = prepared((db, v: { id: string; stepResults: string; state: string; completedAt: string }) =>
-  db.updateTable("automation_executions").set({ step_results: v.stepResults, state: v.state, completed_at: v.completedAt, lease_until: null }).where("id", "=", v.id),
-);
 
 function outputsBefore(steps: readonly AutomationStep[], results: readonly StepResult[], index: number): Record<string, unknown> {
   const outputs: Record<string, unknown> = {};

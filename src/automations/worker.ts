@@ -135,7 +135,8 @@ export class Worker {
       if (claimed.length === 0) return;
       handedOffFirst = !handedOffFirst;
       // The batch's runs go together: each runs up to its first write in this turn, so their writes
-      // share one commit on SQLite (one after another, each waited for the next turn's commit).
+      // share one commit on SQLite (one after another, each waited for the next turn's commit) and
+      // one statement on PostgreSQL (storage/execution-results.ts).
       await Promise.all(claimed.map((execution) => runner.run(execution).catch((err: unknown) => logger.error({ msg: "execution run failed", executionId: execution.id, err }))));
     }
   }

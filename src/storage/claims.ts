@@ -1,10 +1,10 @@
 // Claiming runnable executions, where the dialects differ: each pending execution (or one whose
 // run's lease lapsed, after a crash) goes to exactly one worker.
 //
-// Runs whose lease lapsed come first, then the oldest pending ones. Each is its own query, so each
-// is a seek in an index kept in its order ((state, created_at, id)): one query with `state =
+// Runs whose lease lapsed come first, then the oldest pending ones. Each is its own select, so each
+// is a seek in an index kept in its order ((state, created_at, id)): one select with `state =
 // pending or lease lapsed` would sort the whole backlog on every claim.
-import type { Expression, ExpressionBuilder, SqlBool } from "kysely";
+import { CompiledQuery, type Expression, type ExpressionBuilder, type SqlBool } from "kysely";
 import type { KnownAutomationExecutionState } from "../../generated/enums.js";
 import type { Storage } from "./connect.js";
 import type { AutomationExecutionsTable, Database } from "./schema.js";
@@ -22,24 +22,46 @@ const runnable = (now: string): Runnable[] => [
 
 /** Claims up to `limit` runnable executions, oldest first, each leased until `leaseUntil`. */
 export async function claimExecutions(storage: Storage, now: string, leaseUntil: string, limit: number): Promise<AutomationExecutionsTable[]> {
-  const lock = storage.dialect === "postgres";
-  const claim = (db: Db, where: Runnable, count: number) => {
-    const oldest = db.selectFrom("automation_executions").select("id").where(where).orderBy("created_at").orderBy("id").limit(count);
-    return db
-      .updateTable("automation_executions")
-      .set((eb) => ({ state: RUNNING, lease_until: leaseUntil, attempts: eb("attempts", "+", 1) }))
-      .where("id", "in", lock ? oldest.forUpdate().skipLocked() : oldest)
-      .returningAll()
-      .execute();
-  };
-  const claimAll = async (db: Db) => {
-    const claimed: AutomationExecutionsTable[] = [];
-    for (const where of runnable(now)) {
-      if (claimed.length < limit) claimed.push(...(await claim(db, where, limit - claimed.length)));
-    }
-    return claimed.sort((a, b) => (a.created_at < b.created_at ? -1 : a.created_at > b.created_at ? 1 : a.id < b.id ? -1 : 1));
-  };
-  // PostgreSQL: SKIP LOCKED lets claimers pass each other. SQLite: the write lock of BEGIN IMMEDIATE
-  // serializes claimers across processes.
-  return lock ? claimAll(storage.db) : writeTransaction(storage, { exclusive: ["automation_executions:claim"] }, claimAll);
+  // SQLite: the write lock of BEGIN IMMEDIATE serializes claimers across processes.
+  const claimed =
+    storage.dialect === "postgres"
+      ? await claimOnPostgres(storage.db, now, leaseUntil, limit)
+      : await writeTransaction(storage, { exclusive: ["automation_executions:claim"] }, async (db) => {
+          const found: AutomationExecutionsTable[] = [];
+          for (const where of runnable(now)) {
+            if (found.length < limit) found.push(...(await claimWhere(db, where, leaseUntil, limit - found.length)));
+          }
+          return found;
+        });
+  return claimed.sort((a, b) => (a.created_at < b.created_at ? -1 : a.created_at > b.created_at ? 1 : a.id < b.id ? -1 : 1));
+}
+
+function claimWhere(db: Db, where: Runnable, leaseUntil: string, count: number): Promise<AutomationExecutionsTable[]> {
+  const oldest = db.selectFrom("automation_executions").select("id").where(where).orderBy("created_at").orderBy("id").limit(count);
+  return db
+    .updateTable("automation_executions")
+    .set((eb) => ({ state: RUNNING, lease_until: leaseUntil, attempts: eb("attempts", "+", 1) }))
+    .where("id", "in", oldest)
+    .returningAll()
+    .execute();
+}
+
+/**
+ * Both kinds in one statement (a round trip costs this process more than the query costs the
+ * database): the pending ones fill what the lapsed leave of the limit, each row locked only as it
+ * is read, and SKIP LOCKED lets claimers pass each other. The ids as an array, so that the update
+ * finds them by primary key whatever the planner guesses of their count.
+ */
+const CLAIM_ON_POSTGRES = `with lapsed as (
+  select id from automation_executions where state = $1 and lease_until < $3 order by created_at, id limit $4 for update skip locked
+), pending as (
+  select id from automation_executions where state = $5 order by created_at, id limit $4 - (select count(*) from lapsed) for update skip locked
+)
+update automation_executions set state = $1, lease_until = $2, attempts = attempts + 1
+where id = any(array(select id from lapsed union all select id from pending))
+returning *`;
+
+async function claimOnPostgres(db: Db, now: string, leaseUntil: string, limit: number): Promise<AutomationExecutionsTable[]> {
+  const result = await db.executeQuery<AutomationExecutionsTable>(CompiledQuery.raw(CLAIM_ON_POSTGRES, [RUNNING, leaseUntil, now, limit, PENDING]));
+  return [...result.rows];
 }
