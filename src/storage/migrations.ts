@@ -353,9 +353,26 @@ const m0012 = (dialect: "sqlite" | "postgres"): Migration => ({
           from fund_policy p where p.tenant_id = p_tenant_id;
       end
       $$`.execute(db);
-    // The authorization, its first ledger entry (when p_entry_id is set), the window's spent counter
-    // (when p_spent_delta is not 0) and the request's idempotent answer (when p_answer_id is set, only
-    // while p_answer_owner holds its record): true unless that answer was not kept.
+    // What a decision and a change end with: the window's spent counter (when p_spent_delta is not 0)
+    // and the request's idempotent answer (when p_answer_id is set, only while p_answer_owner holds
+    // its record): true unless that answer was not kept.
+    await sql`
+      create function spend_settle(p_user_id text, p_app_id text, p_window_start text, p_spent_delta bigint,
+        p_answer_id text, p_answer_owner text, p_answer text)
+      returns boolean language plpgsql volatile as $$
+      begin
+        if p_spent_delta <> 0 then
+          update spend_usage set spent_nanos = spent_nanos + p_spent_delta
+          where user_id = p_user_id and app_id = p_app_id and window_start = p_window_start;
+        end if;
+        if p_answer_id is null then
+          return true;
+        end if;
+        update idempotency_records set answer = p_answer, locked_until = null where id = p_answer_id and owner = p_answer_owner;
+        return found;
+      end
+      $$`.execute(db);
+    // The authorization, its first ledger entry (when p_entry_id is set), then spend_settle.
     await sql`
       create function spend_record_authorization(
         p_id text, p_user_id text, p_app_id text, p_currency_code text, p_amount bigint, p_captured bigint,
@@ -371,15 +388,7 @@ const m0012 = (dialect: "sqlite" | "postgres"): Migration => ({
           insert into spend_ledger (id, authorization_id, user_id, app_id, window_start, kind, amount_nanos, at)
           values (p_entry_id, p_id, p_user_id, p_app_id, p_window_start, p_entry_kind, p_entry_amount, p_entry_at);
         end if;
-        if p_spent_delta <> 0 then
-          update spend_usage set spent_nanos = spent_nanos + p_spent_delta
-          where user_id = p_user_id and app_id = p_app_id and window_start = p_window_start;
-        end if;
-        if p_answer_id is null then
-          return true;
-        end if;
-        update idempotency_records set answer = p_answer, locked_until = null where id = p_answer_id and owner = p_answer_owner;
-        return found;
+        return spend_settle(p_user_id, p_app_id, p_window_start, p_spent_delta, p_answer_id, p_answer_owner, p_answer);
       end
       $$`.execute(db);
     // A change's first round trip: the window's lock, then the authorization as it is after it.
@@ -399,8 +408,7 @@ const m0012 = (dialect: "sqlite" | "postgres"): Migration => ({
           from spend_authorizations a where a.id = p_id;
       end
       $$`.execute(db);
-    // A change's writes: the authorization's state and amounts, one or two ledger entries, the
-    // window's spent counter (when p_spent_delta is not 0) and the idempotent answer, as above.
+    // A change's writes: the authorization's state and amounts, one or two ledger entries, then spend_settle.
     await sql`
       create function spend_record_change(
         p_id text, p_state text, p_captured bigint, p_reversed bigint, p_at text, p_user_id text, p_app_id text, p_window_start text,
@@ -415,15 +423,7 @@ const m0012 = (dialect: "sqlite" | "postgres"): Migration => ({
           insert into spend_ledger (id, authorization_id, user_id, app_id, window_start, kind, amount_nanos, at)
           values (p_second_id, p_id, p_user_id, p_app_id, p_window_start, p_second_kind, p_second_amount, p_at);
         end if;
-        if p_spent_delta <> 0 then
-          update spend_usage set spent_nanos = spent_nanos + p_spent_delta
-          where user_id = p_user_id and app_id = p_app_id and window_start = p_window_start;
-        end if;
-        if p_answer_id is null then
-          return true;
-        end if;
-        update idempotency_records set answer = p_answer, locked_until = null where id = p_answer_id and owner = p_answer_owner;
-        return found;
+        return spend_settle(p_user_id, p_app_id, p_window_start, p_spent_delta, p_answer_id, p_answer_owner, p_answer);
       end
       $$`.execute(db);
   },

@@ -4,17 +4,14 @@
 // write (one call of write_controls_row: the locks, the checks that nothing changed, the write).
 // Other connections (the workers) query meanwhile: only the connections that touched the row count,
 // less the change watch's polls, which a pool may send on them too.
-import type pg from "pg";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { unwrap } from "../../src/client/index.js";
-import { watchPgQueries } from "../../bench/servers/pg-queries.js";
 import { testDialect } from "../support/database.js";
 import type { Answer } from "./funds-helpers.js";
-import { amount, newAppId, startSpendServer, type SpendServer } from "./spends-helpers.js";
+import { amount, newAppId, watchingQueries } from "./spends-helpers.js";
 
-const sent: { client: pg.Client; text: string }[] = [];
-let stopWatching: (() => void) | undefined;
-let server: SpendServer;
+const watched = watchingQueries();
+const { sent } = watched;
 
 /** The statements one request sent on the connections that touched a controls row. */
 async function roundTrips(request: () => Promise<Answer>): Promise<string[]> {
@@ -30,32 +27,24 @@ async function roundTrips(request: () => Promise<Answer>): Promise<string[]> {
 const later = () => new Date(Date.now() + 86_400_000).toISOString();
 
 describe.skipIf(testDialect() !== "postgres")("the round trips of a controls row's write (PostgreSQL)", () => {
-  beforeAll(async () => {
-    stopWatching = watchPgQueries((client, text) => sent.push({ client, text }));
-    server = await startSpendServer();
-  });
-  afterAll(async () => {
-    stopWatching?.();
-    await server?.ts.stop();
-  });
 
   const cases: { what: string; setUp?: (app: string) => Promise<Answer>; write: (app: string) => Promise<Answer> }[] = [
-    { what: "SetLimit creating the row", write: (app) => server.admin.setLimit(server.subject.userId, app, { limit: amount("5") }) },
+    { what: "SetLimit creating the row", write: (app) => watched.server.admin.setLimit(watched.server.subject.userId, app, { limit: amount("5") }) },
     {
       what: "SetLimit changing the row",
-      setUp: (app) => server.admin.setLimit(server.subject.userId, app, { limit: amount("5") }),
-      write: (app) => server.admin.setLimit(server.subject.userId, app, { limit: amount("6") }),
+      setUp: (app) => watched.server.admin.setLimit(watched.server.subject.userId, app, { limit: amount("5") }),
+      write: (app) => watched.server.admin.setLimit(watched.server.subject.userId, app, { limit: amount("6") }),
     },
-    { what: "Suspend", write: (app) => server.admin.suspend(server.subject.userId, app, { reason: "review" }) },
+    { what: "Suspend", write: (app) => watched.server.admin.suspend(watched.server.subject.userId, app, { reason: "review" }) },
     {
       what: "Unsuspend removing the row",
-      setUp: (app) => server.admin.suspend(server.subject.userId, app, {}),
-      write: (app) => server.admin.unsuspend(server.subject.userId, app),
+      setUp: (app) => watched.server.admin.suspend(watched.server.subject.userId, app, {}),
+      write: (app) => watched.server.admin.unsuspend(watched.server.subject.userId, app),
     },
-    { what: "SetExtension", write: (app) => server.admin.setExtension(server.subject.userId, app, { limit: amount("9"), expiresAt: later() }) },
+    { what: "SetExtension", write: (app) => watched.server.admin.setExtension(watched.server.subject.userId, app, { limit: amount("9"), expiresAt: later() }) },
     // The subject's first call fetches its token: a read before it.
-    { what: "my SetLimit", setUp: () => server.subject.f.myList(), write: (app) => server.subject.f.mySetLimit(app, { limit: amount("5") }) },
-    { what: "AppCap Set", write: (app) => server.admin.capSet(app, { controls: { limit: amount("5") } }) },
+    { what: "my SetLimit", setUp: () => watched.server.subject.f.myList(), write: (app) => watched.server.subject.f.mySetLimit(app, { limit: amount("5") }) },
+    { what: "AppCap Set", write: (app) => watched.server.admin.capSet(app, { controls: { limit: amount("5") } }) },
   ];
 
   it.each(cases)("$what: a read and a write", async ({ setUp, write }) => {
@@ -68,8 +57,8 @@ describe.skipIf(testDialect() !== "postgres")("the round trips of a controls row
 
   it("a write that changes nothing is the read alone", async () => {
     const app = newAppId("trips");
-    unwrap(await server.admin.setLimit(server.subject.userId, app, { limit: amount("5") }));
-    const trips = await roundTrips(() => server.admin.setLimit(server.subject.userId, app, { limit: amount("5") }));
+    unwrap(await watched.server.admin.setLimit(watched.server.subject.userId, app, { limit: amount("5") }));
+    const trips = await roundTrips(() => watched.server.admin.setLimit(watched.server.subject.userId, app, { limit: amount("5") }));
     expect(trips.length, trips.join("\n")).toBe(1);
   });
 });

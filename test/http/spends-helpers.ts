@@ -2,8 +2,11 @@
 // (bodies `unknown` so tests can send bad ones), an Idempotency-Key per Authorize unless given,
 // and a server with an admin, a subject and the subject's funds calls.
 import { randomUUID } from "node:crypto";
-import { expect } from "vitest";
+import type pg from "pg";
+import { afterAll, beforeAll, expect } from "vitest";
+import { watchPgQueries } from "../../bench/servers/pg-queries.js";
 import { unwrap, type ApiClient } from "../../src/client/index.js";
+import { testDialect } from "../support/database.js";
 import { startTestServer, type TestServer } from "../support/server.js";
 import { amount, funds, money, newAppId, type Funds, type Schemas } from "./funds-helpers.js";
 
@@ -66,4 +69,30 @@ export async function authorized(s: Spends, body: { userId: string; appId: strin
   const r = await s.authorize(body);
   expect(r.response.status, JSON.stringify(r.error)).toBe(200);
   return unwrap(r).authorization;
+}
+
+/** What a spend server watched by `watchingQueries` sent to PostgreSQL: each query's client and text. */
+export interface SentQuery {
+  client: pg.Client;
+  text: string;
+}
+
+/**
+ * On PostgreSQL, registers hooks that watch every query the pg client sends
+ * (bench/servers/pg-queries.ts) and start a spend server, stopped after the file's tests; `.server`
+ * is that server, `.sent` what it sent. On SQLite the hooks do nothing (no round trips to count).
+ */
+export function watchingQueries(): { server: SpendServer; sent: SentQuery[] } {
+  const watched = { sent: [] as SentQuery[] } as { server: SpendServer; sent: SentQuery[] };
+  let stopWatching: (() => void) | undefined;
+  beforeAll(async () => {
+    if (testDialect() !== "postgres") return;
+    stopWatching = watchPgQueries((client, text) => watched.sent.push({ client, text }));
+    watched.server = await startSpendServer();
+  });
+  afterAll(async () => {
+    stopWatching?.();
+    await watched.server?.ts.stop();
+  });
+  return watched;
 }

@@ -6,25 +6,14 @@
 // held sum (one function call), the authorization with its ledger entry, the spent counter of a
 // direct spend and the idempotent answer (one function call), COMMIT.
 import { randomUUID } from "node:crypto";
-import type pg from "pg";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { watchPgQueries } from "../../bench/servers/pg-queries.js";
+import { describe, expect, it } from "vitest";
 import { testDialect } from "../support/database.js";
-import { appWithLimit, authorized, money, startSpendServer, type SpendServer } from "./spends-helpers.js";
+import { appWithLimit, authorized, money, watchingQueries } from "./spends-helpers.js";
 
-const sent: { client: pg.Client; text: string }[] = [];
-let stopWatching: (() => void) | undefined;
-let server: SpendServer;
+const watched = watchingQueries();
+const { sent } = watched;
 
 describe.skipIf(testDialect() !== "postgres")("Authorize's and Capture's round trips (PostgreSQL)", () => {
-  beforeAll(async () => {
-    stopWatching = watchPgQueries((client, text) => sent.push({ client, text }));
-    server = await startSpendServer();
-  });
-  afterAll(async () => {
-    stopWatching?.();
-    await server?.ts.stop();
-  });
 
   /** The texts sent on the transaction's connection, from its BEGIN to its COMMIT. */
   function transaction(): string[] {
@@ -42,7 +31,7 @@ describe.skipIf(testDialect() !== "postgres")("Authorize's and Capture's round t
     // The declined authorization is kept, without a ledger entry.
     { what: "a decline", extra: { amount: money("1000") }, expected: 4 },
   ])("$what: the decision in $expected round trips, one transaction", async ({ extra, expected }) => {
-    const { admin, spend, subject } = server;
+    const { admin, spend, subject } = watched.server;
     const app = await appWithLimit(admin, subject.userId, "100");
     await authorized(spend, { userId: subject.userId, appId: app, amount: money("1") });
     sent.length = 0;
@@ -60,7 +49,7 @@ describe.skipIf(testDialect() !== "postgres")("Authorize's and Capture's round t
     // A second ledger entry (the rest released), in the same call.
     { what: "partial", body: { amount: money("0", 400_000_000) } },
   ])("a $what capture: the change in 3 round trips, one transaction", async ({ body }) => {
-    const { admin, spend, subject } = server;
+    const { admin, spend, subject } = watched.server;
     const app = await appWithLimit(admin, subject.userId, "100");
     const hold = await authorized(spend, { userId: subject.userId, appId: app, amount: money("1") });
     sent.length = 0;

@@ -1,30 +1,11 @@
 // Claims on the test database's dialect (TEST_DATABASE): runs whose lease lapsed first, then the
 // oldest pending executions, within the limit; a run still under its lease is left alone.
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { afterEach, beforeEach, expect, it } from "vitest";
+import { expect, it } from "vitest";
 import { newExecution } from "../../src/automations/executions.js";
-import { loadConfig } from "../../src/config.js";
 import { claimExecutions } from "../../src/storage/claims.js";
-import { openStorage, type Storage } from "../../src/storage/connect.js";
-import { createTestDatabase, type TestDatabase } from "../support/database.js";
+import { freshStorageEachTest } from "../support/storage.js";
 
-let dir: string;
-let database: TestDatabase;
-let storage: Storage;
-
-beforeEach(async () => {
-  dir = mkdtempSync(join(tmpdir(), "tenant-api-claims-"));
-  database = await createTestDatabase(dir);
-  storage = await openStorage(loadConfig({ DATABASE_URL: database.url }).database);
-});
-
-afterEach(async () => {
-  await storage.close();
-  await database.drop();
-  rmSync(dir, { recursive: true, force: true });
-});
+const fresh = freshStorageEachTest("tenant-api-claims");
 
 const STEPS = JSON.stringify([{ stepName: "a", evaluateExpressions: { expressions: [] } }]);
 const NOW = "2026-01-01T00:10:00.000Z";
@@ -35,16 +16,16 @@ it("claims lapsed runs first, then the oldest pending, up to the limit, each onc
   const pending = [1, 2, 3].map((s) => newExecution("aut_x", `evt_p${s}`, {}, STEPS, at(s)));
   const lapsed = [4, 5].map((s) => newExecution("aut_x", `evt_l${s}`, {}, STEPS, at(s), "2026-01-01T00:09:00.000Z"));
   const held = newExecution("aut_x", "evt_h", {}, STEPS, at(0), "2026-01-01T00:20:00.000Z");
-  await storage.db.insertInto("automation_executions").values([...pending, ...lapsed, held]).execute();
+  await fresh.storage.db.insertInto("automation_executions").values([...pending, ...lapsed, held]).execute();
 
-  const first = await claimExecutions(storage, NOW, LEASE, 3);
+  const first = await claimExecutions(fresh.storage, NOW, LEASE, 3);
   expect(first.map((e) => e.id)).toEqual([pending[0]!.id, lapsed[0]!.id, lapsed[1]!.id]);
   expect(first.map((e) => [e.state, e.lease_until, e.attempts])).toEqual([
     ["AUTOMATION_EXECUTION_STATE_RUNNING", LEASE, 1],
     ["AUTOMATION_EXECUTION_STATE_RUNNING", LEASE, 2],
     ["AUTOMATION_EXECUTION_STATE_RUNNING", LEASE, 2],
   ]);
-  const rest = await claimExecutions(storage, NOW, LEASE, 10);
+  const rest = await claimExecutions(fresh.storage, NOW, LEASE, 10);
   expect(rest.map((e) => e.id)).toEqual([pending[1]!.id, pending[2]!.id]);
-  expect(await claimExecutions(storage, NOW, LEASE, 10)).toEqual([]);
+  expect(await claimExecutions(fresh.storage, NOW, LEASE, 10)).toEqual([]);
 });

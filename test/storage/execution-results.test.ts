@@ -1,31 +1,12 @@
 // Execution results saved outside a step's transaction: on PostgreSQL the saves queued together go
 // in one UPDATE, each row with its own values; a save without a final state keeps the state and
 // the lease. Runs on the test database's dialect (TEST_DATABASE).
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { newExecution } from "../../src/automations/executions.js";
-import { loadConfig } from "../../src/config.js";
-import { openStorage, type Storage } from "../../src/storage/connect.js";
 import { saveResultsAlone } from "../../src/storage/execution-results.js";
-import { createTestDatabase, type TestDatabase } from "../support/database.js";
+import { freshStorageEachTest } from "../support/storage.js";
 
-let dir: string;
-let database: TestDatabase;
-let storage: Storage;
-
-beforeEach(async () => {
-  dir = mkdtempSync(join(tmpdir(), "tenant-api-results-"));
-  database = await createTestDatabase(dir);
-  storage = await openStorage(loadConfig({ DATABASE_URL: database.url }).database);
-});
-
-afterEach(async () => {
-  await storage.close();
-  await database.drop();
-  rmSync(dir, { recursive: true, force: true });
-});
+const fresh = freshStorageEachTest("tenant-api-results");
 
 const STEPS = JSON.stringify([{ stepName: "a", evaluateExpressions: { expressions: [] } }]);
 const LEASE = "2026-01-01T00:01:00.000Z";
@@ -33,13 +14,13 @@ const LEASE = "2026-01-01T00:01:00.000Z";
 describe("saveResultsAlone", () => {
   it("saves each execution's own results, ending the lease only with a final state", async () => {
     const executions = Array.from({ length: 6 }, (_, i) => newExecution("aut_x", `evt_${i}`, { i }, STEPS, `2026-01-01T00:00:0${i}.000Z`, LEASE));
-    await storage.db.insertInto("automation_executions").values(executions).execute();
+    await fresh.storage.db.insertInto("automation_executions").values(executions).execute();
     await Promise.all(
       executions.map((e, i) =>
-        saveResultsAlone(storage, { id: e.id, stepResults: `["r${i}"]`, final: i % 2 === 0 ? { state: "AUTOMATION_EXECUTION_STATE_DONE", completedAt: `2026-01-01T00:00:3${i}.000Z` } : undefined }),
+        saveResultsAlone(fresh.storage, { id: e.id, stepResults: `["r${i}"]`, final: i % 2 === 0 ? { state: "AUTOMATION_EXECUTION_STATE_DONE", completedAt: `2026-01-01T00:00:3${i}.000Z` } : undefined }),
       ),
     );
-    const rows = await storage.db.selectFrom("automation_executions").select(["id", "state", "step_results", "completed_at", "lease_until"]).orderBy("created_at").execute();
+    const rows = await fresh.storage.db.selectFrom("automation_executions").select(["id", "state", "step_results", "completed_at", "lease_until"]).orderBy("created_at").execute();
     expect(rows).toEqual(
       executions.map((e, i) =>
         i % 2 === 0
@@ -52,9 +33,9 @@ describe("saveResultsAlone", () => {
   it("saves a queue larger than one UPDATE takes, in several", async () => {
     const big = "x".repeat(1024 * 1024);
     const executions = Array.from({ length: 6 }, (_, i) => newExecution("aut_x", `evt_${i}`, {}, STEPS, `2026-01-01T00:00:0${i}.000Z`, LEASE));
-    await storage.db.insertInto("automation_executions").values(executions).execute();
-    await Promise.all(executions.map((e) => saveResultsAlone(storage, { id: e.id, stepResults: big, final: { state: "AUTOMATION_EXECUTION_STATE_DONE", completedAt: "2026-01-01T00:01:00.000Z" } })));
-    const rows = await storage.db.selectFrom("automation_executions").select(["state", "step_results"]).execute();
+    await fresh.storage.db.insertInto("automation_executions").values(executions).execute();
+    await Promise.all(executions.map((e) => saveResultsAlone(fresh.storage, { id: e.id, stepResults: big, final: { state: "AUTOMATION_EXECUTION_STATE_DONE", completedAt: "2026-01-01T00:01:00.000Z" } })));
+    const rows = await fresh.storage.db.selectFrom("automation_executions").select(["state", "step_results"]).execute();
     expect(rows.map((r) => [r.state, r.step_results.length])).toEqual(executions.map(() => ["AUTOMATION_EXECUTION_STATE_DONE", big.length]));
   });
 });
