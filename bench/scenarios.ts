@@ -142,6 +142,8 @@ export async function runDatabase(dialect: Dialect, settings: BenchSettings, dri
     const wanted = (...keys: ScenarioKey[]) => !settings.only || keys.some((k) => settings.only!.has(k));
     // The requests of the operations measured on the main server, for the round-trip count.
     const operations = new Map<ScenarioKey, Operation>();
+    /** Operations whose requests carry a signed timestamp, signed again before their round trips are counted. */
+    const resign = new Map<ScenarioKey, () => RequestSpec>();
     /** `needed`: measured even when --only leaves it out (another scenario needs its figures). */
     type MeasureOptions = { expectStatus?: number; target?: NodeProcess; driver?: Driver; needed?: boolean } & Partial<Pick<LoadSpec, "connections" | "durationSeconds" | "warmupSeconds" | "rate">>;
     const measure = async (key: ScenarioKey, label: string, request: RequestSpec, opts: MeasureOptions = {}): Promise<Measured | undefined> => {
@@ -204,11 +206,17 @@ export async function runDatabase(dialect: Dialect, settings: BenchSettings, dri
     // ---- 3. Duplicates: one event id again and again (409) -----------------------------------
     if (wanted("duplicate")) {
       const dupId = randomUUID();
-      const dupTimestamp = String(Math.floor(Date.now() / 1000));
-      const dupHeaders = { "Content-Type": "application/json", "Webhook-Timestamp": dupTimestamp, "Webhook-Event-Id": dupId, "Webhook-Signature": hmacSignature(hmac.secret!, dupTimestamp, dupId, HMAC_BODY) };
-      const first = await fetch(origin + hmac.path, { method: "POST", headers: dupHeaders, body: HMAC_BODY });
+      // Signed when sent: the round trips are counted minutes later, past the intake's timestamp window.
+      const signedNow = (): Extract<RequestSpec, { kind: "fixed" }> => {
+        const timestamp = String(Math.floor(Date.now() / 1000));
+        const headers = { "Content-Type": "application/json", "Webhook-Timestamp": timestamp, "Webhook-Event-Id": dupId, "Webhook-Signature": hmacSignature(hmac.secret!, timestamp, dupId, HMAC_BODY) };
+        return { kind: "fixed", method: "POST", path: hmac.path, headers, body: HMAC_BODY };
+      };
+      const dupRequest = signedNow();
+      const first = await fetch(origin + hmac.path, { method: "POST", headers: dupRequest.headers, body: HMAC_BODY });
       if (first.status !== 200) throw new Error(`the first delivery of the duplicate event answered ${first.status}`);
-      await measure("duplicate", "3. Webhook intake, duplicate event id (409)", { kind: "fixed", method: "POST", path: hmac.path, headers: dupHeaders, body: HMAC_BODY }, { expectStatus: 409 });
+      await measure("duplicate", "3. Webhook intake, duplicate event id (409)", dupRequest, { expectStatus: 409 });
+      resign.set("duplicate", signedNow);
       await drain(db, hmac.id);
     }
 
@@ -335,6 +343,10 @@ export async function runDatabase(dialect: Dialect, settings: BenchSettings, dri
       rmSync(file, { force: true });
       const counting = await start("0", await freePort(), { BENCH_ROUND_TRIPS_FILE: file }, ["--import", join(ROOT, "dist/bench/servers/round-trips.js")]);
       try {
+        for (const [key, signed] of resign) {
+          const op = operations.get(key);
+          if (op) operations.set(key, { ...op, request: signed() });
+        }
         const capture = operations.get("spend-capture");
         if (capture?.request.kind === "each" && spender) operations.set("spend-capture", { ...capture, request: { ...capture.request, ids: await pendingToCapture(db, api, spender, 40) } });
         roundTrips = await countRoundTrips(driver, counting, file, [...operations.values()]);
