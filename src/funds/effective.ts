@@ -1,18 +1,18 @@
 // The limit in force for one subject and one app now: the three layers read from one snapshot (the
 // policy with them under its lock, as Authorize reads it; the policy kept per process for GetEffective),
 // resolved by the pure rule of ./resolve.ts at the clock's time, with the usage of the window the
-// resolution's period picks. GetEffective and Authorize both resolve through `inForce`.
+// resolution's period picks. GetEffective and Authorize resolve alike (`resolved`).
 import { expressionBuilder, sql } from "kysely";
 import type { Clock } from "../core/clock.js";
 import { notFound } from "../core/errors.js";
 import type { Storage } from "../storage/connect.js";
 import { prepared } from "../storage/prepared.js";
 import type { Database, FundPolicyTable } from "../storage/schema.js";
-import { readTransaction, type Db } from "../storage/transactions.js";
+import type { Db } from "../storage/transactions.js";
 import { storedPolicy, type FundPolicies, type StoredPolicy } from "./fund-policy.js";
-import { resolveLimit, type Resolution } from "./resolve.js";
-import { spendWindow } from "./spend-window.js";
-import { amountLimit, readUsage, usageView, windowKey, type SpendUsageView, type WindowKey } from "./spend-usage.js";
+import { resolveLimit, type Resolution, type WindowPeriod } from "./resolve.js";
+import { spendWindow, spendWindows, WINDOW_PERIODS, type SpendWindow } from "./spend-window.js";
+import { amountLimit, usageColumns, usageOf, usageView, windowKey, type SpendUsageView, type WindowKey } from "./spend-usage.js";
 import type { EffectiveLimit, SpendControls, SpendLimitView } from "./types.js";
 import { spendLimitView } from "./views.js";
 
@@ -62,14 +62,23 @@ const policyAndLayersStatement = prepared((db, v: LayerValues & { tenantId: stri
     .where("fund_policy.tenant_id", "=", v.tenantId),
 );
 
-/** The layers alone, for a read that takes the policy kept by FundPolicies.current. */
-const layersStatement = prepared((db, v: LayerValues) => db.selectNoFrom(layerColumns(v)));
-
 interface Layers {
   user_id: string | null;
   row_controls: string | null;
   cap_controls: string | null;
 }
+
+/**
+ * GetEffective's read, for the policy kept by FundPolicies.current: the layers and the usage at
+ * `now` of the window of every period that contains it (the period in force depends on the layers),
+ * one statement, so one snapshot without a transaction: one round trip on PostgreSQL. The values
+ * named by a period are that period's window start.
+ */
+const layersAndUsageStatement = prepared((db, v: LayerValues & { now: string } & Record<WindowPeriod, string>) =>
+  db
+    .selectNoFrom([...layerColumns(v), ...WINDOW_PERIODS.flatMap((p) => usageColumns(p, { userId: v.userId, appId: v.appId, windowStart: v[p], now: v.now }))])
+    .$castTo<Layers & Record<string, unknown>>(),
+);
 
 /**
  * PostgreSQL: the fund policy and the layers as `policyAndLayersStatement` reads them, after a shared
@@ -118,10 +127,12 @@ export class EffectiveLimits {
         : await policyAndLayersStatement.execute(db, values);
     const row = rows[0];
     if (!row) throw new Error(`no fund policy for tenant ${this.policy.tenantId}; FundPolicies.ensure runs at start`);
-    return this.resolved(storedPolicy(row), row, userId, appId, now, requireUser);
+    const policy = storedPolicy(row);
+    return this.resolved(policy, row, userId, appId, now, requireUser, (period) => spendWindow(period, policy.timeZone, now));
   }
 
-  private resolved(policy: StoredPolicy, row: Layers, userId: string, appId: string, now: number, requireUser: boolean): LimitInForce {
+  /** The resolution of the layers in `row` at `now`, its window the one `windowOf` its period. */
+  private resolved(policy: StoredPolicy, row: Layers, userId: string, appId: string, now: number, requireUser: boolean, windowOf: (period: WindowPeriod) => SpendWindow): LimitInForce {
     if (requireUser && row.user_id === null) throw userNotFound(userId);
     const layers = [
       { scope: "SCOPE_SUBJECT_APP" as const, controls: controls(row.row_controls) },
@@ -129,7 +140,7 @@ export class EffectiveLimits {
       { scope: "SCOPE_TENANT_DEFAULT" as const, controls: policy.defaultControls },
     ];
     const resolution = resolveLimit(layers, now);
-    const window = windowKey(userId, appId, spendWindow(resolution.windowPeriod, policy.timeZone, now));
+    const window = windowKey(userId, appId, windowOf(resolution.windowPeriod));
     return { resolution, currencyCode: policy.currencyCode, window, limit: amountLimit(resolution.effective) };
   }
 
@@ -137,11 +148,12 @@ export class EffectiveLimits {
     const now = this.clock.now();
     // Not under the policy's lock: the kept policy, as FundPolicyService.Get answers it.
     const policy = await this.policy.current();
-    const { force, usage } = await readTransaction(this.storage, async (db) => {
-      const { rows } = await layersStatement.execute(db, { userId, appId });
-      const force = this.resolved(policy, rows[0]!, userId, appId, now, requireUser);
-      return { force, usage: await readUsage(db, force.window, new Date(now).toISOString()) };
-    });
+    const windows = spendWindows(policy.timeZone, now);
+    const starts = Object.fromEntries(WINDOW_PERIODS.map((p) => [p, new Date(windows[p].start).toISOString()])) as Record<WindowPeriod, string>;
+    const { rows } = await layersAndUsageStatement.execute(this.storage.db, { userId, appId, now: new Date(now).toISOString(), ...starts });
+    const row = rows[0]!;
+    const force = this.resolved(policy, row, userId, appId, now, requireUser, (period) => windows[period]);
+    const usage = usageOf(row, force.resolution.windowPeriod);
     const { effective } = force.resolution;
     return {
       ...effective,

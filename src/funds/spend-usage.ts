@@ -2,8 +2,9 @@
 // counter on the window's usage row) and held (the unexpired pending holds, summed from their
 // partial index at the instant asked). GetEffective and every spend operation read it here, and
 // every change in a window first locks that window's usage row here.
-import { sql } from "kysely";
+import { expressionBuilder, sql, type ExpressionBuilder } from "kysely";
 import { prepared } from "../storage/prepared.js";
+import type { Database } from "../storage/schema.js";
 import type { Db } from "../storage/transactions.js";
 import { fromNanos, toNanos } from "./money.js";
 import type { SpendWindow } from "./spend-window.js";
@@ -48,8 +49,15 @@ const addSpentStatement = prepared((db, v: WindowKey & { delta: bigint }) =>
     .where("window_start", "=", v.windowStart),
 );
 
-const heldStatement = prepared((db, v: WindowKey & { now: string }) =>
-  db
+/** A window's rows are keyed by its start: the usage row and the holds alike. */
+type WindowStart = Pick<WindowKey, "userId" | "appId" | "windowStart">;
+
+/** The Kysely instance, or an expression builder for a subquery. */
+type From = Pick<ExpressionBuilder<Database, never>, "selectFrom">;
+
+/** The sum of the window's pending holds unexpired at `now`, as text. */
+const heldQuery = (from: From, v: WindowStart & { now: string }) =>
+  from
     .selectFrom("spend_authorizations")
     // The literal matches the partial index spend_authorizations_held.
     .select(sql<string>`cast(coalesce(sum(amount_nanos), 0) as text)`.as("held"))
@@ -57,17 +65,18 @@ const heldStatement = prepared((db, v: WindowKey & { now: string }) =>
     .where("app_id", "=", v.appId)
     .where("window_start", "=", v.windowStart)
     .where(sql<boolean>`state = 'PENDING'`)
-    .where("expires_at", ">", v.now),
-);
+    .where("expires_at", ">", v.now);
 
-const spentStatement = prepared((db, v: WindowKey) =>
-  db
+/** The window's spent counter as text; no row when nothing was ever spent or held in it. */
+const spentQuery = (from: From, v: WindowStart) =>
+  from
     .selectFrom("spend_usage")
     .select(sql<string>`cast(spent_nanos as text)`.as("spent"))
     .where("user_id", "=", v.userId)
     .where("app_id", "=", v.appId)
-    .where("window_start", "=", v.windowStart),
-);
+    .where("window_start", "=", v.windowStart);
+
+const heldStatement = prepared((db, v: WindowKey & { now: string }) => heldQuery(db, v));
 
 /**
  * Locks the window's usage row (creating it) until the transaction ends, and answers what it has
@@ -109,10 +118,21 @@ export async function heldIn(db: Db, key: WindowKey, nowIso: string): Promise<bi
   return BigInt(rows[0]?.held ?? "0");
 }
 
-/** The window's usage read without a lock (a snapshot, for GetEffective). */
-export async function readUsage(db: Db, key: WindowKey, nowIso: string): Promise<Usage> {
-  const { rows } = await spentStatement.execute(db, key);
-  return { spent: rows[0] ? BigInt(rows[0].spent) : 0n, held: await heldIn(db, key, nowIso) };
+/**
+ * The window's usage at `v.now` read without a lock, as the columns `${name}_spent` and
+ * `${name}_held` (scalar subqueries) of a statement that reads more: GetEffective reads the layers
+ * and every candidate window's usage in one statement, one snapshot. `usageOf` reads them back.
+ */
+export const usageColumns = <N extends string>(name: N, v: WindowStart & { now: string }) => {
+  const eb = expressionBuilder<Database, never>();
+  return [spentQuery(eb, v).as(`${name}_spent`), heldQuery(eb, v).as(`${name}_held`)] as const;
+};
+
+/** The usage of the `usageColumns` named `name` in `row` (no usage row: nothing spent). */
+export function usageOf(row: Record<string, unknown>, name: string): Usage {
+  const spent = row[`${name}_spent`] as string | null;
+  const held = row[`${name}_held`] as string | null;
+  return { spent: BigInt(spent ?? "0"), held: BigInt(held ?? "0") };
 }
 
 /** The amount an amount decision caps the window at, else null (unlimited, deny). */

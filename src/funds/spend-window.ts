@@ -4,7 +4,11 @@
 // hours); where a local midnight does not exist (a clock that jumps from 23:59:59 to 01:00), the
 // day starts at the first instant of that date. Computed with the runtime's IANA database (Intl),
 // in integers of milliseconds: no floating-point date arithmetic.
-import type { PeriodKind } from "./types.js";
+import type { WindowPeriod } from "./resolve.js";
+import { PERIOD_KINDS } from "./types.js";
+
+/** Every period that picks a window. */
+export const WINDOW_PERIODS: readonly WindowPeriod[] = PERIOD_KINDS.filter((p): p is WindowPeriod => p !== "PERIOD_KIND_UNSPECIFIED");
 
 export interface SpendWindow {
   /** First instant of the window, epoch milliseconds (inclusive). */
@@ -88,7 +92,7 @@ function addMonths(date: LocalDate, months: number): LocalDate {
 }
 
 /** The local first and next-after dates of the period that contains `date`. */
-function periodDates(period: Exclude<PeriodKind, "PERIOD_KIND_UNSPECIFIED">, date: LocalDate): [LocalDate, LocalDate] {
+function periodDates(period: WindowPeriod, date: LocalDate): [LocalDate, LocalDate] {
   switch (period) {
     case "PERIOD_KIND_DAILY":
       return [date, addDays(date, 1)];
@@ -119,10 +123,14 @@ function periodDates(period: Exclude<PeriodKind, "PERIOD_KIND_UNSPECIFIED">, dat
 const windows = new Map<string, SpendWindow>();
 const MAX_CACHED_WINDOWS = 1024;
 
-/** The window of `period` in `timeZone` that contains `instant` (epoch milliseconds). */
-export function spendWindow(period: Exclude<PeriodKind, "PERIOD_KIND_UNSPECIFIED">, timeZone: string, instant: number): SpendWindow {
+/** The local date of `instant` in `timeZone`. */
+function localDate(instant: number, timeZone: string): LocalDate {
   const wall = new Date(wallClock(instant, timeZone));
-  const local = { year: wall.getUTCFullYear(), month: wall.getUTCMonth() + 1, day: wall.getUTCDate() };
+  return { year: wall.getUTCFullYear(), month: wall.getUTCMonth() + 1, day: wall.getUTCDate() };
+}
+
+/** The window of `period` in `timeZone` that contains the local date `local`. */
+function windowOf(period: WindowPeriod, timeZone: string, local: LocalDate): SpendWindow {
   const key = `${period} ${timeZone} ${local.year}-${local.month}-${local.day}`;
   let window = windows.get(key);
   if (!window) {
@@ -132,4 +140,15 @@ export function spendWindow(period: Exclude<PeriodKind, "PERIOD_KIND_UNSPECIFIED
     windows.set(key, window);
   }
   return { start: window.start, end: window.end };
+}
+
+/** The window of `period` in `timeZone` that contains `instant` (epoch milliseconds). */
+export function spendWindow(period: WindowPeriod, timeZone: string, instant: number): SpendWindow {
+  return windowOf(period, timeZone, localDate(instant, timeZone));
+}
+
+/** The window of every period that contains `instant`, its local date read once (GetEffective reads the usage of each). */
+export function spendWindows(timeZone: string, instant: number): Record<WindowPeriod, SpendWindow> {
+  const local = localDate(instant, timeZone);
+  return Object.fromEntries(WINDOW_PERIODS.map((p) => [p, windowOf(p, timeZone, local)])) as Record<WindowPeriod, SpendWindow>;
 }

@@ -2,7 +2,7 @@
 // changes (days of 23, 23.5 and 25 hours) and a skipped local midnight.
 import { existsSync, readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
-import { isTimeZone, spendWindow } from "../../src/funds/spend-window.js";
+import { isTimeZone, spendWindow, spendWindows } from "../../src/funds/spend-window.js";
 import type { PeriodKind } from "../../src/funds/types.js";
 
 interface Case {
@@ -36,6 +36,15 @@ describe("spend windows (shared vectors)", () => {
       expect(spendWindow(c.period, c.timeZone, start)).toEqual({ start, end });
       expect(spendWindow(c.period, c.timeZone, end - 1)).toEqual({ start, end });
       expect(spendWindow(c.period, c.timeZone, end).start).toBe(end);
+    }
+  });
+
+  it("spendWindows answers each period's window as spendWindow does", () => {
+    for (const c of vectors.cases) {
+      const at = Date.parse(c.at);
+      const all = spendWindows(c.timeZone, at);
+      expect(Object.keys(all)).toEqual(["PERIOD_KIND_DAILY", "PERIOD_KIND_WEEKLY", "PERIOD_KIND_MONTHLY", "PERIOD_KIND_QUARTERLY", "PERIOD_KIND_YEARLY"]);
+      expect(all[c.period]).toEqual(spendWindow(c.period, c.timeZone, at));
     }
   });
 
