@@ -10,18 +10,8 @@ import type { Answer } from "./funds-helpers.js";
 import { appWithLimit, authorized, money, watchingQueries } from "./spends-helpers.js";
 
 const watched = watchingQueries();
-const { sent } = watched;
-
-/** The statements one request sent on the connections that read a layer. */
-async function roundTrips(request: () => Promise<Answer>): Promise<string[]> {
-  sent.length = 0;
-  const answer = await request();
-  expect(answer.response.status, JSON.stringify(answer.error)).toBe(200);
-  const clients = new Set(sent.filter((s) => /subject_app_limits/.test(s.text)).map((s) => s.client));
-  const ours = sent.filter((s) => clients.has(s.client) && !/^select "version" from "change_versions"/.test(s.text)).map((s) => s.text);
-  if (process.env.SHOW_ROUND_TRIPS) console.log(ours.map((s) => s.slice(0, 140)).join("\n"));
-  return ours;
-}
+/** The connections that read a layer. */
+const TOUCHING_LAYER = /subject_app_limits/;
 
 describe.skipIf(testDialect() !== "postgres")("GetEffective's round trips (PostgreSQL)", () => {
   it.each([
@@ -35,7 +25,7 @@ describe.skipIf(testDialect() !== "postgres")("GetEffective's round trips (Postg
     // The caller's token and principal, and the kept fund policy, are fetched before.
     unwrap(await call(app));
     let usage: unknown;
-    const trips = await roundTrips(async () => {
+    const trips = await watched.roundTrips(TOUCHING_LAYER, async () => {
       const answer = await call(app);
       usage = answer.data?.effective.usage;
       return answer;

@@ -11,18 +11,8 @@ import type { Answer } from "./funds-helpers.js";
 import { amount, newAppId, watchingQueries } from "./spends-helpers.js";
 
 const watched = watchingQueries();
-const { sent } = watched;
-
-/** The statements one request sent on the connections that touched a controls row. */
-async function roundTrips(request: () => Promise<Answer>): Promise<string[]> {
-  sent.length = 0;
-  const answer = await request();
-  expect(answer.response.status, JSON.stringify(answer.error)).toBe(200);
-  const clients = new Set(sent.filter((s) => /subject_app_limits|app_caps|write_controls_row/.test(s.text)).map((s) => s.client));
-  const ours = sent.filter((s) => clients.has(s.client) && !/^select "version" from "change_versions"/.test(s.text)).map((s) => s.text);
-  if (process.env.SHOW_ROUND_TRIPS) console.log(ours.map((s) => s.slice(0, 140)).join("\n"));
-  return ours;
-}
+/** The connections that touched a controls row. */
+const TOUCHING_ROW = /subject_app_limits|app_caps|write_controls_row/;
 
 const later = () => new Date(Date.now() + 86_400_000).toISOString();
 
@@ -50,7 +40,7 @@ describe.skipIf(testDialect() !== "postgres")("the round trips of a controls row
   it.each(cases)("$what: a read and a write", async ({ setUp, write }) => {
     const app = newAppId("trips");
     if (setUp) unwrap(await setUp(app));
-    const trips = await roundTrips(() => write(app));
+    const trips = await watched.roundTrips(TOUCHING_ROW, () => write(app));
     expect(trips.length, trips.join("\n")).toBe(2);
     expect(trips[1]).toMatch(/write_controls_row/);
   });
@@ -58,7 +48,7 @@ describe.skipIf(testDialect() !== "postgres")("the round trips of a controls row
   it("a write that changes nothing is the read alone", async () => {
     const app = newAppId("trips");
     unwrap(await watched.server.admin.setLimit(watched.server.subject.userId, app, { limit: amount("5") }));
-    const trips = await roundTrips(() => watched.server.admin.setLimit(watched.server.subject.userId, app, { limit: amount("5") }));
+    const trips = await watched.roundTrips(TOUCHING_ROW, () => watched.server.admin.setLimit(watched.server.subject.userId, app, { limit: amount("5") }));
     expect(trips.length, trips.join("\n")).toBe(1);
   });
 });

@@ -8,7 +8,7 @@ import { watchPgQueries } from "../../bench/servers/pg-queries.js";
 import { unwrap, type ApiClient } from "../../src/client/index.js";
 import { testDialect } from "../support/database.js";
 import { startTestServer, type TestServer } from "../support/server.js";
-import { amount, funds, money, newAppId, type Funds, type Schemas } from "./funds-helpers.js";
+import { amount, funds, money, newAppId, type Answer, type Funds, type Schemas } from "./funds-helpers.js";
 
 export type Authorization = Schemas["SpendAuthorization"];
 
@@ -77,13 +77,33 @@ export interface SentQuery {
   text: string;
 }
 
+/** A spend server and what it sent to PostgreSQL; `server` is set once the file's tests start. */
+export class WatchedServer {
+  server!: SpendServer;
+  readonly sent: SentQuery[] = [];
+
+  /**
+   * What one request (answered 200) sent on the connections whose queries match `touching` (other
+   * connections, the workers', query meanwhile), less the change watches' polls.
+   */
+  async roundTrips(touching: RegExp, request: () => Promise<Answer>): Promise<string[]> {
+    this.sent.length = 0;
+    const answer = await request();
+    expect(answer.response.status, JSON.stringify(answer.error)).toBe(200);
+    const clients = new Set(this.sent.filter((s) => touching.test(s.text)).map((s) => s.client));
+    const ours = this.sent.filter((s) => clients.has(s.client) && !/^select "version" from "change_versions"/.test(s.text)).map((s) => s.text);
+    if (process.env.SHOW_ROUND_TRIPS) console.log(ours.map((s) => s.slice(0, 140)).join("\n"));
+    return ours;
+  }
+}
+
 /**
  * On PostgreSQL, registers hooks that watch every query the pg client sends
  * (bench/servers/pg-queries.ts) and start a spend server, stopped after the file's tests; `.server`
  * is that server, `.sent` what it sent. On SQLite the hooks do nothing (no round trips to count).
  */
-export function watchingQueries(): { server: SpendServer; sent: SentQuery[] } {
-  const watched = { sent: [] as SentQuery[] } as { server: SpendServer; sent: SentQuery[] };
+export function watchingQueries(): WatchedServer {
+  const watched = new WatchedServer();
   let stopWatching: (() => void) | undefined;
   beforeAll(async () => {
     if (testDialect() !== "postgres") return;
