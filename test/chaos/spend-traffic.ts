@@ -13,13 +13,10 @@ import pg from "pg";
 import { expect } from "vitest";
 import { createApiClient, errorReason, unwrap, type ApiClient, type components } from "../../src/client/index.js";
 import type { Counter } from "../support/reliability.js";
+import { NANOS, nanosOf, usd } from "../http/spends-load-helpers.js";
 
 type Authorization = components["schemas"]["SpendAuthorization"];
-type Money = components["schemas"]["Money"];
 
-const NANOS = 1_000_000_000n;
-const nanosOf = (m: Money): bigint => BigInt(m.units) * NANOS + BigInt(m.nanos);
-const usd = (nanos: bigint): Money => ({ currencyCode: "USD", units: String(nanos / NANOS), nanos: Number(nanos % NANOS) });
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Each app's monthly limit: small, so that the limit binds within the few dozen spends a run makes, and headroom given back is taken again. */

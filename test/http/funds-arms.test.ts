@@ -4,7 +4,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { unwrap } from "../../src/client/index.js";
 import type { TestServer } from "../support/server.js";
-import { amount, BLOCKED, DAY, expectError, HOUR, newAppId, startFundsServer, storedControls, UNLIMITED, type Funds, shown } from "./funds-helpers.js";
+import { amount, BLOCKED, DAY, expectError, HOUR, newAppId, startFundsServer, storedControls, UNLIMITED, type Funds, shown, iso } from "./funds-helpers.js";
 
 let ts: TestServer;
 let admin: Funds;
@@ -13,7 +13,6 @@ let subject: { userId: string; f: Funds };
 beforeAll(async () => void ({ ts, admin, subject } = await startFundsServer()));
 afterAll(async () => ts?.stop());
 
-const iso = (ms: number) => new Date(ms).toISOString();
 const inFuture = (ms = DAY) => iso(ts.clock.now() + ms);
 
 describe("MyFundLimitsService.SetLimit accepts only the amount arm", () => {

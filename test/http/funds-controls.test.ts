@@ -4,7 +4,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { unwrap } from "../../src/client/index.js";
 import type { TestServer } from "../support/server.js";
-import { amount, BLOCKED, DAY, expectError, HOUR, newAppId, startFundsServer, storedControls, UNLIMITED, type Funds, shown } from "./funds-helpers.js";
+import { amount, BLOCKED, DAY, expectError, HOUR, newAppId, startFundsServer, storedControls, UNLIMITED, type Funds, shown, iso } from "./funds-helpers.js";
 
 const TENANT = "tenant-acme";
 let ts: TestServer;
@@ -14,7 +14,6 @@ let subject: { userId: string; f: Funds };
 beforeAll(async () => void ({ ts, admin, subject } = await startFundsServer({ TENANT_ID: TENANT })));
 afterAll(async () => ts?.stop());
 
-const iso = (ms: number) => new Date(ms).toISOString();
 const now = () => iso(ts.clock.now());
 const effective = async (appId: string) => unwrap(await admin.effective(subject.userId, appId)).effective;
 const setDefault = async (defaultControls: unknown) =>

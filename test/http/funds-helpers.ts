@@ -11,6 +11,9 @@ let counter = 0;
 export const newAppId = (prefix = "app") => `${prefix}-${++counter}-${Math.random().toString(36).slice(2, 8)}`;
 
 export const money = (units: string, nanos = 0, currencyCode = "USD") => ({ currencyCode, units, nanos });
+
+/** An instant, as the API writes timestamps. */
+export const iso = (ms: number): string => new Date(ms).toISOString();
 // Limits as answers show them (the unset arms null); requests send them so too, as a client
 // sending back what it read does.
 export const amount = (units: string, nanos = 0, currencyCode = "USD") => ({ amount: { money: money(units, nanos, currencyCode) }, blocked: null, unlimited: null });

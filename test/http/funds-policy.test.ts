@@ -12,7 +12,7 @@ import { ManualClock } from "../../src/core/clock.js";
 import { createLogger } from "../../src/core/logger.js";
 import { startServer } from "../../src/server.js";
 import { BOOTSTRAP, startTestServer, type TestServer } from "../support/server.js";
-import { amount, BLOCKED, DAY, expectError, funds, HOUR, newAppId, UNLIMITED, type Funds, shown } from "./funds-helpers.js";
+import { amount, BLOCKED, DAY, expectError, funds, HOUR, newAppId, UNLIMITED, type Funds, shown, iso } from "./funds-helpers.js";
 
 let ts: TestServer;
 let admin: Funds;
@@ -25,7 +25,6 @@ beforeAll(async () => {
 });
 afterAll(async () => ts?.stop());
 
-const iso = (ms: number) => new Date(ms).toISOString();
 const policy = async () => unwrap(await admin.policyGet()).fundPolicy;
 const update = (fundPolicy: unknown, updateMask?: string) => admin.policyUpdate({ fundPolicy, ...(updateMask === undefined ? {} : { updateMask }) });
 const eur = (units: string) => amount(units, 0, "EUR");

@@ -1,27 +1,24 @@
 // SpendService.Authorize and Get through HTTP: approve and decline per cause, the window of each
 // period, usage after each decision, unlimited accounted, a limit changed mid-window, int64 edges,
 // the request's own errors, and exactness under concurrent authorizations.
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { unwrap } from "../../src/client/index.js";
 import type { TestServer } from "../support/server.js";
-import { BLOCKED, DAY, expectError, UNLIMITED, type Funds } from "./funds-helpers.js";
-import { amount, appWithLimit, authorized, money, newAppId, startSpendServer, type Spends } from "./spends-helpers.js";
+import { BLOCKED, DAY, expectError, UNLIMITED, type Funds, iso } from "./funds-helpers.js";
+import { amount, appWithLimit, authorized, money, newAppId, spendServerForFile, type Spends } from "./spends-helpers.js";
 
 let ts: TestServer;
 let admin: Funds;
 let spend: Spends;
 let subject: { userId: string; f: Funds; s: Spends };
 
-beforeAll(async () => void ({ ts, admin, spend, subject } = await startSpendServer()));
-afterAll(async () => ts?.stop());
+spendServerForFile((server) => void ({ ts, admin, spend, subject } = server));
 
-const iso = (ms: number) => new Date(ms).toISOString();
-const usd = (units: string, nanos = 0) => money(units, nanos);
 /** int64 max nanos as Money: 9223372036 units and 854775807 nanos. */
-const MAX_MONEY = usd("9223372036", 854_775_807);
+const MAX_MONEY = money("9223372036", 854_775_807);
 
 const NOV = { windowStart: "2026-11-01T00:00:00.000Z", windowEnd: "2026-12-01T00:00:00.000Z" };
-const auth = (appId: string, units: string, extra: object = {}) => authorized(spend, { userId: subject.userId, appId, amount: usd(units), ...extra });
+const auth = (appId: string, units: string, extra: object = {}) => authorized(spend, { userId: subject.userId, appId, amount: money(units), ...extra });
 const effectiveUsage = async (appId: string) => unwrap(await admin.effective(subject.userId, appId)).effective.usage;
 
 describe("Authorize against an amount limit", () => {
@@ -31,10 +28,10 @@ describe("Authorize against an amount limit", () => {
     expect(a).toMatchObject({
       userId: subject.userId,
       appId: app,
-      amount: usd("15"),
+      amount: money("15"),
       state: "SPEND_AUTHORIZATION_STATE_PENDING",
-      capturedAmount: usd("0"),
-      reversedAmount: usd("0"),
+      capturedAmount: money("0"),
+      reversedAmount: money("0"),
       expiresAt: iso(ts.clock.now() + 600_000),
       ...NOV,
       metadata: { orderId: "ord_1" },
@@ -45,7 +42,7 @@ describe("Authorize against an amount limit", () => {
         cause: "SPEND_DECLINE_CAUSE_UNSPECIFIED",
         scope: "SCOPE_SUBJECT_APP",
         period: "PERIOD_KIND_MONTHLY",
-        usage: { ...NOV, spent: usd("0"), held: usd("15"), limit: usd("100"), remaining: usd("85") },
+        usage: { ...NOV, spent: money("0"), held: money("15"), limit: money("100"), remaining: money("85") },
       },
     });
     expect(a.id).toMatch(/^[0-9A-Za-z]{16}$/);
@@ -54,38 +51,38 @@ describe("Authorize against an amount limit", () => {
       "window 2026-11-01T00:00:00.000Z..2026-12-01T00:00:00.000Z: spent USD 0 + held USD 0 + USD 15 <= USD 100 -> approve",
     ]);
     expect(unwrap(await spend.get(a.id)).authorization).toEqual(a);
-    expect(await effectiveUsage(app)).toEqual({ ...NOV, spent: usd("0"), held: usd("15"), limit: usd("100"), remaining: usd("85") });
+    expect(await effectiveUsage(app)).toEqual({ ...NOV, spent: money("0"), held: money("15"), limit: money("100"), remaining: money("85") });
   });
 
   it("approves exactly up to the limit (spent + held + amount <= limit) and declines one nano more, holding nothing", async () => {
     const app = await appWithLimit(admin, subject.userId, "10");
     await auth(app, "4");
     const captured = await auth(app, "3", { capture: true });
-    expect(captured.decision.usage).toMatchObject({ spent: usd("3"), held: usd("4"), remaining: usd("3") });
-    const over = await authorized(spend, { userId: subject.userId, appId: app, amount: usd("3", 1) });
+    expect(captured.decision.usage).toMatchObject({ spent: money("3"), held: money("4"), remaining: money("3") });
+    const over = await authorized(spend, { userId: subject.userId, appId: app, amount: money("3", 1) });
     expect(over).toMatchObject({
       state: "SPEND_AUTHORIZATION_STATE_DECLINED",
       expiresAt: null,
-      capturedAmount: usd("0"),
-      decision: { approved: false, cause: "SPEND_DECLINE_CAUSE_LIMIT_EXCEEDED", scope: "SCOPE_SUBJECT_APP", usage: { spent: usd("3"), held: usd("4"), remaining: usd("3") } },
+      capturedAmount: money("0"),
+      decision: { approved: false, cause: "SPEND_DECLINE_CAUSE_LIMIT_EXCEEDED", scope: "SCOPE_SUBJECT_APP", usage: { spent: money("3"), held: money("4"), remaining: money("3") } },
     });
     expect(over.decision.trace.at(-1)).toBe(`window ${NOV.windowStart}..${NOV.windowEnd}: spent USD 3 + held USD 4 + USD 3.000000001 > USD 10 -> decline`);
     const exact = await auth(app, "3");
-    expect(exact.decision).toMatchObject({ approved: true, usage: { held: usd("7"), remaining: usd("0") } });
-    expect((await auth(app, "0", { amount: usd("0", 1) })).decision.approved).toBe(false);
+    expect(exact.decision).toMatchObject({ approved: true, usage: { held: money("7"), remaining: money("0") } });
+    expect((await auth(app, "0", { amount: money("0", 1) })).decision.approved).toBe(false);
     // Declined ones hold nothing: the usage is unchanged by them.
-    expect(await effectiveUsage(app)).toEqual({ ...NOV, spent: usd("3"), held: usd("7"), limit: usd("10"), remaining: usd("0") });
+    expect(await effectiveUsage(app)).toEqual({ ...NOV, spent: money("3"), held: money("7"), limit: money("10"), remaining: money("0") });
   });
 
   it("a limit lowered mid-window below what is spent declines further spends (remaining 0, never negative); raised, it admits at once", async () => {
     const app = await appWithLimit(admin, subject.userId, "50");
     await auth(app, "40", { capture: true });
     unwrap(await admin.setLimit(subject.userId, app, { limit: amount("30") }));
-    expect(await effectiveUsage(app)).toMatchObject({ spent: usd("40"), held: usd("0"), limit: usd("30"), remaining: usd("0") });
+    expect(await effectiveUsage(app)).toMatchObject({ spent: money("40"), held: money("0"), limit: money("30"), remaining: money("0") });
     const declined = await auth(app, "1");
-    expect(declined.decision).toMatchObject({ approved: false, cause: "SPEND_DECLINE_CAUSE_LIMIT_EXCEEDED", usage: { spent: usd("40"), remaining: usd("0") } });
+    expect(declined.decision).toMatchObject({ approved: false, cause: "SPEND_DECLINE_CAUSE_LIMIT_EXCEEDED", usage: { spent: money("40"), remaining: money("0") } });
     unwrap(await admin.setLimit(subject.userId, app, { limit: amount("45") }));
-    expect((await auth(app, "5")).decision).toMatchObject({ approved: true, usage: { spent: usd("40"), held: usd("5"), limit: usd("45"), remaining: usd("0") } });
+    expect((await auth(app, "5")).decision).toMatchObject({ approved: true, usage: { spent: money("40"), held: money("5"), limit: money("45"), remaining: money("0") } });
   });
 
   it("an unexpired extension's amount replaces the limit while it lasts, and the base limit applies again after it", async () => {
@@ -93,12 +90,12 @@ describe("Authorize against an amount limit", () => {
     const expiresAt = iso(ts.clock.now() + 60_000);
     unwrap(await admin.setExtension(subject.userId, app, { limit: amount("20"), expiresAt, reason: "trip" }));
     const a = await auth(app, "15");
-    expect(a.decision).toMatchObject({ approved: true, scope: "SCOPE_SUBJECT_APP", usage: { limit: usd("20"), remaining: usd("5") } });
+    expect(a.decision).toMatchObject({ approved: true, scope: "SCOPE_SUBJECT_APP", usage: { limit: money("20"), remaining: money("5") } });
     expect(a.decision.trace[0]).toBe(`SCOPE_SUBJECT_APP: extension until ${expiresAt} USD 20 per PERIOD_KIND_MONTHLY by default -> limit`);
     ts.clock.advance(60_000);
     // The hold (600 s) still counts; the limit is 10 again: 15 held is over it.
     const b = await auth(app, "1");
-    expect(b.decision).toMatchObject({ approved: false, cause: "SPEND_DECLINE_CAUSE_LIMIT_EXCEEDED", usage: { held: usd("15"), limit: usd("10"), remaining: usd("0") } });
+    expect(b.decision).toMatchObject({ approved: false, cause: "SPEND_DECLINE_CAUSE_LIMIT_EXCEEDED", usage: { held: money("15"), limit: money("10"), remaining: money("0") } });
   });
 });
 
@@ -120,7 +117,7 @@ describe("Authorize declines by cause, holding nothing", () => {
         scope: "SCOPE_SUBJECT_APP",
         period: "PERIOD_KIND_WEEKLY",
         trace: ['SCOPE_SUBJECT_APP: suspended ("card reported lost") -> deny'],
-        usage: { spent: usd("5"), held: usd("0"), limit: null, remaining: null },
+        usage: { spent: money("5"), held: money("0"), limit: null, remaining: null },
       },
     });
 
@@ -129,7 +126,7 @@ describe("Authorize declines by cause, holding nothing", () => {
 
     const none = newAppId();
     const n = await auth(none, "1");
-    expect(n).toMatchObject({ ...NOV, decision: { approved: false, cause: "SPEND_DECLINE_CAUSE_NO_LIMIT", scope: "SCOPE_UNSPECIFIED", period: "PERIOD_KIND_MONTHLY", usage: { spent: usd("0"), held: usd("0"), limit: null, remaining: null } } });
+    expect(n).toMatchObject({ ...NOV, decision: { approved: false, cause: "SPEND_DECLINE_CAUSE_NO_LIMIT", scope: "SCOPE_UNSPECIFIED", period: "PERIOD_KIND_MONTHLY", usage: { spent: money("0"), held: money("0"), limit: null, remaining: null } } });
     expect(n.decision.trace.at(-1)).toBe("no layer states an opinion -> deny");
     // Stored: Get shows the declined one.
     expect(unwrap(await spend.get(n.id)).authorization).toEqual(n);
@@ -149,30 +146,30 @@ describe("unlimited: always approved, fully accounted", () => {
     const app = await appWithLimit(admin, subject.userId, UNLIMITED);
     await auth(app, "1000000", { capture: true });
     const a = await auth(app, "250");
-    expect(a.decision).toMatchObject({ approved: true, cause: "SPEND_DECLINE_CAUSE_UNSPECIFIED", usage: { spent: usd("1000000"), held: usd("250"), limit: null, remaining: null } });
+    expect(a.decision).toMatchObject({ approved: true, cause: "SPEND_DECLINE_CAUSE_UNSPECIFIED", usage: { spent: money("1000000"), held: money("250"), limit: null, remaining: null } });
     expect(a.decision.trace.at(-1)).toBe(`window ${NOV.windowStart}..${NOV.windowEnd}: spent USD 1000000 + held USD 0 + USD 250, unlimited -> approve`);
-    expect(await effectiveUsage(app)).toEqual({ ...NOV, spent: usd("1000000"), held: usd("250"), limit: null, remaining: null });
+    expect(await effectiveUsage(app)).toEqual({ ...NOV, spent: money("1000000"), held: money("250"), limit: null, remaining: null });
   });
 
   it("amounts up to int64 max nanos are exact; a sum past int64 is 409 USAGE_OUT_OF_RANGE and changes nothing", async () => {
     const app = await appWithLimit(admin, subject.userId, UNLIMITED);
-    const big = await auth(app, "9223372036", { amount: usd("9223372036", 854_775_806), capture: true });
-    expect(big.amount).toEqual(usd("9223372036", 854_775_806));
-    expect(big.decision.usage.spent).toEqual(usd("9223372036", 854_775_806));
-    const last = await auth(app, "0", { amount: usd("0", 1) });
-    expect(last.decision.usage).toMatchObject({ spent: usd("9223372036", 854_775_806), held: usd("0", 1) });
-    const r = await spend.authorize({ userId: subject.userId, appId: app, amount: usd("0", 1) });
+    const big = await auth(app, "9223372036", { amount: money("9223372036", 854_775_806), capture: true });
+    expect(big.amount).toEqual(money("9223372036", 854_775_806));
+    expect(big.decision.usage.spent).toEqual(money("9223372036", 854_775_806));
+    const last = await auth(app, "0", { amount: money("0", 1) });
+    expect(last.decision.usage).toMatchObject({ spent: money("9223372036", 854_775_806), held: money("0", 1) });
+    const r = await spend.authorize({ userId: subject.userId, appId: app, amount: money("0", 1) });
     expectError(r, 409, "USAGE_OUT_OF_RANGE");
     expect((r.error as { message: string }).message).toBe("the window's usage plus this amount does not fit in an int64 of nanos");
-    expect(await effectiveUsage(app)).toMatchObject({ spent: usd("9223372036", 854_775_806), held: usd("0", 1) });
+    expect(await effectiveUsage(app)).toMatchObject({ spent: money("9223372036", 854_775_806), held: money("0", 1) });
     expect(unwrap(await spend.list({ app_id: app })).list).toHaveLength(2);
   });
 
   it("an amount limit of int64 max admits int64 max exactly, and declines a nano more", async () => {
     const app = await appWithLimit(admin, subject.userId, { amount: { money: MAX_MONEY }, blocked: null, unlimited: null });
     const a = await auth(app, "0", { amount: MAX_MONEY });
-    expect(a.decision).toMatchObject({ approved: true, usage: { held: MAX_MONEY, limit: MAX_MONEY, remaining: usd("0") } });
-    expect((await auth(app, "0", { amount: usd("0", 1) })).decision).toMatchObject({ approved: false, cause: "SPEND_DECLINE_CAUSE_LIMIT_EXCEEDED" });
+    expect(a.decision).toMatchObject({ approved: true, usage: { held: MAX_MONEY, limit: MAX_MONEY, remaining: money("0") } });
+    expect((await auth(app, "0", { amount: money("0", 1) })).decision).toMatchObject({ approved: false, cause: "SPEND_DECLINE_CAUSE_LIMIT_EXCEEDED" });
   });
 });
 
@@ -189,7 +186,7 @@ describe("the window of each period", () => {
       const app = await appWithLimit(admin, subject.userId, "10", period);
       const a = await auth(app, "2");
       expect(a).toMatchObject({ windowStart, windowEnd, decision: { period, usage: { windowStart, windowEnd } } });
-      expect(await effectiveUsage(app)).toMatchObject({ windowStart, windowEnd, held: usd("2"), remaining: usd("8") });
+      expect(await effectiveUsage(app)).toMatchObject({ windowStart, windowEnd, held: money("2"), remaining: money("8") });
     });
   }
 
@@ -199,7 +196,7 @@ describe("the window of each period", () => {
     expect((await auth(app, "1")).decision.approved).toBe(false);
     ts.clock.advance(DAY);
     const next = await auth(app, "10");
-    expect(next).toMatchObject({ windowStart: "2026-11-21T00:00:00.000Z", decision: { approved: true, usage: { spent: usd("0"), held: usd("10") } } });
+    expect(next).toMatchObject({ windowStart: "2026-11-21T00:00:00.000Z", decision: { approved: true, usage: { spent: money("0"), held: money("10") } } });
     ts.clock.advance(-DAY);
   });
 });
@@ -207,11 +204,11 @@ describe("the window of each period", () => {
 describe("Authorize refuses bad requests, changing nothing", () => {
   it("400s: amount zero, another currency, out of int64, holdSeconds with capture, holdSeconds out of range, no Idempotency-Key", async () => {
     const app = await appWithLimit(admin, subject.userId, "100");
-    const body = (extra: object) => ({ userId: subject.userId, appId: app, amount: usd("1"), ...extra });
+    const body = (extra: object) => ({ userId: subject.userId, appId: app, amount: money("1"), ...extra });
     const cases: [object, string, string, string | null | undefined][] = [
-      [{ amount: usd("0") }, "AMOUNT_NOT_POSITIVE", "body.amount: must be greater than zero", undefined],
+      [{ amount: money("0") }, "AMOUNT_NOT_POSITIVE", "body.amount: must be greater than zero", undefined],
       [{ amount: money("1", 0, "EUR") }, "CURRENCY_MISMATCH", "body.amount.currencyCode: must be the fund currency USD", undefined],
-      [{ amount: usd("9223372036", 854_775_808) }, "MONEY_OUT_OF_RANGE", "body.amount.units: units * 10^9 + nanos must fit in an int64", undefined],
+      [{ amount: money("9223372036", 854_775_808) }, "MONEY_OUT_OF_RANGE", "body.amount.units: units * 10^9 + nanos must fit in an int64", undefined],
       [{ capture: true, holdSeconds: 60 }, "HOLD_WITH_CAPTURE", "body.holdSeconds: must not be sent with capture true", undefined],
       [{ holdSeconds: 604_801 }, "INVALID_ARGUMENT", "body.holdSeconds: must be <= 604800", undefined],
       [{}, "INVALID_ARGUMENT", "headers.idempotency-key: must have required property 'idempotency-key'", null],
@@ -225,7 +222,7 @@ describe("Authorize refuses bad requests, changing nothing", () => {
   });
 
   it("404 USER_NOT_FOUND for an unknown subject", async () => {
-    const r = await spend.authorize({ userId: "noSuchUser000001", appId: newAppId(), amount: usd("1") });
+    const r = await spend.authorize({ userId: "noSuchUser000001", appId: newAppId(), amount: money("1") });
     expectError(r, 404, "USER_NOT_FOUND");
     expect((r.error as { message: string }).message).toBe("no user with this id");
   });
@@ -235,17 +232,17 @@ describe("Authorize refuses bad requests, changing nothing", () => {
     expect((await auth(app, "1", { holdSeconds: 1 })).expiresAt).toBe(iso(ts.clock.now() + 1000));
     expect((await auth(app, "1", { holdSeconds: 604_800 })).expiresAt).toBe(iso(ts.clock.now() + 604_800_000));
     const c = await auth(app, "1", { capture: true });
-    expect(c).toMatchObject({ state: "SPEND_AUTHORIZATION_STATE_CAPTURED", capturedAmount: usd("1"), expiresAt: null, decision: { usage: { spent: usd("1"), held: usd("2") } } });
+    expect(c).toMatchObject({ state: "SPEND_AUTHORIZATION_STATE_CAPTURED", capturedAmount: money("1"), expiresAt: null, decision: { usage: { spent: money("1"), held: money("2") } } });
   });
 });
 
 describe("exactness under concurrency", () => {
   it("30 concurrent authorizations of 1.00 against 20.00 approve exactly 20", async () => {
     const app = await appWithLimit(admin, subject.userId, "20");
-    const answers = await Promise.all(Array.from({ length: 30 }, () => spend.authorize({ userId: subject.userId, appId: app, amount: usd("1") })));
+    const answers = await Promise.all(Array.from({ length: 30 }, () => spend.authorize({ userId: subject.userId, appId: app, amount: money("1") })));
     const states = answers.map((r) => unwrap(r).authorization.state);
     expect(states.filter((s) => s === "SPEND_AUTHORIZATION_STATE_PENDING")).toHaveLength(20);
     expect(states.filter((s) => s === "SPEND_AUTHORIZATION_STATE_DECLINED")).toHaveLength(10);
-    expect(await effectiveUsage(app)).toMatchObject({ held: usd("20"), remaining: usd("0") });
+    expect(await effectiveUsage(app)).toMatchObject({ held: money("20"), remaining: money("0") });
   });
 });

@@ -55,6 +55,17 @@ export async function startSpendServer(env: Record<string, string> = {}): Promis
   return { ts, admin: funds(ts.admin), spend: spends(ts.admin), subject: { userId: user.userId, f: funds(user.client), s: spends(user.client) } };
 }
 
+/** Starts a spend server before the file's tests (handed to `use`) and stops it after them. */
+export function spendServerForFile(use: (server: SpendServer) => void): void {
+  let ts: TestServer | undefined;
+  beforeAll(async () => {
+    const server = await startSpendServer();
+    ts = server.ts;
+    use(server);
+  });
+  afterAll(async () => ts?.stop());
+}
+
 export { amount, funds, money, newAppId };
 
 /** A fresh app whose subject row has `limit` (an amount in units, or a limit object) per `period`. */

@@ -1,23 +1,20 @@
 // After the decision: Capture (whole, part with the rest released), Release, expiry at the
 // instant, Reverse (part, whole, over, nothing left) restoring headroom in the spend's own window
 // even a past one, the 404 and 409s, and Idempotency-Key on every mutating spend operation.
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { unwrap } from "../../src/client/index.js";
 import { bootstrapToken, type TestServer } from "../support/server.js";
-import { DAY, expectError, type Funds } from "./funds-helpers.js";
-import { appWithLimit, authorized, money, spends, startSpendServer, type Authorization, type Spends } from "./spends-helpers.js";
+import { DAY, expectError, type Funds, iso } from "./funds-helpers.js";
+import { appWithLimit, authorized, money, spends, spendServerForFile, type Authorization, type Spends } from "./spends-helpers.js";
 
 let ts: TestServer;
 let admin: Funds;
 let spend: Spends;
 let subject: { userId: string; f: Funds; s: Spends };
 
-beforeAll(async () => void ({ ts, admin, spend, subject } = await startSpendServer()));
-afterAll(async () => ts?.stop());
+spendServerForFile((server) => void ({ ts, admin, spend, subject } = server));
 
-const iso = (ms: number) => new Date(ms).toISOString();
-const usd = (units: string, nanos = 0) => money(units, nanos);
-const auth = (appId: string, units: string, extra: object = {}) => authorized(spend, { userId: subject.userId, appId, amount: usd(units), ...extra });
+const auth = (appId: string, units: string, extra: object = {}) => authorized(spend, { userId: subject.userId, appId, amount: money(units), ...extra });
 const usage = async (appId: string) => unwrap(await admin.effective(subject.userId, appId)).effective.usage;
 const messageOf = (r: { error?: unknown }) => (r.error as { message: string }).message;
 const stateMeta = (r: { error?: unknown }) => (r.error as { details: { metadata?: Record<string, string> }[] }).details[0]!.metadata;
@@ -28,26 +25,26 @@ describe("Capture", () => {
     const a = await auth(app, "15");
     ts.clock.advance(1000);
     const c = unwrap(await spend.capture(a.id)).authorization;
-    expect(c).toEqual({ ...a, state: "SPEND_AUTHORIZATION_STATE_CAPTURED", capturedAmount: usd("15"), updatedAt: iso(ts.clock.now()) });
-    expect(await usage(app)).toMatchObject({ spent: usd("15"), held: usd("0"), remaining: usd("85") });
+    expect(c).toEqual({ ...a, state: "SPEND_AUTHORIZATION_STATE_CAPTURED", capturedAmount: money("15"), updatedAt: iso(ts.clock.now()) });
+    expect(await usage(app)).toMatchObject({ spent: money("15"), held: money("0"), remaining: money("85") });
     expect(unwrap(await spend.get(a.id)).authorization).toEqual(c);
   });
 
   it("captures a part and releases the rest at once", async () => {
     const app = await appWithLimit(admin, subject.userId, "100");
     const a = await auth(app, "15");
-    const c = unwrap(await spend.capture(a.id, { amount: usd("12", 500_000_000) })).authorization;
-    expect(c).toMatchObject({ state: "SPEND_AUTHORIZATION_STATE_CAPTURED", amount: usd("15"), capturedAmount: usd("12", 500_000_000) });
-    expect(await usage(app)).toMatchObject({ spent: usd("12", 500_000_000), held: usd("0"), remaining: usd("87", 500_000_000) });
+    const c = unwrap(await spend.capture(a.id, { amount: money("12", 500_000_000) })).authorization;
+    expect(c).toMatchObject({ state: "SPEND_AUTHORIZATION_STATE_CAPTURED", amount: money("15"), capturedAmount: money("12", 500_000_000) });
+    expect(await usage(app)).toMatchObject({ spent: money("12", 500_000_000), held: money("0"), remaining: money("87", 500_000_000) });
   });
 
   it("refuses 0, more than the hold, another currency (400) and a non-pending authorization (409), changing nothing", async () => {
     const app = await appWithLimit(admin, subject.userId, "100");
     const a = await auth(app, "15");
-    const zero = await spend.capture(a.id, { amount: usd("0") });
+    const zero = await spend.capture(a.id, { amount: money("0") });
     expectError(zero, 400, "AMOUNT_NOT_POSITIVE");
     expect(messageOf(zero)).toBe("body.amount: must be greater than zero");
-    const over = await spend.capture(a.id, { amount: usd("15", 1) });
+    const over = await spend.capture(a.id, { amount: money("15", 1) });
     expectError(over, 400, "AMOUNT_EXCEEDS_HOLD");
     expect(messageOf(over)).toBe("body.amount: must not exceed the authorized amount");
     const eur = await spend.capture(a.id, { amount: money("1", 0, "EUR") });
@@ -71,7 +68,7 @@ describe("Capture", () => {
     const d = await spend.capture(declined.id);
     expectError(d, 409, "AUTHORIZATION_NOT_PENDING");
     expect(stateMeta(d)).toEqual({ state: "SPEND_AUTHORIZATION_STATE_DECLINED" });
-    expect(await usage(app)).toMatchObject({ spent: usd("1"), held: usd("0") });
+    expect(await usage(app)).toMatchObject({ spent: money("1"), held: money("0") });
   });
 });
 
@@ -80,11 +77,11 @@ describe("expiry", () => {
     const app = await appWithLimit(admin, subject.userId, "10");
     const a = await auth(app, "10", { holdSeconds: 60 });
     ts.clock.advance(59_999);
-    expect(await usage(app)).toMatchObject({ held: usd("10"), remaining: usd("0") });
+    expect(await usage(app)).toMatchObject({ held: money("10"), remaining: money("0") });
     expect((await auth(app, "1")).decision.approved).toBe(false);
     expect(unwrap(await spend.get(a.id)).authorization.state).toBe("SPEND_AUTHORIZATION_STATE_PENDING");
     ts.clock.advance(1);
-    expect(await usage(app)).toMatchObject({ held: usd("0"), remaining: usd("10") });
+    expect(await usage(app)).toMatchObject({ held: money("0"), remaining: money("10") });
     expect(unwrap(await spend.get(a.id)).authorization).toEqual({ ...a, state: "SPEND_AUTHORIZATION_STATE_EXPIRED" });
     const c = await spend.capture(a.id);
     expectError(c, 409, "AUTHORIZATION_NOT_PENDING");
@@ -104,7 +101,7 @@ describe("Release", () => {
     ts.clock.advance(1000);
     const r = unwrap(await spend.release(a.id)).authorization;
     expect(r).toEqual({ ...a, state: "SPEND_AUTHORIZATION_STATE_RELEASED", updatedAt: iso(ts.clock.now()) });
-    expect(await usage(app)).toMatchObject({ held: usd("0"), remaining: usd("10") });
+    expect(await usage(app)).toMatchObject({ held: money("0"), remaining: money("10") });
     ts.clock.advance(1000);
     expect(unwrap(await spend.release(a.id)).authorization).toEqual(r);
     const captured = await auth(app, "1", { capture: true });
@@ -122,20 +119,20 @@ describe("Reverse", () => {
   it("reverses a part, then the rest without an amount; the state stays CAPTURED; then nothing is left (409)", async () => {
     const app = await appWithLimit(admin, subject.userId, "20");
     const a = await auth(app, "15", { capture: true });
-    expect(await usage(app)).toMatchObject({ spent: usd("15"), remaining: usd("5") });
-    const part = unwrap(await spend.reverse(a.id, { amount: usd("5") })).authorization;
-    expect(part).toMatchObject({ state: "SPEND_AUTHORIZATION_STATE_CAPTURED", capturedAmount: usd("15"), reversedAmount: usd("5") });
-    expect(await usage(app)).toMatchObject({ spent: usd("10"), remaining: usd("10") });
-    const over = await spend.reverse(a.id, { amount: usd("10", 1) });
+    expect(await usage(app)).toMatchObject({ spent: money("15"), remaining: money("5") });
+    const part = unwrap(await spend.reverse(a.id, { amount: money("5") })).authorization;
+    expect(part).toMatchObject({ state: "SPEND_AUTHORIZATION_STATE_CAPTURED", capturedAmount: money("15"), reversedAmount: money("5") });
+    expect(await usage(app)).toMatchObject({ spent: money("10"), remaining: money("10") });
+    const over = await spend.reverse(a.id, { amount: money("10", 1) });
     expectError(over, 400, "AMOUNT_EXCEEDS_CAPTURED");
     expect(messageOf(over)).toBe("body.amount: must not exceed the captured amount not yet reversed");
-    const zero = await spend.reverse(a.id, { amount: usd("0") });
+    const zero = await spend.reverse(a.id, { amount: money("0") });
     expectError(zero, 400, "AMOUNT_NOT_POSITIVE");
     const eur = await spend.reverse(a.id, { amount: money("1", 0, "EUR") });
     expectError(eur, 400, "CURRENCY_MISMATCH");
     const rest = unwrap(await spend.reverse(a.id)).authorization;
-    expect(rest).toMatchObject({ state: "SPEND_AUTHORIZATION_STATE_CAPTURED", reversedAmount: usd("15") });
-    expect(await usage(app)).toMatchObject({ spent: usd("0"), remaining: usd("20") });
+    expect(rest).toMatchObject({ state: "SPEND_AUTHORIZATION_STATE_CAPTURED", reversedAmount: money("15") });
+    expect(await usage(app)).toMatchObject({ spent: money("0"), remaining: money("20") });
     const nothing = await spend.reverse(a.id);
     expectError(nothing, 409, "NOTHING_TO_REVERSE");
     expect(messageOf(nothing)).toBe("the captured amount is already reversed in full");
@@ -157,12 +154,12 @@ describe("Reverse", () => {
     const yesterday = await auth(app, "10", { capture: true });
     ts.clock.advance(DAY);
     const today = await auth(app, "4", { capture: true });
-    unwrap(await spend.reverse(yesterday.id, { amount: usd("3") }));
+    unwrap(await spend.reverse(yesterday.id, { amount: money("3") }));
     // Today's window is untouched; yesterday's lists the reversal.
-    expect(await usage(app)).toMatchObject({ windowStart: "2026-11-21T00:00:00.000Z", spent: usd("4"), remaining: usd("6") });
-    expect(unwrap(await spend.get(today.id)).authorization.reversedAmount).toEqual(usd("0"));
+    expect(await usage(app)).toMatchObject({ windowStart: "2026-11-21T00:00:00.000Z", spent: money("4"), remaining: money("6") });
+    expect(unwrap(await spend.get(today.id)).authorization.reversedAmount).toEqual(money("0"));
     ts.clock.advance(-DAY);
-    expect(await usage(app)).toMatchObject({ windowStart: "2026-11-20T00:00:00.000Z", spent: usd("7"), remaining: usd("3") });
+    expect(await usage(app)).toMatchObject({ windowStart: "2026-11-20T00:00:00.000Z", spent: money("7"), remaining: money("3") });
     expect((await auth(app, "3")).decision.approved).toBe(true);
   });
 });
@@ -180,55 +177,55 @@ describe("404: unknown ids", () => {
 describe("Idempotency-Key", () => {
   it("Authorize: the same key and request answers the first answer again, with one effect", async () => {
     const app = await appWithLimit(admin, subject.userId, "10");
-    const body = { userId: subject.userId, appId: app, amount: usd("4") };
+    const body = { userId: subject.userId, appId: app, amount: money("4") };
     const first = await spend.authorize(body, "key-authorize-1");
     ts.clock.advance(1000);
-    const second = await spend.authorize({ amount: usd("4"), appId: app, userId: subject.userId }, "key-authorize-1");
+    const second = await spend.authorize({ amount: money("4"), appId: app, userId: subject.userId }, "key-authorize-1");
     expect(second.response.headers.get("idempotent-replayed")).toBe("true");
     expect(unwrap(second).authorization).toEqual(unwrap(first).authorization);
-    expect(await usage(app)).toMatchObject({ held: usd("4") });
+    expect(await usage(app)).toMatchObject({ held: money("4") });
     expect(unwrap(await spend.list({ app_id: app })).list).toHaveLength(1);
   });
 
   it("the same key with another request is 422 and does nothing", async () => {
     const app = await appWithLimit(admin, subject.userId, "10");
-    unwrap(await spend.authorize({ userId: subject.userId, appId: app, amount: usd("4") }, "key-authorize-2"));
-    const r = await spend.authorize({ userId: subject.userId, appId: app, amount: usd("5") }, "key-authorize-2");
+    unwrap(await spend.authorize({ userId: subject.userId, appId: app, amount: money("4") }, "key-authorize-2"));
+    const r = await spend.authorize({ userId: subject.userId, appId: app, amount: money("5") }, "key-authorize-2");
     expectError(r, 422, "IDEMPOTENCY_KEY_REUSED");
-    expect(await usage(app)).toMatchObject({ held: usd("4") });
+    expect(await usage(app)).toMatchObject({ held: money("4") });
   });
 
   it("keys belong to the caller: another caller's same key is a request of its own", async () => {
     const app = await appWithLimit(admin, subject.userId, "10");
     const other = await ts.userClient(["ROLE_FUND_ADMIN"]);
-    const body = { userId: subject.userId, appId: app, amount: usd("4") };
+    const body = { userId: subject.userId, appId: app, amount: money("4") };
     const mine = unwrap(await spend.authorize(body, "key-shared")).authorization;
     const theirs = unwrap(await spends(other.client).authorize(body, "key-shared")).authorization;
     expect(theirs.id).not.toBe(mine.id);
-    expect(await usage(app)).toMatchObject({ held: usd("8") });
+    expect(await usage(app)).toMatchObject({ held: money("8") });
   });
 
   it("Capture, Release and Reverse with a key: a retry answers the first answer without a second effect", async () => {
     const app = await appWithLimit(admin, subject.userId, "100");
     const a: Authorization = await auth(app, "10");
-    const c1 = unwrap(await spend.capture(a.id, { amount: usd("6") }, "key-capture"));
+    const c1 = unwrap(await spend.capture(a.id, { amount: money("6") }, "key-capture"));
     ts.clock.advance(1000);
-    const c2 = await spend.capture(a.id, { amount: usd("6") }, "key-capture");
+    const c2 = await spend.capture(a.id, { amount: money("6") }, "key-capture");
     expect(c2.response.headers.get("idempotent-replayed")).toBe("true");
     expect(unwrap(c2)).toEqual(c1);
-    const r1 = unwrap(await spend.reverse(a.id, { amount: usd("1") }, "key-reverse"));
-    const r2 = unwrap(await spend.reverse(a.id, { amount: usd("1") }, "key-reverse"));
+    const r1 = unwrap(await spend.reverse(a.id, { amount: money("1") }, "key-reverse"));
+    const r2 = unwrap(await spend.reverse(a.id, { amount: money("1") }, "key-reverse"));
     expect(r2).toEqual(r1);
-    expect(r2.authorization.reversedAmount).toEqual(usd("1"));
-    expectError(await spend.reverse(a.id, { amount: usd("2") }, "key-reverse"), 422, "IDEMPOTENCY_KEY_REUSED");
-    expectError(await spend.capture(a.id, { amount: usd("5") }, "key-capture"), 422, "IDEMPOTENCY_KEY_REUSED");
+    expect(r2.authorization.reversedAmount).toEqual(money("1"));
+    expectError(await spend.reverse(a.id, { amount: money("2") }, "key-reverse"), 422, "IDEMPOTENCY_KEY_REUSED");
+    expectError(await spend.capture(a.id, { amount: money("5") }, "key-capture"), 422, "IDEMPOTENCY_KEY_REUSED");
     const b = await auth(app, "3");
     const l1 = unwrap(await spend.release(b.id, {}, "key-release"));
     const l2 = await spend.release(b.id, {}, "key-release");
     expect(l2.response.headers.get("idempotent-replayed")).toBe("true");
     expect(unwrap(l2)).toEqual(l1);
     expectError(await spend.release(a.id, {}, "key-release"), 422, "IDEMPOTENCY_KEY_REUSED");
-    expect(await usage(app)).toMatchObject({ spent: usd("5"), held: usd("0") });
+    expect(await usage(app)).toMatchObject({ spent: money("5"), held: money("0") });
   });
 });
 

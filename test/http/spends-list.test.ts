@@ -20,7 +20,6 @@ beforeAll(async () => {
 });
 afterAll(async () => ts?.stop());
 
-const usd = (units: string, nanos = 0) => money(units, nanos);
 const messageOf = (r: { error?: unknown }) => (r.error as { message: string }).message;
 const ids = (list: { authorization: Authorization }[]) => list.map((v) => v.authorization.id);
 const byNewest = (as: Authorization[]) => [...as].sort((a, b) => (a.createdAt === b.createdAt ? (a.id < b.id ? 1 : -1) : a.createdAt < b.createdAt ? 1 : -1)).map((a) => a.id);
@@ -30,7 +29,7 @@ describe("List: order, filters and pages", () => {
     const app = await appWithLimit(admin, subject.userId, "100", "PERIOD_KIND_DAILY");
     const made: Authorization[] = [];
     const auth = async (extra: object, units = "1") => {
-      const a = await authorized(spend, { userId: subject.userId, appId: app, amount: usd(units), ...extra });
+      const a = await authorized(spend, { userId: subject.userId, appId: app, amount: money(units), ...extra });
       made.push(a);
       return a;
     };
@@ -76,7 +75,7 @@ describe("List: order, filters and pages", () => {
     const made: Authorization[] = [];
     for (const step of [0, 1, 1, 0, 61, 1, 3843, 1, 0, 0, 1, 0]) {
       ts.clock.advance(step);
-      made.push(await authorized(spend, { userId: subject.userId, appId: app, amount: usd("1") }));
+      made.push(await authorized(spend, { userId: subject.userId, appId: app, amount: money("1") }));
     }
     ts.clock.set(start);
     expect(ids(unwrap(await spend.list({ app_id: app })).list)).toEqual(byNewest(made));
@@ -94,7 +93,7 @@ describe("List: order, filters and pages", () => {
     const app = await appWithLimit(admin, subject.userId, "1000");
     const made: Authorization[] = [];
     for (let i = 0; i < 23; i++) {
-      made.push(await authorized(spend, { userId: subject.userId, appId: app, amount: usd("1") }));
+      made.push(await authorized(spend, { userId: subject.userId, appId: app, amount: money("1") }));
       if (i % 5 === 0) ts.clock.advance(1);
     }
     const seen: string[] = [];
@@ -133,7 +132,7 @@ describe("List: order, filters and pages", () => {
 describe("a user sees their own spends and usage only", () => {
   it("Get of their own answers it; of another's is 404 as if it did not exist", async () => {
     const app = await appWithLimit(admin, subject.userId, "100");
-    const mine = await authorized(spend, { userId: subject.userId, appId: app, amount: usd("2") });
+    const mine = await authorized(spend, { userId: subject.userId, appId: app, amount: money("2") });
     expect(unwrap(await subject.s.get(mine.id)).authorization).toEqual(mine);
     const r = await other.s.get(mine.id);
     expectError(r, 404, "AUTHORIZATION_NOT_FOUND");
@@ -142,8 +141,8 @@ describe("a user sees their own spends and usage only", () => {
   it("List without user_id lists their own; with their own id the same; with another's is 403 SUBJECT_NOT_ALLOWED", async () => {
     const app = await appWithLimit(admin, subject.userId, "100");
     unwrap(await admin.setLimit(other.userId, app, { limit: amount("100") }));
-    const mine = await authorized(spend, { userId: subject.userId, appId: app, amount: usd("2") });
-    const theirs = await authorized(spend, { userId: other.userId, appId: app, amount: usd("3") });
+    const mine = await authorized(spend, { userId: subject.userId, appId: app, amount: money("2") });
+    const theirs = await authorized(spend, { userId: other.userId, appId: app, amount: money("3") });
     expect(ids(unwrap(await subject.s.list({ app_id: app })).list)).toEqual([mine.id]);
     expect(ids(unwrap(await subject.s.list({ app_id: app, user_id: subject.userId })).list)).toEqual([mine.id]);
     expect(ids(unwrap(await other.s.list({ app_id: app })).list)).toEqual([theirs.id]);
@@ -155,12 +154,12 @@ describe("a user sees their own spends and usage only", () => {
 
   it("MyFundLimits GetEffective answers the user's own usage, as the administrator's GetEffective does", async () => {
     const app = await appWithLimit(admin, subject.userId, "100");
-    await authorized(spend, { userId: subject.userId, appId: app, amount: usd("30"), capture: true });
-    await authorized(spend, { userId: subject.userId, appId: app, amount: usd("5") });
-    const expected = { windowStart: "2026-11-01T00:00:00.000Z", windowEnd: "2026-12-01T00:00:00.000Z", spent: usd("30"), held: usd("5"), limit: usd("100"), remaining: usd("65") };
+    await authorized(spend, { userId: subject.userId, appId: app, amount: money("30"), capture: true });
+    await authorized(spend, { userId: subject.userId, appId: app, amount: money("5") });
+    const expected = { windowStart: "2026-11-01T00:00:00.000Z", windowEnd: "2026-12-01T00:00:00.000Z", spent: money("30"), held: money("5"), limit: money("100"), remaining: money("65") };
     expect(unwrap(await subject.f.myEffective(app)).effective.usage).toEqual(expected);
     expect(unwrap(await admin.effective(subject.userId, app)).effective.usage).toEqual(expected);
     // Another user's window for the same app is their own (empty, and no limit: NO_LIMIT).
-    expect(unwrap(await other.f.myEffective(app)).effective.usage).toMatchObject({ spent: usd("0"), held: usd("0"), limit: null, remaining: null });
+    expect(unwrap(await other.f.myEffective(app)).effective.usage).toMatchObject({ spent: money("0"), held: money("0"), limit: null, remaining: null });
   });
 });
