@@ -7,6 +7,7 @@
 // written without parameters for this on purpose (`inlineParameters`); others are unaffected.
 import type { CompiledQuery, PostgresPool, PostgresPoolClient, PostgresQueryResult } from "kysely";
 import pg from "pg";
+import { sendStatement } from "./pg-named-statements.js";
 
 const TRANSACTION_START = /^(begin|start transaction)\b/i;
 const TRANSACTION_END = /^(commit|rollback)$/i;
@@ -40,14 +41,14 @@ function deferringClient(client: pg.PoolClient): PostgresPoolClient {
       begin = text;
       return NOTHING;
     }
-    if (begin === undefined) return client.query(text, [...parameters]) as unknown as PostgresQueryResult<unknown>;
+    if (begin === undefined) return sendStatement(client, text, parameters) as unknown as PostgresQueryResult<unknown>;
     const held = begin;
     begin = undefined;
     // A transaction that ran no statement: there is nothing to end.
     if (TRANSACTION_END.test(text)) return NOTHING;
     if (parameters.length > 0) {
       await client.query(held);
-      return client.query(text, [...parameters]) as unknown as PostgresQueryResult<unknown>;
+      return sendStatement(client, text, parameters) as unknown as PostgresQueryResult<unknown>;
     }
     // One simple query: node-postgres answers one result per statement.
     const results = (await client.query(`${held};\n${text}`)) as unknown as pg.QueryResult[];

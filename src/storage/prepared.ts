@@ -1,13 +1,15 @@
 // Queries of the hot paths (the webhook intake, the execution worker), built with Kysely's typed
 // builder once and compiled once per dialect; each run binds its values in the places the compiled
 // SQL has for them. Building and compiling a small query costs more CPU and garbage than SQLite
-// takes to run it (bench/RESULTS.md, third round).
+// takes to run it (bench/RESULTS.md, third round). On PostgreSQL their texts are sent as named
+// statements (./pg-named-statements.ts).
 //
 // The builder receives stand-ins for the values, marked strings that are found again among the
 // compiled parameters; only the first compile sees them, later runs substitute by position. A query
 // must therefore use each value as a plain parameter, not spread into a list.
-import type { Compilable, CompiledQuery, Kysely } from "kysely";
+import { PostgresAdapter, type Compilable, type CompiledQuery, type Kysely } from "kysely";
 import { inlineParameters } from "./pg-deferred-begin.js";
+import { nameStatement } from "./pg-named-statements.js";
 import type { Database } from "./schema.js";
 
 type Db = Kysely<Database>;
@@ -37,6 +39,7 @@ export function prepared<B extends object, R>(build: (db: Db, values: B) => Comp
   const byDialect = new WeakMap<object, Compiled>();
   const compile = (db: Db): Compiled => {
     const query = build(db, standIns as B).compile();
+    if (db.getExecutor().adapter instanceof PostgresAdapter) nameStatement(query.sql);
     const slots = query.parameters.map((p) => (typeof p === "string" && p.startsWith(STAND_IN) ? { binding: p.slice(STAND_IN.length) } : { constant: p }));
     return { query, slots };
   };
