@@ -5,6 +5,8 @@
 import { randomUUID } from "node:crypto";
 import type { Clock } from "../core/clock.js";
 import type { Storage } from "./connect.js";
+import { prepared } from "./prepared.js";
+import type { IdempotencyRecordsTable } from "./schema.js";
 import { writeStatement, type Db } from "./transactions.js";
 
 /** How long an answer is replayed: 24 hours from the first request. */
@@ -23,6 +25,39 @@ export type Claim =
 
 const iso = (ms: number) => new Date(ms).toISOString();
 
+type ClaimedRecord = IdempotencyRecordsTable & { answer: null };
+
+/** Inserts the record, or takes over one past retention (`retained`) or whose lease lapsed by `now`. */
+const claimStatement = prepared((db, v: ClaimedRecord & { retained: string; now: string }) => {
+  const record = { id: v.id, fingerprint: v.fingerprint, owner: v.owner, locked_until: v.locked_until, answer: null, created_at: v.created_at };
+  return db
+    .insertInto("idempotency_records")
+    .values(record)
+    .onConflict((oc) =>
+      oc
+        .column("id")
+        .doUpdateSet(record)
+        .where((eb) =>
+          eb.or([
+            eb("idempotency_records.created_at", "<=", v.retained),
+            eb.and([eb("idempotency_records.answer", "is", null), eb("idempotency_records.locked_until", "<=", v.now)]),
+          ]),
+        ),
+    );
+});
+
+const recordStatement = prepared((db, v: { id: string }) =>
+  db.selectFrom("idempotency_records").select(["fingerprint", "locked_until", "answer", "created_at"]).where("id", "=", v.id),
+);
+
+const completeStatement = prepared((db, v: { id: string; owner: string; answer: string }) =>
+  db.updateTable("idempotency_records").set({ answer: v.answer, locked_until: null }).where("id", "=", v.id).where("owner", "=", v.owner),
+);
+
+const releaseStatement = prepared((db, v: { id: string; owner: string }) =>
+  db.deleteFrom("idempotency_records").where("id", "=", v.id).where("owner", "=", v.owner).where("answer", "is", null),
+);
+
 /** Claims lost to a record that then vanished or lapsed before it could be read: tried again this often. */
 const CLAIM_ATTEMPTS = 3;
 
@@ -39,25 +74,9 @@ export class IdempotencyRecords {
       const retained = iso(now - IDEMPOTENCY_RETENTION_MS);
       const owner = randomUUID();
       const record = { id, fingerprint, owner, locked_until: iso(now + LEASE_MS), answer: null, created_at: iso(now) };
-      const claimed = await writeStatement(this.storage, (db) =>
-        db
-          .insertInto("idempotency_records")
-          .values(record)
-          .onConflict((oc) =>
-            oc
-              .column("id")
-              .doUpdateSet(record)
-              .where((eb) =>
-                eb.or([
-                  eb("idempotency_records.created_at", "<=", retained),
-                  eb.and([eb("idempotency_records.answer", "is", null), eb("idempotency_records.locked_until", "<=", iso(now))]),
-                ]),
-              ),
-          )
-          .executeTakeFirst(),
-      );
-      if (Number(claimed.numInsertedOrUpdatedRows ?? 0) === 1) return { kind: "claimed", owner };
-      const found = await this.storage.db.selectFrom("idempotency_records").select(["fingerprint", "locked_until", "answer", "created_at"]).where("id", "=", id).executeTakeFirst();
+      const claimed = await writeStatement(this.storage, (db) => claimStatement.execute(db, { ...record, retained, now: iso(now) }));
+      if (Number(claimed.numAffectedRows ?? 0) === 1) return { kind: "claimed", owner };
+      const [found] = (await recordStatement.execute(this.storage.db, { id })).rows;
       if (!found || found.created_at <= retained) continue;
       if (found.answer !== null) return { kind: "answered", fingerprint: found.fingerprint, answer: found.answer };
       if (found.locked_until !== null && found.locked_until > iso(now)) return { kind: "running", fingerprint: found.fingerprint };
@@ -67,7 +86,7 @@ export class IdempotencyRecords {
 
   /** Keeps `answer` (sealed) for replays; a no-op when `owner` no longer holds the record. */
   async complete(id: string, owner: string, answer: string): Promise<void> {
-    await writeStatement(this.storage, (db) => db.updateTable("idempotency_records").set({ answer, locked_until: null }).where("id", "=", id).where("owner", "=", owner).execute());
+    await writeStatement(this.storage, (db) => completeStatement.execute(db, { id, owner, answer }));
   }
 
   /**
@@ -76,8 +95,8 @@ export class IdempotencyRecords {
    * lapsed and another attempt took it over): the caller must then roll its effect back.
    */
   async completeIn(db: Db, id: string, owner: string, answer: string): Promise<boolean> {
-    const result = await db.updateTable("idempotency_records").set({ answer, locked_until: null }).where("id", "=", id).where("owner", "=", owner).executeTakeFirst();
-    return Number(result.numUpdatedRows) === 1;
+    const result = await completeStatement.execute(db, { id, owner, answer });
+    return Number(result.numAffectedRows) === 1;
   }
 
   /**
@@ -86,9 +105,7 @@ export class IdempotencyRecords {
    * whose reply was lost with the connection), and a retry must replay it, not run again.
    */
   async release(id: string, owner: string): Promise<void> {
-    await writeStatement(this.storage, (db) =>
-      db.deleteFrom("idempotency_records").where("id", "=", id).where("owner", "=", owner).where("answer", "is", null).execute(),
-    );
+    await writeStatement(this.storage, (db) => releaseStatement.execute(db, { id, owner }));
   }
 
   /** Removes records past retention; safe to run on every instance at once. */
