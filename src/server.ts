@@ -34,7 +34,7 @@ import { Automations } from "./automations/automations.js";
 import { workerHandOff } from "./automations/event-hand-off.js";
 import { Executions } from "./automations/executions.js";
 import { ExecutionRunner } from "./automations/runner.js";
-import { Worker, WORKER_DEFAULTS } from "./automations/worker.js";
+import { Worker } from "./automations/worker.js";
 import { ChangeWatch, type PollTiming } from "./storage/change-versions.js";
 import { openStorage } from "./storage/connect.js";
 import { IdempotencyRecords } from "./storage/idempotency-records.js";
@@ -112,11 +112,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const automations = new Automations(storage, clock, listeners, policy, pageTokens, { baseUrl: config.baseUrl, allowInsecureJwks: config.jwksAllowInsecure });
   const executions = new Executions(storage, pageTokens);
   const events = new WebhookEvents(storage, clock, pageTokens);
-  const worker = new Worker(
-    { storage, clock, events, logger, runner: new ExecutionRunner({ storage, clock, limits, logger }) },
-    // PostgreSQL: fewer, larger batches (a claim and a batch's saves are a round trip each, whatever their size).
-    storage.dialect === "postgres" ? { ...WORKER_DEFAULTS, concurrency: 4, claimBatch: 32 } : { ...WORKER_DEFAULTS, concurrency: 8 },
-  );
+  const worker = new Worker({ storage, clock, events, logger, runner: new ExecutionRunner({ storage, clock, limits, logger }) });
   const intake = new WebhookIntake({
     clock,
     listeners,
