@@ -23,8 +23,9 @@ import { JSON_LIMIT_BYTES, rawBodyLimit, readRawBody, refuseDeclaredOversize, un
 import { requestId } from "./request-id.js";
 import { RequestShapes } from "./request-shapes.js";
 import { withRememberedRouteMetadata } from "./route-metadata.js";
-import { expressPath, isRawPath, methodsAt, routeOf } from "./route-table.js";
+import { isRawPath, methodsAt, pathParametersOf, routeOf } from "./route-table.js";
 import { storableText } from "./storable-text.js";
+import { malformedPath } from "./to-api-error.js";
 import { requireUtf8 } from "./strict-utf8.js";
 
 export interface AppOptions {
@@ -72,6 +73,23 @@ function unroutable(path: string): ApiError {
   const allowed = methodsAt(path);
   if (allowed.length === 0) return notFound("ROUTE_NOT_FOUND", "no such route");
   return new ApiError(405, GrpcCode.UNIMPLEMENTED, "METHOD_NOT_ALLOWED", "the route does not accept this method", { headers: { Allow: allowed.join(", ") } });
+}
+
+/**
+ * Runs the handler of the operation the route table matched (route-table.ts), found by its id: one
+ * lookup, where an Express route per operation made every request try the routes' patterns in turn.
+ */
+function dispatchTo(handlers: ReadonlyMap<string, RequestHandler>): RequestHandler {
+  return (req, res, next) => {
+    const route = routeOf(req);
+    const handle = route && handlers.get(route.operationId);
+    if (!handle) return next();
+    // Express gives each middleware its own (here empty) params: set the operation's again.
+    const parameters = pathParametersOf(route, req.path);
+    if (!parameters) return next(malformedPath());
+    req.params = parameters;
+    return handle(req, res, next);
+  };
 }
 
 const peerOf = (req: Request): RequestContext["peer"] => ({ remoteAddress: req.socket.remoteAddress ?? "", forwardedFor: req.get("x-forwarded-for") });
@@ -154,11 +172,12 @@ export function createApp(options: AppOptions): Express {
 
   // Operations that take their body raw (the webhook intake signs its exact bytes) skip the parsers
   // and the contract validator: their handler checks everything, in the order the contract states.
+  const rawHandlers = new Map<string, RequestHandler>();
   for (const route of operationRoutes) {
     if (!route.raw) continue;
     const handler = handlerFor(handlers, { ...route, raw: true as const });
     const limit = rawBodyLimit(route);
-    app[route.method](expressPath(route.path), async (req: Request, res: Response, next: NextFunction) => {
+    rawHandlers.set(route.operationId, async (req: Request, res: Response, next: NextFunction) => {
       try {
         const body = await handler(
           {
@@ -176,13 +195,15 @@ export function createApp(options: AppOptions): Express {
       }
     });
   }
+  app.use(dispatchTo(rawHandlers));
 
   app.use(requestValidation(options.contractPath, options.validateResponses));
 
+  const validatedHandlers = new Map<string, RequestHandler>();
   for (const route of operationRoutes) {
     if (route.raw) continue;
     const handler = handlerFor(handlers, { ...route, raw: false as const });
-    app[route.method](expressPath(route.path), async (req: Request, res: Response, next: NextFunction) => {
+    validatedHandlers.set(route.operationId, async (req: Request, res: Response, next: NextFunction) => {
       try {
         const request = { path: req.params, query: req.query, body: req.body } as unknown as OperationRequest<typeof route.operationId>;
         const ctx: RequestContext = { requestId: res.locals.requestId as string, principal: res.locals.principal, peer: peerOf(req) };
@@ -197,6 +218,7 @@ export function createApp(options: AppOptions): Express {
       }
     });
   }
+  app.use(dispatchTo(validatedHandlers));
 
   app.use(errorResponse(logger));
   return app;

@@ -36,7 +36,7 @@ function validatorError(status: number, issues: ValidatorIssue[], fallback: stri
   }
 }
 
-const malformedPath = () => new ApiError(400, GrpcCode.INVALID_ARGUMENT, "MALFORMED_PATH", "a path parameter is not valid percent-encoded UTF-8");
+export const malformedPath = () => new ApiError(400, GrpcCode.INVALID_ARGUMENT, "MALFORMED_PATH", "a path parameter is not valid percent-encoded UTF-8");
 
 /** Whether body-parser's refusal is of valid JSON that is not an object or array (`null`, `5`, `"x"`): it parses only those. */
 function isJsonScalar(body: unknown): boolean {
