@@ -3,12 +3,13 @@
 // until commit), where the dialects differ:
 // - SQLite, or joining a caller's transaction: the read, the change and the write in one write transaction.
 // - PostgreSQL: the read alone (one statement), then the write as one call of write_controls_row
-//   (migration 0013), which takes the locks and writes only if the currency and the live row are
+//   (migrations 0013 and 0014; a named statement), which takes the locks and writes only if the currency and the live row are
 //   still as read: 2 round trips, not 8 (BEGIN, two locks, two reads, the write, COMMIT, and the
 //   user's check before). When either changed in between, the change runs again as the transaction
 //   above, which holds the locks from its first read and so cannot lose again.
 import { sql } from "kysely";
 import type { Storage } from "../storage/connect.js";
+import { prepared } from "../storage/prepared.js";
 import { writeTransaction, type Db } from "../storage/transactions.js";
 import { FUND_POLICY_LOCK } from "./fund-policy.js";
 
@@ -57,9 +58,34 @@ export async function changeControlsRow<Row extends ControlsRow, T>(
   }, outer);
 }
 
+interface GuardedWrite {
+  table: string;
+  key: readonly string[];
+  lock: string;
+  policyLock: string;
+  tenantId: string;
+  currency: string;
+  seenControls: string | null;
+  row: string;
+}
+
+const guardedWriteStatement = prepared((db, v: GuardedWrite) =>
+  db.selectNoFrom(
+    sql<boolean>`write_controls_row(${v.table}, ${v.key}, ${v.lock}, ${v.policyLock}, ${v.tenantId}, ${v.currency}, ${v.seenControls}, ${v.row}::jsonb)`.as("written"),
+  ),
+);
+
 async function writeIfUnchanged<Row extends ControlsRow>(db: Db, access: ControlsRowAccess<Row>, currency: string, seen: Row | undefined, row: Row): Promise<boolean> {
-  const { rows } = await sql<{ written: boolean }>`select write_controls_row(${access.table}, ${access.key}, ${access.lock}, ${FUND_POLICY_LOCK},
-    ${access.tenantId}, ${currency}, ${seen?.controls ?? null}, ${JSON.stringify(row)}::jsonb) as written`.execute(db);
+  const { rows } = await guardedWriteStatement.execute(db, {
+    table: access.table,
+    key: access.key,
+    lock: access.lock,
+    policyLock: FUND_POLICY_LOCK,
+    tenantId: access.tenantId,
+    currency,
+    seenControls: seen?.controls ?? null,
+    row: JSON.stringify(row),
+  });
   return rows[0]?.written === true;
 }
 
