@@ -25,8 +25,8 @@ import { RequestShapes } from "./request-shapes.js";
 import { withRememberedRouteMetadata } from "./route-metadata.js";
 import { isRawPath, methodsAt, pathParametersOf, routeOf } from "./route-table.js";
 import { storableText } from "./storable-text.js";
-import { malformedPath } from "./to-api-error.js";
 import { requireUtf8 } from "./strict-utf8.js";
+import { malformedPath } from "./to-api-error.js";
 
 export interface AppOptions {
   logger: Logger;
