@@ -89,7 +89,6 @@ export class AppCaps {
     const values = { appId, tenantId: this.policy.tenantId };
     return {
       table: "app_caps",
-      key: ["app_id"],
       lock: `app_caps:${appId}`,
       tenantId: values.tenantId,
       read: async (db) => {

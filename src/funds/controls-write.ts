@@ -3,10 +3,11 @@
 // until commit), where the dialects differ:
 // - SQLite, or joining a caller's transaction: the read, the change and the write in one write transaction.
 // - PostgreSQL: the read alone (one statement), then the write as one call of write_controls_row
-//   (migrations 0013 and 0014; a named statement), which takes the locks and writes only if the currency and the live row are
-//   still as read: 2 round trips, not 8 (BEGIN, two locks, two reads, the write, COMMIT, and the
-//   user's check before). When either changed in between, the change runs again as the transaction
-//   above, which holds the locks from its first read and so cannot lose again.
+//   (migrations 0013 and 0014; a named statement), which takes the locks and writes only if the
+//   currency and the live row are still as read: 2 round trips, not 8 (BEGIN, two locks, two
+//   reads, the write, COMMIT, and the user's check before). When either changed in between, the
+//   change runs again as the transaction above, which holds the locks from its first read and so
+//   cannot lose again.
 import { sql } from "kysely";
 import type { Storage } from "../storage/connect.js";
 import { prepared } from "../storage/prepared.js";
@@ -20,8 +21,6 @@ export interface ControlsRow {
 
 export interface ControlsRowAccess<Row extends ControlsRow> {
   table: "subject_app_limits" | "app_caps";
-  /** The row's columns that find the live row (the table's unique live index). */
-  key: readonly (keyof Row & string)[];
   /** The row's exclusive lock key. */
   lock: string;
   tenantId: string;
@@ -60,7 +59,6 @@ export async function changeControlsRow<Row extends ControlsRow, T>(
 
 interface GuardedWrite {
   table: string;
-  key: readonly string[];
   lock: string;
   policyLock: string;
   tenantId: string;
@@ -71,14 +69,14 @@ interface GuardedWrite {
 
 const guardedWriteStatement = prepared((db, v: GuardedWrite) =>
   db.selectNoFrom(
-    sql<boolean>`write_controls_row(${v.table}, ${v.key}, ${v.lock}, ${v.policyLock}, ${v.tenantId}, ${v.currency}, ${v.seenControls}, ${v.row}::jsonb)`.as("written"),
+    // The live key (second argument) is written out per table in the function since migration 0014.
+    sql<boolean>`write_controls_row(${v.table}, '{}'::text[], ${v.lock}, ${v.policyLock}, ${v.tenantId}, ${v.currency}, ${v.seenControls}, ${v.row}::jsonb)`.as("written"),
   ),
 );
 
 async function writeIfUnchanged<Row extends ControlsRow>(db: Db, access: ControlsRowAccess<Row>, currency: string, seen: Row | undefined, row: Row): Promise<boolean> {
   const { rows } = await guardedWriteStatement.execute(db, {
     table: access.table,
-    key: access.key,
     lock: access.lock,
     policyLock: FUND_POLICY_LOCK,
     tenantId: access.tenantId,

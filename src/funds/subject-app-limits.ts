@@ -242,7 +242,6 @@ export class SubjectAppLimits {
     const values = { userId: target.userId, appId: target.appId, tenantId: this.policy.tenantId };
     return {
       table: "subject_app_limits",
-      key: ["user_id", "app_id"],
       lock: lockKey(target),
       tenantId: values.tenantId,
       read: async (db) => {
