@@ -2,7 +2,6 @@
 // dispatches to the handler bound to each operation id, and renders every failure as the
 // contract's error body. No domain rule lives here.
 import express, { type ErrorRequestHandler, type Express, type NextFunction, type Request, type RequestHandler, type Response } from "express";
-import * as OpenApiValidator from "express-openapi-validator";
 import { handlerFor, operationRoutes, type OperationRequest, type ServiceHandlers } from "../../generated/server.js";
 import { ApiError, GrpcCode, invalidArgument, notFound, permissionDenied } from "../core/errors.js";
 import type { Logger } from "../core/logger.js";
@@ -11,6 +10,7 @@ import { mayCall } from "../identity/roles.js";
 import { accessLog } from "./access-log.js";
 import { callerOf, type CommitAnswer, type RequestContext } from "./context.js";
 import { CONSOLE_PATH, consoleRouter } from "./console.js";
+import { contractValidation } from "./contract-validation.js";
 import { DOCS_PATH, docsPage } from "./docs.js";
 import { errorResponse } from "./error-response.js";
 import { headAsGet } from "./head-as-get.js";
@@ -22,7 +22,6 @@ import { LISTENER_ROUTE, type RateLimits } from "./rate-limit.js";
 import { JSON_LIMIT_BYTES, rawBodyLimit, readRawBody, refuseDeclaredOversize, unlessBodyless, verifyJson, wholeRequest } from "./request-body.js";
 import { requestId } from "./request-id.js";
 import { RequestShapes } from "./request-shapes.js";
-import { withRememberedRouteMetadata } from "./route-metadata.js";
 import { isRawPath, methodsAt, pathParametersOf, routeOf } from "./route-table.js";
 import { storableText } from "./storable-text.js";
 import { requireUtf8 } from "./strict-utf8.js";
@@ -110,7 +109,7 @@ export function requestValidation(contractPath: string, validateResponses: boole
     unlessBodyless(express.urlencoded({ extended: false, limit: FORM_LIMIT, parameterLimit: 20, verify: requireUtf8, inflate: false })),
     storableText,
     parameterForm(shapes),
-    ...withRememberedRouteMetadata(OpenApiValidator.middleware({
+    headAsGet(contractValidation({
       apiSpec: contractPath,
       // Parameters (query, path) are always coerced from their strings; bodies never are, so a number
       // sent where the contract wants a string (Money.units) or the reverse is a 400, not silently converted.
@@ -121,7 +120,7 @@ export function requestValidation(contractPath: string, validateResponses: boole
       // The contract is validated by `npm run lint`; the meta-schema here refuses the relative tokenUrl the seed gives.
       validateApiSpec: false,
       ignorePaths: (path: string) => /^\/(healthz|readyz|docs|openapi\.yaml)$/.test(path) || isRawPath(path),
-    })).map(headAsGet),
+    })),
     narrowOneOfFailures(shapes),
     wholeRequest,
   ];

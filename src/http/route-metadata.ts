@@ -9,9 +9,6 @@
 import type { NextFunction, Request, RequestHandler, Response } from "express";
 import { pathParametersOf, routeOf } from "./route-table.js";
 
-/** The name of the validator's middleware that sets `req.openapi` (express-openapi-validator 5). */
-export const VALIDATOR_METADATA_MIDDLEWARE = "metadataMiddleware";
-
 interface OpenApiMetadata {
   pathParams: Record<string, string>;
   [field: string]: unknown;
@@ -40,12 +37,4 @@ export function rememberRouteMetadata(metadata: RequestHandler): RequestHandler 
       next(err);
     });
   };
-}
-
-/** The validator's middlewares with its metadata middleware remembered; fails loudly if an upgrade renamed it. */
-export function withRememberedRouteMetadata(middlewares: RequestHandler[]): RequestHandler[] {
-  if (!middlewares.some((m) => m.name === VALIDATOR_METADATA_MIDDLEWARE)) {
-    throw new Error(`express-openapi-validator has no ${VALIDATOR_METADATA_MIDDLEWARE}: check src/http/route-metadata.ts against its version`);
-  }
-  return middlewares.map((m) => (m.name === VALIDATOR_METADATA_MIDDLEWARE ? rememberRouteMetadata(m) : m));
 }

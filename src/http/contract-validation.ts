@@ -1,0 +1,159 @@
+// express-openapi-validator's checks, without its per-request overhead. Its `middleware()` is a
+// chain of five middlewares, each waiting on the loaded contract's promise on every request, and its
+// request validator parses the Content-Type, rebuilds a parameter mutator and looks its compiled
+// validators up by a string key on every request: together about a tenth of a small read's CPU in
+// the bench profiles. Here the contract is loaded and prepared once, as the validator prepares it,
+// and a request runs one of two paths:
+// - the validator's own (its metadata step, remembered per operation, then its request validator),
+//   for the first request of each operation and content type, any request with a query string, and
+//   any request the fast path does not pass: every refusal is the validator's, in its words;
+// - the fast path, for the rest: the very validator functions the validator compiled for that
+//   operation and content type, called on the same data. It decides nothing of its own: a request it
+//   does not pass goes the validator's way, so it can only be as strict as the validator.
+// Its response validator (when on) runs after either path. Left out: the path-parameters step (it
+// rewrites the parameters of Express routes, and none is dispatched through one: app.ts sets them),
+// security (off: app.ts authenticates) and multipart (no operation takes a multipart body; loading
+// fails should one be added).
+import type { NextFunction, Request, RequestHandler, Response } from "express";
+import { OpenApiContext } from "express-openapi-validator/dist/framework/openapi.context.js";
+import { OpenApiSpecLoader } from "express-openapi-validator/dist/framework/openapi.spec.loader.js";
+import type { OpenApiValidatorOpts } from "express-openapi-validator/dist/framework/types.js";
+import { RequestValidator } from "express-openapi-validator/dist/middlewares/openapi.request.validator.js";
+import { SchemaPreprocessor } from "express-openapi-validator/dist/middlewares/parsers/schema.preprocessor.js";
+import { ContentType } from "express-openapi-validator/dist/middlewares/util.js";
+import { OpenApiValidator } from "express-openapi-validator/dist/openapi.validator.js";
+import { rememberRouteMetadata } from "./route-metadata.js";
+import { pathParametersOf, routeOf } from "./route-table.js";
+
+/** The validator's options, the contract given by its file's path. */
+export type ContractValidationOptions = OpenApiValidatorOpts & { apiSpec: string };
+
+type Step = (req: Request, res: Response, next: NextFunction) => unknown;
+type Compiled = (data: unknown) => boolean;
+type OpenApiMetadata = { expressRoute: string; pathParams: Record<string, string>; [field: string]: unknown };
+type WithMetadata = Request & { openapi?: OpenApiMetadata };
+
+/** The validator's internals this module calls (express-openapi-validator 5; test/http/contract-validation.test.ts checks them). */
+interface ValidatorInternals {
+  options: OpenApiValidatorOpts & { validateResponses: false | object; ignoreUndocumented?: boolean; useRequestUrl?: boolean; serDes: { deserialize?: unknown }[] };
+  ajvOpts: { preprocessor: object; request: object };
+  metadataMiddleware(context: OpenApiContext, responseApiDoc: unknown): Step;
+  responseValidationMiddleware(apiDoc: unknown, serial: number): Step;
+}
+
+/** What RequestValidator keeps: its two Ajv instances, the compiled validators cached under its keys. */
+interface RequestValidatorInternals {
+  ajv: { getSchema(key: string): Compiled | undefined };
+  ajvBody: { getSchema(key: string): Compiled | undefined };
+  validate: Step;
+}
+
+/** An operation's compiled validators for one Content-Type header as sent, and its metadata without path parameters. */
+interface FastEntry {
+  general: Compiled;
+  body: Compiled;
+  metadata: Omit<OpenApiMetadata, "pathParams">;
+}
+
+/** Distinct Content-Type headers remembered per operation: clients send one or two; the rest take the validator's path. */
+const CONTENT_TYPES_PER_OPERATION = 8;
+const NO_CONTENT_TYPE = "";
+
+const mentions = (apiDoc: unknown, text: string): boolean => JSON.stringify((apiDoc as { paths?: unknown }).paths ?? {}).includes(text);
+
+class Validation {
+  private readonly fast = new Map<string, Map<string, FastEntry>>();
+
+  constructor(
+    private readonly metadata: Step,
+    private readonly requests: RequestValidatorInternals | undefined,
+    private readonly responses: Step | undefined,
+    /**
+     * False when a request could pass the validator's compiled validators and still be refused by
+     * it (a discriminator, chosen outside them), or when they change what they validate in a way a
+     * second run would see (a deserializer; the defaults they fill in are the same the second time).
+     */
+    private readonly fastPathAllowed: boolean,
+  ) {}
+
+  handle(req: WithMetadata, res: Response, next: NextFunction): void {
+    const done = this.responses ? (err?: unknown) => (err === undefined ? this.run(this.responses!, req, res, next) : next(err)) : next;
+    if (this.passesFast(req)) return done();
+    this.run(this.metadata, req, res, (err?: unknown) => {
+      if (err !== undefined || !this.requests) return done(err);
+      this.run((q, r, n) => this.requests!.validate(q, r, n), req, res, (failure?: unknown) => {
+        if (failure === undefined) this.remember(req);
+        done(failure);
+      });
+    });
+  }
+
+  private run(step: Step, req: Request, res: Response, next: NextFunction): void {
+    try {
+      step(req, res, next);
+    } catch (e) {
+      next(e);
+    }
+  }
+
+  /** The request passes the validator's compiled validators as the validator would call them. */
+  private passesFast(req: WithMetadata): boolean {
+    if (!this.requests || req.url.includes("?")) return false;
+    const route = routeOf(req);
+    const entry = route && this.fast.get(route.operationId)?.get(req.headers["content-type"] ?? NO_CONTENT_TYPE);
+    const pathParams = entry && pathParametersOf(route, req.path);
+    if (!entry || !pathParams) return false;
+    req.params = pathParams;
+    const data = { query: req.query ?? {}, headers: req.headers, params: req.params, cookies: undefined, body: req.body };
+    if (!entry.general(data) || !entry.body(data)) return false;
+    if (this.responses) req.openapi = { ...entry.metadata, pathParams } as OpenApiMetadata;
+    return true;
+  }
+
+  /** After the validator passed a request: its validators for the request's operation and Content-Type, as it keyed them. */
+  private remember(req: WithMetadata): void {
+    const route = routeOf(req);
+    const openapi = req.openapi;
+    if (!this.fastPathAllowed || !route || !openapi || !this.requests) return;
+    const contentType = req.headers["content-type"] ?? NO_CONTENT_TYPE;
+    let entries = this.fast.get(route.operationId);
+    if (entries?.has(contentType) || (entries?.size ?? 0) >= CONTENT_TYPES_PER_OPERATION) return;
+    // RequestValidator.validate's cache key (express-openapi-validator 5).
+    const key = `${req.method}-${openapi.expressRoute}-${ContentType.from(req).normalize() ?? "not_provided"}`;
+    const general = this.requests.ajv.getSchema(key);
+    const body = this.requests.ajvBody.getSchema(key);
+    if (!general || !body) return;
+    const { pathParams: _own, ...metadata } = openapi;
+    if (!entries) this.fast.set(route.operationId, (entries = new Map()));
+    entries.set(contentType, { general, body, metadata });
+  }
+}
+
+/** The contract loaded and prepared as the validator's own chain does it, and its steps built. */
+async function load(options: ContractValidationOptions): Promise<Validation> {
+  const validator = new OpenApiValidator({ ...options }) as unknown as ValidatorInternals;
+  const spec = await new OpenApiSpecLoader({ apiDoc: options.apiSpec, validateApiSpec: options.validateApiSpec ?? true, $refParser: validator.options.$refParser }).load();
+  if (mentions(spec.apiDoc, '"multipart/')) throw new Error("contract-validation.ts does not run the validator's multipart step, and an operation takes a multipart body");
+  const { apiDocRes } = new SchemaPreprocessor(spec.apiDoc, validator.ajvOpts.preprocessor as never, validator.options.validateResponses as never).preProcess();
+  const context = new OpenApiContext(spec, validator.options.ignorePaths as never, validator.options.ignoreUndocumented, validator.options.useRequestUrl);
+  const metadata = rememberRouteMetadata(validator.metadataMiddleware(context, apiDocRes) as RequestHandler);
+  const requests = options.validateRequests === false ? undefined : (new RequestValidator(context.apiDoc, validator.ajvOpts.request) as unknown as RequestValidatorInternals);
+  const responses = options.validateResponses ? validator.responseValidationMiddleware(apiDocRes, context.serial) : undefined;
+  const replayable = !mentions(context.apiDoc, '"discriminator"') && !validator.options.serDes.some((s) => s.deserialize);
+  return new Validation(metadata, requests, responses, replayable);
+}
+
+/**
+ * The validator's metadata, request and response steps as one middleware. The first requests wait
+ * for the contract to load; a contract that does not load fails them, as the validator's chain does.
+ */
+export function contractValidation(options: ContractValidationOptions): RequestHandler {
+  let validation: Validation | undefined;
+  const loading = load(options).then((loaded) => (validation = loaded));
+  // A failure is answered to each request that waits for it, never left unhandled.
+  loading.catch(() => undefined);
+  return (req, res, next) => {
+    if (validation) return validation.handle(req, res, next);
+    loading.then((loaded) => loaded.handle(req, res, next), next);
+  };
+}
