@@ -1,7 +1,7 @@
 // The Express application: a thin layer that authenticates, validates against the contract,
 // dispatches to the handler bound to each operation id, and renders every failure as the
 // contract's error body. No domain rule lives here.
-import express, { type ErrorRequestHandler, type Express, type NextFunction, type Request, type RequestHandler, type Response } from "express";
+import express, { type Express, type NextFunction, type Request, type RequestHandler, type Response } from "express";
 import { handlerFor, operationRoutes, type OperationRequest, type ServiceHandlers } from "../../generated/server.js";
 import { ApiError, GrpcCode, invalidArgument, notFound, permissionDenied } from "../core/errors.js";
 import type { Logger } from "../core/logger.js";
@@ -21,6 +21,7 @@ import { parameterForm } from "./parameter-form.js";
 import { LISTENER_ROUTE, type RateLimits } from "./rate-limit.js";
 import { JSON_LIMIT_BYTES, rawBodyLimit, readRawBody, refuseDeclaredOversize, unlessBodyless, verifyJson, wholeRequest } from "./request-body.js";
 import { requestId } from "./request-id.js";
+import { series } from "./series.js";
 import { RequestShapes } from "./request-shapes.js";
 import { isRawPath, methodsAt, pathParametersOf, routeOf } from "./route-table.js";
 import { storableText } from "./storable-text.js";
@@ -100,9 +101,9 @@ const peerOf = (req: Request): RequestContext["peer"] => ({ remoteAddress: req.s
  * refuses, in the same words. Parameters are checked as written before the validator coerces them;
  * its failures are narrowed to the arm a `oneOf` value chose before they are rendered.
  */
-export function requestValidation(contractPath: string, validateResponses: boolean): (RequestHandler | ErrorRequestHandler)[] {
+export function requestValidation(contractPath: string, validateResponses: boolean): RequestHandler {
   const shapes = RequestShapes.of(contractPath);
-  return [
+  return series(
     refuseDeclaredOversize,
     // inflate: false: a compressed body (any Content-Encoding) is 415, never decompressed.
     unlessBodyless(express.json({ limit: JSON_LIMIT_BYTES, type: ["application/json", "application/*+json"], verify: verifyJson, inflate: false })),
@@ -123,7 +124,7 @@ export function requestValidation(contractPath: string, validateResponses: boole
     })),
     narrowOneOfFailures(shapes),
     wholeRequest,
-  ];
+  );
 }
 
 export function createApp(options: AppOptions): Express {
@@ -132,9 +133,7 @@ export function createApp(options: AppOptions): Express {
   app.disable("x-powered-by");
   app.set("etag", false);
 
-  app.use(requestId);
-  app.use(accessLog(logger));
-  app.use(limitHeaderFields);
+  app.use(series(requestId, accessLog(logger), limitHeaderFields));
 
   app.get("/healthz", (_req, res) => void res.json({ status: "ok" }));
   app.get("/readyz", async (_req, res) => {

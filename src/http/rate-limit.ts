@@ -69,8 +69,23 @@ export class RateLimits {
 
   /** Admits the request by its client's address (X-Forwarded-For believed only from TRUST_PROXY), else throws 429. */
   admitSource(req: Request, res: Response): void {
-    const address = clientAddress(req.socket.remoteAddress, req.get("x-forwarded-for"), this.trustProxy) ?? "";
-    this.admit("source", sourceKey(address), res);
+    // The address is parsed only for a limit that uses it.
+    if (!this.limiters.source) return;
+    const forwardedFor = req.get("x-forwarded-for");
+    this.admit("source", forwardedFor === undefined ? this.socketKey(req.socket) : this.sourceKeyOf(req.socket.remoteAddress, forwardedFor), res);
+  }
+
+  private sourceKeyOf(socketAddress: string | undefined, forwardedFor: string | undefined): string {
+    return sourceKey(clientAddress(socketAddress, forwardedFor, this.trustProxy) ?? "");
+  }
+
+  /** A connection's own key: its peer address does not change, and a keep-alive connection carries many requests. */
+  private readonly socketKeys = new WeakMap<object, string>();
+
+  private socketKey(socket: Request["socket"]): string {
+    let key = this.socketKeys.get(socket);
+    if (key === undefined) this.socketKeys.set(socket, (key = this.sourceKeyOf(socket.remoteAddress, undefined)));
+    return key;
   }
 
   /** Admits a request made with the credential `credentialId`, else throws 429. */
