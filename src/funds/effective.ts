@@ -11,8 +11,8 @@ import type { Database, FundPolicyTable } from "../storage/schema.js";
 import type { Db } from "../storage/transactions.js";
 import { storedPolicy, type FundPolicies, type StoredPolicy } from "./fund-policy.js";
 import { resolveLimit, type Resolution, type WindowPeriod } from "./resolve.js";
-import { spendWindow, spendWindows, WINDOW_PERIODS, type SpendWindow } from "./spend-window.js";
-import { amountLimit, usageColumns, usageOf, usageView, windowKey, type SpendUsageView, type WindowKey } from "./spend-usage.js";
+import { spendWindowBounds, WINDOW_PERIODS, type WindowBounds } from "./spend-window.js";
+import { amountLimit, usageColumns, usageOf, usageView, type SpendUsageView, type WindowKey } from "./spend-usage.js";
 import type { EffectiveLimit, SpendControls, SpendLimitView } from "./types.js";
 import { spendLimitView } from "./views.js";
 
@@ -128,11 +128,11 @@ export class EffectiveLimits {
     const row = rows[0];
     if (!row) throw new Error(`no fund policy for tenant ${this.policy.tenantId}; FundPolicies.ensure runs at start`);
     const policy = storedPolicy(row);
-    return this.resolved(policy, row, userId, appId, now, requireUser, (period) => spendWindow(period, policy.timeZone, now));
+    return this.resolved(policy, row, userId, appId, now, requireUser, spendWindowBounds(policy.timeZone, now));
   }
 
-  /** The resolution of the layers in `row` at `now`, its window the one `windowOf` its period. */
-  private resolved(policy: StoredPolicy, row: Layers, userId: string, appId: string, now: number, requireUser: boolean, windowOf: (period: WindowPeriod) => SpendWindow): LimitInForce {
+  /** The resolution of the layers in `row` at `now`, its window that of its period among `windows`. */
+  private resolved(policy: StoredPolicy, row: Layers, userId: string, appId: string, now: number, requireUser: boolean, windows: Readonly<Record<WindowPeriod, WindowBounds>>): LimitInForce {
     if (requireUser && row.user_id === null) throw userNotFound(userId);
     const layers = [
       { scope: "SCOPE_SUBJECT_APP" as const, controls: controls(row.row_controls) },
@@ -140,7 +140,7 @@ export class EffectiveLimits {
       { scope: "SCOPE_TENANT_DEFAULT" as const, controls: policy.defaultControls },
     ];
     const resolution = resolveLimit(layers, now);
-    const window = windowKey(userId, appId, windowOf(resolution.windowPeriod));
+    const window: WindowKey = { userId, appId, ...windows[resolution.windowPeriod] };
     return { resolution, currencyCode: policy.currencyCode, window, limit: amountLimit(resolution.effective) };
   }
 
@@ -148,11 +148,11 @@ export class EffectiveLimits {
     const now = this.clock.now();
     // Not under the policy's lock: the kept policy, as FundPolicyService.Get answers it.
     const policy = await this.policy.current();
-    const windows = spendWindows(policy.timeZone, now);
-    const starts = Object.fromEntries(WINDOW_PERIODS.map((p) => [p, new Date(windows[p].start).toISOString()])) as Record<WindowPeriod, string>;
+    const windows = spendWindowBounds(policy.timeZone, now);
+    const starts = Object.fromEntries(WINDOW_PERIODS.map((p) => [p, windows[p].windowStart])) as Record<WindowPeriod, string>;
     const { rows } = await layersAndUsageStatement.execute(this.storage.db, { userId, appId, now: new Date(now).toISOString(), ...starts });
     const row = rows[0]!;
-    const force = this.resolved(policy, row, userId, appId, now, requireUser, (period) => windows[period]);
+    const force = this.resolved(policy, row, userId, appId, now, requireUser, windows);
     const usage = usageOf(row, force.resolution.windowPeriod);
     const { effective } = force.resolution;
     return {

@@ -7,7 +7,6 @@ import { prepared } from "../storage/prepared.js";
 import type { Database } from "../storage/schema.js";
 import type { Db } from "../storage/transactions.js";
 import { fromNanos, toNanos } from "./money.js";
-import type { SpendWindow } from "./spend-window.js";
 import type { EffectiveLimit, Money } from "./types.js";
 
 /** A window of one subject and one app. */
@@ -23,13 +22,6 @@ export interface Usage {
   spent: bigint;
   held: bigint;
 }
-
-export const windowKey = (userId: string, appId: string, window: SpendWindow): WindowKey => ({
-  userId,
-  appId,
-  windowStart: new Date(window.start).toISOString(),
-  windowEnd: new Date(window.end).toISOString(),
-});
 
 // The statements of the hot path (every decision and change), compiled once (../storage/prepared.ts).
 const lockStatement = prepared((db, v: WindowKey) =>

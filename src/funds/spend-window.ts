@@ -142,13 +142,49 @@ function windowOf(period: WindowPeriod, timeZone: string, local: LocalDate): Spe
   return { start: window.start, end: window.end };
 }
 
-/** The window of `period` in `timeZone` that contains `instant` (epoch milliseconds). */
-export function spendWindow(period: WindowPeriod, timeZone: string, instant: number): SpendWindow {
-  return windowOf(period, timeZone, localDate(instant, timeZone));
+/** A window's bounds as they are stored and answered: ISO instants. */
+export interface WindowBounds {
+  windowStart: string;
+  windowEnd: string;
 }
 
-/** The window of every period that contains `instant`, its local date read once (GetEffective reads the usage of each). */
-export function spendWindows(timeZone: string, instant: number): Record<WindowPeriod, SpendWindow> {
+/** Every period's window for the instants of one local day, with their bounds as stored. */
+interface DayWindows {
+  /** The local day's own window: every instant in it has the same windows. */
+  day: SpendWindow;
+  windows: Readonly<Record<WindowPeriod, Readonly<SpendWindow>>>;
+  bounds: Readonly<Record<WindowPeriod, Readonly<WindowBounds>>>;
+}
+
+/**
+ * The day last asked of each zone: a request's instant is almost always in it, and then needs no
+ * local date (an Intl call outside UTC), no cache key and no ISO formatting. Bounded by the zones
+ * in use (one per fund policy); the oldest goes first.
+ */
+const days = new Map<string, DayWindows>();
+const MAX_CACHED_ZONES = 64;
+
+const iso = (ms: number) => new Date(ms).toISOString();
+
+function dayWindows(timeZone: string, instant: number): DayWindows {
+  const known = days.get(timeZone);
+  if (known && instant >= known.day.start && instant < known.day.end) return known;
   const local = localDate(instant, timeZone);
-  return Object.fromEntries(WINDOW_PERIODS.map((p) => [p, windowOf(p, timeZone, local)])) as Record<WindowPeriod, SpendWindow>;
+  const windows = Object.fromEntries(WINDOW_PERIODS.map((p) => [p, Object.freeze(windowOf(p, timeZone, local))])) as DayWindows["windows"];
+  const bounds = Object.fromEntries(WINDOW_PERIODS.map((p) => [p, Object.freeze({ windowStart: iso(windows[p].start), windowEnd: iso(windows[p].end) })])) as DayWindows["bounds"];
+  const day: DayWindows = { day: windows.PERIOD_KIND_DAILY, windows: Object.freeze(windows), bounds: Object.freeze(bounds) };
+  if (!known && days.size >= MAX_CACHED_ZONES) days.delete(days.keys().next().value as string);
+  days.set(timeZone, day);
+  return day;
+}
+
+/** The window of `period` in `timeZone` that contains `instant` (epoch milliseconds). */
+export function spendWindow(period: WindowPeriod, timeZone: string, instant: number): SpendWindow {
+  const { start, end } = dayWindows(timeZone, instant).windows[period];
+  return { start, end };
+}
+
+/** The window of every period that contains `instant`, as stored: ISO instants (shared, frozen; GetEffective reads the usage of each). */
+export function spendWindowBounds(timeZone: string, instant: number): Readonly<Record<WindowPeriod, Readonly<WindowBounds>>> {
+  return dayWindows(timeZone, instant).bounds;
 }

@@ -2,7 +2,7 @@
 // changes (days of 23, 23.5 and 25 hours) and a skipped local midnight.
 import { existsSync, readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
-import { isTimeZone, spendWindow, spendWindows } from "../../src/funds/spend-window.js";
+import { isTimeZone, spendWindow, spendWindowBounds } from "../../src/funds/spend-window.js";
 import type { PeriodKind } from "../../src/funds/types.js";
 
 interface Case {
@@ -39,12 +39,27 @@ describe("spend windows (shared vectors)", () => {
     }
   });
 
-  it("spendWindows answers each period's window as spendWindow does", () => {
+  it("spendWindowBounds answers each period's window as spendWindow does, as ISO instants", () => {
     for (const c of vectors.cases) {
       const at = Date.parse(c.at);
-      const all = spendWindows(c.timeZone, at);
+      const all = spendWindowBounds(c.timeZone, at);
       expect(Object.keys(all)).toEqual(["PERIOD_KIND_DAILY", "PERIOD_KIND_WEEKLY", "PERIOD_KIND_MONTHLY", "PERIOD_KIND_QUARTERLY", "PERIOD_KIND_YEARLY"]);
-      expect(all[c.period]).toEqual(spendWindow(c.period, c.timeZone, at));
+      const { start, end } = spendWindow(c.period, c.timeZone, at);
+      expect(all[c.period]).toEqual({ windowStart: new Date(start).toISOString(), windowEnd: new Date(end).toISOString() });
+    }
+  });
+
+  it("answers the vectors in any order: the day kept per zone is used only for instants of that day", () => {
+    const asked = [...vectors.cases].reverse().flatMap((c) => {
+      const at = Date.parse(c.at);
+      const { start, end } = spendWindow(c.period, c.timeZone, at);
+      // The instant, the window's last millisecond, the next window's first, and the instant again.
+      return [at, end - 1, end, at].map((instant) => ({ c, instant, window: spendWindow(c.period, c.timeZone, instant) }));
+    });
+    for (const { c, instant, window } of asked) {
+      const inWindow = instant >= Date.parse(c.windowStart) && instant < Date.parse(c.windowEnd);
+      if (inWindow) expect(window).toEqual({ start: Date.parse(c.windowStart), end: Date.parse(c.windowEnd) });
+      else expect(window.start).toBe(Date.parse(c.windowEnd));
     }
   });
 
