@@ -21,10 +21,23 @@ const rawRoutes = compiled.filter((c) => c.route.raw);
 
 const methodOf = (method: string): string => (method.toLowerCase() === "head" ? "get" : method.toLowerCase());
 
+/** A path's segments: a parameter matches no `/`, so a path matches only routes with as many. */
+function segmentCount(path: string): number {
+  let count = 0;
+  for (let i = 0; i < path.length; i++) if (path.charCodeAt(i) === 47 /* "/" */) count++;
+  return count;
+}
+
+// The routes by method and segment count, in the contract's order: a request tries only those that can match.
+const candidates = new Map<string, CompiledRoute[]>();
+for (const c of compiled) {
+  const key = `${c.route.method} ${segmentCount(c.route.path)}`;
+  candidates.set(key, [...(candidates.get(key) ?? []), c]);
+}
+
 /** The operation `method` and `path` call; HEAD calls the GET operation (RFC 9110 9.3.2: its answer without the body). */
 export function findRoute(method: string, path: string): OperationRoute | undefined {
-  const m = methodOf(method);
-  return compiled.find((c) => c.route.method === m && c.pattern.test(path))?.route;
+  return candidates.get(`${methodOf(method)} ${segmentCount(path)}`)?.find((c) => c.pattern.test(path))?.route;
 }
 
 // Several steps of a request ask for its operation; the path and method they see do not change
