@@ -1,6 +1,7 @@
 // Error examples of the contract whose exact wording came from a fuzzer's value: each provoked here
 // on purpose, so the documented-errors check never depends on what the fuzzer happens to generate.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { contract } from "../support/contract.js";
 import { startTestServer, type TestServer } from "../support/server.js";
 import { expectError } from "./funds-helpers.js";
 import { automationsApi, createHooked } from "./webhooks-helpers.js";
@@ -37,4 +38,27 @@ describe("documented examples provoked as written", () => {
     expectError(cidr, 400, "INVALID_CIDR");
     expect(messageOf(cidr)).toBe("automation.triggers[0].webhook.allowedSourceCidrs[1]: has host bits set; the range is 147.232.239.234/31");
   });
+
+  it("the list operations' invalidPageToken: a page token that is not one of theirs, answered as the shared example", async () => {
+    const hook = await createHooked(ts);
+    const documented = withoutRequestId(contract.components.examples.InvalidPageToken.value);
+    const query = { params: { query: { page_token: "not-a-page-token" } } };
+    const answers = [
+      await ts.admin.GET("/api/v1/users", query),
+      await ts.admin.GET("/api/v1/automations", query),
+      await ts.admin.GET("/api/v1/funds/app-caps", query),
+      await ts.admin.GET("/api/v1/automation_executions", query),
+      await ts.admin.GET("/api/v1/automations/{id}/webhook-events", { params: { path: { id: hook.id }, query: query.params.query } }),
+    ];
+    for (const answer of answers) {
+      expectError(answer, 400, "INVALID_PAGE_TOKEN");
+      expect(withoutRequestId(answer.error)).toEqual(documented);
+    }
+  });
 });
+
+/** A Status body without its RequestInfo's id, which differs per request. */
+function withoutRequestId(status: unknown): Record<string, unknown> {
+  const body = status as { details: Record<string, unknown>[] };
+  return { ...body, details: body.details.map((d) => (d["@type"] === "type.googleapis.com/google.rpc.RequestInfo" ? { "@type": d["@type"] } : d)) };
+}
