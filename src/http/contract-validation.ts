@@ -10,7 +10,12 @@
 // - the fast path, for the rest: the very validator functions the validator compiled for that
 //   operation and content type, called on the same data. It decides nothing of its own: a request it
 //   does not pass goes the validator's way, so it can only be as strict as the validator.
-// Its response validator (when on) runs after either path. Left out: the path-parameters step (it
+// The validator keys what it compiles by the whole Content-Type header, parameters included: every
+// new spelling (`application/json; a=1`, `; a=2`, and on a GET any value at all) would compile and
+// keep two more validators, without bound. What it decides depends only on the media type (the
+// parsers before it have checked the charset), so it is shown the declared media type the header
+// names, an undeclared one bare (refused 415, nothing kept), and no header for an operation that
+// takes no body. Its response validator (when on) runs after either path. Left out: the path-parameters step (it
 // rewrites the parameters of Express routes, and none is dispatched through one: app.ts sets them),
 // security (off: app.ts authenticates) and multipart (no operation takes a multipart body; loading
 // fails should one be added).
@@ -48,23 +53,28 @@ interface RequestValidatorInternals {
   validate: Step;
 }
 
-/** An operation's compiled validators for one Content-Type header as sent, and its metadata without path parameters. */
+/** An operation's compiled validators for one media type, and its metadata without path parameters. */
 interface FastEntry {
   general: Compiled;
   body: Compiled;
   metadata: Omit<OpenApiMetadata, "pathParams">;
 }
 
-/** Distinct Content-Type headers remembered per operation: clients send one or two; the rest take the validator's path. */
-const CONTENT_TYPES_PER_OPERATION = 8;
 const NO_CONTENT_TYPE = "";
 
 const mentions = (apiDoc: unknown, text: string): boolean => JSON.stringify((apiDoc as { paths?: unknown }).paths ?? {}).includes(text);
+
+/** The request body media types each operation declares, lower-case, by operation id. */
+type MediaTypes = ReadonlyMap<string, ReadonlySet<string>>;
+
+/** The media type of a Content-Type header: lower-case, without parameters. */
+const mediaTypeOf = (header: string): string => (header.split(";", 1)[0] ?? "").trim().toLowerCase();
 
 class Validation {
   private readonly fast = new Map<string, Map<string, FastEntry>>();
 
   constructor(
+    private readonly mediaTypes: MediaTypes,
     private readonly metadata: Step,
     private readonly requests: RequestValidatorInternals | undefined,
     private readonly responses: Step | undefined,
@@ -77,6 +87,7 @@ class Validation {
   ) {}
 
   handle(req: WithMetadata, res: Response, next: NextFunction): void {
+    this.showMediaType(req);
     const done = this.responses ? (err?: unknown) => (err === undefined ? this.run(this.responses!, req, res, next) : next(err)) : next;
     if (this.passesFast(req)) return done();
     this.run(this.metadata, req, res, (err?: unknown) => {
@@ -94,6 +105,16 @@ class Validation {
     } catch (e) {
       next(e);
     }
+  }
+
+  /** The Content-Type the validator sees: the media type alone, none for an operation without a body. */
+  private showMediaType(req: Request): void {
+    const route = routeOf(req);
+    const header = req.headers["content-type"];
+    if (!route || header === undefined) return;
+    const declared = this.mediaTypes.get(route.operationId);
+    if (!declared || declared.size === 0) delete req.headers["content-type"];
+    else req.headers["content-type"] = mediaTypeOf(header);
   }
 
   /** The request passes the validator's compiled validators as the validator would call them. */
@@ -117,7 +138,8 @@ class Validation {
     if (!this.fastPathAllowed || !route || !openapi || !this.requests) return;
     const contentType = req.headers["content-type"] ?? NO_CONTENT_TYPE;
     let entries = this.fast.get(route.operationId);
-    if (entries?.has(contentType) || (entries?.size ?? 0) >= CONTENT_TYPES_PER_OPERATION) return;
+    // Keyed by the media type shown to the validator: no more entries than the contract declares (and none).
+    if (entries?.has(contentType)) return;
     // RequestValidator.validate's cache key (express-openapi-validator 5).
     const key = `${req.method}-${openapi.expressRoute}-${ContentType.from(req).normalize() ?? "not_provided"}`;
     const general = this.requests.ajv.getSchema(key);
@@ -127,6 +149,22 @@ class Validation {
     if (!entries) this.fast.set(route.operationId, (entries = new Map()));
     entries.set(contentType, { general, body, metadata });
   }
+}
+
+const METHODS = ["get", "put", "post", "delete", "patch", "head", "options", "trace"] as const;
+
+/** Each operation's declared request body media types, from the prepared contract (its request bodies dereferenced). */
+function declaredMediaTypes(apiDoc: unknown): MediaTypes {
+  type Operation = { operationId?: string; requestBody?: { content?: Record<string, unknown> } };
+  const paths = ((apiDoc as { paths?: Record<string, Partial<Record<(typeof METHODS)[number], Operation>>> }).paths ?? {});
+  const types = new Map<string, ReadonlySet<string>>();
+  for (const item of Object.values(paths)) {
+    for (const method of METHODS) {
+      const op = item[method];
+      if (op?.operationId) types.set(op.operationId, new Set(Object.keys(op.requestBody?.content ?? {}).map(mediaTypeOf)));
+    }
+  }
+  return types;
 }
 
 /** The contract loaded and prepared as the validator's own chain does it, and its steps built. */
@@ -140,7 +178,7 @@ async function load(options: ContractValidationOptions): Promise<Validation> {
   const requests = options.validateRequests === false ? undefined : (new RequestValidator(context.apiDoc, validator.ajvOpts.request) as unknown as RequestValidatorInternals);
   const responses = options.validateResponses ? validator.responseValidationMiddleware(apiDocRes, context.serial) : undefined;
   const replayable = !mentions(context.apiDoc, '"discriminator"') && !validator.options.serDes.some((s) => s.deserialize);
-  return new Validation(metadata, requests, responses, replayable);
+  return new Validation(declaredMediaTypes(context.apiDoc), metadata, requests, responses, replayable);
 }
 
 /**

@@ -67,6 +67,9 @@ const REQUESTS: Record<string, Sent> = {
   "an empty query parameter": { method: "GET", path: `${AUTHORIZE}?page_token=` },
   "a valid body": authorize({ userId: "u-1", appId: "app-1", amount: usd("1") }),
   "a body with a charset": { ...authorize({ userId: "u-1", appId: "app-1", amount: usd("1") }), contentType: "application/json; charset=utf-8" },
+  "a body with another parameter": { ...authorize({ userId: "u-1", appId: "app-1", amount: usd("1") }), contentType: "Application/JSON; v=1" },
+  "a refused body with another parameter": { ...authorize({ userId: "u-1", amount: usd("1") }), contentType: "application/json; v=2" },
+  "a read sent a Content-Type": { method: "GET", path: LIMIT, contentType: "text/plain; v=3" },
   "a missing member": authorize({ userId: "u-1", amount: usd("1") }),
   "a member of the wrong type": authorize({ userId: 5, appId: "app-1", amount: usd("1") }),
   "an unknown member": authorize({ userId: "u-1", appId: "app-1", amount: usd("1"), colour: "red" }),
@@ -114,6 +117,24 @@ describe("contract validation in one step, with the validator's compiled validat
     await send(ours.url, REQUESTS["a missing member"]!);
     await send(ours.url, { method: "GET", path: `${path}?x=1` });
     expect(validations).toHaveBeenCalledTimes(2);
+  });
+
+  it("compiles per operation and media type, not per spelling of the Content-Type header", async () => {
+    const builds = vi.spyOn(RequestValidator.prototype as unknown as { buildMiddleware: () => unknown }, "buildMiddleware");
+    try {
+      const spellings = Array.from({ length: 20 }, (_, i) => `application/json; spelling=${i}`);
+      for (const contentType of spellings) {
+        expect((await send(ours.url, { ...REQUESTS["a missing member"]!, contentType })).status).toBe(400);
+        expect((await send(ours.url, { ...REQUESTS["a read with path parameters"]!, path: `${LIMIT}/effective`, contentType })).status).toBe(200);
+      }
+      // One build for each of the two operations, whatever the spelling; theirs builds one per spelling.
+      expect(builds.mock.calls.length).toBeLessThanOrEqual(2);
+      builds.mockClear();
+      for (const contentType of spellings.slice(0, 3)) await send(theirs.url, { ...REQUESTS["a missing member"]!, contentType });
+      expect(builds).toHaveBeenCalledTimes(3);
+    } finally {
+      builds.mockRestore();
+    }
   });
 
   it("does not load a contract with a multipart body, whose step it does not run", async () => {
