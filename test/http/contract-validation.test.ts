@@ -10,9 +10,11 @@ import { join } from "node:path";
 import express, { type ErrorRequestHandler, type RequestHandler } from "express";
 import * as OpenApiValidator from "express-openapi-validator";
 import { RequestValidator } from "express-openapi-validator/dist/middlewares/openapi.request.validator.js";
+import { ResponseValidator } from "express-openapi-validator/dist/middlewares/openapi.response.validator.js";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { contractPath } from "../../src/core/package-root.js";
 import { contractValidation, type ContractValidationOptions } from "../../src/http/contract-validation.js";
+import { BOOTSTRAP, startTestServer } from "../support/server.js";
 
 const OPTIONS = {
   validateRequests: { allowUnknownQueryParameters: false, coerceTypes: false },
@@ -134,6 +136,27 @@ describe("contract validation in one step, with the validator's compiled validat
       expect(builds).toHaveBeenCalledTimes(3);
     } finally {
       builds.mockRestore();
+    }
+  });
+
+  it("through the server, responses validated: new spellings of the Content-Type compile neither request nor response validators", async () => {
+    const ts = await startTestServer();
+    const requestBuilds = vi.spyOn(RequestValidator.prototype as unknown as { buildMiddleware: () => unknown }, "buildMiddleware");
+    const responseBuilds = vi.spyOn(ResponseValidator.prototype as unknown as { buildValidators: () => unknown }, "buildValidators");
+    try {
+      const form = new URLSearchParams({ grant_type: "client_credentials", client_id: BOOTSTRAP.clientId, client_secret: BOOTSTRAP.clientSecret });
+      const { access_token: token } = (await (await fetch(`${ts.url}/auth/v1/token`, { method: "POST", body: form })).json()) as { access_token: string };
+      const get = (contentType: string) => fetch(`${ts.url}/api/v1/funds/policy`, { headers: { authorization: `Bearer ${token}`, "content-type": contentType } });
+      expect((await get("application/json")).status).toBe(200);
+      requestBuilds.mockClear();
+      responseBuilds.mockClear();
+      for (let i = 0; i < 20; i++) expect((await get(`text/plain; spelling=${i}`)).status).toBe(200);
+      expect(requestBuilds).not.toHaveBeenCalled();
+      expect(responseBuilds).not.toHaveBeenCalled();
+    } finally {
+      requestBuilds.mockRestore();
+      responseBuilds.mockRestore();
+      await ts.stop();
     }
   });
 
