@@ -27,7 +27,7 @@ import { RequestValidator } from "express-openapi-validator/dist/middlewares/ope
 import { SchemaPreprocessor } from "express-openapi-validator/dist/middlewares/parsers/schema.preprocessor.js";
 import { ContentType } from "express-openapi-validator/dist/middlewares/util.js";
 import { OpenApiValidator } from "express-openapi-validator/dist/openapi.validator.js";
-import { rememberRouteMetadata } from "./route-metadata.js";
+import { rememberRouteMetadata, type OpenApiMetadata, type WithMetadata } from "./route-metadata.js";
 import { pathParametersOf, routeOf } from "./route-table.js";
 
 /** The validator's options, the contract given by its file's path. */
@@ -35,8 +35,6 @@ export type ContractValidationOptions = OpenApiValidatorOpts & { apiSpec: string
 
 type Step = (req: Request, res: Response, next: NextFunction) => unknown;
 type Compiled = (data: unknown) => boolean;
-type OpenApiMetadata = { expressRoute: string; pathParams: Record<string, string>; [field: string]: unknown };
-type WithMetadata = Request & { openapi?: OpenApiMetadata };
 
 /** The validator's internals this module calls (express-openapi-validator 5; test/http/contract-validation.test.ts checks them). */
 interface ValidatorInternals {

@@ -9,12 +9,14 @@
 import type { NextFunction, Request, RequestHandler, Response } from "express";
 import { pathParametersOf, routeOf } from "./route-table.js";
 
-interface OpenApiMetadata {
+/** What the validator's metadata step sets as `req.openapi` (express-openapi-validator 5), as read here. */
+export interface OpenApiMetadata {
+  expressRoute: string;
   pathParams: Record<string, string>;
   [field: string]: unknown;
 }
 
-type WithMetadata = Request & { openapi?: OpenApiMetadata };
+export type WithMetadata = Request & { openapi?: OpenApiMetadata };
 
 /** `metadata` (the validator's metadata middleware) run once per operation, its answer reused. */
 export function rememberRouteMetadata(metadata: RequestHandler): RequestHandler {
@@ -25,7 +27,7 @@ export function rememberRouteMetadata(metadata: RequestHandler): RequestHandler 
     if (!route || !pathParams) return metadata(req, res, next);
     const remembered = known.get(route.operationId);
     if (remembered) {
-      req.openapi = { ...remembered, pathParams };
+      req.openapi = { ...remembered, pathParams } as OpenApiMetadata;
       req.params = pathParams;
       return next();
     }
