@@ -28,7 +28,7 @@ type MaskField = (typeof MASK_FIELDS)[number];
 
 export interface StoredPolicy {
   currencyCode: string;
-  /** IANA time zone name whose calendar fixes spend windows (`spendWindow` in spend-window.ts). */
+  /** IANA time zone name whose calendar fixes spend windows (`spendWindowBounds` in spend-window.ts). */
   timeZone: string;
   defaultControls: SpendControls | null;
   updatedAt: string | null;

@@ -10,7 +10,7 @@ import { PERIOD_KINDS } from "./types.js";
 /** Every period that picks a window. */
 export const WINDOW_PERIODS: readonly WindowPeriod[] = PERIOD_KINDS.filter((p): p is WindowPeriod => p !== "PERIOD_KIND_UNSPECIFIED");
 
-export interface SpendWindow {
+interface SpendWindow {
   /** First instant of the window, epoch milliseconds (inclusive). */
   start: number;
   /** First instant after the window, epoch milliseconds (exclusive). */
@@ -115,14 +115,6 @@ function periodDates(period: WindowPeriod, date: LocalDate): [LocalDate, LocalDa
   }
 }
 
-/**
- * Windows already computed, by period, zone and local date: a window is a function of these three,
- * and finding its bounds takes a dozen Intl calls (bench/RESULTS.md), while a decision's instant
- * needs one to find its local date. Bounded; the oldest entry goes first.
- */
-const windows = new Map<string, SpendWindow>();
-const MAX_CACHED_WINDOWS = 1024;
-
 /** The local date of `instant` in `timeZone`. */
 function localDate(instant: number, timeZone: string): LocalDate {
   const wall = new Date(wallClock(instant, timeZone));
@@ -131,15 +123,8 @@ function localDate(instant: number, timeZone: string): LocalDate {
 
 /** The window of `period` in `timeZone` that contains the local date `local`. */
 function windowOf(period: WindowPeriod, timeZone: string, local: LocalDate): SpendWindow {
-  const key = `${period} ${timeZone} ${local.year}-${local.month}-${local.day}`;
-  let window = windows.get(key);
-  if (!window) {
-    const [first, next] = periodDates(period, local);
-    window = { start: startOfLocalDate(first, timeZone), end: startOfLocalDate(next, timeZone) };
-    if (windows.size >= MAX_CACHED_WINDOWS) windows.delete(windows.keys().next().value as string);
-    windows.set(key, window);
-  }
-  return { start: window.start, end: window.end };
+  const [first, next] = periodDates(period, local);
+  return { start: startOfLocalDate(first, timeZone), end: startOfLocalDate(next, timeZone) };
 }
 
 /** A window's bounds as they are stored and answered: ISO instants. */
@@ -152,14 +137,13 @@ export interface WindowBounds {
 interface DayWindows {
   /** The local day's own window: every instant in it has the same windows. */
   day: SpendWindow;
-  windows: Readonly<Record<WindowPeriod, Readonly<SpendWindow>>>;
   bounds: Readonly<Record<WindowPeriod, Readonly<WindowBounds>>>;
 }
 
 /**
  * The day last asked of each zone: a request's instant is almost always in it, and then needs no
- * local date (an Intl call outside UTC), no cache key and no ISO formatting. Bounded by the zones
- * in use (one per fund policy); the oldest goes first.
+ * local date (an Intl call outside UTC), none of the dozen Intl calls that find a window's bounds,
+ * and no ISO formatting. Bounded by the zones in use (one per fund policy); the oldest goes first.
  */
 const days = new Map<string, DayWindows>();
 const MAX_CACHED_ZONES = 64;
@@ -170,18 +154,12 @@ function dayWindows(timeZone: string, instant: number): DayWindows {
   const known = days.get(timeZone);
   if (known && instant >= known.day.start && instant < known.day.end) return known;
   const local = localDate(instant, timeZone);
-  const windows = Object.fromEntries(WINDOW_PERIODS.map((p) => [p, Object.freeze(windowOf(p, timeZone, local))])) as DayWindows["windows"];
+  const windows = Object.fromEntries(WINDOW_PERIODS.map((p) => [p, windowOf(p, timeZone, local)])) as Record<WindowPeriod, SpendWindow>;
   const bounds = Object.fromEntries(WINDOW_PERIODS.map((p) => [p, Object.freeze({ windowStart: iso(windows[p].start), windowEnd: iso(windows[p].end) })])) as DayWindows["bounds"];
-  const day: DayWindows = { day: windows.PERIOD_KIND_DAILY, windows: Object.freeze(windows), bounds: Object.freeze(bounds) };
+  const day: DayWindows = { day: windows.PERIOD_KIND_DAILY, bounds: Object.freeze(bounds) };
   if (!known && days.size >= MAX_CACHED_ZONES) days.delete(days.keys().next().value as string);
   days.set(timeZone, day);
   return day;
-}
-
-/** The window of `period` in `timeZone` that contains `instant` (epoch milliseconds). */
-export function spendWindow(period: WindowPeriod, timeZone: string, instant: number): SpendWindow {
-  const { start, end } = dayWindows(timeZone, instant).windows[period];
-  return { start, end };
 }
 
 /** The window of every period that contains `instant`, as stored: ISO instants (shared, frozen; GetEffective reads the usage of each). */

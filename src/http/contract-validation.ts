@@ -15,10 +15,10 @@
 // keep two more validators, without bound. What it decides depends only on the media type (the
 // parsers before it have checked the charset), so it is shown the declared media type the header
 // names, an undeclared one bare (refused 415, nothing kept), and no header for an operation that
-// takes no body. Its response validator (when on) runs after either path. Left out: the path-parameters step (it
-// rewrites the parameters of Express routes, and none is dispatched through one: app.ts sets them),
-// security (off: app.ts authenticates) and multipart (no operation takes a multipart body; loading
-// fails should one be added).
+// takes no body. Its response validator (when on) runs after either path. Left out: the
+// path-parameters step (it rewrites the parameters of Express routes, and none is dispatched
+// through one: app.ts sets them), security (off: app.ts authenticates) and multipart (no operation
+// takes a multipart body; loading fails should one be added).
 import type { NextFunction, Request, RequestHandler, Response } from "express";
 import { OpenApiContext } from "express-openapi-validator/dist/framework/openapi.context.js";
 import { OpenApiSpecLoader } from "express-openapi-validator/dist/framework/openapi.spec.loader.js";
