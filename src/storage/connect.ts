@@ -9,6 +9,7 @@ import pg from "pg";
 import { DATABASE_DEFAULTS, type DatabaseConfig } from "../config.js";
 import { migrationsFor } from "./migrations.js";
 import { deferringBegin } from "./pg-deferred-begin.js";
+import { startCheckpointer, type Checkpointer } from "./sqlite-checkpointer.js";
 import type { Database } from "./schema.js";
 
 export interface Storage {
@@ -38,7 +39,13 @@ function cachePreparedStatements(database: SQLite.Database): void {
   }) as typeof database.prepare;
 }
 
-function openSqlite(path: string, busyTimeoutMs: number): Kysely<Database> {
+interface Opened {
+  db: Kysely<Database>;
+  /** Starts what runs beside the connection once the schema is up to date. */
+  startWorkers(): Promise<Checkpointer | undefined>;
+}
+
+function openSqlite(path: string, busyTimeoutMs: number): Opened {
   if (path !== ":memory:") mkdirSync(dirname(path), { recursive: true });
   const database = new SQLite(path);
   // WAL lets readers proceed during a write; busy_timeout waits out another process's write lock
@@ -48,7 +55,9 @@ function openSqlite(path: string, busyTimeoutMs: number): Kysely<Database> {
   database.pragma(`busy_timeout = ${busyTimeoutMs}`);
   database.pragma("foreign_keys = ON");
   cachePreparedStatements(database);
-  return new Kysely<Database>({ dialect: new SqliteDialect({ database }) });
+  // Without a worker (it could not start), SQLite checkpoints in the serving connection, as by default.
+  const startWorkers = async () => (path === ":memory:" ? undefined : startCheckpointer(database, path).catch(() => undefined));
+  return { db: new Kysely<Database>({ dialect: new SqliteDialect({ database }) }), startWorkers };
 }
 
 function openPostgres(url: string, poolSize: number, poolTimeoutMs: number): Kysely<Database> {
@@ -95,15 +104,23 @@ const SQLITE_MIGRATION_ATTEMPTS = 5;
 
 export async function openStorage(config: DatabaseConfig): Promise<Storage> {
   const dialect = config.kind;
-  const db =
+  const { db, startWorkers }: Opened =
     config.kind === "sqlite"
       ? openSqlite(config.path, config.busyTimeoutMs ?? DATABASE_DEFAULTS.sqliteBusyTimeoutMs)
-      : openPostgres(config.url, config.poolSize ?? DATABASE_DEFAULTS.poolSize, config.poolTimeoutMs ?? DATABASE_DEFAULTS.poolTimeoutMs);
+      : { db: openPostgres(config.url, config.poolSize ?? DATABASE_DEFAULTS.poolSize, config.poolTimeoutMs ?? DATABASE_DEFAULTS.poolTimeoutMs), startWorkers: async () => undefined };
   const { error, results } = await migrateExclusively(db, dialect);
   const failed = results?.find((r) => r.status === "Error");
   if (error || failed) {
     await db.destroy();
     throw new Error(`database migration ${failed?.migrationName ?? ""} failed: ${error instanceof Error ? error.message : String(error)}`);
   }
-  return { db, dialect, close: () => db.destroy() };
+  const checkpointer = await startWorkers();
+  return {
+    db,
+    dialect,
+    close: async () => {
+      await checkpointer?.stop();
+      await db.destroy();
+    },
+  };
 }
