@@ -16,6 +16,7 @@ import { errorResponse } from "./error-response.js";
 import { headAsGet } from "./head-as-get.js";
 import { limitHeaderFields } from "./header-count.js";
 import { IDEMPOTENCY_KEY_HEADER, type Idempotency } from "./idempotency.js";
+import { leanJsonAnswers } from "./json-answer.js";
 import { narrowOneOfFailures } from "./one-of-issues.js";
 import { parameterForm } from "./parameter-form.js";
 import { LISTENER_ROUTE, type RateLimits } from "./rate-limit.js";
@@ -132,6 +133,7 @@ export function createApp(options: AppOptions): Express {
   const app = express();
   app.disable("x-powered-by");
   app.set("etag", false);
+  leanJsonAnswers(app);
 
   app.use(series(requestId, accessLog(logger), limitHeaderFields));
 
