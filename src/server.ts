@@ -61,6 +61,8 @@ export interface ServerOptions {
   principalsPoll?: PollTiming;
   /** The same for the kept fund policy. */
   fundPolicyPoll?: PollTiming;
+  /** The same for the kept webhook listeners. */
+  listenersPoll?: PollTiming;
 }
 
 export interface RunningServer {
@@ -108,7 +110,10 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const spendList = new SpendList(storage, clock, pageTokens);
 
   const secretsKey = loadSecretsKey(config.secretsKey);
-  const listeners = new Listeners(storage, clock, new SecretBox(secretsKey), config.webhookSecretGraceSeconds);
+  // Automations' updates, deletions and secret rotations, made by any instance, reach this one's kept listeners.
+  const listenerChanges = new ChangeWatch(storage, "listeners", logger, options.listenersPoll);
+  await listenerChanges.start();
+  const listeners = new Listeners(storage, clock, new SecretBox(secretsKey), config.webhookSecretGraceSeconds, listenerChanges);
   const automations = new Automations(storage, clock, listeners, policy, pageTokens, { baseUrl: config.baseUrl, allowInsecureJwks: config.jwksAllowInsecure });
   const executions = new Executions(storage, pageTokens);
   const events = new WebhookEvents(storage, clock, pageTokens);
@@ -187,6 +192,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       await instances.stop();
       await principals.stop();
       await fundPolicyChanges.stop();
+      await listenerChanges.stop();
       await storage.close();
     })());
 

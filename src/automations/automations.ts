@@ -117,8 +117,9 @@ export class Automations {
     for (const flag of ["isDraft", "enabled"] as const) {
       if (mask.has(flag) && typeof input[flag] !== "boolean") throw invalidField(`body.automation.${flag}`, "must be set when named in updateMask");
     }
-    return writeTransaction(this.storage, { exclusive: [lockKey(id)] }, async (db) => {
+    const saved = await writeTransaction(this.storage, { exclusive: [lockKey(id)] }, async (db) => {
       await this.load(db, id);
+      await this.listeners.recordChange(db);
       await db
         .updateTable("automations")
         .set({
@@ -134,27 +135,34 @@ export class Automations {
       const webhookSecret = trigger !== undefined ? await this.listeners.save(db, id, trigger) : undefined;
       return { automation: await this.load(db, id), webhookSecret: webhookSecret ?? null };
     });
+    this.listeners.changedHere();
+    return saved;
   }
 
   async delete(id: string): Promise<void> {
     await writeTransaction(this.storage, { exclusive: [lockKey(id)] }, async (db) => {
       await this.load(db, id);
+      await this.listeners.recordChange(db);
       await this.listeners.save(db, id, null);
       await db.deleteFrom("webhook_events").where("automation_id", "=", id).execute();
       await db.deleteFrom("automations").where("id", "=", id).execute();
     });
+    this.listeners.changedHere();
   }
 
   async rotateSecret(id: string, beforeCommit?: BeforeCommit<Saved & { webhookSecret: string }>): Promise<Saved & { webhookSecret: string }> {
-    return writeTransaction(this.storage, { exclusive: [lockKey(id)] }, async (db) => {
+    const rotated = await writeTransaction(this.storage, { exclusive: [lockKey(id)] }, async (db) => {
       const automation = await this.load(db, id);
       const listener = await this.listeners.forAutomation(db, id);
       if (!listener || listener.method !== "hmac") throw invalidArgument("NOT_HMAC_TRIGGER", "the automation has no HMAC webhook trigger");
+      await this.listeners.recordChange(db);
       const webhookSecret = await this.listeners.rotate(db, listener.id);
-      const rotated = { automation, webhookSecret };
-      await beforeCommit?.(db, rotated);
-      return rotated;
+      const result = { automation, webhookSecret };
+      await beforeCommit?.(db, result);
+      return result;
     });
+    this.listeners.changedHere();
+    return rotated;
   }
 
   /** Ordered by id. */

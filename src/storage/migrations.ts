@@ -527,6 +527,14 @@ const m0014 = (dialect: "sqlite" | "postgres"): Migration => ({
   },
 });
 
+// Issue 16: webhook listeners with their secrets and their automation's state, read by every
+// delivery, cached per process (src/webhooks/listeners.ts).
+const m0015: Migration = {
+  async up(db: Kysely<any>) {
+    await db.insertInto("change_versions").values({ name: "listeners", version: 0 }).execute();
+  },
+};
+
 export function migrationsFor(dialect: "sqlite" | "postgres"): MigrationProvider {
   const text: TextType = dialect === "postgres" ? sql`text collate "C"` : "text";
   return {
@@ -546,6 +554,7 @@ export function migrationsFor(dialect: "sqlite" | "postgres"): MigrationProvider
         "0012_spend_round_trips": m0012(dialect),
         "0013_controls_row_write": m0013(dialect),
         "0014_controls_row_static": m0014(dialect),
+        "0015_listeners_version": m0015,
       };
     },
   };

@@ -1,8 +1,15 @@
 // Webhook listeners (one per automation with a webhook trigger) and their HMAC secrets. A secret is
 // generated here, returned once to the caller, and stored only sealed. Rotation keeps the replaced
 // secret valid for a grace period so senders can switch without losing events.
+//
+// The intake's read of a listener (with its secrets and its automation's state) is kept per process
+// while the listeners' change watch trusts it: every write that changes what it holds (an
+// automation's update, deletion, or secret rotation) records a change in its transaction, seen at
+// once by this instance and within 1 s by every other. A kept secret carries its expiry, so a grace
+// period that ends stops the secret at that instant, kept or not.
 import type { Clock } from "../core/clock.js";
 import { base62, newId, secret256 } from "../core/ids.js";
+import { recordChange, type ChangeWatch } from "../storage/change-versions.js";
 import type { Storage } from "../storage/connect.js";
 import { prepared } from "../storage/prepared.js";
 import type { AutomationsTable, WebhookListenersTable } from "../storage/schema.js";
@@ -16,10 +23,14 @@ export type Listener = WebhookListenersTable;
 export const listenerUrl = (baseUrl: string, listenerId: string): string => `${baseUrl}/api/v1/webhooks/incoming/${listenerId}`;
 
 export type IntakeListener = Listener & {
-  sealedSecrets: string[];
+  /** Sealed, current one first; `expiresAt` set on a replaced one in its grace period. */
+  secrets: Array<{ sealed: string; expiresAt: string | null }>;
   /** What the intake needs of the listener's automation: whether it runs, and its steps (JSON). */
   automation: Pick<AutomationsTable, "is_draft" | "enabled" | "steps">;
 };
+
+/** Listeners kept at most: the oldest kept goes first. */
+const KEPT_LISTENERS = 4096;
 
 /**
  * The listener and its automation's state, with each secret valid at `now`, newest first (a
@@ -33,18 +44,32 @@ const intakeLookup = prepared((db, v: { listenerId: string; now: string }) =>
       join.onRef("webhook_secrets.listener_id", "=", "webhook_listeners.id").on((eb) => eb.or([eb("webhook_secrets.expires_at", "is", null), eb("webhook_secrets.expires_at", ">", v.now)])),
     )
     .selectAll("webhook_listeners")
-    .select(["webhook_secrets.sealed", "automations.is_draft", "automations.enabled", "automations.steps"])
+    .select(["webhook_secrets.sealed", "webhook_secrets.expires_at as secret_expires_at", "automations.is_draft", "automations.enabled", "automations.steps"])
     .where("webhook_listeners.id", "=", v.listenerId)
     .orderBy("webhook_secrets.created_at", "desc"),
 );
 
 export class Listeners {
+  /** The intake's reads, each with the watch's generation taken before it. */
+  private readonly kept = new Map<string, { listener: IntakeListener; generation: number }>();
+
   constructor(
     private readonly storage: Storage,
     private readonly clock: Clock,
     private readonly box: SecretBox,
     private readonly graceSeconds: number,
+    private readonly changes: ChangeWatch,
   ) {}
+
+  /** Call in the transaction of any write that changes what the intake reads of a listener. */
+  async recordChange(db: Db): Promise<void> {
+    await recordChange(db, "listeners");
+  }
+
+  /** Call once that transaction committed: this instance's next delivery reads the listener anew. */
+  changedHere(): void {
+    this.changes.changedHere();
+  }
 
   private iso(offsetMs = 0): string {
     return new Date(this.clock.now() + offsetMs).toISOString();
@@ -100,14 +125,24 @@ export class Listeners {
    * `openSecrets`, once the request has passed the checks that come before authentication.
    */
   async findForIntake(listenerId: string): Promise<IntakeListener | undefined> {
+    const kept = this.kept.get(listenerId);
+    if (kept && this.changes.trusts(kept.generation)) return kept.listener;
+    // Taken before the read: a change seen while it runs leaves what it read untrusted.
+    const generation = this.changes.generation;
     const { rows } = await intakeLookup.execute(this.storage.db, { listenerId, now: this.iso() });
     const [first] = rows;
     if (!first) return undefined;
-    const { sealed: _sealed, is_draft, enabled, steps, ...listener } = first;
-    return { ...listener, automation: { is_draft, enabled, steps }, sealedSecrets: rows.flatMap((r) => (r.sealed === null ? [] : [r.sealed])) };
+    const { sealed: _sealed, secret_expires_at: _expires, is_draft, enabled, steps, ...row } = first;
+    const listener = { ...row, automation: { is_draft, enabled, steps }, secrets: rows.flatMap((r) => (r.sealed === null ? [] : [{ sealed: r.sealed, expiresAt: r.secret_expires_at }])) };
+    this.kept.delete(listenerId);
+    if (this.kept.size >= KEPT_LISTENERS) this.kept.delete(this.kept.keys().next().value as string);
+    this.kept.set(listenerId, { listener, generation });
+    return listener;
   }
 
+  /** The listener's secrets a signature may be made with now, opened, current one first. */
   openSecrets(listener: IntakeListener): string[] {
-    return listener.sealedSecrets.map((sealed) => this.box.open(sealed, listener.id));
+    const now = this.iso();
+    return listener.secrets.filter((s) => s.expiresAt === null || s.expiresAt > now).map((s) => this.box.open(s.sealed, listener.id));
   }
 }

@@ -23,7 +23,7 @@ export interface CacheTestServers {
 }
 
 /** The three servers of a cache's single-instance tests, started before the file's tests and stopped after. */
-export function cacheTestServers(poll: "principalsPoll" | "fundPolicyPoll"): CacheTestServers {
+export function cacheTestServers(poll: "principalsPoll" | "fundPolicyPoll" | "listenersPoll"): CacheTestServers {
   const servers = {} as CacheTestServers;
   beforeAll(async () => {
     [servers.ts, servers.local, servers.stale] = await Promise.all([
