@@ -62,8 +62,8 @@ export interface Checkpointer {
 export async function startCheckpointer(database: SQLite.Database, path: string, options: CheckpointerOptions = {}): Promise<Checkpointer> {
   const { intervalMs, fallbackPages } = { ...CHECKPOINTER_DEFAULTS, ...options };
   const driver = createRequire(import.meta.url).resolve("better-sqlite3");
-  // A small heap: the worker allocates next to nothing, and a default young generation would be
-  // touched a page at a time for minutes, read as RSS growth (the bench's soak saw +3 MiB/min).
+  // A small heap: the worker allocates next to nothing, and need not reserve what a default
+  // young generation would touch over time.
   const worker = new Worker(WORKER_SOURCE, { eval: true, workerData: { driver, path, intervalMs }, resourceLimits: WORKER_HEAP });
   // Never what keeps the process alive.
   worker.unref();

@@ -8,6 +8,7 @@
 // once by this instance and within 1 s by every other. A kept secret carries its expiry, so a grace
 // period that ends stops the secret at that instant, kept or not.
 import type { Clock } from "../core/clock.js";
+import { SizedCache } from "../core/sized-cache.js";
 import { base62, newId, secret256 } from "../core/ids.js";
 import { recordChange, type ChangeWatch } from "../storage/change-versions.js";
 import type { Storage } from "../storage/connect.js";
@@ -29,8 +30,15 @@ export type IntakeListener = Listener & {
   automation: Pick<AutomationsTable, "is_draft" | "enabled" | "steps">;
 };
 
-/** Listeners kept at most: the oldest kept goes first. */
-const KEPT_LISTENERS = 4096;
+/**
+ * What the kept listeners may hold: 4,096 of them, and 8 Mi characters of their steps, CIDRs, JWKS
+ * URL and sealed secrets together (one automation's steps may take 256 KiB). The oldest goes first.
+ */
+const KEPT = { entries: 4096, size: 8 * 1024 * 1024 };
+
+/** What a kept listener is counted as: the characters of its fields that vary in size. */
+const keptSize = (l: IntakeListener): number =>
+  l.automation.steps.length + l.allowed_cidrs.length + (l.jwks_url?.length ?? 0) + l.secrets.reduce((n, s) => n + s.sealed.length, 0);
 
 /**
  * The listener and its automation's state, with each secret valid at `now`, newest first (a
@@ -51,7 +59,7 @@ const intakeLookup = prepared((db, v: { listenerId: string; now: string }) =>
 
 export class Listeners {
   /** The intake's reads, each with the watch's generation taken before it. */
-  private readonly kept = new Map<string, { listener: IntakeListener; generation: number }>();
+  private readonly kept = new SizedCache<string, { listener: IntakeListener; generation: number }>(KEPT);
 
   constructor(
     private readonly storage: Storage,
@@ -134,9 +142,7 @@ export class Listeners {
     if (!first) return undefined;
     const { sealed: _sealed, secret_expires_at: _expires, is_draft, enabled, steps, ...row } = first;
     const listener = { ...row, automation: { is_draft, enabled, steps }, secrets: rows.flatMap((r) => (r.sealed === null ? [] : [{ sealed: r.sealed, expiresAt: r.secret_expires_at }])) };
-    this.kept.delete(listenerId);
-    if (this.kept.size >= KEPT_LISTENERS) this.kept.delete(this.kept.keys().next().value as string);
-    this.kept.set(listenerId, { listener, generation });
+    this.kept.set(listenerId, { listener, generation }, keptSize(listener));
     return listener;
   }
 
