@@ -107,8 +107,12 @@ afterAll(async () => {
   await Promise.all([standIn?.server, internal?.server].filter(Boolean).map((s) => new Promise((r) => s!.close(r))));
 });
 
-/** Nothing in an answer may name an internal address, a port of ours, or a host name the attacker chose. */
-function expectNoLeak(text: string): void {
+/**
+ * Nothing in an answer may name an internal address, a port of ours, or a host name the attacker
+ * chose. The request id is left out: a random UUID holds "ffff" or a port's digits now and then.
+ */
+function expectNoLeak(answer: string): void {
+  const text = answer.replace(/"requestId":"[^"]*"/g, '"requestId":""');
   for (const secret of ["127.0.0.", "localhost", "169.254", "10.0.0.1", "::1", "ffff", "jwks.test", PUBLIC_NAME, String(internal.port), String(standIn.port), "/latest/meta-data"]) {
     expect(text, `the answer names ${secret}`).not.toContain(secret);
   }
