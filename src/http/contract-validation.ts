@@ -15,7 +15,7 @@
 // keep two more validators, without bound. What it decides depends only on the media type (the
 // parsers before it have checked the charset), so it is shown the declared media type the header
 // names, an undeclared one bare (refused 415, nothing kept), and no header for an operation that
-// takes no body. Its response validator (when on) runs after either path. Left out: the
+// takes no body. Its response validation (when on) follows either path (answer-validation.ts). Left out: the
 // path-parameters step (it rewrites the parameters of Express routes, and none is dispatched
 // through one: app.ts sets them), security (off: app.ts authenticates) and multipart (no operation
 // takes a multipart body; loading fails should one be added).
@@ -24,9 +24,11 @@ import { OpenApiContext } from "express-openapi-validator/dist/framework/openapi
 import { OpenApiSpecLoader } from "express-openapi-validator/dist/framework/openapi.spec.loader.js";
 import type { OpenApiValidatorOpts } from "express-openapi-validator/dist/framework/types.js";
 import { RequestValidator } from "express-openapi-validator/dist/middlewares/openapi.request.validator.js";
+import { ResponseValidator } from "express-openapi-validator/dist/middlewares/openapi.response.validator.js";
 import { SchemaPreprocessor } from "express-openapi-validator/dist/middlewares/parsers/schema.preprocessor.js";
 import { ContentType } from "express-openapi-validator/dist/middlewares/util.js";
 import { OpenApiValidator } from "express-openapi-validator/dist/openapi.validator.js";
+import { AnswerValidation } from "./answer-validation.js";
 import { rememberRouteMetadata, type OpenApiMetadata, type WithMetadata } from "./route-metadata.js";
 import { pathParametersOf, routeOf } from "./route-table.js";
 
@@ -39,9 +41,8 @@ type Compiled = (data: unknown) => boolean;
 /** The validator's internals this module calls (express-openapi-validator 5; test/http/contract-validation.test.ts checks them). */
 interface ValidatorInternals {
   options: OpenApiValidatorOpts & { validateResponses: false | object; ignoreUndocumented?: boolean; useRequestUrl?: boolean; serDes: { deserialize?: unknown }[] };
-  ajvOpts: { preprocessor: object; request: object };
+  ajvOpts: { preprocessor: object; request: object; response: object };
   metadataMiddleware(context: OpenApiContext, responseApiDoc: unknown): Step;
-  responseValidationMiddleware(apiDoc: unknown, serial: number): Step;
 }
 
 /** What RequestValidator keeps: its two Ajv instances, the compiled validators cached under its keys. */
@@ -75,7 +76,7 @@ class Validation {
     private readonly mediaTypes: MediaTypes,
     private readonly metadata: Step,
     private readonly requests: RequestValidatorInternals | undefined,
-    private readonly responses: Step | undefined,
+    private readonly answers: AnswerValidation | undefined,
     /**
      * False when a request could pass the validator's compiled validators and still be refused by
      * it (a discriminator, chosen outside them), or when they change what they validate in a way a
@@ -86,7 +87,8 @@ class Validation {
 
   handle(req: WithMetadata, res: Response, next: NextFunction): void {
     this.showMediaType(req);
-    const done = this.responses ? (err?: unknown) => (err === undefined ? this.run(this.responses!, req, res, next) : next(err)) : next;
+    const answers = this.answers;
+    const done = answers ? (err?: unknown) => (err === undefined ? (answers.watch(req, res, next), next()) : next(err)) : next;
     if (this.passesFast(req)) return done();
     this.run(this.metadata, req, res, (err?: unknown) => {
       if (err !== undefined || !this.requests) return done(err);
@@ -125,7 +127,7 @@ class Validation {
     req.params = pathParams;
     const data = { query: req.query ?? {}, headers: req.headers, params: req.params, cookies: undefined, body: req.body };
     if (!entry.general(data) || !entry.body(data)) return false;
-    if (this.responses) req.openapi = { ...entry.metadata, pathParams } as OpenApiMetadata;
+    if (this.answers) req.openapi = { ...entry.metadata, pathParams } as OpenApiMetadata;
     return true;
   }
 
@@ -174,9 +176,10 @@ async function load(options: ContractValidationOptions): Promise<Validation> {
   const context = new OpenApiContext(spec, validator.options.ignorePaths as never, validator.options.ignoreUndocumented, validator.options.useRequestUrl);
   const metadata = rememberRouteMetadata(validator.metadataMiddleware(context, apiDocRes) as RequestHandler);
   const requests = options.validateRequests === false ? undefined : (new RequestValidator(context.apiDoc, validator.ajvOpts.request) as unknown as RequestValidatorInternals);
-  const responses = options.validateResponses ? validator.responseValidationMiddleware(apiDocRes, context.serial) : undefined;
+  // As the validator's responseValidationMiddleware builds it.
+  const answers = options.validateResponses ? new AnswerValidation(new ResponseValidator(apiDocRes, validator.ajvOpts.response, validator.options.validateResponses || undefined, context.serial), context.serial) : undefined;
   const replayable = !mentions(context.apiDoc, '"discriminator"') && !validator.options.serDes.some((s) => s.deserialize);
-  return new Validation(declaredMediaTypes(context.apiDoc), metadata, requests, responses, replayable);
+  return new Validation(declaredMediaTypes(context.apiDoc), metadata, requests, answers, replayable);
 }
 
 /**

@@ -3,7 +3,7 @@
 // app on the validator's own chain and to an app on ours, each twice (the first request of an
 // operation compiles, later ones take the fast path): the answers must be the same, refusals word
 // for word. The fast path must be taken where it can be, and a contract it cannot run must not load.
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -12,8 +12,11 @@ import * as OpenApiValidator from "express-openapi-validator";
 import { RequestValidator } from "express-openapi-validator/dist/middlewares/openapi.request.validator.js";
 import { ResponseValidator } from "express-openapi-validator/dist/middlewares/openapi.response.validator.js";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { parse } from "yaml";
+import { ApiError, GrpcCode } from "../../src/core/errors.js";
 import { contractPath } from "../../src/core/package-root.js";
 import { contractValidation, type ContractValidationOptions } from "../../src/http/contract-validation.js";
+import { statusBody } from "../../src/http/status-body.js";
 import { BOOTSTRAP, startTestServer } from "../support/server.js";
 
 const OPTIONS = {
@@ -176,6 +179,85 @@ describe("contract validation in one step, with the validator's compiled validat
       expect(await send(app.url, { method: "POST", path: "/upload", body: "{}", contentType: json })).toEqual({ status: 500, body: { message: expect.stringMatching(/multipart/), errors: null } });
     } finally {
       await app.close();
+    }
+  });
+});
+
+// Answers: every answer is checked by the validator's response validation, ours on a fast path. The
+// app answers what the request's X-Answer header says (a status and a body), so that the same answer
+// can be put through both, valid and not, the first time (ours builds) and the next (ours is fast).
+describe("response validation with the validator's compiled validators on the fast path", () => {
+  const POLICY = "/api/v1/funds/policy";
+  const contract = parse(readFileSync(contractPath, "utf8")) as {
+    paths: Record<string, { get: { responses: Record<string, { content: Record<string, { example: { fundPolicy: Record<string, unknown> } }> }> } }>;
+  };
+  const policy = contract.paths[POLICY]!.get.responses["200"]!.content[json]!.example;
+  const refused = statusBody(new ApiError(400, GrpcCode.INVALID_ARGUMENT, "INVALID_ARGUMENT", "refused"), "r-1");
+  const ANSWERS: Record<string, { status: number; body: unknown }> = {
+    "a valid answer": { status: 200, body: policy },
+    "a member of the wrong type": { status: 200, body: { fundPolicy: { ...policy.fundPolicy, currencyCode: 5 } } },
+    "a missing member": { status: 200, body: { fundPolicy: { ...policy.fundPolicy, currencyCode: undefined } } },
+    "an unknown member": { status: 200, body: { ...policy, colour: "red" } },
+    "a null body": { status: 200, body: null },
+    "a declared error": { status: 400, body: refused },
+    "a declared error with a bad body": { status: 400, body: { code: "three" } },
+    "an undeclared status": { status: 418, body: refused },
+    "a 5xx, not checked": { status: 502, body: { anything: true } },
+  };
+  const answering: RequestHandler = (req, res) => {
+    const { status: code, body } = JSON.parse(String(req.get("x-answer"))) as { status: number; body: unknown };
+    res.status(code).json(body);
+  };
+  const serveAnswers = async (validation: RequestHandler[]) => {
+    const app = express();
+    app.use(validation);
+    app.use(answering);
+    app.use(refusal);
+    const server = app.listen(0, "127.0.0.1");
+    await new Promise((resolve) => server.once("listening", resolve));
+    return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, close: () => new Promise<void>((resolve) => server.close(() => resolve())) };
+  };
+  const options = { apiSpec: contractPath, ...OPTIONS, validateResponses: { allErrors: true } };
+  const ask = async (base: string, answer: unknown) => {
+    const res = await fetch(base + POLICY, { headers: { "x-answer": JSON.stringify(answer) } });
+    return { status: res.status, body: await res.text() };
+  };
+  let theirs: Awaited<ReturnType<typeof serveAnswers>>;
+  let ours: Awaited<ReturnType<typeof serveAnswers>>;
+
+  beforeAll(async () => {
+    theirs = await serveAnswers(OpenApiValidator.middleware(options) as RequestHandler[]);
+    ours = await serveAnswers([contractValidation(options)]);
+  });
+  afterAll(async () => {
+    await theirs.close();
+    await ours.close();
+  });
+
+  it.each(Object.entries(ANSWERS))("sends or refuses %s as the validator's own chain does, the first time and the next", async (_name, answer) => {
+    const expected = await ask(theirs.url, answer);
+    expect(await ask(ours.url, answer)).toEqual(expected);
+    expect(await ask(ours.url, answer)).toEqual(expected);
+  });
+
+  it("refuses some of these and sends the others, so that the comparison above compares both", async () => {
+    const statuses = await Promise.all(Object.values(ANSWERS).map(async (a) => (await ask(ours.url, a)).status));
+    expect(new Set(statuses)).toEqual(new Set([200, 400, 500, 502]));
+  });
+
+  it("checks a valid answer without the validator's own step once the operation's validators are built", async () => {
+    const validations = vi.spyOn(ResponseValidator.prototype as unknown as { _validate: () => unknown }, "_validate");
+    try {
+      await ask(ours.url, ANSWERS["a valid answer"]);
+      validations.mockClear();
+      await ask(ours.url, ANSWERS["a valid answer"]);
+      await ask(ours.url, ANSWERS["a declared error"]);
+      expect(validations).not.toHaveBeenCalled();
+      // An answer the fast path does not pass is the validator's to refuse.
+      expect((await ask(ours.url, ANSWERS["a member of the wrong type"])).status).toBe(500);
+      expect(validations).toHaveBeenCalledTimes(1);
+    } finally {
+      validations.mockRestore();
     }
   });
 });

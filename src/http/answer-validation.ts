@@ -1,0 +1,81 @@
+// express-openapi-validator's response validation (on in development and tests), without its
+// per-answer overhead. Its step wraps `res.json` on every request through its "mung" helper and, on
+// every answer, parses the request's Content-Type to build its cache key, looks its validators up by
+// that string, parses the answer's media type and searches the Accept header for it: about 30 µs an
+// answer in the bench, where the compiled schema check itself takes a few.
+//
+// Here an answer takes one of two paths:
+// - the fast path: the very validator function the validator compiled for the operation's status,
+//   called on the same data, where it would choose that function whatever the headers (the status's
+//   only media type is JSON);
+// - the validator's own step, installed at that moment over `res.json`, for anything else: a status
+//   with several media types or none, a 5xx or an empty body, an answer the fast path does not pass.
+// So every refusal is the validator's, in its words, and the fast path is never less strict.
+import type { NextFunction, Request, Response } from "express";
+import type { ResponseValidator } from "express-openapi-validator/dist/middlewares/openapi.response.validator.js";
+import { routeOf } from "./route-table.js";
+
+type Compiled = (data: unknown) => boolean;
+
+/** What ResponseValidator builds per operation: validators by status key ("200", "4XX", "default"), then media type. */
+type ByStatus = Record<string, Record<string, Compiled>>;
+
+/** What ResponseValidator keeps and calls (express-openapi-validator 5; test/http/contract-validation.test.ts checks them). */
+interface ResponseValidatorInternals {
+  validate(): (req: Request, res: Response, next: NextFunction) => void;
+  _getOrBuildValidator(req: Request, responses: unknown): ByStatus;
+}
+
+/** The parts of `req.openapi` (the validator's metadata) read here. */
+interface Metadata {
+  serial?: number;
+  _responseSchema?: { responses?: unknown };
+}
+
+const JSON_MEDIA_TYPE = "application/json";
+
+export class AnswerValidation {
+  private readonly validator: ResponseValidatorInternals;
+  private readonly step: (req: Request, res: Response, next: NextFunction) => void;
+  /** Each operation's validators, as the validator built them (it keys them per request Content-Type too, to the same effect). */
+  private readonly byOperation = new Map<string, ByStatus>();
+
+  constructor(
+    validator: ResponseValidator,
+    /** The contract's serial: the validator checks only answers to requests of this contract. */
+    private readonly serial: number,
+  ) {
+    this.validator = validator as unknown as ResponseValidatorInternals;
+    this.step = this.validator.validate();
+  }
+
+  /** Checks the answer `res.json` is given, once, before it is sent; a refusal goes to `next`. */
+  watch(req: Request, res: Response, next: NextFunction): void {
+    const original = res.json;
+    res.json = (body: unknown) => {
+      res.json = original;
+      if (this.passesFast(req, res, body)) return original.call(res, body);
+      // The validator's step wraps `res.json` (now the original) and calls next() once installed;
+      // an answer it refuses reaches next(err).
+      this.step(req, res, (err?: unknown) => void (err !== undefined && next(err)));
+      return res.json(body);
+    };
+  }
+
+  private passesFast(req: Request, res: Response, body: unknown): boolean {
+    const status = res.statusCode;
+    const openapi = (req as Request & { openapi?: Metadata }).openapi;
+    const route = routeOf(req);
+    if (!openapi || openapi.serial !== this.serial || !route || res.headersSent || status >= 500 || body === undefined || body === null) return false;
+    let byStatus = this.byOperation.get(route.operationId);
+    if (!byStatus) {
+      byStatus = this.validator._getOrBuildValidator(req, openapi._responseSchema?.responses);
+      this.byOperation.set(route.operationId, byStatus);
+    }
+    // The validator's choice of status, then of media type: the only one there is.
+    const forStatus = byStatus[status] ?? byStatus[`${String(status)[0]}XX`] ?? byStatus.default;
+    const mediaTypes = forStatus ? Object.keys(forStatus) : [];
+    const check = mediaTypes.length === 1 && mediaTypes[0] === JSON_MEDIA_TYPE ? forStatus?.[JSON_MEDIA_TYPE] : undefined;
+    return check !== undefined && check({ response: body });
+  }
+}
