@@ -1,6 +1,7 @@
 // All configuration, from the environment, typed and validated in one place. A bad value stops
 // the process at start with a message naming the variable; secrets are never echoed back.
 import { resolve } from "node:path";
+import { DEFAULT_HEAP_GROWTH_PERCENT } from "./core/heap-growth.js";
 import type { RateLimitQuotas, RateQuota } from "./core/rate-limiter.js";
 import { parseTrustProxy } from "./webhooks/source-ip.js";
 
@@ -30,6 +31,8 @@ export interface Config {
   trustProxy: string[];
   /** RATE_LIMIT_SOURCE, _CREDENTIAL, _LISTENER (each null when off; all null with RATE_LIMIT=off). */
   rateLimits: RateLimitQuotas;
+  /** HEAP_GROWTH_PERCENT: how far V8's heap grows past its live part before a full collection; 0 leaves V8's own choice. */
+  heapGrowthPercent: number;
 }
 
 /**
@@ -184,5 +187,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     jwksAllowInsecure: flag(env, "JWKS_ALLOW_INSECURE"),
     trustProxy: trustProxy(env.TRUST_PROXY),
     rateLimits: rateLimits(env),
+    heapGrowthPercent: integer(env, "HEAP_GROWTH_PERCENT", DEFAULT_HEAP_GROWTH_PERCENT, 0, 300),
   };
 }

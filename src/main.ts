@@ -1,5 +1,6 @@
 // `npm start`: serve the API with the configuration from the environment until SIGTERM or SIGINT.
 import { ConfigError, loadConfig } from "./config.js";
+import { limitHeapGrowth } from "./core/heap-growth.js";
 import { createLogger } from "./core/logger.js";
 import { startServer } from "./server.js";
 
@@ -14,6 +15,7 @@ async function main(): Promise<void> {
     }
     throw e;
   }
+  limitHeapGrowth(config.heapGrowthPercent);
   const logger = createLogger(config.logLevel);
   const server = await startServer({ config, logger });
   const out = (line: string) => process.stdout.write(line + "\n");
