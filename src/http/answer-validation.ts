@@ -44,6 +44,8 @@ export class AnswerValidation {
     validator: ResponseValidator,
     /** The contract's serial: the validator checks only answers to requests of this contract. */
     private readonly serial: number,
+    /** False when the validator's check changes the answer (a serializer): every answer then goes its way. */
+    private readonly fastPathAllowed: boolean,
   ) {
     this.validator = validator as unknown as ResponseValidatorInternals;
     this.step = this.validator.validate();
@@ -66,7 +68,7 @@ export class AnswerValidation {
     const status = res.statusCode;
     const openapi = (req as Request & { openapi?: Metadata }).openapi;
     const route = routeOf(req);
-    if (!openapi || openapi.serial !== this.serial || !route || res.headersSent || status >= 500 || body === undefined || body === null) return false;
+    if (!this.fastPathAllowed || !openapi || openapi.serial !== this.serial || !route || res.headersSent || status >= 500 || body === undefined || body === null) return false;
     let byStatus = this.byOperation.get(route.operationId);
     if (!byStatus) {
       byStatus = this.validator._getOrBuildValidator(req, openapi._responseSchema?.responses);
@@ -76,6 +78,11 @@ export class AnswerValidation {
     const forStatus = byStatus[status] ?? byStatus[`${String(status)[0]}XX`] ?? byStatus.default;
     const mediaTypes = forStatus ? Object.keys(forStatus) : [];
     const check = mediaTypes.length === 1 && mediaTypes[0] === JSON_MEDIA_TYPE ? forStatus?.[JSON_MEDIA_TYPE] : undefined;
-    return check !== undefined && check({ response: body });
+    try {
+      return check !== undefined && check({ response: body });
+    } catch {
+      // A check that throws (a serializer's) is the validator's to report.
+      return false;
+    }
   }
 }

@@ -15,11 +15,12 @@
 // keep two more validators, without bound. What it decides depends only on the media type (the
 // parsers before it have checked the charset), so it is shown the declared media type the header
 // names, an undeclared one bare (refused 415, nothing kept), and no header for an operation that
-// takes no body. Its response validation (when on) follows either path (answer-validation.ts). Left out: the
-// path-parameters step (it rewrites the parameters of Express routes, and none is dispatched
-// through one: app.ts sets them), security (off: app.ts authenticates) and multipart (no operation
-// takes a multipart body; loading fails should one be added).
+// takes no body. Its response validation (when on) follows either path (answer-validation.ts).
+// Left out: the path-parameters step (it rewrites the parameters of Express routes, and none is
+// dispatched through one: app.ts sets them), security (off: app.ts authenticates) and multipart (no
+// operation takes a multipart body; loading fails should one be added).
 import type { NextFunction, Request, RequestHandler, Response } from "express";
+import { defaultSerDes } from "express-openapi-validator/dist/framework/base.serdes.js";
 import { OpenApiContext } from "express-openapi-validator/dist/framework/openapi.context.js";
 import { OpenApiSpecLoader } from "express-openapi-validator/dist/framework/openapi.spec.loader.js";
 import type { OpenApiValidatorOpts } from "express-openapi-validator/dist/framework/types.js";
@@ -40,7 +41,7 @@ type Compiled = (data: unknown) => boolean;
 
 /** The validator's internals this module calls (express-openapi-validator 5; test/http/contract-validation.test.ts checks them). */
 interface ValidatorInternals {
-  options: OpenApiValidatorOpts & { validateResponses: false | object; ignoreUndocumented?: boolean; useRequestUrl?: boolean; serDes: { deserialize?: unknown }[] };
+  options: OpenApiValidatorOpts & { validateResponses: false | object; ignoreUndocumented?: boolean; useRequestUrl?: boolean; serDes: { deserialize?: unknown; serialize?: unknown }[] };
   ajvOpts: { preprocessor: object; request: object; response: object };
   metadataMiddleware(context: OpenApiContext, responseApiDoc: unknown): Step;
 }
@@ -176,8 +177,13 @@ async function load(options: ContractValidationOptions): Promise<Validation> {
   const context = new OpenApiContext(spec, validator.options.ignorePaths as never, validator.options.ignoreUndocumented, validator.options.useRequestUrl);
   const metadata = rememberRouteMetadata(validator.metadataMiddleware(context, apiDocRes) as RequestHandler);
   const requests = options.validateRequests === false ? undefined : (new RequestValidator(context.apiDoc, validator.ajvOpts.request) as unknown as RequestValidatorInternals);
-  // As the validator's responseValidationMiddleware builds it.
-  const answers = options.validateResponses ? new AnswerValidation(new ResponseValidator(apiDocRes, validator.ajvOpts.response, validator.options.validateResponses || undefined, context.serial), context.serial) : undefined;
+  // The response validator as the validator's responseValidationMiddleware builds it. A serializer
+  // changes the answer it checks, so a second check (the fast path's, then the validator's) could
+  // differ; the validator's own ones only turn a Date into its ISO string, which a second check
+  // then sees, as the first saw it, as a string.
+  const responseValidator = options.validateResponses ? new ResponseValidator(apiDocRes, validator.ajvOpts.response, validator.options.validateResponses || undefined, context.serial) : undefined;
+  const ownSerializersOnly = validator.options.serDes.every((s) => !s.serialize || (defaultSerDes as unknown[]).includes(s));
+  const answers = responseValidator && new AnswerValidation(responseValidator, context.serial, ownSerializersOnly);
   const replayable = !mentions(context.apiDoc, '"discriminator"') && !validator.options.serDes.some((s) => s.deserialize);
   return new Validation(declaredMediaTypes(context.apiDoc), metadata, requests, answers, replayable);
 }

@@ -260,4 +260,16 @@ describe("response validation with the validator's compiled validators on the fa
       validations.mockRestore();
     }
   });
+
+  it("sends every answer the validator's way when a serializer of the caller's may change what it checks", async () => {
+    const serializing = await serveAnswers([contractValidation({ ...options, serDes: [{ format: "date-time", serialize: (d: Date) => d.toISOString() }] } as ContractValidationOptions)]);
+    const validations = vi.spyOn(ResponseValidator.prototype as unknown as { _validate: () => unknown }, "_validate");
+    try {
+      for (let i = 0; i < 3; i++) expect((await ask(serializing.url, ANSWERS["a valid answer"])).status).toBe(200);
+      expect(validations).toHaveBeenCalledTimes(3);
+    } finally {
+      validations.mockRestore();
+      await serializing.close();
+    }
+  });
 });
