@@ -32,11 +32,11 @@ const answer: RequestHandler = (req, res) => void res.json({ body: req.body ?? n
 const refusal: ErrorRequestHandler = (err: { status?: number; message?: string; errors?: unknown }, _req, res, _next) =>
   void res.status(err.status ?? 500).json({ message: err.message, errors: err.errors ?? null });
 
-async function serve(validation: RequestHandler[]): Promise<{ url: string; close: () => Promise<void> }> {
+async function serve(validation: RequestHandler[], handler: RequestHandler = answer): Promise<{ url: string; close: () => Promise<void> }> {
   const app = express();
   app.use(express.json());
   app.use(validation);
-  app.use(answer);
+  app.use(handler);
   app.use(refusal);
   const server = app.listen(0, "127.0.0.1");
   await new Promise((resolve) => server.once("listening", resolve));
@@ -208,26 +208,17 @@ describe("response validation with the validator's compiled validators on the fa
     const { status: code, body } = JSON.parse(String(req.get("x-answer"))) as { status: number; body: unknown };
     res.status(code).json(body);
   };
-  const serveAnswers = async (validation: RequestHandler[]) => {
-    const app = express();
-    app.use(validation);
-    app.use(answering);
-    app.use(refusal);
-    const server = app.listen(0, "127.0.0.1");
-    await new Promise((resolve) => server.once("listening", resolve));
-    return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, close: () => new Promise<void>((resolve) => server.close(() => resolve())) };
-  };
   const options = { apiSpec: contractPath, ...OPTIONS, validateResponses: { allErrors: true } };
   const ask = async (base: string, answer: unknown) => {
     const res = await fetch(base + POLICY, { headers: { "x-answer": JSON.stringify(answer) } });
     return { status: res.status, body: await res.text() };
   };
-  let theirs: Awaited<ReturnType<typeof serveAnswers>>;
-  let ours: Awaited<ReturnType<typeof serveAnswers>>;
+  let theirs: Awaited<ReturnType<typeof serve>>;
+  let ours: Awaited<ReturnType<typeof serve>>;
 
   beforeAll(async () => {
-    theirs = await serveAnswers(OpenApiValidator.middleware(options) as RequestHandler[]);
-    ours = await serveAnswers([contractValidation(options)]);
+    theirs = await serve(OpenApiValidator.middleware(options) as RequestHandler[], answering);
+    ours = await serve([contractValidation(options)], answering);
   });
   afterAll(async () => {
     await theirs.close();
@@ -262,7 +253,7 @@ describe("response validation with the validator's compiled validators on the fa
   });
 
   it("sends every answer the validator's way when a serializer of the caller's may change what it checks", async () => {
-    const serializing = await serveAnswers([contractValidation({ ...options, serDes: [{ format: "date-time", serialize: (d: Date) => d.toISOString() }] } as ContractValidationOptions)]);
+    const serializing = await serve([contractValidation({ ...options, serDes: [{ format: "date-time", serialize: (d: Date) => d.toISOString() }] } as ContractValidationOptions)], answering);
     const validations = vi.spyOn(ResponseValidator.prototype as unknown as { _validate: () => unknown }, "_validate");
     try {
       for (let i = 0; i < 3; i++) expect((await ask(serializing.url, ANSWERS["a valid answer"])).status).toBe(200);
