@@ -69,20 +69,25 @@ export class AnswerValidation {
     const openapi = (req as Request & { openapi?: Metadata }).openapi;
     const route = routeOf(req);
     if (!this.fastPathAllowed || !openapi || openapi.serial !== this.serial || !route || res.headersSent || status >= 500 || body === undefined || body === null) return false;
-    let byStatus = this.byOperation.get(route.operationId);
-    if (!byStatus) {
-      byStatus = this.validator._getOrBuildValidator(req, openapi._responseSchema?.responses);
-      this.byOperation.set(route.operationId, byStatus);
-    }
-    // The validator's choice of status, then of media type: the only one there is.
-    const forStatus = byStatus[status] ?? byStatus[`${String(status)[0]}XX`] ?? byStatus.default;
-    const mediaTypes = forStatus ? Object.keys(forStatus) : [];
-    const check = mediaTypes.length === 1 && mediaTypes[0] === JSON_MEDIA_TYPE ? forStatus?.[JSON_MEDIA_TYPE] : undefined;
     try {
+      const forStatus = this.forStatus(req, route.operationId, openapi, status);
+      // The validator's choice of media type: the only one there is.
+      const mediaTypes = forStatus ? Object.keys(forStatus) : [];
+      const check = mediaTypes.length === 1 && mediaTypes[0] === JSON_MEDIA_TYPE ? forStatus?.[JSON_MEDIA_TYPE] : undefined;
       return check !== undefined && check({ response: body });
     } catch {
-      // A check that throws (a serializer's) is the validator's to report.
+      // A build or check that throws (a serializer's) is the validator's to report.
       return false;
     }
+  }
+
+  /** The validators for `status` the validator would choose: the status, then its class, then the default. */
+  private forStatus(req: Request, operationId: string, openapi: Metadata, status: number): Record<string, Compiled> | undefined {
+    let byStatus = this.byOperation.get(operationId);
+    if (!byStatus) {
+      byStatus = this.validator._getOrBuildValidator(req, openapi._responseSchema?.responses);
+      this.byOperation.set(operationId, byStatus);
+    }
+    return byStatus[status] ?? byStatus[`${String(status)[0]}XX`] ?? byStatus.default;
   }
 }
