@@ -6,7 +6,8 @@
 //   costs this process more CPU (about 0.2 ms, the loopback send) than the statement costs the
 //   database, and the worker runs a claimed batch's executions together, so their saves arrive
 //   together (automations/worker.ts). Each run waits for its save before the next, so an execution
-//   is never twice in one UPDATE.
+//   is never twice in one UPDATE. Should an UPDATE fail, its saves are tried again one by one, so
+//   that a save the database refuses fails alone.
 import { CompiledQuery } from "kysely";
 import type { Storage } from "./connect.js";
 import { prepared } from "./prepared.js";
@@ -99,7 +100,9 @@ class PostgresResultsBatch {
       await updateAll(this.db, batch.map((q) => q.save));
       for (const item of batch) item.resolve();
     } catch (error) {
-      for (const item of batch) item.reject(error);
+      // One save the database refuses must not fail the others with it: each goes again alone.
+      if (batch.length === 1) batch[0]!.reject(error);
+      else for (const item of batch) await updateAll(this.db, [item.save]).then(item.resolve, item.reject);
     } finally {
       this.busy = false;
       if (this.queue.length > 0) this.schedule();

@@ -38,4 +38,21 @@ describe("saveResultsAlone", () => {
     const rows = await fresh.storage.db.selectFrom("automation_executions").select(["state", "step_results"]).execute();
     expect(rows.map((r) => [r.state, r.step_results.length])).toEqual(executions.map(() => ["AUTOMATION_EXECUTION_STATE_DONE", big.length]));
   });
+
+  it("fails a save the database refuses alone: the others queued with it are saved", async () => {
+    const executions = Array.from({ length: 4 }, (_, i) => newExecution("aut_x", `evt_${i}`, {}, STEPS, `2026-01-01T00:00:0${i}.000Z`, LEASE));
+    await fresh.storage.db.insertInto("automation_executions").values(executions).execute();
+    // A NUL character: PostgreSQL's text refuses it, SQLite's takes it (the runner saves JSON text, which escapes it).
+    const refused = "[\"\u0000\"]";
+    const outcomes = await Promise.allSettled(
+      executions.map((e, i) => saveResultsAlone(fresh.storage, { id: e.id, stepResults: i === 1 ? refused : `["r${i}"]`, final: { state: "AUTOMATION_EXECUTION_STATE_DONE", completedAt: "2026-01-01T00:01:00.000Z" } })),
+    );
+    const rows = await fresh.storage.db.selectFrom("automation_executions").select(["step_results"]).orderBy("created_at").execute();
+    if (fresh.storage.dialect === "postgres") {
+      expect(outcomes.map((o) => o.status)).toEqual(["fulfilled", "rejected", "fulfilled", "fulfilled"]);
+      expect(rows.map((r) => r.step_results)).toEqual([`["r0"]`, executions[1]!.step_results, `["r2"]`, `["r3"]`]);
+    } else {
+      expect(outcomes.map((o) => o.status)).toEqual(["fulfilled", "fulfilled", "fulfilled", "fulfilled"]);
+    }
+  });
 });
