@@ -6,11 +6,12 @@
 //   costs this process more CPU (about 0.2 ms, the loopback send) than the statement costs the
 //   database, and the worker runs a claimed batch's executions together, so their saves arrive
 //   together (automations/worker.ts). Each run waits for its save before the next, so an execution
-//   is never twice in one UPDATE. Should an UPDATE fail, its saves are tried again one by one, so
-//   that a save the database refuses fails alone.
+//   is never twice in one UPDATE. Should the database refuse an UPDATE, its saves are tried again
+//   one by one, so that a save it refuses fails alone.
 import { CompiledQuery } from "kysely";
 import type { Storage } from "./connect.js";
 import { prepared } from "./prepared.js";
+import { databaseUnavailable } from "./unavailable.js";
 import { writeStatement, type Db } from "./transactions.js";
 
 export interface ResultsSave {
@@ -100,8 +101,9 @@ class PostgresResultsBatch {
       await updateAll(this.db, batch.map((q) => q.save));
       for (const item of batch) item.resolve();
     } catch (error) {
-      // One save the database refuses must not fail the others with it: each goes again alone.
-      if (batch.length === 1) batch[0]!.reject(error);
+      // One save the database refuses must not fail the others with it: each goes again alone. Not
+      // when the database is unavailable: every save would wait for it again, one after the other.
+      if (batch.length === 1 || databaseUnavailable(error) !== undefined) for (const item of batch) item.reject(error);
       else for (const item of batch) await updateAll(this.db, [item.save]).then(item.resolve, item.reject);
     } finally {
       this.busy = false;

@@ -1,7 +1,7 @@
 // Execution results saved outside a step's transaction: on PostgreSQL the saves queued together go
 // in one UPDATE, each row with its own values; a save without a final state keeps the state and
 // the lease. Runs on the test database's dialect (TEST_DATABASE).
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { newExecution } from "../../src/automations/executions.js";
 import { saveResultsAlone } from "../../src/storage/execution-results.js";
 import { freshStorageEachTest } from "../support/storage.js";
@@ -53,6 +53,20 @@ describe("saveResultsAlone", () => {
       expect(rows.map((r) => r.step_results)).toEqual([`["r0"]`, executions[1]!.step_results, `["r2"]`, `["r3"]`]);
     } else {
       expect(outcomes.map((o) => o.status)).toEqual(["fulfilled", "fulfilled", "fulfilled", "fulfilled"]);
+    }
+  });
+
+  it.runIf(process.env.TEST_DATABASE === "postgres")("fails the whole batch at once when the database is unavailable, without trying each save again", async () => {
+    const executions = Array.from({ length: 4 }, (_, i) => newExecution("aut_x", `evt_${i}`, {}, STEPS, `2026-01-01T00:00:0${i}.000Z`, LEASE));
+    await fresh.storage.db.insertInto("automation_executions").values(executions).execute();
+    const unavailable = Object.assign(new Error("connect ECONNREFUSED 127.0.0.1:5432"), { code: "ECONNREFUSED" });
+    const queries = vi.spyOn(fresh.storage.db, "executeQuery").mockRejectedValue(unavailable);
+    try {
+      const outcomes = await Promise.allSettled(executions.map((e) => saveResultsAlone(fresh.storage, { id: e.id, stepResults: "[]" })));
+      expect(outcomes.map((o) => o.status)).toEqual(["rejected", "rejected", "rejected", "rejected"]);
+      expect(queries).toHaveBeenCalledTimes(1);
+    } finally {
+      queries.mockRestore();
     }
   });
 });
