@@ -1,8 +1,9 @@
-// The accounting of one subject, one app and one spend window: spent (captured less reversed, a
-// counter on the window's usage row) and held (the unexpired pending holds, summed from their
-// partial index at the instant asked). GetEffective and every spend operation read it here, and
-// every change in a window first locks that window's usage row here.
-import { expressionBuilder, sql, type ExpressionBuilder } from "kysely";
+// The accounting of one subject, one app and one spend window, on the window's usage row: spent
+// (captured less reversed, a counter) and held (the unexpired pending holds: a counter of those
+// expiring after `held_through`, corrected at the instant asked by the holds between the two; see
+// migration 0016). GetEffective and every spend operation read it here, and every change in a window
+// first locks that window's usage row here.
+import { expressionBuilder, sql, type Expression, type ExpressionBuilder } from "kysely";
 import { prepared } from "../storage/prepared.js";
 import type { Database } from "../storage/schema.js";
 import type { Db } from "../storage/transactions.js";
@@ -23,104 +24,138 @@ export interface Usage {
   held: bigint;
 }
 
-// The statements of the hot path (every decision and change), compiled once (../storage/prepared.ts).
-const lockStatement = prepared((db, v: WindowKey) =>
-  db
-    .insertInto("spend_usage")
-    .values({ user_id: v.userId, app_id: v.appId, window_start: v.windowStart, window_end: v.windowEnd, spent_nanos: sql<bigint>`0` })
-    .onConflict((oc) => oc.columns(["user_id", "app_id", "window_start"]).doUpdateSet((eb) => ({ window_end: eb.ref("excluded.window_end") })))
-    .returning(sql<string>`cast(spent_nanos as text)`.as("spent")),
-);
-
-const addSpentStatement = prepared((db, v: WindowKey & { delta: bigint }) =>
-  db
-    .updateTable("spend_usage")
-    .set({ spent_nanos: sql`spent_nanos + ${v.delta}` })
-    .where("user_id", "=", v.userId)
-    .where("app_id", "=", v.appId)
-    .where("window_start", "=", v.windowStart),
-);
-
 /** A window's rows are keyed by its start: the usage row and the holds alike. */
 type WindowStart = Pick<WindowKey, "userId" | "appId" | "windowStart">;
 
 /** The Kysely instance, or an expression builder for a subquery. */
 type From = Pick<ExpressionBuilder<Database, never>, "selectFrom">;
 
-/** The sum of the window's pending holds unexpired at `now`, as text. */
-const heldQuery = (from: From, v: WindowStart & { now: string }) =>
+/**
+ * The sum of the window's pending holds that expire after `after` and no later than `until` (a
+ * number: cast it to text before it reaches JS): one range of the partial index
+ * spend_authorizations_held.
+ */
+const holdsExpiringQuery = (from: From, v: WindowStart, after: Expression<string>, until: Expression<string>) =>
   from
     .selectFrom("spend_authorizations")
-    // The literal matches the partial index spend_authorizations_held.
-    .select(sql<string>`cast(coalesce(sum(amount_nanos), 0) as text)`.as("held"))
+    .select(sql<bigint>`coalesce(sum(amount_nanos), 0)`.as("sum"))
     .where("user_id", "=", v.userId)
     .where("app_id", "=", v.appId)
     .where("window_start", "=", v.windowStart)
+    // The literal matches the partial index's condition.
     .where(sql<boolean>`state = 'PENDING'`)
-    .where("expires_at", ">", v.now);
+    .where("expires_at", ">", after)
+    .where("expires_at", "<=", until);
 
-/** The window's spent counter as text; no row when nothing was ever spent or held in it. */
-const spentQuery = (from: From, v: WindowStart) =>
-  from
-    .selectFrom("spend_usage")
-    .select(sql<string>`cast(spent_nanos as text)`.as("spent"))
-    .where("user_id", "=", v.userId)
-    .where("app_id", "=", v.appId)
-    .where("window_start", "=", v.windowStart);
+const value = (v: string) => sql<string>`${v}`;
 
-const heldStatement = prepared((db, v: WindowKey & { now: string }) => heldQuery(db, v));
+// The statements of SQLite's hot path (every decision and change), compiled once
+// (../storage/prepared.ts). PostgreSQL runs the same steps in functions (migrations 0012, 0016).
 
 /**
- * Locks the window's usage row (creating it) until the transaction ends, and answers what it has
- * spent. On PostgreSQL the upsert takes the row lock in one round trip, and every later statement
- * of the transaction (READ COMMITTED) sees what the previous holder committed; on SQLite the write
- * transaction (BEGIN IMMEDIATE) already excludes every other writer.
+ * The window's lock (an upsert, creating the row), which also sweeps the holds expired since
+ * `held_through` out of the counter: the write transaction excludes every other writer, so the
+ * subquery sees every hold.
  */
-export async function lockUsage(db: Db, key: WindowKey): Promise<bigint> {
-  const { rows } = await lockStatement.execute(db, key);
-  if (!rows[0]) throw new Error("the usage upsert returned no row");
-  return BigInt(rows[0].spent);
+const lockStatement = prepared((db, v: WindowKey & { now: string }) =>
+  db
+    .insertInto("spend_usage")
+    .values({ user_id: v.userId, app_id: v.appId, window_start: v.windowStart, window_end: v.windowEnd, spent_nanos: sql<bigint>`0`, held_through: v.now })
+    .onConflict((oc) =>
+      oc.columns(["user_id", "app_id", "window_start"]).doUpdateSet((eb) => ({
+        window_end: eb.ref("excluded.window_end"),
+        held_nanos: sql`held_nanos - (${holdsExpiringQuery(eb, v, eb.ref("spend_usage.held_through"), value(v.now))})`,
+        held_through: sql`max(held_through, ${v.now})`,
+      })),
+    )
+    .returning([sql<string>`cast(spent_nanos as text)`.as("spent"), sql<string>`cast(held_nanos as text)`.as("held"), "held_through"]),
+);
+
+/**
+ * A decision's or change's effect on the window's counters: `spent` added, and `held` added to the
+ * held counter if the hold it is about expires after `held_through` (the counter's invariant).
+ */
+const settleStatement = prepared((db, v: WindowStart & { spent: bigint; held: bigint; expiresAt: string | null }) =>
+  db
+    .updateTable("spend_usage")
+    .set({
+      spent_nanos: sql`spent_nanos + ${v.spent}`,
+      held_nanos: sql`held_nanos + case when held_through < ${v.expiresAt} then ${v.held} else 0 end`,
+    })
+    .where("user_id", "=", v.userId)
+    .where("app_id", "=", v.appId)
+    .where("window_start", "=", v.windowStart),
+);
+
+/** The holds of a clock behind `held_through` (another instance's, or moved back): unexpired at `now`, swept already. */
+const sweptAheadStatement = prepared((db, v: WindowKey & { now: string; through: string }) =>
+  db.selectNoFrom(sql<string>`cast((${holdsExpiringQuery(db, v, value(v.now), value(v.through))}) as text)`.as("held")),
+);
+
+/**
+ * Locks the window's usage row (creating it) until the transaction ends, and answers its usage at
+ * `nowIso`. On PostgreSQL one round trip (spend_lock_window, migration 0016): its statements after
+ * the lock each take their own snapshot, so they see every hold the lock's previous holder
+ * committed. On SQLite the write transaction (BEGIN IMMEDIATE) already excludes every other writer.
+ */
+export async function lockWindow(db: Db, dialect: "sqlite" | "postgres", key: WindowKey, nowIso: string): Promise<Usage> {
+  if (dialect === "postgres") {
+    const { rows } = await lockWindowStatement.execute(db, { ...key, now: nowIso });
+    if (!rows[0]) throw new Error("spend_lock_window returned no row");
+    return { spent: BigInt(rows[0].spent), held: BigInt(rows[0].held) };
+  }
+  const { rows } = await lockStatement.execute(db, { ...key, now: nowIso });
+  const row = rows[0];
+  if (!row) throw new Error("the usage upsert returned no row");
+  let held = BigInt(row.held);
+  if (row.held_through > nowIso) held += BigInt((await sweptAheadStatement.execute(db, { ...key, now: nowIso, through: row.held_through })).rows[0]?.held ?? "0");
+  return { spent: BigInt(row.spent), held };
 }
 
-/** PostgreSQL: the lock and the held sum in one round trip (spend_lock_window, migration 0009). */
+/** The window's lock alone, for a change: it needs no usage, and its holds stay where they count. */
+const lockOnlyStatement = prepared((db, v: WindowKey) =>
+  db
+    .insertInto("spend_usage")
+    .values({ user_id: v.userId, app_id: v.appId, window_start: v.windowStart, window_end: v.windowEnd, spent_nanos: sql<bigint>`0` })
+    .onConflict((oc) => oc.columns(["user_id", "app_id", "window_start"]).doUpdateSet((eb) => ({ window_end: eb.ref("excluded.window_end") }))),
+);
+
+/** SQLite: locks the window's usage row (creating it) until the transaction ends. */
+export async function lockUsage(db: Db, key: WindowKey): Promise<void> {
+  await lockOnlyStatement.execute(db, key);
+}
+
+/** PostgreSQL: spend_lock_window (migration 0016). */
 const lockWindowStatement = prepared((db, v: WindowKey & { now: string }) =>
   db.selectFrom(sql<Usage>`spend_lock_window(${v.userId}, ${v.appId}, ${v.windowStart}, ${v.windowEnd}, ${v.now})`.as("w")).select([sql<string>`w.spent`.as("spent"), sql<string>`w.held`.as("held")]),
 );
 
 /**
- * Locks the window's usage row as `lockUsage` does and answers its usage at `nowIso`, the holds
- * summed after the lock: on PostgreSQL in one round trip (a function whose second statement takes
- * its own snapshot, after the lock), on SQLite as two statements under the write lock.
+ * SQLite: adds `spent` (negative for a reversal) to the counter of a window whose row this
+ * transaction has locked, and `held` (negative when a hold is captured or released) for a hold
+ * expiring at `expiresAt`.
  */
-export async function lockWindow(db: Db, dialect: "sqlite" | "postgres", key: WindowKey, nowIso: string): Promise<Usage> {
-  if (dialect === "sqlite") return { spent: await lockUsage(db, key), held: await heldIn(db, key, nowIso) };
-  const { rows } = await lockWindowStatement.execute(db, { ...key, now: nowIso });
-  if (!rows[0]) throw new Error("spend_lock_window returned no row");
-  return { spent: BigInt(rows[0].spent), held: BigInt(rows[0].held) };
-}
-
-/** Adds `delta` (negative for a reversal) to the spent counter of a window whose row this transaction has locked. */
-export async function addSpent(db: Db, key: WindowKey, delta: bigint): Promise<void> {
-  await addSpentStatement.execute(db, { ...key, delta });
-}
-
-/** The sum of the window's pending holds unexpired at `nowIso`. */
-export async function heldIn(db: Db, key: WindowKey, nowIso: string): Promise<bigint> {
-  const { rows } = await heldStatement.execute(db, { ...key, now: nowIso });
-  return BigInt(rows[0]?.held ?? "0");
+export async function settleUsage(db: Db, key: WindowStart, delta: { spent: bigint; held: bigint; expiresAt: string | null }): Promise<void> {
+  if (delta.spent === 0n && delta.held === 0n) return;
+  await settleStatement.execute(db, { ...key, ...delta });
 }
 
 /**
  * The window's usage at `v.now` read without a lock, as the columns `${name}_spent` and
  * `${name}_held` (scalar subqueries) of a statement that reads more: GetEffective reads the layers
  * and every candidate window's usage in one statement, one snapshot. `usageOf` reads them back.
+ * The held amount is the counter corrected by the holds between `held_through` and `now`.
  */
 export const usageColumns = <N extends string>(name: N, v: WindowStart & { now: string }) => {
   const eb = expressionBuilder<Database, never>();
-  return [spentQuery(eb, v).as(`${name}_spent`), heldQuery(eb, v).as(`${name}_held`)] as const;
+  const now = value(v.now);
+  const through = sql.ref<string>("spend_usage.held_through");
+  const usage = eb.selectFrom("spend_usage").where("user_id", "=", v.userId).where("app_id", "=", v.appId).where("window_start", "=", v.windowStart);
+  const held = sql<string>`cast(held_nanos - (${holdsExpiringQuery(eb, v, through, now)}) + (${holdsExpiringQuery(eb, v, now, through)}) as text)`;
+  return [usage.select(sql<string>`cast(spent_nanos as text)`.as("s")).as(`${name}_spent`), usage.select(held.as("h")).as(`${name}_held`)] as const;
 };
 
-/** The usage of the `usageColumns` named `name` in `row` (no usage row: nothing spent). */
+/** The usage of the `usageColumns` named `name` in `row` (no usage row: nothing spent or held). */
 export function usageOf(row: Record<string, unknown>, name: string): Usage {
   const spent = row[`${name}_spent`] as string | null;
   const held = row[`${name}_held`] as string | null;

@@ -1,6 +1,6 @@
 // Table shapes as Kysely sees them. Timestamps are ISO-8601 UTC strings (`Date#toISOString`), which
 // sort correctly as text on every dialect; JSON columns hold the contract's wire shapes as text.
-import type { ColumnType } from "kysely";
+import type { ColumnType, Generated } from "kysely";
 
 export interface UsersTable {
   id: string;
@@ -145,6 +145,10 @@ export interface SpendUsageTable {
   window_start: string;
   window_end: string;
   spent_nanos: Nanos;
+  /** The window's pending holds that expire after `held_through` (migration 0016). */
+  held_nanos: Generated<Nanos>;
+  /** An ISO instant, or '' (before every instant). */
+  held_through: Generated<string>;
 }
 
 /** A running instance: each refreshes its row; rows not refreshed lately are of instances gone. */

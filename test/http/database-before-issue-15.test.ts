@@ -4,49 +4,27 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import SQLite from "better-sqlite3";
-import { Kysely, Migrator, PostgresDialect, SqliteDialect } from "kysely";
-import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createApiClient, unwrap } from "../../src/client/index.js";
 import { loadConfig } from "../../src/config.js";
 import { ManualClock } from "../../src/core/clock.js";
 import { createLogger } from "../../src/core/logger.js";
-import { hashSecret } from "../../src/identity/secret-hash.js";
 import { startServer, type RunningServer } from "../../src/server.js";
-import { migrationsFor } from "../../src/storage/migrations.js";
 import { createTestDatabase, testDialect, type TestDatabase } from "../support/database.js";
+import { OLD_ADMIN, writeOldAdmin, writeOldDatabase } from "../support/old-database.js";
 
-const OLD = { clientId: "c1_beforeIssue15xxxx", clientSecret: "a-secret-from-before-issue-15-for-tests-only" };
+const OLD = { clientId: OLD_ADMIN.clientId, clientSecret: OLD_ADMIN.clientSecret };
 
 let dir: string;
 let database: TestDatabase;
 let server: RunningServer;
 
 /** Migrates a fresh database to 0007 and writes what a server of that time had: a user, a credential, the policy. */
-async function oldDatabase(url: string): Promise<void> {
-  const config = loadConfig({ DATABASE_URL: url });
-  const dialect = config.database.kind;
-  const db = new Kysely<any>({
-    dialect:
-      config.database.kind === "sqlite"
-        ? new SqliteDialect({ database: new SQLite(config.database.path) })
-        : new PostgresDialect({ pool: new pg.Pool({ connectionString: config.database.url, max: 1 }) }),
-  });
-  try {
-    const { error } = await new Migrator({ db, provider: migrationsFor(dialect) }).migrateTo("0007_instance_heartbeats");
-    if (error) throw error;
-    const at = "2026-11-01T08:00:00.000Z";
-    await db.insertInto("users").values({ id: "0ldUser000000001", display_name: "Old admin", email: "old@example.com", email_key: "old@example.com", roles: '["ROLE_SUPER_ADMIN"]', created_at: at, updated_at: at }).execute();
-    await db
-      .insertInto("credentials")
-      .values({ id: "0ldCredential001", user_id: "0ldUser000000001", client_id: OLD.clientId, secret_hash: await hashSecret(OLD.clientSecret), display_name: "old", created_at: at, revoked_at: null, last_used_at: null })
-      .execute();
+const oldDatabase = (url: string) =>
+  writeOldDatabase(url, "0007_instance_heartbeats", async (db) => {
+    await writeOldAdmin(db, "2026-11-01T08:00:00.000Z");
     await db.insertInto("fund_policy").values({ tenant_id: "default", currency_code: "EUR", default_controls: null, updated_at: null }).execute();
-  } finally {
-    await db.destroy();
-  }
-}
+  });
 
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), "tenant-api-before-15-"));

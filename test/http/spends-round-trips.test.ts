@@ -3,7 +3,7 @@
 // decision: the Idempotency-Key's claim (the caller's principal is cached). The decision's
 // transaction: BEGIN with the fund policy's shared lock (its currency stays until commit) and the
 // layers' read after it (one simple query: BEGIN and one function call), the window's lock with the
-// held sum (one function call), the authorization with its ledger entry, the spent counter of a
+// sweep of its expired holds (one function call), the authorization with its ledger entry, the spent counter of a
 // direct spend and the idempotent answer (one function call), COMMIT.
 import { randomUUID } from "node:crypto";
 import { describe, expect, it } from "vitest";

@@ -1,0 +1,112 @@
+// A database written before the held counter (migrations up to 0015): its windows' open holds are
+// counted once the server has migrated it, its expired, released and captured ones are not, and the
+// counter then moves with new holds, expiries and releases as in a new database.
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createApiClient, unwrap } from "../../src/client/index.js";
+import { loadConfig } from "../../src/config.js";
+import { ManualClock } from "../../src/core/clock.js";
+import { createLogger } from "../../src/core/logger.js";
+import { startServer, type RunningServer } from "../../src/server.js";
+import { createTestDatabase, testDialect, type TestDatabase } from "../support/database.js";
+import { OLD_ADMIN, writeOldAdmin, writeOldDatabase } from "../support/old-database.js";
+import { amount, funds, money } from "./funds-helpers.js";
+import { spends } from "./spends-helpers.js";
+
+const SUBJECT = "0ldSubject000001";
+const APP = "old-app";
+const WINDOW = { window_start: "2026-11-01T00:00:00.000Z", window_end: "2026-12-01T00:00:00.000Z" };
+const NOW = Date.parse("2026-11-20T09:00:00Z");
+const UNIT = 1_000_000_000n;
+
+let dir: string;
+let database: TestDatabase;
+let server: RunningServer;
+const clock = new ManualClock(NOW);
+
+const usd = (units: bigint) => ({ currencyCode: "USD", units: String(units), nanos: 0 });
+
+/** A decision as the release before 0016 kept it (an unlimited app, so its usage names no limit). */
+const decision = (units: bigint, state: string) => ({
+  approved: true,
+  cause: "SPEND_DECLINE_CAUSE_UNSPECIFIED",
+  scope: "SCOPE_SUBJECT_APP",
+  period: "PERIOD_KIND_MONTHLY",
+  trace: [],
+  usage: { windowStart: WINDOW.window_start, windowEnd: WINDOW.window_end, spent: usd(state === "CAPTURED" ? units : 0n), held: usd(state === "CAPTURED" ? 0n : units), limit: null, remaining: null },
+});
+
+/** An authorization of `units` USD as the release before 0016 wrote it. */
+const authorization = (id: string, units: bigint, state: string, expiresAt: string | null) => ({
+  id,
+  user_id: SUBJECT,
+  app_id: APP,
+  currency_code: "USD",
+  amount_nanos: units * UNIT,
+  captured_nanos: state === "CAPTURED" ? units * UNIT : 0n,
+  reversed_nanos: 0n,
+  state,
+  expires_at: expiresAt,
+  ...WINDOW,
+  decision: JSON.stringify(decision(units, state)),
+  metadata: "{}",
+  created_at: "2026-11-20T07:00:00.000Z",
+  updated_at: "2026-11-20T07:00:00.000Z",
+});
+
+beforeAll(async () => {
+  dir = mkdtempSync(join(tmpdir(), "tenant-api-before-0016-"));
+  database = await createTestDatabase(dir);
+  await writeOldDatabase(database.url, "0015_listeners_version", async (db) => {
+    const at = "2026-11-01T08:00:00.000Z";
+    await writeOldAdmin(db, at);
+    await db.insertInto("users").values({ id: SUBJECT, display_name: "Old subject", email: "subject@example.com", email_key: "subject@example.com", roles: '["ROLE_USER"]', created_at: at, updated_at: at }).execute();
+    await db.insertInto("fund_policy").values({ tenant_id: "default", currency_code: "USD", time_zone: "UTC", default_controls: null, updated_at: null }).execute();
+    await db
+      .insertInto("spend_authorizations")
+      .values([
+        authorization("0ldHoldLive00001", 3n, "PENDING", "2026-11-20T09:10:00.000Z"),
+        authorization("0ldHoldExpired01", 2n, "PENDING", "2026-11-20T08:00:00.000Z"),
+        authorization("0ldHoldReleased1", 5n, "RELEASED", "2026-11-20T09:30:00.000Z"),
+        authorization("0ldSpendCaptured", 4n, "CAPTURED", null),
+        authorization("0ldHoldLive00002", 1n, "PENDING", "2026-11-20T09:20:00.000Z"),
+      ])
+      .execute();
+    await db.insertInto("spend_usage").values({ user_id: SUBJECT, app_id: APP, ...WINDOW, spent_nanos: 4n * UNIT }).execute();
+  });
+  server = await startServer({
+    config: loadConfig({ PORT: "0", HOST: "127.0.0.1", DATABASE_URL: database.url, SECRETS_KEY_FILE: join(dir, "secrets.key"), FUND_CURRENCY: "USD", LOG_LEVEL: "silent" }),
+    clock,
+    logger: createLogger("silent"),
+  });
+});
+afterAll(async () => {
+  await server?.close();
+  await database?.drop();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+describe(`a database from before the held counter (${testDialect()})`, () => {
+  it("counts the open holds it held, and the counter moves on from there", async () => {
+    const api = createApiClient({ baseUrl: server.url, credentials: { clientId: OLD_ADMIN.clientId, clientSecret: OLD_ADMIN.clientSecret } });
+    const admin = funds(api);
+    const spend = spends(api);
+    const usage = async () => unwrap(await admin.effective(SUBJECT, APP)).effective.usage;
+    const authorize = async (units: string) => unwrap(await spend.authorize({ userId: SUBJECT, appId: APP, amount: money(units), holdSeconds: 3600 })).authorization;
+
+    // The two unexpired holds (3 + 1); the expired, released and captured ones do not hold.
+    expect(await usage()).toMatchObject({ spent: money("4"), held: money("4") });
+    unwrap(await admin.setLimit(SUBJECT, APP, { limit: amount("20") }));
+    expect((await authorize("10")).decision.usage).toMatchObject({ spent: money("4"), held: money("14"), remaining: money("2") });
+    expect((await authorize("3")).decision.approved).toBe(false);
+
+    // The first old hold expires: its 3.00 is free at once.
+    clock.set(Date.parse("2026-11-20T09:15:00Z"));
+    expect(await usage()).toMatchObject({ held: money("11") });
+    expect((await authorize("3")).decision.usage).toMatchObject({ held: money("14"), remaining: money("2") });
+    unwrap(await spend.release("0ldHoldLive00002"));
+    expect(await usage()).toMatchObject({ spent: money("4"), held: money("13"), remaining: money("3") });
+  });
+});
