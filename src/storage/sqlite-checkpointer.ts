@@ -82,6 +82,9 @@ export async function startCheckpointer(database: SQLite.Database, path: string,
   return {
     stop: async () => {
       stopping = true;
+      // Waited for, so it must keep the process alive until it exits: a process with nothing else
+      // pending would otherwise end in the middle of the caller's await (exit code 13).
+      worker.ref();
       worker.postMessage("stop");
       await exited;
     },

@@ -1,6 +1,7 @@
 // The WAL's checkpoints run on a worker thread, not in the serving connection's commits; the log
 // stays bounded, and without a worker the serving connection checkpoints by itself as by default.
-import { mkdtempSync, rmSync, statSync } from "node:fs";
+import { spawnSync } from "node:child_process";
+import { mkdtempSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
@@ -98,5 +99,24 @@ describe("WAL checkpoints on a worker thread", () => {
     } finally {
       database.close();
     }
+  });
+});
+
+describe("closing the storage", () => {
+  it("waits for the worker to exit in a process with nothing else pending, then carries on", () => {
+    // A script's own process, as a tool opening the database runs (vitest keeps its workers alive).
+    const root = join(import.meta.dirname, "../..");
+    const script = join(dir, "close.mts");
+    writeFileSync(
+      script,
+      `import { openStorage } from ${JSON.stringify(join(root, "src/storage/connect.ts"))};
+      import { writeStatement } from ${JSON.stringify(join(root, "src/storage/transactions.ts"))};
+      const storage = await openStorage({ kind: "sqlite", path: ${JSON.stringify(file)} });
+      for (let i = 0; i < 20; i++) await writeStatement(storage, (db) => db.deleteFrom("idempotency_records").execute());
+      await storage.close();
+      console.log("closed");`,
+    );
+    const run = spawnSync(join(root, "node_modules/.bin/tsx"), [script], { cwd: root, encoding: "utf8" });
+    expect({ status: run.status, out: run.stdout.trim() }, run.stderr).toEqual({ status: 0, out: "closed" });
   });
 });
