@@ -52,23 +52,28 @@ const value = (v: string) => sql<string>`${v}`;
 // The statements of SQLite's hot path (every decision and change), compiled once
 // (../storage/prepared.ts). PostgreSQL runs the same steps in functions (migrations 0012, 0016).
 
-/**
- * The window's lock (an upsert, creating the row), which also sweeps the holds expired since
- * `held_through` out of the counter: the write transaction excludes every other writer, so the
- * subquery sees every hold.
- */
-const lockStatement = prepared((db, v: WindowKey & { now: string }) =>
+/** The window's lock: an upsert, creating the row, answering its counters. */
+const lockStatement = prepared((db, v: WindowKey) =>
   db
     .insertInto("spend_usage")
-    .values({ user_id: v.userId, app_id: v.appId, window_start: v.windowStart, window_end: v.windowEnd, spent_nanos: sql<bigint>`0`, held_through: v.now })
-    .onConflict((oc) =>
-      oc.columns(["user_id", "app_id", "window_start"]).doUpdateSet((eb) => ({
-        window_end: eb.ref("excluded.window_end"),
-        held_nanos: sql`held_nanos - (${holdsExpiringQuery(eb, v, eb.ref("spend_usage.held_through"), value(v.now))})`,
-        held_through: sql`max(held_through, ${v.now})`,
-      })),
-    )
+    .values({ user_id: v.userId, app_id: v.appId, window_start: v.windowStart, window_end: v.windowEnd, spent_nanos: sql<bigint>`0` })
+    .onConflict((oc) => oc.columns(["user_id", "app_id", "window_start"]).doUpdateSet((eb) => ({ window_end: eb.ref("excluded.window_end") })))
     .returning([sql<string>`cast(spent_nanos as text)`.as("spent"), sql<string>`cast(held_nanos as text)`.as("held"), "held_through"]),
+);
+
+/** The holds expiring after `after` and no later than `until`. */
+const holdsBetweenStatement = prepared((db, v: WindowStart & { after: string; until: string }) =>
+  db.selectNoFrom(sql<string>`cast((${holdsExpiringQuery(db, v, value(v.after), value(v.until))}) as text)`.as("held")),
+);
+
+/** The sweep: `swept` (the holds expired by `now`) out of the counter, which then counts from `now`. */
+const sweepStatement = prepared((db, v: WindowStart & { swept: bigint; now: string }) =>
+  db
+    .updateTable("spend_usage")
+    .set({ held_nanos: sql`held_nanos - ${v.swept}`, held_through: v.now })
+    .where("user_id", "=", v.userId)
+    .where("app_id", "=", v.appId)
+    .where("window_start", "=", v.windowStart),
 );
 
 /**
@@ -87,16 +92,17 @@ const settleStatement = prepared((db, v: WindowStart & { spent: bigint; held: bi
     .where("window_start", "=", v.windowStart),
 );
 
-/** The holds of a clock behind `held_through` (another instance's, or moved back): unexpired at `now`, swept already. */
-const sweptAheadStatement = prepared((db, v: WindowKey & { now: string; through: string }) =>
-  db.selectNoFrom(sql<string>`cast((${holdsExpiringQuery(db, v, value(v.now), value(v.through))}) as text)`.as("held")),
-);
+const holdsBetween = async (db: Db, key: WindowStart, after: string, until: string) =>
+  BigInt((await holdsBetweenStatement.execute(db, { ...key, after, until })).rows[0]?.held ?? "0");
 
 /**
  * Locks the window's usage row (creating it) until the transaction ends, and answers its usage at
- * `nowIso`. On PostgreSQL one round trip (spend_lock_window, migration 0016): its statements after
- * the lock each take their own snapshot, so they see every hold the lock's previous holder
- * committed. On SQLite the write transaction (BEGIN IMMEDIATE) already excludes every other writer.
+ * `nowIso`: the held counter less the holds expired since `held_through` (swept out of it, when
+ * there are any: until then the counter is exact as it is), or, for a clock behind it, plus those
+ * unexpired at `nowIso` that a sweep took out. On PostgreSQL one round trip (spend_lock_window,
+ * migration 0016) whose statements after the lock each take their own snapshot, so they see every
+ * hold the lock's previous holder committed; on SQLite the write transaction (BEGIN IMMEDIATE)
+ * already excludes every other writer, and the same steps are statements of their own.
  */
 export async function lockWindow(db: Db, dialect: "sqlite" | "postgres", key: WindowKey, nowIso: string): Promise<Usage> {
   if (dialect === "postgres") {
@@ -104,25 +110,20 @@ export async function lockWindow(db: Db, dialect: "sqlite" | "postgres", key: Wi
     if (!rows[0]) throw new Error("spend_lock_window returned no row");
     return { spent: BigInt(rows[0].spent), held: BigInt(rows[0].held) };
   }
-  const { rows } = await lockStatement.execute(db, { ...key, now: nowIso });
+  const { rows } = await lockStatement.execute(db, key);
   const row = rows[0];
   if (!row) throw new Error("the usage upsert returned no row");
-  let held = BigInt(row.held);
-  if (row.held_through > nowIso) held += BigInt((await sweptAheadStatement.execute(db, { ...key, now: nowIso, through: row.held_through })).rows[0]?.held ?? "0");
-  return { spent: BigInt(row.spent), held };
+  const spent = BigInt(row.spent);
+  const held = BigInt(row.held);
+  if (row.held_through > nowIso) return { spent, held: held + (await holdsBetween(db, key, nowIso, row.held_through)) };
+  const swept = await holdsBetween(db, key, row.held_through, nowIso);
+  if (swept !== 0n) await sweepStatement.execute(db, { ...key, swept, now: nowIso });
+  return { spent, held: held - swept };
 }
 
-/** The window's lock alone, for a change: it needs no usage, and its holds stay where they count. */
-const lockOnlyStatement = prepared((db, v: WindowKey) =>
-  db
-    .insertInto("spend_usage")
-    .values({ user_id: v.userId, app_id: v.appId, window_start: v.windowStart, window_end: v.windowEnd, spent_nanos: sql<bigint>`0` })
-    .onConflict((oc) => oc.columns(["user_id", "app_id", "window_start"]).doUpdateSet((eb) => ({ window_end: eb.ref("excluded.window_end") }))),
-);
-
-/** SQLite: locks the window's usage row (creating it) until the transaction ends. */
+/** SQLite: locks the window's usage row (creating it) until the transaction ends, for a change: it needs no usage. */
 export async function lockUsage(db: Db, key: WindowKey): Promise<void> {
-  await lockOnlyStatement.execute(db, key);
+  await lockStatement.execute(db, key);
 }
 
 /** PostgreSQL: spend_lock_window (migration 0016). */

@@ -538,15 +538,16 @@ const m0015: Migration = {
 // Issue 15: a window's held amount as a counter on its usage row, not a sum over every pending hold.
 // The sum read the whole unexpired range of spend_authorizations_held on every decision: linear in
 // the window's open holds (about 0.09 ms per 1,000 on SQLite), and under the write lock. Invariant:
-// `held_nanos` is the sum of the window's PENDING holds that expire after `held_through`. A hold adds
-// to it when it is created and leaves it when it is captured or released, in both cases only if it
-// expires after `held_through`; a decision sweeps the holds that expired since `held_through` (each
-// hold once in its life) and moves `held_through` on. The held amount at any instant is the counter
-// corrected by the holds between `held_through` and that instant, in either direction, so a clock
-// behind another instance's reads exactly too (src/funds/spend-usage.ts). Backfilled with
-// `held_through` '' (before every instant): every pending hold counts until the first sweep.
-// On PostgreSQL every writer goes through the functions replaced here, so an instance of the earlier
-// release keeps the counter too; on SQLite, stop such instances before starting this one.
+// `held_nanos` is the sum of the window's PENDING holds that expire after `held_through`. A hold
+// adds to it when it is created and leaves it when it is captured or released, in both cases only
+// if it expires after `held_through`; a decision sweeps out the holds expired since `held_through`
+// (each hold once in its life) and, when there were any, moves `held_through` on. The held amount
+// at any instant is the counter corrected by the holds between `held_through` and that instant, in
+// either direction, so a clock behind another instance's reads exactly too
+// (src/funds/spend-usage.ts). Backfilled with `held_through` '' (before every instant): every
+// pending hold counts until the first sweep. On PostgreSQL every writer goes through the functions
+// replaced here, so an instance of the earlier release keeps the counter too; on SQLite, stop such
+// instances before starting this one.
 const m0016 = (text: TextType, dialect: "sqlite" | "postgres"): Migration => ({
   async up(db: Kysely<any>) {
     await db.schema.alterTable("spend_usage").addColumn("held_nanos", "bigint", (c) => c.notNull().defaultTo(0)).execute();
