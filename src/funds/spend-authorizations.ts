@@ -49,7 +49,7 @@ export class SpendAuthorizations {
     if (!Number.isInteger(holdSeconds) || holdSeconds < 1) throw invalidField("body.holdSeconds", "must be >= 1");
     if (holdSeconds > MAX_HOLD_SECONDS) throw invalidField("body.holdSeconds", `must be <= ${MAX_HOLD_SECONDS}`);
 
-    const row = await writeTransaction(this.storage, { exclusive: [] }, async (db) => {
+    return writeTransaction(this.storage, { exclusive: [] }, async (db) => {
       const now = this.clock.now();
       // The user's existence (404 USER_NOT_FOUND), the policy and the layers in one read, after the
       // policy's shared lock (the currency stays until commit; taken with the read, one round trip)
@@ -72,6 +72,7 @@ export class SpendAuthorizations {
         trace: verdict.trace,
         usage: usageView(window, after, force.limit, force.currencyCode),
       };
+      const metadata = body.metadata ?? {};
       const created: SpendRow = {
         id: timeOrderedId(now, 8),
         user_id: userId,
@@ -85,15 +86,15 @@ export class SpendAuthorizations {
         window_start: window.windowStart,
         window_end: window.windowEnd,
         decision: JSON.stringify(decision),
-        metadata: JSON.stringify(body.metadata ?? {}),
+        metadata: JSON.stringify(metadata),
         created_at: iso(now),
         updated_at: iso(now),
       };
       const entry = state === "DECLINED" ? null : ledgerEntry(created.id, window, state === "PENDING" ? "HOLD" : "CAPTURE", amount, now);
-      await recordAuthorization(this.storage, db, created, entry, authorizationView(created, created.created_at), beforeCommit);
-      return created;
+      const view = authorizationView(created, created.created_at, { decision, metadata });
+      await recordAuthorization(this.storage, db, created, entry, view, beforeCommit);
+      return view;
     });
-    return authorizationView(row, row.created_at);
   }
 
   async get(access: SpendAccess, id: string): Promise<SpendAuthorization> {

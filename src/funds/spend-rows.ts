@@ -59,7 +59,12 @@ export function answeredState(row: Pick<SpendRow, "state" | "expires_at">, nowIs
   return `SPEND_AUTHORIZATION_STATE_${row.state}`;
 }
 
-export function authorizationView(row: SpendRow, nowIso: string): SpendAuthorization {
+/**
+ * The authorization as answered at `nowIso`. `parsed`: its decision and metadata as the objects the
+ * row's JSON columns were written from, when the caller has them (a new authorization), so that
+ * they are not parsed back.
+ */
+export function authorizationView(row: SpendRow, nowIso: string, parsed?: Pick<SpendAuthorization, "decision" | "metadata">): SpendAuthorization {
   const money = (nanos: bigint) => fromNanos(nanos, row.currency_code);
   return {
     id: row.id,
@@ -72,8 +77,8 @@ export function authorizationView(row: SpendRow, nowIso: string): SpendAuthoriza
     expiresAt: row.expires_at,
     windowStart: row.window_start,
     windowEnd: row.window_end,
-    decision: JSON.parse(row.decision) as SpendAuthorization["decision"],
-    metadata: JSON.parse(row.metadata) as Record<string, string>,
+    decision: parsed?.decision ?? (JSON.parse(row.decision) as SpendAuthorization["decision"]),
+    metadata: parsed?.metadata ?? (JSON.parse(row.metadata) as Record<string, string>),
     createdAt: row.created_at,
     updatedAt: row.updated_at,
   };
