@@ -4,7 +4,7 @@
 //   npm run bench:held -- [--db sqlite|postgres|both] [--holds 1000,10000,100000] [--reads <n>]
 //
 // For each count, that many pending holds of one window are written straight into a fresh database
-// (the usage row's counter with them, as the server keeps it), then `--reads` decisions' reads are
+// (the usage row's counter kept by its triggers), then `--reads` decisions' reads are
 // timed, each in a write transaction of its own as a decision runs it: `lockWindow`, the server's
 // own code (the lock, the sweep of the holds expired since the last one, the counter), and the
 // baseline: the lock, then the sum of the window's unexpired holds. The clock moves 1 ms a read.
@@ -23,7 +23,7 @@ const START = Date.parse("2026-11-10T12:00:00Z");
 const KEY: WindowKey = { userId: "held-scale-user", appId: "held-scale-app", windowStart: "2026-11-01T00:00:00.000Z", windowEnd: "2026-12-01T00:00:00.000Z" };
 const iso = (ms: number) => new Date(ms).toISOString();
 
-/** Adds holds until the window has `count`, each 1.00 and expiring after the run; the counter with them. */
+/** Adds holds until the window has `count`, each 1.00 and expiring after the run (the triggers of migration 0016 count them). */
 async function addHolds(storage: Storage, from: number, count: number): Promise<void> {
   for (let i = from; i < count; i += 1000) {
     const rows = Array.from({ length: Math.min(1000, count - i) }, (_, j) => ({
@@ -45,11 +45,6 @@ async function addHolds(storage: Storage, from: number, count: number): Promise<
     }));
     await storage.db.insertInto("spend_authorizations").values(rows).execute();
   }
-  await storage.db
-    .updateTable("spend_usage")
-    .set({ held_nanos: sql`${BigInt(count) * NANOS}` })
-    .where("user_id", "=", KEY.userId)
-    .execute();
 }
 
 /** The baseline: the lock, then the sum of every unexpired pending hold of the window. */

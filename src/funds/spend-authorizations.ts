@@ -115,7 +115,7 @@ export class SpendAuthorizations {
       if (captured > row.amount) throw invalidField("body.amount", "must not exceed the authorized amount", "AMOUNT_EXCEEDS_HOLD");
       const entries: ChangeWrites["entries"] = [{ kind: "CAPTURE", amount: captured }];
       if (captured < row.amount) entries.push({ kind: "RELEASE", amount: row.amount - captured });
-      return { row: { ...row, state: "CAPTURED", captured, updated_at: iso(now) }, writes: { set: { state: "CAPTURED", captured }, entries, spent: captured, held: -row.amount } };
+      return { row: { ...row, state: "CAPTURED", captured, updated_at: iso(now) }, writes: { set: { state: "CAPTURED", captured }, entries, spent: captured } };
     }, beforeCommit);
   }
 
@@ -130,7 +130,7 @@ export class SpendAuthorizations {
       }
       return {
         row: { ...row, state: "RELEASED", updated_at: iso(now) },
-        writes: { set: { state: "RELEASED" }, entries: [{ kind: "RELEASE", amount: row.amount }], spent: 0n, held: -row.amount },
+        writes: { set: { state: "RELEASED" }, entries: [{ kind: "RELEASE", amount: row.amount }], spent: 0n },
       };
     }, beforeCommit);
   }
@@ -151,7 +151,7 @@ export class SpendAuthorizations {
       const reversed = row.reversed + reversal;
       return {
         row: { ...row, reversed, updated_at: iso(now) },
-        writes: { set: { reversed }, entries: [{ kind: "REVERSAL", amount: reversal }], spent: -reversal, held: 0n },
+        writes: { set: { reversed }, entries: [{ kind: "REVERSAL", amount: reversal }], spent: -reversal },
       };
     }, beforeCommit);
   }

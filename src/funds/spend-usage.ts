@@ -1,7 +1,7 @@
 // The accounting of one subject, one app and one spend window, on the window's usage row: spent
 // (captured less reversed, a counter) and held (the unexpired pending holds: a counter of those
-// expiring after `held_through`, corrected at the instant asked by the holds between the two; see
-// migration 0016). GetEffective and every spend operation read it here, and every change in a window
+// expiring after `held_through`, kept by triggers as holds are written, corrected at the instant
+// asked by the holds between the two; see migration 0016). GetEffective and every spend operation read it here, and every change in a window
 // first locks that window's usage row here.
 import { expressionBuilder, sql, type Expression, type ExpressionBuilder } from "kysely";
 import { prepared } from "../storage/prepared.js";
@@ -76,17 +76,11 @@ const sweepStatement = prepared((db, v: WindowStart & { swept: bigint; now: stri
     .where("window_start", "=", v.windowStart),
 );
 
-/**
- * A decision's or change's effect on the window's counters: `spent` added, and `held` added to the
- * held counter if the hold it is about expires after `held_through` (the counter's invariant).
- */
-const settleStatement = prepared((db, v: WindowStart & { spent: bigint; held: bigint; expiresAt: string | null }) =>
+/** A capture's or reversal's change of the window's spent counter (the held counter is kept by triggers, migration 0016). */
+const addSpentStatement = prepared((db, v: WindowStart & { delta: bigint }) =>
   db
     .updateTable("spend_usage")
-    .set({
-      spent_nanos: sql`spent_nanos + ${v.spent}`,
-      held_nanos: sql`held_nanos + case when held_through < ${v.expiresAt} then ${v.held} else 0 end`,
-    })
+    .set({ spent_nanos: sql`spent_nanos + ${v.delta}` })
     .where("user_id", "=", v.userId)
     .where("app_id", "=", v.appId)
     .where("window_start", "=", v.windowStart),
@@ -131,14 +125,9 @@ const lockWindowStatement = prepared((db, v: WindowKey & { now: string }) =>
   db.selectFrom(sql<Usage>`spend_lock_window(${v.userId}, ${v.appId}, ${v.windowStart}, ${v.windowEnd}, ${v.now})`.as("w")).select([sql<string>`w.spent`.as("spent"), sql<string>`w.held`.as("held")]),
 );
 
-/**
- * SQLite: adds `spent` (negative for a reversal) to the counter of a window whose row this
- * transaction has locked, and `held` (negative when a hold is captured or released) for a hold
- * expiring at `expiresAt`.
- */
-export async function settleUsage(db: Db, key: WindowStart, delta: { spent: bigint; held: bigint; expiresAt: string | null }): Promise<void> {
-  if (delta.spent === 0n && delta.held === 0n) return;
-  await settleStatement.execute(db, { ...key, ...delta });
+/** SQLite: adds `delta` (negative for a reversal) to the spent counter of a window whose row this transaction has locked. */
+export async function addSpent(db: Db, key: WindowStart, delta: bigint): Promise<void> {
+  await addSpentStatement.execute(db, { ...key, delta });
 }
 
 /**

@@ -2,14 +2,14 @@
 // SQLite one statement each, under the database's write lock. On PostgreSQL each round trip costs
 // the server more CPU than the statements themselves (bench/RESULTS.md), so: the window's lock
 // with what is read after it is one function call, sent with the transaction's BEGIN; every write
-// of the decision or change, the request's kept answer included, is one more (migrations 0012, 0016).
+// of the decision or change, the request's kept answer included, is one more (migration 0012).
 import { sql } from "kysely";
 import type { Storage } from "../storage/connect.js";
 import { prepared } from "../storage/prepared.js";
 import type { AnswerWrite, BeforeCommit, Db } from "../storage/transactions.js";
 import { insertEntry, ledgerEntry, type LedgerEntry, type LedgerKind } from "./spend-ledger.js";
 import { rowById, toRow, windowOf, type Selected, type SpendAuthorization, type SpendRow, type StoredState } from "./spend-rows.js";
-import { lockUsage, settleUsage, type WindowKey } from "./spend-usage.js";
+import { addSpent, lockUsage, type WindowKey } from "./spend-usage.js";
 
 /** What a change of an authorization writes; none when it changes nothing (a release of a released hold). */
 export interface ChangeWrites {
@@ -19,11 +19,6 @@ export interface ChangeWrites {
   entries: { kind: LedgerKind; amount: bigint }[];
   /** Added to the window's spent counter. */
   spent: bigint;
-  /**
-   * Added to the window's held counter: less the hold's amount when a pending hold is captured or
-   * released (on PostgreSQL, spend_record_change derives it from the row's state itself).
-   */
-  held: bigint;
 }
 
 /** The bindings of an idempotent answer folded into a statement: nulls when there is none. */
@@ -89,7 +84,7 @@ export async function recordAuthorization(storage: Storage, db: Db, row: SpendRo
   }
   await insertStatement.execute(db, row);
   if (entry) await insertEntry.execute(db, entry);
-  await settleUsage(db, windowOf(row), { spent: row.captured, held: row.state === "PENDING" ? row.amount : 0n, expiresAt: row.expires_at });
+  if (row.captured > 0n) await addSpent(db, windowOf(row), row.captured);
   await beforeCommit?.(db, view);
 }
 
@@ -160,6 +155,6 @@ export async function recordChange(storage: Storage, db: Db, row: SpendRow, writ
     .where("id", "=", row.id)
     .execute();
   for (const entry of entries) await insertEntry.execute(db, entry);
-  await settleUsage(db, window, { spent: writes.spent, held: writes.held, expiresAt: row.expires_at });
+  if (writes.spent !== 0n) await addSpent(db, window, writes.spent);
   await beforeCommit?.(db, view);
 }

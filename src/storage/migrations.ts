@@ -538,16 +538,16 @@ const m0015: Migration = {
 // Issue 15: a window's held amount as a counter on its usage row, not a sum over every pending hold.
 // The sum read the whole unexpired range of spend_authorizations_held on every decision: linear in
 // the window's open holds (about 0.09 ms per 1,000 on SQLite), and under the write lock. Invariant:
-// `held_nanos` is the sum of the window's PENDING holds that expire after `held_through`. A hold
-// adds to it when it is created and leaves it when it is captured or released, in both cases only
-// if it expires after `held_through`; a decision sweeps out the holds expired since `held_through`
-// (each hold once in its life) and, when there were any, moves `held_through` on. The held amount
-// at any instant is the counter corrected by the holds between `held_through` and that instant, in
-// either direction, so a clock behind another instance's reads exactly too
+// `held_nanos` is the sum of the window's PENDING holds that expire after `held_through`. Triggers
+// keep it as the holds are written, whoever writes them (an instance of the earlier release too): a
+// hold adds to it when it is created and leaves it when it leaves PENDING (captured, released), in
+// both cases only if it expires after `held_through`. A decision sweeps out the holds expired since
+// `held_through` (each hold once in its life) and, when there were any, moves `held_through` on. The
+// held amount at any instant is the counter corrected by the holds between `held_through` and that
+// instant, in either direction, so a clock behind another instance's reads exactly too
 // (src/funds/spend-usage.ts). Backfilled with `held_through` '' (before every instant): every
-// pending hold counts until the first sweep. On PostgreSQL every writer goes through the functions
-// replaced here, so an instance of the earlier release keeps the counter too; on SQLite, stop such
-// instances before starting this one.
+// pending hold counts until the first sweep. A hold's window row exists before it: every decision
+// locks (creates) it first.
 const m0016 = (text: TextType, dialect: "sqlite" | "postgres"): Migration => ({
   async up(db: Kysely<any>) {
     await db.schema.alterTable("spend_usage").addColumn("held_nanos", "bigint", (c) => c.notNull().defaultTo(0)).execute();
@@ -556,7 +556,38 @@ const m0016 = (text: TextType, dialect: "sqlite" | "postgres"): Migration => ({
       update spend_usage set held_nanos = (
         select coalesce(sum(a.amount_nanos), 0) from spend_authorizations a
         where a.user_id = spend_usage.user_id and a.app_id = spend_usage.app_id and a.window_start = spend_usage.window_start and a.state = 'PENDING')`.execute(db);
-    if (dialect !== "postgres") return;
+    const counted = (row: "new" | "old") =>
+      sql.raw(`user_id = ${row}.user_id and app_id = ${row}.app_id and window_start = ${row}.window_start and held_through < ${row}.expires_at`);
+    if (dialect === "sqlite") {
+      await sql`
+        create trigger spend_held_created after insert on spend_authorizations when new.state = 'PENDING'
+        begin
+          update spend_usage set held_nanos = held_nanos + new.amount_nanos where ${counted("new")};
+        end`.execute(db);
+      await sql`
+        create trigger spend_held_left after update of state on spend_authorizations when old.state = 'PENDING' and new.state <> 'PENDING'
+        begin
+          update spend_usage set held_nanos = held_nanos - old.amount_nanos where ${counted("old")};
+        end`.execute(db);
+      return;
+    }
+    await sql`
+      create function spend_held_counter() returns trigger language plpgsql as $$
+      begin
+        if tg_op = 'INSERT' then
+          update spend_usage set held_nanos = held_nanos + new.amount_nanos where ${counted("new")};
+        else
+          update spend_usage set held_nanos = held_nanos - old.amount_nanos where ${counted("old")};
+        end if;
+        return null;
+      end
+      $$`.execute(db);
+    await sql`
+      create trigger spend_held_created after insert on spend_authorizations
+      for each row when (new.state = 'PENDING') execute function spend_held_counter()`.execute(db);
+    await sql`
+      create trigger spend_held_left after update of state on spend_authorizations
+      for each row when (old.state = 'PENDING' and new.state <> 'PENDING') execute function spend_held_counter()`.execute(db);
     // The lock, then the sweep and the held amount at p_now, each statement with its own snapshot
     // (see spend_lock_window in 0009). The counter is written only when the sweep found holds.
     await sql`
@@ -585,56 +616,6 @@ const m0016 = (text: TextType, dialect: "sqlite" | "postgres"): Migration => ({
           v_held := v_held + v_moved;
         end if;
         return query select v_spent::text, v_held::text;
-      end
-      $$`.execute(db);
-    // A new hold counts from its creation (0012's body, and the counter).
-    await sql`
-      create or replace function spend_record_authorization(
-        p_id text, p_user_id text, p_app_id text, p_currency_code text, p_amount bigint, p_captured bigint,
-        p_state text, p_expires_at text, p_window_start text, p_window_end text, p_decision text, p_metadata text, p_at text,
-        p_entry_id text, p_entry_kind text, p_entry_amount bigint, p_entry_at text, p_spent_delta bigint, p_answer_id text, p_answer_owner text, p_answer text)
-      returns boolean language plpgsql volatile as $$
-      begin
-        insert into spend_authorizations (id, user_id, app_id, currency_code, amount_nanos, captured_nanos, reversed_nanos, state,
-          expires_at, window_start, window_end, decision, metadata, created_at, updated_at)
-        values (p_id, p_user_id, p_app_id, p_currency_code, p_amount, p_captured, 0, p_state,
-          p_expires_at, p_window_start, p_window_end, p_decision, p_metadata, p_at, p_at);
-        if p_entry_id is not null then
-          insert into spend_ledger (id, authorization_id, user_id, app_id, window_start, kind, amount_nanos, at)
-          values (p_entry_id, p_id, p_user_id, p_app_id, p_window_start, p_entry_kind, p_entry_amount, p_entry_at);
-        end if;
-        if p_state = 'PENDING' then
-          update spend_usage set held_nanos = held_nanos + p_amount
-          where user_id = p_user_id and app_id = p_app_id and window_start = p_window_start and held_through < p_expires_at;
-        end if;
-        return spend_settle(p_user_id, p_app_id, p_window_start, p_spent_delta, p_answer_id, p_answer_owner, p_answer);
-      end
-      $$`.execute(db);
-    // A hold captured or released leaves the counter (0012's body, and the counter).
-    await sql`
-      create or replace function spend_record_change(
-        p_id text, p_state text, p_captured bigint, p_reversed bigint, p_at text, p_user_id text, p_app_id text, p_window_start text,
-        p_first_id text, p_first_kind text, p_first_amount bigint, p_second_id text, p_second_kind text, p_second_amount bigint,
-        p_spent_delta bigint, p_answer_id text, p_answer_owner text, p_answer text)
-      returns boolean language plpgsql volatile as $$
-      declare
-        v_was text;
-        v_amount bigint;
-        v_expires_at text;
-      begin
-        select state, amount_nanos, expires_at into v_was, v_amount, v_expires_at from spend_authorizations where id = p_id;
-        update spend_authorizations set state = p_state, captured_nanos = p_captured, reversed_nanos = p_reversed, updated_at = p_at where id = p_id;
-        if v_was = 'PENDING' and p_state <> 'PENDING' then
-          update spend_usage set held_nanos = held_nanos - v_amount
-          where user_id = p_user_id and app_id = p_app_id and window_start = p_window_start and held_through < v_expires_at;
-        end if;
-        insert into spend_ledger (id, authorization_id, user_id, app_id, window_start, kind, amount_nanos, at)
-        values (p_first_id, p_id, p_user_id, p_app_id, p_window_start, p_first_kind, p_first_amount, p_at);
-        if p_second_id is not null then
-          insert into spend_ledger (id, authorization_id, user_id, app_id, window_start, kind, amount_nanos, at)
-          values (p_second_id, p_id, p_user_id, p_app_id, p_window_start, p_second_kind, p_second_amount, p_at);
-        end if;
-        return spend_settle(p_user_id, p_app_id, p_window_start, p_spent_delta, p_answer_id, p_answer_owner, p_answer);
       end
       $$`.execute(db);
   },

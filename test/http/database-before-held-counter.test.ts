@@ -1,6 +1,7 @@
 // A database written before the held counter (migrations up to 0015): its windows' open holds are
 // counted once the server has migrated it, its expired, released and captured ones are not, and the
-// counter then moves with new holds, expiries and releases as in a new database.
+// counter then moves with new holds, expiries and releases as in a new database; a hold written by
+// an instance of the earlier release (its own statements, no counter) is counted by the triggers.
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -11,7 +12,7 @@ import { ManualClock } from "../../src/core/clock.js";
 import { createLogger } from "../../src/core/logger.js";
 import { startServer, type RunningServer } from "../../src/server.js";
 import { createTestDatabase, testDialect, type TestDatabase } from "../support/database.js";
-import { OLD_ADMIN, writeOldAdmin, writeOldDatabase } from "../support/old-database.js";
+import { OLD_ADMIN, withDatabase, writeOldAdmin, writeOldDatabase } from "../support/old-database.js";
 import { amount, funds, money } from "./funds-helpers.js";
 import { spends } from "./spends-helpers.js";
 
@@ -108,5 +109,16 @@ describe(`a database from before the held counter (${testDialect()})`, () => {
     expect((await authorize("3")).decision.usage).toMatchObject({ held: money("14"), remaining: money("2") });
     unwrap(await spend.release("0ldHoldLive00002"));
     expect(await usage()).toMatchObject({ spent: money("4"), held: money("13"), remaining: money("3") });
+  });
+
+  it("counts a hold that an instance of the earlier release writes, which knows nothing of the counter", async () => {
+    const api = createApiClient({ baseUrl: server.url, credentials: { clientId: OLD_ADMIN.clientId, clientSecret: OLD_ADMIN.clientSecret } });
+    const usage = async () => unwrap(await funds(api).effective(SUBJECT, APP)).effective.usage;
+    const before = await usage();
+    // Its statements: the authorization alone, then its state.
+    await withDatabase(database.url, (db) => db.insertInto("spend_authorizations").values(authorization("0ldReleaseWrote1", 2n, "PENDING", "2026-11-20T10:00:00.000Z")).execute());
+    expect(await usage()).toMatchObject({ held: money(String(BigInt(before.held.units) + 2n)) });
+    await withDatabase(database.url, (db) => db.updateTable("spend_authorizations").set({ state: "RELEASED" }).where("id", "=", "0ldReleaseWrote1").execute());
+    expect(await usage()).toMatchObject({ held: before.held });
   });
 });
