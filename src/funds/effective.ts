@@ -12,7 +12,7 @@ import type { Db } from "../storage/transactions.js";
 import { storedPolicy, type FundPolicies, type StoredPolicy } from "./fund-policy.js";
 import { resolveLimit, type Resolution, type WindowPeriod } from "./resolve.js";
 import { spendWindowBounds, WINDOW_PERIODS, type WindowBounds } from "./spend-window.js";
-import { amountLimit, usageColumns, usageOf, usageView, type SpendUsageView, type WindowKey } from "./spend-usage.js";
+import { amountLimit, usageColumn, usageOf, usageView, type SpendUsageView, type WindowKey } from "./spend-usage.js";
 import type { EffectiveLimit, SpendControls, SpendLimitView } from "./types.js";
 import { spendLimitView } from "./views.js";
 
@@ -76,7 +76,7 @@ interface Layers {
  */
 const layersAndUsageStatement = prepared((db, v: LayerValues & { now: string } & Record<WindowPeriod, string>) =>
   db
-    .selectNoFrom([...layerColumns(v), ...WINDOW_PERIODS.flatMap((p) => usageColumns(p, { userId: v.userId, appId: v.appId, windowStart: v[p], now: v.now }))])
+    .selectNoFrom([...layerColumns(v), ...WINDOW_PERIODS.map((p) => usageColumn(p, { userId: v.userId, appId: v.appId, windowStart: v[p], now: v.now }))])
     .$castTo<Layers & Record<string, unknown>>(),
 );
 

@@ -131,25 +131,28 @@ export async function addSpent(db: Db, key: WindowStart, delta: bigint): Promise
 }
 
 /**
- * The window's usage at `v.now` read without a lock, as the columns `${name}_spent` and
- * `${name}_held` (scalar subqueries) of a statement that reads more: GetEffective reads the layers
- * and every candidate window's usage in one statement, one snapshot. `usageOf` reads them back.
- * The held amount is the counter corrected by the holds between `held_through` and `now`.
+ * The window's usage at `v.now` read without a lock, as the column `${name}_usage` (a scalar
+ * subquery answering "<spent> <held>") of a statement that reads more: GetEffective reads the
+ * layers and every candidate window's usage in one statement, one snapshot. `usageOf` reads it
+ * back. The held amount is the counter corrected by the holds between `held_through` and `now`:
+ * less those expired since, or, for a clock behind it, plus those a sweep took out; one range of
+ * the held index, between the lesser and the greater of the two instants.
  */
-export const usageColumns = <N extends string>(name: N, v: WindowStart & { now: string }) => {
+export const usageColumn = <N extends string>(name: N, v: WindowStart & { now: string }) => {
   const eb = expressionBuilder<Database, never>();
-  const now = value(v.now);
   const through = sql.ref<string>("spend_usage.held_through");
-  const usage = eb.selectFrom("spend_usage").where("user_id", "=", v.userId).where("app_id", "=", v.appId).where("window_start", "=", v.windowStart);
-  const held = sql<string>`cast(held_nanos - (${holdsExpiringQuery(eb, v, through, now)}) + (${holdsExpiringQuery(eb, v, now, through)}) as text)`;
-  return [usage.select(sql<string>`cast(spent_nanos as text)`.as("s")).as(`${name}_spent`), usage.select(held.as("h")).as(`${name}_held`)] as const;
+  const now = value(v.now);
+  const after = sql<string>`case when ${through} < ${now} then ${through} else ${now} end`;
+  const until = sql<string>`case when ${through} < ${now} then ${now} else ${through} end`;
+  const correction = holdsExpiringQuery(eb, v, after, until);
+  const usage = sql<string>`cast(spent_nanos as text) || ' ' || cast(held_nanos + case when ${through} < ${now} then -1 else 1 end * (${correction}) as text)`;
+  return eb.selectFrom("spend_usage").select(usage.as("u")).where("user_id", "=", v.userId).where("app_id", "=", v.appId).where("window_start", "=", v.windowStart).as(`${name}_usage`);
 };
 
-/** The usage of the `usageColumns` named `name` in `row` (no usage row: nothing spent or held). */
+/** The usage of the `usageColumn` named `name` in `row` (no usage row: nothing spent or held). */
 export function usageOf(row: Record<string, unknown>, name: string): Usage {
-  const spent = row[`${name}_spent`] as string | null;
-  const held = row[`${name}_held`] as string | null;
-  return { spent: BigInt(spent ?? "0"), held: BigInt(held ?? "0") };
+  const [spent = "0", held = "0"] = ((row[`${name}_usage`] as string | null) ?? "").split(" ").filter(Boolean);
+  return { spent: BigInt(spent), held: BigInt(held) };
 }
 
 /** The amount an amount decision caps the window at, else null (unlimited, deny). */
