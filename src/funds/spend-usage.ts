@@ -1,8 +1,8 @@
 // The accounting of one subject, one app and one spend window, on the window's usage row: spent
 // (captured less reversed, a counter) and held (the unexpired pending holds: a counter of those
 // expiring after `held_through`, kept by triggers as holds are written, corrected at the instant
-// asked by the holds between the two; see migration 0016). GetEffective and every spend operation read it here, and every change in a window
-// first locks that window's usage row here.
+// asked by the holds between the two; see migration 0016). GetEffective and every spend operation
+// read it here, and every change in a window first locks that window's usage row here.
 import { expressionBuilder, sql, type Expression, type ExpressionBuilder } from "kysely";
 import { prepared } from "../storage/prepared.js";
 import type { Database } from "../storage/schema.js";
