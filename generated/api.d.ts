@@ -5827,7 +5827,11 @@ export interface components {
          *     - The same key with a different request is 422 with reason `IDEMPOTENCY_KEY_REUSED`, and
          *       nothing is done.
          *     - While a request with the key is still being processed, another one with it is 409 with
-         *       reason `IDEMPOTENCY_KEY_IN_USE` and `Retry-After`; nothing is done for it.
+         *       reason `IDEMPOTENCY_KEY_IN_USE` and `Retry-After`; nothing is done for it. On the spend
+         *       operations (Capture, Release, Reverse) it is not turned away: it runs, only the first to
+         *       commit counts, and the others are answered its answer (`Idempotent-Replayed: true`) with
+         *       nothing done for them; there 409 `IDEMPOTENCY_KEY_IN_USE` is left for a key held by a
+         *       request still running on an instance of an earlier release.
          *     - After 24 hours the key may be used again, as if it were new.
          *
          *     A key that is empty, longer than 255 characters or not printable ASCII is 400 naming the
@@ -5871,8 +5875,11 @@ export interface components {
          *       with the same key.
          *     - The same key with a different request is 422 with reason `IDEMPOTENCY_KEY_REUSED`, and
          *       nothing is done.
-         *     - While a request with the key is still being processed, another one with it is 409 with
-         *       reason `IDEMPOTENCY_KEY_IN_USE` and `Retry-After`; nothing is done for it.
+         *     - Requests with the key sent while the first is still being processed are not turned away:
+         *       each runs, only the first to commit counts, and the others are answered its answer
+         *       (`Idempotent-Replayed: true`) with nothing done for them. Only a key held by a request
+         *       still running on an instance of an earlier release is 409 with reason
+         *       `IDEMPOTENCY_KEY_IN_USE` and `Retry-After`.
          *     - After 24 hours the key may be used again, as if it were new.
          *
          *     A key that is empty, longer than 255 characters or not printable ASCII is 400 naming the
@@ -6164,7 +6171,11 @@ export interface operations {
                  *     - The same key with a different request is 422 with reason `IDEMPOTENCY_KEY_REUSED`, and
                  *       nothing is done.
                  *     - While a request with the key is still being processed, another one with it is 409 with
-                 *       reason `IDEMPOTENCY_KEY_IN_USE` and `Retry-After`; nothing is done for it.
+                 *       reason `IDEMPOTENCY_KEY_IN_USE` and `Retry-After`; nothing is done for it. On the spend
+                 *       operations (Capture, Release, Reverse) it is not turned away: it runs, only the first to
+                 *       commit counts, and the others are answered its answer (`Idempotent-Replayed: true`) with
+                 *       nothing done for them; there 409 `IDEMPOTENCY_KEY_IN_USE` is left for a key held by a
+                 *       request still running on an instance of an earlier release.
                  *     - After 24 hours the key may be used again, as if it were new.
                  *
                  *     A key that is empty, longer than 255 characters or not printable ASCII is 400 naming the
@@ -6455,7 +6466,11 @@ export interface operations {
                  *     - The same key with a different request is 422 with reason `IDEMPOTENCY_KEY_REUSED`, and
                  *       nothing is done.
                  *     - While a request with the key is still being processed, another one with it is 409 with
-                 *       reason `IDEMPOTENCY_KEY_IN_USE` and `Retry-After`; nothing is done for it.
+                 *       reason `IDEMPOTENCY_KEY_IN_USE` and `Retry-After`; nothing is done for it. On the spend
+                 *       operations (Capture, Release, Reverse) it is not turned away: it runs, only the first to
+                 *       commit counts, and the others are answered its answer (`Idempotent-Replayed: true`) with
+                 *       nothing done for them; there 409 `IDEMPOTENCY_KEY_IN_USE` is left for a key held by a
+                 *       request still running on an instance of an earlier release.
                  *     - After 24 hours the key may be used again, as if it were new.
                  *
                  *     A key that is empty, longer than 255 characters or not printable ASCII is 400 naming the
@@ -8674,8 +8689,11 @@ export interface operations {
                  *       with the same key.
                  *     - The same key with a different request is 422 with reason `IDEMPOTENCY_KEY_REUSED`, and
                  *       nothing is done.
-                 *     - While a request with the key is still being processed, another one with it is 409 with
-                 *       reason `IDEMPOTENCY_KEY_IN_USE` and `Retry-After`; nothing is done for it.
+                 *     - Requests with the key sent while the first is still being processed are not turned away:
+                 *       each runs, only the first to commit counts, and the others are answered its answer
+                 *       (`Idempotent-Replayed: true`) with nothing done for them. Only a key held by a request
+                 *       still running on an instance of an earlier release is 409 with reason
+                 *       `IDEMPOTENCY_KEY_IN_USE` and `Retry-After`.
                  *     - After 24 hours the key may be used again, as if it were new.
                  *
                  *     A key that is empty, longer than 255 characters or not printable ASCII is 400 naming the
@@ -8900,7 +8918,11 @@ export interface operations {
                  *     - The same key with a different request is 422 with reason `IDEMPOTENCY_KEY_REUSED`, and
                  *       nothing is done.
                  *     - While a request with the key is still being processed, another one with it is 409 with
-                 *       reason `IDEMPOTENCY_KEY_IN_USE` and `Retry-After`; nothing is done for it.
+                 *       reason `IDEMPOTENCY_KEY_IN_USE` and `Retry-After`; nothing is done for it. On the spend
+                 *       operations (Capture, Release, Reverse) it is not turned away: it runs, only the first to
+                 *       commit counts, and the others are answered its answer (`Idempotent-Replayed: true`) with
+                 *       nothing done for them; there 409 `IDEMPOTENCY_KEY_IN_USE` is left for a key held by a
+                 *       request still running on an instance of an earlier release.
                  *     - After 24 hours the key may be used again, as if it were new.
                  *
                  *     A key that is empty, longer than 255 characters or not printable ASCII is 400 naming the
@@ -9077,7 +9099,11 @@ export interface operations {
                  *     - The same key with a different request is 422 with reason `IDEMPOTENCY_KEY_REUSED`, and
                  *       nothing is done.
                  *     - While a request with the key is still being processed, another one with it is 409 with
-                 *       reason `IDEMPOTENCY_KEY_IN_USE` and `Retry-After`; nothing is done for it.
+                 *       reason `IDEMPOTENCY_KEY_IN_USE` and `Retry-After`; nothing is done for it. On the spend
+                 *       operations (Capture, Release, Reverse) it is not turned away: it runs, only the first to
+                 *       commit counts, and the others are answered its answer (`Idempotent-Replayed: true`) with
+                 *       nothing done for them; there 409 `IDEMPOTENCY_KEY_IN_USE` is left for a key held by a
+                 *       request still running on an instance of an earlier release.
                  *     - After 24 hours the key may be used again, as if it were new.
                  *
                  *     A key that is empty, longer than 255 characters or not printable ASCII is 400 naming the
@@ -9246,7 +9272,11 @@ export interface operations {
                  *     - The same key with a different request is 422 with reason `IDEMPOTENCY_KEY_REUSED`, and
                  *       nothing is done.
                  *     - While a request with the key is still being processed, another one with it is 409 with
-                 *       reason `IDEMPOTENCY_KEY_IN_USE` and `Retry-After`; nothing is done for it.
+                 *       reason `IDEMPOTENCY_KEY_IN_USE` and `Retry-After`; nothing is done for it. On the spend
+                 *       operations (Capture, Release, Reverse) it is not turned away: it runs, only the first to
+                 *       commit counts, and the others are answered its answer (`Idempotent-Replayed: true`) with
+                 *       nothing done for them; there 409 `IDEMPOTENCY_KEY_IN_USE` is left for a key held by a
+                 *       request still running on an instance of an earlier release.
                  *     - After 24 hours the key may be used again, as if it were new.
                  *
                  *     A key that is empty, longer than 255 characters or not printable ASCII is 400 naming the
@@ -9596,7 +9626,11 @@ export interface operations {
                  *     - The same key with a different request is 422 with reason `IDEMPOTENCY_KEY_REUSED`, and
                  *       nothing is done.
                  *     - While a request with the key is still being processed, another one with it is 409 with
-                 *       reason `IDEMPOTENCY_KEY_IN_USE` and `Retry-After`; nothing is done for it.
+                 *       reason `IDEMPOTENCY_KEY_IN_USE` and `Retry-After`; nothing is done for it. On the spend
+                 *       operations (Capture, Release, Reverse) it is not turned away: it runs, only the first to
+                 *       commit counts, and the others are answered its answer (`Idempotent-Replayed: true`) with
+                 *       nothing done for them; there 409 `IDEMPOTENCY_KEY_IN_USE` is left for a key held by a
+                 *       request still running on an instance of an earlier release.
                  *     - After 24 hours the key may be used again, as if it were new.
                  *
                  *     A key that is empty, longer than 255 characters or not printable ASCII is 400 naming the
@@ -10036,7 +10070,11 @@ export interface operations {
                  *     - The same key with a different request is 422 with reason `IDEMPOTENCY_KEY_REUSED`, and
                  *       nothing is done.
                  *     - While a request with the key is still being processed, another one with it is 409 with
-                 *       reason `IDEMPOTENCY_KEY_IN_USE` and `Retry-After`; nothing is done for it.
+                 *       reason `IDEMPOTENCY_KEY_IN_USE` and `Retry-After`; nothing is done for it. On the spend
+                 *       operations (Capture, Release, Reverse) it is not turned away: it runs, only the first to
+                 *       commit counts, and the others are answered its answer (`Idempotent-Replayed: true`) with
+                 *       nothing done for them; there 409 `IDEMPOTENCY_KEY_IN_USE` is left for a key held by a
+                 *       request still running on an instance of an earlier release.
                  *     - After 24 hours the key may be used again, as if it were new.
                  *
                  *     A key that is empty, longer than 255 characters or not printable ASCII is 400 naming the

@@ -2,11 +2,13 @@
 // SQLite one statement each, under the database's write lock. On PostgreSQL each round trip costs
 // the server more CPU than the statements themselves (bench/RESULTS.md), so: the window's lock
 // with what is read after it is one function call, sent with the transaction's BEGIN; every write
-// of the decision or change, the request's kept answer included, is one more (migration 0012).
-import { sql } from "kysely";
+// of the decision or change is one more (migration 0012), with the request's kept answer inserted
+// in the same statement.
+import { sql, type RawBuilder } from "kysely";
 import type { Storage } from "../storage/connect.js";
-import { prepared } from "../storage/prepared.js";
-import type { AnswerWrite, BeforeCommit, Db } from "../storage/transactions.js";
+import { keepInsertBound, keptBindings, type KeptBindings } from "../storage/idempotency-records.js";
+import { prepared, type Prepared } from "../storage/prepared.js";
+import type { BeforeCommit, Db } from "../storage/transactions.js";
 import { insertEntry, ledgerEntry, type LedgerEntry, type LedgerKind } from "./spend-ledger.js";
 import { rowById, toRow, windowOf, type Selected, type SpendAuthorization, type SpendRow, type StoredState } from "./spend-rows.js";
 import { addSpent, lockUsage, type WindowKey } from "./spend-usage.js";
@@ -21,24 +23,39 @@ export interface ChangeWrites {
   spent: bigint;
 }
 
-/** The bindings of an idempotent answer folded into a statement: nulls when there is none. */
-const answerBindings = (answer: AnswerWrite | undefined) => ({
-  answer_id: answer?.id ?? null,
-  answer_owner: answer?.owner ?? null,
-  answer_text: answer?.answer ?? null,
-});
-
-type AnswerBindings = ReturnType<typeof answerBindings>;
+/**
+ * Runs PostgreSQL write `plain` with `values`, or, when `beforeCommit` keeps an answer, `keeping`:
+ * the same write with the kept record's insert in the same statement (`keepingAnswer`). Without an
+ * insert form the answer is kept by its own statement.
+ */
+async function withAnswer<V extends object, T>(
+  db: Db,
+  view: T,
+  beforeCommit: BeforeCommit<T> | undefined,
+  write: { plain: Prepared<V, unknown>; keeping: Prepared<V & KeptBindings, { kept: unknown }> },
+  values: V,
+): Promise<void> {
+  const answer = beforeCommit?.asWrite?.(view);
+  if (!answer) {
+    await write.plain.execute(db, values);
+    return beforeCommit?.(db, view);
+  }
+  const { rows } = await write.keeping.execute(db, { ...values, ...keptBindings(answer.record) });
+  answer.settle(Number(rows[0]?.kept) === 1);
+}
 
 /**
- * Runs a PostgreSQL write that also keeps the request's answer when `beforeCommit` has a write form
- * (the statement answers whether it updated the record), else keeps it as its own statement.
+ * A PostgreSQL function call `call` as `plain` and `keeping` statements for `withAnswer`. The
+ * functions' own answer arguments (spend_settle's update of a claimed record, for an instance of an
+ * earlier release) are null: this release inserts the record in the statement's CTE instead.
  */
-async function withAnswer<T>(db: Db, view: T, beforeCommit: BeforeCommit<T> | undefined, write: (answer: AnswerBindings) => Promise<boolean | undefined>): Promise<void> {
-  const answer = beforeCommit?.asWrite?.(view);
-  const kept = await write(answerBindings(answer));
-  if (answer) answer.settle(kept === true);
-  else await beforeCommit?.(db, view);
+function spendCall<V extends object>(call: (v: V) => RawBuilder<boolean>) {
+  return {
+    plain: prepared((db, v: V) => db.selectNoFrom(call(v).as("recorded"))),
+    keeping: prepared((db, v: V & KeptBindings) =>
+      db.with("kept_answer", (qc) => keepInsertBound(qc, v).returning("id")).selectNoFrom([call(v).as("recorded"), sql<number>`(select count(*) from kept_answer)`.as("kept")]),
+    ),
+  };
 }
 
 const insertStatement = prepared((db, v: SpendRow) =>
@@ -61,15 +78,14 @@ const insertStatement = prepared((db, v: SpendRow) =>
   }),
 );
 
-type Recorded = SpendRow & AnswerBindings & { entry_id: string | null; entry_kind: string | null; entry_amount: bigint | null; entry_at: string | null };
+type Recorded = SpendRow & { entry_id: string | null; entry_kind: string | null; entry_amount: bigint | null; entry_at: string | null };
 
 /** PostgreSQL: spend_record_authorization; the captured amount is the spent delta. */
-const recordStatement = prepared((db, v: Recorded) =>
-  db.selectNoFrom(
+const recordCall = spendCall(
+  (v: Recorded) =>
     sql<boolean>`spend_record_authorization(${v.id}, ${v.user_id}, ${v.app_id}, ${v.currency_code}, ${v.amount}, ${v.captured}, ${v.state}, ${v.expires_at},
       ${v.window_start}, ${v.window_end}, ${v.decision}, ${v.metadata}, ${v.created_at}, ${v.entry_id}, ${v.entry_kind}, ${v.entry_amount}, ${v.entry_at},
-      ${v.captured}, ${v.answer_id}, ${v.answer_owner}, ${v.answer_text})`.as("kept"),
-  ),
+      ${v.captured}, ${null}, ${null}, ${null})`,
 );
 
 /**
@@ -80,7 +96,7 @@ const recordStatement = prepared((db, v: Recorded) =>
 export async function recordAuthorization(storage: Storage, db: Db, row: SpendRow, entry: LedgerEntry | null, view: SpendAuthorization, beforeCommit?: BeforeCommit<SpendAuthorization>): Promise<void> {
   if (storage.dialect === "postgres") {
     const entryBindings = { entry_id: entry?.id ?? null, entry_kind: entry?.kind ?? null, entry_amount: entry?.amount_nanos ?? null, entry_at: entry?.at ?? null };
-    return withAnswer(db, view, beforeCommit, async (answer) => (await recordStatement.execute(db, { ...row, ...entryBindings, ...answer })).rows[0]?.kept);
+    return withAnswer(db, view, beforeCommit, recordCall, { ...row, ...entryBindings });
   }
   await insertStatement.execute(db, row);
   if (entry) await insertEntry.execute(db, entry);
@@ -106,7 +122,7 @@ export async function lockedRow(storage: Storage, db: Db, window: WindowKey, id:
   return rows[0] && toRow(rows[0]);
 }
 
-type Changed = AnswerBindings & {
+type Changed = {
   id: string;
   state: string;
   captured: bigint;
@@ -125,12 +141,10 @@ type Changed = AnswerBindings & {
 };
 
 /** PostgreSQL: spend_record_change. */
-const changeStatement = prepared((db, v: Changed) =>
-  db.selectNoFrom(
+const changeCall = spendCall(
+  (v: Changed) =>
     sql<boolean>`spend_record_change(${v.id}, ${v.state}, ${v.captured}, ${v.reversed}, ${v.at}, ${v.user_id}, ${v.app_id}, ${v.window_start},
-      ${v.first_id}, ${v.first_kind}, ${v.first_amount}, ${v.second_id}, ${v.second_kind}, ${v.second_amount}, ${v.spent},
-      ${v.answer_id}, ${v.answer_owner}, ${v.answer_text})`.as("kept"),
-  ),
+      ${v.first_id}, ${v.first_kind}, ${v.first_amount}, ${v.second_id}, ${v.second_kind}, ${v.second_amount}, ${v.spent}, ${null}, ${null}, ${null})`,
 );
 
 /**
@@ -146,7 +160,7 @@ export async function recordChange(storage: Storage, db: Db, row: SpendRow, writ
     if (entries.length > 2) throw new Error("spend_record_change takes at most two ledger entries");
     const columns = { id: row.id, state: row.state, captured: row.captured, reversed: row.reversed, at: row.updated_at, user_id: row.user_id, app_id: row.app_id, window_start: row.window_start };
     const ledger = { first_id: first.id, first_kind: first.kind, first_amount: first.amount_nanos, second_id: second?.id ?? null, second_kind: second?.kind ?? null, second_amount: second?.amount_nanos ?? null };
-    return withAnswer(db, view, beforeCommit, async (answer) => (await changeStatement.execute(db, { ...columns, ...ledger, spent: writes.spent, ...answer })).rows[0]?.kept);
+    return withAnswer(db, view, beforeCommit, changeCall, { ...columns, ...ledger, spent: writes.spent });
   }
   const { state, captured, reversed } = writes.set;
   await db

@@ -1,12 +1,17 @@
 // Records of requests made with an Idempotency-Key, shared by every instance on the database. The
-// record's primary key settles who runs a request: of several arriving together, on any instances,
-// one inserts the record and runs; the others find it. A record past retention, or one whose
-// attempt stopped answering (its lease lapsed: the process died), is taken over by the same upsert.
+// record's primary key settles who runs a request, in one of two ways (../http/idempotency.ts):
+// - claimed first: of several attempts arriving together, on any instances, one inserts the record
+//   (with a lease) and runs; the others find it.
+// - kept with the effect: each attempt runs, and inserts the record with its answer in its effect's
+//   transaction; an attempt that finds the key taken rolls its effect back.
+// Either way a record past retention, or one whose attempt stopped answering (its lease lapsed: the
+// process died), is taken over by the same upsert.
 import { randomUUID } from "node:crypto";
 import type { Clock } from "../core/clock.js";
 import type { Storage } from "./connect.js";
 import { prepared } from "./prepared.js";
-import type { IdempotencyRecordsTable } from "./schema.js";
+import type { QueryCreator } from "kysely";
+import type { Database, IdempotencyRecordsTable } from "./schema.js";
 import { writeStatement, type Db } from "./transactions.js";
 
 /** How long an answer is replayed: 24 hours from the first request. */
@@ -25,12 +30,9 @@ export type Claim =
 
 const iso = (ms: number) => new Date(ms).toISOString();
 
-type ClaimedRecord = IdempotencyRecordsTable & { answer: null };
-
-/** Inserts the record, or takes over one past retention (`retained`) or whose lease lapsed by `now`. */
-const claimStatement = prepared((db, v: ClaimedRecord & { retained: string; now: string }) => {
-  const record = { id: v.id, fingerprint: v.fingerprint, owner: v.owner, locked_until: v.locked_until, answer: null, created_at: v.created_at };
-  return db
+/** Inserts `record`, or takes over one created at or before `retained` or whose lease lapsed by `now`. */
+const upsertRecord = (db: QueryCreator<Database>, record: IdempotencyRecordsTable, retained: string, now: string) =>
+  db
     .insertInto("idempotency_records")
     .values(record)
     .onConflict((oc) =>
@@ -39,12 +41,48 @@ const claimStatement = prepared((db, v: ClaimedRecord & { retained: string; now:
         .doUpdateSet(record)
         .where((eb) =>
           eb.or([
-            eb("idempotency_records.created_at", "<=", v.retained),
-            eb.and([eb("idempotency_records.answer", "is", null), eb("idempotency_records.locked_until", "<=", v.now)]),
+            eb("idempotency_records.created_at", "<=", retained),
+            eb.and([eb("idempotency_records.answer", "is", null), eb("idempotency_records.locked_until", "<=", now)]),
           ]),
         ),
     );
+
+const claimStatement = prepared((db, v: IdempotencyRecordsTable & { answer: null; retained: string; now: string }) =>
+  upsertRecord(db, { id: v.id, fingerprint: v.fingerprint, owner: v.owner, locked_until: v.locked_until, answer: null, created_at: v.created_at }, v.retained, v.now),
+);
+
+/** A record with its answer, kept by the attempt that ran the request, at `created_at`. */
+export interface KeptRecord {
+  id: string;
+  fingerprint: string;
+  owner: string;
+  answer: string;
+  created_at: string;
+  /** Records created at or before this are past retention. */
+  retained: string;
+}
+
+/** Inserts kept record `v` (or takes over, as a claim does): one row affected, none when another attempt holds the key. */
+export const keepInsert = (db: QueryCreator<Database>, v: KeptRecord) =>
+  upsertRecord(db, { id: v.id, fingerprint: v.fingerprint, owner: v.owner, locked_until: null, answer: v.answer, created_at: v.created_at }, v.retained, v.created_at);
+
+const keepStatement = prepared(keepInsert);
+
+/** A kept record's values under names of their own, for a statement that binds other values too. */
+export type KeptBindings = { [K in keyof KeptRecord as `kept_${K}`]: KeptRecord[K] };
+
+export const keptBindings = (r: KeptRecord): KeptBindings => ({
+  kept_id: r.id,
+  kept_fingerprint: r.fingerprint,
+  kept_owner: r.owner,
+  kept_answer: r.answer,
+  kept_created_at: r.created_at,
+  kept_retained: r.retained,
 });
+
+/** `keepInsert` over `keptBindings`' names. */
+export const keepInsertBound = (db: QueryCreator<Database>, v: KeptBindings) =>
+  keepInsert(db, { id: v.kept_id, fingerprint: v.kept_fingerprint, owner: v.kept_owner, answer: v.kept_answer, created_at: v.kept_created_at, retained: v.kept_retained });
 
 const recordStatement = prepared((db, v: { id: string }) =>
   db.selectFrom("idempotency_records").select(["fingerprint", "locked_until", "answer", "created_at"]).where("id", "=", v.id),
@@ -71,17 +109,36 @@ export class IdempotencyRecords {
   async claim(id: string, fingerprint: string): Promise<Claim> {
     for (let attempt = 0; attempt < CLAIM_ATTEMPTS; attempt++) {
       const now = this.clock.now();
-      const retained = iso(now - IDEMPOTENCY_RETENTION_MS);
       const owner = randomUUID();
       const record = { id, fingerprint, owner, locked_until: iso(now + LEASE_MS), answer: null, created_at: iso(now) };
-      const claimed = await writeStatement(this.storage, (db) => claimStatement.execute(db, { ...record, retained, now: iso(now) }));
+      const claimed = await writeStatement(this.storage, (db) => claimStatement.execute(db, { ...record, retained: iso(now - IDEMPOTENCY_RETENTION_MS), now: iso(now) }));
       if (Number(claimed.numAffectedRows ?? 0) === 1) return { kind: "claimed", owner };
-      const [found] = (await recordStatement.execute(this.storage.db, { id })).rows;
-      if (!found || found.created_at <= retained) continue;
-      if (found.answer !== null) return { kind: "answered", fingerprint: found.fingerprint, answer: found.answer };
-      if (found.locked_until !== null && found.locked_until > iso(now)) return { kind: "running", fingerprint: found.fingerprint };
+      const found = await this.find(id);
+      if (found) return found;
     }
     throw new Error(`idempotency record still contended after ${CLAIM_ATTEMPTS} claims`);
+  }
+
+  /** Who has record `id` now: none when it is missing, past retention or its lease lapsed (free to take). */
+  async find(id: string): Promise<Exclude<Claim, { kind: "claimed" }> | undefined> {
+    const now = this.clock.now();
+    const [found] = (await recordStatement.execute(this.storage.db, { id })).rows;
+    if (!found || found.created_at <= iso(now - IDEMPOTENCY_RETENTION_MS)) return undefined;
+    if (found.answer !== null) return { kind: "answered", fingerprint: found.fingerprint, answer: found.answer };
+    if (found.locked_until !== null && found.locked_until > iso(now)) return { kind: "running", fingerprint: found.fingerprint };
+    return undefined;
+  }
+
+  /** Record `id`'s values with `answer`, to keep as attempt `owner` of a request of `fingerprint` ran it. */
+  kept(id: string, fingerprint: string, owner: string, answer: string): KeptRecord {
+    const now = this.clock.now();
+    return { id, fingerprint, owner, answer, created_at: iso(now), retained: iso(now - IDEMPOTENCY_RETENTION_MS) };
+  }
+
+  /** Keeps `record` in transaction `db` (`storage` alone when absent); false when another attempt holds the key. */
+  async keep(record: KeptRecord, db?: Db): Promise<boolean> {
+    const result = await (db ? keepStatement.execute(db, record) : writeStatement(this.storage, (tx) => keepStatement.execute(tx, record)));
+    return Number(result.numAffectedRows ?? 0) === 1;
   }
 
   /** Keeps `answer` (sealed) for replays; a no-op when `owner` no longer holds the record. */

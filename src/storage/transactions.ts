@@ -12,6 +12,7 @@
 //   with FOR UPDATE, a key can.
 import { type Kysely, sql } from "kysely";
 import type { Storage } from "./connect.js";
+import type { KeptRecord } from "./idempotency-records.js";
 import type { Database } from "./schema.js";
 import { SqliteGroupCommit } from "./sqlite-group-commit.js";
 
@@ -24,19 +25,17 @@ export type Db = Kysely<Database>;
  */
 export type BeforeCommit<T> = ((db: Db, result: T) => Promise<void>) & {
   /**
-   * The same record as a write for the service's own last statement to make (one round trip less
+   * The same record as values for the service's own last statement to insert (one round trip less
    * on PostgreSQL), instead of calling the function; absent when the record has no such form.
    */
   asWrite?: (result: T) => AnswerWrite;
 };
 
-/** An idempotent answer to keep: the record `id`, updated only while `owner` holds it. */
+/** An idempotent answer to keep: the record to insert with the effect. */
 export interface AnswerWrite {
-  id: string;
-  owner: string;
-  answer: string;
-  /** Called by the service in its transaction with whether its statement updated the record; throws (so the effect rolls back) if not. */
-  settle(updated: boolean): void;
+  record: KeptRecord;
+  /** Called by the service in its transaction with whether its statement kept the record; throws (so the effect rolls back) if not. */
+  settle(kept: boolean): void;
 }
 
 export interface Locks {

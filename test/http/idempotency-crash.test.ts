@@ -2,14 +2,16 @@
 // process dies after the effect committed, before any later write (here: every separate write of a
 // kept answer fails, as if the process had died there). A retry with the same key once the dead
 // attempt's lease has lapsed must replay the first answer, never make a second user, credential,
-// automation, authorization or reversal, nor rotate a secret twice. And when an attempt has lost its key to another meanwhile, its effect rolls back.
+// automation, authorization or reversal, nor rotate a secret twice. And an attempt that finds its
+// key held by another when it keeps its answer rolls its effect back.
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
-import { randomUUID } from "node:crypto";
+import { createHash, randomUUID } from "node:crypto";
 import { unwrap } from "../../src/client/index.js";
 import { IdempotencyRecords } from "../../src/storage/idempotency-records.js";
+import { withDatabase } from "../support/old-database.js";
 import { expectError } from "./funds-helpers.js";
 import { createHooked } from "./webhooks-helpers.js";
-import { appWithLimit, money, startSpendServer, type SpendServer } from "./spends-helpers.js";
+import { appWithLimit, money, spends, startSpendServer, type SpendServer } from "./spends-helpers.js";
 
 let server: SpendServer;
 beforeAll(async () => {
@@ -54,20 +56,30 @@ describe("idempotent spends across a crash after the effect", () => {
     expect(unwrap(await spend.get(a.id)).authorization.reversedAmount).toEqual(money("2"));
   });
 
-  it("an attempt whose key was taken over meanwhile rolls its effect back and answers 409 IDEMPOTENCY_KEY_IN_USE", async () => {
-    const { admin, spend, subject } = server;
+  it("an attempt that finds its key held by another (an earlier release's claim, its lease live) rolls its effect back and answers 409 IDEMPOTENCY_KEY_IN_USE", async () => {
+    const { admin, spend, subject, ts } = server;
     const app = await appWithLimit(admin, subject.userId, "10");
-    // The attempt's owner token no longer holds the record, as after a takeover: the answer written
-    // with the effect (by `completeIn`, or within the effect's own statement) updates nothing.
-    const claim = IdempotencyRecords.prototype.claim;
-    vi.spyOn(IdempotencyRecords.prototype, "claim").mockImplementation(async function (this: IdempotencyRecords, ...args) {
-      const claimed = await claim.apply(this, args);
-      return claimed.kind === "claimed" ? { kind: "claimed", owner: randomUUID() } : claimed;
+    const service = await ts.userClient(["ROLE_APP_SERVICE"], "held key", { appIds: [app] });
+    const s = spends(service.client);
+    const body = { userId: subject.userId, appId: app, amount: money("4") };
+    unwrap(await s.authorize(body, "held-1"));
+    // The claim of the same request under key held-2, as an instance of the earlier release writes
+    // it before it runs: the fingerprint is the request's (the key is not part of it).
+    const recordId = (key: string) => createHash("sha256").update(`${service.userId}\n${key}`, "utf8").digest("base64url");
+    const at = (ms: number) => new Date(ms).toISOString();
+    await withDatabase(ts.databaseUrl, async (db) => {
+      const { fingerprint } = await db.selectFrom("idempotency_records").select("fingerprint").where("id", "=", recordId("held-1")).executeTakeFirstOrThrow();
+      const claim = { id: recordId("held-2"), fingerprint, owner: randomUUID(), locked_until: at(ts.clock.now() + 60_000), answer: null, created_at: at(ts.clock.now()) };
+      await db.insertInto("idempotency_records").values(claim).execute();
     });
-    expectError(await spend.authorize({ userId: subject.userId, appId: app, amount: money("4") }, "taken-over-1"), 409, "IDEMPOTENCY_KEY_IN_USE");
-    vi.restoreAllMocks();
-    expect(unwrap(await spend.list({ app_id: app })).list).toHaveLength(0);
-    expect(unwrap(await admin.effective(subject.userId, app)).effective.usage.held).toEqual(money("0"));
+    expectError(await s.authorize(body, "held-2"), 409, "IDEMPOTENCY_KEY_IN_USE");
+    expect(unwrap(await spend.list({ app_id: app })).list).toHaveLength(1);
+    expect(unwrap(await admin.effective(subject.userId, app)).effective.usage.held).toEqual(money("4"));
+    // Its lease lapsed (that attempt died), the key is free: the retry runs.
+    ts.clock.advance(LEASE_LAPSED_MS);
+    const retry = await s.authorize(body, "held-2");
+    expect([retry.response.status, retry.response.headers.get("idempotent-replayed")]).toEqual([200, null]);
+    expect(unwrap(await spend.list({ app_id: app })).list).toHaveLength(2);
   });
 });
 

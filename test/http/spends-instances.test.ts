@@ -2,6 +2,7 @@
 // balancer: the instances share nothing but the database, so only the database's locking keeps
 // two of them from approving against the same headroom. The requests of each test are spread
 // over the three; holds expire by the real clock (holdSeconds 1).
+import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { unwrap } from "../../src/client/index.js";
 import { testDialect } from "../support/database.js";
@@ -49,6 +50,18 @@ describe(`spend admission on three instances on one ${testDialect()} database`, 
       expect(nanosOf(usage.spent) + nanosOf(usage.held)).toBe(LIMIT);
       expect(usage.remaining).toEqual(usd(0n));
       await expectUsageMatchesStates(s[0]!, userId, appId, LIMIT);
+    }), 120_000);
+
+  it("one Idempotency-Key sent 30 times at once, spread over the instances: one authorization, every answer it, all but one replayed", () =>
+    counts.check(async () => {
+      const appId = await limitedApp();
+      const key = `race-${randomUUID()}`;
+      const answers = await Promise.all(Array.from({ length: 30 }, (_, i) => s[i % 3]!.authorize({ userId, appId, amount: usd(NANOS) }, key)));
+      const first = answers.filter((a) => a.response.headers.get("idempotent-replayed") !== "true");
+      expect(first).toHaveLength(1);
+      for (const a of answers) expect(unwrap(a).authorization).toEqual(unwrap(first[0]!).authorization);
+      expect(await s[1]!.all(userId, appId)).toHaveLength(1);
+      expect((await s[2]!.usage(userId, appId)).held).toEqual(usd(NANOS));
     }), 120_000);
 
   it("captures, releases, reversals and holds expiring by the clock, interleaved across the instances: every decision exact, usage = the sum over the states, then the window fills exactly", () =>

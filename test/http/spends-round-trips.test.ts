@@ -1,6 +1,6 @@
 // PostgreSQL round trips of one Authorize or Capture, counted at the pg client as the server (in this process)
-// sends them on the decision's connection (other connections poll for changes meanwhile). Before the
-// decision: the Idempotency-Key's claim (the caller's principal is cached). The decision's
+// sends them on the decision's connection (other connections poll for changes meanwhile). Nothing
+// before the decision (the caller's principal is cached; the Idempotency-Key takes no claim). The decision's
 // transaction: BEGIN with the fund policy's shared lock (its currency stays until commit) and the
 // layers' read after it (one simple query: BEGIN and one function call), the window's lock with the
 // sweep of its expired holds (one function call), the authorization with its ledger entry, the spent counter of a
@@ -39,9 +39,13 @@ describe.skipIf(testDialect() !== "postgres")("Authorize's and Capture's round t
     expect(answer.response.status).toBe(200);
     const decision = transaction();
     expect(decision.length, decision.join("\n")).toBe(expected);
+    // The Idempotency-Key takes no round trip of its own: its record is inserted by the decision's last call.
+    const keyed = sent.filter((s) => /idempotency_records/.test(s.text)).map((s) => s.text);
+    expect(keyed).toHaveLength(1);
+    expect(decision).toContain(keyed[0]);
   });
 
-  // Before the change: the key's claim and the authorization's read (who may see it). The change's
+  // Before the change: the authorization's read (who may see it). The change's
   // transaction: BEGIN with the window's lock and the row read after it (one simple query), the
   // row's update with its ledger entries, the spent counter and the idempotent answer (one call), COMMIT.
   it.each([
