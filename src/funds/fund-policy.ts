@@ -179,14 +179,9 @@ export class FundPolicies {
         .limit(1)
         .executeTakeFirst()) !== undefined;
     // Spends keep their currency forever: a window's sums, a later capture or reversal would mix two.
-    // Two ranges of spend_authorizations_by_currency (`!=` would scan every spend).
-    const spent =
-      (await db
-        .selectFrom("spend_authorizations")
-        .select("currency_code")
-        .where((eb) => eb.or([eb("currency_code", "<", currencyCode), eb("currency_code", ">", currencyCode)]))
-        .limit(1)
-        .executeTakeFirst()) !== undefined;
+    // Every spend is in the stored currency (this check is why), which `currencyCode` is not: any
+    // spend at all holds it, and the first row answers (migration 0017).
+    const spent = (await db.selectFrom("spend_authorizations").select("id").limit(1).executeTakeFirst()) !== undefined;
     const defaultsCurrency = amountCurrency(keptDefaults);
     const holders = [
       ...((await inUse("subject_app_limits")) ? ["subject-app limits"] : []),

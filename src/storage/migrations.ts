@@ -621,6 +621,18 @@ const m0016 = (text: TextType, dialect: "sqlite" | "postgres"): Migration => ({
   },
 });
 
+// Every spend is in the fund policy's currency: a decision stores the currency it read under the
+// policy's shared lock, and a currency change (under the exclusive one) is refused while any spend
+// exists. So the CURRENCY_IN_USE check asks whether any spend exists at all, the first row of the
+// table, and this index (one B-tree more for every decision to write) serves nothing. An instance of the earlier release
+// asking it during a currency change reads spend_authorizations until its first spend (every one is
+// in the old currency), then stops.
+const m0017: Migration = {
+  async up(db: Kysely<any>) {
+    await db.schema.dropIndex("spend_authorizations_by_currency").execute();
+  },
+};
+
 export function migrationsFor(dialect: "sqlite" | "postgres"): MigrationProvider {
   const text: TextType = dialect === "postgres" ? sql`text collate "C"` : "text";
   return {
@@ -642,6 +654,7 @@ export function migrationsFor(dialect: "sqlite" | "postgres"): MigrationProvider
         "0014_controls_row_static": m0014(dialect),
         "0015_listeners_version": m0015,
         "0016_spend_held_counter": m0016(text, dialect),
+        "0017_spends_currency_index_dropped": m0017,
       };
     },
   };
