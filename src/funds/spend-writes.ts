@@ -25,7 +25,7 @@ export interface ChangeWrites {
 
 /**
  * Runs PostgreSQL write `plain` with `values`, or, when `beforeCommit` keeps an answer, `keeping`:
- * the same write with the kept record's insert in the same statement (`keepingAnswer`). Without an
+ * the same write with the kept record's insert in the same statement (`spendCall`). Without an
  * insert form the answer is kept by its own statement.
  */
 async function withAnswer<V extends object, T>(

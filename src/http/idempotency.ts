@@ -148,18 +148,26 @@ export class Idempotency {
       },
       { asWrite },
     );
+    let answer: Answer;
     try {
-      await execute(commitAnswer);
-      if (!kept) throw new Error(`${operationId} answered without keeping its answer in its effect's transaction`);
-      return send(res, kept);
+      const body = await execute(commitAnswer);
+      if (kept) return send(res, kept);
+      // Not kept with its effect (an operation that breaks KEPT_WITH_EFFECT's rule): kept now, as a
+      // refusal is, so that at least a retry after this answer replays it.
+      answer = { status: 200, headers: {}, body };
     } catch (e) {
-      if (!(e instanceof KeyTaken)) {
-        // A 5xx keeps nothing (its effect rolled back): the retry runs again.
-        const refused = refusal(e, res);
-        if (!refused) throw e;
-        if (await this.records.keep(this.records.kept(id, fingerprint, owner, this.kept(operationId, id, refused)))) return send(res, refused);
-      }
+      if (e instanceof KeyTaken) return this.answerTaken(res, id, fingerprint);
+      // A 5xx keeps nothing (its effect rolled back): the retry runs again.
+      const refused = refusal(e, res);
+      if (!refused) throw e;
+      answer = refused;
     }
+    if (await this.records.keep(this.records.kept(id, fingerprint, owner, this.kept(operationId, id, answer)))) return send(res, answer);
+    return this.answerTaken(res, id, fingerprint);
+  }
+
+  /** Answers a request whose attempt found its key taken by another: as the record says. */
+  private async answerTaken(res: Response, id: string, fingerprint: string): Promise<void> {
     const found = await this.records.find(id);
     // Taken, then gone (its attempt's lease lapsed meanwhile): the client's retry runs it.
     if (!found) throw keyInUse();

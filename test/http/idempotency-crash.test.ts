@@ -23,7 +23,14 @@ afterEach(() => vi.restoreAllMocks());
 /** Past the lease of an attempt that stopped answering. */
 const LEASE_LAPSED_MS = 61_000;
 
-const dieBeforeSeparateAnswerWrite = () => vi.spyOn(IdempotencyRecords.prototype, "complete").mockRejectedValue(new Error("process died"));
+/** Every write of a kept answer outside the effect's transaction fails: `complete` after a claim, `keep` without a transaction. */
+function dieBeforeSeparateAnswerWrite(): void {
+  vi.spyOn(IdempotencyRecords.prototype, "complete").mockRejectedValue(new Error("process died"));
+  const keep = IdempotencyRecords.prototype.keep;
+  vi.spyOn(IdempotencyRecords.prototype, "keep").mockImplementation(function (this: IdempotencyRecords, record, db) {
+    return db ? keep.call(this, record, db) : Promise.reject(new Error("process died"));
+  });
+}
 
 describe("idempotent spends across a crash after the effect", () => {
   it("Authorize: the retry after the lease lapsed replays the first authorization; one hold", async () => {
