@@ -106,23 +106,13 @@ export class Idempotency {
       if (!(await this.records.completeIn(db, id, claim.owner, this.kept(operationId, id, answer)))) throw keyInUse();
       kept = answer;
     };
-    let answer: Answer;
-    try {
-      const body = await execute(commitAnswer);
-      // Kept with the effect: what was kept is what is sent.
-      if (kept) return send(res, kept);
-      answer = { status: 200, headers: {}, body };
-    } catch (e) {
-      const refused = refusal(e, res);
-      if (!refused) {
-        await this.records.release(id, claim.owner);
-        throw e;
-      }
-      answer = refused;
-    }
+    const result = await outcome(res, () => execute(commitAnswer), () => kept).catch(async (e: unknown) => {
+      await this.records.release(id, claim.owner);
+      throw e;
+    });
     // Kept before it is sent: a client that received an answer can always have it again.
-    await this.records.complete(id, claim.owner, this.kept(operationId, id, answer));
-    send(res, answer);
+    if (!result.kept) await this.records.complete(id, claim.owner, this.kept(operationId, id, result.answer));
+    send(res, result.answer);
   }
 
   /**
@@ -148,21 +138,17 @@ export class Idempotency {
       },
       { asWrite },
     );
-    let answer: Answer;
+    let result: Outcome;
     try {
-      const body = await execute(commitAnswer);
-      if (kept) return send(res, kept);
-      // Not kept with its effect (an operation that breaks KEPT_WITH_EFFECT's rule): kept now, as a
-      // refusal is, so that at least a retry after this answer replays it.
-      answer = { status: 200, headers: {}, body };
+      result = await outcome(res, () => execute(commitAnswer), () => kept);
     } catch (e) {
+      // A fault (5xx) keeps nothing, its effect rolled back: the retry runs again.
       if (e instanceof KeyTaken) return this.answerTaken(res, id, fingerprint);
-      // A 5xx keeps nothing (its effect rolled back): the retry runs again.
-      const refused = refusal(e, res);
-      if (!refused) throw e;
-      answer = refused;
+      throw e;
     }
-    if (await this.records.keep(this.records.kept(id, fingerprint, owner, this.kept(operationId, id, answer)))) return send(res, answer);
+    // A refusal, or a 200 not kept with its effect (an operation breaking KEPT_WITH_EFFECT's rule),
+    // is kept now, so that at least a retry after this answer replays it.
+    if (result.kept || (await this.records.keep(this.records.kept(id, fingerprint, owner, this.kept(operationId, id, result.answer))))) return send(res, result.answer);
     return this.answerTaken(res, id, fingerprint);
   }
 
@@ -199,11 +185,26 @@ export class Idempotency {
 /** The record of a request's key was inserted by another attempt first: this one's effect rolls back. */
 class KeyTaken extends Error {}
 
-/** The kept form of a request's refusal (a 4xx); none for a fault (a 5xx), which keeps nothing. */
-function refusal(e: unknown, res: Response): Answer | undefined {
-  const { error } = toApiError(e);
-  if (error.status >= 500) return undefined;
-  return { status: error.status, headers: error.headers, body: statusBody(error, String(res.locals.requestId)) };
+/** What a request that ran answers, and whether its effect's transaction kept that answer already. */
+interface Outcome {
+  answer: Answer;
+  kept: boolean;
+}
+
+/**
+ * Runs `execute`: its answer as `keptAnswer` says it was kept with the effect, else its 200 or the
+ * 4xx it refused the request with, to keep. A fault (a 5xx, which keeps nothing) is thrown on.
+ */
+async function outcome(res: Response, execute: () => Promise<unknown>, keptAnswer: () => Answer | undefined): Promise<Outcome> {
+  try {
+    const body = await execute();
+    const kept = keptAnswer();
+    return kept ? { answer: kept, kept: true } : { answer: { status: 200, headers: {}, body }, kept: false };
+  } catch (e) {
+    const { error } = toApiError(e);
+    if (error.status >= 500) throw e;
+    return { answer: { status: error.status, headers: error.headers, body: statusBody(error, String(res.locals.requestId)) }, kept: false };
+  }
 }
 
 const keyInUse = () =>
