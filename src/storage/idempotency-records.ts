@@ -63,7 +63,7 @@ export interface KeptRecord {
 }
 
 /** Inserts kept record `v` (or takes over, as a claim does): one row affected, none when another attempt holds the key. */
-export const keepInsert = (db: QueryCreator<Database>, v: KeptRecord) =>
+const keepInsert = (db: QueryCreator<Database>, v: KeptRecord) =>
   upsertRecord(db, { id: v.id, fingerprint: v.fingerprint, owner: v.owner, locked_until: null, answer: v.answer, created_at: v.created_at }, v.retained, v.created_at);
 
 const keepStatement = prepared(keepInsert);

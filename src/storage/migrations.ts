@@ -335,7 +335,9 @@ const m0011: Migration = {
 // statements (src/funds/effective.ts, src/funds/spend-writes.ts). All are VOLATILE functions: each
 // statement in them takes its own snapshot, so what is read after a lock (the layers after the
 // policy's shared lock, a row after its window's) sees what was committed while it waited, as a
-// separate statement after the lock would. The kept answer's update is IdempotencyRecords.completeIn's.
+// separate statement after the lock would. The kept answer's update (spend_settle) is
+// IdempotencyRecords.completeIn's; since the spend operations take no claim (src/http/idempotency.ts)
+// only an instance of an earlier release passes an answer to it.
 const m0012 = (dialect: "sqlite" | "postgres"): Migration => ({
   async up(db: Kysely<any>) {
     if (dialect !== "postgres") return;
