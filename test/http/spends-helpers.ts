@@ -88,8 +88,12 @@ export interface SentQuery {
   text: string;
 }
 
-/** The statements of the server's background polls: the change watches' and the worker's claim (src/storage/claims.ts). */
-const BACKGROUND_POLL = /^(select "version" from "change_versions"|with lapsed as)/;
+/**
+ * The statements of the server's background tasks: the change watches' polls, the worker's claim
+ * (src/storage/claims.ts), the instance heartbeat (src/storage/live-instances.ts) and the sweeps of
+ * idempotency records and webhook events. Any of them may land on a connection a request used.
+ */
+const BACKGROUND = /^(select "version" from "change_versions"|with lapsed as)|"instance_heartbeats"|^delete from "(idempotency_records|webhook_events)" where "(created_at|received_at)" <=/;
 
 /** A spend server and what it sent to PostgreSQL; `server` is set once the file's tests start. */
 export class WatchedServer {
@@ -98,15 +102,15 @@ export class WatchedServer {
 
   /**
    * What one request (answered 200) sent on the connections whose queries match `touching` (other
-   * connections, the workers', query meanwhile), less the background polls (the change watches',
-   * the execution worker's claim) that a pooled connection may also serve in that time.
+   * connections, the workers', query meanwhile), less the background tasks' statements that a
+   * pooled connection may also serve in that time.
    */
   async roundTrips(touching: RegExp, request: () => Promise<Answer>): Promise<string[]> {
     this.sent.length = 0;
     const answer = await request();
     expect(answer.response.status, JSON.stringify(answer.error)).toBe(200);
     const clients = new Set(this.sent.filter((s) => touching.test(s.text)).map((s) => s.client));
-    const ours = this.sent.filter((s) => clients.has(s.client) && !BACKGROUND_POLL.test(s.text)).map((s) => s.text);
+    const ours = this.sent.filter((s) => clients.has(s.client) && !BACKGROUND.test(s.text)).map((s) => s.text);
     if (process.env.SHOW_ROUND_TRIPS) console.log(ours.map((s) => s.slice(0, 140)).join("\n"));
     return ours;
   }
