@@ -31,3 +31,28 @@ export function cpuSeconds(pid: number): number {
     return Number.NaN;
   }
 }
+
+/** The machine's CPU time so far, every CPU: busy (user, nice, system, irq, softirq) and idle (idle, iowait), in seconds. */
+export interface MachineCpu {
+  busy: number;
+  idle: number;
+}
+
+/**
+ * Reads the first line of /proc/stat's text ("cpu user nice system idle iowait irq softirq steal
+ * ..."). Steal (time the hypervisor gave another guest) is neither: no process here could use it.
+ */
+export function statMachineCpu(stat: string): MachineCpu {
+  const fields = (stat.split("\n", 1)[0] ?? "").trim().split(/\s+/).slice(1).map(Number);
+  const [user = 0, nice = 0, system = 0, idle = 0, iowait = 0, irq = 0, softirq = 0] = fields;
+  return { busy: (user + nice + system + irq + softirq) / USER_HZ, idle: (idle + iowait) / USER_HZ };
+}
+
+/** The machine's CPU time so far; NaN where /proc is not available. */
+export function machineCpu(): MachineCpu {
+  try {
+    return statMachineCpu(readFileSync("/proc/stat", "utf8"));
+  } catch {
+    return { busy: Number.NaN, idle: Number.NaN };
+  }
+}

@@ -250,13 +250,13 @@ export function markdownTable(headers: readonly string[], rows: readonly (readon
   return [line(headers), rule, ...rows.map(line)].join("\n");
 }
 
-const SCENARIO_HEADERS = ["Scenario", "req/s", "× baseline", "p50 ms", "p99 ms", "p99.9 ms", "errors", "RSS MiB", "server CPU µs/req", "server cores", "load gen. CPU µs/req"] as const;
+const SCENARIO_HEADERS = ["Scenario", "req/s", "× baseline", "p50 ms", "p99 ms", "p99.9 ms", "errors", "RSS MiB", "server CPU µs/req", "server cores", "load gen. CPU µs/req", "other CPU µs/req", "idle cores"] as const;
 
 export function scenarioRow(m: Measured, baselineRps: number): string[] {
   const r = m.result;
   const errors = totalErrors(r);
   const detail = errors > 0 ? ` (${[r.errors.unexpectedStatus && `${r.errors.unexpectedStatus} status`, r.errors.socket && `${r.errors.socket} socket`, r.errors.timeouts && `${r.errors.timeouts} timeout`].filter(Boolean).join(", ")})` : "";
-  return [m.label, formatRps(r.requestsPerSecond), formatRatio(ratio(r.requestsPerSecond, baselineRps)), formatMs(r.latencyMs.p50), formatMs(r.latencyMs.p99), formatMs(r.latencyMs.p99_9), `${errors}${detail}`, formatMiB(m.rssMiB), formatMicros(r.cpu.serverMicrosPerRequest), formatCores(r.cpu.serverCores), formatMicros(r.cpu.loadGeneratorMicrosPerRequest)];
+  return [m.label, formatRps(r.requestsPerSecond), formatRatio(ratio(r.requestsPerSecond, baselineRps)), formatMs(r.latencyMs.p50), formatMs(r.latencyMs.p99), formatMs(r.latencyMs.p99_9), `${errors}${detail}`, formatMiB(m.rssMiB), formatMicros(r.cpu.serverMicrosPerRequest), formatCores(r.cpu.serverCores), formatMicros(r.cpu.loadGeneratorMicrosPerRequest), formatMicros(r.cpu.otherMicrosPerRequest), formatCores(r.cpu.idleCores)];
 }
 
 export function scenarioTable(scenarios: readonly Measured[], baselineRps: number, ratioHeader = "× baseline"): string {
@@ -278,6 +278,34 @@ const WRITE_KEYS: readonly ScenarioKey[] = ["my-set-limit", "suspend"];
 export const SPEND_TARGETS = { sqlite: { share: 0.5, p99Ms: 20 }, postgres: { share: 0.25, p99Ms: undefined } } as const;
 
 const find = (s: Section, key: ScenarioKey): Measured | undefined => s.scenarios.find((m) => m.key === key);
+
+/** What a scenario's CPU per answer allows on this machine, against a share of the POST baseline's req/s. */
+export interface Ceiling {
+  /** Server, load generator and every other process (PostgreSQL), µs of CPU per answer. */
+  microsPerRequest: number;
+  /** Answers a second with every core busy at these costs, and their share of the POST baseline's. */
+  requestsPerSecond: number;
+  share: number;
+  /** The server's CPU per answer the target share allows: with every core in use (the others' costs as measured), and on one core. */
+  serverBudgetMicros: { allCores: number; oneCore: number };
+}
+
+/**
+ * The most `m` could answer on `cpus` cores if none were idle and its CPU per answer stayed as
+ * measured, and the server's CPU per answer at which `targetShare` of `postBaselineRps` fits.
+ */
+export function ceiling(m: Measured, postBaselineRps: number, cpus: number, targetShare: number): Ceiling {
+  const { serverMicrosPerRequest: server, loadGeneratorMicrosPerRequest: load, otherMicrosPerRequest: other } = m.result.cpu;
+  const microsPerRequest = server + load + other;
+  const requestsPerSecond = (cpus * 1e6) / microsPerRequest;
+  const targetRps = targetShare * postBaselineRps;
+  return {
+    microsPerRequest,
+    requestsPerSecond,
+    share: requestsPerSecond / postBaselineRps,
+    serverBudgetMicros: { allCores: (cpus * 1e6) / targetRps - load - other, oneCore: 1e6 / targetRps },
+  };
+}
 
 /** The issue's targets, checked on one database's figures; the spend targets against `postBaselineRps`. */
 export function checkTargets(section: Section, baselineRps: number, postBaselineRps = Number.NaN): TargetCheck[] {
@@ -352,7 +380,7 @@ export function checkTargets(section: Section, baselineRps: number, postBaseline
   return checks;
 }
 
-function sectionMarkdown(section: Section, baseline: Measured, postBaseline: Measured | undefined): string {
+function sectionMarkdown(section: Section, baseline: Measured, postBaseline: Measured | undefined, cpus: number): string {
   const baselineRps = baseline.result.requestsPerSecond;
   const postRps = postBaseline?.result.requestsPerSecond ?? Number.NaN;
   const title = section.dialect === "sqlite" ? "SQLite" : "PostgreSQL";
@@ -407,7 +435,15 @@ function sectionMarkdown(section: Section, baseline: Measured, postBaseline: Mea
     const own = authorize?.result.cpu.serverMicrosPerRequest ?? Number.NaN;
     const bare = postBaseline?.result.cpu.serverMicrosPerRequest ?? Number.NaN;
     facts.push(`Spends in the database after the spend scenarios: ${sp.approved.toLocaleString("en-US")} approved and ${sp.declined.toLocaleString("en-US")} declined decisions, ${sp.captured.toLocaleString("en-US")} captured; ${sp.windows} windows' final usage held against their limits; overspend: ${sp.overspent}; declined with room left: ${sp.wronglyDeclined}${sp.samples.length ? ` (e.g. ${sp.samples.join("; ")})` : ""}.`);
-    if (authorize) facts.push(`Server CPU per decision, Authorize (approved): ${formatMicros(own)} µs, ${formatRatio(own / bare)} the POST baseline's ${formatMicros(bare)} µs.`);
+    if (authorize) {
+      facts.push(`Server CPU per decision, Authorize (approved): ${formatMicros(own)} µs, ${formatRatio(own / bare)} the POST baseline's ${formatMicros(bare)} µs.`);
+      const target = SPEND_TARGETS[section.dialect].share;
+      const c = ceiling(authorize, postBaseline?.result.requestsPerSecond ?? Number.NaN, cpus, target);
+      const { serverMicrosPerRequest: server, loadGeneratorMicrosPerRequest: load, otherMicrosPerRequest: other } = authorize.result.cpu;
+      facts.push(
+        `The machine's ceiling for Authorize (approved): ${formatMicros(c.microsPerRequest)} µs of CPU per decision (server ${formatMicros(server)}, load generator ${formatMicros(load)}, other processes ${formatMicros(other)}); with all ${cpus} cores busy at these costs, at most ${formatRps(c.requestsPerSecond)} decisions/s, ${formatRatio(c.share)} the POST baseline (target ${formatRatio(target)}). The target needs the server's CPU per decision at ${formatMicros(c.serverBudgetMicros.allCores)} µs or less with every core in use, or ${formatMicros(c.serverBudgetMicros.oneCore)} µs on one core; ${formatCores(authorize.result.cpu.idleCores)} cores were idle.`,
+      );
+    }
   }
   const jwt = section.scenarios.filter((m) => m.result.tokens);
   for (const m of jwt) facts.push(`${m.label}: ${m.result.tokens!.pregenerated.toLocaleString("en-US")} tokens signed before the run, ${m.result.tokens!.signedDuringRun.toLocaleString("en-US")} during it.`);
@@ -440,7 +476,7 @@ export function renderMarkdown(report: Report): string {
     `- Node ${info.node}; autocannon ${info.autocannon} in its own process on loopback, ${info.connections} connections, ${info.durationSeconds} s per scenario ${info.warmupSeconds > 0 ? `after a ${info.warmupSeconds} s warm-up` : "without warm-up"}; latencies from an HDR histogram in microseconds.`,
     `- Server: \`node dist/src/main.js\` (compiled), ${info.serverEnv}.`,
     `- Databases: ${report.sections.map((s) => s.database).join("; ")}.`,
-    `- Errors: answers with another status than the scenario expects (200, or 409 for duplicates), socket errors and timeouts. RSS: VmRSS of the server process at the end of each scenario. CPU: user + system time over the measured run, every thread of the process, per answer; server cores: its CPU seconds a second (of the ${info.cpus} the load generator shares).`,
+    `- Errors: answers with another status than the scenario expects (200, or 409 for duplicates), socket errors and timeouts. RSS: VmRSS of the server process at the end of each scenario. CPU: user + system time over the measured run, every thread of the process, per answer; server cores: its CPU seconds a second (of the ${info.cpus} the load generator shares); other: the machine's busy time (/proc/stat) less the server's and the load generator's, per answer (PostgreSQL, on its scenarios); idle cores: the machine's idle time a second.`,
     "",
     "## Baseline",
     "",
@@ -448,7 +484,7 @@ export function renderMarkdown(report: Report): string {
     "",
     scenarioTable(report.postBaseline ? [baseline, report.postBaseline] : [baseline], baselineRps),
     "",
-    ...report.sections.map((s) => sectionMarkdown(s, baseline, report.postBaseline)),
+    ...report.sections.map((s) => sectionMarkdown(s, baseline, report.postBaseline, info.cpus)),
   ].join("\n");
 }
 

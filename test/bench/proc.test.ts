@@ -1,7 +1,7 @@
-// The bench's reading of /proc/<pid>/stat: utime and stime, found after a command name that may
-// hold spaces and parentheses, in USER_HZ ticks.
+// The bench's reading of /proc/<pid>/stat (utime and stime, found after a command name that may
+// hold spaces and parentheses) and of /proc/stat's first line, in USER_HZ ticks.
 import { describe, expect, it } from "vitest";
-import { statCpuSeconds } from "../../bench/proc.js";
+import { statCpuSeconds, statMachineCpu } from "../../bench/proc.js";
 
 describe("statCpuSeconds", () => {
   it("adds utime and stime (fields 14 and 15 of proc(5)) in seconds", () => {
@@ -12,5 +12,14 @@ describe("statCpuSeconds", () => {
   it("is not misled by a command name with spaces and parentheses", () => {
     const stat = "7 (my (odd) name) R 1 7 7 0 -1 0 0 0 0 0 300 200 0 0 20 0 1 0 5 0 0 0";
     expect(statCpuSeconds(stat)).toBeCloseTo(5);
+  });
+});
+
+describe("statMachineCpu", () => {
+  it("counts user, nice, system, irq and softirq as busy, idle and iowait as idle, and steal as neither", () => {
+    const stat = "cpu  1000 10 500 8000 200 30 60 400 0 0\ncpu0 500 5 250 4000 100 15 30 200 0 0\nintr 12345";
+    const cpu = statMachineCpu(stat);
+    expect(cpu.busy).toBeCloseTo(16);
+    expect(cpu.idle).toBeCloseTo(82);
   });
 });

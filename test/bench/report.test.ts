@@ -3,6 +3,7 @@
 import { describe, expect, it } from "vitest";
 import type { LoadResult } from "../../bench/load.js";
 import {
+  ceiling,
   checkTargets,
   depthSlowdown,
   floodSlowdown,
@@ -31,7 +32,7 @@ function load(rps: number, p99 = 5, errors: Partial<LoadResult["errors"]> = {}):
     latencyMs: { p50: 1.234, p99, p99_9: 150.4, max: 200, mean: 1.5 },
     errors: { unexpectedStatus: 0, socket: 0, timeouts: 0, ...errors },
     statuses: { "200": rps * 10 },
-    cpu: { serverMicrosPerRequest: 180.4, serverCores: 0.9, loadGeneratorMicrosPerRequest: 60.2 },
+    cpu: { serverMicrosPerRequest: 180.4, serverCores: 0.9, loadGeneratorMicrosPerRequest: 60.2, otherMicrosPerRequest: 259.4, idleCores: 0.25 },
   };
 }
 
@@ -108,7 +109,7 @@ describe("formatting", () => {
   });
 
   it("puts a scenario on one row with its ratio and its errors by kind", () => {
-    expect(scenarioRow(measured("hmac", 2000, 12.5), 8000)).toEqual(["hmac", "2,000", "0.25×", "1.23", "12.5", "150", "0", "120", "180", "0.90", "60"]);
+    expect(scenarioRow(measured("hmac", 2000, 12.5), 8000)).toEqual(["hmac", "2,000", "0.25×", "1.23", "12.5", "150", "0", "120", "180", "0.90", "60", "259", "0.25"]);
     expect(scenarioRow(measured("hmac", 2000, 12.5, { unexpectedStatus: 3, timeouts: 1 }), 8000)[6]).toBe("4 (3 status, 1 timeout)");
   });
 });
@@ -272,6 +273,20 @@ describe("the report", () => {
     expect(md).toMatch(/\| baseline-post\s+\|\s+8,000 \|\s+0\.80× \|/);
     expect(md).toContain("1,200 approved and 300 declined decisions, 700 captured; 200 windows' final usage held against their limits; overspend: 0; declined with room left: 0.");
     expect(md).toMatch(/\| Authorize \(approved\) ≥ 25% of the POST baseline's req\/s\s+\|\s+25\.0% \|\s+yes \|/);
+    expect(md).toContain(
+      "The machine's ceiling for Authorize (approved): 500 µs of CPU per decision (server 180, load generator 60, other processes 259); with all 2 cores busy at these costs, at most 4,000 decisions/s, 0.50× the POST baseline (target 0.25×). The target needs the server's CPU per decision at 680 µs or less with every core in use, or 500 µs on one core; 0.25 cores were idle.",
+    );
+  });
+
+  it("computes what the machine's cores allow at the measured CPU per answer, and the server's budget for a target", () => {
+    // 180.4 + 60.2 + 259.4 = 500 µs per answer: 2 cores answer 4,000 a second, half of 8,000.
+    const c = ceiling(measured("spend-authorize-approved", 1000), 8000, 2, 0.5);
+    expect(c.microsPerRequest).toBeCloseTo(500);
+    expect(c.requestsPerSecond).toBeCloseTo(4000);
+    expect(c.share).toBeCloseTo(0.5);
+    // 4,000 a second leaves 500 µs of the 2 cores per answer, 180.4 of it for the server; one core, 250.
+    expect(c.serverBudgetMicros.allCores).toBeCloseTo(180.4);
+    expect(c.serverBudgetMicros.oneCore).toBeCloseTo(250);
   });
 
   it("writes the round trips per operation as a table, and the execution waits and memory with their targets", () => {
