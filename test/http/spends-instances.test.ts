@@ -64,6 +64,37 @@ describe(`spend admission on three instances on one ${testDialect()} database`, 
       expect((await s[2]!.usage(userId, appId)).held).toEqual(usd(NANOS));
     }), 120_000);
 
+  it("Capture, Release and Reverse, each with one Idempotency-Key sent 30 times at once over the instances: one change each, every answer it, all but one replayed", () =>
+    counts.check(async () => {
+      const appId = await limitedApp();
+      const [hold, toRelease] = [await s[0]!.authorize({ userId, appId, amount: usd(NANOS) }), await s[1]!.authorize({ userId, appId, amount: usd(NANOS) })].map((a) => unwrap(a).authorization);
+      const spent = unwrap(await s[2]!.authorize({ userId, appId, amount: usd(2n * NANOS), capture: true })).authorization;
+      const part = (NANOS * 4n) / 10n;
+      const half = NANOS / 2n;
+      const races = {
+        capture: { key: `capture-${randomUUID()}`, send: (c: Spends, key: string) => c.capture(hold!.id, part, key) },
+        release: { key: `release-${randomUUID()}`, send: (c: Spends, key: string) => c.release(toRelease!.id, key) },
+        // Four reversals of 0.50 would fit in the 2.00 captured: only the key keeps it to one.
+        reverse: { key: `reverse-${randomUUID()}`, send: (c: Spends, key: string) => c.reverse(spent.id, half, key) },
+      };
+      const answers = await Promise.all(
+        Object.values(races).map(({ key, send }) => Promise.all(Array.from({ length: 30 }, (_, i) => send(s[i % 3]!, key)))),
+      );
+      for (const [i, name] of Object.keys(races).entries()) {
+        const all = answers[i]!;
+        const first = all.filter((a) => a.response.headers.get("idempotent-replayed") !== "true");
+        expect(first, name).toHaveLength(1);
+        for (const a of all) expect(unwrap(a).authorization, name).toEqual(unwrap(first[0]!).authorization);
+      }
+      const byId = new Map((await s[1]!.all(userId, appId)).map((a) => [a.id, a]));
+      expect(byId.get(hold!.id)).toMatchObject({ state: "SPEND_AUTHORIZATION_STATE_CAPTURED", capturedAmount: usd(part) });
+      expect(byId.get(toRelease!.id)).toMatchObject({ state: "SPEND_AUTHORIZATION_STATE_RELEASED" });
+      expect(byId.get(spent.id)).toMatchObject({ capturedAmount: usd(2n * NANOS), reversedAmount: usd(half) });
+      const usage = await s[2]!.usage(userId, appId);
+      expect(usage).toMatchObject({ spent: usd(part + 2n * NANOS - half), held: usd(0n) });
+      await expectUsageMatchesStates(s[0]!, userId, appId, LIMIT);
+    }), 120_000);
+
   it("captures, releases, reversals and holds expiring by the clock, interleaved across the instances: every decision exact, usage = the sum over the states, then the window fills exactly", () =>
     counts.check(async () => {
       // 60.00: the first half's 75 authorizations (about 97.00 asked) fill it whatever is released meanwhile.

@@ -30,9 +30,10 @@ export function spends(client: ApiClient) {
   const amountBody = (amount?: bigint) => (amount === undefined ? {} : { amount: usd(amount) });
   return {
     authorize: (body: { userId: string; appId: string; amount: Money; holdSeconds?: number; capture?: boolean; metadata?: Record<string, string> }, key?: string) => calls.authorize(body, key),
-    capture: (authorizationId: string, amount?: bigint) => calls.capture(authorizationId, amountBody(amount)),
-    release: (authorizationId: string) => calls.release(authorizationId),
-    reverse: (authorizationId: string, amount?: bigint) => calls.reverse(authorizationId, amountBody(amount)),
+    /** `key`: the request's Idempotency-Key; none when absent. */
+    capture: (authorizationId: string, amount?: bigint, key?: string) => calls.capture(authorizationId, amountBody(amount), key ?? null),
+    release: (authorizationId: string, key?: string) => calls.release(authorizationId, {}, key ?? null),
+    reverse: (authorizationId: string, amount?: bigint, key?: string) => calls.reverse(authorizationId, amountBody(amount), key ?? null),
     get: calls.get,
     /** Every authorization of the subject and app, through every page. */
     async all(userId: string, appId: string): Promise<Authorization[]> {
