@@ -484,8 +484,25 @@ export function renderMarkdown(report: Report): string {
     "",
     scenarioTable(report.postBaseline ? [baseline, report.postBaseline] : [baseline], baselineRps),
     "",
+    ...[baseline, report.postBaseline].flatMap((m) => {
+      const warning = m && disturbance(m);
+      return warning ? [`- ${warning}`, ""] : [];
+    }),
     ...report.sections.map((s) => sectionMarkdown(s, baseline, report.postBaseline, info.cpus)),
   ].join("\n");
+}
+
+/** Other processes' cores during a baseline above which the report says the machine was not quiet. */
+export const QUIET_CORES = 0.1;
+
+/**
+ * A warning when other processes took more than QUIET_CORES during baseline `m`: the baseline read
+ * low, and every ratio to it reads high.
+ */
+export function disturbance(m: Measured): string | undefined {
+  const cores = (m.result.cpu.otherMicrosPerRequest * m.result.requestsPerSecond) / 1e6;
+  if (!(cores > QUIET_CORES)) return undefined;
+  return `During the ${m.key === "baseline-post" ? "POST" : "GET"} baseline, other processes took ${formatCores(cores)} cores (more than ${QUIET_CORES}): the machine was not quiet, the baseline read low, and the ratios to it read high.`;
 }
 
 /** Marks the start of hand-written notes in RESULTS.md (profiles, before/after); a new run keeps them. */

@@ -307,6 +307,16 @@ describe("the report", () => {
     expect(md).toContain("Server RSS after the full bench: 180 MiB");
   });
 
+  it("says when other processes took more than a tenth of a core during a baseline, and nothing when the machine was quiet", () => {
+    const busy = measured("baseline-post", 8000);
+    busy.result.cpu = { ...busy.result.cpu, otherMicrosPerRequest: 54 };
+    const quiet = measured("baseline", 10_000);
+    quiet.result.cpu = { ...quiet.result.cpu, otherMicrosPerRequest: 9 };
+    const md = renderMarkdown({ ...report, baseline: quiet, postBaseline: busy });
+    expect(md).toContain("- During the POST baseline, other processes took 0.43 cores (more than 0.1): the machine was not quiet, the baseline read low, and the ratios to it read high.");
+    expect(md).not.toContain("During the GET baseline");
+  });
+
   it("keeps the hand-written notes of the previous file", () => {
     expect(withKeptNotes("# New\n", undefined)).toBe(`# New\n\n${NOTES_MARKER}\n`);
     const previous = `# Old figures\n\n${NOTES_MARKER}\n\n## Profiles\nbefore/after\n`;
