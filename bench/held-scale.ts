@@ -8,6 +8,8 @@
 // timed, each in a write transaction of its own as a decision runs it: `lockWindow`, the server's
 // own code (the lock, the sweep of the holds expired since the last one, the counter), and the
 // baseline: the lock, then the sum of the window's unexpired holds. The clock moves 1 ms a read.
+// Then the sweep: in a window of its own with as many holds, the one read that finds them all
+// expired since its last (each hold is read once in its life, by such a sweep).
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -23,21 +25,24 @@ const START = Date.parse("2026-11-10T12:00:00Z");
 const KEY: WindowKey = { userId: "held-scale-user", appId: "held-scale-app", windowStart: "2026-11-01T00:00:00.000Z", windowEnd: "2026-12-01T00:00:00.000Z" };
 const iso = (ms: number) => new Date(ms).toISOString();
 
-/** Adds holds until the window has `count`, each 1.00 and expiring after the run (the triggers of migration 0016 count them). */
-async function addHolds(storage: Storage, from: number, count: number): Promise<void> {
+/** The hour after START in which the holds expire: after every read of the run. */
+const EXPIRY = START + 3_600_000;
+
+/** Adds holds until window `key` has `count`, each 1.00, expiring in turn from EXPIRY (the triggers of migration 0016 count them). */
+async function addHolds(storage: Storage, from: number, count: number, key: WindowKey = KEY): Promise<void> {
   for (let i = from; i < count; i += 1000) {
     const rows = Array.from({ length: Math.min(1000, count - i) }, (_, j) => ({
-      id: `hold-${String(i + j).padStart(9, "0")}`,
-      user_id: KEY.userId,
-      app_id: KEY.appId,
+      id: `hold-${key.appId}-${String(i + j).padStart(9, "0")}`,
+      user_id: key.userId,
+      app_id: key.appId,
       currency_code: "USD",
       amount_nanos: NANOS,
       captured_nanos: 0n,
       reversed_nanos: 0n,
       state: "PENDING",
-      expires_at: iso(START + 3_600_000 + i + j),
-      window_start: KEY.windowStart,
-      window_end: KEY.windowEnd,
+      expires_at: iso(EXPIRY + i + j),
+      window_start: key.windowStart,
+      window_end: key.windowEnd,
       decision: "{}",
       metadata: "{}",
       created_at: iso(START),
@@ -63,6 +68,26 @@ async function lockAndSum(storage: Storage, nowIso: string): Promise<void> {
   });
 }
 
+const decisionRead = (storage: Storage, dialect: Dialect, key: WindowKey, nowIso: string) =>
+  writeTransaction(storage, { exclusive: [] }, (db) => lockWindow(db, dialect, key, nowIso));
+
+/**
+ * µs of the sweep that finds `count` holds expired: a window of its own, read once before they
+ * expire (its counter then counts them all), is read again past the last one's expiry.
+ */
+async function sweepOf(storage: Storage, dialect: Dialect, count: number): Promise<number> {
+  const key = { ...KEY, appId: `held-scale-sweep-${count}` };
+  await decisionRead(storage, dialect, key, iso(START));
+  await addHolds(storage, 0, count, key);
+  if (dialect === "postgres") await sql`analyze spend_authorizations`.execute(storage.db);
+  await decisionRead(storage, dialect, key, iso(START + 1));
+  const started = process.hrtime.bigint();
+  const usage = await decisionRead(storage, dialect, key, iso(EXPIRY + count));
+  const micros = Number(process.hrtime.bigint() - started) / 1000;
+  if (usage.held !== 0n) throw new Error(`the sweep left ${usage.held} nanos held in ${key.appId}`);
+  return micros;
+}
+
 async function timed(reads: number, read: (nowIso: string) => Promise<unknown>, clock: { ms: number }): Promise<number> {
   const started = process.hrtime.bigint();
   for (let i = 0; i < reads; i++) await read(iso(++clock.ms));
@@ -78,8 +103,8 @@ async function run(dialect: Dialect, counts: number[], reads: number): Promise<v
     await storage.db.insertInto("users").values({ id: KEY.userId, display_name: "held scale", email: "held@bench.example", email_key: "held@bench.example", roles: '["ROLE_USER"]', created_at: at, updated_at: at }).execute();
     await writeTransaction(storage, { exclusive: [] }, (db) => lockWindow(db, dialect, KEY, at));
     console.log(`\n${await database.describe()}: µs per decision's read of its window (${reads} reads each, a write transaction each)\n`);
-    console.log("| open holds in the window | lock, then the sum of the open holds (before 0016) | lockWindow: lock, sweep, counter |");
-    console.log("| ---: | ---: | ---: |");
+    console.log("| open holds in the window | lock, then the sum of the open holds (before 0016) | lockWindow: lock, sweep, counter | the read that sweeps them all, once expired |");
+    console.log("| ---: | ---: | ---: | ---: |");
     const clock = { ms: START };
     let holds = 0;
     for (const count of counts) {
@@ -88,10 +113,11 @@ async function run(dialect: Dialect, counts: number[], reads: number): Promise<v
       if (dialect === "postgres") await sql`analyze spend_authorizations`.execute(storage.db);
       // A few of each first, so that both run on warm statements and pages.
       await timed(20, (now) => lockAndSum(storage, now), clock);
-      await timed(20, (now) => writeTransaction(storage, { exclusive: [] }, (db) => lockWindow(db, dialect, KEY, now)), clock);
+      await timed(20, (now) => decisionRead(storage, dialect, KEY, now), clock);
       const before = await timed(reads, (now) => lockAndSum(storage, now), clock);
-      const after = await timed(reads, (now) => writeTransaction(storage, { exclusive: [] }, (db) => lockWindow(db, dialect, KEY, now)), clock);
-      console.log(`| ${count.toLocaleString("en-US")} | ${before.toFixed(1)} | ${after.toFixed(1)} |`);
+      const after = await timed(reads, (now) => decisionRead(storage, dialect, KEY, now), clock);
+      const sweep = await sweepOf(storage, dialect, count);
+      console.log(`| ${count.toLocaleString("en-US")} | ${before.toFixed(1)} | ${after.toFixed(1)} | ${sweep.toFixed(1)} |`);
     }
   } finally {
     await storage.close();
