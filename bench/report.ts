@@ -441,7 +441,7 @@ function sectionMarkdown(section: Section, baseline: Measured, postBaseline: Mea
       const c = ceiling(authorize, postBaseline?.result.requestsPerSecond ?? Number.NaN, cpus, target);
       const { serverMicrosPerRequest: server, loadGeneratorMicrosPerRequest: load, otherMicrosPerRequest: other } = authorize.result.cpu;
       facts.push(
-        `The machine's ceiling for Authorize (approved): ${formatMicros(c.microsPerRequest)} µs of CPU per decision (server ${formatMicros(server)}, load generator ${formatMicros(load)}, other processes ${formatMicros(other)}); with all ${cpus} cores busy at these costs, at most ${formatRps(c.requestsPerSecond)} decisions/s, ${formatRatio(c.share)} the POST baseline (target ${formatRatio(target)}). The target needs the server's CPU per decision at ${formatMicros(c.serverBudgetMicros.allCores)} µs or less with every core in use, or ${formatMicros(c.serverBudgetMicros.oneCore)} µs on one core; ${formatCores(authorize.result.cpu.idleCores)} cores were idle.`,
+        `The machine's ceiling for Authorize (approved): ${formatMicros(c.microsPerRequest)} µs of CPU per decision (server ${formatMicros(server)}, load generator ${formatMicros(load)}, other processes ${formatMicros(other)}); with all ${cpus} cores busy at these costs, at most ${formatRps(c.requestsPerSecond)} decisions/s, ${formatRatio(c.share)} the POST baseline (target ${formatRatio(target)}). ${c.serverBudgetMicros.allCores > 0 ? `The target needs the server's CPU per decision at ${formatMicros(c.serverBudgetMicros.allCores)} µs or less with every core in use` : "With every core in use the other processes alone leave the target no room"}, or ${formatMicros(c.serverBudgetMicros.oneCore)} µs on one core; ${formatCores(authorize.result.cpu.idleCores)} cores were idle.`,
       );
     }
   }
@@ -476,7 +476,7 @@ export function renderMarkdown(report: Report): string {
     `- Node ${info.node}; autocannon ${info.autocannon} in its own process on loopback, ${info.connections} connections, ${info.durationSeconds} s per scenario ${info.warmupSeconds > 0 ? `after a ${info.warmupSeconds} s warm-up` : "without warm-up"}; latencies from an HDR histogram in microseconds.`,
     `- Server: \`node dist/src/main.js\` (compiled), ${info.serverEnv}.`,
     `- Databases: ${report.sections.map((s) => s.database).join("; ")}.`,
-    `- Errors: answers with another status than the scenario expects (200, or 409 for duplicates), socket errors and timeouts. RSS: VmRSS of the server process at the end of each scenario. CPU: user + system time over the measured run, every thread of the process, per answer; server cores: its CPU seconds a second (of the ${info.cpus} the load generator shares); other: the machine's busy time (/proc/stat) less the server's and the load generator's, per answer (PostgreSQL, on its scenarios); idle cores: the machine's idle time a second.`,
+    `- Errors: answers with another status than the scenario expects (200, or 409 for duplicates), socket errors and timeouts. RSS: VmRSS of the server process at the end of each scenario. CPU: user + system time over the measured run, every thread of the process, per answer; server cores: its CPU seconds a second (of the ${info.cpus} the load generator shares); other: the machine's busy time (/proc/stat) less the server's and the load generator's, per answer (PostgreSQL on its scenarios, and the kernel's network work that no process is charged for); idle cores: the machine's idle time a second.`,
     "",
     "## Baseline",
     "",

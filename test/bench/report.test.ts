@@ -289,6 +289,17 @@ describe("the report", () => {
     expect(c.serverBudgetMicros.oneCore).toBeCloseTo(250);
   });
 
+  it("says when the other processes alone leave a target no room", () => {
+    const crowded = measured("spend-authorize-approved", 1000);
+    crowded.result.cpu = { ...crowded.result.cpu, otherMicrosPerRequest: 2000 };
+    const md = renderMarkdown({
+      ...report,
+      postBaseline: measured("baseline-post", 8000),
+      sections: [{ ...report.sections[0]!, scenarios: [crowded], spends: { approved: 1, declined: 0, captured: 0, windows: 1, overspent: 0, wronglyDeclined: 0, samples: [] } }],
+    });
+    expect(md).toContain("With every core in use the other processes alone leave the target no room, or 500 µs on one core");
+  });
+
   it("writes the round trips per operation as a table, and the execution waits and memory with their targets", () => {
     const section: Section = {
       ...report.sections[0]!,
