@@ -10,7 +10,7 @@ import autocannon from "autocannon";
 import * as hdr from "hdr-histogram-js";
 import { hmacSignature } from "../src/client/webhook-sender.js";
 import type { DriverAnswer, DriverMessage, LoadResult, LoadSpec, RequestSpec } from "./load.js";
-import { cpuSeconds, machineCpu } from "./proc.js";
+import { cpuSeconds, cpuSecondsOf, cpuSecondsSince, machineCpu } from "./proc.js";
 
 type AcRequest = Omit<autocannon.Request, "setupRequest"> & { setupRequest?: (req: autocannon.Request) => autocannon.Request };
 
@@ -133,6 +133,7 @@ export async function runLoad(spec: LoadSpec, requestSpec: RequestSpec): Promise
   if (spec.warmupSeconds > 0) await cannon(spec, built.request, spec.warmupSeconds);
   const micros = hdr.build({ lowestDiscernibleValue: 1, highestTrackableValue: 60_000_000, numberOfSignificantValueDigits: 3 });
   const serverBefore = cpuSeconds(spec.serverPid);
+  const databaseBefore = cpuSecondsOf("postgres");
   const machineBefore = machineCpu();
   const wallBefore = performance.now();
   const ownBefore = process.cpuUsage();
@@ -140,9 +141,10 @@ export async function runLoad(spec: LoadSpec, requestSpec: RequestSpec): Promise
   const own = process.cpuUsage(ownBefore);
   const serverSeconds = cpuSeconds(spec.serverPid) - serverBefore;
   const machineAfter = machineCpu();
+  const databaseSeconds = cpuSecondsSince(databaseBefore, cpuSecondsOf("postgres"));
   const wallSeconds = (performance.now() - wallBefore) / 1000;
   const ownSeconds = (own.user + own.system) / 1e6;
-  const otherSeconds = machineAfter.busy - machineBefore.busy - serverSeconds - ownSeconds;
+  const otherSeconds = machineAfter.busy - machineBefore.busy - serverSeconds - ownSeconds - databaseSeconds;
   const statuses: Record<string, number> = {};
   for (const [code, { count }] of Object.entries((result as unknown as { statusCodeStats: Record<string, { count: number }> }).statusCodeStats ?? {})) statuses[code] = count;
   const answered = Object.values(statuses).reduce((a, b) => a + b, 0);
@@ -164,6 +166,7 @@ export async function runLoad(spec: LoadSpec, requestSpec: RequestSpec): Promise
       serverMicrosPerRequest: answered > 0 ? (serverSeconds * 1e6) / answered : Number.NaN,
       serverCores: result.duration > 0 ? serverSeconds / result.duration : Number.NaN,
       loadGeneratorMicrosPerRequest: answered > 0 ? (ownSeconds * 1e6) / answered : Number.NaN,
+      databaseMicrosPerRequest: answered > 0 ? (databaseSeconds * 1e6) / answered : Number.NaN,
       // Ticks of 10 ms on either side: a few answers' worth below zero is rounding, not a measure.
       otherMicrosPerRequest: answered > 0 ? (Math.max(0, otherSeconds) * 1e6) / answered : Number.NaN,
       idleCores: (machineAfter.idle - machineBefore.idle) / wallSeconds,

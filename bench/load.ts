@@ -60,11 +60,12 @@ export interface LoadResult {
   /**
    * CPU time (user + system, every thread) over the measured run: of the server, per answer and in
    * cores (CPU seconds a second), and of the load generator per answer. Work the server left queued
-   * when the run ended (executions) is not in it. The machine's: what every other process used per
-   * answer (PostgreSQL on its scenarios: the server's and the load generator's time taken from the
-   * machine's busy time), and the cores left idle (CPU seconds a second).
+   * when the run ended (executions) is not in it. PostgreSQL's processes' per answer (about none on
+   * SQLite's scenarios). The machine's: what the rest used per answer (its busy time less the
+   * server's, the load generator's and PostgreSQL's: the kernel's network work that no process is
+   * charged for, mostly), and the cores left idle (CPU seconds a second).
    */
-  cpu: { serverMicrosPerRequest: number; serverCores: number; loadGeneratorMicrosPerRequest: number; otherMicrosPerRequest: number; idleCores: number };
+  cpu: { serverMicrosPerRequest: number; serverCores: number; loadGeneratorMicrosPerRequest: number; databaseMicrosPerRequest: number; otherMicrosPerRequest: number; idleCores: number };
   /** JWT scenarios: tokens signed before the run, and signed during it once those ran out. */
   tokens?: { pregenerated: number; signedDuringRun: number };
 }

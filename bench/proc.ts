@@ -1,6 +1,6 @@
 // What Linux's /proc says of a process of the run: its memory, and the CPU time all its threads have
 // used. NaN where /proc is not available.
-import { readFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 
 /** Clock ticks a second of /proc/<pid>/stat's times: USER_HZ, 100 on Linux whatever the kernel's HZ. */
 const USER_HZ = 100;
@@ -21,6 +21,41 @@ export function statCpuSeconds(stat: string): number {
   // at the third of proc(5): utime and stime, its 14th and 15th, are the 12th and 13th here.
   const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
   return (Number(fields[11]) + Number(fields[12])) / USER_HZ;
+}
+
+/** The command name of a /proc/<pid>/stat text: between the first "(" and the last ")". */
+export function statCommand(stat: string): string {
+  return stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")"));
+}
+
+/** The CPU time so far of every process whose command name is `name`, by pid, in seconds. */
+export function cpuSecondsOf(name: string): Map<number, number> {
+  const out = new Map<number, number>();
+  let pids: string[];
+  try {
+    pids = readdirSync("/proc").filter((d) => /^\d+$/.test(d));
+  } catch {
+    return out;
+  }
+  for (const pid of pids) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+      if (statCommand(stat) === name) out.set(Number(pid), statCpuSeconds(stat));
+    } catch {
+      // Gone meanwhile.
+    }
+  }
+  return out;
+}
+
+/**
+ * The CPU time the processes of `after` used since `before` (both from `cpuSecondsOf`), in seconds:
+ * a process started meanwhile counts from zero; one gone meanwhile is not counted.
+ */
+export function cpuSecondsSince(before: ReadonlyMap<number, number>, after: ReadonlyMap<number, number>): number {
+  let total = 0;
+  for (const [pid, seconds] of after) total += seconds - (before.get(pid) ?? 0);
+  return total;
 }
 
 /** User plus system CPU time of a process so far, every thread counted, in seconds. */

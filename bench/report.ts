@@ -250,13 +250,13 @@ export function markdownTable(headers: readonly string[], rows: readonly (readon
   return [line(headers), rule, ...rows.map(line)].join("\n");
 }
 
-const SCENARIO_HEADERS = ["Scenario", "req/s", "× baseline", "p50 ms", "p99 ms", "p99.9 ms", "errors", "RSS MiB", "server CPU µs/req", "server cores", "load gen. CPU µs/req", "other CPU µs/req", "idle cores"] as const;
+const SCENARIO_HEADERS = ["Scenario", "req/s", "× baseline", "p50 ms", "p99 ms", "p99.9 ms", "errors", "RSS MiB", "server CPU µs/req", "server cores", "load gen. CPU µs/req", "PostgreSQL CPU µs/req", "other CPU µs/req", "idle cores"] as const;
 
 export function scenarioRow(m: Measured, baselineRps: number): string[] {
   const r = m.result;
   const errors = totalErrors(r);
   const detail = errors > 0 ? ` (${[r.errors.unexpectedStatus && `${r.errors.unexpectedStatus} status`, r.errors.socket && `${r.errors.socket} socket`, r.errors.timeouts && `${r.errors.timeouts} timeout`].filter(Boolean).join(", ")})` : "";
-  return [m.label, formatRps(r.requestsPerSecond), formatRatio(ratio(r.requestsPerSecond, baselineRps)), formatMs(r.latencyMs.p50), formatMs(r.latencyMs.p99), formatMs(r.latencyMs.p99_9), `${errors}${detail}`, formatMiB(m.rssMiB), formatMicros(r.cpu.serverMicrosPerRequest), formatCores(r.cpu.serverCores), formatMicros(r.cpu.loadGeneratorMicrosPerRequest), formatMicros(r.cpu.otherMicrosPerRequest), formatCores(r.cpu.idleCores)];
+  return [m.label, formatRps(r.requestsPerSecond), formatRatio(ratio(r.requestsPerSecond, baselineRps)), formatMs(r.latencyMs.p50), formatMs(r.latencyMs.p99), formatMs(r.latencyMs.p99_9), `${errors}${detail}`, formatMiB(m.rssMiB), formatMicros(r.cpu.serverMicrosPerRequest), formatCores(r.cpu.serverCores), formatMicros(r.cpu.loadGeneratorMicrosPerRequest), formatMicros(r.cpu.databaseMicrosPerRequest), formatMicros(r.cpu.otherMicrosPerRequest), formatCores(r.cpu.idleCores)];
 }
 
 export function scenarioTable(scenarios: readonly Measured[], baselineRps: number, ratioHeader = "× baseline"): string {
@@ -281,7 +281,7 @@ const find = (s: Section, key: ScenarioKey): Measured | undefined => s.scenarios
 
 /** What a scenario's CPU per answer allows on this machine, against a share of the POST baseline's req/s. */
 export interface Ceiling {
-  /** Server, load generator and every other process (PostgreSQL), µs of CPU per answer. */
+  /** Server, load generator, PostgreSQL and the rest of the machine, µs of CPU per answer. */
   microsPerRequest: number;
   /** Answers a second with every core busy at these costs, and their share of the POST baseline's. */
   requestsPerSecond: number;
@@ -295,15 +295,16 @@ export interface Ceiling {
  * measured, and the server's CPU per answer at which `targetShare` of `postBaselineRps` fits.
  */
 export function ceiling(m: Measured, postBaselineRps: number, cpus: number, targetShare: number): Ceiling {
-  const { serverMicrosPerRequest: server, loadGeneratorMicrosPerRequest: load, otherMicrosPerRequest: other } = m.result.cpu;
-  const microsPerRequest = server + load + other;
+  const { serverMicrosPerRequest: server, loadGeneratorMicrosPerRequest: load, databaseMicrosPerRequest: database, otherMicrosPerRequest: other } = m.result.cpu;
+  const others = load + database + other;
+  const microsPerRequest = server + others;
   const requestsPerSecond = (cpus * 1e6) / microsPerRequest;
   const targetRps = targetShare * postBaselineRps;
   return {
     microsPerRequest,
     requestsPerSecond,
     share: requestsPerSecond / postBaselineRps,
-    serverBudgetMicros: { allCores: (cpus * 1e6) / targetRps - load - other, oneCore: 1e6 / targetRps },
+    serverBudgetMicros: { allCores: (cpus * 1e6) / targetRps - others, oneCore: 1e6 / targetRps },
   };
 }
 
@@ -439,9 +440,9 @@ function sectionMarkdown(section: Section, baseline: Measured, postBaseline: Mea
       facts.push(`Server CPU per decision, Authorize (approved): ${formatMicros(own)} µs, ${formatRatio(own / bare)} the POST baseline's ${formatMicros(bare)} µs.`);
       const target = SPEND_TARGETS[section.dialect].share;
       const c = ceiling(authorize, postBaseline?.result.requestsPerSecond ?? Number.NaN, cpus, target);
-      const { serverMicrosPerRequest: server, loadGeneratorMicrosPerRequest: load, otherMicrosPerRequest: other } = authorize.result.cpu;
+      const { serverMicrosPerRequest: server, loadGeneratorMicrosPerRequest: load, databaseMicrosPerRequest: database, otherMicrosPerRequest: other } = authorize.result.cpu;
       facts.push(
-        `The machine's ceiling for Authorize (approved): ${formatMicros(c.microsPerRequest)} µs of CPU per decision (server ${formatMicros(server)}, load generator ${formatMicros(load)}, other processes ${formatMicros(other)}); with all ${cpus} cores busy at these costs, at most ${formatRps(c.requestsPerSecond)} decisions/s, ${formatRatio(c.share)} the POST baseline (target ${formatRatio(target)}). ${c.serverBudgetMicros.allCores > 0 ? `The target needs the server's CPU per decision at ${formatMicros(c.serverBudgetMicros.allCores)} µs or less with every core in use` : "With every core in use the other processes alone leave the target no room"}, or ${formatMicros(c.serverBudgetMicros.oneCore)} µs on one core; ${formatCores(authorize.result.cpu.idleCores)} cores were idle.`,
+        `The machine's ceiling for Authorize (approved): ${formatMicros(c.microsPerRequest)} µs of CPU per decision (server ${formatMicros(server)}, load generator ${formatMicros(load)}, PostgreSQL ${formatMicros(database)}, the rest ${formatMicros(other)}); with all ${cpus} cores busy at these costs, at most ${formatRps(c.requestsPerSecond)} decisions/s, ${formatRatio(c.share)} the POST baseline (target ${formatRatio(target)}). ${c.serverBudgetMicros.allCores > 0 ? `The target needs the server's CPU per decision at ${formatMicros(c.serverBudgetMicros.allCores)} µs or less with every core in use` : "With every core in use the rest of the machine alone leaves the target no room"}, or ${formatMicros(c.serverBudgetMicros.oneCore)} µs on one core; ${formatCores(authorize.result.cpu.idleCores)} cores were idle.`,
       );
     }
   }
@@ -476,7 +477,7 @@ export function renderMarkdown(report: Report): string {
     `- Node ${info.node}; autocannon ${info.autocannon} in its own process on loopback, ${info.connections} connections, ${info.durationSeconds} s per scenario ${info.warmupSeconds > 0 ? `after a ${info.warmupSeconds} s warm-up` : "without warm-up"}; latencies from an HDR histogram in microseconds.`,
     `- Server: \`node dist/src/main.js\` (compiled), ${info.serverEnv}.`,
     `- Databases: ${report.sections.map((s) => s.database).join("; ")}.`,
-    `- Errors: answers with another status than the scenario expects (200, or 409 for duplicates), socket errors and timeouts. RSS: VmRSS of the server process at the end of each scenario. CPU: user + system time over the measured run, every thread of the process, per answer; server cores: its CPU seconds a second (of the ${info.cpus} the load generator shares); other: the machine's busy time (/proc/stat) less the server's and the load generator's, per answer (PostgreSQL on its scenarios, and the kernel's network work that no process is charged for); idle cores: the machine's idle time a second.`,
+    `- Errors: answers with another status than the scenario expects (200, or 409 for duplicates), socket errors and timeouts. RSS: VmRSS of the server process at the end of each scenario. CPU: user + system time over the measured run, every thread of the process, per answer; server cores: its CPU seconds a second (of the ${info.cpus} the load generator shares); PostgreSQL: its processes' CPU time per answer; other: the machine's busy time (/proc/stat) less all of those, per answer (the kernel's network work that no process is charged for, mostly); idle cores: the machine's idle time a second.`,
     "",
     "## Baseline",
     "",
@@ -496,11 +497,12 @@ export function renderMarkdown(report: Report): string {
 export const QUIET_CORES = 0.1;
 
 /**
- * A warning when other processes took more than QUIET_CORES during baseline `m`: the baseline read
- * low, and every ratio to it reads high.
+ * A warning when other processes (PostgreSQL, or anything else) took more than QUIET_CORES during
+ * baseline `m`: the baseline read low, and every ratio to it reads high.
  */
 export function disturbance(m: Measured): string | undefined {
-  const cores = (m.result.cpu.otherMicrosPerRequest * m.result.requestsPerSecond) / 1e6;
+  const { databaseMicrosPerRequest: database, otherMicrosPerRequest: other } = m.result.cpu;
+  const cores = ((database + other) * m.result.requestsPerSecond) / 1e6;
   if (!(cores > QUIET_CORES)) return undefined;
   return `During the ${m.key === "baseline-post" ? "POST" : "GET"} baseline, other processes took ${formatCores(cores)} cores (more than ${QUIET_CORES}): the machine was not quiet, the baseline read low, and the ratios to it read high.`;
 }

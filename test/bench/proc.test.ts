@@ -1,7 +1,7 @@
 // The bench's reading of /proc/<pid>/stat (utime and stime, found after a command name that may
 // hold spaces and parentheses) and of /proc/stat's first line, in USER_HZ ticks.
 import { describe, expect, it } from "vitest";
-import { statCpuSeconds, statMachineCpu } from "../../bench/proc.js";
+import { cpuSecondsSince, statCommand, statCpuSeconds, statMachineCpu } from "../../bench/proc.js";
 
 describe("statCpuSeconds", () => {
   it("adds utime and stime (fields 14 and 15 of proc(5)) in seconds", () => {
@@ -21,5 +21,18 @@ describe("statMachineCpu", () => {
     const cpu = statMachineCpu(stat);
     expect(cpu.busy).toBeCloseTo(16);
     expect(cpu.idle).toBeCloseTo(82);
+  });
+});
+
+describe("the CPU time of processes by name", () => {
+  it("reads the command name between the first '(' and the last ')'", () => {
+    expect(statCommand("4242 (postgres) S 1 4242")).toBe("postgres");
+    expect(statCommand("7 (my (odd) name) R 1 7")).toBe("my (odd) name");
+  });
+
+  it("adds what each process used since: one started meanwhile from zero, one gone not at all", () => {
+    const before = new Map([[10, 5], [11, 2], [12, 9]]);
+    const after = new Map([[10, 6.5], [11, 2.25], [13, 0.5]]);
+    expect(cpuSecondsSince(before, after)).toBeCloseTo(1.5 + 0.25 + 0.5);
   });
 });

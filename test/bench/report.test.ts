@@ -32,7 +32,7 @@ function load(rps: number, p99 = 5, errors: Partial<LoadResult["errors"]> = {}):
     latencyMs: { p50: 1.234, p99, p99_9: 150.4, max: 200, mean: 1.5 },
     errors: { unexpectedStatus: 0, socket: 0, timeouts: 0, ...errors },
     statuses: { "200": rps * 10 },
-    cpu: { serverMicrosPerRequest: 180.4, serverCores: 0.9, loadGeneratorMicrosPerRequest: 60.2, otherMicrosPerRequest: 259.4, idleCores: 0.25 },
+    cpu: { serverMicrosPerRequest: 180.4, serverCores: 0.9, loadGeneratorMicrosPerRequest: 60.2, databaseMicrosPerRequest: 200, otherMicrosPerRequest: 59.4, idleCores: 0.25 },
   };
 }
 
@@ -109,7 +109,7 @@ describe("formatting", () => {
   });
 
   it("puts a scenario on one row with its ratio and its errors by kind", () => {
-    expect(scenarioRow(measured("hmac", 2000, 12.5), 8000)).toEqual(["hmac", "2,000", "0.25×", "1.23", "12.5", "150", "0", "120", "180", "0.90", "60", "259", "0.25"]);
+    expect(scenarioRow(measured("hmac", 2000, 12.5), 8000)).toEqual(["hmac", "2,000", "0.25×", "1.23", "12.5", "150", "0", "120", "180", "0.90", "60", "200", "59", "0.25"]);
     expect(scenarioRow(measured("hmac", 2000, 12.5, { unexpectedStatus: 3, timeouts: 1 }), 8000)[6]).toBe("4 (3 status, 1 timeout)");
   });
 });
@@ -274,12 +274,12 @@ describe("the report", () => {
     expect(md).toContain("1,200 approved and 300 declined decisions, 700 captured; 200 windows' final usage held against their limits; overspend: 0; declined with room left: 0.");
     expect(md).toMatch(/\| Authorize \(approved\) ≥ 25% of the POST baseline's req\/s\s+\|\s+25\.0% \|\s+yes \|/);
     expect(md).toContain(
-      "The machine's ceiling for Authorize (approved): 500 µs of CPU per decision (server 180, load generator 60, other processes 259); with all 2 cores busy at these costs, at most 4,000 decisions/s, 0.50× the POST baseline (target 0.25×). The target needs the server's CPU per decision at 680 µs or less with every core in use, or 500 µs on one core; 0.25 cores were idle.",
+      "The machine's ceiling for Authorize (approved): 500 µs of CPU per decision (server 180, load generator 60, PostgreSQL 200, the rest 59); with all 2 cores busy at these costs, at most 4,000 decisions/s, 0.50× the POST baseline (target 0.25×). The target needs the server's CPU per decision at 680 µs or less with every core in use, or 500 µs on one core; 0.25 cores were idle.",
     );
   });
 
   it("computes what the machine's cores allow at the measured CPU per answer, and the server's budget for a target", () => {
-    // 180.4 + 60.2 + 259.4 = 500 µs per answer: 2 cores answer 4,000 a second, half of 8,000.
+    // 180.4 + 60.2 + 200 + 59.4 = 500 µs per answer: 2 cores answer 4,000 a second, half of 8,000.
     const c = ceiling(measured("spend-authorize-approved", 1000), 8000, 2, 0.5);
     expect(c.microsPerRequest).toBeCloseTo(500);
     expect(c.requestsPerSecond).toBeCloseTo(4000);
@@ -289,7 +289,7 @@ describe("the report", () => {
     expect(c.serverBudgetMicros.oneCore).toBeCloseTo(250);
   });
 
-  it("says when the other processes alone leave a target no room", () => {
+  it("says when the rest of the machine alone leaves a target no room", () => {
     const crowded = measured("spend-authorize-approved", 1000);
     crowded.result.cpu = { ...crowded.result.cpu, otherMicrosPerRequest: 2000 };
     const md = renderMarkdown({
@@ -297,7 +297,7 @@ describe("the report", () => {
       postBaseline: measured("baseline-post", 8000),
       sections: [{ ...report.sections[0]!, scenarios: [crowded], spends: { approved: 1, declined: 0, captured: 0, windows: 1, overspent: 0, wronglyDeclined: 0, samples: [] } }],
     });
-    expect(md).toContain("With every core in use the other processes alone leave the target no room, or 500 µs on one core");
+    expect(md).toContain("With every core in use the rest of the machine alone leaves the target no room, or 500 µs on one core");
   });
 
   it("writes the round trips per operation as a table, and the execution waits and memory with their targets", () => {
@@ -320,9 +320,9 @@ describe("the report", () => {
 
   it("says when other processes took more than a tenth of a core during a baseline, and nothing when the machine was quiet", () => {
     const busy = measured("baseline-post", 8000);
-    busy.result.cpu = { ...busy.result.cpu, otherMicrosPerRequest: 54 };
+    busy.result.cpu = { ...busy.result.cpu, databaseMicrosPerRequest: 20, otherMicrosPerRequest: 34 };
     const quiet = measured("baseline", 10_000);
-    quiet.result.cpu = { ...quiet.result.cpu, otherMicrosPerRequest: 9 };
+    quiet.result.cpu = { ...quiet.result.cpu, databaseMicrosPerRequest: 0, otherMicrosPerRequest: 9 };
     const md = renderMarkdown({ ...report, baseline: quiet, postBaseline: busy });
     expect(md).toContain("- During the POST baseline, other processes took 0.43 cores (more than 0.1): the machine was not quiet, the baseline read low, and the ratios to it read high.");
     expect(md).not.toContain("During the GET baseline");
