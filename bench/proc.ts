@@ -1,5 +1,6 @@
-// What Linux's /proc says of a process of the run: its memory, and the CPU time all its threads have
-// used. NaN where /proc is not available.
+// What Linux's /proc says of the run: a process's memory and the CPU time all its threads have used,
+// the CPU time of the processes of one name (PostgreSQL's), and the machine's busy and idle time.
+// NaN where /proc is not available; no process of the name then.
 import { readdirSync, readFileSync } from "node:fs";
 
 /** Clock ticks a second of /proc/<pid>/stat's times: USER_HZ, 100 on Linux whatever the kernel's HZ. */
