@@ -3,12 +3,13 @@
 // cannot hang the server, and RE2 syntax (`(?i)`, `\z`, no backreferences or lookarounds) is the
 // one users expect from CEL.
 import { RE2JS } from "re2js";
+import { BoundedMap } from "../core/bounded-map.js";
 
 /** Longer patterns are refused: a pattern is a rule, not data. */
 export const MAX_PATTERN_LENGTH = 1024;
 const CACHE_SIZE = 128;
 
-const cache = new Map<string, RE2JS>();
+const cache = new BoundedMap<string, RE2JS>({ entries: CACHE_SIZE });
 
 /** Returns why `pattern` is not an acceptable RE2 pattern, or undefined when it is. */
 export function regexProblem(pattern: string): string | undefined {
@@ -22,19 +23,10 @@ export function regexProblem(pattern: string): string | undefined {
 }
 
 function compile(pattern: string): RE2JS {
-  const hit = cache.get(pattern);
-  if (hit) {
-    // Refresh its place: the map iterates in insertion order, oldest first.
-    cache.delete(pattern);
-    cache.set(pattern, hit);
-    return hit;
-  }
+  const hit = cache.touch(pattern);
+  if (hit) return hit;
   const re = RE2JS.compile(pattern);
   cache.set(pattern, re);
-  if (cache.size > CACHE_SIZE) {
-    const oldest = cache.keys().next().value;
-    if (oldest !== undefined) cache.delete(oldest);
-  }
   return re;
 }
 

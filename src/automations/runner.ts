@@ -1,6 +1,7 @@
 // Runs one claimed execution: its steps in order, each with `ctx.trigger` and the outputs of the
 // steps before it. A step's result is stored in the same transaction as its effect, so a run that
 // is retried after a crash resumes at the first step without a result and no effect happens twice.
+import { BoundedMap } from "../core/bounded-map.js";
 import { ApiError } from "../core/errors.js";
 import type { Clock } from "../core/clock.js";
 import type { Logger } from "../core/logger.js";
@@ -22,14 +23,13 @@ export class ExecutionRunner {
   ) {}
 
   /** Expressions as checked when their automation was saved; checked once more per process, not per run. */
-  private readonly checked = new Map<string, CompiledExpression>();
+  private readonly checked = new BoundedMap<string, CompiledExpression>({ entries: CHECKED_CACHE_SIZE });
 
   private compiled(source: string, path: string, stepNames: string[], expect: ExpectedResult): CompiledExpression {
     const key = JSON.stringify([source, path, stepNames, expect]);
     let compiled = this.checked.get(key);
     if (!compiled) {
       compiled = checkExpression(source, path, { stepNames, expect });
-      if (this.checked.size >= CHECKED_CACHE_SIZE) this.checked.delete(this.checked.keys().next().value as string);
       this.checked.set(key, compiled);
     }
     return compiled;

@@ -11,6 +11,7 @@
 //
 // Memory is bounded: at most `maxKeys` keys, the least recently seen forgotten first (a forgotten
 // key starts again with a full bucket), so a flood of distinct keys cannot grow it.
+import { BoundedMap } from "./bounded-map.js";
 import type { Clock } from "./clock.js";
 
 export interface RateQuota {
@@ -45,15 +46,17 @@ interface Bucket {
 export const MAX_KEYS = 100_000;
 
 export class RateLimiter {
-  private readonly buckets = new Map<string, Bucket>();
+  private readonly buckets: BoundedMap<string, Bucket>;
 
   constructor(
     readonly quota: RateQuota,
     private readonly clock: Clock,
     /** The live instances sharing the limit, at least 1. */
     private readonly instances: () => number,
-    private readonly maxKeys = MAX_KEYS,
-  ) {}
+    maxKeys = MAX_KEYS,
+  ) {
+    this.buckets = new BoundedMap({ entries: maxKeys });
+  }
 
   /** Takes one request for `key` if its bucket has room. */
   take(key: string): RateDecision {
@@ -65,10 +68,8 @@ export class RateLimiter {
     const debt = bucket ? Math.max(0, bucket.debt - Math.max(0, now - bucket.at) * this.quota.quota) : 0;
     const allowed = debt + cost <= capacity;
     const after = allowed ? debt + cost : debt;
-    // Re-inserted, so that the map's order is the order keys were last seen.
-    if (bucket) this.buckets.delete(key);
+    // Set anew, so that the key forgotten first is the one seen longest ago.
     this.buckets.set(key, { debt: after, at: now });
-    if (this.buckets.size > this.maxKeys) this.buckets.delete(this.buckets.keys().next().value as string);
     const msUntil = (debtToShed: number) => debtToShed / this.quota.quota;
     return allowed
       ? { allowed, remaining: Math.floor((capacity - after) / cost), seconds: Math.ceil(msUntil(after) / 1000) }
@@ -77,6 +78,6 @@ export class RateLimiter {
 
   /** Keys held now (for tests of the memory bound). */
   get size(): number {
-    return this.buckets.size;
+    return this.buckets.usage.entries;
   }
 }

@@ -4,6 +4,7 @@
 // hours); where a local midnight does not exist (a clock that jumps from 23:59:59 to 01:00), the
 // day starts at the first instant of that date. Computed with the runtime's IANA database (Intl),
 // in integers of milliseconds: no floating-point date arithmetic.
+import { BoundedMap } from "../core/bounded-map.js";
 import type { WindowPeriod } from "./resolve.js";
 import { PERIOD_KINDS } from "./types.js";
 
@@ -145,8 +146,7 @@ interface DayWindows {
  * local date (an Intl call outside UTC), none of the dozen Intl calls that find a window's bounds,
  * and no ISO formatting. Bounded by the zones in use (one per fund policy); the oldest goes first.
  */
-const days = new Map<string, DayWindows>();
-const MAX_CACHED_ZONES = 64;
+const days = new BoundedMap<string, DayWindows>({ entries: 64 });
 
 const iso = (ms: number) => new Date(ms).toISOString();
 
@@ -157,7 +157,6 @@ function dayWindows(timeZone: string, instant: number): DayWindows {
   const windows = Object.fromEntries(WINDOW_PERIODS.map((p) => [p, windowOf(p, timeZone, local)])) as Record<WindowPeriod, SpendWindow>;
   const bounds = Object.fromEntries(WINDOW_PERIODS.map((p) => [p, Object.freeze({ windowStart: iso(windows[p].start), windowEnd: iso(windows[p].end) })])) as DayWindows["bounds"];
   const day: DayWindows = { day: windows.PERIOD_KIND_DAILY, bounds: Object.freeze(bounds) };
-  if (!known && days.size >= MAX_CACHED_ZONES) days.delete(days.keys().next().value as string);
   days.set(timeZone, day);
   return day;
 }

@@ -3,6 +3,7 @@
 // user's current roles. Both are kept per token while the principals' change watch trusts them: a
 // revocation takes effect at once on the instance that made it, within 1 s on every other.
 import { errors as joseErrors, jwtVerify, SignJWT, decodeProtectedHeader } from "jose";
+import { BoundedMap } from "../core/bounded-map.js";
 import type { Clock } from "../core/clock.js";
 import { unauthenticated } from "../core/errors.js";
 import { base62 } from "../core/ids.js";
@@ -87,7 +88,7 @@ export class AccessTokens {
    * same way until `exp`, and an ES256 verification is about a tenth of a small request's CPU. Each
    * also keeps its principal as last read, so the cache of principals is bounded and expires with it.
    */
-  private readonly verified = new Map<string, VerifiedClaims>();
+  private readonly verified = new BoundedMap<string, VerifiedClaims>({ entries: VERIFIED_CACHE_SIZE });
 
   private verifiedClaims(token: string): VerifiedClaims | undefined {
     const claims = this.verified.get(token);
@@ -120,7 +121,6 @@ export class AccessTokens {
       throw rejected(e instanceof joseErrors.JWTExpired ? "expired" : "invalid");
     }
     const claims: VerifiedClaims = { sub: String(payload.sub), cid: String(payload.cid), exp: Number(payload.exp) };
-    if (this.verified.size >= VERIFIED_CACHE_SIZE) this.verified.delete(this.verified.keys().next().value as string);
     this.verified.set(token, claims);
     return claims;
   }

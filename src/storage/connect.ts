@@ -7,6 +7,7 @@ import SQLite from "better-sqlite3";
 import { Kysely, Migrator, PostgresDialect, SqliteDialect, sql } from "kysely";
 import pg from "pg";
 import { DATABASE_DEFAULTS, type DatabaseConfig } from "../config.js";
+import { BoundedMap } from "../core/bounded-map.js";
 import { migrationsFor } from "./migrations.js";
 import { deferringBegin } from "./pg-deferred-begin.js";
 import { startCheckpointer, type Checkpointer } from "./sqlite-checkpointer.js";
@@ -27,12 +28,11 @@ const STATEMENT_CACHE_SIZE = 500;
  */
 function cachePreparedStatements(database: SQLite.Database): void {
   const prepare = database.prepare.bind(database);
-  const cache = new Map<string, SQLite.Statement>();
+  const cache = new BoundedMap<string, SQLite.Statement>({ entries: STATEMENT_CACHE_SIZE });
   database.prepare = ((source: string) => {
     let statement = cache.get(source);
     if (!statement) {
       statement = prepare(source);
-      if (cache.size >= STATEMENT_CACHE_SIZE) cache.delete(cache.keys().next().value as string);
       cache.set(source, statement);
     }
     return statement;

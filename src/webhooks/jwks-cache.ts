@@ -3,6 +3,7 @@
 // make the server hammer the sender's JWKS); concurrent requests share one in-flight fetch; a
 // failed fetch is not retried for `failureBackoffMs`. All time comes from the injected clock.
 import { createLocalJWKSet, type JSONWebKeySet, type JWK } from "jose";
+import { BoundedMap } from "../core/bounded-map.js";
 import type { Clock } from "../core/clock.js";
 import { unauthenticated } from "../core/errors.js";
 import { fetchJwks, JwksFetchError, type FetchJwksOptions, type JwksDocument } from "./jwks-fetch.js";
@@ -71,13 +72,12 @@ export function usableKeys(document: JwksDocument): JWK[] {
 }
 
 export class JwksCache {
-  private readonly entries = new Map<string, Entry>();
+  private readonly entries: BoundedMap<string, Entry>;
   private readonly clock: Clock;
   private readonly fetcher: JwksFetcher;
   private readonly ttlMs: number;
   private readonly cooldownMs: number;
   private readonly failureBackoffMs: number;
-  private readonly maxUrls: number;
 
   constructor(options: JwksCacheOptions) {
     this.clock = options.clock;
@@ -86,7 +86,7 @@ export class JwksCache {
     this.ttlMs = options.ttlMs ?? JWKS_CACHE_DEFAULTS.ttlMs;
     this.cooldownMs = options.cooldownMs ?? JWKS_CACHE_DEFAULTS.cooldownMs;
     this.failureBackoffMs = options.failureBackoffMs ?? JWKS_CACHE_DEFAULTS.failureBackoffMs;
-    this.maxUrls = options.maxUrls ?? JWKS_CACHE_DEFAULTS.maxUrls;
+    this.entries = new BoundedMap({ entries: options.maxUrls ?? JWKS_CACHE_DEFAULTS.maxUrls });
   }
 
   /**
@@ -116,17 +116,9 @@ export class JwksCache {
   }
 
   private entry(url: string): Entry {
-    let entry = this.entries.get(url);
-    if (entry) {
-      this.entries.delete(url); // re-inserted below: the Map's order is the LRU order
-    } else {
-      entry = {};
-      while (this.entries.size >= this.maxUrls) {
-        const oldest = this.entries.keys().next();
-        if (oldest.done) break;
-        this.entries.delete(oldest.value);
-      }
-    }
+    const known = this.entries.touch(url);
+    if (known) return known;
+    const entry: Entry = {};
     this.entries.set(url, entry);
     return entry;
   }

@@ -8,7 +8,7 @@
 // once by this instance and within 1 s by every other. A kept secret carries its expiry, so a grace
 // period that ends stops the secret at that instant, kept or not.
 import type { Clock } from "../core/clock.js";
-import { SizedCache } from "../core/sized-cache.js";
+import { BoundedMap } from "../core/bounded-map.js";
 import { base62, newId, secret256 } from "../core/ids.js";
 import { recordChange, type ChangeWatch } from "../storage/change-versions.js";
 import type { Storage } from "../storage/connect.js";
@@ -59,7 +59,7 @@ const intakeLookup = prepared((db, v: { listenerId: string; now: string }) =>
 
 export class Listeners {
   /** The intake's reads, each with the watch's generation taken before it. */
-  private readonly kept = new SizedCache<string, { listener: IntakeListener; generation: number }>(KEPT);
+  private readonly kept = new BoundedMap<string, { listener: IntakeListener; generation: number }>(KEPT);
 
   constructor(
     private readonly storage: Storage,

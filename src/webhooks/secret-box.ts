@@ -2,6 +2,7 @@
 // database dump alone does not reveal them. The listener id is bound as associated data, so a
 // sealed secret copied onto another listener does not open.
 import { createCipheriv, createDecipheriv, randomBytes } from "node:crypto";
+import { BoundedMap } from "../core/bounded-map.js";
 
 const VERSION = "v1";
 
@@ -12,7 +13,7 @@ export class SecretBox {
   // Keyed by the sealed text and its context: a pure function of them under this box's key, so an
   // entry can never outlive its meaning. A secret removed from the database is no longer read, so
   // no longer looked up here.
-  private readonly opened = new Map<string, string>();
+  private readonly opened = new BoundedMap<string, string>({ entries: OPENED_CACHE_SIZE });
 
   constructor(private readonly key: Buffer) {
     if (key.length !== 32) throw new Error("the secrets key must be 32 bytes");
@@ -31,7 +32,6 @@ export class SecretBox {
     let plain = this.opened.get(key);
     if (plain === undefined) {
       plain = this.decrypt(sealed, context);
-      if (this.opened.size >= OPENED_CACHE_SIZE) this.opened.delete(this.opened.keys().next().value as string);
       this.opened.set(key, plain);
     }
     return plain;
