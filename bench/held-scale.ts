@@ -62,6 +62,7 @@ async function lockAndSum(storage: Storage, nowIso: string): Promise<void> {
       .where("user_id", "=", KEY.userId)
       .where("app_id", "=", KEY.appId)
       .where("window_start", "=", KEY.windowStart)
+      .where("window_end", "=", KEY.windowEnd)
       .where(sql<boolean>`state = 'PENDING'`)
       .where("expires_at", ">", nowIso)
       .execute();

@@ -66,6 +66,7 @@ interface Row {
   reversed: string;
   expires_at: string | null;
   window_start: string;
+  window_end: string;
   decision: string;
 }
 
@@ -85,7 +86,7 @@ const nanos = (m: { units: string; nanos: number }): bigint => BigInt(m.units) *
 export async function checkSpends(storage: Storage, spender: string, nowMs: number): Promise<SpendCheck> {
   const rows = (await storage.db
     .selectFrom("spend_authorizations")
-    .select(["id", "app_id", "state", "expires_at", "window_start", "decision"])
+    .select(["id", "app_id", "state", "expires_at", "window_start", "window_end", "decision"])
     .select([sql<string>`cast(amount_nanos as text)`.as("amount"), sql<string>`cast(captured_nanos as text)`.as("captured"), sql<string>`cast(reversed_nanos as text)`.as("reversed")])
     .where("user_id", "=", spender)
     .execute()) as Row[];
@@ -99,8 +100,8 @@ export async function checkSpends(storage: Storage, spender: string, nowMs: numb
   for (const r of rows) {
     const decision = JSON.parse(r.decision) as { approved: boolean; usage: Usage };
     const limit = (r.app_id.startsWith("decline-") ? TIGHT_LIMIT_UNITS : OPEN_LIMIT_UNITS) * NANOS;
-    const w = windows.get(`${r.app_id} ${r.window_start}`) ?? { used: 0n, approved: 0, declined: 0, limit };
-    windows.set(`${r.app_id} ${r.window_start}`, w);
+    const w = windows.get(`${r.app_id} ${r.window_start} ${r.window_end}`) ?? { used: 0n, approved: 0, declined: 0, limit };
+    windows.set(`${r.app_id} ${r.window_start} ${r.window_end}`, w);
     if (!decision.approved) {
       check.declined++;
       w.declined++;

@@ -846,8 +846,9 @@ export interface paths {
          *     `SPEND_AUTHORIZATION_STATE_EXPIRED`, and `state` filters by that state.
          *
          *     Filters combine with AND; an absent filter does not filter. `window_start` keeps the
-         *     authorizations that count in the window starting at that instant (`windowStart`, as answered in
-         *     `usage.windowStart` of `GetEffective`).
+         *     authorizations that count in a window starting at that instant (`windowStart`, as answered in
+         *     `usage.windowStart` of `GetEffective`): windows of two periods may start at the same instant
+         *     (after a limit's period changed), and each authorization's `windowEnd` tells them apart.
          *
          *     Who sees what: `ROLE_SUPER_ADMIN` and `ROLE_FUND_ADMIN` see every authorization;
          *     `ROLE_APP_SERVICE` sees those of the apps its credential is bound to (an `app_id` of another app is
@@ -2895,7 +2896,10 @@ export interface components {
          *       already spent leaves zero); null when `limit` is null.
          *
          *     A spend counts in the window it was authorized in, whatever happens to the limit later: a
-         *     limit changed mid-window never rewrites what was spent. All amounts are exact and in the fund
+         *     limit changed mid-window never rewrites what was spent. A window is its start and its end: when
+         *     a limit's period changes, the new period's window counts only what was authorized in it, even
+         *     where it starts at the same instant as the old one (a daily limit made weekly on a Monday), and
+         *     the old window keeps its spends for a change back. All amounts are exact and in the fund
          *     currency.
          * @example {
          *       "windowStart": "2026-11-01T00:00:00Z",
@@ -8456,7 +8460,7 @@ export interface operations {
                  */
                 state?: components["schemas"]["SpendAuthorizationState"];
                 /**
-                 * @description Only authorizations that count in the window starting at this instant (RFC 3339; years 0001 to 9999 in UTC, else 400 `INVALID_TIMESTAMP`).
+                 * @description Only authorizations that count in a window starting at this instant (RFC 3339; years 0001 to 9999 in UTC, else 400 `INVALID_TIMESTAMP`).
                  * @example 2026-11-01T00:00:00Z
                  */
                 window_start?: string;

@@ -72,11 +72,11 @@ interface Layers {
  * GetEffective's read, for the policy kept by FundPolicies.current: the layers and the usage at
  * `now` of the window of every period that contains it (the period in force depends on the layers),
  * one statement, so one snapshot without a transaction: one round trip on PostgreSQL. The values
- * named by a period are that period's window start.
+ * named by a period are that period's window start, and by `<period>.end` its end.
  */
-const layersAndUsageStatement = prepared((db, v: LayerValues & { now: string } & Record<WindowPeriod, string>) =>
+const layersAndUsageStatement = prepared((db, v: LayerValues & { now: string } & Record<WindowPeriod | `${WindowPeriod}.end`, string>) =>
   db
-    .selectNoFrom([...layerColumns(v), ...WINDOW_PERIODS.map((p) => usageColumn(p, { userId: v.userId, appId: v.appId, windowStart: v[p], now: v.now }))])
+    .selectNoFrom([...layerColumns(v), ...WINDOW_PERIODS.map((p) => usageColumn(p, { userId: v.userId, appId: v.appId, windowStart: v[p], windowEnd: v[`${p}.end`], now: v.now }))])
     .$castTo<Layers & Record<string, unknown>>(),
 );
 
@@ -149,8 +149,8 @@ export class EffectiveLimits {
     // Not under the policy's lock: the kept policy, as FundPolicyService.Get answers it.
     const policy = await this.policy.current();
     const windows = spendWindowBounds(policy.timeZone, now);
-    const starts = Object.fromEntries(WINDOW_PERIODS.map((p) => [p, windows[p].windowStart])) as Record<WindowPeriod, string>;
-    const { rows } = await layersAndUsageStatement.execute(this.storage.db, { userId, appId, now: new Date(now).toISOString(), ...starts });
+    const bounds = Object.fromEntries(WINDOW_PERIODS.flatMap((p) => [[p, windows[p].windowStart], [`${p}.end`, windows[p].windowEnd]])) as Record<WindowPeriod | `${WindowPeriod}.end`, string>;
+    const { rows } = await layersAndUsageStatement.execute(this.storage.db, { userId, appId, now: new Date(now).toISOString(), ...bounds });
     const row = rows[0]!;
     const force = this.resolved(policy, row, userId, appId, now, requireUser, windows);
     const usage = usageOf(row, force.resolution.windowPeriod);

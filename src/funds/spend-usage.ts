@@ -24,9 +24,6 @@ export interface Usage {
   held: bigint;
 }
 
-/** A window's rows are keyed by its start: the usage row and the holds alike. */
-type WindowStart = Pick<WindowKey, "userId" | "appId" | "windowStart">;
-
 /** The Kysely instance, or an expression builder for a subquery. */
 type From = Pick<ExpressionBuilder<Database, never>, "selectFrom">;
 
@@ -35,13 +32,14 @@ type From = Pick<ExpressionBuilder<Database, never>, "selectFrom">;
  * number: cast it to text before it reaches JS): one range of the partial index
  * spend_authorizations_held.
  */
-const holdsExpiringQuery = (from: From, v: WindowStart, after: Expression<string>, until: Expression<string>) =>
+const holdsExpiringQuery = (from: From, v: WindowKey, after: Expression<string>, until: Expression<string>) =>
   from
     .selectFrom("spend_authorizations")
     .select(sql<bigint>`coalesce(sum(amount_nanos), 0)`.as("sum"))
     .where("user_id", "=", v.userId)
     .where("app_id", "=", v.appId)
     .where("window_start", "=", v.windowStart)
+    .where("window_end", "=", v.windowEnd)
     // The literal matches the partial index's condition.
     .where(sql<boolean>`state = 'PENDING'`)
     .where("expires_at", ">", after)
@@ -57,36 +55,38 @@ const lockStatement = prepared((db, v: WindowKey) =>
   db
     .insertInto("spend_usage")
     .values({ user_id: v.userId, app_id: v.appId, window_start: v.windowStart, window_end: v.windowEnd, spent_nanos: sql<bigint>`0` })
-    .onConflict((oc) => oc.columns(["user_id", "app_id", "window_start"]).doUpdateSet((eb) => ({ window_end: eb.ref("excluded.window_end") })))
+    .onConflict((oc) => oc.columns(["user_id", "app_id", "window_start", "window_end"]).doUpdateSet((eb) => ({ held_through: eb.ref("spend_usage.held_through") })))
     .returning([sql<string>`cast(spent_nanos as text)`.as("spent"), sql<string>`cast(held_nanos as text)`.as("held"), "held_through"]),
 );
 
 /** The holds expiring after `after` and no later than `until`. */
-const holdsBetweenStatement = prepared((db, v: WindowStart & { after: string; until: string }) =>
+const holdsBetweenStatement = prepared((db, v: WindowKey & { after: string; until: string }) =>
   db.selectNoFrom(sql<string>`cast((${holdsExpiringQuery(db, v, value(v.after), value(v.until))}) as text)`.as("held")),
 );
 
 /** The sweep: `swept` (the holds expired by `now`) out of the counter, which then counts from `now`. */
-const sweepStatement = prepared((db, v: WindowStart & { swept: bigint; now: string }) =>
+const sweepStatement = prepared((db, v: WindowKey & { swept: bigint; now: string }) =>
   db
     .updateTable("spend_usage")
     .set({ held_nanos: sql`held_nanos - ${v.swept}`, held_through: v.now })
     .where("user_id", "=", v.userId)
     .where("app_id", "=", v.appId)
-    .where("window_start", "=", v.windowStart),
+    .where("window_start", "=", v.windowStart)
+    .where("window_end", "=", v.windowEnd),
 );
 
 /** A capture's or reversal's change of the window's spent counter (the held counter is kept by triggers, migration 0016). */
-const addSpentStatement = prepared((db, v: WindowStart & { delta: bigint }) =>
+const addSpentStatement = prepared((db, v: WindowKey & { delta: bigint }) =>
   db
     .updateTable("spend_usage")
     .set({ spent_nanos: sql`spent_nanos + ${v.delta}` })
     .where("user_id", "=", v.userId)
     .where("app_id", "=", v.appId)
-    .where("window_start", "=", v.windowStart),
+    .where("window_start", "=", v.windowStart)
+    .where("window_end", "=", v.windowEnd),
 );
 
-const holdsBetween = async (db: Db, key: WindowStart, after: string, until: string) =>
+const holdsBetween = async (db: Db, key: WindowKey, after: string, until: string) =>
   BigInt((await holdsBetweenStatement.execute(db, { ...key, after, until })).rows[0]?.held ?? "0");
 
 /**
@@ -126,7 +126,7 @@ const lockWindowStatement = prepared((db, v: WindowKey & { now: string }) =>
 );
 
 /** SQLite: adds `delta` (negative for a reversal) to the spent counter of a window whose row this transaction has locked. */
-export async function addSpent(db: Db, key: WindowStart, delta: bigint): Promise<void> {
+export async function addSpent(db: Db, key: WindowKey, delta: bigint): Promise<void> {
   await addSpentStatement.execute(db, { ...key, delta });
 }
 
@@ -138,7 +138,7 @@ export async function addSpent(db: Db, key: WindowStart, delta: bigint): Promise
  * less those expired since, or, for a clock behind it, plus those a sweep took out; one range of
  * the held index, between the lesser and the greater of the two instants.
  */
-export const usageColumn = <N extends string>(name: N, v: WindowStart & { now: string }) => {
+export const usageColumn = <N extends string>(name: N, v: WindowKey & { now: string }) => {
   const eb = expressionBuilder<Database, never>();
   const through = sql.ref<string>("spend_usage.held_through");
   const now = value(v.now);
@@ -146,7 +146,7 @@ export const usageColumn = <N extends string>(name: N, v: WindowStart & { now: s
   const until = sql<string>`case when ${through} < ${now} then ${now} else ${through} end`;
   const correction = holdsExpiringQuery(eb, v, after, until);
   const usage = sql<string>`cast(spent_nanos as text) || ' ' || cast(held_nanos + case when ${through} < ${now} then -1 else 1 end * (${correction}) as text)`;
-  return eb.selectFrom("spend_usage").select(usage.as("u")).where("user_id", "=", v.userId).where("app_id", "=", v.appId).where("window_start", "=", v.windowStart).as(`${name}_usage`);
+  return eb.selectFrom("spend_usage").select(usage.as("u")).where("user_id", "=", v.userId).where("app_id", "=", v.appId).where("window_start", "=", v.windowStart).where("window_end", "=", v.windowEnd).as(`${name}_usage`);
 };
 
 /** The usage of the `usageColumn` named `name` in `row` (no usage row: nothing spent or held). */

@@ -131,6 +131,7 @@ type Changed = {
   user_id: string;
   app_id: string;
   window_start: string;
+  window_end: string;
   first_id: string;
   first_kind: string;
   first_amount: bigint;
@@ -143,7 +144,7 @@ type Changed = {
 /** PostgreSQL: spend_record_change. */
 const changeCall = spendCall(
   (v: Changed) =>
-    sql<boolean>`spend_record_change(${v.id}, ${v.state}, ${v.captured}, ${v.reversed}, ${v.at}, ${v.user_id}, ${v.app_id}, ${v.window_start},
+    sql<boolean>`spend_record_change(${v.id}, ${v.state}, ${v.captured}, ${v.reversed}, ${v.at}, ${v.user_id}, ${v.app_id}, ${v.window_start}, ${v.window_end},
       ${v.first_id}, ${v.first_kind}, ${v.first_amount}, ${v.second_id}, ${v.second_kind}, ${v.second_amount}, ${v.spent}, ${null}, ${null}, ${null})`,
 );
 
@@ -158,7 +159,7 @@ export async function recordChange(storage: Storage, db: Db, row: SpendRow, writ
   if (!writes || !first) return beforeCommit?.(db, view);
   if (storage.dialect === "postgres") {
     if (entries.length > 2) throw new Error("spend_record_change takes at most two ledger entries");
-    const columns = { id: row.id, state: row.state, captured: row.captured, reversed: row.reversed, at: row.updated_at, user_id: row.user_id, app_id: row.app_id, window_start: row.window_start };
+    const columns = { id: row.id, state: row.state, captured: row.captured, reversed: row.reversed, at: row.updated_at, user_id: row.user_id, app_id: row.app_id, window_start: row.window_start, window_end: row.window_end };
     const ledger = { first_id: first.id, first_kind: first.kind, first_amount: first.amount_nanos, second_id: second?.id ?? null, second_kind: second?.kind ?? null, second_amount: second?.amount_nanos ?? null };
     return withAnswer(db, view, beforeCommit, changeCall, { ...columns, ...ledger, spent: writes.spent });
   }

@@ -258,18 +258,18 @@ export class SpendTraffic {
       if (capture - reversal !== spent) failures.push(`${a.id}: ledger captured - reversed ${capture - reversal}, API ${spent}`);
       if (holding !== (pending ? nanosOf(a.amount) : 0n)) failures.push(`${a.id} (${a.state}): the ledger still holds ${holding}`);
       if (!a.decision.approved && hold + capture + release + reversal !== 0n) failures.push(`declined ${a.id} has ledger entries`);
-      const w = windows.get(`${a.appId} ${a.windowStart}`) ?? { spent: 0n, held: 0n, ledgerSpent: 0n, ledgerHeld: 0n };
+      const w = windows.get(`${a.appId} ${a.windowStart} ${a.windowEnd}`) ?? { spent: 0n, held: 0n, ledgerSpent: 0n, ledgerHeld: 0n };
       w.spent += spent;
       w.ledgerSpent += capture - reversal;
       if (a.state === "SPEND_AUTHORIZATION_STATE_PENDING") {
         w.held += nanosOf(a.amount);
         w.ledgerHeld += holding;
       }
-      windows.set(`${a.appId} ${a.windowStart}`, w);
+      windows.set(`${a.appId} ${a.windowStart} ${a.windowEnd}`, w);
     }
     for (const appId of this.appIds) {
       const { usage } = unwrap(await admin.GET("/api/v1/funds/subject-app-limits/{user_id}/{app_id}/effective", { params: { path: { user_id: this.userId, app_id: appId } } })).effective;
-      const w = windows.get(`${appId} ${usage.windowStart}`) ?? { spent: 0n, held: 0n, ledgerSpent: 0n, ledgerHeld: 0n };
+      const w = windows.get(`${appId} ${usage.windowStart} ${usage.windowEnd}`) ?? { spent: 0n, held: 0n, ledgerSpent: 0n, ledgerHeld: 0n };
       const reported = { spent: nanosOf(usage.spent), held: nanosOf(usage.held) };
       if (reported.spent !== w.ledgerSpent || reported.spent !== w.spent || reported.held !== w.held || reported.held !== w.ledgerHeld) {
         failures.push(`${appId}: GetEffective ${JSON.stringify(usage)}; authorizations spent ${w.spent} held ${w.held}; ledger spent ${w.ledgerSpent} held ${w.ledgerHeld}`);

@@ -4,7 +4,7 @@
 import { describe, expect, it } from "vitest";
 import { unwrap } from "../../src/client/index.js";
 import { bootstrapToken, type TestServer } from "../support/server.js";
-import { DAY, expectError, type Funds, iso } from "./funds-helpers.js";
+import { amount, DAY, expectError, type Funds, iso } from "./funds-helpers.js";
 import { appWithLimit, authorized, money, spends, spendServerForFile, type Authorization, type Spends } from "./spends-helpers.js";
 
 let ts: TestServer;
@@ -161,6 +161,51 @@ describe("Reverse", () => {
     ts.clock.advance(-DAY);
     expect(await usage(app)).toMatchObject({ windowStart: "2026-11-20T00:00:00.000Z", spent: money("7"), remaining: money("3") });
     expect((await auth(app, "3")).decision.approved).toBe(true);
+  });
+});
+
+describe("a limit's period changed to one whose window starts at the same instant", () => {
+  it("each window counts only what was authorized in it, and a reversal restores its own", async () => {
+    const before = ts.clock.now();
+    // Monday 23 November 2026: the day's window and the week's start at the same midnight.
+    ts.clock.set(Date.parse("2026-11-23T09:00:00Z"));
+    try {
+      const DAY_WINDOW = { windowStart: "2026-11-23T00:00:00.000Z", windowEnd: "2026-11-24T00:00:00.000Z" };
+      const WEEK_WINDOW = { windowStart: "2026-11-23T00:00:00.000Z", windowEnd: "2026-11-30T00:00:00.000Z" };
+      const app = await appWithLimit(admin, subject.userId, "10", "PERIOD_KIND_DAILY");
+      const daily = await auth(app, "6", { capture: true });
+      expect(daily).toMatchObject(DAY_WINDOW);
+
+      unwrap(await admin.setLimit(subject.userId, app, { limit: amount("10"), period: "PERIOD_KIND_WEEKLY" }));
+      expect(await usage(app)).toMatchObject({ ...WEEK_WINDOW, spent: money("0"), held: money("0"), remaining: money("10") });
+      const weekly = await auth(app, "10");
+      expect(weekly).toMatchObject({ ...WEEK_WINDOW, decision: { approved: true, usage: { spent: money("0"), held: money("10"), remaining: money("0") } } });
+
+      // Back to daily: the day's window holds its own spend, none of the week's hold.
+      unwrap(await admin.setLimit(subject.userId, app, { limit: amount("10"), period: "PERIOD_KIND_DAILY" }));
+      expect(await usage(app)).toMatchObject({ ...DAY_WINDOW, spent: money("6"), held: money("0"), remaining: money("4") });
+      unwrap(await spend.reverse(daily.id, { amount: money("2") }));
+      expect(await usage(app)).toMatchObject({ ...DAY_WINDOW, spent: money("4"), remaining: money("6") });
+      expect((await auth(app, "7")).decision).toMatchObject({ approved: false, cause: "SPEND_DECLINE_CAUSE_LIMIT_EXCEEDED" });
+
+      // The week's window is as it was: its hold, and nothing of the day's spend or reversal.
+      unwrap(await admin.setLimit(subject.userId, app, { limit: amount("10"), period: "PERIOD_KIND_WEEKLY" }));
+      expect(await usage(app)).toMatchObject({ ...WEEK_WINDOW, spent: money("0"), held: money("10") });
+      unwrap(await spend.capture(weekly.id, { amount: money("3") }));
+      expect(await usage(app)).toMatchObject({ ...WEEK_WINDOW, spent: money("3"), held: money("0"), remaining: money("7") });
+
+      // List by the shared start finds both windows' authorizations; their windowEnd tells them apart.
+      const listed = unwrap(await spend.list({ user_id: subject.userId, app_id: app, window_start: DAY_WINDOW.windowStart })).list.map((w) => w.authorization);
+      expect(listed.map((a) => [a.id, a.windowEnd]).sort()).toEqual(
+        [
+          [daily.id, DAY_WINDOW.windowEnd],
+          [weekly.id, WEEK_WINDOW.windowEnd],
+          [listed.find((a) => !a.decision.approved)!.id, DAY_WINDOW.windowEnd],
+        ].sort(),
+      );
+    } finally {
+      ts.clock.set(before);
+    }
   });
 });
 
