@@ -16,6 +16,7 @@
 //   checked statically; it fails when run, as any missing key does (`has(ctx.steps.x)` tests for one);
 // - `matches` with a literal pattern that is not valid RE2.
 import { ParseError, TypeError as CelTypeError, type ASTNode, type ParseResult } from "@marcbachmann/cel-js";
+import { longerThan } from "../core/storable-text.js";
 import { celInvalid, codePointOffset } from "./cel-errors.js";
 import { celEnvironment, installMapLiterals, PROBE_FUNCTION } from "./cel-environment.js";
 import { regexProblem } from "./cel-regex.js";
@@ -84,7 +85,7 @@ function libraryErrorText(error: unknown): string {
  */
 export function checkExpression(source: string, path: string, options: CheckOptions): CompiledExpression {
   if (typeof source !== "string") throw celInvalid(path, 0, "expression must be a string");
-  if (source.length > MAX_EXPRESSION_LENGTH && codePointOffset(source, source.length) > MAX_EXPRESSION_LENGTH) {
+  if (longerThan(source, MAX_EXPRESSION_LENGTH)) {
     throw celInvalid(path, MAX_EXPRESSION_LENGTH, `expression longer than ${MAX_EXPRESSION_LENGTH} characters`);
   }
   const fail = (utf16Position: number, message: string) => celInvalid(path, codePointOffset(source, utf16Position), message);

@@ -20,6 +20,7 @@
 // captures it (function handlers are called with the evaluator as `this`). Expressions cannot
 // call the probe: the save-time check refuses its name.
 import { Environment, EvaluationError, type ASTNode } from "@marcbachmann/cel-js";
+import { longerThan } from "../core/storable-text.js";
 import { activeBudget, type EvaluationBudget } from "./cel-budget.js";
 import { re2Matches } from "./cel-regex.js";
 
@@ -189,7 +190,7 @@ for (const argCount of [0, 1]) {
 replaceHandler(false, "duration", 1, (original) =>
   function (this: unknown, ...args: unknown[]) {
     const [text] = args;
-    if (typeof text === "string" && text.length > MAX_DURATION_STRING) {
+    if (typeof text === "string" && longerThan(text, MAX_DURATION_STRING)) {
       throw new EvaluationError(`duration() string longer than ${MAX_DURATION_STRING} characters`);
     }
     return original.apply(this, args);

@@ -4,6 +4,7 @@
 // one users expect from CEL.
 import { RE2JS } from "re2js";
 import { BoundedMap } from "../core/bounded-map.js";
+import { longerThan } from "../core/storable-text.js";
 
 /** Longer patterns are refused: a pattern is a rule, not data. */
 export const MAX_PATTERN_LENGTH = 1024;
@@ -13,7 +14,7 @@ const cache = new BoundedMap<string, RE2JS>({ entries: CACHE_SIZE });
 
 /** Returns why `pattern` is not an acceptable RE2 pattern, or undefined when it is. */
 export function regexProblem(pattern: string): string | undefined {
-  if (pattern.length > MAX_PATTERN_LENGTH) return `regular expression longer than ${MAX_PATTERN_LENGTH} characters`;
+  if (longerThan(pattern, MAX_PATTERN_LENGTH)) return `regular expression longer than ${MAX_PATTERN_LENGTH} characters`;
   try {
     compile(pattern);
     return undefined;
@@ -35,7 +36,7 @@ function compile(pattern: string): RE2JS {
  * Throws an Error with a short message for an invalid or too long pattern.
  */
 export function re2Matches(input: string, pattern: string): boolean {
-  if (pattern.length > MAX_PATTERN_LENGTH) throw new Error(`regular expression longer than ${MAX_PATTERN_LENGTH} characters`);
+  if (longerThan(pattern, MAX_PATTERN_LENGTH)) throw new Error(`regular expression longer than ${MAX_PATTERN_LENGTH} characters`);
   let re: RE2JS;
   try {
     re = compile(pattern);

@@ -14,3 +14,6 @@ export function textLength(s: string): number {
   for (const _ of s) n++;
   return n;
 }
+
+/** Whether `s` has more than `max` characters (code points); counts only when its UTF-16 units are more. */
+export const longerThan = (s: string, max: number): boolean => s.length > max && textLength(s) > max;

@@ -344,6 +344,13 @@ describe("hostile input finishes with a CelEvaluationError", () => {
     expect(evaluationError(() => run("ctx.trigger.s.matches(ctx.trigger.p)", { s: "aa", p: "a".repeat(5_000) })).code).toBe("EVALUATION_ERROR");
   });
 
+  it("a pattern's length is counted in characters (code points), as the contract counts lengths", () => {
+    // 1,024 characters outside the BMP: 2,048 UTF-16 units.
+    const emoji = "\u{1F600}";
+    expect(run("ctx.trigger.s.matches(ctx.trigger.p)", { s: emoji.repeat(1024), p: emoji.repeat(1024) })).toBe(true);
+    expect(evaluationError(() => run("ctx.trigger.s.matches(ctx.trigger.p)", { s: "", p: emoji.repeat(1025) })).message).toMatch(/longer than 1024 characters/);
+  });
+
   it("integer overflow", () => {
     expect(evaluationError(() => run("1 + 9223372036854775807 * 2")).position).toBe(4);
     for (const source of [
@@ -368,6 +375,10 @@ describe("hostile input finishes with a CelEvaluationError", () => {
   it("long duration strings (quadratic in the library's parser)", () => {
     expect(evaluationError(() => run("duration(ctx.trigger.d)", { d: "1".repeat(60_000) })).code).toBe("EVALUATION_ERROR");
     expect(run('duration("1h30m") == duration("90m")')).toBe(true);
+    // 40 characters, 80 UTF-16 units: within the 64-character bound, refused as a duration.
+    const wide = evaluationError(() => run("duration(ctx.trigger.d)", { d: "\u{1F600}".repeat(40) }));
+    expect(wide.message).not.toMatch(/longer than/);
+    expect(evaluationError(() => run("duration(ctx.trigger.d)", { d: "\u{1F600}".repeat(65) })).message).toMatch(/longer than 64 characters/);
   });
 
   it("values that are not JSON in the context", () => {
