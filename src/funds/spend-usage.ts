@@ -27,12 +27,15 @@ export interface Usage {
 /** The Kysely instance, or an expression builder for a subquery. */
 type From = Pick<ExpressionBuilder<Database, never>, "selectFrom">;
 
+/** A window's key as values, or as the columns of an outer query's row. */
+type KeyOf = { [K in keyof WindowKey]: string | Expression<string> };
+
 /**
  * The sum of the window's pending holds that expire after `after` and no later than `until` (a
  * number: cast it to text before it reaches JS): one range of the partial index
  * spend_authorizations_held.
  */
-const holdsExpiringQuery = (from: From, v: WindowKey, after: Expression<string>, until: Expression<string>) =>
+const holdsExpiringQuery = (from: From, v: KeyOf, after: Expression<string>, until: Expression<string>) =>
   from
     .selectFrom("spend_authorizations")
     .select(sql<bigint>`coalesce(sum(amount_nanos), 0)`.as("sum"))
@@ -144,7 +147,9 @@ export const usageColumn = <N extends string>(name: N, v: WindowKey & { now: str
   const now = value(v.now);
   const after = sql<string>`case when ${through} < ${now} then ${through} else ${now} end`;
   const until = sql<string>`case when ${through} < ${now} then ${now} else ${through} end`;
-  const correction = holdsExpiringQuery(eb, v, after, until);
+  // Correlated with the usage row: its key, not four parameters more per window.
+  const row = { userId: sql.ref<string>("spend_usage.user_id"), appId: sql.ref<string>("spend_usage.app_id"), windowStart: sql.ref<string>("spend_usage.window_start"), windowEnd: sql.ref<string>("spend_usage.window_end") };
+  const correction = holdsExpiringQuery(eb, row, after, until);
   const usage = sql<string>`cast(spent_nanos as text) || ' ' || cast(held_nanos + case when ${through} < ${now} then -1 else 1 end * (${correction}) as text)`;
   return eb.selectFrom("spend_usage").select(usage.as("u")).where("user_id", "=", v.userId).where("app_id", "=", v.appId).where("window_start", "=", v.windowStart).where("window_end", "=", v.windowEnd).as(`${name}_usage`);
 };
