@@ -12,7 +12,7 @@ import { ManualClock } from "../../src/core/clock.js";
 import { createLogger } from "../../src/core/logger.js";
 import { startServer, type RunningServer } from "../../src/server.js";
 import { createTestDatabase, testDialect, type TestDatabase } from "../support/database.js";
-import { OLD_ADMIN, withDatabase, writeOldAdmin, writeOldDatabase } from "../support/old-database.js";
+import { OLD_ADMIN, oldAuthorization, withDatabase, writeOldAdmin, writeOldDatabase, writeOldSpender } from "../support/old-database.js";
 import { amount, funds, money } from "./funds-helpers.js";
 import { spends } from "./spends-helpers.js";
 
@@ -40,22 +40,8 @@ const decision = (units: bigint, state: string) => ({
 });
 
 /** An authorization of `units` USD as the release before 0016 wrote it. */
-const authorization = (id: string, units: bigint, state: string, expiresAt: string | null) => ({
-  id,
-  user_id: SUBJECT,
-  app_id: APP,
-  currency_code: "USD",
-  amount_nanos: units * UNIT,
-  captured_nanos: state === "CAPTURED" ? units * UNIT : 0n,
-  reversed_nanos: 0n,
-  state,
-  expires_at: expiresAt,
-  ...WINDOW,
-  decision: JSON.stringify(decision(units, state)),
-  metadata: "{}",
-  created_at: "2026-11-20T07:00:00.000Z",
-  updated_at: "2026-11-20T07:00:00.000Z",
-});
+const authorization = (id: string, units: bigint, state: string, expiresAt: string | null) =>
+  oldAuthorization({ id, userId: SUBJECT, appId: APP, window: WINDOW, units, state, expiresAt, decision: decision(units, state), at: "2026-11-20T07:00:00.000Z" });
 
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), "tenant-api-before-0016-"));
@@ -63,8 +49,7 @@ beforeAll(async () => {
   await writeOldDatabase(database.url, "0015_listeners_version", async (db) => {
     const at = "2026-11-01T08:00:00.000Z";
     await writeOldAdmin(db, at);
-    await db.insertInto("users").values({ id: SUBJECT, display_name: "Old subject", email: "subject@example.com", email_key: "subject@example.com", roles: '["ROLE_USER"]', created_at: at, updated_at: at }).execute();
-    await db.insertInto("fund_policy").values({ tenant_id: "default", currency_code: "USD", time_zone: "UTC", default_controls: null, updated_at: null }).execute();
+    await writeOldSpender(db, SUBJECT, at);
     await db
       .insertInto("spend_authorizations")
       .values([

@@ -12,7 +12,7 @@ import { ManualClock } from "../../src/core/clock.js";
 import { createLogger } from "../../src/core/logger.js";
 import { startServer, type RunningServer } from "../../src/server.js";
 import { createTestDatabase, testDialect, type TestDatabase } from "../support/database.js";
-import { OLD_ADMIN, writeOldAdmin, writeOldDatabase } from "../support/old-database.js";
+import { OLD_ADMIN, oldAuthorization, writeOldAdmin, writeOldDatabase, writeOldSpender } from "../support/old-database.js";
 import { amount, funds, money } from "./funds-helpers.js";
 import { spends } from "./spends-helpers.js";
 
@@ -29,22 +29,8 @@ let database: TestDatabase;
 let server: RunningServer;
 
 /** An authorization of `units` USD in `window`, as the release before 0018 wrote it. */
-const authorization = (id: string, window: typeof DAY, units: bigint, state: string, expiresAt: string | null, reversed = 0n) => ({
-  id,
-  user_id: SUBJECT,
-  app_id: APP,
-  currency_code: "USD",
-  amount_nanos: units * UNIT,
-  captured_nanos: state === "CAPTURED" ? units * UNIT : 0n,
-  reversed_nanos: reversed * UNIT,
-  state,
-  expires_at: expiresAt,
-  ...window,
-  decision: JSON.stringify({ approved: true, cause: "SPEND_DECLINE_CAUSE_UNSPECIFIED", scope: "SCOPE_SUBJECT_APP", period: "PERIOD_KIND_DAILY", trace: [], usage: null }),
-  metadata: "{}",
-  created_at: "2026-11-23T07:00:00.000Z",
-  updated_at: "2026-11-23T07:00:00.000Z",
-});
+const authorization = (id: string, window: typeof DAY, units: bigint, state: string, expiresAt: string | null, reversedUnits = 0n) =>
+  oldAuthorization({ id, userId: SUBJECT, appId: APP, window, units, state, expiresAt, reversedUnits, decision: { approved: true, usage: null }, at: "2026-11-23T07:00:00.000Z" });
 
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), "tenant-api-before-0018-"));
@@ -52,8 +38,7 @@ beforeAll(async () => {
   await writeOldDatabase(database.url, "0017_spends_currency_index_dropped", async (db) => {
     const at = "2026-11-01T08:00:00.000Z";
     await writeOldAdmin(db, at);
-    await db.insertInto("users").values({ id: SUBJECT, display_name: "Old subject", email: "subject2@example.com", email_key: "subject2@example.com", roles: '["ROLE_USER"]', created_at: at, updated_at: at }).execute();
-    await db.insertInto("fund_policy").values({ tenant_id: "default", currency_code: "USD", time_zone: "UTC", default_controls: null, updated_at: null }).execute();
+    await writeOldSpender(db, SUBJECT, at);
     await db
       .insertInto("spend_authorizations")
       .values([
@@ -68,7 +53,7 @@ beforeAll(async () => {
     // One row for both windows, as that release kept them: its window_end the last writer's.
     await db
       .insertInto("spend_usage")
-      .values({ user_id: SUBJECT, app_id: APP, ...WEEK, spent_nanos: 9n * UNIT, held_nanos: 5n * UNIT, held_through: "2026-11-23T08:30:00.000Z" } as never)
+      .values({ user_id: SUBJECT, app_id: APP, ...WEEK, spent_nanos: 9n * UNIT, held_nanos: 5n * UNIT, held_through: "2026-11-23T08:30:00.000Z" })
       .execute();
   });
   server = await startServer({

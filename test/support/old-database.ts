@@ -42,3 +42,41 @@ export async function writeOldAdmin(db: Kysely<any>, at: string): Promise<void> 
     .values({ id: "0ldCredential001", user_id: OLD_ADMIN.userId, client_id: OLD_ADMIN.clientId, secret_hash: await hashSecret(OLD_ADMIN.clientSecret), display_name: "old", created_at: at, revoked_at: null, last_used_at: null })
     .execute();
 }
+
+/** Writes a ROLE_USER subject and a USD fund policy in UTC into an old database, for its spends. */
+export async function writeOldSpender(db: Kysely<any>, userId: string, at: string): Promise<void> {
+  const email = `${userId.toLowerCase()}@example.com`;
+  await db.insertInto("users").values({ id: userId, display_name: "Old subject", email, email_key: email, roles: '["ROLE_USER"]', created_at: at, updated_at: at }).execute();
+  await db.insertInto("fund_policy").values({ tenant_id: "default", currency_code: "USD", time_zone: "UTC", default_controls: null, updated_at: null }).execute();
+}
+
+const UNIT = 1_000_000_000n;
+
+/** A spend authorization row of `units` USD as the releases before 0018 wrote it (captured in whole when CAPTURED). */
+export const oldAuthorization = (v: {
+  id: string;
+  userId: string;
+  appId: string;
+  window: { window_start: string; window_end: string };
+  units: bigint;
+  state: string;
+  expiresAt: string | null;
+  reversedUnits?: bigint;
+  decision: object;
+  at: string;
+}) => ({
+  id: v.id,
+  user_id: v.userId,
+  app_id: v.appId,
+  currency_code: "USD",
+  amount_nanos: v.units * UNIT,
+  captured_nanos: v.state === "CAPTURED" ? v.units * UNIT : 0n,
+  reversed_nanos: (v.reversedUnits ?? 0n) * UNIT,
+  state: v.state,
+  expires_at: v.expiresAt,
+  ...v.window,
+  decision: JSON.stringify(v.decision),
+  metadata: "{}",
+  created_at: v.at,
+  updated_at: v.at,
+});
