@@ -2,17 +2,11 @@
 // counted once the server has migrated it, its expired, released and captured ones are not, and the
 // counter then moves with new holds, expiries and releases as in a new database; a hold written by
 // an instance of the earlier release (its own statements, no counter) is counted by the triggers.
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { createApiClient, unwrap } from "../../src/client/index.js";
-import { loadConfig } from "../../src/config.js";
 import { ManualClock } from "../../src/core/clock.js";
-import { createLogger } from "../../src/core/logger.js";
-import { startServer, type RunningServer } from "../../src/server.js";
-import { createTestDatabase, testDialect, type TestDatabase } from "../support/database.js";
-import { OLD_ADMIN, oldAuthorization, withDatabase, writeOldAdmin, writeOldDatabase, writeOldSpender } from "../support/old-database.js";
+import { testDialect } from "../support/database.js";
+import { OLD_ADMIN, oldAuthorization, serverOnOldDatabase, withDatabase, writeOldAdmin, writeOldSpender } from "../support/old-database.js";
 import { amount, funds, money } from "./funds-helpers.js";
 import { spends } from "./spends-helpers.js";
 
@@ -22,9 +16,6 @@ const WINDOW = { window_start: "2026-11-01T00:00:00.000Z", window_end: "2026-12-
 const NOW = Date.parse("2026-11-20T09:00:00Z");
 const UNIT = 1_000_000_000n;
 
-let dir: string;
-let database: TestDatabase;
-let server: RunningServer;
 const clock = new ManualClock(NOW);
 
 const usd = (units: bigint) => ({ currencyCode: "USD", units: String(units), nanos: 0 });
@@ -43,40 +34,26 @@ const decision = (units: bigint, state: string) => ({
 const authorization = (id: string, units: bigint, state: string, expiresAt: string | null) =>
   oldAuthorization({ id, userId: SUBJECT, appId: APP, window: WINDOW, units, state, expiresAt, decision: decision(units, state), at: "2026-11-20T07:00:00.000Z" });
 
-beforeAll(async () => {
-  dir = mkdtempSync(join(tmpdir(), "tenant-api-before-0016-"));
-  database = await createTestDatabase(dir);
-  await writeOldDatabase(database.url, "0015_listeners_version", async (db) => {
-    const at = "2026-11-01T08:00:00.000Z";
-    await writeOldAdmin(db, at);
-    await writeOldSpender(db, SUBJECT, at);
-    await db
-      .insertInto("spend_authorizations")
-      .values([
-        authorization("0ldHoldLive00001", 3n, "PENDING", "2026-11-20T09:10:00.000Z"),
-        authorization("0ldHoldExpired01", 2n, "PENDING", "2026-11-20T08:00:00.000Z"),
-        authorization("0ldHoldReleased1", 5n, "RELEASED", "2026-11-20T09:30:00.000Z"),
-        authorization("0ldSpendCaptured", 4n, "CAPTURED", null),
-        authorization("0ldHoldLive00002", 1n, "PENDING", "2026-11-20T09:20:00.000Z"),
-      ])
-      .execute();
-    await db.insertInto("spend_usage").values({ user_id: SUBJECT, app_id: APP, ...WINDOW, spent_nanos: 4n * UNIT }).execute();
-  });
-  server = await startServer({
-    config: loadConfig({ PORT: "0", HOST: "127.0.0.1", DATABASE_URL: database.url, SECRETS_KEY_FILE: join(dir, "secrets.key"), FUND_CURRENCY: "USD", LOG_LEVEL: "silent" }),
-    clock,
-    logger: createLogger("silent"),
-  });
-});
-afterAll(async () => {
-  await server?.close();
-  await database?.drop();
-  rmSync(dir, { recursive: true, force: true });
+const old = serverOnOldDatabase("0015_listeners_version", clock, async (db) => {
+  const at = "2026-11-01T08:00:00.000Z";
+  await writeOldAdmin(db, at);
+  await writeOldSpender(db, SUBJECT, at);
+  await db
+    .insertInto("spend_authorizations")
+    .values([
+      authorization("0ldHoldLive00001", 3n, "PENDING", "2026-11-20T09:10:00.000Z"),
+      authorization("0ldHoldExpired01", 2n, "PENDING", "2026-11-20T08:00:00.000Z"),
+      authorization("0ldHoldReleased1", 5n, "RELEASED", "2026-11-20T09:30:00.000Z"),
+      authorization("0ldSpendCaptured", 4n, "CAPTURED", null),
+      authorization("0ldHoldLive00002", 1n, "PENDING", "2026-11-20T09:20:00.000Z"),
+    ])
+    .execute();
+  await db.insertInto("spend_usage").values({ user_id: SUBJECT, app_id: APP, ...WINDOW, spent_nanos: 4n * UNIT }).execute();
 });
 
 describe(`a database from before the held counter (${testDialect()})`, () => {
   it("counts the open holds it held, and the counter moves on from there", async () => {
-    const api = createApiClient({ baseUrl: server.url, credentials: { clientId: OLD_ADMIN.clientId, clientSecret: OLD_ADMIN.clientSecret } });
+    const api = createApiClient({ baseUrl: old.server().url, credentials: { clientId: OLD_ADMIN.clientId, clientSecret: OLD_ADMIN.clientSecret } });
     const admin = funds(api);
     const spend = spends(api);
     const usage = async () => unwrap(await admin.effective(SUBJECT, APP)).effective.usage;
@@ -97,13 +74,13 @@ describe(`a database from before the held counter (${testDialect()})`, () => {
   });
 
   it("counts a hold that an instance of the earlier release writes, which knows nothing of the counter", async () => {
-    const api = createApiClient({ baseUrl: server.url, credentials: { clientId: OLD_ADMIN.clientId, clientSecret: OLD_ADMIN.clientSecret } });
+    const api = createApiClient({ baseUrl: old.server().url, credentials: { clientId: OLD_ADMIN.clientId, clientSecret: OLD_ADMIN.clientSecret } });
     const usage = async () => unwrap(await funds(api).effective(SUBJECT, APP)).effective.usage;
     const before = await usage();
     // Its statements: the authorization alone, then its state.
-    await withDatabase(database.url, (db) => db.insertInto("spend_authorizations").values(authorization("0ldReleaseWrote1", 2n, "PENDING", "2026-11-20T10:00:00.000Z")).execute());
+    await withDatabase(old.url(), (db) => db.insertInto("spend_authorizations").values(authorization("0ldReleaseWrote1", 2n, "PENDING", "2026-11-20T10:00:00.000Z")).execute());
     expect(await usage()).toMatchObject({ held: money(String(BigInt(before.held.units) + 2n)) });
-    await withDatabase(database.url, (db) => db.updateTable("spend_authorizations").set({ state: "RELEASED" }).where("id", "=", "0ldReleaseWrote1").execute());
+    await withDatabase(old.url(), (db) => db.updateTable("spend_authorizations").set({ state: "RELEASED" }).where("id", "=", "0ldReleaseWrote1").execute());
     expect(await usage()).toMatchObject({ held: before.held });
   });
 });

@@ -2,17 +2,11 @@
 // 0017): where windows of two periods started at the same instant, one row counted both. After the
 // server has migrated it, each window has its own usage, rebuilt from its authorizations: what they
 // captured less what was reversed, and the holds open at the row's `held_through`.
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { createApiClient, unwrap } from "../../src/client/index.js";
-import { loadConfig } from "../../src/config.js";
 import { ManualClock } from "../../src/core/clock.js";
-import { createLogger } from "../../src/core/logger.js";
-import { startServer, type RunningServer } from "../../src/server.js";
-import { createTestDatabase, testDialect, type TestDatabase } from "../support/database.js";
-import { OLD_ADMIN, oldAuthorization, writeOldAdmin, writeOldDatabase, writeOldSpender } from "../support/old-database.js";
+import { testDialect } from "../support/database.js";
+import { OLD_ADMIN, oldAuthorization, serverOnOldDatabase, writeOldAdmin, writeOldSpender } from "../support/old-database.js";
 import { amount, funds, money } from "./funds-helpers.js";
 import { spends } from "./spends-helpers.js";
 
@@ -23,54 +17,37 @@ const DAY = { window_start: "2026-11-23T00:00:00.000Z", window_end: "2026-11-24T
 const WEEK = { window_start: "2026-11-23T00:00:00.000Z", window_end: "2026-11-30T00:00:00.000Z" };
 const NOW = Date.parse("2026-11-23T09:00:00Z");
 const UNIT = 1_000_000_000n;
-
-let dir: string;
-let database: TestDatabase;
-let server: RunningServer;
+const clock = new ManualClock(NOW);
 
 /** An authorization of `units` USD in `window`, as the release before 0018 wrote it. */
 const authorization = (id: string, window: typeof DAY, units: bigint, state: string, expiresAt: string | null, reversedUnits = 0n) =>
   oldAuthorization({ id, userId: SUBJECT, appId: APP, window, units, state, expiresAt, reversedUnits, decision: { approved: true, usage: null }, at: "2026-11-23T07:00:00.000Z" });
 
-beforeAll(async () => {
-  dir = mkdtempSync(join(tmpdir(), "tenant-api-before-0018-"));
-  database = await createTestDatabase(dir);
-  await writeOldDatabase(database.url, "0017_spends_currency_index_dropped", async (db) => {
-    const at = "2026-11-01T08:00:00.000Z";
-    await writeOldAdmin(db, at);
-    await writeOldSpender(db, SUBJECT, at);
-    await db
-      .insertInto("spend_authorizations")
-      .values([
-        authorization("0ldDaySpend00001", DAY, 6n, "CAPTURED", null, 1n),
-        authorization("0ldDayHold000001", DAY, 2n, "PENDING", "2026-11-23T10:00:00.000Z"),
-        authorization("0ldWeekHold00001", WEEK, 3n, "PENDING", "2026-11-23T12:00:00.000Z"),
-        authorization("0ldWeekSpend0001", WEEK, 4n, "CAPTURED", null),
-        // Expired before the row's held_through: swept out of its counter already.
-        authorization("0ldWeekExpired01", WEEK, 1n, "PENDING", "2026-11-23T08:00:00.000Z"),
-      ])
-      .execute();
-    // One row for both windows, as that release kept them: its window_end the last writer's.
-    await db
-      .insertInto("spend_usage")
-      .values({ user_id: SUBJECT, app_id: APP, ...WEEK, spent_nanos: 9n * UNIT, held_nanos: 5n * UNIT, held_through: "2026-11-23T08:30:00.000Z" })
-      .execute();
-  });
-  server = await startServer({
-    config: loadConfig({ PORT: "0", HOST: "127.0.0.1", DATABASE_URL: database.url, SECRETS_KEY_FILE: join(dir, "secrets.key"), FUND_CURRENCY: "USD", LOG_LEVEL: "silent" }),
-    clock: new ManualClock(NOW),
-    logger: createLogger("silent"),
-  });
-});
-afterAll(async () => {
-  await server?.close();
-  await database?.drop();
-  rmSync(dir, { recursive: true, force: true });
+const old = serverOnOldDatabase("0017_spends_currency_index_dropped", clock, async (db) => {
+  const at = "2026-11-01T08:00:00.000Z";
+  await writeOldAdmin(db, at);
+  await writeOldSpender(db, SUBJECT, at);
+  await db
+    .insertInto("spend_authorizations")
+    .values([
+      authorization("0ldDaySpend00001", DAY, 6n, "CAPTURED", null, 1n),
+      authorization("0ldDayHold000001", DAY, 2n, "PENDING", "2026-11-23T10:00:00.000Z"),
+      authorization("0ldWeekHold00001", WEEK, 3n, "PENDING", "2026-11-23T12:00:00.000Z"),
+      authorization("0ldWeekSpend0001", WEEK, 4n, "CAPTURED", null),
+      // Expired before the row's held_through: swept out of its counter already.
+      authorization("0ldWeekExpired01", WEEK, 1n, "PENDING", "2026-11-23T08:00:00.000Z"),
+    ])
+    .execute();
+  // One row for both windows, as that release kept them: its window_end the last writer's.
+  await db
+    .insertInto("spend_usage")
+    .values({ user_id: SUBJECT, app_id: APP, ...WEEK, spent_nanos: 9n * UNIT, held_nanos: 5n * UNIT, held_through: "2026-11-23T08:30:00.000Z" })
+    .execute();
 });
 
 describe(`a database from before windows were keyed by start and end (${testDialect()})`, () => {
   it("gives each window of a shared start its own usage, and decides on it", async () => {
-    const api = createApiClient({ baseUrl: server.url, credentials: { clientId: OLD_ADMIN.clientId, clientSecret: OLD_ADMIN.clientSecret } });
+    const api = createApiClient({ baseUrl: old.server().url, credentials: { clientId: OLD_ADMIN.clientId, clientSecret: OLD_ADMIN.clientSecret } });
     const admin = funds(api);
     const spend = spends(api);
     const usage = async () => unwrap(await admin.effective(SUBJECT, APP)).effective.usage;

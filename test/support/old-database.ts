@@ -1,12 +1,20 @@
 // A database as an earlier release left it: migrated up to `migration` only, then written by
 // `write` straight through Kysely, for the tests of what the server makes of it when it migrates;
 // and a connection of its own to a database, writing as an instance of an earlier release would.
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import SQLite from "better-sqlite3";
 import { Kysely, Migrator, PostgresDialect, SqliteDialect } from "kysely";
 import pg from "pg";
+import { afterAll, beforeAll } from "vitest";
 import { loadConfig } from "../../src/config.js";
+import type { Clock } from "../../src/core/clock.js";
+import { createLogger } from "../../src/core/logger.js";
 import { hashSecret } from "../../src/identity/secret-hash.js";
+import { startServer, type RunningServer } from "../../src/server.js";
 import { migrationsFor } from "../../src/storage/migrations.js";
+import { createTestDatabase, type TestDatabase } from "./database.js";
 
 /** A super admin written into an old database, and the credentials it calls with. */
 export const OLD_ADMIN = { userId: "0ldUser000000001", clientId: "c1_beforeIssue15xxxx", clientSecret: "a-secret-from-before-issue-15-for-tests-only" };
@@ -33,6 +41,32 @@ export const writeOldDatabase = (url: string, migration: string, write: (db: Kys
     if (error) throw error;
     await write(db);
   });
+
+/**
+ * For a test file: before its tests, a fresh database migrated up to `migration` and written by
+ * `write`, then the server started on it (which migrates it on) with `clock`; after them, both gone.
+ */
+export function serverOnOldDatabase(migration: string, clock: Clock, write: (db: Kysely<any>) => Promise<void>): { server: () => RunningServer; url: () => string } {
+  let dir: string;
+  let database: TestDatabase | undefined;
+  let server: RunningServer | undefined;
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), `tenant-api-before-${migration.slice(0, 4)}-`));
+    database = await createTestDatabase(dir);
+    await writeOldDatabase(database.url, migration, write);
+    server = await startServer({
+      config: loadConfig({ PORT: "0", HOST: "127.0.0.1", DATABASE_URL: database.url, SECRETS_KEY_FILE: join(dir, "secrets.key"), FUND_CURRENCY: "USD", LOG_LEVEL: "silent" }),
+      clock,
+      logger: createLogger("silent"),
+    });
+  });
+  afterAll(async () => {
+    await server?.close();
+    await database?.drop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+  return { server: () => server!, url: () => database!.url };
+}
 
 /** Writes OLD_ADMIN (a super admin and its credential) into an old database. */
 export async function writeOldAdmin(db: Kysely<any>, at: string): Promise<void> {
