@@ -809,7 +809,8 @@ export interface paths {
          *
          *     `timeZone` is an IANA time zone name (such as `Europe/Paris`); a name the server does not know,
          *     or none while `updateMask` names `timeZone`, is 400 with reason `INVALID_TIME_ZONE`. Changing it
-         *     moves the windows of spends authorized from then on; a spend keeps the window it was counted in.
+         *     moves the windows from then on, and never resets what was spent: the new zone's window counts
+         *     every spend whose instant falls in it, whichever zone it was decided in (`SpendUsage`).
          *
          *     Changing `currencyCode` while any stored amount (a subject-app row, an app cap, default
          *     controls kept by this update, or any spend authorization, whatever its state) is in another
@@ -846,9 +847,11 @@ export interface paths {
          *     `SPEND_AUTHORIZATION_STATE_EXPIRED`, and `state` filters by that state.
          *
          *     Filters combine with AND; an absent filter does not filter. `window_start` keeps the
-         *     authorizations that count in a window starting at that instant (`windowStart`, as answered in
-         *     `usage.windowStart` of `GetEffective`): windows of two periods may start at the same instant
-         *     (after a limit's period changed), and each authorization's `windowEnd` tells them apart.
+         *     authorizations decided in a window starting at that instant (their own `windowStart`):
+         *     windows of two periods may start at the same instant (after a limit's period changed), and each
+         *     authorization's `windowEnd` tells them apart. A window's usage counts every spend made inside it
+         *     (`SpendUsage`), also those decided in another period's or time zone's window: after such a
+         *     change, compare `createdAt` with the window's bounds.
          *
          *     Who sees what: `ROLE_SUPER_ADMIN` and `ROLE_FUND_ADMIN` see every authorization;
          *     `ROLE_APP_SERVICE` sees those of the apps its credential is bound to (an `app_id` of another app is
@@ -884,11 +887,14 @@ export interface paths {
          *     expires stops counting at once. With `capture` true the spend is recorded directly: approved means
          *     `SPEND_AUTHORIZATION_STATE_CAPTURED`.
          *
-         *     The spend counts in the window of the decision's period (`PERIOD_KIND_DAILY`, `_WEEKLY` from
+         *     The decision is taken against the window of its period (`PERIOD_KIND_DAILY`, `_WEEKLY` from
          *     Monday, `_MONTHLY`, `_QUARTERLY`, `_YEARLY`) containing the server's time, in the fund policy's
-         *     `timeZone`; the window is fixed now and never moves. Decisions are exact under any concurrency and
-         *     on any number of server instances: concurrent authorizations never approve more than the limit.
-         *     The answer carries the window's usage just after the decision.
+         *     `timeZone` (the authorization's `windowStart` and `windowEnd`). Its usage is every spend made
+         *     inside that window, whatever period or time zone was in force when each was made (`SpendUsage`):
+         *     changing the period or the time zone never resets what was spent. Decisions are exact under any
+         *     concurrency and on any number of server instances: concurrent authorizations never approve more
+         *     than the limit, also while the period or the time zone changes. The answer carries the window's
+         *     usage just after the decision.
          *
          *     `Idempotency-Key` is required: a retry with the same key and the same request answers the
          *     first answer again, without a second hold or spend, for 24 hours; the same key with another
@@ -967,7 +973,8 @@ export interface paths {
          *
          *     Posts the hold of a pending authorization as spent: all of it without `amount`, or the part
          *     `amount` says (greater than zero, at most the authorized amount), the rest of the hold being
-         *     released at once. The spend counts in the authorization's window, whatever the limit is now.
+         *     released at once. The spend counts in every window that holds the authorization's instant
+         *     (`createdAt`), whatever the limit, its period or the time zone is now.
          *
          *     Only a pending authorization whose hold has not expired can be captured: a declined, released,
          *     expired or already captured one is 409 `AUTHORIZATION_NOT_PENDING` (with its `state` in
@@ -1047,8 +1054,9 @@ export interface paths {
          *
          *     Reverses (refunds) a captured spend, in part or whole: all of what was captured and not yet
          *     reversed without `amount`, or the part `amount` says (greater than zero, at most what remains to
-         *     reverse; else 400 `AMOUNT_EXCEEDS_CAPTURED`). The reversal gives the headroom back to the window the
-         *     spend counted in, even a past one; it is a ledger entry of its own, and the capture is never
+         *     reverse; else 400 `AMOUNT_EXCEEDS_CAPTURED`). The reversal gives the headroom back to every window
+         *     that holds the spend's instant (`createdAt`), even a past one, whatever period or time zone is in
+         *     force now; it is a ledger entry of its own, and the capture is never
          *     modified: `reversedAmount` sums the reversals, and the state stays `SPEND_AUTHORIZATION_STATE_CAPTURED`.
          *
          *     Only a captured authorization can be reversed (else 409 `AUTHORIZATION_NOT_CAPTURED`); one reversed in
@@ -2895,12 +2903,15 @@ export interface components {
          *     - `remaining`: `limit - spent - held`, never below zero (a limit lowered below what was
          *       already spent leaves zero); null when `limit` is null.
          *
-         *     A spend counts in the window it was authorized in, whatever happens to the limit later: a
-         *     limit changed mid-window never rewrites what was spent. A window is its start and its end: when
-         *     a limit's period changes, the new period's window counts only what was authorized in it, even
-         *     where it starts at the same instant as the old one (a daily limit made weekly on a Monday), and
-         *     the old window keeps its spends for a change back. All amounts are exact and in the fund
-         *     currency.
+         *     A window's usage is every spend whose authorization instant (`createdAt`) lies inside the
+         *     window, whatever period or time zone was in force when the spend was made. Changing a limit's
+         *     period or the fund policy's `timeZone` never resets or hides money already spent or held: a
+         *     monthly limit made weekly counts this week's spends, a weekly one made monthly counts the whole
+         *     month's, and after a time-zone change the window of the new zone counts the spends whose
+         *     instants fall in it (a spend of 30 November 20:00 UTC is in December in `Pacific/Kiritimati`).
+         *     A capture, release or reversal, however late, changes every window that holds the
+         *     authorization's instant, and only those. A limit changed mid-window never rewrites what was
+         *     spent. All amounts are exact and in the fund currency.
          * @example {
          *       "windowStart": "2026-11-01T00:00:00Z",
          *       "windowEnd": "2026-12-01T00:00:00Z",
@@ -3879,12 +3890,13 @@ export interface components {
          * @description An app's request to take an amount from a subject's fund, and what became of it: approved
          *     (a hold, then captured, released or expired) or declined, with the decision that said so.
          *
-         *     An approved authorization holds its `amount` in the window of `windowStart`..`windowEnd`
-         *     until it is captured (all of it, or a part: the rest of the hold is released), released, or
-         *     until `expiresAt`, when it stops counting at once. A captured spend may be reversed (a
-         *     refund), in part or whole; the reversal gives the headroom back to the same window. The
-         *     window is fixed when the spend is authorized, in the fund policy's `timeZone`, by the period
-         *     of the decision (`decision.period`).
+         *     An approved authorization holds its `amount` until it is captured (all of it, or a part: the
+         *     rest of the hold is released), released, or until `expiresAt`, when it stops counting at once.
+         *     A captured spend may be reversed (a refund), in part or whole. It counts, at its instant
+         *     (`createdAt`), in every spend window that holds that instant, whatever the period or time zone
+         *     (`SpendUsage`): its hold, capture, release and reversal change each of them. `windowStart` and
+         *     `windowEnd` are the window it was decided in: of the decision's period (`decision.period`) in
+         *     the fund policy's `timeZone` at that instant.
          * @example {
          *       "id": "Sa4kP9mW2xQ7rT5n",
          *       "userId": "2Qk3mN8rT1vX9yZ0",
@@ -3978,12 +3990,12 @@ export interface components {
             expiresAt: string | null;
             /**
              * Format: date-time
-             * @description Start (inclusive) of the spend window the authorization counts in.
+             * @description Start (inclusive) of the spend window the authorization was decided in.
              */
             windowStart: string;
             /**
              * Format: date-time
-             * @description End (exclusive) of the spend window the authorization counts in.
+             * @description End (exclusive) of the spend window the authorization was decided in.
              */
             windowEnd: string;
             decision: components["schemas"]["SpendDecision"];
@@ -8460,7 +8472,7 @@ export interface operations {
                  */
                 state?: components["schemas"]["SpendAuthorizationState"];
                 /**
-                 * @description Only authorizations that count in a window starting at this instant (RFC 3339; years 0001 to 9999 in UTC, else 400 `INVALID_TIMESTAMP`).
+                 * @description Only authorizations decided in a window starting at this instant, their `windowStart` (RFC 3339; years 0001 to 9999 in UTC, else 400 `INVALID_TIMESTAMP`).
                  * @example 2026-11-01T00:00:00Z
                  */
                 window_start?: string;

@@ -16,9 +16,17 @@ export function base62(length: number): string {
  * key's index instead of at random places in it, so a commit writes fewer pages.
  */
 export function timeOrderedId(ms: number, randomLength: number): string {
+  return timeOrderedPrefix(ms) + base62(randomLength);
+}
+
+/**
+ * The 8 characters that begin every time-ordered id of the millisecond `ms`: ids made at or after
+ * `ms` sort at or after it, ids made before it sort before it, so a range of instants is a range of ids.
+ */
+export function timeOrderedPrefix(ms: number): string {
   let time = "";
   for (let rest = Math.floor(ms), i = 0; i < 8; i++, rest = Math.floor(rest / 62)) time = BASE62[rest % 62] + time;
-  return time + base62(randomLength);
+  return time;
 }
 
 /** A 256-bit secret as 43 characters of base64url without padding. */

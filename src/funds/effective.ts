@@ -8,11 +8,11 @@ import { notFound } from "../core/errors.js";
 import type { Storage } from "../storage/connect.js";
 import { prepared } from "../storage/prepared.js";
 import type { Database, FundPolicyTable } from "../storage/schema.js";
-import type { Db } from "../storage/transactions.js";
+import { writeTransaction, type Db } from "../storage/transactions.js";
 import { storedPolicy, type FundPolicies, type StoredPolicy } from "./fund-policy.js";
 import { resolveLimit, type Resolution, type WindowPeriod } from "./resolve.js";
 import { spendWindowBounds, WINDOW_PERIODS, type WindowBounds } from "./spend-window.js";
-import { amountLimit, usageColumn, usageOf, usageView, type SpendUsageView, type WindowKey } from "./spend-usage.js";
+import { amountLimit, lockWindow, usageColumn, usageOf, usageView, type SpendUsageView, type WindowKey } from "./spend-usage.js";
 import type { EffectiveLimit, SpendControls, SpendLimitView } from "./types.js";
 import { spendLimitView } from "./views.js";
 
@@ -153,7 +153,11 @@ export class EffectiveLimits {
     const { rows } = await layersAndUsageStatement.execute(this.storage.db, { userId, appId, now: new Date(now).toISOString(), ...bounds });
     const row = rows[0]!;
     const force = this.resolved(policy, row, userId, appId, now, requireUser, windows);
-    const usage = usageOf(row, force.resolution.windowPeriod);
+    // A window without its row yet (no decision in it since a period's start, or a period or time
+    // zone changed) gets it as a decision would, seeded from the spends made in it: once per window.
+    const usage =
+      usageOf(row, force.resolution.windowPeriod) ??
+      (await writeTransaction(this.storage, { exclusive: [] }, (db) => lockWindow(db, this.storage.dialect, force.window, new Date(now).toISOString())));
     const { effective } = force.resolution;
     return {
       ...effective,

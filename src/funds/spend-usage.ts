@@ -1,9 +1,17 @@
-// The accounting of one subject, one app and one spend window, on the window's usage row: spent
-// (captured less reversed, a counter) and held (the unexpired pending holds: a counter of those
-// expiring after `held_through`, kept by triggers as holds are written, corrected at the instant
-// asked by the holds between the two; see migration 0016). GetEffective and every spend operation
-// read it here, and every change in a window first locks that window's usage row here.
+// The accounting of one subject, one app and one spend window, on the window's usage row. A window's
+// usage is every spend whose authorization instant (`created_at`) lies inside it, whatever period
+// or time zone was in force when it was made: spent (captured less reversed) and held (the
+// unexpired pending holds: a counter of those expiring after `held_through`, corrected at the
+// instant asked by the holds between the two; migration 0016). Every usage row that exists counts
+// every authorization of its instants (migration 0019): a row is seeded from the authorizations of
+// its range when it is created (at a period's start, or after a period or time-zone change), and
+// every later hold, capture, release and reversal changes every row whose window holds the
+// authorization's instant (triggers for held, `addSpent` and spend_add_spent for spent). Every
+// writer of a subject-app's spends holds its lock first (on SQLite the database's write lock; on
+// PostgreSQL an advisory lock per subject and app), so a row is never seeded while a change it
+// would miss is in flight.
 import { expressionBuilder, sql, type Expression, type ExpressionBuilder } from "kysely";
+import { timeOrderedPrefix } from "../core/ids.js";
 import { prepared } from "../storage/prepared.js";
 import type { Database } from "../storage/schema.js";
 import type { Db } from "../storage/transactions.js";
@@ -31,8 +39,8 @@ type From = Pick<ExpressionBuilder<Database, never>, "selectFrom">;
 type KeyOf = { [K in keyof WindowKey]: string | Expression<string> };
 
 /**
- * The sum of the window's pending holds that expire after `after` and no later than `until` (a
- * number: cast it to text before it reaches JS): one range of the partial index
+ * The sum of the pending holds made in the window that expire after `after` and no later than
+ * `until` (a number: cast it to text before it reaches JS): one range of the partial index
  * spend_authorizations_held.
  */
 const holdsExpiringQuery = (from: From, v: KeyOf, after: Expression<string>, until: Expression<string>) =>
@@ -41,28 +49,58 @@ const holdsExpiringQuery = (from: From, v: KeyOf, after: Expression<string>, unt
     .select(sql<bigint>`coalesce(sum(amount_nanos), 0)`.as("sum"))
     .where("user_id", "=", v.userId)
     .where("app_id", "=", v.appId)
-    .where("window_start", "=", v.windowStart)
-    .where("window_end", "=", v.windowEnd)
     // The literal matches the partial index's condition.
     .where(sql<boolean>`state = 'PENDING'`)
     .where("expires_at", ">", after)
-    .where("expires_at", "<=", until);
+    .where("expires_at", "<=", until)
+    .where("created_at", ">=", v.windowStart)
+    .where("created_at", "<", v.windowEnd);
 
 const value = (v: string) => sql<string>`${v}`;
 
 // The statements of SQLite's hot path (every decision and change), compiled once
-// (../storage/prepared.ts). PostgreSQL runs the same steps in functions (migrations 0012, 0016).
+// (../storage/prepared.ts). PostgreSQL runs the same steps in functions (migration 0019).
 
-/** The window's lock: an upsert, creating the row, answering its counters. */
-const lockStatement = prepared((db, v: WindowKey) =>
+/** The window's counters. */
+const readStatement = prepared((db, v: WindowKey) =>
   db
-    .insertInto("spend_usage")
-    .values({ user_id: v.userId, app_id: v.appId, window_start: v.windowStart, window_end: v.windowEnd, spent_nanos: sql<bigint>`0` })
-    .onConflict((oc) => oc.columns(["user_id", "app_id", "window_start", "window_end"]).doUpdateSet((eb) => ({ held_through: eb.ref("spend_usage.held_through") })))
-    .returning([sql<string>`cast(spent_nanos as text)`.as("spent"), sql<string>`cast(held_nanos as text)`.as("held"), "held_through"]),
+    .selectFrom("spend_usage")
+    .select([sql<string>`cast(spent_nanos as text)`.as("spent"), sql<string>`cast(held_nanos as text)`.as("held"), "held_through"])
+    .where("user_id", "=", v.userId)
+    .where("app_id", "=", v.appId)
+    .where("window_start", "=", v.windowStart)
+    .where("window_end", "=", v.windowEnd),
 );
 
-/** The holds expiring after `after` and no later than `until`. */
+/**
+ * The window's row created from the authorizations made in it (ids are time-ordered: the range of
+ * its instants is a range of spend_authorizations_by_user_app), counting from `now`.
+ */
+const seedStatement = prepared((db, v: WindowKey & { now: string; idFrom: string; idTo: string }) =>
+  db
+    .insertInto("spend_usage")
+    .columns(["user_id", "app_id", "window_start", "window_end", "spent_nanos", "held_nanos", "held_through"])
+    .expression((eb) =>
+      eb
+        .selectFrom("spend_authorizations")
+        .select([
+          sql<string>`${v.userId}`.as("user_id"),
+          sql<string>`${v.appId}`.as("app_id"),
+          sql<string>`${v.windowStart}`.as("window_start"),
+          sql<string>`${v.windowEnd}`.as("window_end"),
+          sql<bigint>`coalesce(sum(captured_nanos - reversed_nanos), 0)`.as("spent_nanos"),
+          sql<bigint>`coalesce(sum(case when state = 'PENDING' and expires_at > ${v.now} then amount_nanos else 0 end), 0)`.as("held_nanos"),
+          sql<string>`${v.now}`.as("held_through"),
+        ])
+        .where("user_id", "=", v.userId)
+        .where("app_id", "=", v.appId)
+        .where("id", ">=", v.idFrom)
+        .where("id", "<", v.idTo),
+    )
+    .returning([sql<string>`cast(spent_nanos as text)`.as("spent"), sql<string>`cast(held_nanos as text)`.as("held")]),
+);
+
+/** The holds made in the window expiring after `after` and no later than `until`. */
 const holdsBetweenStatement = prepared((db, v: WindowKey & { after: string; until: string }) =>
   db.selectNoFrom(sql<string>`cast((${holdsExpiringQuery(db, v, value(v.after), value(v.until))}) as text)`.as("held")),
 );
@@ -78,28 +116,36 @@ const sweepStatement = prepared((db, v: WindowKey & { swept: bigint; now: string
     .where("window_end", "=", v.windowEnd),
 );
 
-/** A capture's or reversal's change of the window's spent counter (the held counter is kept by triggers, migration 0016). */
-const addSpentStatement = prepared((db, v: WindowKey & { delta: bigint }) =>
+/**
+ * A capture's or reversal's change of the spent counter of every window holding instant `at` (the
+ * held counters are kept by triggers, migration 0019): one range of the primary key, the windows
+ * ending after `at`.
+ */
+const addSpentStatement = prepared((db, v: { userId: string; appId: string; at: string; delta: bigint }) =>
   db
     .updateTable("spend_usage")
     .set({ spent_nanos: sql`spent_nanos + ${v.delta}` })
     .where("user_id", "=", v.userId)
     .where("app_id", "=", v.appId)
-    .where("window_start", "=", v.windowStart)
-    .where("window_end", "=", v.windowEnd),
+    .where("window_end", ">", v.at)
+    .where("window_start", "<=", v.at),
 );
 
 const holdsBetween = async (db: Db, key: WindowKey, after: string, until: string) =>
   BigInt((await holdsBetweenStatement.execute(db, { ...key, after, until })).rows[0]?.held ?? "0");
 
+/** The range of time-ordered ids made in the window. */
+const idRange = (key: WindowKey) => ({ idFrom: timeOrderedPrefix(Date.parse(key.windowStart)), idTo: timeOrderedPrefix(Date.parse(key.windowEnd)) });
+
 /**
- * Locks the window's usage row (creating it) until the transaction ends, and answers its usage at
- * `nowIso`: the held counter less the holds expired since `held_through` (swept out of it, when
- * there are any: until then the counter is exact as it is), or, for a clock behind it, plus those
- * unexpired at `nowIso` that a sweep took out. On PostgreSQL one round trip (spend_lock_window,
- * migration 0016) whose statements after the lock each take their own snapshot, so they see every
- * hold the lock's previous holder committed; on SQLite the write transaction (BEGIN IMMEDIATE)
- * already excludes every other writer, and the same steps are statements of their own.
+ * Takes the subject-app's spend lock until the transaction ends and answers the window's usage at
+ * `nowIso`, creating its row (seeded from the authorizations made in it) when it has none: the held
+ * counter less the holds expired since `held_through` (swept out of it, when there are any: until
+ * then the counter is exact as it is), or, for a clock behind it, plus those unexpired at `nowIso`
+ * that a sweep took out. On PostgreSQL one round trip (spend_lock_window, migration 0019) whose
+ * statements after the lock each take their own snapshot, so they see every write the lock's
+ * previous holder committed; on SQLite the write transaction (BEGIN IMMEDIATE) already excludes
+ * every other writer, and the same steps are statements of their own.
  */
 export async function lockWindow(db: Db, dialect: "sqlite" | "postgres", key: WindowKey, nowIso: string): Promise<Usage> {
   if (dialect === "postgres") {
@@ -107,9 +153,12 @@ export async function lockWindow(db: Db, dialect: "sqlite" | "postgres", key: Wi
     if (!rows[0]) throw new Error("spend_lock_window returned no row");
     return { spent: BigInt(rows[0].spent), held: BigInt(rows[0].held) };
   }
-  const { rows } = await lockStatement.execute(db, key);
-  const row = rows[0];
-  if (!row) throw new Error("the usage upsert returned no row");
+  const row = (await readStatement.execute(db, key)).rows[0];
+  if (!row) {
+    const seeded = (await seedStatement.execute(db, { ...key, now: nowIso, ...idRange(key) })).rows[0];
+    if (!seeded) throw new Error("the usage row's seed returned no row");
+    return { spent: BigInt(seeded.spent), held: BigInt(seeded.held) };
+  }
   const spent = BigInt(row.spent);
   const held = BigInt(row.held);
   if (row.held_through > nowIso) return { spent, held: held + (await holdsBetween(db, key, nowIso, row.held_through)) };
@@ -118,28 +167,23 @@ export async function lockWindow(db: Db, dialect: "sqlite" | "postgres", key: Wi
   return { spent, held: held - swept };
 }
 
-/** SQLite: locks the window's usage row (creating it) until the transaction ends, for a change: it needs no usage. */
-export async function lockUsage(db: Db, key: WindowKey): Promise<void> {
-  await lockStatement.execute(db, key);
-}
-
-/** PostgreSQL: spend_lock_window (migration 0016). */
+/** PostgreSQL: spend_lock_window (migration 0019). */
 const lockWindowStatement = prepared((db, v: WindowKey & { now: string }) =>
   db.selectFrom(sql<Usage>`spend_lock_window(${v.userId}, ${v.appId}, ${v.windowStart}, ${v.windowEnd}, ${v.now})`.as("w")).select([sql<string>`w.spent`.as("spent"), sql<string>`w.held`.as("held")]),
 );
 
-/** SQLite: adds `delta` (negative for a reversal) to the spent counter of a window whose row this transaction has locked. */
-export async function addSpent(db: Db, key: WindowKey, delta: bigint): Promise<void> {
-  await addSpentStatement.execute(db, { ...key, delta });
+/** SQLite: adds `delta` (negative for a reversal) to the spent counter of every window of the subject and app holding instant `at`. */
+export async function addSpent(db: Db, userId: string, appId: string, at: string, delta: bigint): Promise<void> {
+  await addSpentStatement.execute(db, { userId, appId, at, delta });
 }
 
 /**
  * The window's usage at `v.now` read without a lock, as the column `${name}_usage` (a scalar
- * subquery answering "<spent> <held>") of a statement that reads more: GetEffective reads the
- * layers and every candidate window's usage in one statement, one snapshot. `usageOf` reads it
- * back. The held amount is the counter corrected by the holds between `held_through` and `now`:
- * less those expired since, or, for a clock behind it, plus those a sweep took out; one range of
- * the held index, between the lesser and the greater of the two instants.
+ * subquery answering "<spent> <held>", null when the window has no row yet) of a statement that
+ * reads more: GetEffective reads the layers and every candidate window's usage in one statement,
+ * one snapshot. `usageOf` reads it back. The held amount is the counter corrected by the holds
+ * between `held_through` and `now`: less those expired since, or, for a clock behind it, plus those
+ * a sweep took out; one range of the held index, between the lesser and the greater of the two instants.
  */
 export const usageColumn = <N extends string>(name: N, v: WindowKey & { now: string }) => {
   const eb = expressionBuilder<Database, never>();
@@ -154,9 +198,11 @@ export const usageColumn = <N extends string>(name: N, v: WindowKey & { now: str
   return eb.selectFrom("spend_usage").select(usage.as("u")).where("user_id", "=", v.userId).where("app_id", "=", v.appId).where("window_start", "=", v.windowStart).where("window_end", "=", v.windowEnd).as(`${name}_usage`);
 };
 
-/** The usage of the `usageColumn` named `name` in `row` (no usage row: nothing spent or held). */
-export function usageOf(row: Record<string, unknown>, name: string): Usage {
-  const [spent = "0", held = "0"] = ((row[`${name}_usage`] as string | null) ?? "").split(" ").filter(Boolean);
+/** The usage of the `usageColumn` named `name` in `row`; undefined when the window has no row yet. */
+export function usageOf(row: Record<string, unknown>, name: string): Usage | undefined {
+  const column = row[`${name}_usage`] as string | null | undefined;
+  if (column === null || column === undefined) return undefined;
+  const [spent = "0", held = "0"] = column.split(" ");
   return { spent: BigInt(spent), held: BigInt(held) };
 }
 

@@ -11,7 +11,7 @@ import { prepared, type Prepared } from "../storage/prepared.js";
 import type { BeforeCommit, Db } from "../storage/transactions.js";
 import { insertEntry, ledgerEntry, type LedgerEntry, type LedgerKind } from "./spend-ledger.js";
 import { rowById, toRow, windowOf, type Selected, type SpendAuthorization, type SpendRow, type StoredState } from "./spend-rows.js";
-import { addSpent, lockUsage, type WindowKey } from "./spend-usage.js";
+import { addSpent, type WindowKey } from "./spend-usage.js";
 
 /** What a change of an authorization writes; none when it changes nothing (a release of a released hold). */
 export interface ChangeWrites {
@@ -100,7 +100,7 @@ export async function recordAuthorization(storage: Storage, db: Db, row: SpendRo
   }
   await insertStatement.execute(db, row);
   if (entry) await insertEntry.execute(db, entry);
-  if (row.captured > 0n) await addSpent(db, windowOf(row), row.captured);
+  if (row.captured > 0n) await addSpent(db, row.user_id, row.app_id, row.created_at, row.captured);
   await beforeCommit?.(db, view);
 }
 
@@ -110,14 +110,12 @@ const lockRowStatement = prepared((db, v: WindowKey & { id: string }) =>
 );
 
 /**
- * Locks `window`'s usage row (creating it) until the transaction ends, then reads authorization
- * `id` as it is after the lock (a concurrent change may have committed meanwhile).
+ * Takes the subject-app's spend lock until the transaction ends (on SQLite the write transaction
+ * holds it already), then reads authorization `id` as it is after the lock (a concurrent change may
+ * have committed meanwhile).
  */
 export async function lockedRow(storage: Storage, db: Db, window: WindowKey, id: string): Promise<SpendRow | undefined> {
-  if (storage.dialect === "sqlite") {
-    await lockUsage(db, window);
-    return rowById(db, id);
-  }
+  if (storage.dialect === "sqlite") return rowById(db, id);
   const { rows } = await lockRowStatement.executeInlined(db, { ...window, id });
   return rows[0] && toRow(rows[0]);
 }
@@ -170,6 +168,6 @@ export async function recordChange(storage: Storage, db: Db, row: SpendRow, writ
     .where("id", "=", row.id)
     .execute();
   for (const entry of entries) await insertEntry.execute(db, entry);
-  if (writes.spent !== 0n) await addSpent(db, window, writes.spent);
+  if (writes.spent !== 0n) await addSpent(db, row.user_id, row.app_id, row.created_at, writes.spent);
   await beforeCommit?.(db, view);
 }

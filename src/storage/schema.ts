@@ -138,7 +138,10 @@ export interface SpendLedgerTable {
   at: string;
 }
 
-/** One per subject, app and window: locked by every decision and change in the window; `spent_nanos` = captured - reversed. */
+/**
+ * One per subject, app and window, counting every authorization made in [window_start, window_end)
+ * (migration 0019): `spent_nanos` = captured - reversed.
+ */
 export interface SpendUsageTable {
   user_id: string;
   app_id: string;

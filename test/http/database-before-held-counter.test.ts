@@ -6,7 +6,7 @@ import { describe, expect, it } from "vitest";
 import { createApiClient, unwrap } from "../../src/client/index.js";
 import { ManualClock } from "../../src/core/clock.js";
 import { testDialect } from "../support/database.js";
-import { OLD_ADMIN, oldAuthorization, serverOnOldDatabase, withDatabase, writeOldAdmin, writeOldSpender } from "../support/old-database.js";
+import { OLD_ADMIN, oldAuthorization, oldAuthorizationId, serverOnOldDatabase, withDatabase, writeOldAdmin, writeOldSpender } from "../support/old-database.js";
 import { amount, funds, money } from "./funds-helpers.js";
 import { spends } from "./spends-helpers.js";
 
@@ -31,8 +31,9 @@ const decision = (units: bigint, state: string) => ({
 });
 
 /** An authorization of `units` USD as the release before 0016 wrote it. */
-const authorization = (id: string, units: bigint, state: string, expiresAt: string | null) =>
-  oldAuthorization({ id, userId: SUBJECT, appId: APP, window: WINDOW, units, state, expiresAt, decision: decision(units, state), at: "2026-11-20T07:00:00.000Z" });
+const MADE = "2026-11-20T07:00:00.000Z";
+const authorization = (name: string, units: bigint, state: string, expiresAt: string | null) =>
+  oldAuthorization({ name, userId: SUBJECT, appId: APP, window: WINDOW, units, state, expiresAt, decision: decision(units, state), at: MADE });
 
 const old = serverOnOldDatabase("0015_listeners_version", clock, async (db) => {
   const at = "2026-11-01T08:00:00.000Z";
@@ -41,11 +42,11 @@ const old = serverOnOldDatabase("0015_listeners_version", clock, async (db) => {
   await db
     .insertInto("spend_authorizations")
     .values([
-      authorization("0ldHoldLive00001", 3n, "PENDING", "2026-11-20T09:10:00.000Z"),
-      authorization("0ldHoldExpired01", 2n, "PENDING", "2026-11-20T08:00:00.000Z"),
-      authorization("0ldHoldReleased1", 5n, "RELEASED", "2026-11-20T09:30:00.000Z"),
-      authorization("0ldSpendCaptured", 4n, "CAPTURED", null),
-      authorization("0ldHoldLive00002", 1n, "PENDING", "2026-11-20T09:20:00.000Z"),
+      authorization("HoldLiv1", 3n, "PENDING", "2026-11-20T09:10:00.000Z"),
+      authorization("HoldExp1", 2n, "PENDING", "2026-11-20T08:00:00.000Z"),
+      authorization("HoldRel1", 5n, "RELEASED", "2026-11-20T09:30:00.000Z"),
+      authorization("SpendCap", 4n, "CAPTURED", null),
+      authorization("HoldLiv2", 1n, "PENDING", "2026-11-20T09:20:00.000Z"),
     ])
     .execute();
   await db.insertInto("spend_usage").values({ user_id: SUBJECT, app_id: APP, ...WINDOW, spent_nanos: 4n * UNIT }).execute();
@@ -69,7 +70,7 @@ describe(`a database from before the held counter (${testDialect()})`, () => {
     clock.set(Date.parse("2026-11-20T09:15:00Z"));
     expect(await usage()).toMatchObject({ held: money("11") });
     expect((await authorize("3")).decision.usage).toMatchObject({ held: money("14"), remaining: money("2") });
-    unwrap(await spend.release("0ldHoldLive00002"));
+    unwrap(await spend.release(oldAuthorizationId("HoldLiv2", MADE)));
     expect(await usage()).toMatchObject({ spent: money("4"), held: money("13"), remaining: money("3") });
   });
 
@@ -78,9 +79,9 @@ describe(`a database from before the held counter (${testDialect()})`, () => {
     const usage = async () => unwrap(await funds(api).effective(SUBJECT, APP)).effective.usage;
     const before = await usage();
     // Its statements: the authorization alone, then its state.
-    await withDatabase(old.url(), (db) => db.insertInto("spend_authorizations").values(authorization("0ldReleaseWrote1", 2n, "PENDING", "2026-11-20T10:00:00.000Z")).execute());
+    await withDatabase(old.url(), (db) => db.insertInto("spend_authorizations").values(authorization("OldWrote", 2n, "PENDING", "2026-11-20T10:00:00.000Z")).execute());
     expect(await usage()).toMatchObject({ held: money(String(BigInt(before.held.units) + 2n)) });
-    await withDatabase(old.url(), (db) => db.updateTable("spend_authorizations").set({ state: "RELEASED" }).where("id", "=", "0ldReleaseWrote1").execute());
+    await withDatabase(old.url(), (db) => db.updateTable("spend_authorizations").set({ state: "RELEASED" }).where("id", "=", oldAuthorizationId("OldWrote", MADE)).execute());
     expect(await usage()).toMatchObject({ held: before.held });
   });
 });

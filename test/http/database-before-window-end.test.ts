@@ -1,7 +1,8 @@
-// A database written before usage rows were keyed by a window's start and end (migrations up to
-// 0017): where windows of two periods started at the same instant, one row counted both. After the
-// server has migrated it, each window has its own usage, rebuilt from its authorizations: what they
-// captured less what was reversed, and the holds open at the row's `held_through`.
+// A database written before usage counted spends by their instant (migrations up to 0017, when
+// usage rows were keyed by a window's start alone, and two periods' windows that start at the same
+// instant shared one). Once the server has migrated it, every window counts every spend made inside
+// it, whichever window the spend was decided in: what was captured less what was reversed, and the
+// holds still open.
 import { describe, expect, it } from "vitest";
 import { createApiClient, unwrap } from "../../src/client/index.js";
 import { ManualClock } from "../../src/core/clock.js";
@@ -20,8 +21,8 @@ const UNIT = 1_000_000_000n;
 const clock = new ManualClock(NOW);
 
 /** An authorization of `units` USD in `window`, as the release before 0018 wrote it. */
-const authorization = (id: string, window: typeof DAY, units: bigint, state: string, expiresAt: string | null, reversedUnits = 0n) =>
-  oldAuthorization({ id, userId: SUBJECT, appId: APP, window, units, state, expiresAt, reversedUnits, decision: { approved: true, usage: null }, at: "2026-11-23T07:00:00.000Z" });
+const authorization = (name: string, window: typeof DAY, units: bigint, state: string, expiresAt: string | null, reversedUnits = 0n) =>
+  oldAuthorization({ name, userId: SUBJECT, appId: APP, window, units, state, expiresAt, reversedUnits, decision: { approved: true, usage: null }, at: "2026-11-23T07:00:00.000Z" });
 
 const old = serverOnOldDatabase("0017_spends_currency_index_dropped", clock, async (db) => {
   const at = "2026-11-01T08:00:00.000Z";
@@ -30,12 +31,12 @@ const old = serverOnOldDatabase("0017_spends_currency_index_dropped", clock, asy
   await db
     .insertInto("spend_authorizations")
     .values([
-      authorization("0ldDaySpend00001", DAY, 6n, "CAPTURED", null, 1n),
-      authorization("0ldDayHold000001", DAY, 2n, "PENDING", "2026-11-23T10:00:00.000Z"),
-      authorization("0ldWeekHold00001", WEEK, 3n, "PENDING", "2026-11-23T12:00:00.000Z"),
-      authorization("0ldWeekSpend0001", WEEK, 4n, "CAPTURED", null),
-      // Expired before the row's held_through: swept out of its counter already.
-      authorization("0ldWeekExpired01", WEEK, 1n, "PENDING", "2026-11-23T08:00:00.000Z"),
+      authorization("DaySpend", DAY, 6n, "CAPTURED", null, 1n),
+      authorization("DayHold1", DAY, 2n, "PENDING", "2026-11-23T10:00:00.000Z"),
+      authorization("WeekHold", WEEK, 3n, "PENDING", "2026-11-23T12:00:00.000Z"),
+      authorization("WkSpend1", WEEK, 4n, "CAPTURED", null),
+      // Expired before the migration.
+      authorization("WkExpird", WEEK, 1n, "PENDING", "2026-11-23T08:00:00.000Z"),
     ])
     .execute();
   // One row for both windows, as that release kept them: its window_end the last writer's.
@@ -45,8 +46,8 @@ const old = serverOnOldDatabase("0017_spends_currency_index_dropped", clock, asy
     .execute();
 });
 
-describe(`a database from before windows were keyed by start and end (${testDialect()})`, () => {
-  it("gives each window of a shared start its own usage, and decides on it", async () => {
+describe(`a database from before usage counted spends by their instant (${testDialect()})`, () => {
+  it("counts in each window every spend made inside it, whichever window it was decided in, and decides on it", async () => {
     const api = createApiClient({ baseUrl: old.server().url, credentials: { clientId: OLD_ADMIN.clientId, clientSecret: OLD_ADMIN.clientSecret } });
     const admin = funds(api);
     const spend = spends(api);
@@ -54,16 +55,17 @@ describe(`a database from before windows were keyed by start and end (${testDial
     const authorize = async (units: string, nanos = 0) => unwrap(await spend.authorize({ userId: SUBJECT, appId: APP, amount: money(units, nanos), holdSeconds: 3600 })).authorization;
     const aCent = () => authorize("0", 10_000_000);
 
-    unwrap(await admin.setLimit(SUBJECT, APP, { limit: amount("10"), period: "PERIOD_KIND_DAILY" }));
-    // The day: 6 captured less 1 reversed, the open 2.00 hold.
-    expect(await usage()).toMatchObject({ windowEnd: DAY.window_end, spent: money("5"), held: money("2"), remaining: money("3") });
-    expect((await authorize("3")).decision.approved).toBe(true);
+    // Every spend was made this morning: the day counts the day's and the week's alike.
+    unwrap(await admin.setLimit(SUBJECT, APP, { limit: amount("20"), period: "PERIOD_KIND_DAILY" }));
+    // 6 captured less 1 reversed, and 4 captured; the open holds 2 and 3, not the expired one.
+    expect(await usage()).toMatchObject({ windowEnd: DAY.window_end, spent: money("9"), held: money("5"), remaining: money("6") });
+    expect((await authorize("6")).decision.approved).toBe(true);
     expect((await aCent()).decision.approved).toBe(false);
 
-    unwrap(await admin.setLimit(SUBJECT, APP, { limit: amount("20"), period: "PERIOD_KIND_WEEKLY" }));
-    // The week: its 4.00 spend, its open 3.00 hold; not the expired one, nothing of the day's.
-    expect(await usage()).toMatchObject({ windowEnd: WEEK.window_end, spent: money("4"), held: money("3"), remaining: money("13") });
-    expect((await authorize("13")).decision.approved).toBe(true);
+    // The week counts the same spends, and the hold the day's limit just approved.
+    unwrap(await admin.setLimit(SUBJECT, APP, { limit: amount("30"), period: "PERIOD_KIND_WEEKLY" }));
+    expect(await usage()).toMatchObject({ windowEnd: WEEK.window_end, spent: money("9"), held: money("11"), remaining: money("10") });
+    expect((await authorize("10")).decision.approved).toBe(true);
     expect((await aCent()).decision.approved).toBe(false);
   });
 });

@@ -1,7 +1,7 @@
 // The database unavailable for the moment is 503 UNAVAILABLE with Retry-After, the contract's
 // Status body and a warning in the log, never a 500 nor the database's address; the service
 // resumes by itself once the database is back. Each case makes it happen for real, over HTTP:
-// - PostgreSQL, contention: authorizations wait on a window's usage row that the test keeps locked
+// - PostgreSQL, contention: authorizations wait on the subject and app's spend lock that the test holds
 //   until they hold every connection of a small pool; the next requests wait for a connection past
 //   the pool's timeout. One waiting authorization's backend is then terminated (57P01).
 // - PostgreSQL, down: the server reaches its database through the test's TCP proxy, which the test
@@ -60,7 +60,7 @@ async function until(condition: () => Promise<boolean>, what: string, timeoutMs 
 }
 
 describe.runIf(testDialect() === "postgres")("PostgreSQL", () => {
-  it("contention: with every connection held by authorizations waiting on a window's usage row, the next requests are 503 UNAVAILABLE; a terminated backend too; then all is served", async () => {
+  it("contention: with every connection held by authorizations waiting on the subject and app's spend lock, the next requests are 503 UNAVAILABLE; a terminated backend too; then all is served", async () => {
     const POOL = 2;
     const logs = logCapture();
     const ts = await startTestServer({ DATABASE_POOL_SIZE: String(POOL), DATABASE_POOL_TIMEOUT_MS: "300", RATE_LIMIT: "off" }, logs.stream);
@@ -72,11 +72,10 @@ describe.runIf(testDialect() === "postgres")("PostgreSQL", () => {
       const appId = newAppId("contended");
       unwrap(await funds(ts.admin).setLimit(userId, appId, { limit: amount("100") }));
       const body = { userId, appId, amount: money("1") };
-      // The window's usage row exists once a spend was decided in it.
-      const first = unwrap(await spend.authorize(body)).authorization;
+            const first = unwrap(await spend.authorize(body)).authorization;
 
       await locker.query("begin");
-      await locker.query("select * from spend_usage where user_id = $1 and app_id = $2 for update", [userId, appId]);
+      await locker.query("select spend_lock_subject_app($1, $2)", [userId, appId]);
       const waiting = Array.from({ length: POOL }, () => spend.authorize(body));
       const waitingPids = async () =>
         (
@@ -133,13 +132,13 @@ describe.runIf(testDialect() === "postgres")("PostgreSQL", () => {
       unwrap(await spend.authorize(body));
       expect(await (await fetch(`${ts.url}/readyz`)).json()).toEqual({ status: "ready" });
 
-      // An authorization waits on the usage row (the test's own connection, not through the proxy, holds it) when the connections are reset.
+      // An authorization waits on the spend lock (the test's own connection, not through the proxy, holds it) when the connections are reset.
       await locker.query("begin");
-      await locker.query("select * from spend_usage where user_id = $1 and app_id = $2 for update", [userId, appId]);
+      await locker.query("select spend_lock_subject_app($1, $2)", [userId, appId]);
       const inFlight = spend.authorize(body);
       await until(
         async () => (await locker.query("select 1 from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock' and pid <> pg_backend_pid()")).rowCount === 1,
-        "the authorization to wait on the usage row",
+        "the authorization to wait on the spend lock",
       );
       await proxy.cut();
       expectUnavailable(await inFlight, ts.databaseUrl);

@@ -113,4 +113,31 @@ describe(`spend admission on three instances on one ${testDialect()} database`, 
       await fillExactly(s, userId, appId, MIX_LIMIT, N);
       await expectUsageMatchesStates(s[2]!, userId, appId, MIX_LIMIT);
     }), 120_000);
+
+  it(`${N} concurrent authorizations of 1.00 against 100.00 over the instances while the period and the time zone flip: exactly 100 approved, every window holding all 100`, () =>
+    counts.check(async () => {
+      const appId = await limitedApp();
+      const admins = cluster!.clients.map(funds);
+      const periods = ["PERIOD_KIND_WEEKLY", "PERIOD_KIND_MONTHLY"];
+      const zones = ["Asia/Tokyo", "UTC"];
+      const setPeriod = (f: (typeof admins)[number], period: string) => f.setLimit(userId, appId, { limit: amount("100"), period }).then(unwrap);
+      const setZone = (f: (typeof admins)[number], timeZone: string) => f.policyUpdate({ fundPolicy: { currencyCode: "USD", timeZone, defaultControls: null }, updateMask: "timeZone" }).then(unwrap);
+      const answers = await Promise.all([
+        ...Array.from({ length: N }, (_, i) => s[i % 3]!.authorize({ userId, appId, amount: usd(NANOS) }).then(unwrap)),
+        ...Array.from({ length: 10 }, (_, i) => setPeriod(admins[i % 3]!, periods[i % 2]!).then(() => undefined)),
+        ...Array.from({ length: 10 }, (_, i) => setZone(admins[(i + 1) % 3]!, zones[i % 2]!).then(() => undefined)),
+      ]);
+      const approved = answers.flatMap((a) => (a?.authorization.decision.approved ? [a.authorization] : []));
+      expect(approved).toHaveLength(100);
+      expectSerialApprovals(approved, NANOS, 100);
+      // Read on the instance that made the change: its kept policy is the new one at once.
+      for (const zone of zones) {
+        await setZone(admins[0]!, zone);
+        for (const period of periods) {
+          await setPeriod(admins[0]!, period);
+          expect(await s[0]!.usage(userId, appId), `${zone} ${period}`).toMatchObject({ spent: usd(0n), held: usd(LIMIT), remaining: usd(0n) });
+        }
+      }
+      await setPeriod(admins[0]!, "PERIOD_KIND_MONTHLY");
+    }), 120_000);
 });

@@ -1,6 +1,6 @@
 // After the decision: Capture (whole, part with the rest released), Release, expiry at the
-// instant, Reverse (part, whole, over, nothing left) restoring headroom in the spend's own window
-// even a past one, the 404 and 409s, and Idempotency-Key on every mutating spend operation.
+// instant, Reverse (part, whole, over, nothing left) restoring headroom in every window holding the
+// spend's instant, even a past one, the 404 and 409s, and Idempotency-Key on every mutating spend operation.
 import { describe, expect, it } from "vitest";
 import { unwrap } from "../../src/client/index.js";
 import { bootstrapToken, type TestServer } from "../support/server.js";
@@ -165,7 +165,7 @@ describe("Reverse", () => {
 });
 
 describe("a limit's period changed to one whose window starts at the same instant", () => {
-  it("each window counts only what was authorized in it, and a reversal restores its own", async () => {
+  it("each window counts every spend made inside it, whichever period decided it, and a reversal gives back to both", async () => {
     const before = ts.clock.now();
     // Monday 23 November 2026: the day's window and the week's start at the same midnight.
     ts.clock.set(Date.parse("2026-11-23T09:00:00Z"));
@@ -176,33 +176,37 @@ describe("a limit's period changed to one whose window starts at the same instan
       const daily = await auth(app, "6", { capture: true });
       expect(daily).toMatchObject(DAY_WINDOW);
 
+      // The week holds today: it counts the day's spend.
       unwrap(await admin.setLimit(subject.userId, app, { limit: amount("10"), period: "PERIOD_KIND_WEEKLY" }));
-      expect(await usage(app)).toMatchObject({ ...WEEK_WINDOW, spent: money("0"), held: money("0"), remaining: money("10") });
-      const weekly = await auth(app, "10");
-      expect(weekly).toMatchObject({ ...WEEK_WINDOW, decision: { approved: true, usage: { spent: money("0"), held: money("10"), remaining: money("0") } } });
+      expect(await usage(app)).toMatchObject({ ...WEEK_WINDOW, spent: money("6"), held: money("0"), remaining: money("4") });
+      expect((await auth(app, "5")).decision).toMatchObject({ approved: false, cause: "SPEND_DECLINE_CAUSE_LIMIT_EXCEEDED" });
+      const weekly = await auth(app, "4");
+      expect(weekly).toMatchObject({ ...WEEK_WINDOW, decision: { approved: true, usage: { spent: money("6"), held: money("4"), remaining: money("0") } } });
 
-      // Back to daily: the day's window holds its own spend, none of the week's hold.
+      // Back to daily: the day counts the week's hold, made today.
       unwrap(await admin.setLimit(subject.userId, app, { limit: amount("10"), period: "PERIOD_KIND_DAILY" }));
-      expect(await usage(app)).toMatchObject({ ...DAY_WINDOW, spent: money("6"), held: money("0"), remaining: money("4") });
+      expect(await usage(app)).toMatchObject({ ...DAY_WINDOW, spent: money("6"), held: money("4"), remaining: money("0") });
       unwrap(await spend.reverse(daily.id, { amount: money("2") }));
-      expect(await usage(app)).toMatchObject({ ...DAY_WINDOW, spent: money("4"), remaining: money("6") });
-      expect((await auth(app, "7")).decision).toMatchObject({ approved: false, cause: "SPEND_DECLINE_CAUSE_LIMIT_EXCEEDED" });
+      expect(await usage(app)).toMatchObject({ ...DAY_WINDOW, spent: money("4"), remaining: money("2") });
+      expect((await auth(app, "3")).decision).toMatchObject({ approved: false, cause: "SPEND_DECLINE_CAUSE_LIMIT_EXCEEDED" });
 
-      // The week's window is as it was: its hold, and nothing of the day's spend or reversal.
+      // The week got the reversal back too; capturing the week's hold spends it in both.
       unwrap(await admin.setLimit(subject.userId, app, { limit: amount("10"), period: "PERIOD_KIND_WEEKLY" }));
-      expect(await usage(app)).toMatchObject({ ...WEEK_WINDOW, spent: money("0"), held: money("10") });
+      expect(await usage(app)).toMatchObject({ ...WEEK_WINDOW, spent: money("4"), held: money("4"), remaining: money("2") });
       unwrap(await spend.capture(weekly.id, { amount: money("3") }));
-      expect(await usage(app)).toMatchObject({ ...WEEK_WINDOW, spent: money("3"), held: money("0"), remaining: money("7") });
+      expect(await usage(app)).toMatchObject({ ...WEEK_WINDOW, spent: money("7"), held: money("0"), remaining: money("3") });
+      unwrap(await admin.setLimit(subject.userId, app, { limit: amount("10"), period: "PERIOD_KIND_DAILY" }));
+      expect(await usage(app)).toMatchObject({ ...DAY_WINDOW, spent: money("7"), held: money("0"), remaining: money("3") });
 
-      // List by the shared start finds both windows' authorizations; their windowEnd tells them apart.
+      // List by the shared start finds the authorizations decided in either window; their windowEnd tells them apart.
       const listed = unwrap(await spend.list({ user_id: subject.userId, app_id: app, window_start: DAY_WINDOW.windowStart })).list.map((w) => w.authorization);
-      expect(listed.map((a) => [a.id, a.windowEnd]).sort()).toEqual(
+      expect(listed.filter((a) => a.decision.approved).map((a) => [a.id, a.windowEnd]).sort()).toEqual(
         [
           [daily.id, DAY_WINDOW.windowEnd],
           [weekly.id, WEEK_WINDOW.windowEnd],
-          [listed.find((a) => !a.decision.approved)!.id, DAY_WINDOW.windowEnd],
         ].sort(),
       );
+      expect(listed.filter((a) => !a.decision.approved).map((a) => a.windowEnd).sort()).toEqual([DAY_WINDOW.windowEnd, WEEK_WINDOW.windowEnd]);
     } finally {
       ts.clock.set(before);
     }

@@ -10,6 +10,7 @@ import pg from "pg";
 import { afterAll, beforeAll } from "vitest";
 import { loadConfig } from "../../src/config.js";
 import type { Clock } from "../../src/core/clock.js";
+import { timeOrderedPrefix } from "../../src/core/ids.js";
 import { createLogger } from "../../src/core/logger.js";
 import { hashSecret } from "../../src/identity/secret-hash.js";
 import { startServer, type RunningServer } from "../../src/server.js";
@@ -86,9 +87,12 @@ export async function writeOldSpender(db: Kysely<any>, userId: string, at: strin
 
 const UNIT = 1_000_000_000n;
 
-/** A spend authorization row of `units` USD as the releases before 0018 wrote it (captured in whole when CAPTURED). */
+/** The id of an authorization made at `at`: time-ordered as every release wrote them, `name` (8 characters) its random part. */
+export const oldAuthorizationId = (name: string, at: string) => timeOrderedPrefix(Date.parse(at)) + name;
+
+/** A spend authorization row of `units` USD as the releases before 0018 wrote it (captured in whole when CAPTURED), its id `oldAuthorizationId(name, at)`. */
 export const oldAuthorization = (v: {
-  id: string;
+  name: string;
   userId: string;
   appId: string;
   window: { window_start: string; window_end: string };
@@ -99,7 +103,7 @@ export const oldAuthorization = (v: {
   decision: object;
   at: string;
 }) => ({
-  id: v.id,
+  id: oldAuthorizationId(v.name, v.at),
   user_id: v.userId,
   app_id: v.appId,
   currency_code: "USD",
