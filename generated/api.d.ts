@@ -897,8 +897,9 @@ export interface paths {
          *     usage just after the decision.
          *
          *     `Idempotency-Key` is required: a retry with the same key and the same request answers the
-         *     first answer again, without a second hold or spend, for 24 hours; the same key with another
-         *     request is 422 `IDEMPOTENCY_KEY_REUSED`.
+         *     first answer again, without a second hold or spend, for 24 hours, to a caller that may still
+         *     make the request (any other gets its own 403 or 404); the same key with another request is 422
+         *     `IDEMPOTENCY_KEY_REUSED`.
          *
          *     Other refusals change nothing: 400 for a malformed request, an `amount` not greater than zero
          *     (`AMOUNT_NOT_POSITIVE`), of another currency (`CURRENCY_MISMATCH`), or `holdSeconds` with `capture`
@@ -981,7 +982,8 @@ export interface paths {
          *     `metadata`), and nothing changes. More than the authorized amount is 400 `AMOUNT_EXCEEDS_HOLD`.
          *
          *     `Idempotency-Key` is optional: with it, a retry answers the first answer again without a
-         *     second effect for 24 hours; the same key with another request is 422 `IDEMPOTENCY_KEY_REUSED`.
+         *     second effect for 24 hours, to a caller that may still make the request (any other gets its own
+         *     403 or 404); the same key with another request is 422 `IDEMPOTENCY_KEY_REUSED`.
          *
          *     Callers: `ROLE_SUPER_ADMIN` and `ROLE_FUND_ADMIN` for any app; `ROLE_APP_SERVICE` for the apps its
          *     credential is bound to (an authorization of another app is 404, as if it did not exist); any other
@@ -1019,7 +1021,8 @@ export interface paths {
          *     `AUTHORIZATION_NOT_PENDING` (with its `state` in `metadata`), and nothing changes.
          *
          *     `Idempotency-Key` is optional: with it, a retry answers the first answer again without a
-         *     second effect for 24 hours; the same key with another request is 422 `IDEMPOTENCY_KEY_REUSED`.
+         *     second effect for 24 hours, to a caller that may still make the request (any other gets its own
+         *     403 or 404); the same key with another request is 422 `IDEMPOTENCY_KEY_REUSED`.
          *
          *     Callers: `ROLE_SUPER_ADMIN` and `ROLE_FUND_ADMIN` for any app; `ROLE_APP_SERVICE` for the apps its
          *     credential is bound to (an authorization of another app is 404, as if it did not exist); any other
@@ -1063,7 +1066,8 @@ export interface paths {
          *     full is 409 `NOTHING_TO_REVERSE`. Nothing changes on a refusal.
          *
          *     `Idempotency-Key` is optional: with it, a retry answers the first answer again without a
-         *     second effect for 24 hours; the same key with another request is 422 `IDEMPOTENCY_KEY_REUSED`.
+         *     second effect for 24 hours, to a caller that may still make the request (any other gets its own
+         *     403 or 404); the same key with another request is 422 `IDEMPOTENCY_KEY_REUSED`.
          *
          *     Callers: `ROLE_SUPER_ADMIN` and `ROLE_FUND_ADMIN` for any app; `ROLE_APP_SERVICE` for the apps its
          *     credential is bound to (an authorization of another app is 404, as if it did not exist); any other
@@ -5834,12 +5838,17 @@ export interface components {
          *     first request in its `RequestInfo`; `X-Request-Id` is the new request's.
          *
          *     - Keys belong to the calling user: two users never see each other's answers, and the
-         *       credentials of one user share their keys.
+         *       credentials of one user share their keys, not their answers. A kept answer is replayed only
+         *       to a caller that may make the request now: its role, its credential's apps and whose
+         *       resource it names are checked again first, and a caller that may not make it gets the
+         *       refusal it would get without the key (for example 403 `APP_NOT_ALLOWED`, or 404 for another
+         *       app's spend authorization), never the kept answer.
          *     - The first answer is kept when the operation ran, whether it succeeded or failed with a 4xx
-         *       (for example 404 for an unknown user or 409 for an email address in use): to try a changed
-         *       request, use a new key. Nothing is kept for a request refused before it ran (401, 403, or
-         *       400 for a request breaking the contract) or for a 500: such a request may be sent again
-         *       with the same key.
+         *       (for example 409 for an email address in use): to try a changed request, use a new key.
+         *       Nothing is kept for a refusal that depends on who asks (401, 403, and 404, which does not
+         *       tell a resource that does not exist from one the caller may not see), for a 400 refusing a
+         *       request that breaks the contract, or for a 500: such a request may be sent again with the
+         *       same key, changed or not.
          *     - The same key with a different request is 422 with reason `IDEMPOTENCY_KEY_REUSED`, and
          *       nothing is done.
          *     - While a request with the key is still being processed, another one with it is 409 with
@@ -5883,12 +5892,17 @@ export interface components {
          *     first request in its `RequestInfo`; `X-Request-Id` is the new request's.
          *
          *     - Keys belong to the calling user: two users never see each other's answers, and the
-         *       credentials of one user share their keys.
+         *       credentials of one user share their keys, not their answers. A kept answer is replayed only
+         *       to a caller that may make the request now: its role, its credential's apps and whose
+         *       resource it names are checked again first, and a caller that may not make it gets the
+         *       refusal it would get without the key (for example 403 `APP_NOT_ALLOWED`, or 404 for another
+         *       app's spend authorization), never the kept answer.
          *     - The first answer is kept when the operation ran, whether it succeeded or failed with a 4xx
-         *       (for example 404 for an unknown user or 409 for an email address in use): to try a changed
-         *       request, use a new key. Nothing is kept for a request refused before it ran (401, 403, or
-         *       400 for a request breaking the contract) or for a 500: such a request may be sent again
-         *       with the same key.
+         *       (for example 409 for an email address in use): to try a changed request, use a new key.
+         *       Nothing is kept for a refusal that depends on who asks (401, 403, and 404, which does not
+         *       tell a resource that does not exist from one the caller may not see), for a 400 refusing a
+         *       request that breaks the contract, or for a 500: such a request may be sent again with the
+         *       same key, changed or not.
          *     - The same key with a different request is 422 with reason `IDEMPOTENCY_KEY_REUSED`, and
          *       nothing is done.
          *     - Requests with the key sent while the first is still being processed are not turned away:
@@ -6178,12 +6192,17 @@ export interface operations {
                  *     first request in its `RequestInfo`; `X-Request-Id` is the new request's.
                  *
                  *     - Keys belong to the calling user: two users never see each other's answers, and the
-                 *       credentials of one user share their keys.
+                 *       credentials of one user share their keys, not their answers. A kept answer is replayed only
+                 *       to a caller that may make the request now: its role, its credential's apps and whose
+                 *       resource it names are checked again first, and a caller that may not make it gets the
+                 *       refusal it would get without the key (for example 403 `APP_NOT_ALLOWED`, or 404 for another
+                 *       app's spend authorization), never the kept answer.
                  *     - The first answer is kept when the operation ran, whether it succeeded or failed with a 4xx
-                 *       (for example 404 for an unknown user or 409 for an email address in use): to try a changed
-                 *       request, use a new key. Nothing is kept for a request refused before it ran (401, 403, or
-                 *       400 for a request breaking the contract) or for a 500: such a request may be sent again
-                 *       with the same key.
+                 *       (for example 409 for an email address in use): to try a changed request, use a new key.
+                 *       Nothing is kept for a refusal that depends on who asks (401, 403, and 404, which does not
+                 *       tell a resource that does not exist from one the caller may not see), for a 400 refusing a
+                 *       request that breaks the contract, or for a 500: such a request may be sent again with the
+                 *       same key, changed or not.
                  *     - The same key with a different request is 422 with reason `IDEMPOTENCY_KEY_REUSED`, and
                  *       nothing is done.
                  *     - While a request with the key is still being processed, another one with it is 409 with
@@ -6473,12 +6492,17 @@ export interface operations {
                  *     first request in its `RequestInfo`; `X-Request-Id` is the new request's.
                  *
                  *     - Keys belong to the calling user: two users never see each other's answers, and the
-                 *       credentials of one user share their keys.
+                 *       credentials of one user share their keys, not their answers. A kept answer is replayed only
+                 *       to a caller that may make the request now: its role, its credential's apps and whose
+                 *       resource it names are checked again first, and a caller that may not make it gets the
+                 *       refusal it would get without the key (for example 403 `APP_NOT_ALLOWED`, or 404 for another
+                 *       app's spend authorization), never the kept answer.
                  *     - The first answer is kept when the operation ran, whether it succeeded or failed with a 4xx
-                 *       (for example 404 for an unknown user or 409 for an email address in use): to try a changed
-                 *       request, use a new key. Nothing is kept for a request refused before it ran (401, 403, or
-                 *       400 for a request breaking the contract) or for a 500: such a request may be sent again
-                 *       with the same key.
+                 *       (for example 409 for an email address in use): to try a changed request, use a new key.
+                 *       Nothing is kept for a refusal that depends on who asks (401, 403, and 404, which does not
+                 *       tell a resource that does not exist from one the caller may not see), for a 400 refusing a
+                 *       request that breaks the contract, or for a 500: such a request may be sent again with the
+                 *       same key, changed or not.
                  *     - The same key with a different request is 422 with reason `IDEMPOTENCY_KEY_REUSED`, and
                  *       nothing is done.
                  *     - While a request with the key is still being processed, another one with it is 409 with
@@ -8697,12 +8721,17 @@ export interface operations {
                  *     first request in its `RequestInfo`; `X-Request-Id` is the new request's.
                  *
                  *     - Keys belong to the calling user: two users never see each other's answers, and the
-                 *       credentials of one user share their keys.
+                 *       credentials of one user share their keys, not their answers. A kept answer is replayed only
+                 *       to a caller that may make the request now: its role, its credential's apps and whose
+                 *       resource it names are checked again first, and a caller that may not make it gets the
+                 *       refusal it would get without the key (for example 403 `APP_NOT_ALLOWED`, or 404 for another
+                 *       app's spend authorization), never the kept answer.
                  *     - The first answer is kept when the operation ran, whether it succeeded or failed with a 4xx
-                 *       (for example 404 for an unknown user or 409 for an email address in use): to try a changed
-                 *       request, use a new key. Nothing is kept for a request refused before it ran (401, 403, or
-                 *       400 for a request breaking the contract) or for a 500: such a request may be sent again
-                 *       with the same key.
+                 *       (for example 409 for an email address in use): to try a changed request, use a new key.
+                 *       Nothing is kept for a refusal that depends on who asks (401, 403, and 404, which does not
+                 *       tell a resource that does not exist from one the caller may not see), for a 400 refusing a
+                 *       request that breaks the contract, or for a 500: such a request may be sent again with the
+                 *       same key, changed or not.
                  *     - The same key with a different request is 422 with reason `IDEMPOTENCY_KEY_REUSED`, and
                  *       nothing is done.
                  *     - Requests with the key sent while the first is still being processed are not turned away:
@@ -8925,12 +8954,17 @@ export interface operations {
                  *     first request in its `RequestInfo`; `X-Request-Id` is the new request's.
                  *
                  *     - Keys belong to the calling user: two users never see each other's answers, and the
-                 *       credentials of one user share their keys.
+                 *       credentials of one user share their keys, not their answers. A kept answer is replayed only
+                 *       to a caller that may make the request now: its role, its credential's apps and whose
+                 *       resource it names are checked again first, and a caller that may not make it gets the
+                 *       refusal it would get without the key (for example 403 `APP_NOT_ALLOWED`, or 404 for another
+                 *       app's spend authorization), never the kept answer.
                  *     - The first answer is kept when the operation ran, whether it succeeded or failed with a 4xx
-                 *       (for example 404 for an unknown user or 409 for an email address in use): to try a changed
-                 *       request, use a new key. Nothing is kept for a request refused before it ran (401, 403, or
-                 *       400 for a request breaking the contract) or for a 500: such a request may be sent again
-                 *       with the same key.
+                 *       (for example 409 for an email address in use): to try a changed request, use a new key.
+                 *       Nothing is kept for a refusal that depends on who asks (401, 403, and 404, which does not
+                 *       tell a resource that does not exist from one the caller may not see), for a 400 refusing a
+                 *       request that breaks the contract, or for a 500: such a request may be sent again with the
+                 *       same key, changed or not.
                  *     - The same key with a different request is 422 with reason `IDEMPOTENCY_KEY_REUSED`, and
                  *       nothing is done.
                  *     - While a request with the key is still being processed, another one with it is 409 with
@@ -9106,12 +9140,17 @@ export interface operations {
                  *     first request in its `RequestInfo`; `X-Request-Id` is the new request's.
                  *
                  *     - Keys belong to the calling user: two users never see each other's answers, and the
-                 *       credentials of one user share their keys.
+                 *       credentials of one user share their keys, not their answers. A kept answer is replayed only
+                 *       to a caller that may make the request now: its role, its credential's apps and whose
+                 *       resource it names are checked again first, and a caller that may not make it gets the
+                 *       refusal it would get without the key (for example 403 `APP_NOT_ALLOWED`, or 404 for another
+                 *       app's spend authorization), never the kept answer.
                  *     - The first answer is kept when the operation ran, whether it succeeded or failed with a 4xx
-                 *       (for example 404 for an unknown user or 409 for an email address in use): to try a changed
-                 *       request, use a new key. Nothing is kept for a request refused before it ran (401, 403, or
-                 *       400 for a request breaking the contract) or for a 500: such a request may be sent again
-                 *       with the same key.
+                 *       (for example 409 for an email address in use): to try a changed request, use a new key.
+                 *       Nothing is kept for a refusal that depends on who asks (401, 403, and 404, which does not
+                 *       tell a resource that does not exist from one the caller may not see), for a 400 refusing a
+                 *       request that breaks the contract, or for a 500: such a request may be sent again with the
+                 *       same key, changed or not.
                  *     - The same key with a different request is 422 with reason `IDEMPOTENCY_KEY_REUSED`, and
                  *       nothing is done.
                  *     - While a request with the key is still being processed, another one with it is 409 with
@@ -9279,12 +9318,17 @@ export interface operations {
                  *     first request in its `RequestInfo`; `X-Request-Id` is the new request's.
                  *
                  *     - Keys belong to the calling user: two users never see each other's answers, and the
-                 *       credentials of one user share their keys.
+                 *       credentials of one user share their keys, not their answers. A kept answer is replayed only
+                 *       to a caller that may make the request now: its role, its credential's apps and whose
+                 *       resource it names are checked again first, and a caller that may not make it gets the
+                 *       refusal it would get without the key (for example 403 `APP_NOT_ALLOWED`, or 404 for another
+                 *       app's spend authorization), never the kept answer.
                  *     - The first answer is kept when the operation ran, whether it succeeded or failed with a 4xx
-                 *       (for example 404 for an unknown user or 409 for an email address in use): to try a changed
-                 *       request, use a new key. Nothing is kept for a request refused before it ran (401, 403, or
-                 *       400 for a request breaking the contract) or for a 500: such a request may be sent again
-                 *       with the same key.
+                 *       (for example 409 for an email address in use): to try a changed request, use a new key.
+                 *       Nothing is kept for a refusal that depends on who asks (401, 403, and 404, which does not
+                 *       tell a resource that does not exist from one the caller may not see), for a 400 refusing a
+                 *       request that breaks the contract, or for a 500: such a request may be sent again with the
+                 *       same key, changed or not.
                  *     - The same key with a different request is 422 with reason `IDEMPOTENCY_KEY_REUSED`, and
                  *       nothing is done.
                  *     - While a request with the key is still being processed, another one with it is 409 with
@@ -9633,12 +9677,17 @@ export interface operations {
                  *     first request in its `RequestInfo`; `X-Request-Id` is the new request's.
                  *
                  *     - Keys belong to the calling user: two users never see each other's answers, and the
-                 *       credentials of one user share their keys.
+                 *       credentials of one user share their keys, not their answers. A kept answer is replayed only
+                 *       to a caller that may make the request now: its role, its credential's apps and whose
+                 *       resource it names are checked again first, and a caller that may not make it gets the
+                 *       refusal it would get without the key (for example 403 `APP_NOT_ALLOWED`, or 404 for another
+                 *       app's spend authorization), never the kept answer.
                  *     - The first answer is kept when the operation ran, whether it succeeded or failed with a 4xx
-                 *       (for example 404 for an unknown user or 409 for an email address in use): to try a changed
-                 *       request, use a new key. Nothing is kept for a request refused before it ran (401, 403, or
-                 *       400 for a request breaking the contract) or for a 500: such a request may be sent again
-                 *       with the same key.
+                 *       (for example 409 for an email address in use): to try a changed request, use a new key.
+                 *       Nothing is kept for a refusal that depends on who asks (401, 403, and 404, which does not
+                 *       tell a resource that does not exist from one the caller may not see), for a 400 refusing a
+                 *       request that breaks the contract, or for a 500: such a request may be sent again with the
+                 *       same key, changed or not.
                  *     - The same key with a different request is 422 with reason `IDEMPOTENCY_KEY_REUSED`, and
                  *       nothing is done.
                  *     - While a request with the key is still being processed, another one with it is 409 with
@@ -10077,12 +10126,17 @@ export interface operations {
                  *     first request in its `RequestInfo`; `X-Request-Id` is the new request's.
                  *
                  *     - Keys belong to the calling user: two users never see each other's answers, and the
-                 *       credentials of one user share their keys.
+                 *       credentials of one user share their keys, not their answers. A kept answer is replayed only
+                 *       to a caller that may make the request now: its role, its credential's apps and whose
+                 *       resource it names are checked again first, and a caller that may not make it gets the
+                 *       refusal it would get without the key (for example 403 `APP_NOT_ALLOWED`, or 404 for another
+                 *       app's spend authorization), never the kept answer.
                  *     - The first answer is kept when the operation ran, whether it succeeded or failed with a 4xx
-                 *       (for example 404 for an unknown user or 409 for an email address in use): to try a changed
-                 *       request, use a new key. Nothing is kept for a request refused before it ran (401, 403, or
-                 *       400 for a request breaking the contract) or for a 500: such a request may be sent again
-                 *       with the same key.
+                 *       (for example 409 for an email address in use): to try a changed request, use a new key.
+                 *       Nothing is kept for a refusal that depends on who asks (401, 403, and 404, which does not
+                 *       tell a resource that does not exist from one the caller may not see), for a 400 refusing a
+                 *       request that breaks the contract, or for a 500: such a request may be sent again with the
+                 *       same key, changed or not.
                  *     - The same key with a different request is 422 with reason `IDEMPOTENCY_KEY_REUSED`, and
                  *       nothing is done.
                  *     - While a request with the key is still being processed, another one with it is 409 with

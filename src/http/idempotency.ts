@@ -4,10 +4,23 @@
 // which runs before this, as do authentication and roles: a request refused by them runs nothing
 // and keeps nothing, so the client may fix it and send it again with the same key.
 //
-// - Keys belong to the calling user (not the credential): a client that retries with another of its
-//   user's credentials still gets the first answer; another user's same key is another record.
-// - An answer is kept once the operation ran: its 200, or a 4xx it refused the request with. A 5xx
-//   keeps nothing (the key is released), so the retry runs again.
+// - A replay is answered only to a caller who may make the request now. Its role is checked before
+//   this on every request (app.ts), replays included. What the spend operations also check, the
+//   credential's apps and whose spend it is (../funds/spend-access.ts), is checked by running them:
+//   KEPT_WITH_EFFECT's operations run on every attempt before the record is looked at, so a caller
+//   that may not make the request gets its own refusal, as it would without the key. The claimed
+//   operations (super-admin only) are decided by role alone; an operation whose handler decides
+//   who may act on what must therefore be one of KEPT_WITH_EFFECT, never claimed first.
+// - Keys belong to the calling user (not the credential): a client that retries through another of
+//   its user's credentials (one issued to replace a lost one, or bound to more apps) still gets the
+//   first answer, and never has the request run twice; another user's same key is another record.
+//   Credentials of one user share keys, not answers: the check above hands a kept answer only to a
+//   credential that may make the request itself. (Keys scoped by the credential's apps would make
+//   such a retry a second hold, and strand the records kept before the upgrade that scoped them so,
+//   running their retries in flight again.)
+// - An answer is kept once the operation ran: its 200, or a 4xx it refused the request with. Not
+//   kept: a 5xx (the key is released, so the retry runs again), and a refusal about the caller (401,
+//   403, 404: ABOUT_THE_CALLER), which the error middleware answers as without the key.
 // - An operation whose effect is one transaction keeps its 200 in that transaction (`commitAnswer`
 //   of the request context): a crash between the effect's commit and a separate write of the answer
 //   would leave the key held until its lease lapsed, and the retry would then do the effect twice.
@@ -59,7 +72,8 @@ const PLAIN_ANSWERS: ReadonlySet<string> = new Set<OperationId>([
 
 /**
  * Operations that take no claim (see above): their effects are cheap enough to run and roll back
- * on a lost race, and each keeps its 200 in its effect's transaction.
+ * on a lost race, and each keeps its 200 in its effect's transaction. Each attempt's run checks
+ * its caller (apps, ownership) before any replay, so these are the operations that may check them.
  */
 const KEPT_WITH_EFFECT: ReadonlySet<string> = new Set<OperationId>([
   "svc.api.funds.v1.SpendService.Authorize",
@@ -67,6 +81,15 @@ const KEPT_WITH_EFFECT: ReadonlySet<string> = new Set<OperationId>([
   "svc.api.funds.v1.SpendService.Release",
   "svc.api.funds.v1.SpendService.Reverse",
 ]);
+
+/**
+ * Refusals about who asks, never kept: kept, one would be replayed to another credential of the
+ * user, or to the same caller once its access changed, and would block the corrected request with
+ * the key (422). A 404 is among them because it cannot tell "absent" from "hidden from this caller"
+ * (that is its point: another app's authorization is 404 to an app service). Not keeping one costs
+ * nothing: the ids the operations look up are the server's own, so what was absent stays absent.
+ */
+const ABOUT_THE_CALLER: ReadonlySet<number> = new Set([401, 403, 404]);
 
 const digest = (text: string) => createHash("sha256").update(text, "utf8").digest("base64url");
 
@@ -142,7 +165,8 @@ export class Idempotency {
     try {
       result = await outcome(res, () => execute(commitAnswer), () => kept);
     } catch (e) {
-      // A fault (5xx) keeps nothing, its effect rolled back: the retry runs again.
+      // A fault (5xx) keeps nothing, its effect rolled back: the retry runs again. A refusal about
+      // the caller is its answer whatever the record holds: it came before the record was looked at.
       if (e instanceof KeyTaken) return this.answerTaken(res, id, fingerprint);
       throw e;
     }
@@ -193,7 +217,8 @@ interface Outcome {
 
 /**
  * Runs `execute`: its answer as `keptAnswer` says it was kept with the effect, else its 200 or the
- * 4xx it refused the request with, to keep. A fault (a 5xx, which keeps nothing) is thrown on.
+ * 4xx it refused the request with, to keep. What is never kept, a fault (5xx) or a refusal about the
+ * caller (ABOUT_THE_CALLER), is thrown on, for the error middleware to answer as without the key.
  */
 async function outcome(res: Response, execute: () => Promise<unknown>, keptAnswer: () => Answer | undefined): Promise<Outcome> {
   try {
@@ -202,7 +227,7 @@ async function outcome(res: Response, execute: () => Promise<unknown>, keptAnswe
     return kept ? { answer: kept, kept: true } : { answer: { status: 200, headers: {}, body }, kept: false };
   } catch (e) {
     const { error } = toApiError(e);
-    if (error.status >= 500) throw e;
+    if (error.status >= 500 || ABOUT_THE_CALLER.has(error.status)) throw e;
     return { answer: { status: error.status, headers: error.headers, body: statusBody(error, String(res.locals.requestId)) }, kept: false };
   }
 }
