@@ -251,7 +251,7 @@ export async function runDatabase(dialect: Dialect, settings: BenchSettings, dri
     // than as fast as it can: on this machine the load generators share the server's two cores, and
     // a flood at full speed measures how the cores are shared, not what the limit spares B.
     if (wanted("rate-limit-alone", "rate-limit-flooded", "rate-limit-flood")) {
-      const limited = await start("0", await freePort(), { RATE_LIMIT: "on", RATE_LIMIT_SOURCE: "off", RATE_LIMIT_LISTENER: "off", RATE_LIMIT_CREDENTIAL: `${CREDENTIAL_QUOTA}/1` });
+      const limited = await start("0", await freePort(), { RATE_LIMIT: "on", RATE_LIMIT_SOURCE: "off", RATE_LIMIT_LISTENER: "off", RATE_LIMIT_LISTENER_FAILURES: "off", RATE_LIMIT_CREDENTIAL: `${CREDENTIAL_QUOTA}/1` });
       const headersOf = async (name: string) => (await Api.login(limited.url, await api.createCredential(await api.createUser(`Bench ${name}`, `bench-${name}@bench.example`)))).headers;
       const policy = (headers: Record<string, string>): RequestSpec => ({ kind: "fixed", method: "GET", path: "/api/v1/funds/policy", headers });
       const [a, b] = [policy(await headersOf("flooder")), policy(await headersOf("steady"))];

@@ -1447,17 +1447,23 @@ export interface paths {
          *     Validate authentication (HMAC or JWT), check idempotency on the event id, run the linked
          *     automation, respond `200`.
          *
-         *     First, the rate limits: a delivery over the listener's limit or its source address's is 429
-         *     (`RATE_LIMITED`, with `Retry-After`) before the listener is looked up or the body read.
-         *     Before authentication: an unknown listener is 404, a source address outside the allowed CIDR
-         *     list 403, a body over 64 KB 413 (a `Content-Length` over 64 KB before the body is read), then
-         *     missing or malformed headers, a `Content-Type` other than `application/json` or a body that is
-         *     not valid JSON 400, and a `charset` other than `utf-8` or a `Content-Encoding` other than
-         *     `identity` 415, in the order of the header table. Only requests that passed every check
-         *     record their event id: a forged or malformed request never consumes an id, and a duplicate that
-         *     fails authentication is 401, not 409. Recording the event and starting the automation's
-         *     execution happen together before the `200` is sent, so an accepted event is never lost; the
-         *     steps then run asynchronously (follow them with
+         *     First, the rate limits of the source address: a request over the address's limit is 429
+         *     (`RATE_LIMITED`, `metadata.policy` `source`), and so is a request from an address that has
+         *     spent its budget of failed authentications on this listener (`TOO_MANY_FAILED_ATTEMPTS`,
+         *     `listener-failures`; whatever the request carries, a valid signature too), both before the
+         *     listener is looked up or the body read. Every request that fails authentication (401) counts
+         *     against that budget; no other refusal does. Before authentication: an unknown listener is
+         *     404, a source address outside the allowed CIDR list 403, a body over 64 KB 413 (a
+         *     `Content-Length` over 64 KB before the body is read), then missing or malformed headers, a
+         *     `Content-Type` other than `application/json` or a body that is not valid JSON 400, and a
+         *     `charset` other than `utf-8` or a `Content-Encoding` other than `identity` 415, in the order
+         *     of the header table. Once authenticated, a delivery counts against the listener's rate
+         *     limit, which counts nothing else, so that requests that do not authenticate cannot spend the
+         *     sender's quota: over it, 429 (`RATE_LIMITED`, `listener`) before the event id is checked.
+         *     Only requests that passed every check record their event id: a forged or malformed request
+         *     never consumes an id, and a duplicate that fails authentication is 401, not 409. Recording
+         *     the event and starting the automation's execution happen together before the `200` is sent,
+         *     so an accepted event is never lost; the steps then run asynchronously (follow them with
          *     `AutomationExecutionService.GetAutomationExecution`).
          *
          *     ## Authentication: HMAC
@@ -1514,7 +1520,7 @@ export interface paths {
          *     | 401 | Authentication failed: invalid HMAC signature, failed JWT verification (unreachable JWKS, `kid` not in the JWKS, missing required claim, expired token), missing authentication header. |
          *     | 403 | Source IP not in the allowed CIDR list (when IP restrictions are enabled). |
          *     | 409 | Duplicate event id for the listener. Idempotency protection, not a failure; the event was already processed. |
-         *     | 429 | Rate limit of the listener or of the source address exceeded; retry after `Retry-After` seconds. Nothing was recorded. |
+         *     | 429 | Rate limit exceeded: of the source address, of the listener (deliveries that authenticated), or the source address's budget of failed authentications on this listener; retry after `Retry-After` seconds. Nothing was recorded. |
          *
          *     Also 404 for an unknown listener, 413 for a body over 64 KB (65,536 bytes), and 415 for a
          *     `charset` other than `utf-8` or a `Content-Encoding` other than `identity`.
@@ -5792,7 +5798,7 @@ export interface components {
                 "application/json": components["schemas"]["Status"];
             };
         };
-        /** @description A rate limit is exceeded (`RATE_LIMITED`; `metadata.policy` names it): of the sender's source address, or of the listener. Answered before the listener is looked up or the body read: nothing was recorded and the event id is not consumed. Retry after `Retry-After` seconds. */
+        /** @description A rate limit is exceeded; `metadata.policy` names it. `RATE_LIMITED`: of the sender's source address (`source`), answered before the listener is looked up or the body read, or of the listener (`listener`), which counts only deliveries that authenticated and is answered once this one did, before its event id is checked. `TOO_MANY_FAILED_ATTEMPTS`: the sender's source address has spent its budget of failed authentications on this listener (`listener-failures`), answered before the listener is looked up or the body read, whatever the request carries. Nothing was recorded and the event id is not consumed. Retry after `Retry-After` seconds. */
         WebhookTooManyRequests: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -5968,8 +5974,10 @@ export interface components {
          *     draft-ietf-httpapi-ratelimit-headers): a list of `"<policy>";q=<requests>;w=<seconds>`, one item
          *     per limit, each allowing `q` requests per `w` seconds over every instance of the service
          *     together. The policies are `source` (per client address: every operation), `credential` (per
-         *     API credential: every operation that takes an access token) and `listener` (per webhook
-         *     listener: the intake). Absent when the server runs without rate limits.
+         *     API credential: every operation that takes an access token), `listener` (per webhook listener:
+         *     the intake's deliveries that authenticated) and `listener-failures` (per webhook listener and
+         *     client address: the intake's deliveries that failed authentication, named on those answers and on
+         *     the refusal once it is spent). Absent when the server runs without rate limits.
          */
         "RateLimit-Policy": string;
         /**
@@ -10864,7 +10872,7 @@ export interface operations {
                     "application/json": components["schemas"]["Status"];
                 };
             };
-            /** @description The event's authentication failed. */
+            /** @description The event's authentication failed. It counts against the source address's budget of failed authentications on this listener (`RateLimit` names it: `listener-failures`); once that is spent, the address's requests to the listener are 429 `TOO_MANY_FAILED_ATTEMPTS`. */
             401: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];

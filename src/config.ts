@@ -29,7 +29,7 @@ export interface Config {
   jwksAllowInsecure: boolean;
   /** TRUST_PROXY: CIDRs of proxies whose X-Forwarded-For is honoured; empty trusts none. */
   trustProxy: string[];
-  /** RATE_LIMIT_SOURCE, _CREDENTIAL, _LISTENER (each null when off; all null with RATE_LIMIT=off). */
+  /** RATE_LIMIT_SOURCE, _CREDENTIAL, _LISTENER, _LISTENER_FAILURES (each null when off; all null with RATE_LIMIT=off). */
   rateLimits: RateLimitQuotas;
   /** HEAP_GROWTH_PERCENT: how far V8's heap grows past its live part before a full collection; 0 leaves V8's own choice. */
   heapGrowthPercent: number;
@@ -129,8 +129,11 @@ function trustProxy(raw: string | undefined): string[] {
   }
 }
 
-/** The defaults: a steady 200, 100 and 200 requests a second, and a minute's worth at once. */
-export const RATE_LIMIT_DEFAULTS = { source: "12000/60", credential: "6000/60", listener: "12000/60" } as const;
+/**
+ * The defaults: a steady 200, 100 and 200 requests a second, and a minute's worth at once; a
+ * sender's failed authentications on a listener, one a second and 60 at once.
+ */
+export const RATE_LIMIT_DEFAULTS = { source: "12000/60", credential: "6000/60", listener: "12000/60", "listener-failures": "60/60" } as const;
 
 /** `<requests>/<seconds>` (e.g. 6000/60: 6,000 requests a minute), or `off`. */
 function rateQuota(env: NodeJS.ProcessEnv, name: string, fallback: string): RateQuota | null {
@@ -152,8 +155,9 @@ function rateLimits(env: NodeJS.ProcessEnv): RateLimitQuotas {
     source: rateQuota(env, "RATE_LIMIT_SOURCE", RATE_LIMIT_DEFAULTS.source),
     credential: rateQuota(env, "RATE_LIMIT_CREDENTIAL", RATE_LIMIT_DEFAULTS.credential),
     listener: rateQuota(env, "RATE_LIMIT_LISTENER", RATE_LIMIT_DEFAULTS.listener),
+    "listener-failures": rateQuota(env, "RATE_LIMIT_LISTENER_FAILURES", RATE_LIMIT_DEFAULTS["listener-failures"]),
   };
-  return master === "off" ? { source: null, credential: null, listener: null } : quotas;
+  return master === "off" ? { source: null, credential: null, listener: null, "listener-failures": null } : quotas;
 }
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {

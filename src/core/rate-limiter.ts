@@ -9,6 +9,10 @@
 // half of its share still has half of it left. However many instances there are, each admits at
 // least one request a window.
 //
+// A limit of failures, known only once a request's work is done, peeks before the work (refusing a
+// key whose bucket is empty) and charges after it: a charge counts even past the quota, so
+// failures sent all at once delay the key's next admission as if they had been sent one by one.
+//
 // Memory is bounded: at most `maxKeys` keys, the least recently seen forgotten first (a forgotten
 // key starts again with a full bucket), so a flood of distinct keys cannot grow it.
 import { BoundedMap } from "./bounded-map.js";
@@ -20,13 +24,17 @@ export interface RateQuota {
   windowSeconds: number;
 }
 
-/** The limits of the API: per client address, per credential, per webhook listener. */
-export type RatePolicyName = "source" | "credential" | "listener";
+/**
+ * The limits of the API: per client address, per credential, per webhook listener (its deliveries
+ * that authenticated), and per webhook listener and client address (its failed authentications).
+ */
+export type RatePolicyName = "source" | "credential" | "listener" | "listener-failures";
 
 /** The quota of each limit; null where it is off. */
 export type RateLimitQuotas = Record<RatePolicyName, RateQuota | null>;
 
 export interface RateDecision {
+  /** Admitted (by `take`, `peek`); for `charge`, whether the request fitted in the quota. */
   allowed: boolean;
   /** Whole requests this instance still admits for the key right now (0 when refused). */
   remaining: number;
@@ -41,6 +49,26 @@ interface Bucket {
   debt: number;
   at: number;
 }
+
+/** A bucket's capacity and a request's cost, in the units of its debt. */
+interface Measure {
+  capacity: number;
+  cost: number;
+}
+
+/** A key left with `debt`: whether that is within the quota, the requests it still has, the seconds until its bucket is full. */
+const left = (debt: number, { capacity, cost }: Measure, { quota }: RateQuota): RateDecision => ({
+  allowed: debt <= capacity,
+  remaining: Math.max(0, Math.floor((capacity - debt) / cost)),
+  seconds: Math.ceil(debt / quota / 1000),
+});
+
+/** A refusal: the seconds until the key's next request fits. */
+const refused = ({ debt, capacity, cost }: Bucket & Measure, { quota }: RateQuota): RateDecision => ({
+  allowed: false,
+  remaining: 0,
+  seconds: Math.max(1, Math.ceil((debt + cost - capacity) / quota / 1000)),
+});
 
 /** Keys kept per limit; 100 to 300 bytes each (a listener id is up to 128 characters). */
 export const MAX_KEYS = 100_000;
@@ -60,20 +88,48 @@ export class RateLimiter {
 
   /** Takes one request for `key` if its bucket has room. */
   take(key: string): RateDecision {
+    const b = this.bucket(key);
+    if (b.debt + b.cost > b.capacity) {
+      // Seen anew, so that the key forgotten first is the one seen longest ago.
+      this.buckets.set(key, { debt: b.debt, at: b.at });
+      return refused(b, this.quota);
+    }
+    return this.keep(key, b);
+  }
+
+  /**
+   * Counts one request for `key` that was served whatever its bucket held (a failure known only
+   * once its work was done): what it takes past the quota delays the key's next admission.
+   * `allowed` says whether it fitted.
+   */
+  charge(key: string): RateDecision {
+    return this.keep(key, this.bucket(key));
+  }
+
+  /** What `take` would answer for `key`, taking nothing; a key not kept is not kept by it either. */
+  peek(key: string): RateDecision {
+    const b = this.bucket(key);
+    return b.debt + b.cost > b.capacity ? refused(b, this.quota) : left(b.debt, b, this.quota);
+  }
+
+  /** The bucket of `key` now: its debt, refilled since it was last seen, and what it is held to. */
+  private bucket(key: string): Bucket & Measure {
     const now = this.clock.now();
     const windowMs = this.quota.windowSeconds * 1000;
-    const capacity = windowMs * this.quota.quota;
-    const cost = windowMs * Math.min(this.quota.quota, Math.max(1, this.instances()));
-    const bucket = this.buckets.get(key);
-    const debt = bucket ? Math.max(0, bucket.debt - Math.max(0, now - bucket.at) * this.quota.quota) : 0;
-    const allowed = debt + cost <= capacity;
-    const after = allowed ? debt + cost : debt;
-    // Set anew, so that the key forgotten first is the one seen longest ago.
-    this.buckets.set(key, { debt: after, at: now });
-    const msUntil = (debtToShed: number) => debtToShed / this.quota.quota;
-    return allowed
-      ? { allowed, remaining: Math.floor((capacity - after) / cost), seconds: Math.ceil(msUntil(after) / 1000) }
-      : { allowed, remaining: 0, seconds: Math.max(1, Math.ceil(msUntil(debt + cost - capacity) / 1000)) };
+    const kept = this.buckets.get(key);
+    return {
+      at: now,
+      debt: kept ? Math.max(0, kept.debt - Math.max(0, now - kept.at) * this.quota.quota) : 0,
+      capacity: windowMs * this.quota.quota,
+      cost: windowMs * Math.min(this.quota.quota, Math.max(1, this.instances())),
+    };
+  }
+
+  /** Takes one request from `b`, past its capacity or not. */
+  private keep(key: string, b: Bucket & Measure): RateDecision {
+    const debt = b.debt + b.cost;
+    this.buckets.set(key, { debt, at: b.at });
+    return left(debt, b, this.quota);
   }
 
   /** Keys held now (for tests of the memory bound). */

@@ -19,7 +19,7 @@ import { IDEMPOTENCY_KEY_HEADER, type Idempotency } from "./idempotency.js";
 import { leanJsonAnswers } from "./json-answer.js";
 import { narrowOneOfFailures } from "./one-of-issues.js";
 import { parameterForm } from "./parameter-form.js";
-import { LISTENER_ROUTE, type RateLimits } from "./rate-limit.js";
+import type { RateLimits } from "./rate-limit.js";
 import { JSON_LIMIT_BYTES, rawBodyLimit, readRawBody, refuseDeclaredOversize, unlessBodyless, verifyJson, wholeRequest } from "./request-body.js";
 import { requestId } from "./request-id.js";
 import { RequestShapes } from "./request-shapes.js";
@@ -168,7 +168,6 @@ export function createApp(options: AppOptions): Express {
 
   // After the route is known, so its refusals are logged and published under the operation.
   app.use(TOKEN_PATH, tokenEndpointGuard);
-  app.post(LISTENER_ROUTE, options.rateLimits.admitListener);
 
   // Operations that take their body raw (the webhook intake signs its exact bytes) skip the parsers
   // and the contract validator: their handler checks everything, in the order the contract states.
@@ -187,7 +186,7 @@ export function createApp(options: AppOptions): Express {
             remoteAddress: req.socket.remoteAddress ?? "",
             forwardedFor: req.get("x-forwarded-for"),
           },
-          { requestId: res.locals.requestId as string, peer: peerOf(req) },
+          { requestId: res.locals.requestId as string, peer: peerOf(req), intakeLimits: options.rateLimits.forIntake(req, res) },
         );
         res.status(200).json(body);
       } catch (e) {

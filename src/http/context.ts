@@ -2,6 +2,7 @@
 import { unauthenticated } from "../core/errors.js";
 import type { Principal } from "../identity/roles.js";
 import type { BeforeCommit } from "../storage/transactions.js";
+import type { IntakeLimits } from "../webhooks/intake.js";
 
 export interface RequestContext {
   requestId: string;
@@ -9,6 +10,8 @@ export interface RequestContext {
   principal?: Principal;
   /** The socket's peer and the X-Forwarded-For header, for what is keyed by the caller's address. */
   peer: { remoteAddress: string; forwardedFor: string | undefined };
+  /** The rate limits the webhook intake meets in its order; set on its requests (the raw ones). */
+  intakeLimits?: IntakeLimits;
   /**
    * Set for a request made with an Idempotency-Key: keeps `body` as the request's answer in the
    * transaction `db` of its effect. An operation whose effect is one transaction calls it there, so

@@ -1,31 +1,33 @@
 // The rate limits of the API: per source address on every operation, per credential on the
 // operations that take an access token, per listener on the webhook intake. Each is checked as soon
-// as its key is known and before any work that key's requests could make the server do: the source
-// before authentication, the credential once the token's signature is verified but before the
-// database is asked about it, the listener before the intake looks it up or reads the body.
+// as its key is known and before the work it guards: the source before authentication, the
+// credential once the token's signature is verified but before the database is asked about it. A
+// listener's limit counts only deliveries that authenticated (checked then, before their event id),
+// so that whoever merely knows its URL cannot spend its sender's quota; failed authentications
+// count per listener and source address under a smaller budget of their own, and an address that
+// spent it is refused before the intake does any work for it.
 //
 // Answers carry the IETF RateLimit fields (draft-ietf-httpapi-ratelimit-headers): RateLimit-Policy
 // names each limit applied with its quota and window, RateLimit the requests still admitted and
-// the seconds until they are all restored. A refusal is 429 RATE_LIMITED with Retry-After.
-import type { NextFunction, Request, Response } from "express";
+// the seconds until they are all restored. A refusal is 429 with Retry-After: RATE_LIMITED, or
+// TOO_MANY_FAILED_ATTEMPTS for the failure budget (the token endpoint's reason for the same thing).
+import type { Request, Response } from "express";
 import ipaddr from "ipaddr.js";
-import { operationRoutes } from "../../generated/server.js";
 import type { Clock } from "../core/clock.js";
-import { ApiError, GrpcCode } from "../core/errors.js";
-import { isPathId } from "../core/ids.js";
+import { ApiError, GrpcCode, type ErrorReason } from "../core/errors.js";
 import { RateLimiter, type RateDecision, type RateLimitQuotas, type RatePolicyName, type RateQuota } from "../core/rate-limiter.js";
+import type { IntakeLimits } from "../webhooks/intake.js";
 import { clientAddress, normalizeAddress } from "../webhooks/source-ip.js";
-import { expressPath } from "./route-table.js";
 
-const REFUSALS: Record<RatePolicyName, string> = {
-  source: "too many requests from this source address; retry after the seconds in Retry-After",
-  credential: "too many requests with this credential; retry after the seconds in Retry-After",
-  listener: "too many deliveries to this listener; retry after the seconds in Retry-After",
+const REFUSALS: Record<RatePolicyName, { reason: ErrorReason; message: string }> = {
+  source: { reason: "RATE_LIMITED", message: "too many requests from this source address; retry after the seconds in Retry-After" },
+  credential: { reason: "RATE_LIMITED", message: "too many requests with this credential; retry after the seconds in Retry-After" },
+  listener: { reason: "RATE_LIMITED", message: "too many deliveries to this listener; retry after the seconds in Retry-After" },
+  "listener-failures": {
+    reason: "TOO_MANY_FAILED_ATTEMPTS",
+    message: "too many failed authentications from this source address to this listener; retry after the seconds in Retry-After",
+  },
 };
-
-const INTAKE = operationRoutes.find((r) => r.operationId === "svc.api.webhooks.v1.IncomingWebhookService.Receive")!;
-/** The webhook intake's route, as Express writes it: the listener limit guards it. */
-export const LISTENER_ROUTE = expressPath(INTAKE.path);
 
 /**
  * The key of a client address: an IPv4 address, or the /64 network of an IPv6 one (a single
@@ -71,8 +73,12 @@ export class RateLimits {
   admitSource(req: Request, res: Response): void {
     // The address is parsed only for a limit that uses it.
     if (!this.limiters.source) return;
+    this.admit("source", this.clientKey(req), res);
+  }
+
+  private clientKey(req: Request): string {
     const forwardedFor = req.get("x-forwarded-for");
-    this.admit("source", forwardedFor === undefined ? this.socketKey(req.socket) : this.sourceKeyOf(req.socket.remoteAddress, forwardedFor), res);
+    return forwardedFor === undefined ? this.socketKey(req.socket) : this.sourceKeyOf(req.socket.remoteAddress, forwardedFor);
   }
 
   private sourceKeyOf(socketAddress: string | undefined, forwardedFor: string | undefined): string {
@@ -93,30 +99,37 @@ export class RateLimits {
     this.admit("credential", credentialId, res);
   }
 
-  /**
-   * Express middleware of the intake's route: admits a delivery to the listener in the path, else
-   * 429. An id no listener can have is left to the intake, which answers 404 without a lookup.
-   */
-  readonly admitListener = (req: Request, res: Response, next: NextFunction): void => {
-    const id = req.params.listener_id;
-    try {
-      if (typeof id === "string" && isPathId(id)) this.admit("listener", id, res);
-      next();
-    } catch (e) {
-      next(e);
-    }
-  };
+  /** The limits of a request to the webhook intake, which meets them in its order (webhooks/intake.ts). */
+  forIntake(req: Request, res: Response): IntakeLimits {
+    // Keyed by listener and address, as the token endpoint keys its failures by client id and
+    // address: a sender whose deliveries to one listener fail still delivers to the others.
+    const failures = (listenerId: string, count: "peek" | "charge") => {
+      if (this.limiters["listener-failures"]) this.admit("listener-failures", `${listenerId} ${this.clientKey(req)}`, res, count);
+    };
+    return {
+      screen: (listenerId) => failures(listenerId, "peek"),
+      authenticated: (listenerId) => this.admit("listener", listenerId, res),
+      failed: (listenerId) => failures(listenerId, "charge"),
+    };
+  }
 
-  private admit(name: RatePolicyName, key: string, res: Response): void {
+  /**
+   * Counts a request against the limit `name` (`peek`: only looks) and names the limit in the
+   * answer's RateLimit fields; 429 when it refuses. A charge counts whatever the bucket held (the
+   * work is done) and never refuses; a peek that admits counted nothing and names nothing.
+   */
+  private admit(name: RatePolicyName, key: string, res: Response, count: "take" | "peek" | "charge" = "take"): void {
     const limiter = this.limiters[name];
     if (!limiter) return;
-    const decision = limiter.take(key);
+    const decision = limiter[count](key);
+    if (count === "peek" && decision.allowed) return;
     const applied = ((res.locals.rateLimits as Applied[] | undefined) ??= []);
     applied.push({ name, quota: limiter.quota, decision });
     res.setHeader("RateLimit-Policy", applied.map((a) => `"${a.name}";q=${a.quota.quota};w=${a.quota.windowSeconds}`).join(", "));
     res.setHeader("RateLimit", applied.map((a) => `"${a.name}";r=${a.decision.remaining};t=${a.decision.seconds}`).join(", "));
-    if (!decision.allowed) {
-      throw new ApiError(429, GrpcCode.RESOURCE_EXHAUSTED, "RATE_LIMITED", REFUSALS[name], {
+    if (!decision.allowed && count !== "charge") {
+      const { reason, message } = REFUSALS[name];
+      throw new ApiError(429, GrpcCode.RESOURCE_EXHAUSTED, reason, message, {
         metadata: { policy: name },
         headers: { "Retry-After": String(decision.seconds) },
       });

@@ -1,10 +1,12 @@
 // The inbound webhook intake (seed 4.3, 5.2, 6, 7), in the order the contract states: the listener
 // (404), the source address (403), the body size (413), headers and body (400), authentication
 // (401), then idempotency (409). Only a request that passed every check records its event id, and
-// the record and the execution it starts commit together before the 200.
+// the record and the execution it starts commit together before the 200. The rate limits of the
+// listener come where their keys are proven: failures of the address first, before any work, and
+// the listener's own limit once the delivery authenticated, before its event id is checked.
 import type { KnownWebhookEventOutcome } from "../../generated/enums.js";
 import type { Clock } from "../core/clock.js";
-import { conflict, notFound, permissionDenied } from "../core/errors.js";
+import { ApiError, conflict, notFound, permissionDenied } from "../core/errors.js";
 import { isPathId } from "../core/ids.js";
 import type { AutomationExecutionsTable } from "../storage/schema.js";
 import { parseJsonBody } from "./body.js";
@@ -22,6 +24,22 @@ export interface IncomingRequest {
   readBody: () => Promise<Buffer>;
   remoteAddress: string;
   forwardedFor: string | undefined;
+  limits: IntakeLimits;
+}
+
+/**
+ * The rate limits of one request to the intake (http/rate-limit.ts). A listener's limit counts only
+ * deliveries that authenticated, so that no one who merely knows its URL can spend its sender's
+ * quota; failed authentications count against the sender's address on that listener, under a
+ * smaller budget of their own, so that one address cannot make the intake verify without bound.
+ */
+export interface IntakeLimits {
+  /** Before any work: 429 when the address has spent its failure budget on the listener. */
+  screen(listenerId: string): void;
+  /** The delivery authenticated: counts it against the listener's limit; 429 over it. */
+  authenticated(listenerId: string): void;
+  /** The delivery failed authentication: counts it against the address's failure budget on the listener. */
+  failed(listenerId: string): void;
 }
 
 export const WebhookOutcome = {
@@ -59,6 +77,7 @@ export class WebhookIntake {
     const { listeners, clock } = this.deps;
     // No listener has an id of another shape; the database is not asked (PostgreSQL refuses a NUL in text).
     if (!isPathId(request.listenerId)) throw listenerNotFound();
+    request.limits.screen(request.listenerId);
     const listener = await listeners.findForIntake(request.listenerId);
     if (!listener) throw listenerNotFound();
     const peer = clientAddress(request.remoteAddress, request.forwardedFor, this.deps.trustProxy);
@@ -69,6 +88,23 @@ export class WebhookIntake {
     const { timestamp, eventId, eventIdRaw } = parseWebhookHeaders(request.headers, clock);
     const trigger = parseJsonBody(rawBody);
 
+    try {
+      await this.authenticate(listener, request, timestamp, eventIdRaw, rawBody);
+    } catch (e) {
+      if (e instanceof ApiError && e.status === 401) request.limits.failed(request.listenerId);
+      throw e;
+    }
+    request.limits.authenticated(request.listenerId);
+    // A read that answers most duplicates where it spares a write; the record settles the rest.
+    if (await this.deps.events.seen(listener.id, eventId)) throw duplicate();
+    const { event, execution } = await this.record(listener, eventId, trigger);
+    if (execution) this.deps.handOff.recorded(execution);
+    return event;
+  }
+
+  /** 401 unless the request carries the listener's HMAC signature or a JWT its JWKS verifies. */
+  private async authenticate(listener: IntakeListener, request: IncomingRequest, timestamp: string, eventIdRaw: string, rawBody: Buffer): Promise<void> {
+    const { listeners, clock } = this.deps;
     if (listener.method === "hmac") {
       verifyHmac(listeners.openSecrets(listener), request.headers[SIGNATURE_HEADER.toLowerCase()], timestamp, eventIdRaw, rawBody);
     } else {
@@ -83,11 +119,6 @@ export class WebhookIntake {
         clock,
       });
     }
-    // A read that answers most duplicates where it spares a write; the record settles the rest.
-    if (await this.deps.events.seen(listener.id, eventId)) throw duplicate();
-    const { event, execution } = await this.record(listener, eventId, trigger);
-    if (execution) this.deps.handOff.recorded(execution);
-    return event;
   }
 
   /**

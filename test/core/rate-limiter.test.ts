@@ -1,5 +1,6 @@
 // The token bucket per key: a window's quota at once, then one request each window/quota; exact
-// remaining and reset figures; each instance's share of the quota; a bounded number of keys.
+// remaining and reset figures; a look that takes nothing, and a charge past the quota; each
+// instance's share of the quota; a bounded number of keys.
 import { describe, expect, it } from "vitest";
 import { ManualClock } from "../../src/core/clock.js";
 import { RateLimiter } from "../../src/core/rate-limiter.js";
@@ -65,6 +66,31 @@ describe("a token bucket per key", () => {
     count.instances = 1;
     // Half of the whole quota (20) is left.
     expect(takeAll(l, "a", 11).filter((a) => a.allowed)).toHaveLength(10);
+  });
+
+  it("peek answers what take would, taking nothing and keeping no key", () => {
+    const { limiter: l } = limiter(2, 10);
+    expect(l.peek("a")).toEqual({ allowed: true, remaining: 2, seconds: 0 });
+    expect(l.size).toBe(0);
+    takeAll(l, "a", 2);
+    expect(l.peek("a")).toEqual({ allowed: false, remaining: 0, seconds: 5 });
+    expect(l.take("a")).toEqual({ allowed: false, remaining: 0, seconds: 5 });
+  });
+
+  it("charge counts a request whatever the bucket holds: what it takes past the quota delays the next admission", () => {
+    const { clock, limiter: l } = limiter(2, 10);
+    const charged = Array.from({ length: 3 }, () => l.charge("a"));
+    expect(charged).toEqual([
+      { allowed: true, remaining: 1, seconds: 5 },
+      { allowed: true, remaining: 0, seconds: 10 },
+      { allowed: false, remaining: 0, seconds: 15 },
+    ]);
+    // Three counted where two fit: one more fits once two have been earned back (10 s), not one (5 s).
+    expect(l.peek("a")).toMatchObject({ allowed: false, seconds: 10 });
+    clock.advance(9999);
+    expect(l.take("a")).toMatchObject({ allowed: false, seconds: 1 });
+    clock.advance(1);
+    expect(l.take("a")).toMatchObject({ allowed: true, remaining: 0 });
   });
 
   it("holds at most maxKeys keys, forgetting the least recently seen", () => {

@@ -2,14 +2,15 @@
 // expired token, a role that may not call it, a body over the limit, a body that is not JSON or not
 // an object, a path parameter that is not percent-encoded UTF-8, a page_size not written as a decimal
 // integer, a repeated page_token, and a rate limit exceeded (its source address's, its credential's,
-// its listener's). Each request goes over real HTTP, and each answer must be one of the operation's
-// documented examples (status, reason and message), so a partner reading the examples sees what the
-// server says.
+// its listener's, an address's failure budget on a listener). Each request goes over real HTTP, and
+// each answer must be one of the operation's documented examples (status, reason and message), so a
+// partner reading the examples sees what the server says.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ALLOWED_ROLES } from "../../src/identity/roles.js";
 import { declaredErrors } from "../support/declared-errors.js";
 import { contract, deref, operations } from "../support/contract.js";
 import { BOOTSTRAP, startTestServer, type TestServer } from "../support/server.js";
+import { createHooked, hmacHeaders, newEventId, unixTime } from "./webhooks-helpers.js";
 
 let ts: TestServer;
 let userToken: string;
@@ -19,6 +20,8 @@ let expiredToken: string;
 let limited: TestServer;
 let limitedToken: string;
 const QUOTA = 3;
+/** Failed authentications an address may make on a listener: fewer than QUOTA, so that its source limit has room for the refusal. */
+const FAILURES = 2;
 
 const token = async (credentials: { clientId: string; clientSecret: string }, url = ts.url): Promise<string> => {
   const answer = await fetch(`${url}/auth/v1/token`, {
@@ -37,7 +40,7 @@ beforeAll(async () => {
   userToken = await token(user);
   appServiceToken = await token(await ts.userClient(["ROLE_APP_SERVICE"]));
   const quota = `${QUOTA}/1`;
-  limited = await startTestServer({ TRUST_PROXY: "127.0.0.1/32", RATE_LIMIT_SOURCE: quota, RATE_LIMIT_CREDENTIAL: quota, RATE_LIMIT_LISTENER: quota });
+  limited = await startTestServer({ TRUST_PROXY: "127.0.0.1/32", RATE_LIMIT_SOURCE: quota, RATE_LIMIT_CREDENTIAL: quota, RATE_LIMIT_LISTENER: quota, RATE_LIMIT_LISTENER_FAILURES: `${FAILURES}/1` });
   const limitedUser = await limited.userClient(["ROLE_USER"]);
   // The setup took this address's quota: a window later it has it again.
   limited.clock.advance(1000);
@@ -56,14 +59,39 @@ async function send(method: string, path: string, headers: Record<string, string
 }
 
 let clients = 0;
-/** QUOTA requests, then one more whose answer is returned, each as a client of its own address unless `from` is given. */
-async function overTheLimit(method: string, path: string, headers: Record<string, string>, from?: string) {
-  const forwarded = () => ({ "X-Forwarded-For": from ?? `198.51.${Math.floor(++clients / 250)}.${clients % 250}` });
-  const target = urlOf(path, undefined, limited);
-  for (let i = 0; i < QUOTA; i++) expect((await send(method, path, { ...headers, ...forwarded() }, undefined, target)).status).not.toBe(429);
-  const { retryAfter, rateLimit, ...answer } = await send(method, path, { ...headers, ...forwarded() }, undefined, target);
+/** An address of its own for the next request, forwarded by the trusted proxy (the test). */
+const newClient = () => ({ "X-Forwarded-For": `198.51.${Math.floor(++clients / 250)}.${clients % 250}` });
+
+/** A 429's answer, its Retry-After and RateLimit checked. */
+function refusal({ retryAfter, rateLimit, ...answer }: Awaited<ReturnType<typeof send>>) {
   expect({ retryAfter, rateLimit }).toEqual({ retryAfter: "1", rateLimit: true });
   return answer;
+}
+
+/** QUOTA requests, then one more whose answer is returned, each as a client of its own address unless `from` is given. */
+async function overTheLimit(method: string, path: string, headers: Record<string, string>, from?: string) {
+  const forwarded = () => (from ? { "X-Forwarded-For": from } : newClient());
+  const target = urlOf(path, undefined, limited);
+  for (let i = 0; i < QUOTA; i++) expect((await send(method, path, { ...headers, ...forwarded() }, undefined, target)).status).not.toBe(429);
+  return refusal(await send(method, path, { ...headers, ...forwarded() }, undefined, target));
+}
+
+/**
+ * The webhook intake's own limits, on a listener that exists: signed deliveries, each from an
+ * address of its own, over the listener's quota; then forged ones from one address over its
+ * failure budget. Answers both refusals.
+ */
+async function overTheIntakeLimits(method: string, path: string) {
+  limited.clock.advance(1000);
+  const hook = await createHooked(limited);
+  limited.clock.advance(1000);
+  const target = urlOf(path, hook.listenerId, limited);
+  const deliver = (secret: string, from: Record<string, string>) => send(method, path, { ...hmacHeaders(secret, "{}", unixTime(limited), newEventId()), ...from }, "{}", target);
+  for (let i = 0; i < QUOTA; i++) expect((await deliver(hook.secret, newClient())).status).toBe(200);
+  const overListener = refusal(await deliver(hook.secret, newClient()));
+  const forger = newClient();
+  for (let i = 0; i < FAILURES; i++) expect((await deliver("not-the-secret", forger)).status).toBe(401);
+  return [overListener, refusal(await deliver("not-the-secret", forger))];
 }
 
 const documented = (operationId: string, status: number) =>
@@ -105,15 +133,13 @@ describe("the errors every operation documents", () => {
         expect(documented(operationId, 403)).toContainEqual(await send(method, path, { Authorization: `Bearer ${refusedToken()}` }));
       });
     }
-    it(`${name}: 429 for a source address over its rate limit${secured ? ", and for a credential over its own" : ""}${op["x-raw-request"] === true ? ", and for a listener over its own" : ""}`, async () => {
+    it(`${name}: 429 for a source address over its rate limit${secured ? ", and for a credential over its own" : ""}${op["x-raw-request"] === true ? ", for a listener over its own, and for an address over its failure budget on it" : ""}`, async () => {
       // A window later, every limit has its whole quota again.
       limited.clock.advance(1000);
       expect(documented(operationId, 429)).toContainEqual(await overTheLimit(method, path, {}, "203.0.113.1"));
       if (secured) expect(documented(operationId, 429)).toContainEqual(await overTheLimit(method, path, { Authorization: `Bearer ${limitedToken}` }));
       if (op["x-raw-request"] === true) {
-        // The source's requests went to the same listener: a window later it has its quota again.
-        limited.clock.advance(1000);
-        expect(documented(operationId, 429)).toContainEqual(await overTheLimit(method, path, {}));
+        for (const answer of await overTheIntakeLimits(method, path)) expect(documented(operationId, 429)).toContainEqual(answer);
       }
     });
     if (takesJson) {
