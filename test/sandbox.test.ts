@@ -11,8 +11,8 @@ import type { JWK } from "jose";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createApiClient, unwrap, type ApiClient } from "../src/client/index.js";
 import { sendWebhookEvent } from "../src/client/webhook-sender.js";
-import { report, type SandboxInfo } from "../scripts/sandbox/report.js";
-import { freePort } from "./support/process.js";
+import { recipes, report, type SandboxInfo } from "../scripts/sandbox/report.js";
+import { freePort, runToEnd } from "./support/process.js";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
 
@@ -183,6 +183,35 @@ describe("npm run sandbox", () => {
       expect(automationExecution.state, id).toBe("AUTOMATION_EXECUTION_STATE_DONE");
     }
   });
+
+  it("its printed commands, followed in order, do what it says: a token that calls, a spend approved before and after the printed events", async () => {
+    const shown = recipes(sandbox.info);
+    const text = report(sandbox.info);
+    let at = 0;
+    for (const line of Object.values(shown).flatMap((recipe) => recipe.split("\n"))) {
+      const found = text.indexOf(line, at);
+      expect(found, `printed, in this order: ${line}`).toBeGreaterThan(at);
+      at = found + line.length;
+    }
+    const run = (script: string) => runToEnd("bash", ["-e", "-c", `cd '${root}'\n${script}`], { BASE_URL: "" });
+
+    const first = await run([shown.token, shown.spend, shown.hmacEvent, shown.hmacCurl, shown.jwtEvent].join("\n"));
+    // -e: every command exits 0, the spend (approved) and both sender scripts (2xx) included.
+    expect(first.code, first.out).toBe(0);
+    expect(first.stdout, "the call with the token").toMatch(/^\{"fundPolicy":/m);
+    expect(first.stdout.match(/^=> 200$/gm), "the two sender scripts").toHaveLength(2);
+    expect(first.stdout, "the curl recipe").toMatch(/\{"webhookEvent":/);
+
+    // The events' executions run in the background; once the row they name is suspended, the printed spend again.
+    const event = JSON.parse(/--body '(.*)'$/m.exec(shown.hmacEvent)![1]!) as { userId: string; appId: string };
+    const funds = clients.get("ROLE_FUND_ADMIN")!;
+    const suspension = async () =>
+      unwrap(await funds.GET("/api/v1/funds/subject-app-limits/{user_id}/{app_id}", { params: { path: { user_id: event.userId, app_id: event.appId } } })).limit.controls?.suspension;
+    await expect.poll(suspension, { timeout: 20_000 }).toBeTruthy();
+    const again = await run(shown.spend);
+    expect(again.code, again.out).toBe(0);
+    expect(again.stdout).toContain('"approved": true');
+  }, 120_000);
 
   it("a restart resets the data: the previous run's users, listeners and credentials are gone", async () => {
     const admin = clients.get("ROLE_SUPER_ADMIN")!;
