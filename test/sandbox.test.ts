@@ -1,7 +1,9 @@
 // `npm run sandbox` as a partner runs it: a real process on a free port, whose printed JSON (--json)
 // is all the test knows. Each printed credential gets a token and acts with its role; the printed
 // HMAC secret and JWT key sign events the real intake accepts (and a repeated event id is 409);
-// the seeded limits, spend authorizations and executions are there; a restart starts again from nothing.
+// the seeded limits, spend authorizations and executions are there; the printed commands work in
+// the order printed; a restart starts again from nothing; SIGTERM to the npm process alone (as a
+// process manager sends it) stops the sandbox, its server and its JWKS server.
 import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -12,22 +14,23 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createApiClient, unwrap, type ApiClient } from "../src/client/index.js";
 import { sendWebhookEvent } from "../src/client/webhook-sender.js";
 import { recipes, report, type SandboxInfo } from "../scripts/sandbox/report.js";
-import { freePort, runToEnd } from "./support/process.js";
+import { accepting, freePort, runToEnd, terminate, type Terminated } from "./support/process.js";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
 
 interface RunningSandbox {
   info: SandboxInfo;
   printed: string;
-  stop: () => Promise<void>;
+  /** SIGTERM to the npm process alone; answers how it ended. */
+  stop: () => Promise<Terminated>;
 }
 
-/** Starts the sandbox and resolves with what it printed once seeding is done. */
+/** Starts the sandbox with npm (--silent: no banner before the JSON) and resolves with what it printed once seeding is done. */
 async function startSandbox(port: number, dir: string): Promise<RunningSandbox> {
-  const child: ChildProcess = spawn(join(root, "node_modules/.bin/tsx"), [join(root, "scripts/sandbox.ts"), "--port", String(port), "--dir", dir, "--json"], {
+  const child: ChildProcess = spawn("npm", ["run", "--silent", "sandbox", "--", "--port", String(port), "--dir", dir, "--json"], {
+    cwd: root,
     stdio: ["ignore", "pipe", "pipe"],
   });
-  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
   let out = "";
   let err = "";
   child.stderr!.on("data", (d: Buffer) => (err += d.toString()));
@@ -42,14 +45,7 @@ async function startSandbox(port: number, dir: string): Promise<RunningSandbox> 
     });
     child.once("exit", (code) => reject(new Error(`the sandbox exited (${code}):\n${out}\n${err}`)));
   });
-  return {
-    info,
-    printed: out,
-    stop: async () => {
-      child.kill("SIGTERM");
-      await exited;
-    },
-  };
+  return { info, printed: out, stop: () => terminate(child) };
 }
 
 let dir: string;
@@ -232,4 +228,14 @@ describe("npm run sandbox", () => {
     const old = await sendWebhookEvent({ url: before.hmac.listenerUrl, body: "{}", auth: { hmac: { secret: before.hmac.webhookSecret } } });
     expect(old.status).toBe(404);
   }, 120_000);
+
+  it("stops with npm: SIGTERM to the npm process ends the sandbox, its server and its JWKS server", async () => {
+    const ports = [sandbox.info.baseUrl, sandbox.info.jwt.jwksUrl].map((url) => Number(new URL(url).port));
+    for (const p of ports) expect(await accepting(p), `port ${p} before`).toBe(true);
+    const stopped = await sandbox.stop();
+    expect(stopped.tree.length, "the processes npm started").toBeGreaterThan(0);
+    expect(stopped.left, "still running after npm exited").toEqual([]);
+    expect(stopped).toMatchObject({ code: 0, signal: null });
+    for (const p of ports) expect(await accepting(p), `port ${p} after`).toBe(false);
+  });
 });
