@@ -152,16 +152,21 @@ export interface Terminated {
 
 /** Stops `child` as a process manager does: SIGTERM to its PID alone, not to its process group. */
 export async function terminate(child: ChildProcess): Promise<Terminated> {
+  // Already ended: its PID may be another process's by now.
+  if (child.exitCode !== null || child.signalCode !== null) return { code: child.exitCode, signal: child.signalCode, tree: [], left: [] };
   const tree = descendants(child.pid!);
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
-    if (child.exitCode !== null || child.signalCode !== null) resolve({ code: child.exitCode, signal: child.signalCode });
-    else child.once("exit", (code, signal) => resolve({ code, signal }));
-  });
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.once("exit", (code, signal) => resolve({ code, signal })));
   child.kill("SIGTERM");
   const { code, signal } = await exited;
   const deadline = Date.now() + 5000;
   while (tree.some(running) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
   const left = tree.filter(running);
-  for (const pid of left) process.kill(pid, "SIGKILL");
+  for (const pid of left) {
+    try {
+      process.kill(pid, "SIGKILL");
+    } catch {
+      // ended in the meantime
+    }
+  }
   return { code, signal, tree, left };
 }
