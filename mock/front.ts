@@ -20,6 +20,7 @@ import { parseWebhookHeaders, type HeaderBag } from "../src/webhooks/headers.js"
 import { SIGNATURE_HEADER, verifyHmac } from "../src/webhooks/hmac.js";
 import { bearerToken } from "../src/webhooks/jwt.js";
 import { prismRefusal } from "./prism-answer.js";
+import { preferForPrism } from "./prefer.js";
 
 const INTAKE = "svc.api.webhooks.v1.IncomingWebhookService.Receive";
 
@@ -49,10 +50,12 @@ function reserialized(req: Request): string | undefined {
 }
 
 export function createMockApp(options: { prismUrl: string; logger: Logger }): Express {
-  /** Sends the request to Prism; a success goes back as Prism gave it, a refusal is thrown as an ApiError. */
-  async function relay(req: Request, res: Response, body: Buffer | string | undefined): Promise<void> {
+  /** Sends the request for `operationId` to Prism; a success goes back as Prism gave it, a refusal is thrown as an ApiError. */
+  async function relay(operationId: string, req: Request, res: Response, body: Buffer | string | undefined): Promise<void> {
     const headers = new Headers();
     for (const [name, value] of Object.entries(joinedHeaders(req))) if (value !== undefined && !NOT_FORWARDED.has(name)) headers.set(name, value);
+    const prefer = headers.get("prefer");
+    if (prefer !== null) headers.set("prefer", preferForPrism(prefer, operationId));
     // HEAD is the GET operation; Express drops the body of the answer.
     const method = req.method === "HEAD" ? "GET" : req.method;
     const answer = await fetch(options.prismUrl + req.originalUrl, { method, headers, ...(body === undefined ? {} : { body }) });
@@ -84,7 +87,7 @@ export function createMockApp(options: { prismUrl: string; logger: Logger }): Ex
     try {
       const body = await readRawBody(req, res, rawBodyLimit(intake));
       checkIntake(joinedHeaders(req), body);
-      await relay(req, res, body);
+      await relay(INTAKE, req, res, body);
     } catch (e) {
       next(e);
     }
@@ -102,7 +105,7 @@ export function createMockApp(options: { prismUrl: string; logger: Logger }): Ex
   });
   for (const route of operationRoutes) {
     if (route.raw) continue;
-    app[route.method](expressPath(route.path), (req: Request, res: Response, next: NextFunction) => relay(req, res, reserialized(req)).catch(next));
+    app[route.method](expressPath(route.path), (req: Request, res: Response, next: NextFunction) => relay(route.operationId, req, res, reserialized(req)).catch(next));
   }
   app.use(errorResponse(options.logger));
   return app;

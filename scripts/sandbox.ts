@@ -53,7 +53,12 @@ const config = loadConfig({
 });
 const server = await startServer({ config, logger: createLogger(config.logLevel) });
 
+// The JWKS server is this process's: it ends with it. A second signal (npm forwards the terminal's
+// SIGINT that the process got too) changes nothing.
+let stopping = false;
 const stop = () => {
+  if (stopping) return;
+  stopping = true;
   jwks.server.close();
   server.close().then(
     () => process.exit(0),

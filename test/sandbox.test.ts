@@ -1,7 +1,9 @@
 // `npm run sandbox` as a partner runs it: a real process on a free port, whose printed JSON (--json)
 // is all the test knows. Each printed credential gets a token and acts with its role; the printed
 // HMAC secret and JWT key sign events the real intake accepts (and a repeated event id is 409);
-// the seeded limits, spend authorizations and executions are there; a restart starts again from nothing.
+// the seeded limits, spend authorizations and executions are there; the printed commands work in
+// the order printed; a restart starts again from nothing; SIGTERM to the npm process alone (as a
+// process manager sends it) stops the sandbox, its server and its JWKS server.
 import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -11,23 +13,24 @@ import type { JWK } from "jose";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createApiClient, unwrap, type ApiClient } from "../src/client/index.js";
 import { sendWebhookEvent } from "../src/client/webhook-sender.js";
-import { report, type SandboxInfo } from "../scripts/sandbox/report.js";
-import { freePort } from "./support/process.js";
+import { recipes, report, type SandboxInfo } from "../scripts/sandbox/report.js";
+import { accepting, freePort, runToEnd, terminate, type Terminated } from "./support/process.js";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
 
 interface RunningSandbox {
   info: SandboxInfo;
   printed: string;
-  stop: () => Promise<void>;
+  /** SIGTERM to the npm process alone; answers how it ended. */
+  stop: () => Promise<Terminated>;
 }
 
-/** Starts the sandbox and resolves with what it printed once seeding is done. */
+/** Starts the sandbox with npm (--silent: no banner before the JSON) and resolves with what it printed once seeding is done. */
 async function startSandbox(port: number, dir: string): Promise<RunningSandbox> {
-  const child: ChildProcess = spawn(join(root, "node_modules/.bin/tsx"), [join(root, "scripts/sandbox.ts"), "--port", String(port), "--dir", dir, "--json"], {
+  const child: ChildProcess = spawn("npm", ["run", "--silent", "sandbox", "--", "--port", String(port), "--dir", dir, "--json"], {
+    cwd: root,
     stdio: ["ignore", "pipe", "pipe"],
   });
-  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
   let out = "";
   let err = "";
   child.stderr!.on("data", (d: Buffer) => (err += d.toString()));
@@ -42,14 +45,7 @@ async function startSandbox(port: number, dir: string): Promise<RunningSandbox> 
     });
     child.once("exit", (code) => reject(new Error(`the sandbox exited (${code}):\n${out}\n${err}`)));
   });
-  return {
-    info,
-    printed: out,
-    stop: async () => {
-      child.kill("SIGTERM");
-      await exited;
-    },
-  };
+  return { info, printed: out, stop: () => terminate(child) };
 }
 
 let dir: string;
@@ -184,6 +180,35 @@ describe("npm run sandbox", () => {
     }
   });
 
+  it("its printed commands, followed in order, do what it says: a token that calls, a spend approved before and after the printed events", async () => {
+    const shown = recipes(sandbox.info);
+    const text = report(sandbox.info);
+    let at = 0;
+    for (const line of Object.values(shown).flatMap((recipe) => recipe.split("\n"))) {
+      const found = text.indexOf(line, at);
+      expect(found, `printed, in this order: ${line}`).toBeGreaterThan(at);
+      at = found + line.length;
+    }
+    const run = (script: string) => runToEnd("bash", ["-e", "-c", `cd '${root}'\n${script}`], { BASE_URL: "" });
+
+    const first = await run([shown.token, shown.spend, shown.hmacEvent, shown.hmacCurl, shown.jwtEvent].join("\n"));
+    // -e: every command exits 0, the spend (approved) and both sender scripts (2xx) included.
+    expect(first.code, first.out).toBe(0);
+    expect(first.stdout, "the call with the token").toMatch(/^\{"fundPolicy":/m);
+    expect(first.stdout.match(/^=> 200$/gm), "the two sender scripts").toHaveLength(2);
+    expect(first.stdout, "the curl recipe").toMatch(/\{"webhookEvent":/);
+
+    // The events' executions run in the background; once the row they name is suspended, the printed spend again.
+    const event = JSON.parse(/--body '(.*)'$/m.exec(shown.hmacEvent)![1]!) as { userId: string; appId: string };
+    const funds = clients.get("ROLE_FUND_ADMIN")!;
+    const suspension = async () =>
+      unwrap(await funds.GET("/api/v1/funds/subject-app-limits/{user_id}/{app_id}", { params: { path: { user_id: event.userId, app_id: event.appId } } })).limit.controls?.suspension;
+    await expect.poll(suspension, { timeout: 20_000 }).toBeTruthy();
+    const again = await run(shown.spend);
+    expect(again.code, again.out).toBe(0);
+    expect(again.stdout).toContain('"approved": true');
+  }, 120_000);
+
   it("a restart resets the data: the previous run's users, listeners and credentials are gone", async () => {
     const admin = clients.get("ROLE_SUPER_ADMIN")!;
     const extra = unwrap(await admin.POST("/api/v1/users", { body: { displayName: "Made by the test", email: "made@example.com", roles: ["ROLE_USER"] } }));
@@ -203,4 +228,14 @@ describe("npm run sandbox", () => {
     const old = await sendWebhookEvent({ url: before.hmac.listenerUrl, body: "{}", auth: { hmac: { secret: before.hmac.webhookSecret } } });
     expect(old.status).toBe(404);
   }, 120_000);
+
+  it("stops with npm: SIGTERM to the npm process ends the sandbox, its server and its JWKS server", async () => {
+    const ports = [sandbox.info.baseUrl, sandbox.info.jwt.jwksUrl].map((url) => Number(new URL(url).port));
+    for (const p of ports) expect(await accepting(p), `port ${p} before`).toBe(true);
+    const stopped = await sandbox.stop();
+    expect(stopped.tree.length, "the processes npm started").toBeGreaterThan(0);
+    expect(stopped.left, "still running after npm exited").toEqual([]);
+    expect(stopped).toMatchObject({ code: 0, signal: null });
+    for (const p of ports) expect(await accepting(p), `port ${p} after`).toBe(false);
+  });
 });

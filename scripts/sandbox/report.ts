@@ -8,6 +8,9 @@ export interface SandboxInfo extends Seeded {
   jwtKey: { privateJwkFile: string; kid: string; alg: string };
 }
 
+/** Reads the access token from a token answer on stdin (Node, so that no jq is needed). */
+const READ_TOKEN = `node -p 'JSON.parse(require("fs").readFileSync(0, "utf8")).access_token'`;
+
 /** The README's curl recipe for a signed HMAC event, filled in. */
 function curlHmac(info: SandboxInfo, body: string): string {
   return [
@@ -15,14 +18,49 @@ function curlHmac(info: SandboxInfo, body: string): string {
     `SIG=$(printf '%s.%s.%s' "$TS" "$ID" "$BODY" | openssl dgst -sha256 -hmac '${info.hmac.webhookSecret}' -binary | openssl base64 -A | tr '+/' '-_' | tr -d '=')`,
     `curl -sS -X POST '${info.hmac.listenerUrl}' -H 'Content-Type: application/json' -H "Webhook-Timestamp: $TS" \\`,
     `  -H "Webhook-Event-Id: $ID" -H "Webhook-Signature: $SIG" --data-binary "$BODY"`,
-  ].join("\n    ");
+  ].join("\n");
 }
 
-export function report(info: SandboxInfo): string {
-  const ada = info.users.find((u) => u.role === "ROLE_USER")!;
-  const event = JSON.stringify({ event: "card.lost", userId: ada.userId, appId: "app-salesforce" });
+/** The user the printed examples act for, and the row their webhook event suspends: Sam's GitHub limit, not the Salesforce row the printed spend uses. */
+const exampleSubjects = (info: SandboxInfo) => {
+  const [ada, sam] = info.users.filter((u) => u.role === "ROLE_USER");
+  return { ada: ada!, suspended: { userId: sam!.userId, appId: "app-github" } };
+};
+
+/**
+ * The commands the text shows, in its order (each line as printed, without the indent). Followed
+ * in that order, each does what the text says: the webhook events suspend a row the spend does not use.
+ */
+export function recipes(info: SandboxInfo) {
+  const { ada, suspended } = exampleSubjects(info);
+  const event = JSON.stringify({ event: "card.lost", ...suspended });
   const admin = info.users[0]!;
   const fundAdmin = info.users.find((u) => u.role === "ROLE_FUND_ADMIN")!;
+  return {
+    token: [
+      `ACCESS_TOKEN=$(curl -s -X POST ${info.baseUrl}/auth/v1/token -d grant_type=client_credentials -d client_id=${admin.clientId} -d 'client_secret=${admin.clientSecret}' | ${READ_TOKEN})`,
+      `curl -s ${info.baseUrl}/api/v1/funds/policy -H "Authorization: Bearer $ACCESS_TOKEN"`,
+    ].join("\n"),
+    spend: [
+      `CLIENT_ID=${fundAdmin.clientId} CLIENT_SECRET='${fundAdmin.clientSecret}' BASE_URL=${info.baseUrl} \\`,
+      `  npx tsx scripts/spend.ts authorize --user ${ada.userId} --app app-salesforce --amount 12.50`,
+    ].join("\n"),
+    hmacEvent: `npx tsx scripts/send-webhook.ts --url ${info.hmac.listenerUrl} --secret=${info.hmac.webhookSecret} --body '${event}'`,
+    hmacCurl: curlHmac(info, event),
+    jwtEvent: [
+      `npx tsx scripts/send-webhook.ts --url ${info.jwt.listenerUrl} --jwk-file ${info.jwtKey.privateJwkFile} --kid ${info.jwtKey.kid} --alg ${info.jwtKey.alg} \\`,
+      `  --base-url ${info.baseUrl} --body '${event}'`,
+    ].join("\n"),
+  };
+}
+
+/** `lines` indented by `spaces`. */
+const indented = (lines: string, spaces: number) => lines.replace(/^/gm, " ".repeat(spaces));
+
+export function report(info: SandboxInfo): string {
+  const shown = recipes(info);
+  const { suspended } = exampleSubjects(info);
+  const nameOf = (userId: string) => info.users.find((u) => u.userId === userId)!.displayName;
   const lines = [
     `Sandbox: the real server on a fresh SQLite database (${info.database}); it resets at every start.`,
     `  base URL:  ${info.baseUrl}    docs: ${info.baseUrl}/docs    console: ${info.baseUrl}/console (after npm run build)`,
@@ -34,31 +72,29 @@ export function report(info: SandboxInfo): string {
         `  ${u.role.padEnd(17)} ${u.displayName.padEnd(24)} user ${u.userId}  client_id ${u.clientId}  client_secret=${u.clientSecret}` +
         (u.appIds.length > 0 ? `  (acts for ${u.appIds.join(", ")})` : ""),
     ),
-    `  a token:`,
-    `    curl -s -X POST ${info.baseUrl}/auth/v1/token -d grant_type=client_credentials -d client_id=${admin.clientId} -d 'client_secret=${admin.clientSecret}'`,
-    `    curl -s ${info.baseUrl}/api/v1/funds/policy -H "Authorization: Bearer $ACCESS_TOKEN"`,
+    `  a token, and a call with it:`,
+    indented(shown.token, 4),
     ``,
     `Fund limits (${info.currencyCode}): the fund policy's default is 100 a month; app caps: app-salesforce 1000 a month, app-zoom blocked.`,
     `  Spend windows (days, weeks from Monday, months, quarters, years) follow the calendar of the policy's time zone: ${info.timeZone} (FundPolicy.timeZone).`,
-    ...info.limits.map((l) => `  ${info.users.find((u) => u.userId === l.userId)!.displayName} / ${l.appId}: ${l.shows}`),
+    ...info.limits.map((l) => `  ${nameOf(l.userId)} / ${l.appId}: ${l.shows}`),
     ``,
     `Spend authorizations (newest last), made by the fund admin:`,
-    ...info.authorizations.map((a) => `  ${a.id}  ${info.users.find((u) => u.userId === a.userId)!.displayName} / ${a.appId}  ${a.state.replace("SPEND_AUTHORIZATION_STATE_", "").toLowerCase().padEnd(8)}  ${a.shows}`),
+    ...info.authorizations.map((a) => `  ${a.id}  ${nameOf(a.userId)} / ${a.appId}  ${a.state.replace("SPEND_AUTHORIZATION_STATE_", "").toLowerCase().padEnd(8)}  ${a.shows}`),
     `  from the shell (see the README's Spend flow), e.g. as the fund admin:`,
-    `    CLIENT_ID=${fundAdmin.clientId} CLIENT_SECRET='${fundAdmin.clientSecret}' BASE_URL=${info.baseUrl} \\`,
-    `      npx tsx scripts/spend.ts authorize --user ${ada.userId} --app app-salesforce --amount 12.50`,
+    indented(shown.spend, 4),
     ``,
+    `The listeners' automations suspend the limit named by a card.lost event; the events below suspend ${nameOf(suspended.userId)} / ${suspended.appId}.`,
     `HMAC listener (automation ${info.hmac.automationId}): ${info.hmac.listenerUrl}`,
     `  webhook secret: ${info.hmac.webhookSecret}`,
-    `  npx tsx scripts/send-webhook.ts --url ${info.hmac.listenerUrl} --secret=${info.hmac.webhookSecret} --body '${event}'`,
+    indented(shown.hmacEvent, 2),
     `  or with curl:`,
-    `    ${curlHmac(info, event)}`,
+    indented(shown.hmacCurl, 4),
     ``,
     `JWT listener (automation ${info.jwt.automationId}): ${info.jwt.listenerUrl}`,
     `  JWKS served by the sandbox at ${info.jwt.jwksUrl} (an http loopback URL: the server runs with JWKS_ALLOW_INSECURE=1, for the sandbox only)`,
     `  private key: ${info.jwtKey.privateJwkFile} (kid ${info.jwtKey.kid}, ${info.jwtKey.alg})`,
-    `  npx tsx scripts/send-webhook.ts --url ${info.jwt.listenerUrl} --jwk-file ${info.jwtKey.privateJwkFile} --kid ${info.jwtKey.kid} --alg ${info.jwtKey.alg} \\`,
-    `    --base-url ${info.baseUrl} --body '${event}'`,
+    indented(shown.jwtEvent, 2),
     ``,
     `Executions of the ${info.executionIds.length} seeded events: GET ${info.baseUrl}/api/v1/automation_executions (super admin), and each automation's delivery log.`,
     `Ctrl-C stops the sandbox.`,

@@ -1,12 +1,13 @@
 // A partner exercises every documented error of every operation on the mock: a well-formed request
 // with `Prefer: code=<status>, example=<name>` is answered with exactly that example (the request id
-// aside), with the `Retry-After` the response declares. The examples are the server's own answers
+// aside), with the `Retry-After` the response declares; `Prefer: code=<status>` alone, with the
+// operation's first example of that status. The examples are the server's own answers
 // (npm test holds each against the answers its servers gave), so what the mock teaches is what the
 // server says.
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { contract, deref, operations } from "../support/contract.js";
-import { declaredErrors } from "../support/declared-errors.js";
+import { declaredErrors, type DeclaredError } from "../support/declared-errors.js";
 import { startMock } from "../support/mock.js";
 import type { Served } from "../support/process.js";
 
@@ -53,19 +54,38 @@ const withoutRequestId = (body: Node): Node => ({
   details: (body.details as Node[]).map((d) => (d.requestId === undefined ? d : { ...d, requestId: "-" })),
 });
 
+/** Asks the mock for `d` with `prefer`, and expects exactly its documented example, with the `Retry-After` its response declares. */
+async function expectForced(d: DeclaredError, prefer: string): Promise<void> {
+  const { url, init } = wellFormed(d.operationId);
+  const answer = await fetch(url, { ...init, headers: { ...(init.headers as Record<string, string>), Prefer: prefer } });
+  const op = operations.find((o) => o.operationId === d.operationId)!;
+  const media = deref(op.op.responses[String(d.status)]).content["application/json"] as Node;
+  const documented = d.name === "example" ? (media.example as Node) : (deref(media.examples[d.name]).value as Node);
+  expect(answer.status).toBe(d.status);
+  expect(withoutRequestId((await answer.json()) as Node)).toEqual(withoutRequestId(documented));
+  // A header the server sends with the error (Retry-After of a 429, a 409 IDEMPOTENCY_KEY_IN_USE, a 503) comes with it.
+  if (deref(op.op.responses[String(d.status)]).headers?.["Retry-After"]) expect(answer.headers.get("retry-after")).toMatch(/^[1-9][0-9]*$/);
+}
+
 describe("every documented error example, forced on the mock with Prefer", () => {
   for (const d of declaredErrors) {
-    it(`${d.operationId.replace(/^svc\.api\./, "")} ${d.status} ${d.name}`, async () => {
-      const { url, init } = wellFormed(d.operationId);
-      const prefer = d.name === "example" ? `code=${d.status}` : `code=${d.status}, example=${d.name}`;
-      const answer = await fetch(url, { ...init, headers: { ...(init.headers as Record<string, string>), Prefer: prefer } });
-      const op = operations.find((o) => o.operationId === d.operationId)!;
-      const media = deref(op.op.responses[String(d.status)]).content["application/json"] as Node;
-      const documented = d.name === "example" ? (media.example as Node) : (deref(media.examples[d.name]).value as Node);
-      expect(answer.status).toBe(d.status);
-      expect(withoutRequestId((await answer.json()) as Node)).toEqual(withoutRequestId(documented));
-      // A header the server sends with the error (Retry-After of a 429, a 409 IDEMPOTENCY_KEY_IN_USE, a 503) comes with it.
-      if (deref(op.op.responses[String(d.status)]).headers?.["Retry-After"]) expect(answer.headers.get("retry-after")).toMatch(/^[1-9][0-9]*$/);
-    });
+    it(`${d.operationId.replace(/^svc\.api\./, "")} ${d.status} ${d.name}`, () => expectForced(d, d.name === "example" ? `code=${d.status}` : `code=${d.status}, example=${d.name}`));
   }
+});
+
+describe("Prefer: code=N alone answers the operation's first documented example of N", () => {
+  // The first example of each operation's each error status, in the contract's order.
+  const firsts = declaredErrors.filter((d, i) => declaredErrors.findIndex((e) => e.operationId === d.operationId && e.status === d.status) === i);
+  it("finds them: named examples, where Prism alone answers the Status schema's own example", () => {
+    expect(firsts.filter((d) => d.name !== "example").length).toBeGreaterThan(100);
+  });
+  for (const d of firsts) {
+    it(`${d.operationId.replace(/^svc\.api\./, "")} ${d.status}: ${d.name}`, () => expectForced(d, `code=${d.status}`));
+  }
+  it("as the README shows it: the app cap of an app without one is 404 APP_CAP_NOT_FOUND", async () => {
+    const answer = await fetch(`${mock.url}/api/v1/funds/app-caps/app-github`, { headers: { Authorization: "Bearer a.b.c", Prefer: "code=404" } });
+    expect(answer.status).toBe(404);
+    const body = (await answer.json()) as Node;
+    expect(body.details.find((d: Node) => d.reason !== undefined)?.reason).toBe("APP_CAP_NOT_FOUND");
+  });
 });

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createApiClient, type ApiClient } from "../../src/client/index.js";
 import { operations, responseErrors } from "../support/contract.js";
 import { startMock } from "../support/mock.js";
-import type { Served } from "../support/process.js";
+import { accepting, terminate, type Served } from "../support/process.js";
 
 let mock: Served;
 let api: ApiClient;
@@ -312,4 +312,16 @@ describe("coverage", () => {
     const missing = operations.map((o) => o.operationId).filter((id) => !called.has(id));
     expect(missing).toEqual([]);
   });
+});
+
+describe("npm run mock under a process manager", () => {
+  it("SIGTERM to the npm process alone stops the mock and Prism behind it, the port closed", async () => {
+    const other = await startMock();
+    const port = Number(new URL(other.url).port);
+    const stopped = await terminate(other.child);
+    expect(stopped.tree.length, "the mock and Prism").toBeGreaterThanOrEqual(2);
+    expect(stopped.left, `still running after npm exited:\n${other.output()}`).toEqual([]);
+    expect(stopped).toMatchObject({ code: 0, signal: null });
+    expect(await accepting(port)).toBe(false);
+  }, 90_000);
 });

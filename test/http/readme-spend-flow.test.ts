@@ -1,6 +1,8 @@
 // README.md's "Spend flow" session, as written: every `sh` block of the section, in order, run by
 // bash against a real server (only the base URL and the credential lines are replaced by the test
-// server's). It must end without an error and print what the README says it prints.
+// server's). It must end without an error and print what the README says it prints. Bash runs with
+// its default options, as a user's shell does (no `pipefail`), stopping at the first failure. The
+// token block of "Commands" likewise: the token it gets calls the API.
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -10,12 +12,29 @@ import { BOOTSTRAP, startTestServer, type TestServer } from "../support/server.j
 const root = fileURLToPath(new URL("../..", import.meta.url));
 const README = readFileSync(new URL("../../README.md", import.meta.url), "utf8");
 
-/** The `sh` blocks of the section, joined. */
-function session(): string {
-  const section = README.split(/^### Spend flow$/m)[1]?.split(/^## /m)[0];
-  if (!section) throw new Error('README.md has no "### Spend flow" section');
-  return [...section.matchAll(/^```sh\n([\s\S]*?)^```$/gm)].map((m) => m[1]!).join("\n");
+/** The `sh` blocks of the section headed `heading`, up to the next heading of its level or above (outside code blocks). */
+function shBlocks(heading: string): string[] {
+  const level = heading.indexOf(" ");
+  const lines = README.split("\n");
+  const start = lines.indexOf(heading);
+  if (start < 0) throw new Error(`README.md has no "${heading}" section`);
+  const blocks: string[] = [];
+  let fence: string | undefined; // the open code block's language
+  let body: string[] = [];
+  for (const line of lines.slice(start + 1)) {
+    if (fence === undefined) {
+      if (new RegExp(`^#{1,${level}} `).test(line)) break;
+      if (line.startsWith("```")) [fence, body] = [line.slice(3), []];
+    } else if (line === "```") {
+      if (fence === "sh") blocks.push(body.join("\n"));
+      fence = undefined;
+    } else body.push(line);
+  }
+  return blocks;
 }
+
+/** Runs `script` in bash from the repository, stopping at the first command that fails (-e). */
+const bash = (script: string, env: Record<string, string> = {}) => runToEnd("bash", ["-e", "-c", `cd '${root}'\n${script}`], env);
 
 let ts: TestServer;
 beforeAll(async () => {
@@ -26,13 +45,13 @@ afterAll(async () => ts?.stop());
 
 describe("README: Spend flow", () => {
   it("runs as written: token, authorize, capture, usage, reverse, then the command's authorize, release, decline and list", async () => {
-    const script = session();
+    const script = shBlocks("### Spend flow").join("\n");
     for (const variable of ["BASE", "CLIENT_ID", "CLIENT_SECRET"]) expect(script, variable).toMatch(new RegExp(`^${variable}=`, "m"));
     const ours = script
       .replace(/^BASE=.*$/m, `BASE=${ts.url}`)
       .replace(/^CLIENT_ID=.*$/m, `CLIENT_ID=${BOOTSTRAP.clientId}`)
       .replace(/^CLIENT_SECRET=.*$/m, `CLIENT_SECRET='${BOOTSTRAP.clientSecret}'`);
-    const run = await runToEnd("bash", ["-eo", "pipefail", "-c", `cd '${root}'\n${ours}`]);
+    const run = await bash(ours);
     expect(run.code, run.out).toBe(0);
     const out = run.stdout;
     const money = (units: string, nanos = 0) => `"currencyCode": "USD",\n\\s*"units": "${units}",\n\\s*"nanos": ${nanos}`;
@@ -49,8 +68,8 @@ describe("README: Spend flow", () => {
       // The command: 20 held (72.50 left), released, 500 declined (exit code 1), the one captured spend listed.
       `^\\{\n\\s*${money("72", 500_000_000)}\n\\}`,
       `^SPEND_AUTHORIZATION_STATE_RELEASED$`,
-      `spent USD 7.5 \\+ held USD 0 \\+ USD 500 > USD 100 -> decline`,
       `^exit code 1$`,
+      `spent USD 7.5 \\+ held USD 0 \\+ USD 500 > USD 100 -> decline`,
       `^\\[\n\\s*"[0-9A-Za-z]{16}"\n\\]$`,
     ];
     let rest = out;
@@ -61,4 +80,12 @@ describe("README: Spend flow", () => {
     }
     expect(run.stderr.match(/^Idempotency-Key: [0-9a-f-]{36}$/gm)).toHaveLength(3);
   }, 120_000);
+
+  it("the token block of Commands, as written, sets ACCESS_TOKEN and calls the API with it", async () => {
+    const block = shBlocks("## Commands").find((b) => b.includes("/auth/v1/token"));
+    expect(block).toContain("ACCESS_TOKEN=");
+    const run = await bash(block!.replaceAll("http://localhost:8080", ts.url), { CLIENT_ID: BOOTSTRAP.clientId, CLIENT_SECRET: BOOTSTRAP.clientSecret });
+    expect(run.code, run.out).toBe(0);
+    expect(JSON.parse(run.stdout)).toMatchObject({ fundPolicy: { currencyCode: "USD", timeZone: "UTC" } });
+  });
 });

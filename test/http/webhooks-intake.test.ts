@@ -2,14 +2,12 @@
 // the timestamp window, the body (JSON, size, chunked), the order of the checks, signatures, and
 // idempotency (forged requests never consume an id, duplicates, case, concurrency, retention), plus
 // draft and disabled automations in the delivery log.
-import { readFileSync } from "node:fs";
 import http from "node:http";
-import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { unwrap } from "../../src/client/index.js";
 import { bodyHash, hmacSignature, sendWebhookEvent } from "../../src/client/webhook-sender.js";
 import { startTestServer, type TestServer } from "../support/server.js";
+import { vectors, type HmacVector } from "../support/vectors.js";
 import {
   automationsApi,
   createHooked,
@@ -27,10 +25,7 @@ import {
   type Hooked,
 } from "./webhooks-helpers.js";
 
-const root = fileURLToPath(new URL("../..", import.meta.url));
-const vectors = JSON.parse(readFileSync(join(root, "../shared/vectors/webhook-hmac.json"), "utf8")) as {
-  vectors: { secret: string; timestamp: string; eventId: string; body: string; signature: string; htb_s256: string }[];
-};
+const hmacVectors = vectors<{ vectors: HmacVector[] }>("webhook-hmac.json").vectors;
 
 const DAY = 24 * 3600 * 1000;
 const KB64 = 65_536;
@@ -56,7 +51,7 @@ function jsonOfSize(size: number): string {
 const executionCount = async (automationId: string) => (await executionsOf(ts.admin, automationId)).length;
 
 describe("the HMAC test vectors (seed 5.2)", () => {
-  for (const [i, v] of vectors.vectors.entries()) {
+  for (const [i, v] of hmacVectors.entries()) {
     it(`vector ${i + 1}: the sender's functions reproduce it, and the intake verifies the exact raw bytes`, async () => {
       // The vector is reproduced by the sender's functions (the secret's UTF-8 bytes are the key).
       expect(hmacSignature(v.secret, v.timestamp, v.eventId, v.body)).toBe(v.signature);

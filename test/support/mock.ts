@@ -1,14 +1,15 @@
-// Runs the mock exactly as `npm run mock` does (mock/server.ts through tsx), on an ephemeral port.
+// Runs the mock as a partner does, `npm run mock` (--silent: without npm's banner), on an ephemeral port.
 import { fileURLToPath } from "node:url";
 import { freePort, serve, type Served } from "./process.js";
 
-const launcher = fileURLToPath(new URL("../../mock/server.ts", import.meta.url));
+const root = fileURLToPath(new URL("../..", import.meta.url));
 
 export async function startMock(): Promise<Served> {
   const port = await freePort();
   return serve({
-    command: process.execPath,
-    args: ["--import", "tsx", launcher, "--port", String(port)],
+    command: "npm",
+    args: ["run", "--silent", "mock", "--", "--port", String(port)],
+    cwd: root,
     url: `http://127.0.0.1:${port}`,
     probePath: "/healthz",
     timeoutMs: 60_000,

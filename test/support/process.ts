@@ -1,6 +1,8 @@
-// Starts a real child process that serves HTTP and waits until it answers.
+// Real child processes: run to their end, or serving HTTP until they answer; and, stopped as a
+// process manager stops them, whether every process they started ended with them.
 import { spawn, type ChildProcess } from "node:child_process";
-import { createServer } from "node:net";
+import { readdirSync, readFileSync } from "node:fs";
+import { connect, createServer } from "node:net";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -58,17 +60,19 @@ export function freePort(): Promise<number> {
   });
 }
 
-/** Spawns `command args` and polls `probePath` on `url` until it answers, or fails with the child's output. */
+/** Spawns `command args` (in `cwd`) and polls `probePath` on `url` until it answers, or fails with the child's output. */
 export async function serve(opts: {
   command: string;
   args: string[];
   url: string;
   probePath: string;
   env?: NodeJS.ProcessEnv;
+  cwd?: string;
   timeoutMs?: number;
 }): Promise<Served> {
   const child = spawn(opts.command, opts.args, {
     env: { ...process.env, ...opts.env },
+    ...(opts.cwd === undefined ? {} : { cwd: opts.cwd }),
     stdio: ["ignore", "pipe", "pipe"],
   });
   let log = "";
@@ -91,4 +95,78 @@ export async function serve(opts: {
   }
   await stop();
   throw new Error(`${opts.command} did not answer within the timeout:\n${log}`);
+}
+
+/** The fields of /proc/<pid>/stat after the command name (state, ppid, ...); undefined once the process is gone. */
+function procStat(pid: number | string): string[] | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    // "pid (comm) state ppid ...": the command name may hold spaces and parentheses.
+    return stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  } catch {
+    return undefined;
+  }
+}
+
+/** The processes descended from `pid` now: its children, theirs, and so on (Linux: read from /proc). */
+export function descendants(pid: number): number[] {
+  const children = new Map<number, number[]>();
+  for (const entry of readdirSync("/proc").filter((name) => /^[0-9]+$/.test(name))) {
+    const ppid = Number(procStat(entry)?.[1]);
+    children.set(ppid, [...(children.get(ppid) ?? []), Number(entry)]);
+  }
+  const found: number[] = [];
+  const visit = (parent: number) => {
+    for (const child of children.get(parent) ?? []) {
+      found.push(child);
+      visit(child);
+    }
+  };
+  visit(pid);
+  return found;
+}
+
+/** Whether process `pid` runs: a zombie (ended, not yet reaped by its parent) does not. */
+export function running(pid: number): boolean {
+  const state = procStat(pid)?.[0];
+  return state !== undefined && state !== "Z";
+}
+
+/** Whether `host`:`port` accepts a TCP connection. */
+export function accepting(port: number, host = "127.0.0.1"): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = connect({ port, host });
+    socket.once("connect", () => (socket.destroy(), resolve(true)));
+    socket.once("error", () => resolve(false));
+  });
+}
+
+export interface Terminated {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  /** The processes `child` had started, just before the signal. */
+  tree: number[];
+  /** Those of them still running 5 seconds after `child` exited (then killed, so that none outlives the test). */
+  left: number[];
+}
+
+/** Stops `child` as a process manager does: SIGTERM to its PID alone, not to its process group. */
+export async function terminate(child: ChildProcess): Promise<Terminated> {
+  // Already ended: its PID may be another process's by now.
+  if (child.exitCode !== null || child.signalCode !== null) return { code: child.exitCode, signal: child.signalCode, tree: [], left: [] };
+  const tree = descendants(child.pid!);
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.once("exit", (code, signal) => resolve({ code, signal })));
+  child.kill("SIGTERM");
+  const { code, signal } = await exited;
+  const deadline = Date.now() + 5000;
+  while (tree.some(running) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+  const left = tree.filter(running);
+  for (const pid of left) {
+    try {
+      process.kill(pid, "SIGKILL");
+    } catch {
+      // ended in the meantime
+    }
+  }
+  return { code, signal, tree, left };
 }

@@ -1,35 +1,14 @@
-import { existsSync, readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { computeSignature, constantTimeEqual, verifyHmac } from "../../src/webhooks/hmac.js";
 import { htbS256 } from "../../src/webhooks/body.js";
+import { vectors, type HmacVector } from "../support/vectors.js";
 import { caught, expectApiError } from "./helpers.js";
 
-// The shared test vectors (../shared/vectors/webhook-hmac.json), copied so the tests run anywhere;
-// the copy is checked against the shared file when it is present.
-const VECTORS = [
-  {
-    secret: "MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
-    timestamp: "1614265330",
-    eventId: "0b7c5a1e-3f2d-4c6b-9a8e-1d2f3a4b5c6d",
-    body: '{"test": 2432232314}',
-    signature: "oJ1gnmGDFCtg8fJkJEJO4fSy5yUGBQjRFjdLN6WffaE",
-    htb_s256: "roWJMfZ4h-gVDW-Wyf4DBiwd82tEZMTdyOACwITV0Zg",
-  },
-  {
-    secret: "q7XkVZ0b3hRk1mJ2YwQy5nP8sT6uV9wA0bC3dE4fG5h",
-    timestamp: "1763773200",
-    eventId: "9f1c2b7e-4d3a-4e5f-8a6b-7c8d9e0f1a2b",
-    body: '{ "z" :1,\n  "a":"café ✓" ,"n":2 }',
-    signature: "ANkEOr5aAea-4A9YvolRa0m5nJMaW3bFAWleWkd03EI",
-    htb_s256: "cxGHDxwdWz1D50FAQUMrQfQdMP_aIjOVNphf_DX7C1I",
-  },
-];
-const SHARED = new URL("../../../shared/vectors/webhook-hmac.json", import.meta.url);
+// The shared test vectors, as the repository carries them (test/support/vectors.ts).
+const VECTORS = vectors<{ vectors: HmacVector[] }>("webhook-hmac.json").vectors;
 
 describe("computeSignature: the test vectors", () => {
-  it.runIf(existsSync(SHARED))("the copy here equals the shared vectors file", () => {
-    expect((JSON.parse(readFileSync(SHARED, "utf8")) as { vectors: unknown }).vectors).toEqual(VECTORS);
-  });
+  it("has the vectors", () => expect(VECTORS.length).toBeGreaterThan(1));
 
   it.each(VECTORS.map((v, i) => [i + 1, v] as const))("vector %i: signature and htb_s256", (_i, v) => {
     const body = Buffer.from(v.body, "utf8");
