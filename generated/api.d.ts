@@ -2382,8 +2382,11 @@ export interface components {
          */
         SpendSuspension: {
             reason?: string;
-            /** Format: date-time */
-            suspendedAt?: string | null;
+            /**
+             * Format: date-time
+             * @description When the suspension began. Set by the server; in a request it is ignored.
+             */
+            readonly suspendedAt?: string | null;
         };
         /**
          * @description The one control shape used by every authority scope (subject-app row, app cap, tenant default).
@@ -3662,6 +3665,13 @@ export interface components {
              *     starts at its first instant. `UTC` until changed (and for tenants created
              *     before the field existed). Always present in responses. In `FundPolicyService.Update`, a
              *     name the server's IANA time zone database does not know is 400 `INVALID_TIME_ZONE`.
+             *
+             *     Names are matched in any case and stored and answered by the zone's canonical name: its
+             *     name in IANA's `zone.tab` in IANA's spelling (`europe/paris` is `Europe/Paris`); a link by the
+             *     zone it names (`US/Eastern` is `America/New_York`, `Asia/Calcutta` is `Asia/Kolkata`); UTC and
+             *     its aliases (`Etc/UTC`, `utc`, `GMT`, `Etc/GMT`, `Zulu`) `UTC`, as ECMAScript names it. A policy
+             *     stored otherwise by an earlier release is answered so too. A UTC offset (`+01:00`) is not a
+             *     zone name.
              * @example Europe/Paris
              */
             timeZone?: string;
@@ -3673,7 +3683,7 @@ export interface components {
             defaultControls: components["schemas"]["SpendControls"] | null;
             /**
              * Format: date-time
-             * @description When the policy last changed; null if it never has. Set by the server, always present in responses, never sent.
+             * @description When the policy last changed; null if it never has. Set by the server and always present in responses; in a request it is ignored (a policy read may be sent back as it is).
              */
             readonly updatedAt?: string | null;
         };
@@ -3709,7 +3719,8 @@ export interface components {
         /**
          * @description Body of `FundPolicyService.Update`. Fields of `fundPolicy` named in `updateMask` replace the
          *     stored ones; the others are ignored (send them as read, or null for `defaultControls`).
-         *     `updatedAt` is set by the server and never sent.
+         *     `updatedAt` is set by the server: a value sent is ignored, so a policy read may be sent back as
+         *     it is. An update that changes nothing (the stored values sent back) leaves `updatedAt` as it is.
          *
          *     `timeZone` must be an IANA time zone name the server knows, else 400 `INVALID_TIME_ZONE`
          *     (absent while `updateMask` names it explicitly included). Without an `updateMask`, `timeZone`
@@ -4082,8 +4093,9 @@ export interface components {
             authorization: components["schemas"]["SpendAuthorization"];
         };
         /**
-         * @description Body of `SpendService.Capture`. Without `amount`, the whole hold is captured; with one, that
-         *     part (greater than zero, at most the held amount) is captured and the rest of the hold released.
+         * @description Body of `SpendService.Capture`. Without `amount` (`{}`), the whole hold is captured; with one,
+         *     that part (greater than zero, at most the held amount) is captured and the rest of the hold
+         *     released. The body is required: an empty one is 400 `MALFORMED_BODY`, and nothing is captured.
          * @example {
          *       "amount": {
          *         "currencyCode": "USD",
@@ -4109,8 +4121,9 @@ export interface components {
             authorization: components["schemas"]["SpendAuthorization"];
         };
         /**
-         * @description Body of `SpendService.Reverse`. Without `amount`, all of the captured amount not yet reversed
-         *     is reversed; with one, that part (greater than zero, at most what remains to reverse).
+         * @description Body of `SpendService.Reverse`. Without `amount` (`{}`), all of the captured amount not yet
+         *     reversed is reversed; with one, that part (greater than zero, at most what remains to reverse).
+         *     The body is required: an empty one is 400 `MALFORMED_BODY`, and nothing is reversed.
          * @example {
          *       "amount": {
          *         "currencyCode": "USD",
@@ -6040,7 +6053,7 @@ export interface operations {
             };
             /**
              * @description The token request is invalid (RFC 6749 section 5.2): `invalid_request` (a missing,
-             *     empty or repeated parameter, a body that is not form-encoded, credentials in an
+             *     empty or repeated parameter, an empty body or one that is not form-encoded, credentials in an
              *     `Authorization` header or the query string), `unsupported_grant_type` or
              *     `invalid_scope`.
              */

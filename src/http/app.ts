@@ -20,7 +20,8 @@ import { leanJsonAnswers } from "./json-answer.js";
 import { narrowOneOfFailures } from "./one-of-issues.js";
 import { parameterForm } from "./parameter-form.js";
 import type { RateLimits } from "./rate-limit.js";
-import { JSON_LIMIT_BYTES, rawBodyLimit, readRawBody, refuseDeclaredOversize, unlessBodyless, verifyJson, wholeRequest } from "./request-body.js";
+import { outputOnlyIgnored } from "./output-only.js";
+import { JSON_LIMIT_BYTES, notingEmptyBody, rawBodyLimit, readRawBody, refuseDeclaredOversize, requiredBody, unlessBodyless, verifyJson, wholeRequest } from "./request-body.js";
 import { requestId } from "./request-id.js";
 import { RequestShapes } from "./request-shapes.js";
 import { isRawPath, methodsAt, pathParametersOf, routeOf } from "./route-table.js";
@@ -97,18 +98,21 @@ const peerOf = (req: Request): RequestContext["peer"] => ({ remoteAddress: req.s
 
 /**
  * The steps every operation but the raw ones goes through, in order: the declared length, the parsers
- * (not for operations that take no body), the contract validator (HEAD seen as GET), the whole request
- * (request-body.ts). The mock (mock/front.ts) runs the same chain, so that it refuses what the server
- * refuses, in the same words. Parameters are checked as written before the validator coerces them;
- * its failures are narrowed to the arm a `oneOf` value chose before they are rendered.
+ * (not for operations that take no body), a required body present, output-only fields dropped
+ * (output-only.ts), the contract validator (HEAD seen as GET), the whole request (request-body.ts).
+ * The mock (mock/front.ts) runs the same chain, so that it refuses what the server refuses, in the
+ * same words. Parameters are checked as written before the validator coerces them; its failures are
+ * narrowed to the arm a `oneOf` value chose before they are rendered.
  */
 export function requestValidation(contractPath: string, validateResponses: boolean): RequestHandler {
   const shapes = RequestShapes.of(contractPath);
   return series(
     refuseDeclaredOversize,
     // inflate: false: a compressed body (any Content-Encoding) is 415, never decompressed.
-    unlessBodyless(express.json({ limit: JSON_LIMIT_BYTES, type: ["application/json", "application/*+json"], verify: verifyJson, inflate: false })),
-    unlessBodyless(express.urlencoded({ extended: false, limit: FORM_LIMIT, parameterLimit: 20, verify: requireUtf8, inflate: false })),
+    unlessBodyless(express.json({ limit: JSON_LIMIT_BYTES, type: ["application/json", "application/*+json"], verify: notingEmptyBody(verifyJson), inflate: false })),
+    unlessBodyless(express.urlencoded({ extended: false, limit: FORM_LIMIT, parameterLimit: 20, verify: notingEmptyBody(requireUtf8), inflate: false })),
+    requiredBody(shapes),
+    outputOnlyIgnored(shapes),
     storableText,
     parameterForm(shapes),
     headAsGet(contractValidation({

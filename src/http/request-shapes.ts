@@ -9,8 +9,8 @@ export type SchemaNode = Record<string, unknown>;
 export interface RequestShape {
   /** Declared query parameters by name, their schemas followed. */
   query: ReadonlyMap<string, SchemaNode>;
-  /** The request body's schema and media type, if the operation takes a body. */
-  body?: { mediaType: string; schema: SchemaNode };
+  /** The request body's schema and media type, and whether the contract requires it, if the operation takes a body. */
+  body?: { mediaType: string; schema: SchemaNode; required: boolean };
 }
 
 const METHODS = ["get", "put", "post", "delete", "patch"] as const;
@@ -26,11 +26,12 @@ export class RequestShapes {
         if (!op) continue;
         const parameters = [...((item.parameters ?? []) as SchemaNode[]), ...((op.parameters ?? []) as SchemaNode[])].map((p) => this.deref(p));
         const query = new Map(parameters.filter((p) => p.in === "query").map((p) => [String(p.name), this.deref(p.schema as SchemaNode)]));
-        const content = (this.deref(op.requestBody as SchemaNode | undefined).content ?? {}) as Record<string, SchemaNode>;
+        const requestBody = this.deref(op.requestBody as SchemaNode | undefined);
+        const content = (requestBody.content ?? {}) as Record<string, SchemaNode>;
         const [mediaType, media] = Object.entries(content)[0] ?? [];
         this.byOperation.set(String(op.operationId), {
           query,
-          ...(mediaType && media ? { body: { mediaType, schema: this.deref(media.schema as SchemaNode) } } : {}),
+          ...(mediaType && media ? { body: { mediaType, schema: this.deref(media.schema as SchemaNode), required: requestBody.required === true } } : {}),
         });
       }
     }
@@ -49,6 +50,11 @@ export class RequestShapes {
 
   operation(operationId: string): RequestShape | undefined {
     return this.byOperation.get(operationId);
+  }
+
+  /** Every operation's shape, by operation id. */
+  operations(): ReadonlyMap<string, RequestShape> {
+    return this.byOperation;
   }
 
   /** A node with its local `$ref`s followed; `{}` for none. */
