@@ -109,7 +109,7 @@ export function requestValidation(contractPath: string, validateResponses: boole
     // inflate: false: a compressed body (any Content-Encoding) is 415, never decompressed.
     unlessBodyless(express.json({ limit: JSON_LIMIT_BYTES, type: ["application/json", "application/*+json"], verify: verifyJson, inflate: false })),
     unlessBodyless(express.urlencoded({ extended: false, limit: FORM_LIMIT, parameterLimit: 20, verify: requireUtf8, inflate: false })),
-    storableText,
+    storableText(shapes),
     parameterForm(shapes),
     headAsGet(contractValidation({
       apiSpec: contractPath,
