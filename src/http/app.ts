@@ -113,7 +113,7 @@ export function requestValidation(contractPath: string, validateResponses: boole
     unlessBodyless(express.urlencoded({ extended: false, limit: FORM_LIMIT, parameterLimit: 20, verify: notingEmptyBody(requireUtf8), inflate: false })),
     requiredBody(shapes),
     outputOnlyIgnored(shapes),
-    storableText,
+    storableText(shapes),
     parameterForm(shapes),
     headAsGet(contractValidation({
       apiSpec: contractPath,
