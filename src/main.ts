@@ -1,5 +1,5 @@
 // `npm start`: serve the API with the configuration from the environment until SIGTERM or SIGINT.
-import { ConfigError, loadConfig } from "./config.js";
+import { exitRefused, loadConfig } from "./config.js";
 import { limitHeapGrowth } from "./core/heap-growth.js";
 import { createLogger } from "./core/logger.js";
 import { startServer } from "./server.js";
@@ -9,15 +9,11 @@ async function main(): Promise<void> {
   try {
     config = loadConfig();
   } catch (e) {
-    if (e instanceof ConfigError) {
-      process.stderr.write(`configuration error: ${e.message}\n`);
-      process.exit(2);
-    }
-    throw e;
+    exitRefused(e);
   }
   limitHeapGrowth(config.heapGrowthPercent);
   const logger = createLogger(config.logLevel);
-  const server = await startServer({ config, logger });
+  const server = await startServer({ config, logger }).catch(exitRefused);
   const out = (line: string) => process.stdout.write(line + "\n");
   out(`Tenant API listening on ${server.url} (tenant ${config.baseUrl})`);
   out(`  docs:     ${server.url}/docs`);

@@ -17,7 +17,7 @@ import { SpendList } from "./funds/spend-list.js";
 import { SubjectAppLimits } from "./funds/subject-app-limits.js";
 import { answerClientErrors } from "./http/client-error.js";
 import { createApp } from "./http/app.js";
-import { Idempotency } from "./http/idempotency.js";
+import { Idempotency, sealedAnswerSample } from "./http/idempotency.js";
 import { RateLimits } from "./http/rate-limit.js";
 import { fundsHandlers } from "./http/handlers/funds.js";
 import { spendHandlers } from "./http/handlers/spends.js";
@@ -39,12 +39,12 @@ import { ChangeWatch, type PollTiming } from "./storage/change-versions.js";
 import { openStorage } from "./storage/connect.js";
 import { IdempotencyRecords } from "./storage/idempotency-records.js";
 import { LiveInstances } from "./storage/live-instances.js";
-import { loadSecretsKey } from "./storage/secrets-key.js";
+import { checkSecretsKey, loadSecretsKey } from "./storage/secrets-key.js";
 import { WebhookEvents } from "./webhooks/events.js";
 import { WebhookIntake } from "./webhooks/intake.js";
 import { JwksCache } from "./webhooks/jwks-cache.js";
 import type { FetchJwksOptions } from "./webhooks/jwks-fetch.js";
-import { Listeners } from "./webhooks/listeners.js";
+import { Listeners, sealedSecretSample } from "./webhooks/listeners.js";
 import { SecretBox } from "./webhooks/secret-box.js";
 import { sharedKey } from "./storage/settings.js";
 
@@ -80,7 +80,18 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const { config } = options;
   const clock = options.clock ?? systemClock;
   const logger = options.logger ?? createLogger(config.logLevel);
-  const storage = await openStorage(config.database);
+  const storage = await openStorage(config.database, { migrate: config.migrateAtStart });
+  let secretsKey: Buffer;
+  try {
+    secretsKey = loadSecretsKey(config.secretsKey);
+    await checkSecretsKey(storage, new SecretBox(secretsKey), config.secretsKey, {
+      "webhook secrets": () => sealedSecretSample(storage),
+      "kept answers": () => sealedAnswerSample(storage),
+    });
+  } catch (e) {
+    await storage.close();
+    throw e;
+  }
 
   const pageTokens = new PageTokens(await sharedKey(storage, "page_token_key"));
   const users = new Users(storage, clock, pageTokens);
@@ -109,7 +120,6 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const spends = new SpendAuthorizations(storage, clock, effective);
   const spendList = new SpendList(storage, clock, pageTokens);
 
-  const secretsKey = loadSecretsKey(config.secretsKey);
   // Automations' updates, deletions and secret rotations, made by any instance, reach this one's kept listeners.
   const listenerChanges = new ChangeWatch(storage, "listeners", logger, options.listenersPoll);
   await listenerChanges.start();
