@@ -5315,7 +5315,9 @@ export interface components {
          *     - `AUTOMATION_EXECUTION_STATE_PENDING`: recorded with its event and queued for any worker; no step has run yet.
          *     - `AUTOMATION_EXECUTION_STATE_RUNNING`: claimed by a worker, which runs its steps. The server that
          *       accepts an event may hand its execution straight to its own worker, so an execution can be
-         *       `RUNNING` from the moment it is recorded, before its first step starts.
+         *       `RUNNING` from the moment it is recorded, before its first step starts. A server that shuts
+         *       down gives back the executions it holds and has not begun: they are `PENDING` again, for any
+         *       worker.
          *     - `AUTOMATION_EXECUTION_STATE_DONE`: every step finished (`STEP_STATE_DONE` or `STEP_STATE_SKIPPED`).
          *     - `AUTOMATION_EXECUTION_STATE_ERROR`: a step failed (`STEP_STATE_ERROR`); the steps after it did not run.
          *

@@ -35,6 +35,10 @@ export interface Config {
   rateLimits: RateLimitQuotas;
   /** HEAP_GROWTH_PERCENT: how far V8's heap grows past its live part before a full collection; 0 leaves V8's own choice. */
   heapGrowthPercent: number;
+  /** SHUTDOWN_DRAIN_SECONDS and SHUTDOWN_TIMEOUT_SECONDS: how a signal stops the server (see server.ts `close`, main.ts). */
+  shutdown: { drainSeconds: number; timeoutSeconds: number };
+  /** EXECUTION_LEASE_SECONDS: how long a worker's claim on an execution lasts before another worker may resume it. */
+  executionLeaseSeconds: number;
 }
 
 /**
@@ -194,6 +198,14 @@ function rateLimits(env: NodeJS.ProcessEnv): RateLimitQuotas {
   return master === "off" ? { source: null, credential: null, listener: null, "listener-failures": null } : quotas;
 }
 
+/** The drain ends before the deadline, so that requests arriving in the drain's last moment may still finish. */
+function shutdown(env: NodeJS.ProcessEnv): Config["shutdown"] {
+  const drainSeconds = integer(env, "SHUTDOWN_DRAIN_SECONDS", 5, 0, 300);
+  const timeoutSeconds = integer(env, "SHUTDOWN_TIMEOUT_SECONDS", 25, 1, 3_600);
+  if (drainSeconds >= timeoutSeconds) throw new ConfigError(`SHUTDOWN_DRAIN_SECONDS (${drainSeconds}) must be less than SHUTDOWN_TIMEOUT_SECONDS (${timeoutSeconds})`);
+  return { drainSeconds, timeoutSeconds };
+}
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const port = integer(env, "PORT", 8080, 0, 65535);
   const host = env.HOST || "0.0.0.0";
@@ -228,5 +240,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     trustProxy: trustProxy(env.TRUST_PROXY),
     rateLimits: rateLimits(env),
     heapGrowthPercent: integer(env, "HEAP_GROWTH_PERCENT", DEFAULT_HEAP_GROWTH_PERCENT, 0, 300),
+    shutdown: shutdown(env),
+    executionLeaseSeconds: integer(env, "EXECUTION_LEASE_SECONDS", 60, 10, 86_400),
   };
 }

@@ -1,6 +1,5 @@
 // The composition root: opens storage, builds the services, binds handlers, and serves HTTP.
 // Tests start it in-process on an ephemeral port with a clock they control; main.ts starts it for real.
-import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { sql } from "kysely";
 import type { Config } from "./config.js";
@@ -17,6 +16,7 @@ import { SpendList } from "./funds/spend-list.js";
 import { SubjectAppLimits } from "./funds/subject-app-limits.js";
 import { answerClientErrors } from "./http/client-error.js";
 import { createApp } from "./http/app.js";
+import { Connections, type UnfinishedRequest } from "./http/connections.js";
 import { Idempotency, sealedAnswerSample } from "./http/idempotency.js";
 import { RateLimits } from "./http/rate-limit.js";
 import { fundsHandlers } from "./http/handlers/funds.js";
@@ -34,7 +34,7 @@ import { Automations } from "./automations/automations.js";
 import { workerHandOff } from "./automations/event-hand-off.js";
 import { Executions } from "./automations/executions.js";
 import { ExecutionRunner } from "./automations/runner.js";
-import { Worker } from "./automations/worker.js";
+import { Worker, WORKER_DEFAULTS } from "./automations/worker.js";
 import { ChangeWatch, type PollTiming } from "./storage/change-versions.js";
 import { openStorage } from "./storage/connect.js";
 import { IdempotencyRecords } from "./storage/idempotency-records.js";
@@ -72,8 +72,15 @@ export interface RunningServer {
   bootstrap: BootstrapResult | null;
   /** The execution worker of this process (tests wait for it to be idle). */
   worker: Worker;
-  /** Stops accepting connections, lets in-flight requests finish, then closes the database. */
-  close(): Promise<void>;
+  /**
+   * Stops, as on SIGTERM: /readyz answers 503 at once, every connection is closed after its next
+   * answer, and the worker releases what it has not begun; after `drainMs` (time for a load balancer
+   * to notice) the listener stops and idle connections are closed; once the requests and runs under
+   * way have finished, the database is closed. The caller bounds it in time (main.ts).
+   */
+  close(drainMs?: number): Promise<void>;
+  /** What `close` is still waiting for (the log names it when a shutdown is cut short). */
+  unfinished(): { requests: UnfinishedRequest[]; arriving: number; executions: string[] };
 }
 
 export async function startServer(options: ServerOptions): Promise<RunningServer> {
@@ -127,7 +134,10 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const automations = new Automations(storage, clock, listeners, policy, pageTokens, { baseUrl: config.baseUrl, allowInsecureJwks: config.jwksAllowInsecure });
   const executions = new Executions(storage, pageTokens);
   const events = new WebhookEvents(storage, clock, pageTokens);
-  const worker = new Worker({ storage, clock, events, logger, runner: new ExecutionRunner({ storage, clock, limits, logger }) });
+  const worker = new Worker(
+    { storage, clock, events, logger, runner: new ExecutionRunner({ storage, clock, limits, logger }) },
+    { ...WORKER_DEFAULTS, leaseMs: config.executionLeaseSeconds * 1000 },
+  );
   const intake = new WebhookIntake({
     clock,
     listeners,
@@ -146,6 +156,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
 
   // A box of its own: replayed answers do not take the places of webhook secrets in its cache of opened secrets.
   const idempotencyRecords = new IdempotencyRecords(storage, clock);
+  let stopping = false;
   const app = createApp({
     logger,
     idempotency: new Idempotency(idempotencyRecords, new SecretBox(secretsKey)),
@@ -156,6 +167,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     consoleDir,
     validateResponses: config.validateResponses,
     ready: async () => (await sql`select 1 as ok`.execute(storage.db), true),
+    stopping: () => stopping,
     handlers: {
       ...identityHandlers({ grant, users, credentials, trustProxy: config.trustProxy }),
       ...fundsHandlers({ limits, caps, policy, effective }),
@@ -164,7 +176,8 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     },
   });
 
-  const server: Server = createServer(app);
+  const connections = new Connections(app);
+  const { server } = connections;
   answerClientErrors(server, logger);
   // Idle keep-alive connections are closed by the client or the load balancer first (their idle
   // timeouts are shorter: undici 4 s, common balancers 60 s): a server that closes first races a
@@ -191,14 +204,16 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const host = address.includes(":") ? `[${address}]` : address;
 
   let closing: Promise<void> | undefined;
-  const close = () =>
+  const close = (drainMs = 0) =>
     (closing ??= (async () => {
-      await new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeIdleConnections();
-      });
-      await sweep.stop();
+      stopping = true;
+      connections.closeAfterAnswers();
+      void worker.stop();
+      await new Promise((resolve) => setTimeout(resolve, drainMs));
+      await connections.stop();
+      // Again: the releases of executions whose records committed since the first call.
       await worker.stop();
+      await sweep.stop();
       await instances.stop();
       await principals.stop();
       await fundPolicyChanges.stop();
@@ -206,5 +221,6 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       await storage.close();
     })());
 
-  return { url: `http://${host === "[::]" || host === "0.0.0.0" ? "127.0.0.1" : host}:${port}`, bootstrap, worker, close };
+  const unfinished = () => ({ ...connections.unfinished(), executions: worker.runs() });
+  return { url: `http://${host === "[::]" || host === "0.0.0.0" ? "127.0.0.1" : host}:${port}`, bootstrap, worker, close, unfinished };
 }

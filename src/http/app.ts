@@ -41,6 +41,8 @@ export interface AppOptions {
   validateResponses: boolean;
   /** Answers whether the database can be reached, for /readyz. */
   ready: () => Promise<boolean>;
+  /** Whether the server is shutting down: /readyz answers 503, so that load balancers send no more. */
+  stopping: () => boolean;
   /** The built admin console (dist/console), served at /console. */
   consoleDir: string;
   /** Runs the requests of operations that take an Idempotency-Key once per caller and key. */
@@ -143,6 +145,7 @@ export function createApp(options: AppOptions): Express {
 
   app.get("/healthz", (_req, res) => void res.json({ status: "ok" }));
   app.get("/readyz", async (_req, res) => {
+    if (options.stopping()) return void res.status(503).json({ status: "stopping" });
     const ready = await options.ready().catch(() => false);
     res.status(ready ? 200 : 503).json({ status: ready ? "ready" : "unavailable" });
   });

@@ -1,5 +1,6 @@
 // Claiming runnable executions, where the dialects differ: each pending execution (or one whose
-// run's lease lapsed, after a crash) goes to exactly one worker.
+// run's lease lapsed, after a crash) goes to exactly one worker. A worker that stops gives back what
+// it claimed and has not begun to run, so that no other worker waits for the lease.
 //
 // Runs whose lease lapsed come first, then the oldest pending ones. Each is its own select, so each
 // is a seek in an index kept in its order ((state, created_at, id)): one select with `state =
@@ -8,7 +9,7 @@ import { CompiledQuery, type Expression, type ExpressionBuilder, type SqlBool } 
 import type { KnownAutomationExecutionState } from "../../generated/enums.js";
 import type { Storage } from "./connect.js";
 import type { AutomationExecutionsTable, Database } from "./schema.js";
-import { writeTransaction, type Db } from "./transactions.js";
+import { writeStatement, writeTransaction, type Db } from "./transactions.js";
 
 const PENDING: KnownAutomationExecutionState = "AUTOMATION_EXECUTION_STATE_PENDING";
 const RUNNING: KnownAutomationExecutionState = "AUTOMATION_EXECUTION_STATE_RUNNING";
@@ -64,4 +65,20 @@ returning *`;
 async function claimOnPostgres(db: Db, now: string, leaseUntil: string, limit: number): Promise<AutomationExecutionsTable[]> {
   const result = await db.executeQuery<AutomationExecutionsTable>(CompiledQuery.raw(CLAIM_ON_POSTGRES, [RUNNING, leaseUntil, now, limit, PENDING]));
   return [...result.rows];
+}
+
+/**
+ * Makes executions claimed and not begun pending again, for any worker to claim at once. Each only
+ * while it still holds the lease given with the claim: one whose lease lapsed may be another's now.
+ */
+export async function releaseExecutions(storage: Storage, held: readonly Pick<AutomationExecutionsTable, "id" | "lease_until">[]): Promise<void> {
+  if (held.length === 0) return;
+  await writeStatement(storage, (db) =>
+    db
+      .updateTable("automation_executions")
+      .set({ state: PENDING, lease_until: null })
+      .where("state", "=", RUNNING)
+      .where((eb) => eb.or(held.map((e) => eb.and([eb("id", "=", e.id), eb("lease_until", "=", e.lease_until)]))))
+      .execute(),
+  );
 }
