@@ -2,8 +2,7 @@
 // Tests start it in-process on an ephemeral port with a clock they control; main.ts starts it for real.
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { sql } from "kysely";
-import type { Config } from "./config.js";
+import { DATABASE_DEFAULTS, type Config } from "./config.js";
 import { BackgroundTask } from "./core/background-task.js";
 import { systemClock, type Clock } from "./core/clock.js";
 import { createLogger, type Logger } from "./core/logger.js";
@@ -34,11 +33,12 @@ import { Automations } from "./automations/automations.js";
 import { workerHandOff } from "./automations/event-hand-off.js";
 import { Executions } from "./automations/executions.js";
 import { ExecutionRunner } from "./automations/runner.js";
-import { Worker } from "./automations/worker.js";
+import { Worker, WORKER_DEFAULTS } from "./automations/worker.js";
 import { ChangeWatch, type PollTiming } from "./storage/change-versions.js";
 import { openStorage } from "./storage/connect.js";
 import { IdempotencyRecords } from "./storage/idempotency-records.js";
 import { LiveInstances } from "./storage/live-instances.js";
+import { DatabaseReachability } from "./storage/reachability.js";
 import { loadSecretsKey } from "./storage/secrets-key.js";
 import { WebhookEvents } from "./webhooks/events.js";
 import { WebhookIntake } from "./webhooks/intake.js";
@@ -50,6 +50,13 @@ import { sharedKey } from "./storage/settings.js";
 
 /** How often expired Idempotency-Key records are removed (an expired one is also replaced when its key comes again). */
 const IDEMPOTENCY_SWEEP_MS = 10 * 60_000;
+
+/**
+ * How often the database is pinged, and how long a ping's `select 1` may take once it has a
+ * connection: milliseconds when the database answers at all (on PostgreSQL the wait for a
+ * connection, up to DATABASE_POOL_TIMEOUT_MS, comes on top).
+ */
+const DATABASE_PING = { intervalMs: 1_000, timeoutMs: 2_000 };
 
 export interface ServerOptions {
   config: Config;
@@ -63,6 +70,8 @@ export interface ServerOptions {
   fundPolicyPoll?: PollTiming;
   /** The same for the kept webhook listeners. */
   listenersPoll?: PollTiming;
+  /** How long the execution worker may make no progress while runs are due before readiness calls it stuck (tests: short). */
+  workerStuckMs?: number;
 }
 
 export interface RunningServer {
@@ -117,7 +126,12 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const automations = new Automations(storage, clock, listeners, policy, pageTokens, { baseUrl: config.baseUrl, allowInsecureJwks: config.jwksAllowInsecure });
   const executions = new Executions(storage, pageTokens);
   const events = new WebhookEvents(storage, clock, pageTokens);
-  const worker = new Worker({ storage, clock, events, logger, runner: new ExecutionRunner({ storage, clock, limits, logger }) });
+  const worker = new Worker(
+    { storage, clock, events, logger, runner: new ExecutionRunner({ storage, clock, limits, logger }) },
+    { ...WORKER_DEFAULTS, stuckMs: options.workerStuckMs ?? WORKER_DEFAULTS.stuckMs },
+  );
+  const poolWaitMs = config.database.kind === "postgres" ? (config.database.poolTimeoutMs ?? DATABASE_DEFAULTS.poolTimeoutMs) : 0;
+  const reachability = new DatabaseReachability(storage, logger, { ...DATABASE_PING, timeoutMs: DATABASE_PING.timeoutMs + poolWaitMs });
   const intake = new WebhookIntake({
     clock,
     listeners,
@@ -145,7 +159,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     docsPath,
     consoleDir,
     validateResponses: config.validateResponses,
-    ready: async () => (await sql`select 1 as ok`.execute(storage.db), true),
+    unready: async () => [...((await reachability.check()) ? [] : ["database-unreachable"]), ...(worker.stuck() ? ["workers-stuck"] : [])],
     handlers: {
       ...identityHandlers({ grant, users, credentials, trustProxy: config.trustProxy }),
       ...fundsHandlers({ limits, caps, policy, effective }),
@@ -170,6 +184,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     server.listen(config.port, config.host, () => resolve());
   });
   worker.start();
+  reachability.start();
   const sweep = new BackgroundTask(IDEMPOTENCY_SWEEP_MS, () =>
     idempotencyRecords.sweep().then(
       (removed) => void (removed > 0 && logger.info({ msg: "swept idempotency records", removed })),
@@ -188,6 +203,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
         server.closeIdleConnections();
       });
       await sweep.stop();
+      await reachability.stop();
       await worker.stop();
       await instances.stop();
       await principals.stop();
