@@ -124,6 +124,8 @@ export async function runDatabase(dialect: Dialect, settings: BenchSettings, dri
       ACCESS_TOKEN_TTL_SECONDS: "3600",
       // The scenarios measure the work of answering, not the limits (scenario 8 turns them on).
       RATE_LIMIT: "off",
+      // No balancer in front: stopped without a drain.
+      SHUTDOWN_DRAIN_SECONDS: "0",
     });
     const start = async (validate: "0" | "1", listenPort: number, env: Record<string, string> = {}, extraNodeArgs: string[] = []) => {
       const name = `${dialect}-validate${validate}-${new Date().toISOString().replace(/[-:.]/g, "")}`;

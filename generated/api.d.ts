@@ -1836,7 +1836,7 @@ export interface components {
              */
             id: string;
             /**
-             * @description Name shown to people.
+             * @description Name shown to people. Text: requests refuse control characters other than tab and newline (see Text in the introduction); one stored by an earlier release may hold them and is answered as stored.
              * @example Ada Lovelace
              */
             displayName: string;
@@ -1930,7 +1930,8 @@ export interface components {
          */
         UserServiceCreateRequest: {
             /**
-             * @description Name shown to people.
+             * @description Name shown to people. Text without control characters other than tab and newline, nor
+             *     unpaired surrogates (see Text in the introduction).
              * @example Ada Lovelace
              */
             displayName: string;
@@ -2024,7 +2025,8 @@ export interface components {
              */
             clientId: string;
             /**
-             * @description Label given at creation, to tell the credentials of a user apart (for example where it is deployed); empty when none was given.
+             * @description Label given at creation, to tell the credentials of a user apart (for example where it is
+             *     deployed); empty when none was given. Text: requests refuse control characters other than tab and newline (see Text in the introduction); one stored by an earlier release may hold them and is answered as stored.
              * @example billing-sync (production)
              */
             displayName: string;
@@ -2136,7 +2138,9 @@ export interface components {
          */
         CredentialServiceCreateRequest: {
             /**
-             * @description Optional label, to tell the credentials of a user apart; empty when omitted.
+             * @description Optional label, to tell the credentials of a user apart; empty when omitted. Text without
+             *     control characters other than tab and newline, nor unpaired surrogates (see Text in the
+             *     introduction).
              * @example billing-sync (production)
              */
             displayName?: string;
@@ -2369,7 +2373,12 @@ export interface components {
             limit?: components["schemas"]["SpendLimit"] | null;
             /** Format: date-time */
             expiresAt?: string | null;
-            /** @description Visible to the subject (why the subject has the bump). */
+            /**
+             * @description Visible to the subject (why the subject has the bump). Text of at most 500 characters;
+             *     requests refuse control characters other than tab and newline (see Text in the
+             *     introduction). A reason stored by an earlier release may hold them: it is answered as
+             *     stored.
+             */
             reason?: string;
         };
         /**
@@ -2381,9 +2390,17 @@ export interface components {
          *     }
          */
         SpendSuspension: {
+            /**
+             * @description Why the scope is frozen. Text of at most 500 characters; requests refuse control
+             *     characters other than tab and newline (see Text in the introduction). A reason stored by
+             *     an earlier release may hold them: it is answered as stored.
+             */
             reason?: string;
-            /** Format: date-time */
-            suspendedAt?: string | null;
+            /**
+             * Format: date-time
+             * @description When the suspension began. Set by the server; in a request it is ignored.
+             */
+            readonly suspendedAt?: string | null;
         };
         /**
          * @description The one control shape used by every authority scope (subject-app row, app cap, tenant default).
@@ -2664,7 +2681,11 @@ export interface components {
          *     }
          */
         SubjectAppLimitServiceSuspendRequest: {
-            /** @description Optional. Why the app is paused on the subject's fund; stored as `SpendSuspension.reason`. A second Suspend replaces it. */
+            /**
+             * @description Optional. Why the app is paused on the subject's fund; stored as `SpendSuspension.reason`.
+             *     A second Suspend replaces it. Text of at most 500 characters without control characters
+             *     other than tab and newline, nor unpaired surrogates (see Text in the introduction).
+             */
             reason?: string;
         };
         /**
@@ -2768,7 +2789,11 @@ export interface components {
              * @description When the extension lapses; must be in the future. After it, the row falls back to its own base limit, not to the next layer.
              */
             expiresAt: string;
-            /** @description Optional. Visible to the subject (why the subject has the bump). */
+            /**
+             * @description Optional. Visible to the subject (why the subject has the bump). Text of at most 500
+             *     characters without control characters other than tab and newline, nor unpaired surrogates
+             *     (see Text in the introduction).
+             */
             reason?: string;
         };
         /**
@@ -3047,8 +3072,11 @@ export interface components {
             evaluatedAt: string;
             /**
              * @description A short human-readable trace of the layers looked at, one line per layer, most specific
-             *     first, ending with the deciding layer (for example `SCOPE_SUBJECT_APP: suspension present
-             *     -> deny`). For people, not for parsing: the wording may change.
+             *     first, ending with the deciding layer (for example `SCOPE_SUBJECT_APP: suspended ("Card
+             *     reported lost") -> deny`). For people, not for parsing: the wording may change. A
+             *     suspension's reason is quoted as a JSON string (escapes included) of at most 200
+             *     characters, clipped with `…` inside the quotes, so every line fits in 500 characters
+             *     whatever the reason holds.
              */
             trace: string[];
             /**
@@ -3662,6 +3690,13 @@ export interface components {
              *     starts at its first instant. `UTC` until changed (and for tenants created
              *     before the field existed). Always present in responses. In `FundPolicyService.Update`, a
              *     name the server's IANA time zone database does not know is 400 `INVALID_TIME_ZONE`.
+             *
+             *     Names are matched in any case and stored and answered by the zone's canonical name: its
+             *     name in IANA's `zone.tab` in IANA's spelling (`europe/paris` is `Europe/Paris`); a link by the
+             *     zone it names (`US/Eastern` is `America/New_York`, `Asia/Calcutta` is `Asia/Kolkata`); UTC and
+             *     its aliases (`Etc/UTC`, `utc`, `GMT`, `Etc/GMT`, `Zulu`) `UTC`, as ECMAScript names it. A policy
+             *     stored otherwise by an earlier release is answered so too. A UTC offset (`+01:00`) is not a
+             *     zone name.
              * @example Europe/Paris
              */
             timeZone?: string;
@@ -3673,7 +3708,7 @@ export interface components {
             defaultControls: components["schemas"]["SpendControls"] | null;
             /**
              * Format: date-time
-             * @description When the policy last changed; null if it never has. Set by the server, always present in responses, never sent.
+             * @description When the policy last changed; null if it never has. Set by the server and always present in responses; in a request it is ignored (a policy read may be sent back as it is).
              */
             readonly updatedAt?: string | null;
         };
@@ -3709,7 +3744,8 @@ export interface components {
         /**
          * @description Body of `FundPolicyService.Update`. Fields of `fundPolicy` named in `updateMask` replace the
          *     stored ones; the others are ignored (send them as read, or null for `defaultControls`).
-         *     `updatedAt` is set by the server and never sent.
+         *     `updatedAt` is set by the server: a value sent is ignored, so a policy read may be sent back as
+         *     it is. An update that changes nothing (the stored values sent back) leaves `updatedAt` as it is.
          *
          *     `timeZone` must be an IANA time zone name the server knows, else 400 `INVALID_TIME_ZONE`
          *     (absent while `updateMask` names it explicitly included). Without an `updateMask`, `timeZone`
@@ -3880,7 +3916,10 @@ export interface components {
             period: components["schemas"]["PeriodKind"];
             /**
              * @description The resolution trace (as in `EffectiveLimit.trace`), then one line with the arithmetic of
-             *     the decision. For people, not for parsing: the wording may change.
+             *     the decision. For people, not for parsing: the wording may change. Every line fits in 500
+             *     characters (a reason is quoted clipped, see `EffectiveLimit.trace`), the lines of an
+             *     authorization stored by an earlier release included: a longer one is answered clipped,
+             *     ending with `…`.
              */
             trace: string[];
             usage: components["schemas"]["SpendUsage"];
@@ -3888,7 +3927,10 @@ export interface components {
         /**
          * @description Free-form labels the app attaches to an authorization (for example an order id), answered
          *     as sent; `{}` when none. At most 20 keys; a key is 1 to 40 characters, a letter then
-         *     letters, digits, `_`, `.` or `-`; a value is a string of at most 500 characters.
+         *     letters, digits, `_`, `.` or `-`; a value is a string of at most 500 characters. Values are
+         *     text: requests refuse control characters other than tab and newline, and unpaired surrogates
+         *     (see Text in the introduction); metadata stored by an earlier release may hold them and is
+         *     answered as stored.
          * @example {
          *       "orderId": "ord_8812"
          *     }
@@ -4082,8 +4124,9 @@ export interface components {
             authorization: components["schemas"]["SpendAuthorization"];
         };
         /**
-         * @description Body of `SpendService.Capture`. Without `amount`, the whole hold is captured; with one, that
-         *     part (greater than zero, at most the held amount) is captured and the rest of the hold released.
+         * @description Body of `SpendService.Capture`. Without `amount` (`{}`), the whole hold is captured; with one,
+         *     that part (greater than zero, at most the held amount) is captured and the rest of the hold
+         *     released. The body is required: an empty one is 400 `MALFORMED_BODY`, and nothing is captured.
          * @example {
          *       "amount": {
          *         "currencyCode": "USD",
@@ -4109,8 +4152,9 @@ export interface components {
             authorization: components["schemas"]["SpendAuthorization"];
         };
         /**
-         * @description Body of `SpendService.Reverse`. Without `amount`, all of the captured amount not yet reversed
-         *     is reversed; with one, that part (greater than zero, at most what remains to reverse).
+         * @description Body of `SpendService.Reverse`. Without `amount` (`{}`), all of the captured amount not yet
+         *     reversed is reversed; with one, that part (greater than zero, at most what remains to reverse).
+         *     The body is required: an empty one is 400 `MALFORMED_BODY`, and nothing is reversed.
          * @example {
          *       "amount": {
          *         "currencyCode": "USD",
@@ -4293,7 +4337,10 @@ export interface components {
              */
             appIdCel: string;
             /**
-             * @description CEL expression over `ctx` that evaluates to the suspension reason (a string). When absent or empty, no reason is recorded; answers show `""` then.
+             * @description CEL expression over `ctx` that evaluates to the suspension reason (a string): at most 500
+             *     characters, without control characters other than tab and newline, nor unpaired surrogates
+             *     (see Text in the introduction), else the step fails and changes nothing. When absent or empty,
+             *     no reason is recorded; answers show `""` then.
              * @example "Card reported lost: " + ctx.trigger.event
              */
             reasonCel?: string;
@@ -4362,7 +4409,10 @@ export interface components {
              */
             expiresAtCel: string;
             /**
-             * @description CEL expression over `ctx` that evaluates to the reason, visible to the subject (a string). When absent or empty, no reason is recorded; answers show `""` then.
+             * @description CEL expression over `ctx` that evaluates to the reason, visible to the subject (a string): at
+             *     most 500 characters, without control characters other than tab and newline, nor unpaired
+             *     surrogates (see Text in the introduction), else the step fails and changes nothing. When
+             *     absent or empty, no reason is recorded; answers show `""` then.
              * @example "Quarter-end travel"
              */
             reasonCel?: string;
@@ -4379,10 +4429,12 @@ export interface components {
          *     `unsuspendAppLimit`, `setAppLimitExtension` is set; the others are absent or null. Answers
          *     carry every field: the three unset kinds null, and `skipIfTrueCel` `""` when the step has none.
          *
-         *     CEL expressions (at most 4096 characters each) are checked when the automation is saved: a
-         *     syntax or type error is 400 with reason `CEL_INVALID` and metadata `path` (the field at
-         *     fault, e.g. `automationSteps[1].skipIfTrueCel`) and `position` (the 0-based character offset
-         *     in that expression, a decimal string). They are evaluated with limits on cost and time; an
+         *     CEL expressions (at most 4096 characters each) are text: control characters other than tab
+         *     and newline are refused (see Text in the introduction); a CEL string literal writes them as
+         *     escapes (`"\u0001"`). They are checked when the automation is saved: a syntax or type error
+         *     is 400 with reason `CEL_INVALID` and metadata `path` (the field at fault, e.g.
+         *     `automationSteps[1].skipIfTrueCel`) and `position` (the 0-based character offset in that
+         *     expression, a decimal string). They are evaluated with limits on cost and time; an
          *     evaluation that fails or exceeds a limit fails its step (`STEP_STATE_ERROR`).
          *
          *     Sizes are bounded as JSON (UTF-8 bytes of the JSON text), while values are built, not after:
@@ -4512,9 +4564,16 @@ export interface components {
              * @example aut_5Xn2Bq8Rk4Lm7Pz1
              */
             readonly id?: string;
-            /** @example Suspend Salesforce when card lost */
+            /**
+             * @description Name shown to people. Text: requests refuse control characters other than tab and newline (see Text in the introduction); one stored by an earlier release may hold them and is answered as stored.
+             * @example Suspend Salesforce when card lost
+             */
             displayName: string;
-            /** @example When the card system reports a lost card, suspend the user's Salesforce spend. */
+            /**
+             * @description What the automation is for, for people; tabs and line breaks (`\n`) allowed. Text:
+             *     requests refuse control characters other than tab and newline (see Text in the introduction); one stored by an earlier release may hold them and is answered as stored.
+             * @example When the card system reports a lost card, suspend the user's Salesforce spend.
+             */
             description?: string;
             /**
              * @description Draft (true) or published (false). Publishing is setting it to false; setting it back to
@@ -5256,7 +5315,9 @@ export interface components {
          *     - `AUTOMATION_EXECUTION_STATE_PENDING`: recorded with its event and queued for any worker; no step has run yet.
          *     - `AUTOMATION_EXECUTION_STATE_RUNNING`: claimed by a worker, which runs its steps. The server that
          *       accepts an event may hand its execution straight to its own worker, so an execution can be
-         *       `RUNNING` from the moment it is recorded, before its first step starts.
+         *       `RUNNING` from the moment it is recorded, before its first step starts. A server that shuts
+         *       down gives back the executions it holds and has not begun: they are `PENDING` again, for any
+         *       worker.
          *     - `AUTOMATION_EXECUTION_STATE_DONE`: every step finished (`STEP_STATE_DONE` or `STEP_STATE_SKIPPED`).
          *     - `AUTOMATION_EXECUTION_STATE_ERROR`: a step failed (`STEP_STATE_ERROR`); the steps after it did not run.
          *
@@ -6041,7 +6102,7 @@ export interface operations {
             };
             /**
              * @description The token request is invalid (RFC 6749 section 5.2): `invalid_request` (a missing,
-             *     empty or repeated parameter, a body that is not form-encoded, credentials in an
+             *     empty or repeated parameter, an empty body or one that is not form-encoded, credentials in an
              *     `Authorization` header or the query string), `unsupported_grant_type` or
              *     `invalid_scope`.
              */

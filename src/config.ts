@@ -21,8 +21,10 @@ export interface Config {
   validateResponses: boolean;
   /** Lifetime of issued access tokens, in seconds. */
   accessTokenTtlSeconds: number;
-  /** The key that seals webhook secrets: SECRETS_KEY, else a key file created beside the data. */
-  secretsKey: { kind: "value"; key: Buffer } | { kind: "file"; path: string };
+  /** The key that seals webhook secrets: SECRETS_KEY, else a key file, created if absent unless NODE_ENV=production. */
+  secretsKey: { kind: "value"; key: Buffer } | { kind: "file"; path: string; create: boolean };
+  /** MIGRATE_AT_START: apply pending migrations at start (else refuse to start while any is pending: `npm run migrate` applies them). */
+  migrateAtStart: boolean;
   /** How long a rotated-out webhook secret stays valid, in seconds. */
   webhookSecretGraceSeconds: number;
   /** JWKS_ALLOW_INSECURE=1: allow http: and loopback/private JWKS addresses (development, tests). */
@@ -33,6 +35,10 @@ export interface Config {
   rateLimits: RateLimitQuotas;
   /** HEAP_GROWTH_PERCENT: how far V8's heap grows past its live part before a full collection; 0 leaves V8's own choice. */
   heapGrowthPercent: number;
+  /** SHUTDOWN_DRAIN_SECONDS and SHUTDOWN_TIMEOUT_SECONDS: how a signal stops the server (see server.ts `close`, main.ts). */
+  shutdown: { drainSeconds: number; timeoutSeconds: number };
+  /** EXECUTION_LEASE_SECONDS: how long a worker's claim on an execution lasts before another worker may resume it. */
+  executionLeaseSeconds: number;
 }
 
 /**
@@ -83,6 +89,22 @@ export class ConfigError extends Error {
   override name = "ConfigError";
 }
 
+/**
+ * The database, or the key, is not one this release may start with (its migrations, what it holds
+ * sealed). Like a ConfigError it ends the process with exit code 2: restarting will not help.
+ */
+export class StartRefused extends Error {
+  override name = "StartRefused";
+}
+
+/** Ends the process with exit code 2 and the message of a ConfigError or StartRefused (a process manager can be told not to restart on it); throws anything else on. */
+export function exitRefused(e: unknown): never {
+  if (e instanceof ConfigError) process.stderr.write(`configuration error: ${e.message}\n`);
+  else if (e instanceof StartRefused) process.stderr.write(`refusing to start: ${e.message}\n`);
+  else throw e;
+  process.exit(2);
+}
+
 const LOG_LEVELS: readonly LogLevel[] = ["fatal", "error", "warn", "info", "debug", "trace", "silent"];
 
 function integer(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number, max: number): number {
@@ -106,8 +128,21 @@ function url(name: string, raw: string): string {
   return parsed.toString().replace(/\/$/, "");
 }
 
-function database(env: NodeJS.ProcessEnv): DatabaseConfig {
+/** What is never made up under NODE_ENV=production, and what would be made up without it. */
+const PRODUCTION_NEEDS = {
+  DATABASE_URL: "DATABASE_URL must be set when NODE_ENV=production: without it the server would start on a new SQLite file of its own, with a new super-admin",
+  BASE_URL: "BASE_URL must be set when NODE_ENV=production: without it listener URLs and the audience of webhook JWTs would name localhost",
+  SECRETS_KEY: "SECRETS_KEY (or SECRETS_KEY_FILE) must be set when NODE_ENV=production: without it the server would make a key of its own, which opens none of the secrets sealed with the real one",
+} as const;
+
+function requireInProduction(env: NodeJS.ProcessEnv, name: keyof typeof PRODUCTION_NEEDS, given: boolean): void {
+  if (env.NODE_ENV === "production" && !given) throw new ConfigError(PRODUCTION_NEEDS[name]);
+}
+
+/** Where the data lives: all `npm run migrate` reads of the configuration. */
+export function loadDatabaseConfig(env: NodeJS.ProcessEnv = process.env): DatabaseConfig {
   const raw = env.DATABASE_URL;
+  requireInProduction(env, "DATABASE_URL", Boolean(raw));
   const busyTimeoutMs = integer(env, "SQLITE_BUSY_TIMEOUT_MS", DATABASE_DEFAULTS.sqliteBusyTimeoutMs, 0, 600_000);
   if (!raw) return { kind: "sqlite", path: resolve("data/tenant.sqlite"), busyTimeoutMs };
   if (raw.startsWith("sqlite:")) {
@@ -138,20 +173,23 @@ function keepAlive(env: NodeJS.ProcessEnv): number {
   return ms;
 }
 
-function flag(env: NodeJS.ProcessEnv, name: string): boolean {
+function flag(env: NodeJS.ProcessEnv, name: string, fallback = false): boolean {
   const raw = env[name];
-  if (raw === undefined || raw === "" || raw === "0") return false;
-  if (raw === "1") return true;
-  throw new ConfigError(`${name} must be 0 or 1`);
+  if (raw === undefined || raw === "") return fallback;
+  if (raw === "0" || raw === "false") return false;
+  if (raw === "1" || raw === "true") return true;
+  throw new ConfigError(`${name} must be 1 (true) or 0 (false)`);
 }
 
-function secretsKey(value: string | undefined, file: string | undefined): Config["secretsKey"] {
+function secretsKey(env: NodeJS.ProcessEnv): Config["secretsKey"] {
+  const value = env.SECRETS_KEY;
+  requireInProduction(env, "SECRETS_KEY", Boolean(value || env.SECRETS_KEY_FILE));
   if (value) {
     const key = Buffer.from(value, "base64url");
     if (key.length !== 32 || !/^[A-Za-z0-9_-]+$/.test(value)) throw new ConfigError(`SECRETS_KEY must be 32 bytes as base64url (43 characters)`);
     return { kind: "value", key };
   }
-  return { kind: "file", path: resolve(file || "data/secrets.key") };
+  return { kind: "file", path: resolve(env.SECRETS_KEY_FILE || "data/secrets.key"), create: env.NODE_ENV !== "production" };
 }
 
 function trustProxy(raw: string | undefined): string[] {
@@ -193,9 +231,18 @@ function rateLimits(env: NodeJS.ProcessEnv): RateLimitQuotas {
   return master === "off" ? { source: null, credential: null, listener: null, "listener-failures": null } : quotas;
 }
 
+/** The drain ends before the deadline, so that requests arriving in the drain's last moment may still finish. */
+function shutdown(env: NodeJS.ProcessEnv): Config["shutdown"] {
+  const drainSeconds = integer(env, "SHUTDOWN_DRAIN_SECONDS", 5, 0, 300);
+  const timeoutSeconds = integer(env, "SHUTDOWN_TIMEOUT_SECONDS", 25, 1, 3_600);
+  if (drainSeconds >= timeoutSeconds) throw new ConfigError(`SHUTDOWN_DRAIN_SECONDS (${drainSeconds}) must be less than SHUTDOWN_TIMEOUT_SECONDS (${timeoutSeconds})`);
+  return { drainSeconds, timeoutSeconds };
+}
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const port = integer(env, "PORT", 8080, 0, 65535);
   const host = env.HOST || "0.0.0.0";
+  requireInProduction(env, "BASE_URL", Boolean(env.BASE_URL));
   const baseUrl = url("BASE_URL", env.BASE_URL || `http://localhost:${port}`);
   const tenantId = env.TENANT_ID || "default";
   if (!/^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/.test(tenantId)) throw new ConfigError(`TENANT_ID must be 1-63 characters of [A-Za-z0-9._-]`);
@@ -212,18 +259,21 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     port,
     host,
     baseUrl,
-    database: database(env),
+    database: loadDatabaseConfig(env),
     tenantId,
     fundCurrency,
     bootstrap: clientId && clientSecret ? { clientId, clientSecret } : null,
     logLevel,
     validateResponses: env.VALIDATE_RESPONSES ? env.VALIDATE_RESPONSES === "1" : env.NODE_ENV !== "production",
     accessTokenTtlSeconds: integer(env, "ACCESS_TOKEN_TTL_SECONDS", 900, 60, 86_400),
-    secretsKey: secretsKey(env.SECRETS_KEY, env.SECRETS_KEY_FILE),
+    secretsKey: secretsKey(env),
+    migrateAtStart: flag(env, "MIGRATE_AT_START", true),
     webhookSecretGraceSeconds: integer(env, "WEBHOOK_SECRET_GRACE_SECONDS", 86_400, 0, 30 * 86_400),
     jwksAllowInsecure: flag(env, "JWKS_ALLOW_INSECURE"),
     trustProxy: trustProxy(env.TRUST_PROXY),
     rateLimits: rateLimits(env),
     heapGrowthPercent: integer(env, "HEAP_GROWTH_PERCENT", DEFAULT_HEAP_GROWTH_PERCENT, 0, 300),
+    shutdown: shutdown(env),
+    executionLeaseSeconds: integer(env, "EXECUTION_LEASE_SECONDS", 60, 10, 86_400),
   };
 }

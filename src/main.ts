@@ -1,23 +1,24 @@
-// `npm start`: serve the API with the configuration from the environment until SIGTERM or SIGINT.
-import { ConfigError, loadConfig } from "./config.js";
+// `npm start`: serve the API with the configuration from the environment until SIGTERM or SIGINT,
+// then shut down gracefully (server.ts `close`) within SHUTDOWN_TIMEOUT_SECONDS; a second signal
+// exits at once. Exit code 0 after a complete shutdown, 1 when it was cut short.
+import { exitRefused, loadConfig } from "./config.js";
 import { limitHeapGrowth } from "./core/heap-growth.js";
 import { createLogger } from "./core/logger.js";
 import { startServer } from "./server.js";
+
+/** A signal this soon after the first is the first delivered twice, not a second one. */
+const REPEATED_SIGNAL_MS = 1_000;
 
 async function main(): Promise<void> {
   let config;
   try {
     config = loadConfig();
   } catch (e) {
-    if (e instanceof ConfigError) {
-      process.stderr.write(`configuration error: ${e.message}\n`);
-      process.exit(2);
-    }
-    throw e;
+    exitRefused(e);
   }
   limitHeapGrowth(config.heapGrowthPercent);
   const logger = createLogger(config.logLevel);
-  const server = await startServer({ config, logger });
+  const server = await startServer({ config, logger }).catch(exitRefused);
   const out = (line: string) => process.stdout.write(line + "\n");
   out(`Tenant API listening on ${server.url} (tenant ${config.baseUrl})`);
   out(`  docs:     ${server.url}/docs`);
@@ -28,21 +29,38 @@ async function main(): Promise<void> {
     out(`  client_id:     ${server.bootstrap.clientId}`);
     out(server.bootstrap.clientSecret ? `  client_secret: ${server.bootstrap.clientSecret}  (shown once; store it now)` : `  client_secret: the configured BOOTSTRAP_CLIENT_SECRET`);
   }
-  let stopping = false;
-  const stop = (signal: string) => {
-    if (stopping) return;
-    stopping = true;
-    logger.info({ msg: "shutting down", signal });
-    server.close().then(
-      () => process.exit(0),
+  const { drainSeconds, timeoutSeconds } = config.shutdown;
+  let stoppingSince: number | undefined;
+  // Whatever is unfinished is cut: the process exits, and the database rolls back what it had not
+  // committed (a connection closed mid-transaction; SQLite's uncommitted pages). Runs cut hold their
+  // leases: another instance resumes them when the leases lapse.
+  const cut = (msg: string, fields: Record<string, unknown>) => {
+    logger.error({ msg, ...fields, ...server.unfinished() });
+    process.exit(1);
+  };
+  const stop = (signal: NodeJS.Signals) => {
+    if (stoppingSince !== undefined) {
+      // A terminal's Ctrl-C reaches both npm and the server, and npm forwards it too: the same signal twice.
+      if (performance.now() - stoppingSince < REPEATED_SIGNAL_MS) return;
+      return cut("second signal: exiting at once", { signal });
+    }
+    const since = performance.now();
+    stoppingSince = since;
+    logger.info({ msg: "shutting down", signal, drainSeconds, timeoutSeconds });
+    setTimeout(() => cut("shutdown timed out: exiting with work unfinished", { timeoutSeconds }), timeoutSeconds * 1000);
+    server.close(drainSeconds * 1000).then(
+      () => {
+        logger.info({ msg: "shut down", ms: Math.round(performance.now() - since) });
+        process.exit(0);
+      },
       (err: unknown) => {
         logger.error({ msg: "shutdown failed", err });
         process.exit(1);
       },
     );
   };
-  process.on("SIGTERM", () => stop("SIGTERM"));
-  process.on("SIGINT", () => stop("SIGINT"));
+  process.on("SIGTERM", stop);
+  process.on("SIGINT", stop);
 }
 
 main().catch((err: unknown) => {

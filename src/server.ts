@@ -1,6 +1,5 @@
 // The composition root: opens storage, builds the services, binds handlers, and serves HTTP.
 // Tests start it in-process on an ephemeral port with a clock they control; main.ts starts it for real.
-import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { DATABASE_DEFAULTS, type Config } from "./config.js";
 import { BackgroundTask } from "./core/background-task.js";
@@ -16,7 +15,8 @@ import { SpendList } from "./funds/spend-list.js";
 import { SubjectAppLimits } from "./funds/subject-app-limits.js";
 import { answerClientErrors } from "./http/client-error.js";
 import { createApp } from "./http/app.js";
-import { Idempotency } from "./http/idempotency.js";
+import { Connections, type UnfinishedRequest } from "./http/connections.js";
+import { Idempotency, sealedAnswerSample } from "./http/idempotency.js";
 import { RateLimits } from "./http/rate-limit.js";
 import { fundsHandlers } from "./http/handlers/funds.js";
 import { spendHandlers } from "./http/handlers/spends.js";
@@ -39,12 +39,12 @@ import { openStorage } from "./storage/connect.js";
 import { IdempotencyRecords } from "./storage/idempotency-records.js";
 import { LiveInstances } from "./storage/live-instances.js";
 import { DatabaseReachability } from "./storage/reachability.js";
-import { loadSecretsKey } from "./storage/secrets-key.js";
+import { checkSecretsKey, loadSecretsKey } from "./storage/secrets-key.js";
 import { WebhookEvents } from "./webhooks/events.js";
 import { WebhookIntake } from "./webhooks/intake.js";
 import { JwksCache } from "./webhooks/jwks-cache.js";
 import type { FetchJwksOptions } from "./webhooks/jwks-fetch.js";
-import { Listeners } from "./webhooks/listeners.js";
+import { Listeners, sealedSecretSample } from "./webhooks/listeners.js";
 import { SecretBox } from "./webhooks/secret-box.js";
 import { sharedKey } from "./storage/settings.js";
 
@@ -81,15 +81,33 @@ export interface RunningServer {
   bootstrap: BootstrapResult | null;
   /** The execution worker of this process (tests wait for it to be idle). */
   worker: Worker;
-  /** Stops accepting connections, lets in-flight requests finish, then closes the database. */
-  close(): Promise<void>;
+  /**
+   * Stops, as on SIGTERM: /readyz answers 503 at once, every connection is closed after its next
+   * answer, and the worker releases what it has not begun; after `drainMs` (time for a load balancer
+   * to notice) the listener stops and idle connections are closed; once the requests and runs under
+   * way have finished, the database is closed. The caller bounds it in time (main.ts).
+   */
+  close(drainMs?: number): Promise<void>;
+  /** What `close` is still waiting for (the log names it when a shutdown is cut short). */
+  unfinished(): { requests: UnfinishedRequest[]; arriving: number; executions: string[] };
 }
 
 export async function startServer(options: ServerOptions): Promise<RunningServer> {
   const { config } = options;
   const clock = options.clock ?? systemClock;
   const logger = options.logger ?? createLogger(config.logLevel);
-  const storage = await openStorage(config.database);
+  const storage = await openStorage(config.database, { migrate: config.migrateAtStart });
+  let secretsKey: Buffer;
+  try {
+    secretsKey = loadSecretsKey(config.secretsKey);
+    await checkSecretsKey(storage, new SecretBox(secretsKey), config.secretsKey, {
+      "webhook secrets": () => sealedSecretSample(storage),
+      "kept answers": () => sealedAnswerSample(storage),
+    });
+  } catch (e) {
+    await storage.close();
+    throw e;
+  }
 
   const pageTokens = new PageTokens(await sharedKey(storage, "page_token_key"));
   const users = new Users(storage, clock, pageTokens);
@@ -118,7 +136,6 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const spends = new SpendAuthorizations(storage, clock, effective);
   const spendList = new SpendList(storage, clock, pageTokens);
 
-  const secretsKey = loadSecretsKey(config.secretsKey);
   // Automations' updates, deletions and secret rotations, made by any instance, reach this one's kept listeners.
   const listenerChanges = new ChangeWatch(storage, "listeners", logger, options.listenersPoll);
   await listenerChanges.start();
@@ -128,7 +145,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const events = new WebhookEvents(storage, clock, pageTokens);
   const worker = new Worker(
     { storage, clock, events, logger, runner: new ExecutionRunner({ storage, clock, limits, logger }) },
-    { ...WORKER_DEFAULTS, stuckMs: options.workerStuckMs ?? WORKER_DEFAULTS.stuckMs },
+    { ...WORKER_DEFAULTS, leaseMs: config.executionLeaseSeconds * 1000, stuckMs: options.workerStuckMs ?? config.executionLeaseSeconds * 1000 },
   );
   const poolWaitMs = config.database.kind === "postgres" ? (config.database.poolTimeoutMs ?? DATABASE_DEFAULTS.poolTimeoutMs) : 0;
   const reachability = new DatabaseReachability(storage, logger, { ...DATABASE_PING, timeoutMs: DATABASE_PING.timeoutMs + poolWaitMs });
@@ -150,6 +167,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
 
   // A box of its own: replayed answers do not take the places of webhook secrets in its cache of opened secrets.
   const idempotencyRecords = new IdempotencyRecords(storage, clock);
+  let stopping = false;
   const app = createApp({
     logger,
     idempotency: new Idempotency(idempotencyRecords, new SecretBox(secretsKey)),
@@ -160,6 +178,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     consoleDir,
     validateResponses: config.validateResponses,
     unready: async () => [...((await reachability.check()) ? [] : ["database-unreachable"]), ...(worker.stuck() ? ["workers-stuck"] : [])],
+    stopping: () => stopping,
     handlers: {
       ...identityHandlers({ grant, users, credentials, trustProxy: config.trustProxy }),
       ...fundsHandlers({ limits, caps, policy, effective }),
@@ -168,7 +187,8 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     },
   });
 
-  const server: Server = createServer(app);
+  const connections = new Connections(app);
+  const { server } = connections;
   answerClientErrors(server, logger);
   // Idle keep-alive connections are closed by the client or the load balancer first (their idle
   // timeouts are shorter: undici 4 s, common balancers 60 s): a server that closes first races a
@@ -196,15 +216,17 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const host = address.includes(":") ? `[${address}]` : address;
 
   let closing: Promise<void> | undefined;
-  const close = () =>
+  const close = (drainMs = 0) =>
     (closing ??= (async () => {
-      await new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeIdleConnections();
-      });
+      stopping = true;
+      connections.closeAfterAnswers();
+      void worker.stop();
+      await new Promise((resolve) => setTimeout(resolve, drainMs));
+      await connections.stop();
+      // Again: the releases of executions whose records committed since the first call.
+      await worker.stop();
       await sweep.stop();
       await reachability.stop();
-      await worker.stop();
       await instances.stop();
       await principals.stop();
       await fundPolicyChanges.stop();
@@ -212,5 +234,6 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       await storage.close();
     })());
 
-  return { url: `http://${host === "[::]" || host === "0.0.0.0" ? "127.0.0.1" : host}:${port}`, bootstrap, worker, close };
+  const unfinished = () => ({ ...connections.unfinished(), executions: worker.runs() });
+  return { url: `http://${host === "[::]" || host === "0.0.0.0" ? "127.0.0.1" : host}:${port}`, bootstrap, worker, close, unfinished };
 }

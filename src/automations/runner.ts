@@ -8,6 +8,7 @@ import { BoundedMap } from "../core/bounded-map.js";
 import { ApiError } from "../core/errors.js";
 import type { Clock } from "../core/clock.js";
 import type { Logger } from "../core/logger.js";
+import { parseReason } from "../funds/guards.js";
 import type { SubjectAppLimits } from "../funds/subject-app-limits.js";
 import type { Storage } from "../storage/connect.js";
 import type { AutomationExecutionsTable } from "../storage/schema.js";
@@ -97,9 +98,11 @@ export class ExecutionRunner {
     const { limits } = this.deps;
     const str = (field: string, source: string) => evaluateString(cel(field, source, "string"), ctx);
     const id = (field: string, source: string) => checkComputedId(field, str(field, source));
+    // Checked here too (the funds code checks it as `body.reason`), so that the step's error names its field.
+    const reasonOf = (field: string, source: string | undefined) => (source ? parseReason(str(field, source), field) : undefined);
     if ("suspendAppLimit" in step && step.suspendAppLimit) {
       const s = step.suspendAppLimit;
-      const reason = s.reasonCel ? str("suspendAppLimit.reasonCel", s.reasonCel) : undefined;
+      const reason = reasonOf("suspendAppLimit.reasonCel", s.reasonCel);
       return { limit: await limits.suspend(id("suspendAppLimit.userIdCel", s.userIdCel), id("suspendAppLimit.appIdCel", s.appIdCel), { reason }, db) };
     }
     if ("unsuspendAppLimit" in step && step.unsuspendAppLimit) {
@@ -109,7 +112,7 @@ export class ExecutionRunner {
     if ("setAppLimitExtension" in step && step.setAppLimitExtension) {
       const s = step.setAppLimitExtension;
       const expiresAt = evaluateTimestamp(cel("setAppLimitExtension.expiresAtCel", s.expiresAtCel, "timestamp"), ctx);
-      const reason = s.reasonCel ? str("setAppLimitExtension.reasonCel", s.reasonCel) : undefined;
+      const reason = reasonOf("setAppLimitExtension.reasonCel", s.reasonCel);
       return { limit: await limits.setExtension(id("setAppLimitExtension.userIdCel", s.userIdCel), id("setAppLimitExtension.appIdCel", s.appIdCel), { limit: s.limit, expiresAt, reason }, db) };
     }
     throw new Error("the step has no kind");

@@ -8,6 +8,7 @@
 // of steps that are skipped or failed, which a run would not store) share one more bound of the
 // execution's size, so a report never holds more than twice that in values.
 import { ApiError, invalidField } from "../core/errors.js";
+import { parseReason } from "../funds/guards.js";
 import { checkComputedId, walkSteps, type AutomationStep, type CheckedExpression } from "./automation-input.js";
 import { CelEvaluationError, evaluateBoolean, evaluateJson, evaluateString, evaluateTimestamp, setOwn, type CelContext, type JsonValue } from "./cel.js";
 import { jsonSize } from "./json-size.js";
@@ -36,6 +37,7 @@ export interface StepCheckReport {
 }
 
 const ID_FIELD = /\.(userIdCel|appIdCel)$/;
+const REASON_FIELD = /\.reasonCel$/;
 
 function toProblem(error: ApiError): StepCheckProblem {
   const position = error.metadata["position"];
@@ -47,7 +49,7 @@ function toProblem(error: ApiError): StepCheckProblem {
   };
 }
 
-/** The value of one expression with the checks its field's run applies (result type, id shape). */
+/** The value of one expression with the checks its field's run applies (result type, id shape, reason text). */
 function evaluateField(expression: CheckedExpression, ctx: CelContext): JsonValue {
   const { compiled, expect, field } = expression;
   switch (expect) {
@@ -57,7 +59,8 @@ function evaluateField(expression: CheckedExpression, ctx: CelContext): JsonValu
       return evaluateTimestamp(compiled, ctx);
     case "string": {
       const value = evaluateString(compiled, ctx);
-      return ID_FIELD.test(field) ? checkComputedId(compiled.path, value) : value;
+      if (ID_FIELD.test(field)) return checkComputedId(compiled.path, value);
+      return REASON_FIELD.test(field) ? (parseReason(value, compiled.path) ?? null) : value;
     }
     default:
       return evaluateJson(compiled, ctx);

@@ -2,7 +2,8 @@
 // claimed by this worker (running, under a lease), while few are waiting: no claim query for them.
 // Past that, they are inserted pending and claimed from the database, as are those left by a crash
 // (an expired lease) or by another instance, found by polling. Also sweeps webhook event records
-// past their retention.
+// past their retention. Once stopping, it finishes the runs under way and releases at once what it
+// holds and has not begun (claims.ts), for another instance's worker to find at its next poll.
 //
 // After a fault of the database every wait ends (storage/connect.ts: timeouts), and the worker
 // recovers by itself: a run the database failed under stops without recording anything, and its
@@ -13,7 +14,7 @@
 import type { Clock } from "../core/clock.js";
 import type { Logger } from "../core/logger.js";
 import type { Storage } from "../storage/connect.js";
-import { claimExecutions, endLeases } from "../storage/claims.js";
+import { claimExecutions, endLeases, releaseExecutions } from "../storage/claims.js";
 import { LeaseLost } from "../storage/execution-results.js";
 import type { AutomationExecutionsTable } from "../storage/schema.js";
 import { databaseUnavailable } from "../storage/unavailable.js";
@@ -44,8 +45,9 @@ export interface WorkerOptions {
  * its save to commit, which under load is a turn of the event loop serving many requests. With
  * batches of 8 the executions fell behind an intake at half its maximum on SQLite (accepted → done
  * p99 370-420 ms, bench scenario 1b); with 32 they keep up even at its maximum (about 20 ms).
+ * A poll every 500 ms: what an instance that stops releases runs elsewhere within a second.
  */
-export const WORKER_DEFAULTS: WorkerOptions = { leaseMs: 60_000, pollMs: 1_000, sweepMs: 60_000, concurrency: 4, claimBatch: 32, handOff: 64, stuckMs: 60_000 };
+export const WORKER_DEFAULTS: WorkerOptions = { leaseMs: 60_000, pollMs: 500, sweepMs: 60_000, concurrency: 4, claimBatch: 32, handOff: 64, stuckMs: 60_000 };
 
 /** Leases ended per statement at most. */
 const END_LEASES_BATCH = 100;
@@ -57,6 +59,10 @@ export class Worker {
   private started = false;
   private stopped = false;
   private readonly handedOff: AutomationExecutionsTable[] = [];
+  /** The executions of the runs under way. */
+  private readonly running = new Set<string>();
+  /** Releases not yet committed: `stop` waits for them. */
+  private readonly releasing = new Set<Promise<void>>();
   /**
    * Calls of `notify` so far, and their count before the last claim that found fewer executions
    * than it asked for: while the two differ, executions may be waiting in the database.
@@ -94,6 +100,11 @@ export class Worker {
   }
 
   take(execution: AutomationExecutionsTable): void {
+    // Leased just before the stop, recorded just after it.
+    if (this.stopped) {
+      void this.release([execution]);
+      return;
+    }
     this.handedOff.push(execution);
     this.wake();
   }
@@ -121,7 +132,7 @@ export class Worker {
   }
 
   private wake(): void {
-    if (this.stopped && this.handedOff.length === 0) return;
+    if (this.stopped) return;
     if (this.draining) {
       this.again = true;
       return;
@@ -209,12 +220,13 @@ export class Worker {
     // Turns alternate between what was handed over and what waits in the database, so that neither
     // starves the other under a steady load; a handed-over execution still runs long before its lease lapses.
     let handedOffFirst = true;
-    // Once stopping, only what was handed over (already claimed by this worker) is still run.
-    while (!this.stopped || this.handedOff.length > 0) {
+    // Once stopping, no run begins: `stop` releases what was handed over.
+    while (!this.stopped) {
       // On SQLite every await resolves at once: yield so that waiting requests are served between runs.
       await new Promise((resolve) => setImmediate(resolve));
+      if (this.stopped) return;
       let claimed = handedOffFirst ? this.handedOff.splice(0, claimBatch) : [];
-      if (claimed.length === 0 && this.notified !== this.drainedAt && !this.stopped) {
+      if (claimed.length === 0 && this.notified !== this.drainedAt) {
         const now = clock.now();
         const notifiedBefore = this.notified;
         try {
@@ -230,18 +242,41 @@ export class Worker {
       }
       if (claimed.length === 0) claimed = this.handedOff.splice(0, claimBatch);
       if (claimed.length === 0) return;
+      // Claimed while the stop began.
+      if (this.stopped) return this.release(claimed);
       handedOffFirst = !handedOffFirst;
+      for (const execution of claimed) this.running.add(execution.id);
       // The batch's runs go together: each runs up to its first write in this turn, so their writes
       // share one commit on SQLite (one after another, each waited for the next turn's commit) and
       // one statement on PostgreSQL (storage/execution-results.ts).
-      await Promise.all(claimed.map((execution) => this.run(execution)));
+      await Promise.all(claimed.map((execution) => this.run(execution).finally(() => this.running.delete(execution.id))));
     }
   }
 
-  /** Stops polling and waits for the run in progress to finish. */
+  /** Gives back executions this worker holds and will not run; a failure leaves them to their lease. */
+  private release(held: AutomationExecutionsTable[]): Promise<void> {
+    const done = releaseExecutions(this.deps.storage, held).then(
+      () => void (held.length > 0 && this.deps.logger.info({ msg: "released executions", executionIds: held.map((e) => e.id) })),
+      (err: unknown) => this.deps.logger.error({ msg: "releasing executions failed; they are resumed when their lease lapses", executionIds: held.map((e) => e.id), err }),
+    );
+    this.releasing.add(done);
+    return done.finally(() => this.releasing.delete(done));
+  }
+
+  /** The executions whose runs are under way (the log names them if a shutdown cuts them). */
+  runs(): string[] {
+    return [...this.running];
+  }
+
+  /**
+   * Stops polling and claiming, releases what was handed over and not begun, and waits for the runs
+   * under way to finish and for the releases to commit. Again later: waits for the releases of
+   * executions handed over since (their records committed after the stop).
+   */
   async stop(): Promise<void> {
     this.stopped = true;
     for (const t of this.timers) clearInterval(t);
-    await this.idle();
+    void this.release(this.handedOff.splice(0));
+    while (this.draining || this.releasing.size > 0) await Promise.all([this.draining, ...this.releasing]);
   }
 }

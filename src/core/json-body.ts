@@ -26,11 +26,12 @@ export function checkJsonCharset(contentType: string | undefined): void {
   if (m && (m[1] ?? m[2] ?? "").toLowerCase() !== "utf-8") throw unsupportedBodyEncoding();
 }
 
-const malformed = (why: string) => invalidArgument("MALFORMED_BODY", `the request body ${why}`, { violations: [{ field: "body", description: why }] });
+/** 400 MALFORMED_BODY: the request body `why` (`is not valid UTF-8`). */
+export const malformedBody = (why: string) => invalidArgument("MALFORMED_BODY", `the request body ${why}`, { violations: [{ field: "body", description: why }] });
 
 /** 400 MALFORMED_BODY for a byte order mark, bytes that are not UTF-8, or nesting deeper than MAX_JSON_DEPTH. */
 export function checkJsonBytes(bytes: Uint8Array): void {
-  if (bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf) throw malformed("begins with a byte order mark");
-  if (!isUtf8(bytes)) throw malformed("is not valid UTF-8");
+  if (bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf) throw malformedBody("begins with a byte order mark");
+  if (!isUtf8(bytes)) throw malformedBody("is not valid UTF-8");
   checkJsonDepth(bytes);
 }

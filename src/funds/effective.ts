@@ -12,7 +12,7 @@ import { writeTransaction, type Db } from "../storage/transactions.js";
 import { storedPolicy, type FundPolicies, type StoredPolicy } from "./fund-policy.js";
 import { resolveLimit, type Resolution, type WindowPeriod } from "./resolve.js";
 import { spendWindowBounds, WINDOW_PERIODS, type WindowBounds } from "./spend-window.js";
-import { amountLimit, lockWindow, usageColumn, usageOf, usageView, type SpendUsageView, type WindowKey } from "./spend-usage.js";
+import { amountLimit, anySpendIn, lockWindow, usageColumn, usageOf, usageView, type SpendUsageView, type Usage, type WindowKey } from "./spend-usage.js";
 import type { EffectiveLimit, SpendControls, SpendLimitView } from "./types.js";
 import { spendLimitView } from "./views.js";
 
@@ -144,6 +144,17 @@ export class EffectiveLimits {
     return { resolution, currencyCode: policy.currencyCode, window, limit: amountLimit(resolution.effective) };
   }
 
+  /**
+   * The usage of a window without its row yet (no decision in it since its period's start, or a
+   * period or time zone changed): nothing when no spend was made in it; else its row, created as a
+   * decision creates it, seeded from those spends, so that this sum is taken once per window. Rows
+   * are written only for windows with spends: a read of any app's usage stores nothing.
+   */
+  private async unwrittenUsage(window: WindowKey, now: number): Promise<Usage> {
+    if (!(await anySpendIn(this.storage.db, window))) return { spent: 0n, held: 0n };
+    return writeTransaction(this.storage, { exclusive: [] }, (db) => lockWindow(db, this.storage.dialect, window, new Date(now).toISOString()));
+  }
+
   private async resolve(userId: string, appId: string, requireUser: boolean): Promise<EffectiveLimitView> {
     const now = this.clock.now();
     // Not under the policy's lock: the kept policy, as FundPolicyService.Get answers it.
@@ -153,11 +164,7 @@ export class EffectiveLimits {
     const { rows } = await layersAndUsageStatement.execute(this.storage.db, { userId, appId, now: new Date(now).toISOString(), ...bounds });
     const row = rows[0]!;
     const force = this.resolved(policy, row, userId, appId, now, requireUser, windows);
-    // A window without its row yet (no decision in it since a period's start, or a period or time
-    // zone changed) gets it as a decision would, seeded from the spends made in it: once per window.
-    const usage =
-      usageOf(row, force.resolution.windowPeriod) ??
-      (await writeTransaction(this.storage, { exclusive: [] }, (db) => lockWindow(db, this.storage.dialect, force.window, new Date(now).toISOString())));
+    const usage = usageOf(row, force.resolution.windowPeriod) ?? (await this.unwrittenUsage(force.window, now));
     const { effective } = force.resolution;
     return {
       ...effective,

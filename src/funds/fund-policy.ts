@@ -14,7 +14,7 @@ import { writeTransaction, type Db } from "../storage/transactions.js";
 import { amountCurrency, isEmpty, replaceControls, sameControls } from "./controls.js";
 import { isSet } from "./guards.js";
 import type { SpendControls } from "./types.js";
-import { isTimeZone } from "./spend-window.js";
+import { canonicalTimeZone } from "./time-zone.js";
 import { controlsView } from "./views.js";
 
 export type FundPolicy = components["schemas"]["FundPolicy"];
@@ -28,16 +28,20 @@ type MaskField = (typeof MASK_FIELDS)[number];
 
 export interface StoredPolicy {
   currencyCode: string;
-  /** IANA time zone name whose calendar fixes spend windows (`spendWindowBounds` in spend-window.ts). */
+  /** Canonical IANA time zone name (time-zone.ts) whose calendar fixes spend windows (`spendWindowBounds` in spend-window.ts). */
   timeZone: string;
   defaultControls: SpendControls | null;
   updatedAt: string | null;
 }
 
-/** The policy of a fund_policy row (the resolution's combined read, ./effective.ts, selects it with the layers). */
+/**
+ * The policy of a fund_policy row (the resolution's combined read, ./effective.ts, selects it with the
+ * layers). Its zone by its canonical name: releases before this one stored names as sent (`utc`,
+ * `Europe/paris`); a name the runtime no longer knows stays as stored.
+ */
 export const storedPolicy = (row: Omit<FundPolicyTable, "tenant_id">): StoredPolicy => ({
   currencyCode: row.currency_code,
-  timeZone: row.time_zone,
+  timeZone: canonicalTimeZone(row.time_zone) ?? row.time_zone,
   defaultControls: row.default_controls === null ? null : (JSON.parse(row.default_controls) as SpendControls),
   updatedAt: row.updated_at,
 });
@@ -135,10 +139,11 @@ export class FundPolicies {
 
       let timeZone = stored.timeZone;
       if (mask.has("timeZone")) {
-        if (typeof input.timeZone !== "string" || !isTimeZone(input.timeZone)) {
+        const canonical = typeof input.timeZone === "string" ? canonicalTimeZone(input.timeZone) : undefined;
+        if (canonical === undefined) {
           throw invalidField("body.fundPolicy.timeZone", "must be an IANA time zone name such as Europe/Paris", "INVALID_TIME_ZONE");
         }
-        timeZone = input.timeZone;
+        timeZone = canonical;
       }
 
       let defaultControls = stored.defaultControls;

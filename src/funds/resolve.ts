@@ -1,6 +1,7 @@
 // The layered resolution of seed 2.3: the first layer with an opinion decides, each layer resolved
 // by the same per-row rule (suspension; else an unexpired extension; else the base limit; else
 // no opinion). Pure: time comes in as `now` from the Clock.
+import { quotedWithin } from "../core/storable-text.js";
 import { formatMoney } from "./money.js";
 import { limitKind } from "./spend-limit.js";
 import type { EffectiveCause, EffectiveLimit, LimitScope, PeriodKind, SpendControls, SpendLimit } from "./types.js";
@@ -13,7 +14,14 @@ export interface Layer {
 
 /** The period every amount takes when no layer states one. */
 const DEFAULT_PERIOD: WindowPeriod = "PERIOD_KIND_MONTHLY";
-/** Reasons are quoted into the trace; clipped so a line stays well under the contract's 500 characters. */
+/** The contract's bound on a line of a trace (`EffectiveLimit.trace`, `SpendDecision.trace`), in characters. */
+export const MAX_TRACE_LINE = 500;
+/**
+ * A reason is quoted into the trace as a JSON string of at most this many characters, escapes
+ * included, so its line (with the scope and its words, under 50) fits MAX_TRACE_LINE whatever the
+ * stored reason holds: a row stored before the text rule may hold control characters, six
+ * characters each once escaped.
+ */
 const MAX_TRACE_REASON = 200;
 
 /** A period that picks a spend window (every kind but UNSPECIFIED). */
@@ -51,7 +59,7 @@ export function resolveLimit(layers: readonly Layer[], now: number): Resolution 
 
     // 1. A suspension denies whatever is underneath; what it froze is not the limit in force, so none is answered.
     if (controls.suspension) {
-      const reason = controls.suspension.reason ? ` (${quote(controls.suspension.reason)})` : "";
+      const reason = controls.suspension.reason ? ` (${quotedWithin(controls.suspension.reason, MAX_TRACE_REASON)})` : "";
       trace.push(`${scope}: suspended${reason} -> deny`);
       const effective: EffectiveLimit = { decision: "EFFECTIVE_DECISION_DENY", limit: null, period: null, scope, cause: "CAUSE_SUSPENSION", evaluatedAt, trace };
       return { effective, windowPeriod: period.period };
@@ -133,9 +141,4 @@ function decide(
       return { decision: "EFFECTIVE_DECISION_LIMIT", limit, period: period.period, scope, cause, evaluatedAt, trace };
     }
   }
-}
-
-function quote(reason: string): string {
-  const clipped = reason.length > MAX_TRACE_REASON ? `${reason.slice(0, MAX_TRACE_REASON)}…` : reason;
-  return JSON.stringify(clipped);
 }

@@ -3,10 +3,12 @@
 // being EXPIRED whether or not anything has marked it.
 import { sql, type SelectQueryBuilder } from "kysely";
 import type { components } from "../../generated/api.js";
+import { clipText } from "../core/storable-text.js";
 import type { Database, SpendAuthorizationsTable } from "../storage/schema.js";
 import { prepared } from "../storage/prepared.js";
 import type { Db } from "../storage/transactions.js";
 import { fromNanos } from "./money.js";
+import { MAX_TRACE_LINE } from "./resolve.js";
 import type { WindowKey } from "./spend-usage.js";
 
 export type SpendAuthorization = components["schemas"]["SpendAuthorization"];
@@ -77,9 +79,19 @@ export function authorizationView(row: SpendRow, nowIso: string, parsed?: Pick<S
     expiresAt: row.expires_at,
     windowStart: row.window_start,
     windowEnd: row.window_end,
-    decision: parsed?.decision ?? (JSON.parse(row.decision) as SpendAuthorization["decision"]),
+    decision: parsed?.decision ?? storedDecision(row.decision),
     metadata: parsed?.metadata ?? (JSON.parse(row.metadata) as Record<string, string>),
     createdAt: row.created_at,
     updatedAt: row.updated_at,
   };
+}
+
+/**
+ * A stored decision as answered. A release that clipped a quoted reason before escaping it stored
+ * trace lines longer than the contract's bound (a reason of control characters): they are clipped.
+ */
+function storedDecision(json: string): SpendAuthorization["decision"] {
+  const decision = JSON.parse(json) as SpendAuthorization["decision"];
+  decision.trace = decision.trace.map((line) => clipText(line, MAX_TRACE_LINE));
+  return decision;
 }

@@ -100,6 +100,11 @@ const seedStatement = prepared((db, v: WindowKey & { now: string; idFrom: string
     .returning([sql<string>`cast(spent_nanos as text)`.as("spent"), sql<string>`cast(held_nanos as text)`.as("held")]),
 );
 
+/** Whether any authorization was made in the window (one probe of spend_authorizations_by_user_app). */
+const anyMadeStatement = prepared((db, v: WindowKey & { idFrom: string; idTo: string }) =>
+  db.selectFrom("spend_authorizations").select(sql<number>`1`.as("made")).where("user_id", "=", v.userId).where("app_id", "=", v.appId).where("id", ">=", v.idFrom).where("id", "<", v.idTo).limit(1),
+);
+
 /** The holds made in the window expiring after `after` and no later than `until`. */
 const holdsBetweenStatement = prepared((db, v: WindowKey & { after: string; until: string }) =>
   db.selectNoFrom(sql<string>`cast((${holdsExpiringQuery(db, v, value(v.after), value(v.until))}) as text)`.as("held")),
@@ -165,6 +170,11 @@ export async function lockWindow(db: Db, dialect: "sqlite" | "postgres", key: Wi
   const swept = await holdsBetween(db, key, row.held_through, nowIso);
   if (swept !== 0n) await sweepStatement.execute(db, { ...key, swept, now: nowIso });
   return { spent, held: held - swept };
+}
+
+/** Whether any spend was made in the window: a window without its row and without spends has nothing spent or held. */
+export async function anySpendIn(db: Db, key: WindowKey): Promise<boolean> {
+  return (await anyMadeStatement.execute(db, { ...key, ...idRange(key) })).rows.length > 0;
 }
 
 /** PostgreSQL: spend_lock_window (migration 0019). */

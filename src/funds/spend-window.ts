@@ -39,16 +39,6 @@ function formatter(timeZone: string): Intl.DateTimeFormat {
   return f;
 }
 
-/** Whether `timeZone` is a zone name the runtime's IANA database knows. */
-export function isTimeZone(timeZone: string): boolean {
-  try {
-    formatter(timeZone);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
 /** The local wall-clock time of `instant` in `timeZone`, read as if it were UTC (epoch milliseconds). */
 function wallClock(instant: number, timeZone: string): number {
   // UTC's wall clock is the instant itself (JS time has no leap seconds): no Intl call.

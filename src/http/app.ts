@@ -20,7 +20,8 @@ import { leanJsonAnswers } from "./json-answer.js";
 import { narrowOneOfFailures } from "./one-of-issues.js";
 import { parameterForm } from "./parameter-form.js";
 import type { RateLimits } from "./rate-limit.js";
-import { JSON_LIMIT_BYTES, rawBodyLimit, readRawBody, refuseDeclaredOversize, unlessBodyless, verifyJson, wholeRequest } from "./request-body.js";
+import { outputOnlyIgnored } from "./output-only.js";
+import { JSON_LIMIT_BYTES, notingEmptyBody, rawBodyLimit, readRawBody, refuseDeclaredOversize, requiredBody, unlessBodyless, verifyJson, wholeRequest } from "./request-body.js";
 import { requestId } from "./request-id.js";
 import { RequestShapes } from "./request-shapes.js";
 import { isRawPath, methodsAt, pathParametersOf, routeOf } from "./route-table.js";
@@ -40,6 +41,8 @@ export interface AppOptions {
   validateResponses: boolean;
   /** For /readyz: why this instance should not be sent traffic now (e.g. `database-unreachable`); none when ready. */
   unready: () => Promise<string[]>;
+  /** Whether the server is shutting down: /readyz answers 503, so that load balancers send no more. */
+  stopping: () => boolean;
   /** The built admin console (dist/console), served at /console. */
   consoleDir: string;
   /** Runs the requests of operations that take an Idempotency-Key once per caller and key. */
@@ -97,19 +100,22 @@ const peerOf = (req: Request): RequestContext["peer"] => ({ remoteAddress: req.s
 
 /**
  * The steps every operation but the raw ones goes through, in order: the declared length, the parsers
- * (not for operations that take no body), the contract validator (HEAD seen as GET), the whole request
- * (request-body.ts). The mock (mock/front.ts) runs the same chain, so that it refuses what the server
- * refuses, in the same words. Parameters are checked as written before the validator coerces them;
- * its failures are narrowed to the arm a `oneOf` value chose before they are rendered.
+ * (not for operations that take no body), a required body present, output-only fields dropped
+ * (output-only.ts), the contract validator (HEAD seen as GET), the whole request (request-body.ts).
+ * The mock (mock/front.ts) runs the same chain, so that it refuses what the server refuses, in the
+ * same words. Parameters are checked as written before the validator coerces them; its failures are
+ * narrowed to the arm a `oneOf` value chose before they are rendered.
  */
 export function requestValidation(contractPath: string, validateResponses: boolean): RequestHandler {
   const shapes = RequestShapes.of(contractPath);
   return series(
     refuseDeclaredOversize,
     // inflate: false: a compressed body (any Content-Encoding) is 415, never decompressed.
-    unlessBodyless(express.json({ limit: JSON_LIMIT_BYTES, type: ["application/json", "application/*+json"], verify: verifyJson, inflate: false })),
-    unlessBodyless(express.urlencoded({ extended: false, limit: FORM_LIMIT, parameterLimit: 20, verify: requireUtf8, inflate: false })),
-    storableText,
+    unlessBodyless(express.json({ limit: JSON_LIMIT_BYTES, type: ["application/json", "application/*+json"], verify: notingEmptyBody(verifyJson), inflate: false })),
+    unlessBodyless(express.urlencoded({ extended: false, limit: FORM_LIMIT, parameterLimit: 20, verify: notingEmptyBody(requireUtf8), inflate: false })),
+    requiredBody(shapes),
+    outputOnlyIgnored(shapes),
+    storableText(shapes),
     parameterForm(shapes),
     headAsGet(contractValidation({
       apiSpec: contractPath,
@@ -139,6 +145,7 @@ export function createApp(options: AppOptions): Express {
 
   app.get("/healthz", (_req, res) => void res.json({ status: "ok" }));
   app.get("/readyz", async (_req, res, next) => {
+    if (options.stopping()) return void res.status(503).json({ status: "stopping" });
     try {
       const reasons = await options.unready();
       if (reasons.length === 0) res.json({ status: "ready" });

@@ -16,6 +16,10 @@
 // parsers before it have checked the charset), so it is shown the declared media type the header
 // names, an undeclared one bare (refused 415, nothing kept), and no header for an operation that
 // takes no body. Its response validation (when on) follows either path (answer-validation.ts).
+// Its copy of the contract says `allowReserved` of every query parameter: the validator refuses a
+// value holding any of RFC 3986's reserved characters (`:`, `/`, `+`...) otherwise, where RFC 3986
+// lets a query hold them as they are (parameter-form.ts checks a query against RFC 3986 instead). The
+// contract itself does not say it: clients still percent-encode, as they must `&`, `#` and `+`.
 // Left out: the path-parameters step (it rewrites the parameters of Express routes, and none is
 // dispatched through one: app.ts sets them), security (off: app.ts authenticates) and multipart (no
 // operation takes a multipart body; loading fails should one be added).
@@ -30,6 +34,7 @@ import { SchemaPreprocessor } from "express-openapi-validator/dist/middlewares/p
 import { ContentType } from "express-openapi-validator/dist/middlewares/util.js";
 import { OpenApiValidator } from "express-openapi-validator/dist/openapi.validator.js";
 import { AnswerValidation } from "./answer-validation.js";
+import { mediaTypeOf } from "./request-body.js";
 import { rememberRouteMetadata, type OpenApiMetadata, type WithMetadata } from "./route-metadata.js";
 import { pathParametersOf, routeOf } from "./route-table.js";
 
@@ -66,9 +71,6 @@ const mentions = (apiDoc: unknown, text: string): boolean => JSON.stringify((api
 
 /** The request body media types each operation declares, lower-case, by operation id. */
 type MediaTypes = ReadonlyMap<string, ReadonlySet<string>>;
-
-/** The media type of a Content-Type header: lower-case, without parameters. */
-const mediaTypeOf = (header: string): string => (header.split(";", 1)[0] ?? "").trim().toLowerCase();
 
 class Validation {
   private readonly fast = new Map<string, Map<string, FastEntry>>();
@@ -168,11 +170,25 @@ function declaredMediaTypes(apiDoc: unknown): MediaTypes {
   return types;
 }
 
+type Parameter = { in?: string; allowReserved?: boolean };
+type ParameterHolder = { parameters?: Parameter[] };
+
+/** Marks every query parameter of the validator's copy of the contract `allowReserved` (see the top of this file). */
+function allowReservedInQueries(apiDoc: unknown): void {
+  const doc = apiDoc as { paths?: Record<string, ParameterHolder & Partial<Record<(typeof METHODS)[number], ParameterHolder>>>; components?: { parameters?: Record<string, Parameter> } };
+  const parameters = [
+    ...Object.values(doc.components?.parameters ?? {}),
+    ...Object.values(doc.paths ?? {}).flatMap((item) => [...(item.parameters ?? []), ...METHODS.flatMap((m) => item[m]?.parameters ?? [])]),
+  ];
+  for (const p of parameters) if (p.in === "query") p.allowReserved = true;
+}
+
 /** The contract loaded and prepared as the validator's own chain does it, and its steps built. */
 async function load(options: ContractValidationOptions): Promise<Validation> {
   const validator = new OpenApiValidator({ ...options }) as unknown as ValidatorInternals;
   const spec = await new OpenApiSpecLoader({ apiDoc: options.apiSpec, validateApiSpec: options.validateApiSpec ?? true, $refParser: validator.options.$refParser }).load();
   if (mentions(spec.apiDoc, '"multipart/')) throw new Error("contract-validation.ts does not run the validator's multipart step, and an operation takes a multipart body");
+  allowReservedInQueries(spec.apiDoc);
   const { apiDocRes } = new SchemaPreprocessor(spec.apiDoc, validator.ajvOpts.preprocessor as never, validator.options.validateResponses as never).preProcess();
   const context = new OpenApiContext(spec, validator.options.ignorePaths as never, validator.options.ignoreUndocumented, validator.options.useRequestUrl);
   const metadata = rememberRouteMetadata(validator.metadataMiddleware(context, apiDocRes) as RequestHandler);

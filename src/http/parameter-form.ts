@@ -1,8 +1,14 @@
 // Query parameters and form fields as the contract means them, checked before the validator (which
-// would coerce them): a declared parameter or field is given at most once (a repeat is ambiguous;
-// RFC 6749 3.1 says so of the token request), and an integer parameter is written in plain decimal
-// digits. The validator turns `Infinity`, `0x10`, `1e2` or ` 5` into numbers; here they are 400, and
-// every integer so written is accepted whatever its size (page_size clamps it, see core/pagination).
+// would coerce them): a query is written as RFC 3986 (3.4) allows, a declared parameter or field is
+// given at most once (a repeat is ambiguous; RFC 6749 3.1 says so of the token request), and an
+// integer parameter is written in plain decimal digits. The validator turns `Infinity`, `0x10`, `1e2`
+// or ` 5` into numbers; here they are 400, and every integer so written is accepted whatever its size
+// (page_size clamps it, see core/pagination).
+//
+// A query may hold RFC 3986's reserved characters as they are (`2026-11-01T00:00:00Z`); the parser
+// (Express's, node:querystring) decodes the rest, `+` as a space as forms do. What it would decode
+// leniently is refused here instead: a `%` without two hex digits, encoded bytes that are not UTF-8
+// (it makes them U+FFFD), and characters a query may not hold unencoded (`[`, `"`, `{`...).
 import type { NextFunction, Request, Response } from "express";
 import { invalidField } from "../core/errors.js";
 import type { RequestShapes, SchemaNode } from "./request-shapes.js";
@@ -11,16 +17,46 @@ import { routeOf } from "./route-table.js";
 /** An optional minus sign and digits, without leading zeros (`0` alone is zero; `-0` is refused). */
 const DECIMAL_INTEGER = /^(0|-?[1-9][0-9]*)$/;
 
+/** One `name=value` of a query as RFC 3986 lets it be written: unreserved and sub-delims characters (`&` separates), `:`, `@`, `/`, `?`, and `%` with two hex digits. */
+const QUERY_PAIR = /^(?:[A-Za-z0-9\-._~!$'()*+,;=:@/?]|%[0-9A-Fa-f]{2})*$/;
+
 export const GIVEN_ONCE = "must be given once";
+export const PERCENT_ENCODED_UTF8 = "must be percent-encoded UTF-8";
 export const DECIMAL_INTEGER_FORM = "must be an integer in decimal digits, such as 25";
 
 const isInteger = (schema: SchemaNode): boolean => schema.type === "integer";
+
+/** `text` percent-decoded (`+` a space), or undefined where the bytes are not UTF-8. */
+function decoded(text: string): string | undefined {
+  try {
+    return decodeURIComponent(text.replaceAll("+", " "));
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The field of the first pair of `query` (as sent, undecoded) that RFC 3986 does not allow or that is
+ * not percent-encoded UTF-8: `query.<name>` for a parameter the operation declares, else `query`
+ * (a name it does not declare is not repeated back).
+ */
+function malformedQueryField(query: string, declared: ReadonlyMap<string, unknown>): string | undefined {
+  for (const pair of query.split("&")) {
+    const name = decoded(pair.split("=", 1)[0]!);
+    if (QUERY_PAIR.test(pair) && name !== undefined && decoded(pair) !== undefined) continue;
+    return name !== undefined && declared.has(name) ? `query.${name}` : "query";
+  }
+  return undefined;
+}
 
 export function parameterForm(shapes: RequestShapes) {
   return (req: Request, _res: Response, next: NextFunction): void => {
     const route = routeOf(req);
     const shape = route && shapes.operation(route.operationId);
     if (!shape) return next();
+    const at = req.originalUrl.indexOf("?");
+    const malformed = at < 0 ? undefined : malformedQueryField(req.originalUrl.slice(at + 1), shape.query);
+    if (malformed !== undefined) return next(invalidField(malformed, PERCENT_ENCODED_UTF8));
     const query = req.query as Record<string, unknown>;
     for (const [name, schema] of shape.query) {
       const value = query[name];

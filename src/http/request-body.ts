@@ -4,11 +4,14 @@
 // is read (the parsers would read, and discard, all of it first). And an operation runs only on a
 // request that arrived whole: a body no parser read (one sent to an operation that takes none, which
 // is not parsed) is read and dropped first, so that a body whose framing breaks is refused by the
-// HTTP parser (client-error.ts) before the operation can run.
+// HTTP parser (client-error.ts) before the operation can run. And a body the contract requires is
+// there: an empty one is refused, where the JSON parser would read it as `{}`.
 import type { NextFunction, Request, RequestHandler, Response } from "express";
 import getRawBody from "raw-body";
-import { checkJsonBytes, checkJsonCharset } from "../core/json-body.js";
+import { checkJsonBytes, checkJsonCharset, malformedBody } from "../core/json-body.js";
 import { wasRefused } from "./client-error.js";
+import type { RequestShapes } from "./request-shapes.js";
+import { routeOf } from "./route-table.js";
 import { payloadTooLarge } from "./to-api-error.js";
 
 /** The body limit of every operation but those with an `x-max-body-bytes` of their own. */
@@ -41,6 +44,40 @@ export const unlessBodyless =
 export function verifyJson(req: Request, _res: Response, body: Buffer): void {
   checkJsonCharset(req.get("content-type"));
   checkJsonBytes(body);
+}
+
+type Verify = (req: Request, res: Response, body: Buffer, encoding: string) => void;
+
+/** Requests whose body a parser read as no bytes (noted by its `verify` hook). */
+const emptyBodies = new WeakSet<Request>();
+
+/** A parser's `verify` hook that first notes a body of no bytes, for `requiredBody`. */
+export const notingEmptyBody =
+  (verify: Verify): Verify =>
+  (req, res, body, encoding) => {
+    if (body.length === 0) emptyBodies.add(req);
+    verify(req, res, body, encoding);
+  };
+
+/** The media type of a Content-Type header: lower-case, without parameters. */
+export const mediaTypeOf = (header: string): string => (header.split(";", 1)[0] ?? "").trim().toLowerCase();
+
+/**
+ * 400 MALFORMED_BODY where the contract requires a body and the request has none: no bytes (no
+ * `Content-Length` or `Transfer-Encoding` at all, `Content-Length: 0`, a chunked body without data)
+ * in the media type the operation takes (in any other, the validator's 415 stands). The JSON parser
+ * reads no bytes as `{}`, which would pass for a body that leaves every field out: a Capture sent
+ * without its body would capture the whole hold. Where a body is optional (no operation's is yet), an
+ * empty one is left to the parsers, as before.
+ */
+export function requiredBody(shapes: RequestShapes): RequestHandler {
+  return (req, _res, next) => {
+    const route = routeOf(req);
+    const body = route && shapes.operation(route.operationId)?.body;
+    if (!body?.required || mediaTypeOf(req.get("content-type") ?? "") !== body.mediaType) return next();
+    const framed = req.headers["content-length"] !== undefined || req.headers["transfer-encoding"] !== undefined;
+    next(!framed || emptyBodies.has(req) ? malformedBody("is empty") : undefined);
+  };
 }
 
 /** 413 for a Content-Length over the JSON limit, before the body is read; the connection is closed. */

@@ -1,5 +1,7 @@
 // Claiming runnable executions, where the dialects differ: each pending execution (or one whose
-// run's lease lapsed, after a crash, or was given back, after a fault) goes to exactly one worker.
+// run's lease lapsed, after a crash, or was given back, after a fault) goes to exactly one worker. A
+// worker that stops gives back what it claimed and has not begun to run, so that no other worker
+// waits for the lease.
 //
 // Runs whose lease lapsed come first, then the oldest pending ones. Each is its own select, so each
 // is a seek in an index kept in its order ((state, created_at, id)): one select with `state =
@@ -83,4 +85,20 @@ export async function endLeases(storage: Storage, leases: ReadonlyArray<{ id: st
       .executeTakeFirst(),
   );
   return Number(result.numUpdatedRows);
+}
+
+/**
+ * Makes executions claimed and not begun pending again, for any worker to claim at once. Each only
+ * while it still holds the lease given with the claim: one whose lease lapsed may be another's now.
+ */
+export async function releaseExecutions(storage: Storage, held: readonly Pick<AutomationExecutionsTable, "id" | "lease_until">[]): Promise<void> {
+  if (held.length === 0) return;
+  await writeStatement(storage, (db) =>
+    db
+      .updateTable("automation_executions")
+      .set({ state: PENDING, lease_until: null })
+      .where("state", "=", RUNNING)
+      .where((eb) => eb.or(held.map((e) => eb.and([eb("id", "=", e.id), eb("lease_until", "=", e.lease_until)]))))
+      .execute(),
+  );
 }

@@ -1,14 +1,14 @@
-// Opens the database named by the configuration and brings its schema up to date. Everything
-// above this module sees only `Storage`: a Kysely instance and its dialect. What differs between
-// the dialects lives in this folder (connection here, transactions and claims beside it).
+// Opens the database named by the configuration and brings its schema up to date (./migrate.ts).
+// Everything above this module sees only `Storage`: a Kysely instance and its dialect. What differs
+// between the dialects lives in this folder (connection here, transactions and claims beside it).
 import { mkdirSync } from "node:fs";
 import { dirname } from "node:path";
-import SQLite from "better-sqlite3";
-import { Kysely, Migrator, PostgresDialect, SqliteDialect, sql } from "kysely";
+import type SQLite from "better-sqlite3";
+import { Kysely, PostgresDialect, SqliteDialect } from "kysely";
 import pg from "pg";
-import { DATABASE_DEFAULTS, type DatabaseConfig } from "../config.js";
+import { ConfigError, DATABASE_DEFAULTS, type DatabaseConfig } from "../config.js";
 import { BoundedMap } from "../core/bounded-map.js";
-import { migrationsFor } from "./migrations.js";
+import { migrateDatabase } from "./migrate.js";
 import { closingLostConnections } from "./pg-connection-faults.js";
 import { deferringBegin } from "./pg-deferred-begin.js";
 import { startCheckpointer, type Checkpointer } from "./sqlite-checkpointer.js";
@@ -46,9 +46,22 @@ interface Opened {
   startWorkers(): Promise<Checkpointer | undefined>;
 }
 
-function openSqlite(path: string, busyTimeoutMs: number): Opened {
+/**
+ * better-sqlite3 is an optional dependency: a PostgreSQL deployment installs without it (`npm ci
+ * --omit=optional`, no native build), so it is loaded only when SQLite is configured.
+ */
+async function loadSqlite(): Promise<typeof SQLite> {
+  try {
+    return (await import("better-sqlite3")).default;
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== "ERR_MODULE_NOT_FOUND") throw e;
+    throw new ConfigError(`DATABASE_URL names an SQLite database, and better-sqlite3 (an optional dependency) is not installed: install it (npm ci without --omit=optional), or set DATABASE_URL to a postgres:// URL`);
+  }
+}
+
+async function openSqlite(path: string, busyTimeoutMs: number): Promise<Opened> {
   if (path !== ":memory:") mkdirSync(dirname(path), { recursive: true });
-  const database = new SQLite(path);
+  const database = new (await loadSqlite())(path);
   // WAL lets readers proceed during a write; busy_timeout waits out another process's write lock
   // (past it, SQLITE_BUSY: the request is answered 503 UNAVAILABLE).
   database.pragma("journal_mode = WAL");
@@ -104,47 +117,25 @@ function openPostgres(config: PostgresConfig, forMigrations = false): Kysely<Dat
   return new Kysely<Database>({ dialect: new PostgresDialect({ pool: deferringBegin(closingLostConnections(postgresPool(config, forMigrations))) }) });
 }
 
-/**
- * Applies pending migrations, once, even when several instances start together.
- * - PostgreSQL: a session advisory lock, held on its own connection for the whole run, makes the
- *   instances take turns (Kysely's migrator locks only once its own tables exist, and creating those
- *   concurrently can fail).
- * - SQLite: Kysely runs all pending migrations in one transaction but takes no lock first, so a
- *   second process can start from a stale view and fail when it writes. The run is atomic, so the
- *   loser rolls back cleanly and tries again, and then finds nothing to do.
- */
-async function migrateExclusively(db: Kysely<Database>, dialect: Storage["dialect"]) {
-  const migrate = () => new Migrator({ db, provider: migrationsFor(dialect) }).migrateToLatest();
-  if (dialect === "sqlite") {
-    let outcome = await migrate();
-    for (let attempt = 1; attempt < SQLITE_MIGRATION_ATTEMPTS && outcome.error; attempt++) {
-      await new Promise((resolve) => setTimeout(resolve, 100 * attempt));
-      outcome = await migrate();
-    }
-    return outcome;
-  }
-  return db.connection().execute(async (lockHolder) => {
-    await sql`select pg_advisory_lock(hashtextextended('tenant-api:migrations', 0))`.execute(lockHolder);
-    try {
-      return await migrate();
-    } finally {
-      await sql`select pg_advisory_unlock(hashtextextended('tenant-api:migrations', 0))`.execute(lockHolder);
-    }
-  });
+async function open(config: DatabaseConfig): Promise<Opened & { dialect: Storage["dialect"] }> {
+  if (config.kind === "sqlite") return { ...(await openSqlite(config.path, config.busyTimeoutMs ?? DATABASE_DEFAULTS.sqliteBusyTimeoutMs)), dialect: "sqlite" };
+  return { db: openPostgres(config), startWorkers: async () => undefined, dialect: "postgres" };
 }
 
-const SQLITE_MIGRATION_ATTEMPTS = 5;
-
-export async function openStorage(config: DatabaseConfig): Promise<Storage> {
-  const dialect = config.kind;
-  const { db, startWorkers }: Opened =
-    config.kind === "sqlite" ? openSqlite(config.path, config.busyTimeoutMs ?? DATABASE_DEFAULTS.sqliteBusyTimeoutMs) : { db: openPostgres(config), startWorkers: async () => undefined };
+/**
+ * Opens the database; applies pending migrations unless `migrate` is false, in which case it refuses
+ * a database that lacks any (StartRefused), as it refuses one a later release migrated beyond what
+ * this release runs with (./migrate.ts). On PostgreSQL migrations run on a pool of their own,
+ * without the statement timeouts: a migration, or the wait for another instance's, may be long.
+ */
+export async function openStorage(config: DatabaseConfig, options: { migrate?: boolean } = {}): Promise<Storage> {
+  const { db, dialect, startWorkers } = await open(config);
   const migrating = config.kind === "postgres" ? openPostgres(config, true) : db;
-  const { error, results } = await migrateExclusively(migrating, dialect).finally(() => migrating !== db && migrating.destroy());
-  const failed = results?.find((r) => r.status === "Error");
-  if (error || failed) {
+  try {
+    await migrateDatabase(migrating, dialect, options.migrate ?? true).finally(() => migrating !== db && migrating.destroy());
+  } catch (e) {
     await db.destroy();
-    throw new Error(`database migration ${failed?.migrationName ?? ""} failed: ${error instanceof Error ? error.message : String(error)}`);
+    throw e;
   }
   const checkpointer = await startWorkers();
   return {
@@ -155,4 +146,14 @@ export async function openStorage(config: DatabaseConfig): Promise<Storage> {
       await db.destroy();
     },
   };
+}
+
+/** `npm run migrate`: applies the pending migrations and closes; answers their names. */
+export async function migrateStorage(config: DatabaseConfig): Promise<string[]> {
+  const { db, dialect } = await open(config);
+  try {
+    return await migrateDatabase(db, dialect, true);
+  } finally {
+    await db.destroy();
+  }
 }

@@ -1,5 +1,16 @@
 // Schema migrations, written once with Kysely's schema builder so that they run on SQLite and on
 // PostgreSQL alike. Append new migrations; never edit one that has shipped.
+//
+// Upgrades and rollbacks (README "Upgrading"). During a rolling upgrade the instances of the release
+// before (N-1) keep serving on the database release N has migrated, and a rollback starts N-1 again
+// on it. So every schema change is expand-then-contract across two releases: release N adds what it
+// needs (tables, columns with defaults, indexes, functions with the signatures N-1 calls) and keeps
+// writing what N-1 reads; only release N+1, which no instance of N-1 runs beside, removes what N
+// stopped using. Each migration below says whether an instance of the release before the one that
+// adds it keeps working on a database it was applied to, on each dialect (`earlier`: RUNS, STOPS,
+// RUNS_ON_POSTGRES), and why when it does not. ./migrate.ts records that in the database for every
+// applied migration (table migration_compatibility), so that a release that finds migrations it does
+// not know, written by the release after it, starts only if they were written to run with it.
 import { type CreateTableBuilder, type Kysely, type Migration, type MigrationProvider, type RawBuilder, sql } from "kysely";
 
 /**
@@ -1013,31 +1024,68 @@ const m0019 = (text: TextType, dialect: "sqlite" | "postgres"): Migration => ({
   },
 });
 
-export function migrationsFor(dialect: "sqlite" | "postgres"): MigrationProvider {
+/** Whether an instance of the release before the one that adds a migration keeps working on a database it was applied to. */
+interface EarlierRelease {
+  sqlite: boolean;
+  postgres: boolean;
+}
+const RUNS: EarlierRelease = { sqlite: true, postgres: true };
+const STOPS: EarlierRelease = { sqlite: false, postgres: false };
+const RUNS_ON_POSTGRES: EarlierRelease = { sqlite: false, postgres: true };
+
+export interface MigrationStep {
+  name: string;
+  migration: Migration;
+  /** An instance of the release before the one that adds it keeps working on a database it was applied to, on this dialect. */
+  earlierReleaseRuns: boolean;
+}
+
+/**
+ * Every migration of this release, in order, for `dialect`. What the earlier release does on a
+ * database each was applied to:
+ * - 0001-0003, 0005-0015: new tables, columns with defaults, indexes, rows and functions it does not
+ *   know of, or functions replaced with the signatures it calls: it runs. (0010, 0011, 0015: it
+ *   does not bump the change versions, so an instance of the later release sees its changes to
+ *   credentials, the fund policy and listeners only once what it keeps of them is read anew.)
+ * - 0004: drops automations.last_executed_at, which its webhook intake wrote: every delivery 500.
+ * - 0016: its held sum reads the holds themselves; the counter's columns have defaults and the
+ *   triggers keep them whoever writes the holds: it runs.
+ * - 0017: its CURRENCY_IN_USE check reads spend_authorizations until its first row: it runs.
+ * - 0018: on PostgreSQL it runs (the functions it calls keep their signatures, see the migration);
+ *   on SQLite its window lock's upsert names the old key and fails: every decision 500.
+ * - 0019: on PostgreSQL its decisions run in the functions, which seed a window's dropped usage row
+ *   from the window's spends; its GetEffective reads the row itself and shows a window whose row was
+ *   dropped as nothing spent or held until a decision in it (of either release) seeds the row. On
+ *   SQLite its window lock makes a dropped row anew with nothing spent or held: it approves what the
+ *   window's limit no longer allows.
+ */
+export function migrationSteps(dialect: "sqlite" | "postgres"): MigrationStep[] {
   const text: TextType = dialect === "postgres" ? sql`text collate "C"` : "text";
-  return {
-    async getMigrations() {
-      return {
-        "0001_identity_and_funds": m0001(text),
-        "0002_automations_and_webhooks": m0002(text),
-        "0003_execution_queue_index": m0003,
-        "0004_lighter_event_writes": m0004,
-        "0005_token_failures": m0005(text),
-        "0006_idempotency_records": m0006(text),
-        "0007_instance_heartbeats": m0007(text),
-        "0008_app_service_and_time_zone": m0008(text),
-        "0009_spend_authorizations": m0009(text, dialect),
-        "0010_change_versions": m0010(text),
-        "0011_fund_policy_version": m0011,
-        "0012_spend_round_trips": m0012(dialect),
-        "0013_controls_row_write": m0013(dialect),
-        "0014_controls_row_static": m0014(dialect),
-        "0015_listeners_version": m0015,
-        "0016_spend_held_counter": m0016(text, dialect),
-        "0017_spends_currency_index_dropped": m0017,
-        "0018_spend_windows_by_start_and_end": m0018(text, dialect),
-        "0019_spend_usage_by_instant": m0019(text, dialect),
-      };
-    },
-  };
+  const steps: Array<[string, Migration, EarlierRelease]> = [
+    ["0001_identity_and_funds", m0001(text), RUNS],
+    ["0002_automations_and_webhooks", m0002(text), RUNS],
+    ["0003_execution_queue_index", m0003, RUNS],
+    ["0004_lighter_event_writes", m0004, STOPS],
+    ["0005_token_failures", m0005(text), RUNS],
+    ["0006_idempotency_records", m0006(text), RUNS],
+    ["0007_instance_heartbeats", m0007(text), RUNS],
+    ["0008_app_service_and_time_zone", m0008(text), RUNS],
+    ["0009_spend_authorizations", m0009(text, dialect), RUNS],
+    ["0010_change_versions", m0010(text), RUNS],
+    ["0011_fund_policy_version", m0011, RUNS],
+    ["0012_spend_round_trips", m0012(dialect), RUNS],
+    ["0013_controls_row_write", m0013(dialect), RUNS],
+    ["0014_controls_row_static", m0014(dialect), RUNS],
+    ["0015_listeners_version", m0015, RUNS],
+    ["0016_spend_held_counter", m0016(text, dialect), RUNS],
+    ["0017_spends_currency_index_dropped", m0017, RUNS],
+    ["0018_spend_windows_by_start_and_end", m0018(text, dialect), RUNS_ON_POSTGRES],
+    ["0019_spend_usage_by_instant", m0019(text, dialect), RUNS_ON_POSTGRES],
+  ];
+  return steps.map(([name, migration, earlier]) => ({ name, migration, earlierReleaseRuns: earlier[dialect] }));
+}
+
+/** This release's migrations as Kysely's Migrator takes them (./migrate.ts runs them; tests migrate part way with it). */
+export function migrationsFor(dialect: "sqlite" | "postgres"): MigrationProvider {
+  return { getMigrations: async () => Object.fromEntries(migrationSteps(dialect).map((s) => [s.name, s.migration])) };
 }

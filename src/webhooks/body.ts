@@ -17,7 +17,7 @@ export function parseJsonBody(rawBody: Uint8Array): unknown {
     throw invalidArgument("MALFORMED_BODY", "the request body is not valid JSON", { violations: [{ field: "body", description: "is not valid JSON" }] });
   }
   // Kept as JSON text, which holds any string as received; a number past a double's range would become null.
-  const found = firstUnstorable(value, "body", { text: false });
+  const found = firstUnstorable(value, "body", false);
   if (found) throw invalidField(found.path, found.problem);
   return value;
 }

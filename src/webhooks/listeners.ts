@@ -13,6 +13,7 @@ import { base62, newId, secret256 } from "../core/ids.js";
 import { recordChange, type ChangeWatch } from "../storage/change-versions.js";
 import type { Storage } from "../storage/connect.js";
 import { prepared } from "../storage/prepared.js";
+import type { Sealed } from "../storage/secrets-key.js";
 import type { AutomationsTable, WebhookListenersTable } from "../storage/schema.js";
 import type { Db } from "../storage/transactions.js";
 import type { SecretBox } from "./secret-box.js";
@@ -56,6 +57,12 @@ const intakeLookup = prepared((db, v: { listenerId: string; now: string }) =>
     .where("webhook_listeners.id", "=", v.listenerId)
     .orderBy("webhook_secrets.created_at", "desc"),
 );
+
+/** One webhook secret as sealed (bound to its listener), for the secrets key's check at start. */
+export async function sealedSecretSample(storage: Storage): Promise<Sealed | undefined> {
+  const row = await storage.db.selectFrom("webhook_secrets").select(["listener_id", "sealed"]).limit(1).executeTakeFirst();
+  return row && { sealed: row.sealed, context: row.listener_id };
+}
 
 export class Listeners {
   /** The intake's reads, each with the watch's generation taken before it. */

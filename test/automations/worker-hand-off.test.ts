@@ -1,6 +1,7 @@
 // The intake's hand-off to the worker of its process: an execution inserted already claimed (under
 // the lease the worker gave) is run from memory, without a claim; past the hand-off's bound, and
-// before the worker starts or once it stops, the intake is told to insert executions pending.
+// before the worker starts or once it stops, the intake is told to insert executions pending. A
+// worker that stops releases what it was handed and had not begun.
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -98,14 +99,47 @@ describe("Worker hand-off", () => {
     expect(ran.indexOf("exe_pending")).toBeLessThan(3);
   });
 
-  it("once stopping it gives no lease, yet runs what it was already handed before it stops", async () => {
+  it("once stopping it gives no lease; the run under way finishes, and what it holds and has not begun is released at once, for any worker", async () => {
+    let finish: () => void = () => undefined;
+    const blocked = new Promise<void>((resolve) => (finish = resolve));
+    const runner = { run: async (e: AutomationExecutionsTable) => (ran.push(e.id), e.id === "exe_first" ? blocked : undefined) } as unknown as ExecutionRunner;
+    const stopping = new Worker({ storage, clock, runner, events: new WebhookEvents(storage, clock, new PageTokens(Buffer.alloc(32, 1))), logger: createLogger("silent") }, { ...WORKER_DEFAULTS, concurrency: 1, claimBatch: 1, handOff: 8 });
+    stopping.start();
+    await stopping.idle();
+    const lease = stopping.directLease()!;
+    const held = ["exe_first", "exe_second", "exe_third"].map((id) => row(id, "AUTOMATION_EXECUTION_STATE_RUNNING", lease));
+    // exe_third's lease lapsed meanwhile and another worker claimed it: not this worker's to release.
+    const reclaimed = new Date(T0 + 2 * WORKER_DEFAULTS.leaseMs).toISOString();
+    await storage.db.insertInto("automation_executions").values(held.map((e) => (e.id === "exe_third" ? { ...e, lease_until: reclaimed } : e))).execute();
+    for (const e of held) stopping.take(e);
+    while (ran.length === 0) await new Promise((resolve) => setImmediate(resolve));
+
+    const stopped = stopping.stop();
+    expect(stopping.directLease()).toBeUndefined();
+    // Leased before the stop, its record committed after it: released too.
+    const late = row("exe_late", "AUTOMATION_EXECUTION_STATE_RUNNING", lease);
+    await storage.db.insertInto("automation_executions").values(late).execute();
+    stopping.take(late);
+    const states = async () => Object.fromEntries((await storage.db.selectFrom("automation_executions").select(["id", "state", "lease_until"]).execute()).map((r) => [r.id, [r.state, r.lease_until]]));
+    for (let i = 0; i < 100 && (await states()).exe_late?.[0] !== "AUTOMATION_EXECUTION_STATE_PENDING"; i++) await new Promise((resolve) => setTimeout(resolve, 10));
+    expect(await states()).toEqual({
+      exe_first: ["AUTOMATION_EXECUTION_STATE_RUNNING", lease],
+      exe_second: ["AUTOMATION_EXECUTION_STATE_PENDING", null],
+      exe_third: ["AUTOMATION_EXECUTION_STATE_RUNNING", reclaimed],
+      exe_late: ["AUTOMATION_EXECUTION_STATE_PENDING", null],
+    });
+    expect(stopping.runs()).toEqual(["exe_first"]);
+    let done = false;
+    void stopped.then(() => (done = true));
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(done).toBe(false);
+    finish();
+    await stopped;
+    expect(ran).toEqual(["exe_first"]);
+
+    // The next worker claims what was released at once.
     worker.start();
     await worker.idle();
-    // One run per turn (claimBatch 1): the second is still waiting when the stop begins.
-    for (const id of ["exe_first", "exe_last"]) worker.take(row(id, "AUTOMATION_EXECUTION_STATE_RUNNING", worker.directLease()!));
-    const stopped = worker.stop();
-    expect(worker.directLease()).toBeUndefined();
-    await stopped;
-    expect(ran).toEqual(["exe_first", "exe_last"]);
+    expect(ran.sort()).toEqual(["exe_first", "exe_late", "exe_second"]);
   });
 });

@@ -258,6 +258,28 @@ describe("the mock takes what the server takes", () => {
     ok("svc.api.funds.v1.SubjectAppLimitService.Search", await api.POST("/api/v1/funds/subject-app-limits/search", { body: { pageSize: 2_147_483_648 } }));
   });
 
+  it("a query value holding reserved characters as they are: the contract's own window_start example", async () => {
+    const grant = await fetch(`${mock.url}/auth/v1/token`, {
+      method: "POST",
+      body: new URLSearchParams({ grant_type: "client_credentials", client_id: "c1_2Qk3mN8rT1vX9yZ0ab", client_secret: "s".repeat(43) }),
+    });
+    const { access_token } = (await grant.json()) as { access_token: string };
+    const listed = await fetch(`${mock.url}/api/v1/funds/spend-authorizations?window_start=2026-11-01T00:00:00Z&user_id=tenant:2Qk3mN8rT1vX9yZ0`, { headers: { Authorization: `Bearer ${access_token}` } });
+    expect(listed.status, await listed.clone().text()).toBe(200);
+    expect(responseErrors("svc.api.funds.v1.SpendService.List", 200, await listed.json())).toEqual([]);
+  });
+
+  it("objects read from answers, sent back as they are: their read-only fields are ignored", async () => {
+    const { fundPolicy } = ok("svc.api.funds.v1.FundPolicyService.Get", await api.GET("/api/v1/funds/policy", {}));
+    expect(fundPolicy.updatedAt).toEqual(expect.any(String));
+    ok("svc.api.funds.v1.FundPolicyService.Update", await api.POST("/api/v1/funds/policy", { body: { fundPolicy } }));
+    const id = { params: { path: { id: "aut_5Xn2Bq8Rk4Lm7Pz1" } } };
+    const { automation } = ok("svc.api.automations.v1.AutomationService.GetAutomation", await api.GET("/api/v1/automations/{id}", id));
+    expect(automation).toMatchObject({ id: expect.any(String), createdAt: expect.any(String), triggers: [{ webhook: { listenerId: expect.any(String), url: expect.any(String) } }] });
+    ok("svc.api.automations.v1.AutomationService.CreateAutomation", await api.POST("/api/v1/automations", { body: { automation } }));
+    ok("svc.api.automations.v1.AutomationService.UpdateAutomation", await api.POST("/api/v1/automations/{id}", { ...id, body: { automation, updateMask: "displayName,triggers" } }));
+  });
+
   it("HEAD on a GET operation, answered as the GET without its body (a token required as for the GET)", async () => {
     const grant = await fetch(`${mock.url}/auth/v1/token`, {
       method: "POST",

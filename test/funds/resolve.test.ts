@@ -230,4 +230,19 @@ describe("resolveEffective: answer shape", () => {
     expect(out.trace[0]!.length).toBeLessThanOrEqual(500);
     expect(out.trace[0]).toContain("…");
   });
+
+  it("quotes a reason escaped first, then clipped in code points at a whole escape: every line fits whatever the reason holds", () => {
+    // Reasons of 500 characters that escape longest (rows stored before the text rule may hold control characters).
+    const bound = 200 + "SCOPE_TENANT_DEFAULT: suspended () -> deny".length;
+    for (const c of ["\u0001", '"', "\\", "\ud800", "😀", "\u0085"]) {
+      const suspended = { suspension: { reason: c.repeat(500) } };
+      for (const trace of [resolve(suspended).trace, resolve(null, suspended).trace, resolve(null, null, suspended).trace]) {
+        for (const line of trace) expect([...line].length, line).toBeLessThanOrEqual(bound);
+      }
+    }
+    expect(resolve({ suspension: { reason: "\u0001".repeat(100) } }).trace).toEqual([`SCOPE_SUBJECT_APP: suspended ("${"\\u0001".repeat(32)}…") -> deny`]);
+    // Counted in code points: 198 emoji and the quotes are 200; one more is clipped.
+    expect(resolve({ suspension: { reason: "😀".repeat(198) } }).trace).toEqual([`SCOPE_SUBJECT_APP: suspended ("${"😀".repeat(198)}") -> deny`]);
+    expect(resolve({ suspension: { reason: "😀".repeat(199) } }).trace).toEqual([`SCOPE_SUBJECT_APP: suspended ("${"😀".repeat(197)}…") -> deny`]);
+  });
 });

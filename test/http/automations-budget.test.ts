@@ -213,13 +213,10 @@ describe("each step's output and each execution's outputs are bounded", () => {
     const over = unwrap(await api.check({ automationSteps: [evaluateStep("big", { v: `${exact.expression} + 'y'` })], samplePayload: sample }));
     expect(over.evaluations).toEqual([{ path: expect.any(String), value: null, error: stepError("big") }]);
 
-    // Reasons are shown but never stored: five of 240,002 bytes pass the bound at the fifth.
-    const reasons = Array.from({ length: 5 }, (_, i): Step => ({
-      stepName: `act${i}`,
-      suspendAppLimit: { userIdCel: "'u1'", appIdCel: "'app-1'", reasonCel: stringOf(240_000).expression },
-    }));
-    const answer = await api.check({ automationSteps: reasons, samplePayload: { s: S, t: "" } });
-    const shown = unwrap(answer).evaluations.filter((e) => e.path.endsWith("reasonCel"));
+    // The values of skipped steps are shown but never stored: five of 240,002 bytes pass the bound at the fifth.
+    const skipped = Array.from({ length: 5 }, (_, i) => evaluateStep(`skipped${i}`, { v: stringOf(240_000).expression }, "true"));
+    const answer = await api.check({ automationSteps: skipped, samplePayload: { s: S, t: "" } });
+    const shown = unwrap(answer).evaluations.filter((e) => e.path.endsWith(".expression"));
     expect(shown.map((e) => e.error)).toEqual([
       null,
       null,
@@ -227,6 +224,10 @@ describe("each step's output and each execution's outputs are bounded", () => {
       null,
       `withheld: the values of this check that a run would not store are larger than ${EXECUTION_BOUND} bytes as JSON together`,
     ]);
+    // A reason is checked as a run checks it: one over 500 characters is the run's error, not a value shown.
+    const reason: Step = { stepName: "act", suspendAppLimit: { userIdCel: "'u1'", appIdCel: "'app-1'", reasonCel: stringOf(240_000).expression } };
+    const refused = unwrap(await api.check({ automationSteps: [reason], samplePayload: { s: S, t: "" } })).evaluations.find((e) => e.path.endsWith("reasonCel"));
+    expect(refused).toMatchObject({ value: null, error: "automationSteps[0].suspendAppLimit.reasonCel: must be at most 500 characters" });
   });
 });
 

@@ -1,6 +1,9 @@
 // `npm start` as a process manager runs it (systemd, a container runtime, a supervisor): it builds,
 // serves, and when the npm process alone is sent SIGTERM, the server stops with it: no process it
-// started runs on, and its port is closed. On the test database (SQLite, or PostgreSQL in that leg).
+// started runs on, and its port is closed. And the production start: `npm run build` once, then, in
+// a copy of what it built with only the runtime dependencies installed (`npm ci --omit=dev
+// --omit=optional`, from npm's cache), `npm run migrate` and `npm run serve` under
+// NODE_ENV=production. On the test database (SQLite, or PostgreSQL in that leg).
 //
 // It runs in a copy of the package's sources (node_modules linked), kept between runs in the
 // system's temporary folder: the build npm start makes would otherwise rewrite the checkout's
@@ -8,13 +11,14 @@
 // build's compiler (tsc -b) finds it current and the test pays for a full build only when the
 // sources changed (the PostgreSQL leg reuses the SQLite leg's).
 import { createHash } from "node:crypto";
-import { cpSync, mkdtempSync, rmSync, symlinkSync } from "node:fs";
+import { cpSync, existsSync, mkdtempSync, rmSync, symlinkSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTestDatabase } from "../support/database.js";
-import { accepting, freePort, serve, terminate } from "../support/process.js";
+import { Acceptance } from "../support/acceptance.js";
+import { accepting, freePort, runToEnd, serve, terminate } from "../support/process.js";
 
 const root = fileURLToPath(new URL("../..", import.meta.url));
 /** What `npm run build` compiles and bundles, and what the server reads at run time (generated/). */
@@ -66,4 +70,55 @@ describe("npm start", () => {
       await database.drop();
     }
   }, 300_000);
+});
+
+describe("npm run build, then npm run migrate and npm run serve with only the runtime dependencies", () => {
+  it("serves under NODE_ENV=production without compiling, without a devDependency, and without better-sqlite3 on PostgreSQL", async () => {
+    const build = await runToEnd("npm", ["run", "build"], {}, { cwd: copy, timeoutMs: 240_000 });
+    expect(build.code, build.out).toBe(0);
+    // What a deployment ships: the package's manifests, what the build made, the contract and docs it reads.
+    const production = join(dir, "production");
+    cpSync(join(copy, "package.json"), join(production, "package.json"));
+    cpSync(join(root, "package-lock.json"), join(production, "package-lock.json"));
+    cpSync(join(copy, "dist"), join(production, "dist"), { recursive: true });
+    cpSync(join(root, "generated"), join(production, "generated"), { recursive: true });
+    // From npm's cache (npm ci filled it): nothing is downloaded, nothing compiled.
+    const install = await runToEnd("npm", ["ci", "--offline", "--omit=dev", "--omit=optional", "--no-audit", "--no-fund"], {}, { cwd: production, timeoutMs: 240_000 });
+    expect(install.code, install.out).toBe(0);
+    for (const dev of ["tsx", "typescript", "vite", "vitest", "better-sqlite3"]) expect(existsSync(join(production, "node_modules", dev)), dev).toBe(false);
+
+    const database = await createTestDatabase(mkdtempSync(join(dir, "production-database-")));
+    const admin = { clientId: "production-admin", clientSecret: "production-admin-secret-0123" };
+    const port = await freePort();
+    const env = {
+      NODE_ENV: "production",
+      DATABASE_URL: database.url,
+      BASE_URL: `http://127.0.0.1:${port}`,
+      SECRETS_KEY: Buffer.alloc(32, 3).toString("base64url"),
+      MIGRATE_AT_START: "0",
+      BOOTSTRAP_CLIENT_ID: admin.clientId,
+      BOOTSTRAP_CLIENT_SECRET: admin.clientSecret,
+    };
+    try {
+      if (database.url.startsWith("sqlite:")) {
+        const refused = await runToEnd("npm", ["run", "migrate"], env, { cwd: production, timeoutMs: 60_000 });
+        expect(refused.code, refused.out).toBe(2);
+        expect(refused.stderr).toContain("DATABASE_URL names an SQLite database, and better-sqlite3 (an optional dependency) is not installed");
+        // Installed as npm ci would (its native build is the checkout's: same version, same machine).
+        for (const name of ["better-sqlite3", "bindings", "file-uri-to-path"]) cpSync(join(root, "node_modules", name), join(production, "node_modules", name), { recursive: true });
+      }
+      const migrated = await runToEnd("npm", ["run", "migrate"], env, { cwd: production, timeoutMs: 60_000 });
+      expect(migrated.code, migrated.out).toBe(0);
+      expect(migrated.stdout).toContain("migrations applied: 0001_identity_and_funds");
+      const served = await serve({ command: "npm", args: ["run", "serve"], cwd: production, url: `http://127.0.0.1:${port}`, probePath: "/readyz", env: { ...env, PORT: String(port), HOST: "127.0.0.1", LOG_LEVEL: "warn" } });
+      const api = new Acceptance(served.url, admin);
+      expect((await api.token()).status).toBe(200);
+      expect(await api.deliver(await api.hook())).toEqual({ status: 200, execution: "AUTOMATION_EXECUTION_STATE_DONE" });
+      expect((await fetch(`${served.url}/console/`)).status).toBe(200);
+      const stopped = await terminate(served.child);
+      expect(stopped).toMatchObject({ code: 0, signal: null, left: [] });
+    } finally {
+      await database.drop();
+    }
+  }, 600_000);
 });

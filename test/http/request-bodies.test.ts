@@ -1,6 +1,7 @@
 // Bodies no operation can take are refused with the contract's error body before they are parsed,
-// never a 500: a compressed body (any Content-Encoding; the API does not decompress) is 415, and JSON
-// nested deeper than 128 levels is 400 (what runs next would recurse past the stack).
+// never a 500: a compressed body (any Content-Encoding; the API does not decompress) is 415, JSON
+// nested deeper than 128 levels is 400 (what runs next would recurse past the stack), and an empty
+// body is 400 MALFORMED_BODY where the contract requires one (every operation that takes a body).
 import { gzipSync } from "node:zlib";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ALLOWED_ROLES } from "../../src/identity/roles.js";
@@ -45,6 +46,14 @@ describe("request bodies the API refuses before parsing them", () => {
           reason: "UNSUPPORTED_MEDIA_TYPE",
           message: "unsupported request body encoding",
         });
+      }
+    });
+
+    it(`${name}: an empty body is 400 MALFORMED_BODY (the token endpoint's invalid_request), a Content-Type's parameters or not`, async () => {
+      expect(op.requestBody.required).toBe(true);
+      const reason = form ? "INVALID_REQUEST" : "MALFORMED_BODY";
+      for (const contentType of [type, `${type}; charset=utf-8`]) {
+        expect(await send(method, path, { ...headersOf(), "Content-Type": contentType }, "")).toEqual({ status: 400, reason, message: "the request body is empty" });
       }
     });
 

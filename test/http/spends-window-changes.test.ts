@@ -9,6 +9,7 @@ import { testDialect } from "../support/database.js";
 import { amount, type Funds } from "./funds-helpers.js";
 import { appWithLimit, authorized, money, spendServerForFile, type Spends } from "./spends-helpers.js";
 import { expectSerialApprovals, expectUsageMatchesStates, NANOS, spends as loadSpends, usd } from "./spends-load-helpers.js";
+import { withDatabase } from "../support/old-database.js";
 import type { TestServer } from "../support/server.js";
 
 let ts: TestServer;
@@ -138,6 +139,28 @@ describe(`the fund policy's time zone changed (${testDialect()})`, () => {
     // Back in UTC: November holds all three.
     await setTimeZone("UTC");
     expect(await usage(app)).toMatchObject({ windowStart: "2026-11-01T00:00:00.000Z", spent: money("130"), remaining: money("0") });
+  });
+});
+
+describe(`GetEffective of a window without its row yet (${testDialect()})`, () => {
+  const usageRows = () => withDatabase(ts.databaseUrl, async (db) => Number((await db.selectFrom("spend_usage").select(db.fn.countAll().as("n")).executeTakeFirstOrThrow()).n));
+
+  it("stores nothing for a window without spends, and creates the row of one with spends once", async () => {
+    at("2026-11-18T12:00:00Z");
+    const before = await usageRows();
+    for (let i = 0; i < 3; i++) {
+      const empty = await appWithLimit(admin, subject.userId, "100", "PERIOD_KIND_MONTHLY");
+      expect(await usage(empty)).toMatchObject({ spent: money("0"), held: money("0"), remaining: money("100") });
+    }
+    expect(await usageRows()).toBe(before);
+
+    const app = await appWithLimit(admin, subject.userId, "100", "PERIOD_KIND_MONTHLY");
+    await auth(app, "10", { capture: true });
+    const withSpends = await usageRows();
+    await period(app, "100", "PERIOD_KIND_WEEKLY");
+    expect(await usage(app)).toMatchObject({ spent: money("10") });
+    expect(await usage(app)).toMatchObject({ spent: money("10") });
+    expect(await usageRows()).toBe(withSpends + 1);
   });
 });
 

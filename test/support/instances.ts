@@ -19,24 +19,28 @@ export interface Instances {
   stop(): Promise<void>;
 }
 
-/** `env`: more configuration, the same for every instance. */
+/** `env`: more configuration, the same for every instance (LOG_LEVEL and SHUTDOWN_DRAIN_SECONDS replace the defaults below). */
 export async function startInstances(count: number, admin: { clientId: string; clientSecret: string }, baseUrl: string, env: Record<string, string> = {}): Promise<Instances> {
   const dir = mkdtempSync(join(tmpdir(), "tenant-instances-"));
   const database = await createTestDatabase(dir);
   const common = {
+    LOG_LEVEL: "warn",
+    // No balancer in front of them: stopped without a drain, unless the test sets one.
+    SHUTDOWN_DRAIN_SECONDS: "0",
     ...env,
     DATABASE_URL: database.url,
     BASE_URL: baseUrl,
     SECRETS_KEY: Buffer.alloc(32, 7).toString("base64url"),
     BOOTSTRAP_CLIENT_ID: admin.clientId,
     BOOTSTRAP_CLIENT_SECRET: admin.clientSecret,
-    LOG_LEVEL: "warn",
     HOST: "127.0.0.1",
   };
   const instances = await Promise.all(
     Array.from({ length: count }, async () => {
       const port = await freePort();
-      return serve({ command: join(root, "node_modules/.bin/tsx"), args: [join(root, "src/main.ts")], url: `http://127.0.0.1:${port}`, probePath: "/readyz", env: { ...common, PORT: String(port) }, timeoutMs: 90_000 });
+      // Node itself with tsx's loader, not the tsx command: that one is a parent process relaying
+      // signals, and a test that signals an instance must reach the server's own handler.
+      return serve({ command: process.execPath, args: ["--import", "tsx", join(root, "src/main.ts")], url: `http://127.0.0.1:${port}`, probePath: "/readyz", env: { ...common, PORT: String(port) }, timeoutMs: 90_000 });
     }),
   );
   return {

@@ -20,14 +20,14 @@ import { createTestDatabase, type TestDatabase } from "./database.js";
 /** A super admin written into an old database, and the credentials it calls with. */
 export const OLD_ADMIN = { userId: "0ldUser000000001", clientId: "c1_beforeIssue15xxxx", clientSecret: "a-secret-from-before-issue-15-for-tests-only" };
 
-/** Runs `use` on a connection of its own to the database at `url`, as another process would. */
-export async function withDatabase<T>(url: string, use: (db: Kysely<any>, dialect: "sqlite" | "postgres") => Promise<T>): Promise<T> {
+/** Runs `use` on a connection of its own to the database at `url` (PostgreSQL: `connections` of them), as another process would. */
+export async function withDatabase<T>(url: string, use: (db: Kysely<any>, dialect: "sqlite" | "postgres") => Promise<T>, connections = 1): Promise<T> {
   const config = loadConfig({ DATABASE_URL: url });
   const db = new Kysely<any>({
     dialect:
       config.database.kind === "sqlite"
         ? new SqliteDialect({ database: new SQLite(config.database.path) })
-        : new PostgresDialect({ pool: new pg.Pool({ connectionString: config.database.url, max: 1 }) }),
+        : new PostgresDialect({ pool: new pg.Pool({ connectionString: config.database.url, max: connections }) }),
   });
   try {
     return await use(db, config.database.kind);

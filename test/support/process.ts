@@ -16,10 +16,10 @@ export interface RunResult {
   stderr: string;
 }
 
-/** Runs `command args` to its end; answers its exit code and its output. */
-export function runToEnd(command: string, args: string[], env: NodeJS.ProcessEnv = {}): Promise<RunResult> {
+/** Runs `command args` to its end (or SIGTERM after `timeoutMs`: code null); answers its exit code and its output. */
+export function runToEnd(command: string, args: string[], env: NodeJS.ProcessEnv = {}, options: { cwd?: string; timeoutMs?: number } = {}): Promise<RunResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(command, args, { env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn(command, args, { env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"], ...(options.cwd ? { cwd: options.cwd } : {}), ...(options.timeoutMs ? { timeout: options.timeoutMs } : {}) });
     let out = "";
     let stdout = "";
     let stderr = "";
