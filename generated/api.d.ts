@@ -5754,8 +5754,9 @@ export interface components {
         };
         /**
          * @description The server cannot use its database for the moment (reason `UNAVAILABLE`): every connection
-         *     stayed busy past the server's wait limit, the database is unreachable or restarting, or
-         *     (SQLite) another process holds its write lock. A temporary condition, not a fault of the
+         *     stayed busy past the server's wait limit, the database is unreachable, restarting or refusing
+         *     connections, a statement or the connection timed out, or (SQLite) another process holds its
+         *     write lock. A temporary condition, not a fault of the
          *     request: retry after `Retry-After` seconds, with the same `Idempotency-Key` where the operation
          *     takes one. The body never names the database or its address.
          */

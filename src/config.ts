@@ -59,9 +59,31 @@ export type DatabaseConfig =
       poolSize?: number;
       /** DATABASE_POOL_TIMEOUT_MS: how long a query waits for a connection of the pool (a new one's opening included). */
       poolTimeoutMs?: number;
+      /** DATABASE_STATEMENT_TIMEOUT_MS: PostgreSQL's statement_timeout, lock waits included (0: none). */
+      statementTimeoutMs?: number;
+      /** DATABASE_QUERY_TIMEOUT_MS: how long this process waits for any answer of the database (0: for ever). */
+      queryTimeoutMs?: number;
+      /** DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS: PostgreSQL's idle_in_transaction_session_timeout (0: none). */
+      idleInTransactionTimeoutMs?: number;
+      /** DATABASE_KEEPALIVE_MS: idle time of a connection before TCP keepalive probes start (0: no keepalive). */
+      keepAliveMs?: number;
     };
 
-export const DATABASE_DEFAULTS = { sqliteBusyTimeoutMs: 5_000, poolSize: 10, poolTimeoutMs: 5_000 } as const;
+/**
+ * The statement timeout is well above any statement of a request (milliseconds, or a lock wait
+ * under contention), and the query timeout above it: a statement that runs too long is cancelled
+ * by the database, which keeps the connection; only a connection that no longer answers (a failover,
+ * a dead host, a network that drops everything) reaches the query timeout, and is closed.
+ */
+export const DATABASE_DEFAULTS = {
+  sqliteBusyTimeoutMs: 5_000,
+  poolSize: 10,
+  poolTimeoutMs: 5_000,
+  statementTimeoutMs: 15_000,
+  queryTimeoutMs: 20_000,
+  idleInTransactionTimeoutMs: 10_000,
+  keepAliveMs: 10_000,
+} as const;
 
 export class ConfigError extends Error {
   override name = "ConfigError";
@@ -135,9 +157,20 @@ export function loadDatabaseConfig(env: NodeJS.ProcessEnv = process.env): Databa
       // Two at least: the migrations at start hold one for their lock while they run on another.
       poolSize: integer(env, "DATABASE_POOL_SIZE", DATABASE_DEFAULTS.poolSize, 2, 1_000),
       poolTimeoutMs: integer(env, "DATABASE_POOL_TIMEOUT_MS", DATABASE_DEFAULTS.poolTimeoutMs, 1, 600_000),
+      statementTimeoutMs: integer(env, "DATABASE_STATEMENT_TIMEOUT_MS", DATABASE_DEFAULTS.statementTimeoutMs, 0, 3_600_000),
+      queryTimeoutMs: integer(env, "DATABASE_QUERY_TIMEOUT_MS", DATABASE_DEFAULTS.queryTimeoutMs, 0, 3_600_000),
+      idleInTransactionTimeoutMs: integer(env, "DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS", DATABASE_DEFAULTS.idleInTransactionTimeoutMs, 0, 3_600_000),
+      keepAliveMs: keepAlive(env),
     };
   }
   throw new ConfigError(`DATABASE_URL must start with sqlite: or postgres://`);
+}
+
+/** TCP counts keepalive's idle time in whole seconds: 0 (off) or a second at least. */
+function keepAlive(env: NodeJS.ProcessEnv): number {
+  const ms = integer(env, "DATABASE_KEEPALIVE_MS", DATABASE_DEFAULTS.keepAliveMs, 0, 3_600_000);
+  if (ms > 0 && ms < 1_000) throw new ConfigError(`DATABASE_KEEPALIVE_MS must be 0 (off) or between 1000 and 3600000, got ${ms}`);
+  return ms;
 }
 
 function flag(env: NodeJS.ProcessEnv, name: string, fallback = false): boolean {

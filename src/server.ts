@@ -1,8 +1,7 @@
 // The composition root: opens storage, builds the services, binds handlers, and serves HTTP.
 // Tests start it in-process on an ephemeral port with a clock they control; main.ts starts it for real.
 import type { AddressInfo } from "node:net";
-import { sql } from "kysely";
-import type { Config } from "./config.js";
+import { DATABASE_DEFAULTS, type Config } from "./config.js";
 import { BackgroundTask } from "./core/background-task.js";
 import { systemClock, type Clock } from "./core/clock.js";
 import { createLogger, type Logger } from "./core/logger.js";
@@ -39,6 +38,7 @@ import { ChangeWatch, type PollTiming } from "./storage/change-versions.js";
 import { openStorage } from "./storage/connect.js";
 import { IdempotencyRecords } from "./storage/idempotency-records.js";
 import { LiveInstances } from "./storage/live-instances.js";
+import { DatabaseReachability } from "./storage/reachability.js";
 import { checkSecretsKey, loadSecretsKey } from "./storage/secrets-key.js";
 import { WebhookEvents } from "./webhooks/events.js";
 import { WebhookIntake } from "./webhooks/intake.js";
@@ -50,6 +50,13 @@ import { sharedKey } from "./storage/settings.js";
 
 /** How often expired Idempotency-Key records are removed (an expired one is also replaced when its key comes again). */
 const IDEMPOTENCY_SWEEP_MS = 10 * 60_000;
+
+/**
+ * How often the database is pinged, and how long a ping's `select 1` may take once it has a
+ * connection: milliseconds when the database answers at all (on PostgreSQL the wait for a
+ * connection, up to DATABASE_POOL_TIMEOUT_MS, comes on top).
+ */
+const DATABASE_PING = { intervalMs: 1_000, timeoutMs: 2_000 };
 
 export interface ServerOptions {
   config: Config;
@@ -63,6 +70,8 @@ export interface ServerOptions {
   fundPolicyPoll?: PollTiming;
   /** The same for the kept webhook listeners. */
   listenersPoll?: PollTiming;
+  /** How long the execution worker may make no progress while runs are due before readiness calls it stuck (tests: short). */
+  workerStuckMs?: number;
 }
 
 export interface RunningServer {
@@ -136,8 +145,10 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const events = new WebhookEvents(storage, clock, pageTokens);
   const worker = new Worker(
     { storage, clock, events, logger, runner: new ExecutionRunner({ storage, clock, limits, logger }) },
-    { ...WORKER_DEFAULTS, leaseMs: config.executionLeaseSeconds * 1000 },
+    { ...WORKER_DEFAULTS, leaseMs: config.executionLeaseSeconds * 1000, stuckMs: options.workerStuckMs ?? config.executionLeaseSeconds * 1000 },
   );
+  const poolWaitMs = config.database.kind === "postgres" ? (config.database.poolTimeoutMs ?? DATABASE_DEFAULTS.poolTimeoutMs) : 0;
+  const reachability = new DatabaseReachability(storage, logger, { ...DATABASE_PING, timeoutMs: DATABASE_PING.timeoutMs + poolWaitMs });
   const intake = new WebhookIntake({
     clock,
     listeners,
@@ -166,7 +177,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     docsPath,
     consoleDir,
     validateResponses: config.validateResponses,
-    ready: async () => (await sql`select 1 as ok`.execute(storage.db), true),
+    unready: async () => [...((await reachability.check()) ? [] : ["database-unreachable"]), ...(worker.stuck() ? ["workers-stuck"] : [])],
     stopping: () => stopping,
     handlers: {
       ...identityHandlers({ grant, users, credentials, trustProxy: config.trustProxy }),
@@ -193,6 +204,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     server.listen(config.port, config.host, () => resolve());
   });
   worker.start();
+  reachability.start();
   const sweep = new BackgroundTask(IDEMPOTENCY_SWEEP_MS, () =>
     idempotencyRecords.sweep().then(
       (removed) => void (removed > 0 && logger.info({ msg: "swept idempotency records", removed })),
@@ -214,6 +226,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       // Again: the releases of executions whose records committed since the first call.
       await worker.stop();
       await sweep.stop();
+      await reachability.stop();
       await instances.stop();
       await principals.stop();
       await fundPolicyChanges.stop();

@@ -5,9 +5,10 @@ import type { ExecutionHandOff } from "../webhooks/for-automations.js";
 import { newExecution } from "./executions.js";
 import type { Worker } from "./worker.js";
 
-export function workerHandOff(worker: Pick<Worker, "directLease" | "take" | "notify">): ExecutionHandOff {
+export function workerHandOff(worker: Pick<Worker, "directLease" | "take" | "notify" | "notRecorded">): ExecutionHandOff {
   return {
     newExecution: (automationId, eventId, trigger, steps, receivedAt) => newExecution(automationId, eventId, trigger, steps, receivedAt, worker.directLease()),
     recorded: (execution) => (execution.lease_until ? worker.take(execution) : worker.notify()),
+    notRecorded: (execution) => worker.notRecorded(execution),
   };
 }

@@ -1,6 +1,9 @@
 // Runs one claimed execution: its steps in order, each with `ctx.trigger` and the outputs of the
 // steps before it. A step's result is stored in the same transaction as its effect, so a run that
 // is retried after a crash resumes at the first step without a result and no effect happens twice.
+// A step the database failed under (unavailable for the moment), or whose execution's lease passed
+// to another run, is not recorded as an error: the run stops, and the execution is run again
+// (worker.ts) from the results the database kept.
 import { BoundedMap } from "../core/bounded-map.js";
 import { ApiError } from "../core/errors.js";
 import type { Clock } from "../core/clock.js";
@@ -9,8 +12,9 @@ import { parseReason } from "../funds/guards.js";
 import type { SubjectAppLimits } from "../funds/subject-app-limits.js";
 import type { Storage } from "../storage/connect.js";
 import type { AutomationExecutionsTable } from "../storage/schema.js";
-import { saveResults, saveResultsAlone, type ResultsSave } from "../storage/execution-results.js";
+import { LeaseLost, saveResults, saveResultsAlone, type ResultsSave } from "../storage/execution-results.js";
 import { writeTransaction, type Db } from "../storage/transactions.js";
+import { databaseUnavailable } from "../storage/unavailable.js";
 import { checkComputedId, type AutomationStep } from "./automation-input.js";
 import { CelEvaluationError, checkExpression, evaluateBoolean, evaluateJson, evaluateString, evaluateTimestamp, setOwn, type CelContext, type CompiledExpression, type ExpectedResult } from "./cel.js";
 import { ExecutionState, StepState, type StepResult } from "./executions.js";
@@ -40,7 +44,8 @@ export class ExecutionRunner {
     const steps = JSON.parse(execution.steps) as AutomationStep[];
     const results = JSON.parse(execution.step_results) as StepResult[];
     const { trigger } = JSON.parse(execution.context) as { trigger: unknown };
-    const persist = (state?: string) => saveResultsAlone(this.deps.storage, this.saved(execution.id, results, state));
+    const saved = (state?: string) => this.saved(execution, results, state);
+    const persist = (state?: string) => saveResultsAlone(this.deps.storage, saved(state));
     // The last step's result is saved with the execution's final state: one write fewer per run.
     const lastPending = results.findLastIndex((r) => r.state === StepState.PENDING);
     if (lastPending === -1) return persist(ExecutionState.DONE);
@@ -75,10 +80,11 @@ export class ExecutionRunner {
             const output = await this.perform(trx, step, ctx, cel);
             outputs.addOutput(step.stepName, output); // over a bound: the effect is rolled back with the step
             results[i] = { ...result, state: StepState.DONE, output };
-            await saveResults(trx, this.saved(execution.id, results, final));
+            await saveResults(trx, saved(final));
           });
         }
       } catch (e) {
+        if (interrupted(e)) throw e;
         results[i] = { ...result, state: StepState.ERROR, error: describe(e) };
         if (!(e instanceof ApiError) && !(e instanceof CelEvaluationError)) this.deps.logger.error({ msg: "automation step failed", executionId: execution.id, step: step.stepName, err: e });
         await persist(ExecutionState.ERROR);
@@ -112,8 +118,14 @@ export class ExecutionRunner {
     throw new Error("the step has no kind");
   }
 
-  private saved(id: string, results: StepResult[], state?: string): ResultsSave {
-    return { id, stepResults: JSON.stringify(results), final: state ? { state, completedAt: new Date(this.deps.clock.now()).toISOString() } : undefined };
+  private saved(execution: AutomationExecutionsTable, results: StepResult[], state?: string): ResultsSave {
+    return {
+      id: execution.id,
+      // A claimed execution always has one; without, no save can match and the run stops (LeaseLost).
+      lease: execution.lease_until ?? "",
+      stepResults: JSON.stringify(results),
+      final: state ? { state, completedAt: new Date(this.deps.clock.now()).toISOString() } : undefined,
+    };
   }
 }
 
@@ -126,6 +138,9 @@ function outputsBefore(steps: readonly AutomationStep[], results: readonly StepR
   }
   return outputs;
 }
+
+/** Whether the run must stop without recording `e`: nothing of the step was kept, and a later run does it again. */
+export const interrupted = (e: unknown): boolean => e instanceof LeaseLost || databaseUnavailable(e) !== undefined;
 
 /** What the execution shows for a failed step: the rule broken or the evaluation error, never internals. */
 function describe(e: unknown): string {

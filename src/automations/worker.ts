@@ -4,13 +4,22 @@
 // (an expired lease) or by another instance, found by polling. Also sweeps webhook event records
 // past their retention. Once stopping, it finishes the runs under way and releases at once what it
 // holds and has not begun (claims.ts), for another instance's worker to find at its next poll.
+//
+// After a fault of the database every wait ends (storage/connect.ts: timeouts), and the worker
+// recovers by itself: a run the database failed under stops without recording anything, and its
+// lease is ended as soon as the database answers again, so that its execution is claimed again at
+// once (by any instance) and resumed from the results the database kept; a failed claim is tried
+// again at the next poll. Should it still make no progress while runs are due, `stuck` says so
+// (readiness answers 503).
 import type { Clock } from "../core/clock.js";
 import type { Logger } from "../core/logger.js";
 import type { Storage } from "../storage/connect.js";
-import { claimExecutions, releaseExecutions } from "../storage/claims.js";
+import { claimExecutions, endLeases, releaseExecutions } from "../storage/claims.js";
+import { LeaseLost } from "../storage/execution-results.js";
 import type { AutomationExecutionsTable } from "../storage/schema.js";
+import { databaseUnavailable } from "../storage/unavailable.js";
 import type { WebhookEvents } from "../webhooks/for-automations.js";
-import type { ExecutionRunner } from "./runner.js";
+import { interrupted, type ExecutionRunner } from "./runner.js";
 
 export interface WorkerOptions {
   /** How long a claimed run holds its execution before another worker may resume it. */
@@ -26,6 +35,8 @@ export interface WorkerOptions {
    * still committing: small, so that each runs long before its lease lapses.
    */
   handOff: number;
+  /** How long the worker may go without progress (a claim answered, a run ended) while runs are due before it counts as stuck. */
+  stuckMs: number;
 }
 
 /**
@@ -36,7 +47,10 @@ export interface WorkerOptions {
  * p99 370-420 ms, bench scenario 1b); with 32 they keep up even at its maximum (about 20 ms).
  * A poll every 500 ms: what an instance that stops releases runs elsewhere within a second.
  */
-export const WORKER_DEFAULTS: WorkerOptions = { leaseMs: 60_000, pollMs: 500, sweepMs: 60_000, concurrency: 4, claimBatch: 32, handOff: 64 };
+export const WORKER_DEFAULTS: WorkerOptions = { leaseMs: 60_000, pollMs: 500, sweepMs: 60_000, concurrency: 4, claimBatch: 32, handOff: 64, stuckMs: 60_000 };
+
+/** Leases ended per statement at most. */
+const END_LEASES_BATCH = 100;
 
 export class Worker {
   private timers: NodeJS.Timeout[] = [];
@@ -55,6 +69,13 @@ export class Worker {
    */
   private notified = 0;
   private drainedAt = -1;
+  /** Runs the database failed under, by execution id: the leases to end once it answers. */
+  private readonly leasesToEnd = new Map<string, string>();
+  /** When a claim last answered or a run last ended (performance.now(): real time, not the injected clock). */
+  private progressAt = performance.now();
+  private claimFailing = false;
+  /** The cause while executions are paused by the database, for one warning per outage. */
+  private pausedBy: string | undefined;
 
   constructor(
     private readonly deps: { storage: Storage; clock: Clock; runner: ExecutionRunner; events: WebhookEvents; logger: Logger },
@@ -86,6 +107,22 @@ export class Worker {
     }
     this.handedOff.push(execution);
     this.wake();
+  }
+
+  /**
+   * An execution leased by `directLease` whose record failed: it may have committed nonetheless
+   * (its answer lost), leased to this worker, which will not be handed it; its lease is ended once
+   * the database answers.
+   */
+  notRecorded(execution: AutomationExecutionsTable): void {
+    if (execution.lease_until) this.leasesToEnd.set(execution.id, execution.lease_until);
+  }
+
+  /** Runs are due and none has progressed (a claim answered, a run ended) for `stuckMs`. */
+  stuck(): boolean {
+    if (!this.started || this.stopped) return false;
+    const due = this.draining !== undefined || this.handedOff.length > 0 || this.leasesToEnd.size > 0 || this.claimFailing;
+    return due && performance.now() - this.progressAt > this.options.stuckMs;
   }
 
   /** Runs every runnable execution, now, the database's included; a call while running makes the loop go once more. */
@@ -124,11 +161,61 @@ export class Worker {
   }
 
   private async drain(): Promise<void> {
+    // Only when there are: otherwise the runs start in this turn, as they always have.
+    if (this.leasesToEnd.size > 0 && !(await this.endInterruptedLeases())) return;
     await Promise.all(Array.from({ length: this.options.concurrency }, () => this.runUntilEmpty()));
   }
 
+  /** Ends the leases of the interrupted runs, so that they are claimed again now; false while the database fails. */
+  private async endInterruptedLeases(): Promise<boolean> {
+    while (this.leasesToEnd.size > 0) {
+      const leases = [...this.leasesToEnd].slice(0, END_LEASES_BATCH).map(([id, lease]) => ({ id, lease }));
+      try {
+        // Ended a moment ago: lapsed for the next claim, whatever the clock says then.
+        const ended = await endLeases(this.deps.storage, leases, new Date(this.deps.clock.now() - 1).toISOString());
+        if (ended > 0) this.deps.logger.info({ msg: "leases of interrupted executions ended: claimed again now", executions: ended });
+      } catch (err) {
+        this.failed("ending the leases of interrupted executions failed", err);
+        return false;
+      }
+      for (const { id } of leases) this.leasesToEnd.delete(id);
+    }
+    return true;
+  }
+
+  private progressed(): void {
+    this.progressAt = performance.now();
+    if (this.pausedBy === undefined) return;
+    this.pausedBy = undefined;
+    this.deps.logger.warn({ msg: "executions resumed: the database answers again" });
+  }
+
+  /** Logs a failure: the database unavailable once per outage, as a warning naming the cause only; anything else as an error. */
+  private failed(msg: string, err: unknown): void {
+    const cause = databaseUnavailable(err);
+    if (cause === undefined) return void this.deps.logger.error({ msg, err });
+    if (this.pausedBy === undefined) this.deps.logger.warn({ msg: "executions paused: database unavailable", cause });
+    this.pausedBy = cause;
+  }
+
+  private async run(execution: AutomationExecutionsTable): Promise<void> {
+    try {
+      await this.deps.runner.run(execution);
+    } catch (err) {
+      if (err instanceof LeaseLost) {
+        this.deps.logger.warn({ msg: "execution run stopped: its lease passed to another run", executionId: execution.id });
+      } else if (interrupted(err)) {
+        if (execution.lease_until) this.leasesToEnd.set(execution.id, execution.lease_until);
+        return this.failed("execution run failed", err);
+      } else {
+        this.deps.logger.error({ msg: "execution run failed", executionId: execution.id, err });
+      }
+    }
+    this.progressed();
+  }
+
   private async runUntilEmpty(): Promise<void> {
-    const { storage, clock, runner, logger } = this.deps;
+    const { storage, clock } = this.deps;
     const { claimBatch } = this.options;
     // Turns alternate between what was handed over and what waits in the database, so that neither
     // starves the other under a steady load; a handed-over execution still runs long before its lease lapses.
@@ -145,9 +232,12 @@ export class Worker {
         try {
           claimed = await claimExecutions(storage, new Date(now).toISOString(), this.leaseFrom(now), claimBatch);
         } catch (err) {
-          logger.error({ msg: "claiming executions failed", err });
+          this.claimFailing = true;
+          this.failed("claiming executions failed", err);
           return;
         }
+        this.claimFailing = false;
+        this.progressed();
         if (claimed.length < claimBatch) this.drainedAt = notifiedBefore;
       }
       if (claimed.length === 0) claimed = this.handedOff.splice(0, claimBatch);
@@ -159,14 +249,7 @@ export class Worker {
       // The batch's runs go together: each runs up to its first write in this turn, so their writes
       // share one commit on SQLite (one after another, each waited for the next turn's commit) and
       // one statement on PostgreSQL (storage/execution-results.ts).
-      await Promise.all(
-        claimed.map((execution) =>
-          runner
-            .run(execution)
-            .catch((err: unknown) => logger.error({ msg: "execution run failed", executionId: execution.id, err }))
-            .finally(() => this.running.delete(execution.id)),
-        ),
-      );
+      await Promise.all(claimed.map((execution) => this.run(execution).finally(() => this.running.delete(execution.id))));
     }
   }
 

@@ -39,8 +39,8 @@ export interface AppOptions {
   /** Path of generated/docs.html, served at /docs. */
   docsPath: string;
   validateResponses: boolean;
-  /** Answers whether the database can be reached, for /readyz. */
-  ready: () => Promise<boolean>;
+  /** For /readyz: why this instance should not be sent traffic now (e.g. `database-unreachable`); none when ready. */
+  unready: () => Promise<string[]>;
   /** Whether the server is shutting down: /readyz answers 503, so that load balancers send no more. */
   stopping: () => boolean;
   /** The built admin console (dist/console), served at /console. */
@@ -144,10 +144,15 @@ export function createApp(options: AppOptions): Express {
   app.use(series(requestId, accessLog(logger), limitHeaderFields));
 
   app.get("/healthz", (_req, res) => void res.json({ status: "ok" }));
-  app.get("/readyz", async (_req, res) => {
+  app.get("/readyz", async (_req, res, next) => {
     if (options.stopping()) return void res.status(503).json({ status: "stopping" });
-    const ready = await options.ready().catch(() => false);
-    res.status(ready ? 200 : 503).json({ status: ready ? "ready" : "unavailable" });
+    try {
+      const reasons = await options.unready();
+      if (reasons.length === 0) res.json({ status: "ready" });
+      else res.status(503).json({ status: "unavailable", reasons });
+    } catch (e) {
+      next(e);
+    }
   });
   app.get("/openapi.yaml", (_req, res) => res.type("application/yaml").sendFile(options.contractPath));
   app.get(DOCS_PATH, docsPage(options.docsPath));

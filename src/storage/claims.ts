@@ -1,6 +1,7 @@
 // Claiming runnable executions, where the dialects differ: each pending execution (or one whose
-// run's lease lapsed, after a crash) goes to exactly one worker. A worker that stops gives back what
-// it claimed and has not begun to run, so that no other worker waits for the lease.
+// run's lease lapsed, after a crash, or was given back, after a fault) goes to exactly one worker. A
+// worker that stops gives back what it claimed and has not begun to run, so that no other worker
+// waits for the lease.
 //
 // Runs whose lease lapsed come first, then the oldest pending ones. Each is its own select, so each
 // is a seek in an index kept in its order ((state, created_at, id)): one select with `state =
@@ -65,6 +66,25 @@ returning *`;
 async function claimOnPostgres(db: Db, now: string, leaseUntil: string, limit: number): Promise<AutomationExecutionsTable[]> {
   const result = await db.executeQuery<AutomationExecutionsTable>(CompiledQuery.raw(CLAIM_ON_POSTGRES, [RUNNING, leaseUntil, now, limit, PENDING]));
   return [...result.rows];
+}
+
+/**
+ * Ends, as of `endedAt` (past), the leases of runs that stopped short (the database failed under
+ * them): the next claim takes their executions as lapsed, at once rather than when the lease would
+ * have run out. Only where the lease is still the one given: an execution another worker claimed
+ * since, or that ended, is left alone. Answers how many were given back.
+ */
+export async function endLeases(storage: Storage, leases: ReadonlyArray<{ id: string; lease: string }>, endedAt: string): Promise<number> {
+  if (leases.length === 0) return 0;
+  const result = await writeStatement(storage, (db) =>
+    db
+      .updateTable("automation_executions")
+      .set({ lease_until: endedAt })
+      .where("state", "=", RUNNING)
+      .where((eb) => eb.or(leases.map(({ id, lease }) => eb.and([eb("id", "=", id), eb("lease_until", "=", lease)]))))
+      .executeTakeFirst(),
+  );
+  return Number(result.numUpdatedRows);
 }
 
 /**

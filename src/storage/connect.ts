@@ -9,6 +9,7 @@ import pg from "pg";
 import { ConfigError, DATABASE_DEFAULTS, type DatabaseConfig } from "../config.js";
 import { BoundedMap } from "../core/bounded-map.js";
 import { migrateDatabase } from "./migrate.js";
+import { closingLostConnections } from "./pg-connection-faults.js";
 import { deferringBegin } from "./pg-deferred-begin.js";
 import { startCheckpointer, type Checkpointer } from "./sqlite-checkpointer.js";
 import type { Database } from "./schema.js";
@@ -73,32 +74,65 @@ async function openSqlite(path: string, busyTimeoutMs: number): Promise<Opened> 
   return { db: new Kysely<Database>({ dialect: new SqliteDialect({ database }) }), startWorkers };
 }
 
-function openPostgres(url: string, poolSize: number, poolTimeoutMs: number): Kysely<Database> {
-  // A query that waits longer than poolTimeoutMs for a connection fails (answered 503 UNAVAILABLE).
-  const pool = new pg.Pool({ connectionString: url, max: poolSize, idleTimeoutMillis: 30_000, connectionTimeoutMillis: poolTimeoutMs });
+type PostgresConfig = Extract<DatabaseConfig, { kind: "postgres" }>;
+
+/**
+ * The pool of PostgreSQL connections. A query that waits longer than the pool timeout for a
+ * connection, or for a new one to open, fails (answered 503 UNAVAILABLE), as does a statement past
+ * statement_timeout (the database cancels it) and a query unanswered past the query timeout (the
+ * connection is closed: pg-connection-faults.ts). TCP keepalive finds a peer gone while a
+ * connection is idle; idle_in_transaction_session_timeout ends, on the database's side, a session
+ * whose client went silent in a transaction, with the locks it held.
+ * `forMigrations`: no statement or query timeouts; a migration may rewrite a large table, and an
+ * instance waits for the migration lock while another migrates.
+ */
+function postgresPool(config: PostgresConfig, forMigrations = false): pg.Pool {
+  const d = DATABASE_DEFAULTS;
+  const keepAliveMs = config.keepAliveMs ?? d.keepAliveMs;
+  const timeouts = forMigrations
+    ? {}
+    : {
+        statement_timeout: config.statementTimeoutMs ?? d.statementTimeoutMs,
+        query_timeout: config.queryTimeoutMs ?? d.queryTimeoutMs,
+        idle_in_transaction_session_timeout: config.idleInTransactionTimeoutMs ?? d.idleInTransactionTimeoutMs,
+      };
+  const pool = new pg.Pool({
+    connectionString: config.url,
+    max: config.poolSize ?? d.poolSize,
+    idleTimeoutMillis: 30_000,
+    connectionTimeoutMillis: config.poolTimeoutMs ?? d.poolTimeoutMs,
+    keepAlive: keepAliveMs > 0,
+    keepAliveInitialDelayMillis: keepAliveMs,
+    ...timeouts,
+  });
   // A client that loses its connection must not take the process down: an idle one's error comes
   // through the pool; a checked-out one's fails its queries (answered 503 UNAVAILABLE) and is also
   // emitted on the client itself, where nothing else listens while it is checked out.
   pool.on("error", () => undefined);
   pool.on("connect", (client) => client.on("error", () => undefined));
-  return new Kysely<Database>({ dialect: new PostgresDialect({ pool: deferringBegin(pool) }) });
+  return pool;
+}
+
+function openPostgres(config: PostgresConfig, forMigrations = false): Kysely<Database> {
+  return new Kysely<Database>({ dialect: new PostgresDialect({ pool: deferringBegin(closingLostConnections(postgresPool(config, forMigrations))) }) });
 }
 
 async function open(config: DatabaseConfig): Promise<Opened & { dialect: Storage["dialect"] }> {
   if (config.kind === "sqlite") return { ...(await openSqlite(config.path, config.busyTimeoutMs ?? DATABASE_DEFAULTS.sqliteBusyTimeoutMs)), dialect: "sqlite" };
-  const db = openPostgres(config.url, config.poolSize ?? DATABASE_DEFAULTS.poolSize, config.poolTimeoutMs ?? DATABASE_DEFAULTS.poolTimeoutMs);
-  return { db, startWorkers: async () => undefined, dialect: "postgres" };
+  return { db: openPostgres(config), startWorkers: async () => undefined, dialect: "postgres" };
 }
 
 /**
  * Opens the database; applies pending migrations unless `migrate` is false, in which case it refuses
  * a database that lacks any (StartRefused), as it refuses one a later release migrated beyond what
- * this release runs with (./migrate.ts).
+ * this release runs with (./migrate.ts). On PostgreSQL migrations run on a pool of their own,
+ * without the statement timeouts: a migration, or the wait for another instance's, may be long.
  */
 export async function openStorage(config: DatabaseConfig, options: { migrate?: boolean } = {}): Promise<Storage> {
   const { db, dialect, startWorkers } = await open(config);
+  const migrating = config.kind === "postgres" ? openPostgres(config, true) : db;
   try {
-    await migrateDatabase(db, dialect, options.migrate ?? true);
+    await migrateDatabase(migrating, dialect, options.migrate ?? true).finally(() => migrating !== db && migrating.destroy());
   } catch (e) {
     await db.destroy();
     throw e;

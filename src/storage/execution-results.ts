@@ -8,6 +8,11 @@
 //   together (automations/worker.ts). Each run waits for its save before the next, so an execution
 //   is never twice in one UPDATE. Should the database refuse an UPDATE, its saves are tried again
 //   one by one, so that a save it refuses fails alone.
+//
+// Every save is made only while the execution still holds the lease of the run that saves (its
+// lease_until as claimed): a run that went on after its lease passed to another (it lapsed, or was
+// given back after a fault: worker.ts) fails with LeaseLost instead, and its step's effect, in the
+// same transaction, is rolled back. So a step's effect happens once even when two runs overlap.
 import { CompiledQuery } from "kysely";
 import type { Storage } from "./connect.js";
 import { prepared } from "./prepared.js";
@@ -16,16 +21,28 @@ import { writeStatement, type Db } from "./transactions.js";
 
 export interface ResultsSave {
   id: string;
+  /** The lease the run holds: its execution's lease_until as claimed. */
+  lease: string;
   stepResults: string;
   /** With the final state (and when it was reached): the run's lease ends. */
   final?: { state: string; completedAt: string };
 }
 
+/** The execution's lease is no longer the run's: another run has it, or will. */
+export class LeaseLost extends Error {
+  override name = "LeaseLost";
+  constructor(readonly executionId: string) {
+    super(`execution ${executionId}: its lease passed to another run`);
+  }
+}
+
 /** Saves in the transaction `db` (with a step's effect). */
 export async function saveResults(db: Db, save: ResultsSave): Promise<void> {
-  const { id, stepResults, final } = save;
-  if (final) await saveFinal.execute(db, { id, stepResults, state: final.state, completedAt: final.completedAt });
-  else await saveProgress.execute(db, { id, stepResults });
+  const { id, lease, stepResults, final } = save;
+  const { numAffectedRows } = final
+    ? await saveFinal.execute(db, { id, lease, stepResults, state: final.state, completedAt: final.completedAt })
+    : await saveProgress.execute(db, { id, lease, stepResults });
+  if (numAffectedRows === 0n) throw new LeaseLost(id);
 }
 
 /** Saves by itself: on PostgreSQL in one statement with the other saves waiting. */
@@ -39,10 +56,16 @@ export function saveResultsAlone(storage: Storage, save: ResultsSave): Promise<v
   return batcher.save(save);
 }
 
-const saveProgress = prepared((db, v: { id: string; stepResults: string }) => db.updateTable("automation_executions").set({ step_results: v.stepResults }).where("id", "=", v.id));
+const saveProgress = prepared((db, v: { id: string; lease: string; stepResults: string }) =>
+  db.updateTable("automation_executions").set({ step_results: v.stepResults }).where("id", "=", v.id).where("lease_until", "=", v.lease),
+);
 
-const saveFinal = prepared((db, v: { id: string; stepResults: string; state: string; completedAt: string }) =>
-  db.updateTable("automation_executions").set({ step_results: v.stepResults, state: v.state, completed_at: v.completedAt, lease_until: null }).where("id", "=", v.id),
+const saveFinal = prepared((db, v: { id: string; lease: string; stepResults: string; state: string; completedAt: string }) =>
+  db
+    .updateTable("automation_executions")
+    .set({ step_results: v.stepResults, state: v.state, completed_at: v.completedAt, lease_until: null })
+    .where("id", "=", v.id)
+    .where("lease_until", "=", v.lease),
 );
 
 /** Saves per UPDATE at most. */
@@ -97,14 +120,16 @@ class PostgresResultsBatch {
   private async flush(): Promise<void> {
     // By id: two UPDATEs that overlap (a run resumed by another instance) lock rows in one order.
     const batch = this.queue.splice(0, this.fitting()).sort((a, b) => (a.save.id < b.save.id ? -1 : 1));
+    const settle = (items: Queued[], updated: ReadonlySet<string>) => {
+      for (const item of items) updated.has(item.save.id) ? item.resolve() : item.reject(new LeaseLost(item.save.id));
+    };
     try {
-      await updateAll(this.db, batch.map((q) => q.save));
-      for (const item of batch) item.resolve();
+      settle(batch, await updateAll(this.db, batch.map((q) => q.save)));
     } catch (error) {
       // One save the database refuses must not fail the others with it: each goes again alone. Not
       // when the database is unavailable: every save would wait for it again, one after the other.
       if (batch.length === 1 || databaseUnavailable(error) !== undefined) for (const item of batch) item.reject(error);
-      else for (const item of batch) await updateAll(this.db, [item.save]).then(item.resolve, item.reject);
+      else for (const item of batch) await updateAll(this.db, [item.save]).then((updated) => settle([item], updated), item.reject);
     } finally {
       this.busy = false;
       if (this.queue.length > 0) this.schedule();
@@ -112,16 +137,21 @@ class PostgresResultsBatch {
   }
 }
 
-/** One UPDATE over arrays of the values, a fixed statement whatever their count; a save without a final state keeps the state and lease. */
+/**
+ * One UPDATE over arrays of the values, a fixed statement whatever their count; a save without a
+ * final state keeps the state and lease. Answers the ids it updated: those whose lease still held.
+ */
 const UPDATE_ALL = `update automation_executions as e
 set step_results = v.step_results,
     state = coalesce(v.state, e.state),
     completed_at = coalesce(v.completed_at, e.completed_at),
     lease_until = case when v.state is null then e.lease_until end
-from unnest($1::text[], $2::text[], $3::text[], $4::text[]) as v(id, step_results, state, completed_at)
-where e.id = v.id`;
+from unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[]) as v(id, step_results, state, completed_at, lease)
+where e.id = v.id and e.lease_until = v.lease
+returning e.id`;
 
-async function updateAll(db: Db, saves: readonly ResultsSave[]): Promise<void> {
-  const parameters = [saves.map((s) => s.id), saves.map((s) => s.stepResults), saves.map((s) => s.final?.state ?? null), saves.map((s) => s.final?.completedAt ?? null)];
-  await db.executeQuery(CompiledQuery.raw(UPDATE_ALL, parameters));
+async function updateAll(db: Db, saves: readonly ResultsSave[]): Promise<Set<string>> {
+  const parameters = [saves.map((s) => s.id), saves.map((s) => s.stepResults), saves.map((s) => s.final?.state ?? null), saves.map((s) => s.final?.completedAt ?? null), saves.map((s) => s.lease)];
+  const { rows } = await db.executeQuery<{ id: string }>(CompiledQuery.raw(UPDATE_ALL, parameters));
+  return new Set(rows.map((r) => r.id));
 }

@@ -7,6 +7,7 @@
 // written without parameters for this on purpose (`inlineParameters`); others are unaffected.
 import type { CompiledQuery, PostgresPool, PostgresPoolClient, PostgresQueryResult } from "kysely";
 import pg from "pg";
+import type { Connection, Connections } from "./pg-connection-faults.js";
 import { sendStatement } from "./pg-named-statements.js";
 
 const TRANSACTION_START = /^(begin|start transaction)\b/i;
@@ -16,9 +17,9 @@ const TRANSACTION_END = /^(commit|rollback)$/i;
 const NOTHING = { command: "SELECT", rowCount: 0, rows: [] } as unknown as PostgresQueryResult<never>;
 
 /** `pool` for Kysely, its clients deferring BEGIN as above. */
-export function deferringBegin(pool: pg.Pool): PostgresPool {
+export function deferringBegin(pool: Connections): PostgresPool {
   // One wrapper per client: Kysely keeps its connection object by client.
-  const wrappers = new WeakMap<pg.PoolClient, PostgresPoolClient>();
+  const wrappers = new WeakMap<Connection, PostgresPoolClient>();
   return {
     async connect() {
       const client = await pool.connect();
@@ -33,7 +34,7 @@ export function deferringBegin(pool: pg.Pool): PostgresPool {
   };
 }
 
-function deferringClient(client: pg.PoolClient): PostgresPoolClient {
+function deferringClient(client: Connection): PostgresPoolClient {
   /** The BEGIN (or START TRANSACTION) not sent yet. */
   let begin: string | undefined;
   const run = async (text: string, parameters: readonly unknown[]): Promise<PostgresQueryResult<unknown>> => {

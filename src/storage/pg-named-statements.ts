@@ -15,7 +15,7 @@ export function nameStatement(text: string): void {
 }
 
 /** Sends `text` on `client`: named if it was registered and has values to bind, else as it is. */
-export function sendStatement(client: pg.PoolClient, text: string, values: readonly unknown[]): Promise<pg.QueryResult> {
+export function sendStatement(client: Pick<pg.PoolClient, "query">, text: string, values: readonly unknown[]): Promise<pg.QueryResult> {
   const name = values.length > 0 ? names.get(text) : undefined;
   return name === undefined ? client.query(text, [...values]) : client.query({ name, text, values: [...values] });
 }

@@ -58,6 +58,8 @@ export interface ExecutionHandOff {
   newExecution(automationId: string, eventId: string, trigger: unknown, steps: string, receivedAt: string): AutomationExecutionsTable;
   /** Runs an execution from `newExecution` once its record committed. */
   recorded(execution: AutomationExecutionsTable): void;
+  /** An execution from `newExecution` whose record failed: committed or not (a lost answer), it is not run here. */
+  notRecorded(execution: AutomationExecutionsTable): void;
 }
 
 export class WebhookIntake {
@@ -146,7 +148,14 @@ export class WebhookIntake {
       not_run_reason: notRun?.reason ?? null,
       execution_id: execution?.id ?? null,
     };
-    if (!(await events.record(row, execution))) throw duplicate();
+    let recorded: boolean;
+    try {
+      recorded = await events.record(row, execution);
+    } catch (e) {
+      if (execution) handOff.notRecorded(execution);
+      throw e;
+    }
+    if (!recorded) throw duplicate();
     return { event: toWebhookEvent(row), execution };
   }
 }

@@ -7,17 +7,23 @@
 // - PostgreSQL, down: the server reaches its database through the test's TCP proxy, which the test
 //   closes (connections reset, new ones refused) and opens again; or that loses the reply to a
 //   COMMIT, after which the retry with the same Idempotency-Key must replay, not spend again.
+// - PostgreSQL, frozen: the proxy keeps every connection open but lets nothing through (a dead host,
+//   a network dropping everything), then lets new connections through (a failover): requests in
+//   flight are answered within the timeouts, /readyz says why it is not ready, and the execution
+//   worker resumes by itself. Also a statement past statement_timeout, the database refusing
+//   connections (ALLOW_CONNECTIONS false), and a worker stuck while the database answers.
 // - SQLite: another connection (as another process would) holds the write lock past the busy timeout.
-import { createServer, connect, type Server, type Socket } from "node:net";
 import { randomUUID } from "node:crypto";
 import SQLite from "better-sqlite3";
 import pg from "pg";
 import { describe, expect, it } from "vitest";
 import { unwrap } from "../../src/client/index.js";
-import { testDialect } from "../support/database.js";
+import { POSTGRES_ADMIN_URL, testDialect } from "../support/database.js";
 import { BOOTSTRAP, logCapture, startTestServer } from "../support/server.js";
+import { TcpProxy } from "../support/tcp-proxy.js";
 import { amount, expectError, funds, money, newAppId } from "./funds-helpers.js";
 import { spends } from "./spends-helpers.js";
+import { createHooked, evaluateStep, eventsOf, executionsOf, expectRefused, newEventId, sendHmac } from "./webhooks-helpers.js";
 
 interface Answer {
   error?: unknown;
@@ -50,6 +56,21 @@ const tokenRequest = (url: string) =>
     method: "POST",
     body: new URLSearchParams({ grant_type: "client_credentials", client_id: BOOTSTRAP.clientId, client_secret: BOOTSTRAP.clientSecret }),
   });
+
+/** /readyz's status and body, and how long it took to answer. */
+async function readyz(url: string): Promise<{ status: number; body: unknown; ms: number }> {
+  const started = performance.now();
+  const answer = await fetch(`${url}/readyz`);
+  return { status: answer.status, body: await answer.json(), ms: performance.now() - started };
+}
+
+/** Backends of the test's database (but the asking one) waiting on a lock. */
+const LOCK_WAITERS = "select 1 from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock' and pid <> pg_backend_pid()";
+
+/** Log lines with this message. */
+const logged = (log: string, msg: string) => log.split("\n").filter(Boolean).map((l) => JSON.parse(l) as { msg: string; level: number; cause?: string }).filter((l) => l.msg === msg);
+
+const DONE = "AUTOMATION_EXECUTION_STATE_DONE";
 
 async function until(condition: () => Promise<boolean>, what: string, timeoutMs = 10_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
@@ -153,7 +174,7 @@ describe.runIf(testDialect() === "postgres")("PostgreSQL", () => {
       expect(tokenBody).toMatchObject({ code: 14, details: [{ reason: "UNAVAILABLE" }, {}] });
       expect(tokenBody).not.toHaveProperty("error");
       const ready = await fetch(`${ts.url}/readyz`);
-      expect([ready.status, await ready.json()]).toEqual([503, { status: "unavailable" }]);
+      expect([ready.status, await ready.json()]).toEqual([503, { status: "unavailable", reasons: ["database-unreachable"] }]);
 
       await proxy.restore();
       expect(unwrap(await admin.policyGet()).fundPolicy.currencyCode).toBe("USD");
@@ -195,6 +216,202 @@ describe.runIf(testDialect() === "postgres")("PostgreSQL", () => {
       await proxy.close();
     }
   });
+
+  it("frozen: connections that go silent without closing (a dead host, a failover); requests in flight answered 503 within the timeouts, /readyz 503 naming the database; once new connections go through, ready again and every event accepted before, during and after runs exactly once within seconds", async () => {
+    const POOL_TIMEOUT_MS = 1_000;
+    const QUERY_TIMEOUT_MS = 2_000;
+    // The longest a request may take: a connection of the pool, then a query on one that went silent, with room for a busy machine.
+    const ANSWERED_WITHIN_MS = POOL_TIMEOUT_MS + QUERY_TIMEOUT_MS + 2_000;
+    const PASSWORD = "never-logged-5d2a9c";
+    const proxy = new TcpProxy();
+    const logs = logCapture();
+    const withPassword = (url: string) => Object.assign(new URL(url), { password: PASSWORD }).toString();
+    const ts = await startTestServer(
+      {
+        DATABASE_POOL_TIMEOUT_MS: String(POOL_TIMEOUT_MS),
+        DATABASE_QUERY_TIMEOUT_MS: String(QUERY_TIMEOUT_MS),
+        DATABASE_STATEMENT_TIMEOUT_MS: "1500",
+        DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS: "1000",
+        RATE_LIMIT: "off",
+      },
+      logs.stream,
+      { reachDatabase: async (url) => withPassword(await proxy.start(url)) },
+    );
+    const locker = new pg.Client({ connectionString: ts.databaseUrl });
+    await locker.connect();
+    try {
+      const { userId } = await ts.userClient(["ROLE_USER"]);
+      const heldApp = newAppId("held");
+      unwrap(await funds(ts.admin).setLimit(userId, heldApp, { limit: amount("100") }));
+      const hook = await createHooked(ts, {
+        steps: [
+          { stepName: "suspend", suspendAppLimit: { userIdCel: "ctx.trigger.userId", appIdCel: "ctx.trigger.appId" } },
+          evaluateStep("report", { app: "ctx.steps.suspend.limit.appId" }),
+        ],
+      });
+      // Every event id sent, with its app; those recorded (200, or 409 when sent again); those whose outcome is unknown (503) until sent again.
+      const apps = new Map<string, string>();
+      const recorded = new Set<string>();
+      const unknown = new Set<string>();
+      const deliver = async (eventId = newEventId(), appId = newAppId("event")): Promise<{ status: number; ms: number }> => {
+        apps.set(eventId, appId);
+        const started = performance.now();
+        const answer = await sendHmac(ts, hook.url, hook.secret, JSON.stringify({ userId, appId }), { eventId });
+        const ms = performance.now() - started;
+        if (answer.status === 200 || answer.status === 409) {
+          recorded.add(eventId);
+          unknown.delete(eventId);
+        } else {
+          expectRefused(answer, 503, "UNAVAILABLE");
+          unknown.add(eventId);
+        }
+        return { status: answer.status, ms };
+      };
+
+      // Before.
+      for (let i = 0; i < 5; i++) expect((await deliver()).status).toBe(200);
+
+      // In flight when everything goes silent: an execution's step and an API request, both waiting
+      // on the lock of (userId, heldApp) that the test holds on a connection of its own.
+      await locker.query("begin");
+      await locker.query("select pg_advisory_xact_lock(hashtextextended($1, 0))", [`subject_app_limits:${userId}:${heldApp}`]);
+      expect((await deliver(newEventId(), heldApp)).status).toBe(200);
+      const request = funds(ts.admin).setLimit(userId, heldApp, { limit: amount("999") });
+      await until(async () => (await locker.query(LOCK_WAITERS)).rowCount === 2, "the step and the request to wait on the lock");
+      proxy.freeze();
+      const frozenAt = performance.now();
+      // The database goes on: the frozen sessions get the lock, then wait in their transactions for
+      // the server, which will never speak again (idle_in_transaction_session_timeout ends them).
+      await locker.query("rollback");
+
+      expectUnavailable(await request, ts.databaseUrl);
+      expect(performance.now() - frozenAt).toBeLessThan(ANSWERED_WITHIN_MS);
+      // During.
+      for (let i = 0; i < 3; i++) {
+        const { status, ms } = await deliver();
+        expect(status).toBe(503);
+        expect(ms).toBeLessThan(ANSWERED_WITHIN_MS);
+      }
+      const frozenReady = await readyz(ts.url);
+      expect([frozenReady.status, frozenReady.body]).toEqual([503, { status: "unavailable", reasons: ["database-unreachable"] }]);
+      expect(frozenReady.ms).toBeLessThan(ANSWERED_WITHIN_MS);
+
+      proxy.heal();
+      const healedAt = performance.now();
+      await until(async () => (await readyz(ts.url)).status === 200, "/readyz to answer ready after the heal");
+      // After: accepted at once; those answered 503 are sent again: recorded now, or already (409).
+      for (let i = 0; i < 5; i++) expect((await deliver()).status).toBe(200);
+      for (const eventId of [...unknown]) await deliver(eventId, apps.get(eventId));
+      expect([...unknown]).toEqual([]);
+
+      // Each recorded event has one execution, and all end DONE, every step done, within seconds of the heal.
+      const settledAll = async () => (await executionsOf(ts.admin, hook.id)).filter((e) => e.state === DONE).length === recorded.size;
+      await until(settledAll, "every execution to end", 10_000);
+      expect(performance.now() - healedAt).toBeLessThan(12_000);
+      const events = (await eventsOf(ts.admin, hook.id)).filter((e) => recorded.has(e.eventId));
+      expect(events.map((e) => e.eventId).sort()).toEqual([...recorded].sort());
+      const executions = await executionsOf(ts.admin, hook.id);
+      expect(executions.map((e) => e.id).sort()).toEqual(events.map((e) => e.automationExecutionId).sort());
+      for (const e of executions) {
+        expect(e.state).toBe(DONE);
+        expect(e.stepResults.map((r) => r.state)).toEqual(["STEP_STATE_DONE", "STEP_STATE_DONE"]);
+      }
+      // The step's effect is there (the request in flight is one statement: its 503 leaves its outcome unknown, as a lost COMMIT would).
+      expect(unwrap(await funds(ts.admin).get(userId, heldApp)).limit.controls?.suspension).not.toBeNull();
+
+      const log = logs.text();
+      expectWarnings(log, proxy.url, []);
+      expect(logged(log, "database unreachable").map((l) => l.level)).toEqual([40]);
+      expect(logged(log, "database reachable again").map((l) => l.level)).toEqual([40]);
+      expect(logged(log, "executions paused: database unavailable").length).toBeGreaterThan(0);
+      expect(logged(log, "executions resumed: the database answers again").length).toBeGreaterThan(0);
+      expect(log).not.toContain(PASSWORD);
+    } finally {
+      await locker.end().catch(() => undefined);
+      await ts.stop();
+      await proxy.close();
+    }
+  });
+
+  it("a statement past statement_timeout (57014): 503 UNAVAILABLE, not a wait for as long as the lock is held", async () => {
+    const logs = logCapture();
+    const ts = await startTestServer({ DATABASE_STATEMENT_TIMEOUT_MS: "500", RATE_LIMIT: "off" }, logs.stream);
+    const locker = new pg.Client({ connectionString: ts.databaseUrl });
+    await locker.connect();
+    try {
+      const { userId } = await ts.userClient(["ROLE_USER"]);
+      const appId = newAppId("slow");
+      unwrap(await funds(ts.admin).setLimit(userId, appId, { limit: amount("100") }));
+      await locker.query("begin");
+      await locker.query("select spend_lock_subject_app($1, $2)", [userId, appId]);
+      const started = performance.now();
+      expectUnavailable(await spends(ts.admin).authorize({ userId, appId, amount: money("1") }), ts.databaseUrl);
+      expect(performance.now() - started).toBeLessThan(3_000);
+      await locker.query("rollback");
+      expect(unwrap(await spends(ts.admin).authorize({ userId, appId, amount: money("1") })).authorization.decision.approved).toBe(true);
+      expectWarnings(logs.text(), ts.databaseUrl, ["sqlstate 57014"]);
+    } finally {
+      await locker.end().catch(() => undefined);
+      await ts.stop();
+    }
+  });
+
+  it("the database refusing connections (ALLOW_CONNECTIONS false, SQLSTATE 55000): 503 UNAVAILABLE, not 500, and /readyz 503; served again once it accepts them", async () => {
+    const logs = logCapture();
+    const ts = await startTestServer({ RATE_LIMIT: "off" }, logs.stream);
+    const name = new URL(ts.databaseUrl).pathname.slice(1);
+    const maintenance = new pg.Client({ connectionString: POSTGRES_ADMIN_URL });
+    await maintenance.connect();
+    try {
+      const admin = funds(ts.admin);
+      unwrap(await admin.policyGet());
+      await maintenance.query(`alter database ${name} allow_connections false`);
+      // The connections already open are not affected: end them, as a restart or a failover does.
+      await maintenance.query("select pg_terminate_backend(pid) from pg_stat_activity where datname = $1", [name]);
+      // Served from what the instance keeps until its polls fail (within a second), then refused.
+      await until(async () => (await admin.policyGet()).response.status !== 200, "the policy to be read from the database");
+      for (let i = 0; i < 3; i++) expectUnavailable(await admin.policyGet(), ts.databaseUrl);
+      expectUnavailable(await admin.policyUpdate({ fundPolicy: { currencyCode: "USD", timeZone: "Europe/Paris", defaultControls: null }, updateMask: "timeZone" }), ts.databaseUrl);
+      const refused = await readyz(ts.url);
+      expect([refused.status, refused.body]).toEqual([503, { status: "unavailable", reasons: ["database-unreachable"] }]);
+
+      await maintenance.query(`alter database ${name} allow_connections true`);
+      expect(unwrap(await admin.policyGet()).fundPolicy.currencyCode).toBe("USD");
+      expect((await readyz(ts.url)).status).toBe(200);
+      expectWarnings(logs.text(), ts.databaseUrl, ["sqlstate 55000"]);
+    } finally {
+      await maintenance.query(`alter database ${name} allow_connections true`).catch(() => undefined);
+      await maintenance.end();
+      await ts.stop();
+    }
+  });
+
+  it("workers stuck (no progress with runs due) while the database answers: /readyz 503 naming the workers; ready again once they progress", async () => {
+    // No timeouts: a step waiting on a lock held elsewhere waits for as long as it is held.
+    const ts = await startTestServer({ DATABASE_STATEMENT_TIMEOUT_MS: "0", DATABASE_QUERY_TIMEOUT_MS: "0", RATE_LIMIT: "off" }, undefined, { workerStuckMs: 1_000 });
+    const locker = new pg.Client({ connectionString: ts.databaseUrl });
+    await locker.connect();
+    try {
+      const { userId } = await ts.userClient(["ROLE_USER"]);
+      const appId = newAppId("stuck");
+      const hook = await createHooked(ts, { steps: [{ stepName: "suspend", suspendAppLimit: { userIdCel: "ctx.trigger.userId", appIdCel: "ctx.trigger.appId" } }] });
+      expect((await readyz(ts.url)).status).toBe(200);
+      await locker.query("begin");
+      await locker.query("select pg_advisory_xact_lock(hashtextextended($1, 0))", [`subject_app_limits:${userId}:${appId}`]);
+      const accepted = await sendHmac(ts, hook.url, hook.secret, JSON.stringify({ userId, appId }));
+      expect(accepted.status).toBe(200);
+      await until(async () => (await locker.query(LOCK_WAITERS)).rowCount === 1, "the step to wait on the lock");
+      await until(async () => (await readyz(ts.url)).status === 503, "/readyz to answer 503");
+      expect((await readyz(ts.url)).body).toEqual({ status: "unavailable", reasons: ["workers-stuck"] });
+
+      await locker.query("rollback");
+      await until(async () => (await readyz(ts.url)).status === 200, "/readyz to answer ready");
+      await until(async () => (await executionsOf(ts.admin, hook.id)).every((e) => e.state === DONE), "the execution to end");
+    } finally {
+      await locker.end().catch(() => undefined);
+      await ts.stop();
+    }
+  });
 });
 
 describe.runIf(testDialect() === "sqlite")("SQLite", () => {
@@ -223,82 +440,3 @@ describe.runIf(testDialect() === "sqlite")("SQLite", () => {
     }
   });
 });
-
-/** The simple-query message of a COMMIT, as node-postgres sends it (Kysely's `commit`, no parameters). */
-const COMMIT = Buffer.from("commit\0");
-
-/**
- * A TCP proxy to the database that the test can cut (every connection reset, new ones refused) and
- * restore on the same port, or have lose the answer to the next COMMIT (the database commits, the
- * server sees its connection reset).
- */
-class TcpProxy {
-  private server: Server | undefined;
-  private readonly sockets = new Set<Socket>();
-  private port = 0;
-  private target = { host: "", port: 0 };
-  private commitTrap: (() => void) | undefined;
-  url = "";
-
-  /** Listens, and answers `databaseUrl` as reached through the proxy. */
-  async start(databaseUrl: string): Promise<string> {
-    const url = new URL(databaseUrl);
-    this.target = { host: url.hostname, port: Number(url.port || 5432) };
-    this.server = await this.listen(0);
-    this.port = (this.server.address() as { port: number }).port;
-    url.hostname = "127.0.0.1";
-    url.port = String(this.port);
-    this.url = url.toString();
-    return this.url;
-  }
-
-  private async listen(port: number): Promise<Server> {
-    const server = createServer((client) => {
-      const upstream = connect(this.target.port, this.target.host);
-      for (const s of [client, upstream]) {
-        this.sockets.add(s);
-        s.on("error", () => undefined);
-        s.on("close", () => {
-          this.sockets.delete(s);
-          client.destroy();
-          upstream.destroy();
-        });
-      }
-      let committed: (() => void) | undefined;
-      client.on("data", (chunk: Buffer) => {
-        upstream.write(chunk);
-        if (this.commitTrap && chunk.includes(COMMIT)) [committed, this.commitTrap] = [this.commitTrap, undefined];
-      });
-      upstream.on("data", (chunk: Buffer) => {
-        if (!committed) return void client.write(chunk);
-        // The database answered the COMMIT: it is durable. The server never learns it.
-        client.resetAndDestroy();
-        upstream.destroy();
-        committed();
-      });
-    });
-    await new Promise<void>((resolve) => server.listen(port, "127.0.0.1", resolve));
-    return server;
-  }
-
-  /** Resolves once the next COMMIT has been committed by the database and its connection reset before the answer. */
-  loseNextCommitAnswer(): Promise<void> {
-    return new Promise((resolve) => (this.commitTrap = resolve));
-  }
-
-  async cut(): Promise<void> {
-    const server = this.server;
-    this.server = undefined;
-    for (const s of this.sockets) s.resetAndDestroy();
-    if (server) await new Promise((resolve) => server.close(resolve));
-  }
-
-  async restore(): Promise<void> {
-    if (this.server) return;
-    this.server = await this.listen(this.port);
-  }
-
-  async close(): Promise<void> {
-    await this.cut();
-  }
-}

@@ -90,10 +90,11 @@ export interface SentQuery {
 
 /**
  * The statements of the server's background tasks: the change watches' polls, the worker's claim
- * (src/storage/claims.ts), the instance heartbeat (src/storage/live-instances.ts) and the sweeps of
- * idempotency records and webhook events. Any of them may land on a connection a request used.
+ * (src/storage/claims.ts), the instance heartbeat (src/storage/live-instances.ts), the readiness
+ * check's `select 1` (src/storage/reachability.ts) and the sweeps of idempotency records and webhook
+ * events. Any of them may land on a connection a request used.
  */
-const BACKGROUND = /^(select "version" from "change_versions"|with lapsed as)|"instance_heartbeats"|^delete from "(idempotency_records|webhook_events)" where "(created_at|received_at)" <=/;
+const BACKGROUND = /^(select "version" from "change_versions"|with lapsed as|select 1$)|"instance_heartbeats"|^delete from "(idempotency_records|webhook_events)" where "(created_at|received_at)" <=/;
 
 /** A spend server and what it sent to PostgreSQL; `server` is set once the file's tests start. */
 export class WatchedServer {

@@ -11,7 +11,7 @@ import pg from "pg";
 import { afterAll, describe, expect, it } from "vitest";
 import { ApiError, GrpcCode } from "../../src/core/errors.js";
 import { toApiError } from "../../src/http/to-api-error.js";
-import { databaseUnavailable } from "../../src/storage/unavailable.js";
+import { connectionLost, databaseUnavailable, openingFailed } from "../../src/storage/unavailable.js";
 import { freePort } from "../support/process.js";
 
 const caught = async (run: () => Promise<unknown>): Promise<unknown> => {
@@ -87,6 +87,7 @@ describe("the classification", () => {
     ["Connection terminated unexpectedly", "connection-terminated"],
     ["Connection terminated", "connection-terminated"],
     ["Client has encountered a connection error and is not queryable", "connection-error"],
+    ["Query read timeout", "query-timeout"],
   ])("node-postgres's %j is unavailable", (message, label) => {
     expect(databaseUnavailable(new Error(message))).toBe(label);
   });
@@ -95,8 +96,28 @@ describe("the classification", () => {
     expect(databaseUnavailable(coded(code, `connect ${code} 10.0.0.1:5432`))).toBe(code);
   });
 
-  it.each(["08000", "08003", "08006", "08001", "08004", "08P01", "53300", "57P01", "57P02", "57P03", "55P03"])("SQLSTATE %s is unavailable", (state) => {
+  it.each(["08000", "08003", "08006", "08001", "08004", "08P01", "53300", "57P01", "57P02", "57P03", "55P03", "57014"])("SQLSTATE %s is unavailable", (state) => {
     expect(databaseUnavailable(coded(state))).toBe(`sqlstate ${state}`);
+  });
+
+  it("SQLSTATE 55000 is unavailable when opening a connection failed with it (the database accepts none), a fault anywhere else", () => {
+    expect(databaseUnavailable(openingFailed(coded("55000", 'database "x" is not currently accepting connections')))).toBe("sqlstate 55000");
+    expect(databaseUnavailable(coded("55000", 'currval of sequence "s" is not yet defined in this session'))).toBeUndefined();
+    expect(databaseUnavailable(openingFailed(coded("23505")))).toBeUndefined();
+  });
+
+  it.each([
+    ["a reset", coded("ECONNRESET"), true],
+    ["the query timeout", new Error("Query read timeout"), true],
+    ["a terminated session", coded("57P01"), true],
+    ["a connection exception", coded("08006"), true],
+    ["the pool's wait for a connection", new Error("timeout exceeded when trying to connect"), false],
+    ["statement_timeout", coded("57014"), false],
+    ["lock_timeout", coded("55P03"), false],
+    ["SQLite busy", coded("SQLITE_BUSY"), false],
+    ["a constraint", coded("23505"), false],
+  ])("%s: the connection is lost, %s", (_name, error, lost) => {
+    expect(connectionLost(error)).toBe(lost);
   });
 
   it.each(["SQLITE_BUSY", "SQLITE_BUSY_TIMEOUT", "SQLITE_LOCKED"])("%s is unavailable", (code) => {
@@ -116,7 +137,7 @@ describe("the classification", () => {
     ["undefined_table", coded("42P01")],
     ["disk_full", coded("53100")],
     ["out_of_memory", coded("53200")],
-    ["query_canceled", coded("57014")],
+    ["object_not_in_prerequisite_state met by a query", coded("55000")],
     ["invalid_password", coded("28P01", 'password authentication failed for user "postgres"')],
     ["a constraint of SQLite", coded("SQLITE_CONSTRAINT_UNIQUE")],
     ["a corrupt SQLite file", coded("SQLITE_CORRUPT")],

@@ -1,0 +1,73 @@
+// PostgreSQL: connections that stop answering are closed rather than kept. node-postgres fails a
+// query unanswered past query_timeout but keeps its connection, still waiting for that answer, and
+// gives it back to the pool, where every later query on it would wait out the timeout again. Here:
+// - a connection lost under a query (the timeout, a reset, the session ended) fails the rest of its
+//   checkout at once (the transaction's ROLLBACK included) and is closed when released;
+// - a connection kept idle since before such a loss is closed when it comes out of the pool, as a
+//   failover or a dead host loses them all: the requests after it do not each wait out a dead one;
+// - a failure to open a connection is marked as such (unavailable.ts: a 55000 then means the database
+//   does not accept connections).
+import type pg from "pg";
+import { connectionLost, openingFailed } from "./unavailable.js";
+
+/** What the layer above uses of a checked-out client. */
+export interface Connection {
+  query: pg.PoolClient["query"];
+  release(): void;
+}
+
+export interface Connections {
+  connect(): Promise<Connection>;
+  end(): Promise<void>;
+}
+
+interface Guarded extends Connection {
+  /** The count of connection losses when this connection was opened. */
+  readonly openedAt: number;
+}
+
+export function closingLostConnections(pool: pg.Pool): Connections {
+  let losses = 0;
+  const guards = new WeakMap<pg.PoolClient, Guarded>();
+
+  const guard = (client: pg.PoolClient): Guarded => {
+    let lost: unknown;
+    const noticed = (error: unknown) => {
+      if (lost === undefined && connectionLost(error)) {
+        lost = error;
+        losses++;
+      }
+    };
+    const query = ((...args: Parameters<pg.PoolClient["query"]>) => {
+      if (lost !== undefined) return Promise.reject(lost);
+      const result = (client.query as (...a: unknown[]) => unknown)(...args);
+      if (result instanceof Promise) result.catch(noticed);
+      return result;
+    }) as pg.PoolClient["query"];
+    // pg-pool closes a client released with an error instead of keeping it.
+    return { openedAt: losses, query, release: () => client.release(lost as Error | undefined) };
+  };
+
+  return {
+    async connect() {
+      for (;;) {
+        let client: pg.PoolClient;
+        try {
+          client = await pool.connect();
+        } catch (error) {
+          throw openingFailed(error);
+        }
+        let guarded = guards.get(client);
+        if (!guarded) {
+          guarded = guard(client);
+          guards.set(client, guarded);
+        } else if (guarded.openedAt < losses) {
+          client.release(new Error("opened before a connection was lost"));
+          continue;
+        }
+        return guarded;
+      }
+    },
+    end: () => pool.end(),
+  };
+}

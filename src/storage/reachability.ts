@@ -1,0 +1,77 @@
+// Whether this instance reaches its database, for readiness and for the log: a `select 1` every
+// second in the background, and on each readiness check (joining one under way), each bounded in
+// time, so that a database that went silent is seen within that bound rather than after the query
+// timeout. Each change is logged once, as a warning: "database unreachable" with the cause's label
+// (never the error's text, which may name the database's address or user), then "database
+// reachable again" with how long it was not.
+import { sql } from "kysely";
+import { BackgroundTask } from "../core/background-task.js";
+import type { Logger } from "../core/logger.js";
+import type { Storage } from "./connect.js";
+import { databaseUnavailable } from "./unavailable.js";
+
+export interface PingTiming {
+  intervalMs: number;
+  /** How long a ping may take, the wait for a connection included, before the database counts as unreachable. */
+  timeoutMs: number;
+}
+
+const TIMED_OUT = new Error("ping timed out");
+
+export class DatabaseReachability {
+  private reachable = true;
+  /** Since when (performance.now()) the database has not answered. */
+  private unreachableSince = 0;
+  private pinging: Promise<boolean> | undefined;
+  private readonly pings: BackgroundTask;
+
+  constructor(
+    private readonly storage: Storage,
+    private readonly logger: Logger,
+    private readonly timing: PingTiming,
+  ) {
+    this.pings = new BackgroundTask(timing.intervalMs, async () => void (await this.check()));
+  }
+
+  start(): void {
+    this.pings.start();
+  }
+
+  stop(): Promise<void> {
+    return this.pings.stop();
+  }
+
+  /** Pings now, or joins the ping under way: whether the database answered in time. */
+  check(): Promise<boolean> {
+    return (this.pinging ??= this.ping().finally(() => (this.pinging = undefined)));
+  }
+
+  private async ping(): Promise<boolean> {
+    let timer: NodeJS.Timeout | undefined;
+    const deadline = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(TIMED_OUT), this.timing.timeoutMs)));
+    try {
+      // A query that loses the race fails later, by the query timeout (its connection is then closed).
+      await Promise.race([sql`select 1`.execute(this.storage.db), deadline]);
+      this.answered();
+      return true;
+    } catch (err) {
+      this.failed(err === TIMED_OUT ? "ping-timeout" : (databaseUnavailable(err) ?? "error"));
+      return false;
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  private answered(): void {
+    if (this.reachable) return;
+    this.reachable = true;
+    this.logger.warn({ msg: "database reachable again", unreachableMs: Math.round(performance.now() - this.unreachableSince) });
+  }
+
+  private failed(cause: string): void {
+    if (!this.reachable) return;
+    this.reachable = false;
+    this.unreachableSince = performance.now();
+    this.logger.warn({ msg: "database unreachable", cause });
+  }
+}
