@@ -39,6 +39,24 @@ export interface Config {
   shutdown: { drainSeconds: number; timeoutSeconds: number };
   /** EXECUTION_LEASE_SECONDS: how long a worker's claim on an execution lasts before another worker may resume it. */
   executionLeaseSeconds: number;
+  /** The OTEL_* variables of traces; null when traces are off (no OTLP endpoint set, or OTEL_SDK_DISABLED=true). */
+  tracing: TracingConfig | null;
+}
+
+/** OpenTelemetry's trace samplers that need nothing beyond this process (OTEL_TRACES_SAMPLER). */
+export const TRACE_SAMPLERS = ["always_on", "always_off", "traceidratio", "parentbased_always_on", "parentbased_always_off", "parentbased_traceidratio"] as const;
+export type TraceSampler = (typeof TRACE_SAMPLERS)[number];
+
+/** OTLP over HTTP, in its two encodings (OTEL_EXPORTER_OTLP_TRACES_PROTOCOL, OTEL_EXPORTER_OTLP_PROTOCOL); gRPC is not shipped. */
+export const TRACE_PROTOCOLS = ["http/protobuf", "http/json"] as const;
+
+export interface TracingConfig {
+  /** The collector's traces URL: OTEL_EXPORTER_OTLP_TRACES_ENDPOINT as given, else OTEL_EXPORTER_OTLP_ENDPOINT with /v1/traces appended. */
+  url: string;
+  protocol: (typeof TRACE_PROTOCOLS)[number];
+  sampler: TraceSampler;
+  /** OTEL_TRACES_SAMPLER_ARG: the share of new traces the ratio samplers keep, 0 to 1. */
+  ratio: number;
 }
 
 /**
@@ -239,6 +257,36 @@ function shutdown(env: NodeJS.ProcessEnv): Config["shutdown"] {
   return { drainSeconds, timeoutSeconds };
 }
 
+/**
+ * Traces are on when an OTLP endpoint is set, as in every OpenTelemetry SDK. The variables are the
+ * standard ones; those that decide what is exported and kept are checked here, so that a typo stops
+ * the start instead of falling back to the SDK's default (which keeps every trace).
+ */
+function tracing(env: NodeJS.ProcessEnv): TracingConfig | null {
+  const tracesEndpoint = env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT;
+  const endpoint = env.OTEL_EXPORTER_OTLP_ENDPOINT;
+  if ((!tracesEndpoint && !endpoint) || env.OTEL_SDK_DISABLED?.toLowerCase() === "true") return null;
+  const collector = tracesEndpoint ? url("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", tracesEndpoint) : `${url("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint!)}/v1/traces`;
+  const protocolVariable = env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL ? "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL" : "OTEL_EXPORTER_OTLP_PROTOCOL";
+  const protocol = oneOf(env, protocolVariable, TRACE_PROTOCOLS, "http/protobuf");
+  const sampler = oneOf(env, "OTEL_TRACES_SAMPLER", TRACE_SAMPLERS, "parentbased_always_on");
+  return { url: collector, protocol, sampler, ratio: sampler.endsWith("traceidratio") ? samplerRatio(env.OTEL_TRACES_SAMPLER_ARG) : 1 };
+}
+
+function samplerRatio(raw: string | undefined): number {
+  if (raw === undefined || raw === "") return 1;
+  const ratio = Number(raw);
+  if (!/^[0-9.eE+-]+$/.test(raw) || !(ratio >= 0 && ratio <= 1)) throw new ConfigError(`OTEL_TRACES_SAMPLER_ARG must be a number from 0 to 1 (the share of new traces kept), got "${raw}"`);
+  return ratio;
+}
+
+function oneOf<T extends string>(env: NodeJS.ProcessEnv, name: string, allowed: readonly T[], fallback: T): T {
+  const raw = env[name];
+  if (raw === undefined || raw === "") return fallback;
+  if (!(allowed as readonly string[]).includes(raw)) throw new ConfigError(`${name} must be one of ${allowed.join(", ")}, got "${raw}"`);
+  return raw as T;
+}
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const port = integer(env, "PORT", 8080, 0, 65535);
   const host = env.HOST || "0.0.0.0";
@@ -275,5 +323,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     heapGrowthPercent: integer(env, "HEAP_GROWTH_PERCENT", DEFAULT_HEAP_GROWTH_PERCENT, 0, 300),
     shutdown: shutdown(env),
     executionLeaseSeconds: integer(env, "EXECUTION_LEASE_SECONDS", 60, 10, 86_400),
+    tracing: tracing(env),
   };
 }

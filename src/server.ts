@@ -47,6 +47,7 @@ import type { FetchJwksOptions } from "./webhooks/jwks-fetch.js";
 import { Listeners, sealedSecretSample } from "./webhooks/listeners.js";
 import { SecretBox } from "./webhooks/secret-box.js";
 import { sharedKey } from "./storage/settings.js";
+import { startTracing } from "./tracing/start.js";
 
 /** How often expired Idempotency-Key records are removed (an expired one is also replaced when its key comes again). */
 const IDEMPOTENCY_SWEEP_MS = 10 * 60_000;
@@ -167,6 +168,8 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
 
   // A box of its own: replayed answers do not take the places of webhook secrets in its cache of opened secrets.
   const idempotencyRecords = new IdempotencyRecords(storage, clock);
+  // OTEL_*: off unless an OTLP endpoint is set (then OpenTelemetry is loaded, and spans are exported until `close`).
+  const tracing = await startTracing(config.tracing, logger);
   let stopping = false;
   const app = createApp({
     logger,
@@ -232,6 +235,8 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       await fundPolicyChanges.stop();
       await listenerChanges.stop();
       await storage.close();
+      // Last: the spans of everything above, exported within a bound of their own (tracing/start.ts).
+      await tracing?.stop();
     })());
 
   const unfinished = () => ({ ...connections.unfinished(), executions: worker.runs() });

@@ -5,6 +5,7 @@ import type { components } from "../../generated/api.js";
 import type { KnownAutomationExecutionState, KnownStepState } from "../../generated/enums.js";
 import { notFound } from "../core/errors.js";
 import { timeOrderedId } from "../core/ids.js";
+import { currentTraceparent } from "../core/tracing.js";
 import { pageSize, type Page, type PageTokens } from "../core/pagination.js";
 import type { Storage } from "../storage/connect.js";
 import type { AutomationExecutionsTable } from "../storage/schema.js";
@@ -110,6 +111,8 @@ export function newExecution(automationId: string, eventId: string, trigger: unk
     completed_at: null,
     lease_until: leaseUntil ?? null,
     attempts: leaseUntil ? 1 : 0,
+    // Made within the accepting request: its trace goes with the event to whichever worker runs it.
+    trace_parent: currentTraceparent() ?? null,
   };
 }
 

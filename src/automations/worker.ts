@@ -13,6 +13,7 @@
 // (readiness answers 503).
 import type { Clock } from "../core/clock.js";
 import type { Logger } from "../core/logger.js";
+import { outsideSpans, withSpan, type Span } from "../core/tracing.js";
 import type { Storage } from "../storage/connect.js";
 import { claimExecutions, endLeases, releaseExecutions } from "../storage/claims.js";
 import { LeaseLost } from "../storage/execution-results.js";
@@ -48,6 +49,9 @@ export interface WorkerOptions {
  * A poll every 500 ms: what an instance that stops releases runs elsewhere within a second.
  */
 export const WORKER_DEFAULTS: WorkerOptions = { leaseMs: 60_000, pollMs: 500, sweepMs: 60_000, concurrency: 4, claimBatch: 32, handOff: 64, stuckMs: 60_000 };
+
+/** The span of an execution's run. */
+export const EXECUTION_SPAN = "automation.execution";
 
 /** Leases ended per statement at most. */
 const END_LEASES_BATCH = 100;
@@ -137,7 +141,9 @@ export class Worker {
       this.again = true;
       return;
     }
-    this.draining = this.drain().finally(() => {
+    // The intake's request that hands an execution over may set the loop going: it runs outside that
+    // request's trace all the same (each run continues its own execution's trace: `run`).
+    this.draining = outsideSpans(() => this.drain()).finally(() => {
       this.draining = undefined;
       if (this.again) {
         this.again = false;
@@ -198,16 +204,34 @@ export class Worker {
     this.pausedBy = cause;
   }
 
-  private async run(execution: AutomationExecutionsTable): Promise<void> {
+  /**
+   * Runs `execution` in a span of its own, a child of the request that accepted its event (its
+   * stored trace context; a new trace without one): the run is that request's work, deferred, and
+   * the parent-based samplers keep or drop both together, whichever instance runs it.
+   */
+  private run(execution: AutomationExecutionsTable): Promise<void> {
+    return withSpan(EXECUTION_SPAN, { kind: "consumer", continues: { traceparent: execution.trace_parent }, attributes: { "automation.execution.attempt": execution.attempts } }, async (span) => {
+      try {
+        await this.attempt(execution, span);
+      } finally {
+        span?.end();
+      }
+    });
+  }
+
+  private async attempt(execution: AutomationExecutionsTable, span: Span | undefined): Promise<void> {
     try {
       await this.deps.runner.run(execution);
     } catch (err) {
       if (err instanceof LeaseLost) {
+        span?.fail("its lease passed to another run");
         this.deps.logger.warn({ msg: "execution run stopped: its lease passed to another run", executionId: execution.id });
       } else if (interrupted(err)) {
+        span?.fail("database unavailable");
         if (execution.lease_until) this.leasesToEnd.set(execution.id, execution.lease_until);
         return this.failed("execution run failed", err);
       } else {
+        span?.fail("run failed");
         this.deps.logger.error({ msg: "execution run failed", executionId: execution.id, err });
       }
     }

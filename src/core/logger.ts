@@ -1,8 +1,10 @@
 // Structured JSON logs (pino). Fields that could carry secrets are redacted wherever they appear,
 // and an error's `body` (body-parser attaches the raw request body, a token request's client
-// secret included) is never logged.
+// secret included) is never logged. A line written within a traced request or execution carries its
+// `trace_id` and `span_id` (./tracing.ts), to go from the log to the trace and back.
 import { pino, type Logger } from "pino";
 import type { LogLevel } from "../config.js";
+import { traceLogFields } from "./tracing.js";
 
 export type { Logger };
 
@@ -12,6 +14,7 @@ export function createLogger(level: LogLevel, destination?: NodeJS.WritableStrea
       level,
       base: undefined,
       timestamp: pino.stdTimeFunctions.isoTime,
+      mixin: traceLogFields,
       serializers: {
         err: (e: Error) => {
           const { body: _body, ...logged } = pino.stdSerializers.err(e);

@@ -23,6 +23,7 @@ import type { RateLimits } from "./rate-limit.js";
 import { outputOnlyIgnored } from "./output-only.js";
 import { JSON_LIMIT_BYTES, notingEmptyBody, rawBodyLimit, readRawBody, refuseDeclaredOversize, requiredBody, unlessBodyless, verifyJson, wholeRequest } from "./request-body.js";
 import { requestId } from "./request-id.js";
+import { requestSpan } from "./request-span.js";
 import { RequestShapes } from "./request-shapes.js";
 import { isRawPath, methodsAt, pathParametersOf, routeOf } from "./route-table.js";
 import { series } from "./series.js";
@@ -141,6 +142,7 @@ export function createApp(options: AppOptions): Express {
   app.set("etag", false);
   leanJsonAnswers(app);
 
+  app.use(requestSpan);
   app.use(series(requestId, accessLog(logger), limitHeaderFields));
 
   app.get("/healthz", (_req, res) => void res.json({ status: "ok" }));

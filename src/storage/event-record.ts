@@ -15,7 +15,7 @@ import { sql, type QueryCreator } from "kysely";
 import type { Storage } from "./connect.js";
 import { prepared } from "./prepared.js";
 import type { AutomationExecutionsTable, Database, WebhookEventsTable } from "./schema.js";
-import { writeTransaction } from "./transactions.js";
+import { inTransactionSpan, writeTransaction } from "./transactions.js";
 
 type Claim = WebhookEventsTable & { retained: string };
 
@@ -59,6 +59,7 @@ const insertExecution = prepared((db, v: AutomationExecutionsTable) =>
     completed_at: v.completed_at,
     lease_until: v.lease_until,
     attempts: v.attempts,
+    trace_parent: v.trace_parent,
   }),
 );
 
@@ -71,7 +72,7 @@ const claimWithExecution = prepared((db, v: Claim & Omit<AutomationExecutionsTab
   db
     .with("claimed", (qc) => claimQuery(qc, v).returning(["event_id", "automation_id"]))
     .insertInto("automation_executions")
-    .columns(["id", "automation_id", "event_id", "state", "context", "steps", "step_results", "created_at", "completed_at", "lease_until", "attempts"])
+    .columns(["id", "automation_id", "event_id", "state", "context", "steps", "step_results", "created_at", "completed_at", "lease_until", "attempts", "trace_parent"])
     .expression((eb) =>
       eb
         .selectFrom("claimed")
@@ -87,6 +88,7 @@ const claimWithExecution = prepared((db, v: Claim & Omit<AutomationExecutionsTab
           s.val(v.completed_at).as("completed_at"),
           s.val(v.lease_until).as("lease_until"),
           sql<number>`cast(${v.attempts} as integer)`.as("attempts"),
+          s.val(v.trace_parent).as("trace_parent"),
         ]),
     ),
 );
@@ -98,9 +100,9 @@ const claimWithExecution = prepared((db, v: Claim & Omit<AutomationExecutionsTab
 export async function recordEvent(storage: Storage, event: WebhookEventsTable, retainedSince: string, execution?: AutomationExecutionsTable): Promise<boolean> {
   const claim: Claim = { ...event, retained: retainedSince };
   if (storage.dialect === "postgres") {
-    if (!execution) return affected(await claimStatement.execute(storage.db, claim)) === 1;
+    if (!execution) return affected(await inTransactionSpan(storage, () => claimStatement.execute(storage.db, claim))) === 1;
     const { event_id: _event, automation_id: _automation, ...rest } = execution;
-    return affected(await claimWithExecution.execute(storage.db, { ...claim, ...rest })) === 1;
+    return affected(await inTransactionSpan(storage, () => claimWithExecution.execute(storage.db, { ...claim, ...rest }))) === 1;
   }
   // No lock: two deliveries of one event id meet on the primary key of webhook_events.
   return writeTransaction(storage, { exclusive: [] }, async (db) => {

@@ -17,7 +17,7 @@ import { CompiledQuery } from "kysely";
 import type { Storage } from "./connect.js";
 import { prepared } from "./prepared.js";
 import { databaseUnavailable } from "./unavailable.js";
-import { writeStatement, type Db } from "./transactions.js";
+import { inTransactionSpan, writeStatement, type Db } from "./transactions.js";
 
 export interface ResultsSave {
   id: string;
@@ -53,7 +53,8 @@ export function saveResultsAlone(storage: Storage, save: ResultsSave): Promise<v
     batcher = new PostgresResultsBatch(storage.db);
     batchers.set(storage.db, batcher);
   }
-  return batcher.save(save);
+  const queued = batcher;
+  return inTransactionSpan(storage, () => queued.save(save));
 }
 
 const saveProgress = prepared((db, v: { id: string; lease: string; stepResults: string }) =>

@@ -1024,6 +1024,13 @@ const m0019 = (text: TextType, dialect: "sqlite" | "postgres"): Migration => ({
   },
 });
 
+/** The trace context of the request that accepted an event, kept with the execution it starts, for the run's span to continue. */
+const m0021 = (text: TextType): Migration => ({
+  async up(db: Kysely<any>) {
+    await db.schema.alterTable("automation_executions").addColumn("trace_parent", text).execute();
+  },
+});
+
 /** Whether an instance of the release before the one that adds a migration keeps working on a database it was applied to. */
 interface EarlierRelease {
   sqlite: boolean;
@@ -1058,6 +1065,8 @@ export interface MigrationStep {
  *   dropped as nothing spent or held until a decision in it (of either release) seeds the row. On
  *   SQLite its window lock makes a dropped row anew with nothing spent or held: it approves what the
  *   window's limit no longer allows.
+ * - 0021: a nullable column it does not know of; rows it inserts leave it null (their runs start
+ *   traces of their own): it runs.
  */
 export function migrationSteps(dialect: "sqlite" | "postgres"): MigrationStep[] {
   const text: TextType = dialect === "postgres" ? sql`text collate "C"` : "text";
@@ -1081,6 +1090,7 @@ export function migrationSteps(dialect: "sqlite" | "postgres"): MigrationStep[] 
     ["0017_spends_currency_index_dropped", m0017, RUNS],
     ["0018_spend_windows_by_start_and_end", m0018(text, dialect), RUNS_ON_POSTGRES],
     ["0019_spend_usage_by_instant", m0019(text, dialect), RUNS_ON_POSTGRES],
+    ["0021_execution_trace_context", m0021(text), RUNS],
   ];
   return steps.map(([name, migration, earlier]) => ({ name, migration, earlierReleaseRuns: earlier[dialect] }));
 }

@@ -253,4 +253,10 @@ export interface AutomationExecutionsTable {
   /** A run in progress holds the execution until then; after it, another worker may resume it. */
   lease_until: string | null;
   attempts: number;
+  /**
+   * The W3C `traceparent` of the request that accepted the event, when traced: the execution's span
+   * continues its trace, whichever instance runs it (migration 0021). Absent from rows written by
+   * code that does not trace (older releases, tests).
+   */
+  trace_parent?: string | null;
 }

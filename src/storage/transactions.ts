@@ -10,7 +10,11 @@
 // - PostgreSQL: a READ COMMITTED transaction that first takes transaction-scoped advisory locks on
 //   `lockKeys` (exclusive) and `sharedKeys` (shared): rows that do not exist yet cannot be locked
 //   with FOR UPDATE, a key can.
+//
+// Each transaction of a traced request is a child span of its span (`inTransactionSpan`); its
+// statements and their values are never recorded.
 import { type Kysely, sql } from "kysely";
+import { inChildSpan } from "../core/tracing.js";
 import type { Storage } from "./connect.js";
 import type { KeptRecord } from "./idempotency-records.js";
 import type { Database } from "./schema.js";
@@ -55,11 +59,13 @@ export async function writeTransaction<T>(storage: Storage, locks: Locks, body: 
     if (storage.dialect === "postgres") await takeLocks(outer, locks);
     return body(outer);
   }
-  if (storage.dialect === "sqlite") return groupCommit(storage).run(body);
-  return storage.db.transaction().execute(async (trx) => {
-    await takeLocks(trx, locks);
-    return body(trx);
-  });
+  if (storage.dialect === "sqlite") return inTransactionSpan(storage, () => groupCommit(storage).run(body));
+  return inTransactionSpan(storage, () =>
+    storage.db.transaction().execute(async (trx) => {
+      await takeLocks(trx, locks);
+      return body(trx);
+    }),
+  );
 }
 
 /**
@@ -67,7 +73,19 @@ export async function writeTransaction<T>(storage: Storage, locks: Locks, body: 
  * group commit instead of paying for a commit of its own.
  */
 export function writeStatement<T>(storage: Storage, body: (db: Db) => Promise<T>): Promise<T> {
-  return storage.dialect === "sqlite" ? groupCommit(storage).run(body) : body(storage.db);
+  return inTransactionSpan(storage, () => (storage.dialect === "sqlite" ? groupCommit(storage).run(body) : body(storage.db)));
+}
+
+/** The `db.system.name` of each dialect (OpenTelemetry's semantic conventions). */
+const SPAN_ATTRIBUTES = { sqlite: { "db.system.name": "sqlite" }, postgres: { "db.system.name": "postgresql" } } as const;
+
+/**
+ * `transaction` (a transaction, or a statement that is one by itself) as a child span of the traced
+ * request or execution it serves, from its start (on SQLite, its wait for the shared commit
+ * included) until it has committed or failed.
+ */
+export function inTransactionSpan<T>(storage: Storage, transaction: () => Promise<T>): Promise<T> {
+  return inChildSpan("db.transaction", SPAN_ATTRIBUTES[storage.dialect], transaction);
 }
 
 const groupCommits = new WeakMap<Kysely<Database>, SqliteGroupCommit>();
@@ -89,9 +107,7 @@ async function takeLocks(db: Db, locks: Locks): Promise<void> {
 
 /** Several reads that must see one state of the database (a snapshot). */
 export async function readTransaction<T>(storage: Storage, body: (db: Db) => Promise<T>): Promise<T> {
-  if (storage.dialect === "sqlite") {
-    // A deferred transaction: in WAL mode its reads share one snapshot and block no writer.
-    return storage.db.transaction().execute(body);
-  }
-  return storage.db.transaction().setIsolationLevel("repeatable read").execute(body);
+  // SQLite: a deferred transaction: in WAL mode its reads share one snapshot and block no writer.
+  const transaction = storage.dialect === "sqlite" ? storage.db.transaction() : storage.db.transaction().setIsolationLevel("repeatable read");
+  return inTransactionSpan(storage, () => transaction.execute(body));
 }

@@ -1,0 +1,33 @@
+// A span per request when traces are on (src/core/tracing.ts): of kind SERVER, named by the
+// contract's operation id (UNMATCHED_SPAN for what no operation takes), continuing the caller's W3C
+// `traceparent` when it sends a well-formed one. Its attributes are bounded and name nothing the
+// caller sent: the method, the contract's path template (never the path itself), the status, and
+// the contract's reason of a refusal or failure. A 5xx fails it.
+import type { NextFunction, Request, Response } from "express";
+import { tracingOn, withSpan, type AttributeValue, type Span } from "../core/tracing.js";
+import { routeOf } from "./route-table.js";
+
+/** The span name of a request no operation of the contract takes: 404 and 405 answers, /healthz, /readyz, /docs, the console. */
+export const UNMATCHED_SPAN = "http.unmatched";
+
+export function requestSpan(req: Request, res: Response, next: NextFunction): void {
+  if (!tracingOn()) return next();
+  const route = routeOf(req);
+  const attributes: Record<string, AttributeValue> = { "http.request.method": req.method };
+  if (route) attributes["http.route"] = route.path;
+  const continues = { traceparent: req.get("traceparent"), tracestate: req.get("tracestate") };
+  withSpan(route?.operationId ?? UNMATCHED_SPAN, { kind: "server", continues, attributes }, (span) => {
+    res.once("close", () => ended(span!, res));
+    next();
+  });
+}
+
+/** On "close", which follows "finish" when the answer was sent, and comes alone when the connection closed first. */
+function ended(span: Span, res: Response): void {
+  if (res.headersSent) span.setAttribute("http.response.status_code", res.statusCode);
+  const reason = res.locals.errorReason as string | undefined;
+  if (reason) span.setAttribute("error.type", reason);
+  if (!res.writableFinished) span.fail("the connection closed before the answer was sent");
+  else if (res.statusCode >= 500) span.fail(reason);
+  span.end();
+}

@@ -1,0 +1,366 @@
+// Traces, as a collector receives them: server processes export over OTLP/HTTP (protobuf, the
+// default) to a receiver in this test, two instances on one database (SQLite, or PostgreSQL in that
+// leg). A request's span is named by its operation and carries its status and reason; database
+// transactions are its children; a caller's traceparent is continued and a malformed one ignored;
+// the execution of an accepted webhook event continues the accepting request's trace, also when
+// another instance runs it; log lines carry the trace; nothing exported names a secret or an id;
+// a collector that does not answer costs requests nothing.
+import { randomUUID } from "node:crypto";
+import { mkdtempSync, rmSync } from "node:fs";
+import { createServer, type Server, type Socket } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { hmacSignature } from "../../src/client/webhook-sender.js";
+import { ConfigError, loadConfig } from "../../src/config.js";
+import { EXECUTION_SPAN } from "../../src/automations/worker.js";
+import { UNMATCHED_SPAN } from "../../src/http/request-span.js";
+import { createTestDatabase, testDialect, type TestDatabase } from "../support/database.js";
+import { startOtlpReceiver, SpanKind, StatusCode, type OtlpReceiver, type ReceivedSpan } from "../support/otlp-receiver.js";
+import { freePort, serve, terminate, type Served } from "../support/process.js";
+
+const root = fileURLToPath(new URL("../..", import.meta.url));
+const ADMIN = { clientId: "tracing-admin", clientSecret: "tracing-admin-secret-0123456789" };
+const BASE_URL = "http://tenant.example.test";
+const RECEIVE = "svc.api.webhooks.v1.IncomingWebhookService.Receive";
+const DB_SYSTEM = testDialect() === "postgres" ? "postgresql" : "sqlite";
+
+const dir = mkdtempSync(join(tmpdir(), "tenant-tracing-"));
+let receiver: OtlpReceiver;
+let database: TestDatabase;
+/** Exports every 100 ms: what the tests read. */
+let server: Served;
+/** Exports only when it shuts down (its batch delay is an hour): the flush at shutdown is what brings its spans. */
+let accepting: Served;
+let token: string;
+
+async function startOne(env: Record<string, string>): Promise<Served> {
+  const port = await freePort();
+  return serve({
+    command: process.execPath,
+    args: ["--import", "tsx", join(root, "src/main.ts")],
+    url: `http://127.0.0.1:${port}`,
+    probePath: "/readyz",
+    env: {
+      PORT: String(port),
+      HOST: "127.0.0.1",
+      BASE_URL,
+      DATABASE_URL: database.url,
+      SECRETS_KEY: Buffer.alloc(32, 9).toString("base64url"),
+      BOOTSTRAP_CLIENT_ID: ADMIN.clientId,
+      BOOTSTRAP_CLIENT_SECRET: ADMIN.clientSecret,
+      LOG_LEVEL: "info",
+      RATE_LIMIT: "off",
+      SHUTDOWN_DRAIN_SECONDS: "0",
+      OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
+      OTEL_BSP_SCHEDULE_DELAY: "100",
+      ...env,
+    },
+    timeoutMs: 90_000,
+  });
+}
+
+beforeAll(async () => {
+  receiver = await startOtlpReceiver();
+  database = await createTestDatabase(dir);
+  server = await startOne({});
+  accepting = await startOne({ OTEL_BSP_SCHEDULE_DELAY: "3600000", SHUTDOWN_DRAIN_SECONDS: "5" });
+  const answer = await fetch(`${server.url}/auth/v1/token`, {
+    method: "POST",
+    headers: { "Content-Type": "application/x-www-form-urlencoded" },
+    body: new URLSearchParams({ grant_type: "client_credentials", client_id: ADMIN.clientId, client_secret: ADMIN.clientSecret }),
+  });
+  token = ((await answer.json()) as { access_token: string }).access_token;
+}, 180_000);
+
+afterAll(async () => {
+  await Promise.all([server, accepting].filter(Boolean).map((s) => s.stop()));
+  await receiver?.close();
+  await database?.drop();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+/** A call as the admin, with `headers` on top (a traceparent); answers the status, the parsed body and the request id. */
+async function call(url: string, method: string, path: string, body?: unknown, headers: Record<string, string> = {}) {
+  const response = await fetch(url + path, {
+    method,
+    headers: { Authorization: `Bearer ${token}`, ...(body === undefined ? {} : { "Content-Type": "application/json" }), ...headers },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
+  const text = await response.text();
+  return { status: response.status, body: (text ? JSON.parse(text) : undefined) as any, requestId: response.headers.get("x-request-id") ?? "" };
+}
+
+const traceparent = (traceId = randomUUID().replaceAll("-", ""), spanId = randomUUID().replaceAll("-", "").slice(0, 16)) => ({ traceId, spanId, header: `00-${traceId}-${spanId}-01` });
+
+/** The one span of `traceId` named `name` (waits for it). */
+async function spanOf(traceId: string, name: string): Promise<ReceivedSpan> {
+  const [span] = await receiver.waitFor((spans) => {
+    const found = spans.filter((s) => s.traceId === traceId && s.name === name);
+    return found.length > 0 ? found : undefined;
+  });
+  return span!;
+}
+
+async function hmacAutomation(): Promise<{ path: string; secret: string; id: string }> {
+  const created = await call(server.url, "POST", "/api/v1/automations", {
+    automation: {
+      displayName: `traced ${randomUUID()}`,
+      isDraft: false,
+      enabled: true,
+      triggers: [{ webhook: { hmac: {} } }],
+      automationSteps: [{ stepName: "calc", evaluateExpressions: { expressions: [{ name: "n", expression: "ctx.trigger.n * 2.0" }] } }],
+    },
+  });
+  expect(created.status).toBe(200);
+  return { path: new URL(created.body.automation.triggers[0].webhook.url as string).pathname, secret: created.body.webhookSecret as string, id: created.body.automation.id as string };
+}
+
+function deliver(url: string, secret: string, body: string, headers: Record<string, string> = {}) {
+  const eventId = randomUUID();
+  const timestamp = String(Math.floor(Date.now() / 1000));
+  return fetch(url, {
+    method: "POST",
+    headers: { "Content-Type": "application/json", "Webhook-Timestamp": timestamp, "Webhook-Event-Id": eventId, "Webhook-Signature": hmacSignature(secret, timestamp, eventId, body), ...headers },
+    body,
+  }).then(async (r) => ({ status: r.status, eventId, body: (await r.json()) as any }));
+}
+
+describe(`traces over OTLP/HTTP, on ${testDialect()}`, () => {
+  it("a request's span: SERVER, named by its operation id, with the method, the route's template, the status and the refusal's reason", async () => {
+    const parent = traceparent();
+    const missing = `usr_${randomUUID().replaceAll("-", "").slice(0, 16)}`;
+    const answer = await call(server.url, "GET", `/api/v1/users/${missing}`, undefined, { traceparent: parent.header });
+    expect(answer.status).toBe(404);
+    const span = await spanOf(parent.traceId, "svc.api.iam.v1.UserService.Get");
+    expect(span.kind).toBe(SpanKind.SERVER);
+    expect(span.attributes).toEqual({ "http.request.method": "GET", "http.route": "/api/v1/users/{user_id}", "http.response.status_code": 404, "error.type": "USER_NOT_FOUND" });
+    // A refusal is the caller's error, not the server's.
+    expect(span.status.code).toBe(StatusCode.UNSET);
+    expect(JSON.stringify(span)).not.toContain(missing);
+
+    const unmatched = traceparent();
+    expect((await call(server.url, "GET", "/api/v1/no-such-route", undefined, { traceparent: unmatched.header })).status).toBe(404);
+    const other = await spanOf(unmatched.traceId, UNMATCHED_SPAN);
+    expect(other.attributes).toEqual({ "http.request.method": "GET", "http.response.status_code": 404, "error.type": "ROUTE_NOT_FOUND" });
+  });
+
+  it("a caller's traceparent is continued; a malformed one is ignored (a new trace)", async () => {
+    const parent = traceparent();
+    expect((await call(server.url, "GET", "/api/v1/users?page_size=1", undefined, { traceparent: parent.header })).status).toBe(200);
+    const continued = await spanOf(parent.traceId, "svc.api.iam.v1.UserService.List");
+    expect(continued.parentSpanId).toBe(parent.spanId);
+
+    for (const malformed of [`00-${"0".repeat(32)}-${parent.spanId}-01`, `00-${parent.traceId}-${parent.spanId}`, `zz-${parent.traceId}-${parent.spanId}-01`]) {
+      const seenBefore = receiver.spans.length;
+      const { requestId } = await call(server.url, "GET", "/api/v1/users?page_size=2", undefined, { traceparent: malformed });
+      // Its span: the List span received after this call, traced under a trace of its own.
+      const [span] = await receiver.waitFor((spans) => {
+        const found = spans.slice(seenBefore).filter((s) => s.name === "svc.api.iam.v1.UserService.List");
+        return found.length > 0 ? found : undefined;
+      });
+      expect(requestId).not.toBe("");
+      expect(span!.traceId).not.toBe(parent.traceId);
+      expect(span!.traceId).not.toBe("0".repeat(32));
+      expect(span!.parentSpanId).toBe("");
+    }
+  });
+
+  it(`database transactions are child spans of the request's (db.system.name ${DB_SYSTEM}), their statements never recorded`, async () => {
+    const parent = traceparent();
+    const email = `traced-${randomUUID()}@example.com`;
+    const created = await call(server.url, "POST", "/api/v1/users", { displayName: "Traced", email, roles: ["ROLE_USER"] }, { traceparent: parent.header });
+    expect(created.status).toBe(200);
+    const request = await spanOf(parent.traceId, "svc.api.iam.v1.UserService.Create");
+    const transactions = await receiver.waitFor((spans) => {
+      const found = spans.filter((s) => s.traceId === parent.traceId && s.name === "db.transaction");
+      return found.length > 0 ? found : undefined;
+    });
+    for (const t of transactions) {
+      expect(t.parentSpanId).toBe(request.spanId);
+      expect(t.kind).toBe(SpanKind.INTERNAL);
+      expect(t.attributes).toEqual({ "db.system.name": DB_SYSTEM });
+    }
+  });
+
+  it("an accepted event's execution is a child span of the accepting request, with the intake's own transactions", async () => {
+    const automation = await hmacAutomation();
+    const parent = traceparent();
+    const delivered = await deliver(server.url + automation.path, automation.secret, JSON.stringify({ n: 21 }), { traceparent: parent.header });
+    expect(delivered.status).toBe(200);
+    const request = await spanOf(parent.traceId, RECEIVE);
+    expect(request.attributes).toMatchObject({ "http.route": "/api/v1/webhooks/incoming/{listener_id}", "http.response.status_code": 200 });
+    const execution = await spanOf(parent.traceId, EXECUTION_SPAN);
+    expect(execution.parentSpanId).toBe(request.spanId);
+    expect(execution.kind).toBe(SpanKind.CONSUMER);
+    expect(execution.resource["service.instance.id"]).toBe(request.resource["service.instance.id"]);
+    const transactions = receiver.spans.filter((s) => s.traceId === parent.traceId && s.name === "db.transaction");
+    // The event's record under the request; the run's save under the run.
+    expect(transactions.some((t) => t.parentSpanId === request.spanId)).toBe(true);
+    await receiver.waitFor((spans) => {
+      const found = spans.filter((s) => s.traceId === parent.traceId && s.name === "db.transaction" && s.parentSpanId === execution.spanId);
+      return found.length > 0 ? found : undefined;
+    });
+  });
+
+  it("log lines written during a traced request carry its trace_id and span_id", async () => {
+    const parent = traceparent();
+    const { requestId } = await call(server.url, "GET", "/api/v1/users?page_size=1", undefined, { traceparent: parent.header });
+    const span = await spanOf(parent.traceId, "svc.api.iam.v1.UserService.List");
+    const lines = server
+      .output()
+      .split("\n")
+      .filter((l) => l.includes(requestId))
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
+    expect(lines.length).toBeGreaterThan(0);
+    for (const line of lines) expect(line).toMatchObject({ trace_id: parent.traceId, span_id: span.spanId });
+  });
+
+  it("an event accepted by an instance that is stopping runs on the other, in the accepting request's trace; the stopping one's spans are flushed at its shutdown", async () => {
+    const automation = await hmacAutomation();
+    const stopped = terminate(accepting.child);
+    // In the drain it still serves, and its worker no longer runs anything: the event is recorded pending.
+    for (let i = 0; i < 100 && (await fetch(`${accepting.url}/readyz`)).status !== 503; i++) await new Promise((r) => setTimeout(r, 50));
+    const parent = traceparent();
+    const delivered = await deliver(accepting.url + automation.path, automation.secret, JSON.stringify({ n: 2 }), { traceparent: parent.header });
+    expect(delivered.status).toBe(200);
+    const execution = await spanOf(parent.traceId, EXECUTION_SPAN);
+    expect((await stopped).code).toBe(0);
+    // Exported only by the flush at shutdown: its batch delay is an hour.
+    const request = await spanOf(parent.traceId, RECEIVE);
+    expect(execution.parentSpanId).toBe(request.spanId);
+    expect(request.resource["service.instance.id"]).not.toBe(execution.resource["service.instance.id"]);
+    expect(request.resource["service.name"]).toBe("tenant-api");
+  });
+
+  it("nothing exported names a secret, a token, an email address, an id or a body of the run", async () => {
+    const secrets: string[] = [ADMIN.clientSecret, token];
+    const ids: string[] = [];
+    const email = `secret-person-${randomUUID()}@example.com`;
+    const user = await call(server.url, "POST", "/api/v1/users", { displayName: "Secret Person", email, roles: ["ROLE_USER", "ROLE_FUND_ADMIN"] });
+    const userId = user.body.user.id as string;
+    ids.push(userId, user.requestId);
+    const credential = await call(server.url, "POST", `/api/v1/users/${userId}/credentials`, {});
+    secrets.push(credential.body.clientSecret, credential.body.credential.clientId);
+    ids.push(credential.body.credential.id);
+    const theirToken = await fetch(`${server.url}/auth/v1/token`, {
+      method: "POST",
+      headers: { "Content-Type": "application/x-www-form-urlencoded" },
+      body: new URLSearchParams({ grant_type: "client_credentials", client_id: credential.body.credential.clientId, client_secret: credential.body.clientSecret }),
+    });
+    secrets.push(((await theirToken.json()) as { access_token: string }).access_token);
+    // A wrong secret: refused, and not exported either.
+    const guess = `wrong-secret-${randomUUID()}`;
+    secrets.push(guess);
+    await fetch(`${server.url}/auth/v1/token`, { method: "POST", headers: { "Content-Type": "application/x-www-form-urlencoded" }, body: new URLSearchParams({ grant_type: "client_credentials", client_id: ADMIN.clientId, client_secret: guess }) });
+
+    const appId = `app-secret-${randomUUID().slice(0, 8)}`;
+    const reason = `reason-${randomUUID()}`;
+    ids.push(appId, reason);
+    expect((await call(server.url, "POST", `/api/v1/funds/subject-app-limits/${userId}/${appId}/limit`, { limit: { amount: { money: { currencyCode: "USD", units: "100", nanos: 0 } } }, period: "PERIOD_KIND_MONTHLY" })).status).toBe(200);
+    expect((await call(server.url, "GET", `/api/v1/funds/subject-app-limits/${userId}/${appId}`)).status).toBe(200);
+    expect((await call(server.url, "GET", `/api/v1/funds/subject-app-limits/${userId}/${appId}/effective`)).status).toBe(200);
+    const idempotencyKey = randomUUID();
+    ids.push(idempotencyKey);
+    const metadataMarker = `metadata-${randomUUID()}`;
+    ids.push(metadataMarker);
+    const authorized = await call(server.url, "POST", "/api/v1/funds/spend-authorizations", { userId, appId, amount: { currencyCode: "USD", units: "15", nanos: 0 }, metadata: { note: metadataMarker } }, { "Idempotency-Key": idempotencyKey });
+    expect(authorized.status).toBe(200);
+    ids.push(authorized.body.authorization.id);
+    expect((await call(server.url, "POST", `/api/v1/funds/spend-authorizations/${authorized.body.authorization.id}/capture`, { amount: { currencyCode: "USD", units: "12", nanos: 0 } })).status).toBe(200);
+    expect((await call(server.url, "POST", `/api/v1/funds/subject-app-limits/${userId}/${appId}/suspension`, { reason })).status).toBe(200);
+
+    const automation = await hmacAutomation();
+    ids.push(automation.id, automation.path.split("/").at(-1)!);
+    secrets.push(automation.secret);
+    const rotated = await call(server.url, "POST", `/api/v1/automations/${automation.id}/webhook-secret`, {});
+    secrets.push(rotated.body.webhookSecret);
+    const bodyMarker = `body-${randomUUID()}`;
+    const traced = traceparent();
+    const delivered = await deliver(server.url + automation.path, rotated.body.webhookSecret, JSON.stringify({ n: 1, who: email, marker: bodyMarker }), { traceparent: traced.header });
+    expect(delivered.status).toBe(200);
+    ids.push(delivered.eventId, delivered.body.automationExecutionId, bodyMarker);
+    // A delivery with a bad signature, refused.
+    expect((await deliver(server.url + automation.path, `not-the-secret-${randomUUID()}`, JSON.stringify({ marker: bodyMarker }))).status).toBe(401);
+    await call(server.url, "GET", `/api/v1/automation_executions?automation_id=${automation.id}`);
+
+    // The run's last span, the execution's, has been exported; and whatever was still queued with it.
+    await spanOf(traced.traceId, EXECUTION_SPAN);
+    await new Promise((r) => setTimeout(r, 500));
+    const exported = Buffer.concat(receiver.payloads);
+    const decoded = JSON.stringify(receiver.spans);
+    for (const value of [...secrets, ...ids, email].filter((v) => v)) {
+      expect(exported.includes(value), `exported bytes hold ${value}`).toBe(false);
+      expect(decoded.includes(value), `decoded spans hold ${value}`).toBe(false);
+    }
+  });
+});
+
+describe("a collector that does not answer", () => {
+  let silent: Server;
+  let port: number;
+  const held = new Set<Socket>();
+  beforeAll(async () => {
+    // Accepts connections and never answers: the worst a collector can do.
+    silent = createServer((socket) => void held.add(socket));
+    await new Promise<void>((resolve) => silent.listen(0, "127.0.0.1", resolve));
+    port = (silent.address() as { port: number }).port;
+  });
+  afterAll(async () => {
+    for (const socket of held) socket.destroy();
+    await new Promise<void>((resolve) => silent.close(() => resolve()));
+  });
+
+  it("fails no request, and delays the shutdown by the flush's bound at most", async () => {
+    const stuck = await startOne({ OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${port}` });
+    // Past the batch delay: exports are under way (and hang) while requests go on.
+    for (let i = 0; i < 20; i++) {
+      const answer = await fetch(`${stuck.url}/api/v1/users?page_size=1`, { headers: { Authorization: `Bearer ${token}` }, signal: AbortSignal.timeout(5_000) });
+      expect(answer.status).toBe(200);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    const { code } = await terminate(stuck.child);
+    expect(code).toBe(0);
+    // The flush gave up at its bound, where the exporter would have waited out its own timeout.
+    expect(stuck.output()).toContain("traces not flushed at shutdown");
+  });
+});
+
+describe("the OTEL_* configuration", () => {
+  it("leaves traces off without an OTLP endpoint, or with OTEL_SDK_DISABLED=true", () => {
+    expect(loadConfig({}).tracing).toBeNull();
+    expect(loadConfig({ OTEL_TRACES_SAMPLER: "always_on" }).tracing).toBeNull();
+    expect(loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://collector:4318", OTEL_SDK_DISABLED: "true" }).tracing).toBeNull();
+  });
+
+  it("reads the standard variables: the endpoint (with /v1/traces) or the traces endpoint as given, the protocol, the sampler and its ratio", () => {
+    expect(loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://collector:4318/" }).tracing).toEqual({ url: "http://collector:4318/v1/traces", protocol: "http/protobuf", sampler: "parentbased_always_on", ratio: 1 });
+    expect(
+      loadConfig({
+        OTEL_EXPORTER_OTLP_ENDPOINT: "http://ignored:4318",
+        OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: "https://collector.example.com/otlp/traces",
+        OTEL_EXPORTER_OTLP_PROTOCOL: "http/protobuf",
+        OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: "http/json",
+        OTEL_TRACES_SAMPLER: "parentbased_traceidratio",
+        OTEL_TRACES_SAMPLER_ARG: "0.1",
+      }).tracing,
+    ).toEqual({ url: "https://collector.example.com/otlp/traces", protocol: "http/json", sampler: "parentbased_traceidratio", ratio: 0.1 });
+  });
+
+  it("refuses a bad value with a ConfigError naming its variable, instead of the SDK's fallback of keeping every trace", () => {
+    const on = { OTEL_EXPORTER_OTLP_ENDPOINT: "http://collector:4318" };
+    for (const [name, value] of [
+      ["OTEL_EXPORTER_OTLP_ENDPOINT", "collector:4318"],
+      ["OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "grpc://collector:4317"],
+      ["OTEL_EXPORTER_OTLP_PROTOCOL", "grpc"],
+      ["OTEL_TRACES_SAMPLER", "parentbased_ratio"],
+      ["OTEL_TRACES_SAMPLER_ARG", "10%"],
+      ["OTEL_TRACES_SAMPLER_ARG", "1.5"],
+    ] as const) {
+      const env = { ...on, OTEL_TRACES_SAMPLER: "traceidratio", [name]: value };
+      expect(() => loadConfig(env), name).toThrow(ConfigError);
+      expect(() => loadConfig(env), name).toThrow(name);
+    }
+  });
+});
