@@ -168,7 +168,8 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
 
   // A box of its own: replayed answers do not take the places of webhook secrets in its cache of opened secrets.
   const idempotencyRecords = new IdempotencyRecords(storage, clock);
-  // OTEL_*: off unless an OTLP endpoint is set (then OpenTelemetry is loaded, and spans are exported until `close`).
+  // OTEL_*: off unless an OTLP endpoint is set (then OpenTelemetry is loaded, and spans are exported
+  // until `close`). Before the app is made: it adds its request spans only when traces are on.
   const tracing = await startTracing(config.tracing, logger);
   let stopping = false;
   const app = createApp({

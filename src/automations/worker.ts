@@ -13,7 +13,7 @@
 // (readiness answers 503).
 import type { Clock } from "../core/clock.js";
 import type { Logger } from "../core/logger.js";
-import { outsideSpans, withSpan, type Span } from "../core/tracing.js";
+import { outsideSpans, tracingOn, withSpan, type Span } from "../core/tracing.js";
 import type { Storage } from "../storage/connect.js";
 import { claimExecutions, endLeases, releaseExecutions } from "../storage/claims.js";
 import { LeaseLost } from "../storage/execution-results.js";
@@ -210,13 +210,9 @@ export class Worker {
    * the parent-based samplers keep or drop both together, whichever instance runs it.
    */
   private run(execution: AutomationExecutionsTable): Promise<void> {
-    return withSpan(EXECUTION_SPAN, { kind: "consumer", continues: { traceparent: execution.trace_parent }, attributes: { "automation.execution.attempt": execution.attempts } }, async (span) => {
-      try {
-        await this.attempt(execution, span);
-      } finally {
-        span?.end();
-      }
-    });
+    if (!tracingOn()) return this.attempt(execution, undefined);
+    const options = { kind: "consumer" as const, continues: { traceparent: execution.trace_parent }, attributes: { "automation.execution.attempt": execution.attempts } };
+    return withSpan(EXECUTION_SPAN, options, (span) => this.attempt(execution, span).finally(() => span?.end()));
   }
 
   private async attempt(execution: AutomationExecutionsTable, span: Span | undefined): Promise<void> {

@@ -54,7 +54,8 @@ export const tracingOn = (): boolean => tracer !== undefined;
  * rejects. Only under a recorded span: the database work of a request, not that of a background
  * poll, nor of a request its trace's sampler dropped.
  */
-export async function inChildSpan<T>(name: string, attributes: Record<string, AttributeValue>, fn: () => Promise<T>): Promise<T> {
+export function inChildSpan<T>(name: string, attributes: Record<string, AttributeValue>, fn: () => Promise<T>): Promise<T> {
+  // Not an async function: untraced, the work's own promise is answered, with no wrapper around it.
   if (!tracer?.recording()) return fn();
   return tracer.withSpan(name, { attributes }, async (span) => {
     try {

@@ -5,6 +5,7 @@ import express, { type Express, type NextFunction, type Request, type RequestHan
 import { handlerFor, operationRoutes, type OperationRequest, type ServiceHandlers } from "../../generated/server.js";
 import { ApiError, GrpcCode, invalidArgument, notFound, permissionDenied } from "../core/errors.js";
 import type { Logger } from "../core/logger.js";
+import { tracingOn } from "../core/tracing.js";
 import type { AccessTokens } from "../identity/access-tokens.js";
 import { mayCall } from "../identity/roles.js";
 import { accessLog } from "./access-log.js";
@@ -142,7 +143,7 @@ export function createApp(options: AppOptions): Express {
   app.set("etag", false);
   leanJsonAnswers(app);
 
-  app.use(requestSpan);
+  if (tracingOn()) app.use(requestSpan);
   app.use(series(requestId, accessLog(logger), limitHeaderFields));
 
   app.get("/healthz", (_req, res) => void res.json({ status: "ok" }));

@@ -2,16 +2,16 @@
 // contract's operation id (UNMATCHED_SPAN for what no operation takes), continuing the caller's W3C
 // `traceparent` when it sends a well-formed one. Its attributes are bounded and name nothing the
 // caller sent: the method, the contract's path template (never the path itself), the status, and
-// the contract's reason of a refusal or failure. A 5xx fails it.
+// the contract's reason of a refusal or failure. A 5xx fails it. Added to the app only when traces
+// are on (they are started before the app is made): off, requests do not pass through it at all.
 import type { NextFunction, Request, Response } from "express";
-import { tracingOn, withSpan, type AttributeValue, type Span } from "../core/tracing.js";
+import { withSpan, type AttributeValue, type Span } from "../core/tracing.js";
 import { routeOf } from "./route-table.js";
 
 /** The span name of a request no operation of the contract takes: 404 and 405 answers, /healthz, /readyz, /docs, the console. */
 export const UNMATCHED_SPAN = "http.unmatched";
 
 export function requestSpan(req: Request, res: Response, next: NextFunction): void {
-  if (!tracingOn()) return next();
   const route = routeOf(req);
   const attributes: Record<string, AttributeValue> = { "http.request.method": req.method };
   if (route) attributes["http.route"] = route.path;
