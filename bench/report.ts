@@ -24,7 +24,11 @@ export type ScenarioKey =
   | "spend-authorize-approved"
   | "spend-authorize-declined"
   | "spend-capture"
-  | "spend-get-effective";
+  | "spend-get-effective"
+  | "traces-get-off"
+  | "traces-get-on"
+  | "traces-hmac-off"
+  | "traces-hmac-on";
 
 /** The spend scenarios: their ratios are to the POST baseline (a bare `express.json()` route). */
 export const SPEND_KEYS: readonly ScenarioKey[] = ["spend-authorize-approved", "spend-authorize-declined", "spend-capture", "spend-get-effective"];
@@ -113,6 +117,8 @@ export interface Section {
   /** The walk to the deep page: pages fetched and how long it took. */
   walk?: { pages: number; ms: number };
   spends?: SpendCheck;
+  /** Scenario 10: what the traced server exported to the bench's receiver. */
+  traceExports?: { requests: number; bytes: number };
 }
 
 export interface RunInfo {
@@ -164,8 +170,20 @@ export const depthSlowdown = (first: LoadResult, deep: LoadResult): number => (d
 /** The issue's target for the cost of response validation. */
 const VALIDATION_BUDGET = 0.1;
 
-/** The share of throughput response validation costs: 1 - on/off (0.1 = 10% fewer requests/s). */
-export const validationCost = (off: LoadResult, on: LoadResult): number => (off.requestsPerSecond > 0 ? 1 - on.requestsPerSecond / off.requestsPerSecond : Number.NaN);
+/** The share of throughput a feature costs when on: 1 - on/off (0.1 = 10% fewer requests/s). */
+export const throughputCost = (off: LoadResult, on: LoadResult): number => (off.requestsPerSecond > 0 ? 1 - on.requestsPerSecond / off.requestsPerSecond : Number.NaN);
+
+/** The share of throughput response validation costs. */
+export const validationCost = throughputCost;
+
+/** The issue's target for the cost of traces at 10% sampling (scenario 10). */
+const TRACES_BUDGET = 0.1;
+
+/** Scenario 10's pairs: the same requests to a server without traces and to one with them. */
+const TRACE_PAIRS = [
+  { off: "traces-get-off", on: "traces-get-on", what: "SubjectAppLimitService.Get" },
+  { off: "traces-hmac-off", on: "traces-hmac-on", what: "HMAC intake" },
+] as const satisfies ReadonlyArray<{ off: ScenarioKey; on: ScenarioKey; what: string }>;
 
 /** The issue's bound on what a credential over its rate limit may do to another's p99. */
 const FLOOD_BUDGET = 2;
@@ -342,6 +360,12 @@ export function checkTargets(section: Section, baselineRps: number, postBaseline
     const cost = validationCost(off.result, on.result);
     checks.push({ target: `response validation costs ≤ ${formatPercent(VALIDATION_BUDGET)} of throughput`, measured: formatPercent(cost), met: cost <= VALIDATION_BUDGET });
   }
+  for (const pair of TRACE_PAIRS) {
+    const [untraced, traced] = [find(section, pair.off), find(section, pair.on)];
+    if (!untraced || !traced) continue;
+    const cost = throughputCost(untraced.result, traced.result);
+    checks.push({ target: `${pair.what}: traces on at 10% sampling cost ≤ ${formatPercent(TRACES_BUDGET)} of throughput`, measured: formatPercent(cost), met: cost <= TRACES_BUDGET });
+  }
   const alone = find(section, "rate-limit-alone");
   const flooded = find(section, "rate-limit-flooded");
   if (alone && flooded) {
@@ -420,6 +444,17 @@ function sectionMarkdown(section: Section, baseline: Measured, postBaseline: Mea
     const cost = validationCost(off.result, on.result);
     const policy = cost > VALIDATION_BUDGET ? " Above the 10% target: responses are validated only in development and tests (NODE_ENV=production turns it off), and every other scenario runs without it." : "";
     facts.push(`Response validation (VALIDATE_RESPONSES=1 vs 0, ${off.label.replace(/, validation .*$/, "")}): costs ${formatPercent(cost)} of throughput${cost < 0 ? " (negative: within the run's noise)" : ""}.${policy}`);
+  }
+  const traced = TRACE_PAIRS.flatMap((pair) => {
+    const [untraced, on] = [find(section, pair.off), find(section, pair.on)];
+    if (!untraced || !on) return [];
+    const cost = throughputCost(untraced.result, on.result);
+    const cpu = on.result.cpu.serverMicrosPerRequest - untraced.result.cpu.serverMicrosPerRequest;
+    return [`${pair.what} ${formatPercent(cost)}${cost < 0 ? " (negative: within the run's noise)" : ""}, ${cpu >= 0 ? "+" : ""}${formatMicros(cpu)} µs of server CPU per answer`];
+  });
+  if (traced.length) {
+    const sent = section.traceExports ? ` It exported ${section.traceExports.requests.toLocaleString("en-US")} requests (${formatMiB(section.traceExports.bytes / 1048576)} MiB of protobuf) to the bench's OTLP receiver.` : "";
+    facts.push(`Traces (scenario 10; OTEL_TRACES_SAMPLER=parentbased_traceidratio, OTEL_TRACES_SAMPLER_ARG=0.1, OTLP/HTTP protobuf; the same requests to the main server, without traces, just before): they cost ${traced.join("; ")}.${sent}`);
   }
   const flood = find(section, "rate-limit-flood");
   const alone = find(section, "rate-limit-alone");

@@ -9,6 +9,7 @@ import { openStorage, type Storage } from "../src/storage/connect.js";
 import { Api, type Credentials } from "./api.js";
 import { createBenchDatabase, type Dialect } from "./database.js";
 import type { LoadSpec, RequestSpec } from "./load.js";
+import { startOtlpSink } from "./otlp-sink.js";
 import { freePort, ROOT, startDriver, startNode, type Driver, type NodeProcess } from "./processes.js";
 import { percentile, SPEND_KEYS, type ExecutionWait, type Measured, type ScenarioKey, type Section, type SpendCheck } from "./report.js";
 import { countRoundTrips, type Operation } from "./round-trips.js";
@@ -246,6 +247,28 @@ export async function runDatabase(dialect: Dialect, settings: BenchSettings, dri
       await validating.stop();
     }
 
+    // ---- 10. Traces: off, then on at 10% sampling, exported to an OTLP receiver in the bench -----
+    // Each pair back to back, so that the machine's drift between its halves is small. The traced
+    // server is a second process on the same database (as validation on is).
+    let traceExports: Section["traceExports"];
+    if (wanted("traces-get-off", "traces-get-on", "traces-hmac-off", "traces-hmac-on")) {
+      const sink = await startOtlpSink();
+      const traced = await start("0", await freePort(), { OTEL_EXPORTER_OTLP_ENDPOINT: sink.url, OTEL_TRACES_SAMPLER: "parentbased_traceidratio", OTEL_TRACES_SAMPLER_ARG: "0.1" });
+      try {
+        await measure("traces-get-off", "10. SubjectAppLimitService.Get, traces off", getRow, { needed: true });
+        await measure("traces-get-on", "10. SubjectAppLimitService.Get, traces on (10% sampled)", getRow, { target: traced, needed: true });
+        const automation = await api.createWebhookAutomation("bench traces", { hmac: {} });
+        await measure("traces-hmac-off", "10. Webhook intake, HMAC, traces off", hmacRequest(automation), { needed: true });
+        await drain(db, automation.id);
+        await measure("traces-hmac-on", "10. Webhook intake, HMAC, traces on (10% sampled)", hmacRequest(automation), { target: traced, needed: true });
+        await drain(db, automation.id);
+      } finally {
+        await traced.stop();
+        traceExports = sink.received();
+        await sink.close();
+      }
+    }
+
     // ---- 8. Rate limits: a credential flooding over its limit, and another's latency ----------
     // Credential B sends at half its limit, alone and then while credential A sends ten times its
     // limit from a second load generator (answered 429 past it): B's p99 is compared with its p99
@@ -358,9 +381,9 @@ export async function runDatabase(dialect: Dialect, settings: BenchSettings, dri
       }
     }
 
-    const order: ScenarioKey[] = ["hmac", "hmac-steady", "jwt-es256", "jwt-eddsa", "duplicate", "my-set-limit", "suspend", "get-effective", "policy-get", "list-first", "list-deep", "validation-off", "validation-on", "rate-limit-alone", "rate-limit-flooded", "rate-limit-flood", ...SPEND_KEYS];
+    const order: ScenarioKey[] = ["hmac", "hmac-steady", "jwt-es256", "jwt-eddsa", "duplicate", "my-set-limit", "suspend", "get-effective", "policy-get", "list-first", "list-deep", "validation-off", "validation-on", "rate-limit-alone", "rate-limit-flooded", "rate-limit-flood", "traces-get-off", "traces-get-on", "traces-hmac-off", "traces-hmac-on", ...SPEND_KEYS];
     scenarios.sort((a, b) => order.indexOf(a.key) - order.indexOf(b.key));
-    return { dialect, database: description, scenarios, memory, ...(executionWaitFigures ? { executionWait: executionWaitFigures } : {}), ...(steadyWait ? { steadyWait } : {}), ...(soaked ? { soak: soaked } : {}), ...(roundTrips ? { roundTrips } : {}), ...(seed ? { seed } : {}), ...(walk ? { walk } : {}), ...(spends ? { spends } : {}) };
+    return { dialect, database: description, scenarios, memory, ...(executionWaitFigures ? { executionWait: executionWaitFigures } : {}), ...(steadyWait ? { steadyWait } : {}), ...(soaked ? { soak: soaked } : {}), ...(roundTrips ? { roundTrips } : {}), ...(seed ? { seed } : {}), ...(walk ? { walk } : {}), ...(spends ? { spends } : {}), ...(traceExports ? { traceExports } : {}) };
   } finally {
     await storage?.close();
     for (const p of processes.reverse()) await p.stop();

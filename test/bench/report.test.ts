@@ -251,6 +251,19 @@ describe("the report", () => {
     expect(renderMarkdown(withValidation(900))).not.toContain(policy);
   });
 
+  it("holds traces at 10% sampling to 10% of throughput, for Get and the HMAC intake, and says what was exported", () => {
+    const withTraces = (getOn: number, hmacOn: number): Report => ({
+      ...report,
+      sections: [{ ...report.sections[0]!, scenarios: [measured("traces-get-off", 1000), measured("traces-get-on", getOn), measured("traces-hmac-off", 2000), measured("traces-hmac-on", hmacOn)], traceExports: { requests: 40, bytes: 3 * 1048576 } }],
+    });
+    const md = renderMarkdown(withTraces(950, 1700));
+    expect(md).toMatch(/\| SubjectAppLimitService\.Get: traces on at 10% sampling cost ≤ 10\.0% of throughput\s+\|\s+5\.0% \|\s+yes \|/);
+    expect(md).toMatch(/\| HMAC intake: traces on at 10% sampling cost ≤ 10\.0% of throughput\s+\|\s+15\.0% \| \*\*no\*\* \|/);
+    expect(md).toContain("they cost SubjectAppLimitService.Get 5.0%, +0 µs of server CPU per answer; HMAC intake 15.0%");
+    expect(md).toContain("It exported 40 requests (3 MiB of protobuf)");
+    expect(renderMarkdown(withTraces(1010, 2000))).toContain("SubjectAppLimitService.Get -1.0% (negative: within the run's noise)");
+  });
+
   it("relates the server's CPU per accepted event to the baseline's", () => {
     const bare = measured("baseline", 10_000);
     bare.result.cpu = { ...bare.result.cpu, serverMicrosPerRequest: 60 };
