@@ -232,6 +232,10 @@ describe(`traces over OTLP/HTTP, on ${testDialect()}`, () => {
     expect(execution.parentSpanId).toBe(request.spanId);
     expect(request.resource["service.instance.id"]).not.toBe(execution.resource["service.instance.id"]);
     expect(request.resource["service.name"]).toBe("tenant-api");
+    // Its /readyz answered 503 in the drain: a 5xx fails the span.
+    const stopping = receiver.spans.filter((s) => s.resource["service.instance.id"] === request.resource["service.instance.id"] && s.name === UNMATCHED_SPAN && s.attributes["http.response.status_code"] === 503);
+    expect(stopping.length).toBeGreaterThan(0);
+    for (const span of stopping) expect(span.status.code).toBe(StatusCode.ERROR);
   });
 
   it("nothing exported names a secret, a token, an email address, an id or a body of the run", async () => {
