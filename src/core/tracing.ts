@@ -18,7 +18,6 @@ export interface SpanOptions {
 
 export interface Span {
   setAttribute(name: string, value: AttributeValue): void;
-  setName(name: string): void;
   /** Marks the span failed, with a message that names no value of the request. */
   fail(message?: string): void;
   end(): void;

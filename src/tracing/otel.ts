@@ -34,9 +34,6 @@ class SpanHandle implements Span {
   setAttribute(name: string, value: string | number | boolean): void {
     this.span.setAttribute(name, value);
   }
-  setName(name: string): void {
-    this.span.updateName(name);
-  }
   fail(message?: string): void {
     this.span.setStatus(message === undefined ? { code: SpanStatusCode.ERROR } : { code: SpanStatusCode.ERROR, message });
   }

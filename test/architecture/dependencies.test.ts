@@ -1,7 +1,9 @@
 // The rooms of src/ depend one way (issue 16): webhooks/ owns listeners, their secrets and their
 // checks and imports nothing of automations/; automations/ uses webhooks/ only through
 // webhooks/for-automations.ts, the intake's hand-off included. Domain code does not import Express,
-// neither directly nor through src/http. Read from the import statements of every module of src/.
+// neither directly nor through src/http. OpenTelemetry is imported by src/tracing/otel.ts alone,
+// which src/tracing/start.ts imports when traces are on: off, none of it is loaded. Read from the
+// import statements of every module of src/.
 import { readdirSync, readFileSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
 import ts from "typescript";
@@ -56,5 +58,13 @@ describe("dependencies between the rooms of src/", () => {
   it("domain code does not import Express, directly or through src/http", () => {
     const express = (to: string) => /^express($|[/-])/.test(to) || inRoom(to, "http");
     expect(show(edges.filter((e) => DOMAIN.some((room) => inRoom(e.from, room)) && express(e.to)))).toEqual([]);
+  });
+
+  it("OpenTelemetry is imported by src/tracing/otel.ts alone, and that module only on demand (a dynamic import)", () => {
+    expect(show(edges.filter((e) => e.to.startsWith("@opentelemetry/") && e.from !== "src/tracing/otel.ts"))).toEqual([]);
+    expect(show(edges.filter((e) => e.to === "src/tracing/otel.ts"))).toEqual(["src/tracing/start.ts -> src/tracing/otel.ts"]);
+    const start = readFileSync(join(SRC, "tracing/start.ts"), "utf8");
+    expect(start).toMatch(/await import\("\.\/otel\.js"\)/);
+    expect(start).not.toMatch(/from "\.\/otel\.js"/);
   });
 });
