@@ -64,7 +64,7 @@ async function startOne(env: Record<string, string>): Promise<Served> {
 beforeAll(async () => {
   receiver = await startOtlpReceiver();
   database = await createTestDatabase(dir);
-  server = await startOne({});
+  server = await startOne({ OTEL_SERVICE_NAME: "tenant-api-traced", OTEL_RESOURCE_ATTRIBUTES: "deployment.environment.name=test" });
   accepting = await startOne({ OTEL_BSP_SCHEDULE_DELAY: "3600000", SHUTDOWN_DRAIN_SECONDS: "5" });
   const answer = await fetch(`${server.url}/auth/v1/token`, {
     method: "POST",
@@ -231,7 +231,9 @@ describe(`traces over OTLP/HTTP, on ${testDialect()}`, () => {
     const request = await spanOf(parent.traceId, RECEIVE);
     expect(execution.parentSpanId).toBe(request.spanId);
     expect(request.resource["service.instance.id"]).not.toBe(execution.resource["service.instance.id"]);
+    // The standard resource variables name the service (the running one sets them; the stopping one leaves the default).
     expect(request.resource["service.name"]).toBe("tenant-api");
+    expect(execution.resource).toMatchObject({ "service.name": "tenant-api-traced", "deployment.environment.name": "test" });
     // Its /readyz answered 503 in the drain: a 5xx fails the span.
     const stopping = receiver.spans.filter((s) => s.resource["service.instance.id"] === request.resource["service.instance.id"] && s.name === UNMATCHED_SPAN && s.attributes["http.response.status_code"] === 503);
     expect(stopping.length).toBeGreaterThan(0);
