@@ -181,7 +181,8 @@ function flag(env: NodeJS.ProcessEnv, name: string, fallback = false): boolean {
   throw new ConfigError(`${name} must be 1 (true) or 0 (false)`);
 }
 
-function secretsKey(env: NodeJS.ProcessEnv): Config["secretsKey"] {
+/** Where the key that seals secrets comes from (checked; a key file is read later, by loadSecretsKey). */
+export function secretsKey(env: NodeJS.ProcessEnv): Config["secretsKey"] {
   const value = env.SECRETS_KEY;
   requireInProduction(env, "SECRETS_KEY", Boolean(value || env.SECRETS_KEY_FILE));
   if (value) {

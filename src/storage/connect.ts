@@ -50,7 +50,7 @@ interface Opened {
  * better-sqlite3 is an optional dependency: a PostgreSQL deployment installs without it (`npm ci
  * --omit=optional`, no native build), so it is loaded only when SQLite is configured.
  */
-async function loadSqlite(): Promise<typeof SQLite> {
+export async function loadSqlite(): Promise<typeof SQLite> {
   try {
     return (await import("better-sqlite3")).default;
   } catch (e) {

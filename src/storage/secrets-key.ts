@@ -43,7 +43,7 @@ interface Box {
 /** Sealed by the first instance that started on the database since the check exists; opened at every later start. */
 const KEY_CHECK = { setting: "secrets_key_check", plain: "the secrets key of this database", context: "secrets-key-check" } as const;
 
-const keyName = (source: Config["secretsKey"]) => (source.kind === "value" ? "SECRETS_KEY" : `the key in ${source.path} (SECRETS_KEY_FILE)`);
+export const keyName = (source: Config["secretsKey"]) => (source.kind === "value" ? "SECRETS_KEY" : `the key in ${source.path} (SECRETS_KEY_FILE)`);
 
 /**
  * Refuses to start (StartRefused) unless `box` opens what the database holds sealed: the key check;

@@ -3,7 +3,8 @@
 // started runs on, and its port is closed. And the production start: `npm run build` once, then, in
 // a copy of what it built with only the runtime dependencies installed (`npm ci --omit=dev
 // --omit=optional`, from npm's cache), `npm run migrate` and `npm run serve` under
-// NODE_ENV=production. On the test database (SQLite, or PostgreSQL in that leg).
+// NODE_ENV=production, and on SQLite `npm run backup` and `npm run restore`. On the test database
+// (SQLite, or PostgreSQL in that leg).
 //
 // It runs in a copy of the package's sources (node_modules linked), kept between runs in the
 // system's temporary folder: the build npm start makes would otherwise rewrite the checkout's
@@ -115,6 +116,18 @@ describe("npm run build, then npm run migrate and npm run serve with only the ru
       expect((await api.token()).status).toBe(200);
       expect(await api.deliver(await api.hook())).toEqual({ status: 200, execution: "AUTOMATION_EXECUTION_STATE_DONE" });
       expect((await fetch(`${served.url}/console/`)).status).toBe(200);
+      if (database.url.startsWith("sqlite:")) {
+        // The built commands: a backup of the database it serves, restored into a new file that npm run migrate finds complete.
+        const file = join(dir, "production-backup.sqlite");
+        const backup = await runToEnd("npm", ["run", "backup", "--", file], env, { cwd: production, timeoutMs: 60_000 });
+        expect(backup.code, backup.out).toBe(0);
+        expect(backup.stdout).toContain(`backup written: ${file}`);
+        const restored = `sqlite:${join(dir, "production-restored", "tenant.sqlite")}`;
+        const restore = await runToEnd("npm", ["run", "restore", "--", file], { ...env, DATABASE_URL: restored }, { cwd: production, timeoutMs: 60_000 });
+        expect(restore.code, restore.out).toBe(0);
+        const migrated = await runToEnd("npm", ["run", "migrate"], { ...env, DATABASE_URL: restored }, { cwd: production, timeoutMs: 60_000 });
+        expect(migrated.stdout).toContain("migrations: none pending");
+      }
       const stopped = await terminate(served.child);
       expect(stopped).toMatchObject({ code: 0, signal: null, left: [] });
     } finally {
