@@ -1,6 +1,6 @@
-// Server and migration processes of a release's sources (this checkout's, or an earlier release's
-// taken from git), run by Node with tsx's loader: what `npm run serve` and `npm run migrate` run,
-// without a build.
+// Server and command processes of a release's sources (this checkout's, or an earlier release's
+// taken from git), run by Node with tsx's loader: what `npm run serve`, `npm run migrate` and `npm
+// run rotate-signing-key` run, without a build.
 import { execFileSync } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, symlinkSync } from "node:fs";
 import { join } from "node:path";
@@ -31,6 +31,10 @@ export async function startToEnd(env: Record<string, string>, dir = root, cwd = 
 
 /** `npm run migrate` of this checkout, run from its sources. */
 export const runMigrate = (env: Record<string, string>): Promise<RunResult> => runToEnd(process.execPath, tsxArgs(root, "src/migrate.ts"), { ...CLEAN, ...env }, { cwd: root, timeoutMs: 120_000 });
+
+/** `npm run rotate-signing-key` of this checkout, run from its sources. */
+export const runRotateSigningKey = (env: Record<string, string>): Promise<RunResult> =>
+  runToEnd(process.execPath, tsxArgs(root, "src/rotate-signing-key.ts"), { ...CLEAN, ...env }, { cwd: root, timeoutMs: 120_000 });
 
 /** The version of each package a lockfile installs, by its path in node_modules. */
 function lockedVersions(lockfile: string): Map<string, string> {
