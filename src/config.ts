@@ -21,7 +21,9 @@ export interface Config {
   validateResponses: boolean;
   /** Lifetime of issued access tokens, in seconds. */
   accessTokenTtlSeconds: number;
-  /** The key that seals webhook secrets: SECRETS_KEY, else a key file, created if absent unless NODE_ENV=production. */
+  /** SIGNING_KEY_ROTATION_DAYS: the age at which the access-token signing key is replaced by a new one; 0: never. */
+  signingKeyRotationDays: number;
+  /** The key that seals webhook secrets, kept answers and signing keys: SECRETS_KEY, else a key file, created if absent unless NODE_ENV=production. */
   secretsKey: { kind: "value"; key: Buffer } | { kind: "file"; path: string; create: boolean };
   /** MIGRATE_AT_START: apply pending migrations at start (else refuse to start while any is pending: `npm run migrate` applies them). */
   migrateAtStart: boolean;
@@ -193,6 +195,16 @@ export function secretsKey(env: NodeJS.ProcessEnv): Config["secretsKey"] {
   return { kind: "file", path: resolve(env.SECRETS_KEY_FILE || "data/secrets.key"), create: env.NODE_ENV !== "production" };
 }
 
+/**
+ * What `npm run rotate-signing-key` reads: the database and the secrets key. A missing key file is
+ * never created there: a new key would seal a signing key that no instance opens.
+ */
+export function loadKeyCommandConfig(env: NodeJS.ProcessEnv = process.env): Pick<Config, "database" | "secretsKey"> {
+  const database = loadDatabaseConfig(env);
+  const source = secretsKey(env);
+  return { database, secretsKey: source.kind === "file" ? { ...source, create: false } : source };
+}
+
 function trustProxy(raw: string | undefined): string[] {
   try {
     return parseTrustProxy(raw);
@@ -267,6 +279,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     logLevel,
     validateResponses: env.VALIDATE_RESPONSES ? env.VALIDATE_RESPONSES === "1" : env.NODE_ENV !== "production",
     accessTokenTtlSeconds: integer(env, "ACCESS_TOKEN_TTL_SECONDS", 900, 60, 86_400),
+    signingKeyRotationDays: integer(env, "SIGNING_KEY_ROTATION_DAYS", 90, 0, 3_650),
     secretsKey: secretsKey(env),
     migrateAtStart: flag(env, "MIGRATE_AT_START", true),
     webhookSecretGraceSeconds: integer(env, "WEBHOOK_SECRET_GRACE_SECONDS", 86_400, 0, 30 * 86_400),

@@ -16,7 +16,7 @@ import { SubjectAppLimits } from "./funds/subject-app-limits.js";
 import { answerClientErrors } from "./http/client-error.js";
 import { createApp } from "./http/app.js";
 import { Connections, type UnfinishedRequest } from "./http/connections.js";
-import { Idempotency, sealedAnswerSample } from "./http/idempotency.js";
+import { Idempotency } from "./http/idempotency.js";
 import { RateLimits } from "./http/rate-limit.js";
 import { fundsHandlers } from "./http/handlers/funds.js";
 import { spendHandlers } from "./http/handlers/spends.js";
@@ -27,7 +27,7 @@ import { bootstrapAdmin, type BootstrapResult } from "./identity/bootstrap.js";
 import { ClientCredentialsGrant } from "./identity/client-credentials-grant.js";
 import { Credentials } from "./identity/credentials.js";
 import { FailureThrottle } from "./identity/failure-throttle.js";
-import { SigningKeys } from "./identity/signing-keys.js";
+import { SigningKeys, SIGNING_KEYS_RELOAD_MS } from "./identity/signing-keys.js";
 import { Users } from "./identity/users.js";
 import { Automations } from "./automations/automations.js";
 import { workerHandOff } from "./automations/event-hand-off.js";
@@ -39,12 +39,13 @@ import { openStorage } from "./storage/connect.js";
 import { IdempotencyRecords } from "./storage/idempotency-records.js";
 import { LiveInstances } from "./storage/live-instances.js";
 import { DatabaseReachability } from "./storage/reachability.js";
-import { checkSecretsKey, loadSecretsKey } from "./storage/secrets-key.js";
+import { checkSealedSecrets } from "./sealed-secrets.js";
+import { loadSecretsKey } from "./storage/secrets-key.js";
 import { WebhookEvents } from "./webhooks/events.js";
 import { WebhookIntake } from "./webhooks/intake.js";
 import { JwksCache } from "./webhooks/jwks-cache.js";
 import type { FetchJwksOptions } from "./webhooks/jwks-fetch.js";
-import { Listeners, sealedSecretSample } from "./webhooks/listeners.js";
+import { Listeners } from "./webhooks/listeners.js";
 import { SecretBox } from "./webhooks/secret-box.js";
 import { sharedKey } from "./storage/settings.js";
 
@@ -72,6 +73,8 @@ export interface ServerOptions {
   listenersPoll?: PollTiming;
   /** How long the execution worker may make no progress while runs are due before readiness calls it stuck (tests: short). */
   workerStuckMs?: number;
+  /** How often the signing keys are read again, rotated when due and retired (tests: often). */
+  signingKeysReloadMs?: number;
 }
 
 export interface RunningServer {
@@ -100,10 +103,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   let secretsKey: Buffer;
   try {
     secretsKey = loadSecretsKey(config.secretsKey);
-    await checkSecretsKey(storage, new SecretBox(secretsKey), config.secretsKey, {
-      "webhook secrets": () => sealedSecretSample(storage),
-      "kept answers": () => sealedAnswerSample(storage),
-    });
+    await checkSealedSecrets(storage, new SecretBox(secretsKey), config.secretsKey);
   } catch (e) {
     await storage.close();
     throw e;
@@ -115,9 +115,10 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const principals = new ChangeWatch(storage, "principals", logger, options.principalsPoll);
   await principals.start();
   const credentials = new Credentials(storage, clock, users, pageTokens, principals);
+  const signingKeys = await SigningKeys.load(storage, new SecretBox(secretsKey), clock, { tokenTtlSeconds: config.accessTokenTtlSeconds, rotationDays: config.signingKeyRotationDays });
   const accessTokens = new AccessTokens(
     storage,
-    await SigningKeys.load(storage, clock),
+    signingKeys,
     clock,
     { issuer: config.baseUrl, ttlSeconds: config.accessTokenTtlSeconds },
     principals,
@@ -212,6 +213,16 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     ),
   );
   sweep.start();
+  const keyUpkeep = new BackgroundTask(options.signingKeysReloadMs ?? SIGNING_KEYS_RELOAD_MS, () =>
+    signingKeys.maintain().then(
+      ({ rotated, retired }) => {
+        if (rotated) logger.info({ msg: "signing key rotated", kid: rotated });
+        if (retired.length > 0) logger.info({ msg: "signing keys retired", kids: retired });
+      },
+      (err: unknown) => logger.error({ msg: "signing key upkeep failed", err }),
+    ),
+  );
+  keyUpkeep.start();
   const { port, address } = server.address() as AddressInfo;
   const host = address.includes(":") ? `[${address}]` : address;
 
@@ -226,6 +237,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       // Again: the releases of executions whose records committed since the first call.
       await worker.stop();
       await sweep.stop();
+      await keyUpkeep.stop();
       await reachability.stop();
       await instances.stop();
       await principals.stop();

@@ -22,7 +22,7 @@ export function loadSecretsKey(source: Config["secretsKey"]): Buffer {
     text = readFileSync(source.path, "utf8");
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code !== "ENOENT") throw e;
-    throw new ConfigError(`SECRETS_KEY_FILE ${source.path} does not exist (under NODE_ENV=production the key is never created)`);
+    throw new ConfigError(`SECRETS_KEY_FILE ${source.path} does not exist (only a server's first start outside NODE_ENV=production creates it)`);
   }
   const key = Buffer.from(text.trim(), "base64url");
   if (key.length !== 32) throw new Error(`${source.path} does not hold a 32-byte base64url key`);
@@ -35,7 +35,8 @@ export interface Sealed {
   context: string;
 }
 
-interface Box {
+/** What seals and opens them (the secret box of src/webhooks/secret-box.ts). */
+export interface Box {
   seal(plain: string, context: string): string;
   open(sealed: string, context: string): string;
 }

@@ -1,4 +1,4 @@
-// Server and migration processes of a release's sources (this checkout's, or an earlier release's
+// Server and command processes of a release's sources (this checkout's, or an earlier release's
 // taken from git), run by Node with tsx's loader: what `npm run serve`, `npm run migrate` and the
 // other commands run, without a build.
 import { execFileSync } from "node:child_process";
@@ -35,6 +35,10 @@ export const runCommand = (entry: string, args: string[], env: Record<string, st
 
 /** `npm run migrate` of this checkout, run from its sources. */
 export const runMigrate = (env: Record<string, string>): Promise<RunResult> => runCommand("src/migrate.ts", [], env);
+
+/** `npm run rotate-signing-key` of this checkout, run from its sources. */
+export const runRotateSigningKey = (env: Record<string, string>): Promise<RunResult> =>
+  runToEnd(process.execPath, tsxArgs(root, "src/rotate-signing-key.ts"), { ...CLEAN, ...env }, { cwd: root, timeoutMs: 120_000 });
 
 /** The version of each package a lockfile installs, by its path in node_modules. */
 function lockedVersions(lockfile: string): Map<string, string> {
