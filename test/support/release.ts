@@ -37,8 +37,7 @@ export const runCommand = (entry: string, args: string[], env: Record<string, st
 export const runMigrate = (env: Record<string, string>): Promise<RunResult> => runCommand("src/migrate.ts", [], env);
 
 /** `npm run rotate-signing-key` of this checkout, run from its sources. */
-export const runRotateSigningKey = (env: Record<string, string>): Promise<RunResult> =>
-  runToEnd(process.execPath, tsxArgs(root, "src/rotate-signing-key.ts"), { ...CLEAN, ...env }, { cwd: root, timeoutMs: 120_000 });
+export const runRotateSigningKey = (env: Record<string, string>): Promise<RunResult> => runCommand("src/rotate-signing-key.ts", [], env);
 
 /** The version of each package a lockfile installs, by its path in node_modules. */
 function lockedVersions(lockfile: string): Map<string, string> {
