@@ -19,7 +19,7 @@ afterAll(async () => ts?.stop());
 describe("the metrics, after a run that used secrets, personal data and ids", () => {
   it("hold none of them, in the Prometheus text or in OpenMetrics", async () => {
     const sent: string[] = [BOOTSTRAP.clientId, BOOTSTRAP.clientSecret];
-    const answered = (r: { response: Response }) => {
+    const answered = <T extends { response: Response }>(r: T): T => {
       sent.push(r.response.headers.get("x-request-id")!);
       return r;
     };
