@@ -453,7 +453,7 @@ function sectionMarkdown(section: Section, baseline: Measured, postBaseline: Mea
     const cpu = (runs: LoadResult[]) => formatMicros(mean(runs.map((r) => r.cpu.serverMicrosPerRequest)));
     return [`${run.name} costs ${formatPercent(metricsCost(off, on))} of its throughput (mean ${formatRps(mean(on.map((r) => r.requestsPerSecond)))} req/s on, ${formatRps(mean(off.map((r) => r.requestsPerSecond)))} off; server CPU per answer ${cpu(on)} µs on, ${cpu(off)} µs off)`];
   });
-  if (metricsFacts.length) facts.push(`Metrics on vs off (scenario 10: two servers started together, one with METRICS_PORT and scraped every second meanwhile; runs off, on, on, off, means compared): ${metricsFacts.join("; ")}.`);
+  if (metricsFacts.length) facts.push(`Metrics on vs off (scenario 10: two servers started together, one with METRICS_PORT and scraped every second meanwhile; runs off, on, on, off twice, means compared): ${metricsFacts.join("; ")}.`);
   const flood = find(section, "rate-limit-flood");
   const alone = find(section, "rate-limit-alone");
   const flooded = find(section, "rate-limit-flooded");

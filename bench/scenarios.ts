@@ -57,6 +57,9 @@ const FLOOD_RATE = 10 * CREDENTIAL_QUOTA;
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/** Scenario 10's runs, metrics on or off. */
+const METRICS_ORDER = [false, true, true, false, false, true, true, false];
+
 /** Fetches `url` every second until stopped, as a scraper would; a failed scrape is the server's to report. */
 function scrapeEverySecond(url: string): { stop(): Promise<void> } {
   let last: Promise<unknown> = Promise.resolve();
@@ -263,7 +266,8 @@ export async function runDatabase(dialect: Dialect, settings: BenchSettings, dri
     // ---- 10. Metrics on vs off: the HMAC intake and SubjectAppLimitService.Get --------------------
     // Two servers started together, alike but for METRICS_PORT; the one with metrics is scraped every
     // second while measured (Prometheus's default is every minute, 15 s in most setups). Each request
-    // is measured off, on, on, off, so that whatever drifts over the runs weighs on both alike.
+    // is measured in turn off, on, on, off, twice, so that whatever else loads the machine over the
+    // runs (a bench machine shared with other work) weighs on both alike.
     if (wanted(...METRICS_KEYS)) {
       const metricsPort = await freePort();
       const [off, on] = await Promise.all([start("0", await freePort()), start("0", await freePort(), { METRICS_PORT: String(metricsPort) })]);
@@ -271,10 +275,10 @@ export async function runDatabase(dialect: Dialect, settings: BenchSettings, dri
         const automation = await api.createWebhookAutomation("bench metrics", { hmac: {} });
         const requests = { hmac: hmacRequest(automation), get: getRow };
         for (const [kind, run] of Object.entries(METRICS_RUNS) as [keyof typeof METRICS_RUNS, (typeof METRICS_RUNS)[keyof typeof METRICS_RUNS]][]) {
-          for (const [n, metricsOn] of [false, true, true, false].entries()) {
+          for (const [n, metricsOn] of METRICS_ORDER.entries()) {
             const scraping = metricsOn ? scrapeEverySecond(`http://127.0.0.1:${metricsPort}/metrics`) : undefined;
             try {
-              await measure(metricsOn ? run.on : run.off, `10. ${kind === "hmac" ? "Webhook intake, HMAC" : "SubjectAppLimitService.Get"}, metrics ${metricsOn ? "on" : "off"} (run ${n + 1} of 4)`, requests[kind], { target: metricsOn ? on : off });
+              await measure(metricsOn ? run.on : run.off, `10. ${kind === "hmac" ? "Webhook intake, HMAC" : "SubjectAppLimitService.Get"}, metrics ${metricsOn ? "on" : "off"} (run ${n + 1} of ${METRICS_ORDER.length})`, requests[kind], { target: metricsOn ? on : off });
             } finally {
               await scraping?.stop();
             }

@@ -5,9 +5,9 @@ import { DATABASE_DEFAULTS, type Config } from "./config.js";
 import { BackgroundTask } from "./core/background-task.js";
 import { systemClock, type Clock } from "./core/clock.js";
 import { createLogger, type Logger } from "./core/logger.js";
-import { unreadyReasons } from "./core/readiness.js";
 import { consoleDir, contractPath, docsPath } from "./core/package-root.js";
 import { PageTokens } from "./core/pagination.js";
+import { unreadyReasons } from "./core/readiness.js";
 import { AppCaps } from "./funds/app-caps.js";
 import { EffectiveLimits } from "./funds/effective.js";
 import { FundPolicies } from "./funds/fund-policy.js";
@@ -36,7 +36,6 @@ import { Executions } from "./automations/executions.js";
 import { ExecutionRunner } from "./automations/runner.js";
 import { Worker, WORKER_DEFAULTS } from "./automations/worker.js";
 import { Metrics } from "./metrics/metrics.js";
-import type { MetricsListener } from "./metrics/metrics-listener.js";
 import { currentBuild } from "./metrics/process-metrics.js";
 import { ChangeWatch, type PollTiming } from "./storage/change-versions.js";
 import { openStorage } from "./storage/connect.js";
@@ -102,7 +101,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const { config } = options;
   const clock = options.clock ?? systemClock;
   const logger = options.logger ?? createLogger(config.logLevel);
-  const metrics = config.metrics ? new Metrics(config.database.kind, await currentBuild()) : undefined;
+  const metrics = config.metrics ? new Metrics(config.metrics, config.database.kind, await currentBuild()) : undefined;
   const storage = await openStorage(config.database, { migrate: config.migrateAtStart, observer: metrics?.database });
   let secretsKey: Buffer;
   try {
@@ -208,17 +207,14 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   // Every header field is kept, none dropped past a count; limitHeaderFields refuses too many.
   server.maxHeadersCount = 0;
   // First: a metrics port that is taken stops the start before the API takes any traffic.
-  let scrapes: MetricsListener | undefined;
-  if (metrics && config.metrics) {
-    scrapes = await metrics.listen(config.metrics, {
-      storage,
-      clock,
-      runs: () => worker.runs(),
-      reasons: () => unreadyReasons(reachability.reachableAtLastPing(), worker.stuck()),
-      stopping: () => stopping,
-      stalledMs: () => worker.stalledMs(),
-    });
-  }
+  const scrapes = await metrics?.listen({
+    storage,
+    clock,
+    runs: () => worker.runs(),
+    reasons: () => unreadyReasons(reachability.reachableAtLastPing(), worker.stuck()),
+    stopping: () => stopping,
+    stalledMs: () => worker.stalledMs(),
+  });
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
     server.listen(config.port, config.host, () => resolve());

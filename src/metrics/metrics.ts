@@ -21,7 +21,11 @@ export class Metrics {
   readonly spends = new SpendMetrics(this.registry);
   readonly database: DatabaseMetrics;
 
-  constructor(dialect: Storage["dialect"], build: Build) {
+  constructor(
+    private readonly at: { port: number; host: string },
+    dialect: Storage["dialect"],
+    build: Build,
+  ) {
     this.database = new DatabaseMetrics(this.registry, dialect);
     watchProcess(this.registry, build);
   }
@@ -30,11 +34,11 @@ export class Metrics {
     return [this.http, this.webhooks];
   }
 
-  /** Adds the gauges read when scraped, from the running server's parts, and listens for scrapes. */
-  listen(at: { port: number; host: string }, sources: ExecutionSources & ReadinessSources): Promise<MetricsListener> {
+  /** Adds the gauges read when scraped, from the running server's parts, and listens for scrapes (METRICS_HOST, METRICS_PORT). */
+  listen(sources: ExecutionSources & ReadinessSources): Promise<MetricsListener> {
     this.executions.watch(sources);
     this.database.watch(sources.storage);
     watchReadiness(this.registry, sources);
-    return listenForScrapes(this.registry, at.port, at.host);
+    return listenForScrapes(this.registry, this.at.port, this.at.host);
   }
 }

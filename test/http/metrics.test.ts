@@ -29,6 +29,16 @@ import {
 } from "./webhooks-helpers.js";
 
 const POLICY_GET = "svc.api.funds.v1.FundPolicyService.Get";
+/** PostgreSQL: sessions of the test database waiting on a lock, other than the asking one. */
+const LOCK_WAITERS = "select 1 from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock' and pid <> pg_backend_pid()";
+
+async function until(ok: () => Promise<boolean>, what: string, timeoutMs = 10_000): Promise<void> {
+  const deadline = performance.now() + timeoutMs;
+  while (!(await ok())) {
+    if (performance.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
 const RECEIVE = "svc.api.webhooks.v1.IncomingWebhookService.Receive";
 
 let ts: TestServer;
@@ -250,6 +260,38 @@ describe("what the database failed, waited for and resumed", () => {
     } finally {
       await locker.end().catch(() => undefined);
       await slow.stop();
+    }
+  });
+
+  it.runIf(testDialect() === "postgres")("PostgreSQL: counts a run that stopped because its lease passed to another run", async () => {
+    const held = await startTestServer({ METRICS_PORT: String(await freePort()), DATABASE_STATEMENT_TIMEOUT_MS: "0", DATABASE_QUERY_TIMEOUT_MS: "0", RATE_LIMIT: "off" });
+    const locker = new pg.Client({ connectionString: held.databaseUrl });
+    await locker.connect();
+    try {
+      const { userId } = await held.userClient(["ROLE_USER"]);
+      const appId = newAppId("lease");
+      const hook = await createHooked(held, { steps: [{ stepName: "suspend", suspendAppLimit: { userIdCel: "ctx.trigger.userId", appIdCel: "ctx.trigger.appId" } }] });
+      const d = await moved(
+        async () => {
+          await locker.query("begin");
+          await locker.query("select pg_advisory_xact_lock(hashtextextended($1, 0))", [`subject_app_limits:${userId}:${appId}`]);
+          const event = expectAccepted(await sendHmac(held, hook.url, hook.secret, JSON.stringify({ userId, appId })));
+          await until(async () => (await locker.query(LOCK_WAITERS)).rowCount === 1, "the step to wait on the lock");
+          // Meanwhile the run's lease lapsed and another run claimed the execution.
+          await locker.query("update automation_executions set lease_until = $1 where id = $2", ["2099-01-01T00:00:00.000Z", event.automationExecutionId]);
+          await locker.query("commit");
+          await held.server.worker.idle();
+        },
+        {
+          leaseExpiries: (s) => s.value("tenant_api_execution_lease_expiries_total"),
+          finished: (s) => (s.value("tenant_api_executions_finished_total", { state: "AUTOMATION_EXECUTION_STATE_DONE" }) ?? 0) + (s.value("tenant_api_executions_finished_total", { state: "AUTOMATION_EXECUTION_STATE_ERROR" }) ?? 0),
+        },
+        held.server.metricsUrl,
+      );
+      expect(d).toEqual({ leaseExpiries: 1, finished: 0 });
+    } finally {
+      await locker.end().catch(() => undefined);
+      await held.stop();
     }
   });
 
