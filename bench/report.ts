@@ -24,7 +24,11 @@ export type ScenarioKey =
   | "spend-authorize-approved"
   | "spend-authorize-declined"
   | "spend-capture"
-  | "spend-get-effective";
+  | "spend-get-effective"
+  | "metrics-hmac-off"
+  | "metrics-hmac-on"
+  | "metrics-get-off"
+  | "metrics-get-on";
 
 /** The spend scenarios: their ratios are to the POST baseline (a bare `express.json()` route). */
 export const SPEND_KEYS: readonly ScenarioKey[] = ["spend-authorize-approved", "spend-authorize-declined", "spend-capture", "spend-get-effective"];
@@ -167,6 +171,22 @@ const VALIDATION_BUDGET = 0.1;
 /** The share of throughput response validation costs: 1 - on/off (0.1 = 10% fewer requests/s). */
 export const validationCost = (off: LoadResult, on: LoadResult): number => (off.requestsPerSecond > 0 ? 1 - on.requestsPerSecond / off.requestsPerSecond : Number.NaN);
 
+/** Scenario 10: what metrics on may cost (issue 30), and its runs by request and setting. */
+const METRICS_BUDGET = 0.03;
+export const METRICS_RUNS = {
+  hmac: { name: "the HMAC intake", off: "metrics-hmac-off", on: "metrics-hmac-on" },
+  get: { name: "SubjectAppLimitService.Get", off: "metrics-get-off", on: "metrics-get-on" },
+} as const satisfies Record<string, { name: string; off: ScenarioKey; on: ScenarioKey }>;
+export const METRICS_KEYS: readonly ScenarioKey[] = Object.values(METRICS_RUNS).flatMap((r) => [r.off, r.on]);
+
+const mean = (values: readonly number[]): number => (values.length > 0 ? values.reduce((a, b) => a + b, 0) / values.length : Number.NaN);
+
+/** The share of throughput metrics cost: 1 - the mean req/s of the runs with metrics on over those without (0.03 = 3% fewer). */
+export const metricsCost = (off: readonly LoadResult[], on: readonly LoadResult[]): number => {
+  const without = mean(off.map((r) => r.requestsPerSecond));
+  return without > 0 ? 1 - mean(on.map((r) => r.requestsPerSecond)) / without : Number.NaN;
+};
+
 /** The issue's bound on what a credential over its rate limit may do to another's p99. */
 const FLOOD_BUDGET = 2;
 
@@ -278,6 +298,8 @@ const WRITE_KEYS: readonly ScenarioKey[] = ["my-set-limit", "suspend"];
 export const SPEND_TARGETS = { sqlite: { share: 0.5, p99Ms: 20 }, postgres: { share: 0.25, p99Ms: undefined } } as const;
 
 const find = (s: Section, key: ScenarioKey): Measured | undefined => s.scenarios.find((m) => m.key === key);
+/** Every run of a scenario measured more than once (scenario 10). */
+const results = (s: Section, key: ScenarioKey): LoadResult[] => s.scenarios.filter((m) => m.key === key).map((m) => m.result);
 
 /** What a scenario's CPU per answer allows on this machine, against a share of the POST baseline's req/s. */
 export interface Ceiling {
@@ -348,6 +370,10 @@ export function checkTargets(section: Section, baselineRps: number, postBaseline
     const slowdown = floodSlowdown(alone.result, flooded.result);
     checks.push({ target: "a credential's p99 while another floods over its rate limit ≤ 2× its p99 alone", measured: formatRatio(slowdown), met: slowdown <= FLOOD_BUDGET });
     checks.push({ target: "that credential: no answer but 200 while the other floods", measured: String(totalErrors(flooded.result)), met: totalErrors(flooded.result) === 0 });
+  }
+  for (const run of Object.values(METRICS_RUNS)) {
+    const cost = metricsCost(results(section, run.off), results(section, run.on));
+    if (Number.isFinite(cost)) checks.push({ target: `metrics on cost ≤ ${formatPercent(METRICS_BUDGET)} of ${run.name}'s throughput`, measured: formatPercent(cost), met: cost <= METRICS_BUDGET });
   }
   if (section.steadyWait) {
     const w = section.steadyWait;
@@ -421,6 +447,13 @@ function sectionMarkdown(section: Section, baseline: Measured, postBaseline: Mea
     const policy = cost > VALIDATION_BUDGET ? " Above the 10% target: responses are validated only in development and tests (NODE_ENV=production turns it off), and every other scenario runs without it." : "";
     facts.push(`Response validation (VALIDATE_RESPONSES=1 vs 0, ${off.label.replace(/, validation .*$/, "")}): costs ${formatPercent(cost)} of throughput${cost < 0 ? " (negative: within the run's noise)" : ""}.${policy}`);
   }
+  const metricsFacts = Object.values(METRICS_RUNS).flatMap((run) => {
+    const [off, on] = [results(section, run.off), results(section, run.on)];
+    if (off.length === 0 || on.length === 0) return [];
+    const cpu = (runs: LoadResult[]) => formatMicros(mean(runs.map((r) => r.cpu.serverMicrosPerRequest)));
+    return [`${run.name} costs ${formatPercent(metricsCost(off, on))} of its throughput (mean ${formatRps(mean(on.map((r) => r.requestsPerSecond)))} req/s on, ${formatRps(mean(off.map((r) => r.requestsPerSecond)))} off; server CPU per answer ${cpu(on)} µs on, ${cpu(off)} µs off)`];
+  });
+  if (metricsFacts.length) facts.push(`Metrics on vs off (scenario 10: two servers started together, one with METRICS_PORT and scraped every second meanwhile; runs off, on, on, off twice, means compared): ${metricsFacts.join("; ")}.`);
   const flood = find(section, "rate-limit-flood");
   const alone = find(section, "rate-limit-alone");
   const flooded = find(section, "rate-limit-flooded");

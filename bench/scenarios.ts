@@ -10,7 +10,7 @@ import { Api, type Credentials } from "./api.js";
 import { createBenchDatabase, type Dialect } from "./database.js";
 import type { LoadSpec, RequestSpec } from "./load.js";
 import { freePort, ROOT, startDriver, startNode, type Driver, type NodeProcess } from "./processes.js";
-import { percentile, SPEND_KEYS, type ExecutionWait, type Measured, type ScenarioKey, type Section, type SpendCheck } from "./report.js";
+import { METRICS_KEYS, METRICS_RUNS, percentile, SPEND_KEYS, type ExecutionWait, type Measured, type ScenarioKey, type Section, type SpendCheck } from "./report.js";
 import { countRoundTrips, type Operation } from "./round-trips.js";
 import { seedSubjectAppLimits } from "./seed.js";
 import { soak } from "./soak.js";
@@ -56,6 +56,23 @@ const CREDENTIAL_QUOTA = 100;
 const FLOOD_RATE = 10 * CREDENTIAL_QUOTA;
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Scenario 10's runs, metrics on or off. */
+const METRICS_ORDER = [false, true, true, false, false, true, true, false];
+
+/** Fetches `url` every second until stopped, as a scraper would; a failed scrape is the server's to report. */
+function scrapeEverySecond(url: string): { stop(): Promise<void> } {
+  let last: Promise<unknown> = Promise.resolve();
+  const timer = setInterval(() => {
+    last = fetch(url).then((r) => r.text(), () => undefined);
+  }, 1000);
+  return {
+    stop: async () => {
+      clearInterval(timer);
+      await last;
+    },
+  };
+}
 
 /**
  * Waits until every execution of the automation has finished, and no new one appeared for 300 ms
@@ -246,6 +263,34 @@ export async function runDatabase(dialect: Dialect, settings: BenchSettings, dri
       await validating.stop();
     }
 
+    // ---- 10. Metrics on vs off: the HMAC intake and SubjectAppLimitService.Get --------------------
+    // Two servers started together, alike but for METRICS_PORT; the one with metrics is scraped every
+    // second while measured (Prometheus's default is every minute, 15 s in most setups). Each request
+    // is measured in turn off, on, on, off, twice, so that whatever else loads the machine over the
+    // runs (a bench machine shared with other work) weighs on both alike.
+    if (wanted(...METRICS_KEYS)) {
+      const metricsPort = await freePort();
+      const [off, on] = await Promise.all([start("0", await freePort()), start("0", await freePort(), { METRICS_PORT: String(metricsPort) })]);
+      try {
+        const automation = await api.createWebhookAutomation("bench metrics", { hmac: {} });
+        const requests = { hmac: hmacRequest(automation), get: getRow };
+        for (const [kind, run] of Object.entries(METRICS_RUNS) as [keyof typeof METRICS_RUNS, (typeof METRICS_RUNS)[keyof typeof METRICS_RUNS]][]) {
+          for (const [n, metricsOn] of METRICS_ORDER.entries()) {
+            const scraping = metricsOn ? scrapeEverySecond(`http://127.0.0.1:${metricsPort}/metrics`) : undefined;
+            try {
+              await measure(metricsOn ? run.on : run.off, `10. ${kind === "hmac" ? "Webhook intake, HMAC" : "SubjectAppLimitService.Get"}, metrics ${metricsOn ? "on" : "off"} (run ${n + 1} of ${METRICS_ORDER.length})`, requests[kind], { target: metricsOn ? on : off });
+            } finally {
+              await scraping?.stop();
+            }
+            if (kind === "hmac") await drain(db, automation.id);
+          }
+        }
+      } finally {
+        await off.stop();
+        await on.stop();
+      }
+    }
+
     // ---- 8. Rate limits: a credential flooding over its limit, and another's latency ----------
     // Credential B sends at half its limit, alone and then while credential A sends ten times its
     // limit from a second load generator (answered 429 past it): B's p99 is compared with its p99
@@ -359,7 +404,8 @@ export async function runDatabase(dialect: Dialect, settings: BenchSettings, dri
     }
 
     const order: ScenarioKey[] = ["hmac", "hmac-steady", "jwt-es256", "jwt-eddsa", "duplicate", "my-set-limit", "suspend", "get-effective", "policy-get", "list-first", "list-deep", "validation-off", "validation-on", "rate-limit-alone", "rate-limit-flooded", "rate-limit-flood", ...SPEND_KEYS];
-    scenarios.sort((a, b) => order.indexOf(a.key) - order.indexOf(b.key));
+    // Stable: the runs of scenario 10 keep their order, after the others.
+    scenarios.sort((a, b) => (order.indexOf(a.key) + 1 || order.length + 1) - (order.indexOf(b.key) + 1 || order.length + 1));
     return { dialect, database: description, scenarios, memory, ...(executionWaitFigures ? { executionWait: executionWaitFigures } : {}), ...(steadyWait ? { steadyWait } : {}), ...(soaked ? { soak: soaked } : {}), ...(roundTrips ? { roundTrips } : {}), ...(seed ? { seed } : {}), ...(walk ? { walk } : {}), ...(spends ? { spends } : {}) };
   } finally {
     await storage?.close();

@@ -41,6 +41,8 @@ export interface Config {
   shutdown: { drainSeconds: number; timeoutSeconds: number };
   /** EXECUTION_LEASE_SECONDS: how long a worker's claim on an execution lasts before another worker may resume it. */
   executionLeaseSeconds: number;
+  /** METRICS_PORT and METRICS_HOST: where Prometheus scrapes `GET /metrics`, on a listener of its own; null (off) unless METRICS_PORT is set. */
+  metrics: { port: number; host: string } | null;
 }
 
 /**
@@ -252,6 +254,14 @@ function shutdown(env: NodeJS.ProcessEnv): Config["shutdown"] {
   return { drainSeconds, timeoutSeconds };
 }
 
+/** Off unless METRICS_PORT is set; never on the API's port, so that the API's clients cannot read it. */
+function metrics(env: NodeJS.ProcessEnv, apiPort: number): Config["metrics"] {
+  if (!env.METRICS_PORT) return null;
+  const port = integer(env, "METRICS_PORT", 0, 1, 65535);
+  if (port === apiPort) throw new ConfigError(`METRICS_PORT must differ from PORT (${apiPort}): the metrics have a listener of their own`);
+  return { port, host: env.METRICS_HOST || "127.0.0.1" };
+}
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const port = integer(env, "PORT", 8080, 0, 65535);
   const host = env.HOST || "0.0.0.0";
@@ -289,5 +299,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     heapGrowthPercent: integer(env, "HEAP_GROWTH_PERCENT", DEFAULT_HEAP_GROWTH_PERCENT, 0, 300),
     shutdown: shutdown(env),
     executionLeaseSeconds: integer(env, "EXECUTION_LEASE_SECONDS", 60, 10, 86_400),
+    metrics: metrics(env, port),
   };
 }

@@ -7,6 +7,7 @@ import { systemClock, type Clock } from "./core/clock.js";
 import { createLogger, type Logger } from "./core/logger.js";
 import { consoleDir, contractPath, docsPath } from "./core/package-root.js";
 import { PageTokens } from "./core/pagination.js";
+import { unreadyReasons } from "./core/readiness.js";
 import { AppCaps } from "./funds/app-caps.js";
 import { EffectiveLimits } from "./funds/effective.js";
 import { FundPolicies } from "./funds/fund-policy.js";
@@ -34,6 +35,8 @@ import { workerHandOff } from "./automations/event-hand-off.js";
 import { Executions } from "./automations/executions.js";
 import { ExecutionRunner } from "./automations/runner.js";
 import { Worker, WORKER_DEFAULTS } from "./automations/worker.js";
+import { Metrics } from "./metrics/metrics.js";
+import { currentBuild } from "./metrics/process-metrics.js";
 import { ChangeWatch, type PollTiming } from "./storage/change-versions.js";
 import { openStorage } from "./storage/connect.js";
 import { IdempotencyRecords } from "./storage/idempotency-records.js";
@@ -84,6 +87,8 @@ export interface RunningServer {
   bootstrap: BootstrapResult | null;
   /** The execution worker of this process (tests wait for it to be idle). */
   worker: Worker;
+  /** Where Prometheus scrapes this server (`GET /metrics` on METRICS_PORT); absent when metrics are off. */
+  metricsUrl?: string;
   /**
    * Stops, as on SIGTERM: /readyz answers 503 at once, every connection is closed after its next
    * answer, and the worker releases what it has not begun; after `drainMs` (time for a load balancer
@@ -99,7 +104,8 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const { config } = options;
   const clock = options.clock ?? systemClock;
   const logger = options.logger ?? createLogger(config.logLevel);
-  const storage = await openStorage(config.database, { migrate: config.migrateAtStart });
+  const metrics = config.metrics ? new Metrics(config.metrics, config.database.kind, await currentBuild()) : undefined;
+  const storage = await openStorage(config.database, { migrate: config.migrateAtStart, observer: metrics?.database });
   let secretsKey: Buffer;
   try {
     secretsKey = loadSecretsKey(config.secretsKey);
@@ -134,7 +140,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const limits = new SubjectAppLimits(storage, clock, users, policy, pageTokens, config.tenantId);
   const caps = new AppCaps(storage, clock, policy, pageTokens, config.tenantId);
   const effective = new EffectiveLimits(storage, clock, policy);
-  const spends = new SpendAuthorizations(storage, clock, effective);
+  const spends = new SpendAuthorizations(storage, clock, effective, metrics?.spends);
   const spendList = new SpendList(storage, clock, pageTokens);
 
   // Automations' updates, deletions and secret rotations, made by any instance, reach this one's kept listeners.
@@ -145,7 +151,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const executions = new Executions(storage, pageTokens);
   const events = new WebhookEvents(storage, clock, pageTokens);
   const worker = new Worker(
-    { storage, clock, events, logger, runner: new ExecutionRunner({ storage, clock, limits, logger }) },
+    { storage, clock, events, logger, runner: new ExecutionRunner({ storage, clock, limits, logger, observer: metrics?.executions }) },
     { ...WORKER_DEFAULTS, leaseMs: config.executionLeaseSeconds * 1000, stuckMs: options.workerStuckMs ?? config.executionLeaseSeconds * 1000 },
   );
   const poolWaitMs = config.database.kind === "postgres" ? (config.database.poolTimeoutMs ?? DATABASE_DEFAULTS.poolTimeoutMs) : 0;
@@ -178,7 +184,8 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     docsPath,
     consoleDir,
     validateResponses: config.validateResponses,
-    unready: async () => [...((await reachability.check()) ? [] : ["database-unreachable"]), ...(worker.stuck() ? ["workers-stuck"] : [])],
+    requestObservers: metrics?.requestObservers,
+    unready: async () => unreadyReasons(await reachability.check(), worker.stuck()),
     stopping: () => stopping,
     handlers: {
       ...identityHandlers({ grant, users, credentials, trustProxy: config.trustProxy }),
@@ -190,7 +197,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
 
   const connections = new Connections(app);
   const { server } = connections;
-  answerClientErrors(server, logger);
+  answerClientErrors(server, logger, metrics && ((reason) => metrics.http.parserRefused(reason)));
   // Idle keep-alive connections are closed by the client or the load balancer first (their idle
   // timeouts are shorter: undici 4 s, common balancers 60 s): a server that closes first races a
   // request being sent on the same connection, which the client sees as ECONNRESET.
@@ -200,6 +207,15 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   server.requestTimeout = 300_000;
   // Every header field is kept, none dropped past a count; limitHeaderFields refuses too many.
   server.maxHeadersCount = 0;
+  // First: a metrics port that is taken stops the start before the API takes any traffic.
+  const scrapes = await metrics?.listen({
+    storage,
+    clock,
+    runs: () => worker.runs(),
+    reasons: () => unreadyReasons(reachability.reachableAtLastPing(), worker.stuck()),
+    stopping: () => stopping,
+    stalledMs: () => worker.stalledMs(),
+  });
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
     server.listen(config.port, config.host, () => resolve());
@@ -243,9 +259,10 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       await principals.stop();
       await fundPolicyChanges.stop();
       await listenerChanges.stop();
+      await scrapes?.close();
       await storage.close();
     })());
 
   const unfinished = () => ({ ...connections.unfinished(), executions: worker.runs() });
-  return { url: `http://${host === "[::]" || host === "0.0.0.0" ? "127.0.0.1" : host}:${port}`, bootstrap, worker, close, unfinished };
+  return { url: `http://${host === "[::]" || host === "0.0.0.0" ? "127.0.0.1" : host}:${port}`, bootstrap, worker, close, unfinished, ...(scrapes ? { metricsUrl: scrapes.url } : {}) };
 }

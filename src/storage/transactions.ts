@@ -12,6 +12,7 @@
 //   with FOR UPDATE, a key can.
 import { type Kysely, sql } from "kysely";
 import type { Storage } from "./connect.js";
+import { failureCause } from "./database-observer.js";
 import type { KeptRecord } from "./idempotency-records.js";
 import type { Database } from "./schema.js";
 import { SqliteGroupCommit } from "./sqlite-group-commit.js";
@@ -55,11 +56,14 @@ export async function writeTransaction<T>(storage: Storage, locks: Locks, body: 
     if (storage.dialect === "postgres") await takeLocks(outer, locks);
     return body(outer);
   }
-  if (storage.dialect === "sqlite") return groupCommit(storage).run(body);
-  return storage.db.transaction().execute(async (trx) => {
-    await takeLocks(trx, locks);
-    return body(trx);
-  });
+  if (storage.dialect === "sqlite") return observed(storage, groupCommit(storage).run(body));
+  return observed(
+    storage,
+    storage.db.transaction().execute(async (trx) => {
+      await takeLocks(trx, locks);
+      return body(trx);
+    }),
+  );
 }
 
 /**
@@ -67,7 +71,18 @@ export async function writeTransaction<T>(storage: Storage, locks: Locks, body: 
  * group commit instead of paying for a commit of its own.
  */
 export function writeStatement<T>(storage: Storage, body: (db: Db) => Promise<T>): Promise<T> {
-  return storage.dialect === "sqlite" ? groupCommit(storage).run(body) : body(storage.db);
+  return observed(storage, storage.dialect === "sqlite" ? groupCommit(storage).run(body) : body(storage.db));
+}
+
+/** `run`, whose failure the storage's observer is told of when the database failed it (not when its body refused the request). */
+function observed<T>(storage: Storage, run: Promise<T>): Promise<T> {
+  const { observer } = storage;
+  if (!observer) return run;
+  return run.catch((error: unknown) => {
+    const cause = failureCause(error);
+    if (cause !== undefined) observer.transactionFailed(cause);
+    throw error;
+  });
 }
 
 const groupCommits = new WeakMap<Kysely<Database>, SqliteGroupCommit>();
@@ -75,7 +90,7 @@ const groupCommits = new WeakMap<Kysely<Database>, SqliteGroupCommit>();
 function groupCommit(storage: Storage): SqliteGroupCommit {
   let group = groupCommits.get(storage.db);
   if (!group) {
-    group = new SqliteGroupCommit(storage.db);
+    group = new SqliteGroupCommit(storage.db, storage.observer);
     groupCommits.set(storage.db, group);
   }
   return group;
@@ -91,7 +106,7 @@ async function takeLocks(db: Db, locks: Locks): Promise<void> {
 export async function readTransaction<T>(storage: Storage, body: (db: Db) => Promise<T>): Promise<T> {
   if (storage.dialect === "sqlite") {
     // A deferred transaction: in WAL mode its reads share one snapshot and block no writer.
-    return storage.db.transaction().execute(body);
+    return observed(storage, storage.db.transaction().execute(body));
   }
-  return storage.db.transaction().setIsolationLevel("repeatable read").execute(body);
+  return observed(storage, storage.db.transaction().setIsolationLevel("repeatable read").execute(body));
 }

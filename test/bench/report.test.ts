@@ -17,6 +17,7 @@ import {
   renderMarkdown,
   rssSlope,
   scenarioRow,
+  metricsCost,
   validationCost,
   withKeptNotes,
   type Measured,
@@ -52,6 +53,12 @@ describe("ratios", () => {
     expect(depthSlowdown(load(1000), load(0))).toBeNaN();
     expect(validationCost(load(1000), load(850))).toBeCloseTo(0.15);
     expect(validationCost(load(1000), load(1100))).toBeCloseTo(-0.1);
+  });
+
+  it("says what metrics on cost, from the mean of the runs with them and without", () => {
+    expect(metricsCost([load(1000), load(1100)], [load(1020), load(1010)])).toBeCloseTo(1 - 1015 / 1050);
+    expect(metricsCost([load(1000)], [load(1050)])).toBeCloseTo(-0.05);
+    expect(metricsCost([], [load(1000)])).toBeNaN();
   });
 
   it("says how much a flood by another credential raised a credential's p99", () => {
