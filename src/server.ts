@@ -31,6 +31,7 @@ import { SigningKeys } from "./identity/signing-keys.js";
 import { Users } from "./identity/users.js";
 import { Automations } from "./automations/automations.js";
 import { workerHandOff } from "./automations/event-hand-off.js";
+import { ExecutionRetention, RETENTION_PACE, type RetentionPace } from "./automations/execution-retention.js";
 import { Executions } from "./automations/executions.js";
 import { ExecutionRunner } from "./automations/runner.js";
 import { Worker, WORKER_DEFAULTS } from "./automations/worker.js";
@@ -72,6 +73,8 @@ export interface ServerOptions {
   listenersPoll?: PollTiming;
   /** How long the execution worker may make no progress while runs are due before readiness calls it stuck (tests: short). */
   workerStuckMs?: number;
+  /** How the sweep of executions past their retention goes, beyond the configuration (tests: small batches). */
+  retentionPace?: Partial<RetentionPace>;
 }
 
 export interface RunningServer {
@@ -81,6 +84,8 @@ export interface RunningServer {
   bootstrap: BootstrapResult | null;
   /** The execution worker of this process (tests wait for it to be idle). */
   worker: Worker;
+  /** The sweep of this process that removes executions past their retention (tests run it when they choose). */
+  retention: ExecutionRetention;
   /**
    * Stops, as on SIGTERM: /readyz answers 503 at once, every connection is closed after its next
    * answer, and the worker releases what it has not begun; after `drainMs` (time for a load balancer
@@ -212,6 +217,9 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     ),
   );
   sweep.start();
+  const { days, count, sweepSeconds } = config.executionRetention;
+  const retention = new ExecutionRetention({ storage, clock, logger }, { days, count }, { ...RETENTION_PACE, intervalMs: sweepSeconds * 1000, ...options.retentionPace });
+  retention.start();
   const { port, address } = server.address() as AddressInfo;
   const host = address.includes(":") ? `[${address}]` : address;
 
@@ -221,11 +229,14 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       stopping = true;
       connections.closeAfterAnswers();
       void worker.stop();
+      // A sweep under way ends after its current batch.
+      void retention.stop();
       await new Promise((resolve) => setTimeout(resolve, drainMs));
       await connections.stop();
       // Again: the releases of executions whose records committed since the first call.
       await worker.stop();
       await sweep.stop();
+      await retention.stop();
       await reachability.stop();
       await instances.stop();
       await principals.stop();
@@ -235,5 +246,5 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     })());
 
   const unfinished = () => ({ ...connections.unfinished(), executions: worker.runs() });
-  return { url: `http://${host === "[::]" || host === "0.0.0.0" ? "127.0.0.1" : host}:${port}`, bootstrap, worker, close, unfinished };
+  return { url: `http://${host === "[::]" || host === "0.0.0.0" ? "127.0.0.1" : host}:${port}`, bootstrap, worker, retention, close, unfinished };
 }
