@@ -24,7 +24,12 @@ export type ScenarioKey =
   | "spend-authorize-approved"
   | "spend-authorize-declined"
   | "spend-capture"
-  | "spend-get-effective";
+  | "spend-get-effective"
+  | "pruning-off"
+  | "pruning-on";
+
+/** Selections of --only that name several scenarios. */
+export const SCENARIO_GROUPS: Readonly<Record<string, readonly ScenarioKey[]>> = { pruning: ["pruning-off", "pruning-on"] };
 
 /** The spend scenarios: their ratios are to the POST baseline (a bare `express.json()` route). */
 export const SPEND_KEYS: readonly ScenarioKey[] = ["spend-authorize-approved", "spend-authorize-declined", "spend-capture", "spend-get-effective"];
@@ -113,6 +118,19 @@ export interface Section {
   /** The walk to the deep page: pages fetched and how long it took. */
   walk?: { pages: number; ms: number };
   spends?: SpendCheck;
+  /** Scenario 10: the expired executions before the run with pruning, and what it removed while measured. */
+  pruning?: PruningRun;
+}
+
+export interface PruningRun {
+  /** Expired executions seeded (all but their automation's newest are due), and how old. */
+  backlog: number;
+  ageDays: number;
+  /** Removed from the start of the measured run (warm-up included) to its end, and over how long. */
+  removed: number;
+  seconds: number;
+  /** Still due when the run ended: above 0, pruning ran the whole time. */
+  left: number;
 }
 
 export interface RunInfo {
@@ -172,6 +190,19 @@ const FLOOD_BUDGET = 2;
 
 /** How much a flood by another credential raised this credential's p99: flooded over alone (1 = not at all). */
 export const floodSlowdown = (alone: LoadResult, flooded: LoadResult): number => (alone.latencyMs.p99 > 0 ? flooded.latencyMs.p99 / alone.latencyMs.p99 : Number.NaN);
+
+/** The issue's bound on what pruning a backlog of expired executions may cost the intake at half its maximum. */
+export const PRUNING_BUDGET = 0.05;
+
+/**
+ * What pruning cost the intake at a fixed rate: the CPU per answer of the server and the database
+ * together, with pruning over without, less 1 (0.05 = 5% more). At a fixed rate the answers a
+ * second do not move while there is room; the CPU pruning takes is what the intake's maximum loses.
+ */
+export const pruningCost = (without: LoadResult, withPruning: LoadResult): number => {
+  const cpu = (r: LoadResult) => r.cpu.serverMicrosPerRequest + r.cpu.databaseMicrosPerRequest;
+  return cpu(without) > 0 ? cpu(withPruning) / cpu(without) - 1 : Number.NaN;
+};
 
 /** The issue's bounds on executions: accepted → done p99 at half the maximum intake, and the backlog's drain after saturation. */
 export const EXECUTION_TARGETS = { steadyP99Ms: 100, drainMs: 2_000 } as const;
@@ -357,6 +388,13 @@ export function checkTargets(section: Section, baselineRps: number, postBaseline
     const { drainMs } = section.executionWait;
     checks.push({ target: `at saturation (scenario 1), the backlog drains within ${formatDuration(EXECUTION_TARGETS.drainMs)} of the load stopping`, measured: formatDuration(drainMs), met: drainMs <= EXECUTION_TARGETS.drainMs });
   }
+  const pruningOff = find(section, "pruning-off");
+  const pruningOn = find(section, "pruning-on");
+  if (pruningOff && pruningOn) {
+    const cost = pruningCost(pruningOff.result, pruningOn.result);
+    checks.push({ target: `pruning a backlog of expired executions costs the intake at half its maximum ≤ ${formatPercent(PRUNING_BUDGET)} (CPU per answer, server and database)`, measured: formatPercent(cost), met: cost <= PRUNING_BUDGET });
+    checks.push({ target: "the intake while pruning: no error", measured: String(totalErrors(pruningOn.result)), met: totalErrors(pruningOn.result) === 0 });
+  }
   if (section.memory) {
     checks.push({ target: `server RSS after the full bench < 250 MB (${formatMiB(RSS_BUDGET_MIB)} MiB)`, measured: `${formatMiB(section.memory.afterMiB)} MiB (most seen ${formatMiB(section.memory.maxMiB)} MiB)`, met: section.memory.afterMiB < RSS_BUDGET_MIB });
   }
@@ -445,6 +483,16 @@ function sectionMarkdown(section: Section, baseline: Measured, postBaseline: Mea
         `The machine's ceiling for Authorize (approved): ${formatMicros(c.microsPerRequest)} µs of CPU per decision (server ${formatMicros(server)}, load generator ${formatMicros(load)}, PostgreSQL ${formatMicros(database)}, the rest ${formatMicros(other)}); with all ${cpus} cores busy at these costs, at most ${formatRps(c.requestsPerSecond)} decisions/s, ${formatRatio(c.share)} the POST baseline (target ${formatRatio(target)}). ${c.serverBudgetMicros.allCores > 0 ? `The target needs the server's CPU per decision at ${formatMicros(c.serverBudgetMicros.allCores)} µs or less with every core in use` : "With every core in use the rest of the machine alone leaves the target no room"}, or ${formatMicros(c.serverBudgetMicros.oneCore)} µs on one core; ${formatCores(authorize.result.cpu.idleCores)} cores were idle.`,
       );
     }
+  }
+  const pruningOff = find(section, "pruning-off");
+  const pruningOn = find(section, "pruning-on");
+  const p = section.pruning;
+  if (pruningOff && pruningOn && p) {
+    const [off, on] = [pruningOff.result, pruningOn.result];
+    const cpu = (r: LoadResult) => `${formatMicros(r.cpu.serverMicrosPerRequest)} + ${formatMicros(r.cpu.databaseMicrosPerRequest)} µs`;
+    facts.push(
+      `Pruning (scenario 10): ${p.backlog.toLocaleString("en-US")} finished executions seeded ${p.ageDays} days old, then the intake at half its maximum on a server of its own, twice: with nothing due (EXECUTION_RETENTION_DAYS=3650), and with the backlog due (30). The second removed ${p.removed.toLocaleString("en-US")} of them while measured (${formatRps(p.removed / p.seconds)} a second; ${p.left.toLocaleString("en-US")} still due at its end${p.left === 0 ? ": the backlog ran out, so part of the run had no pruning" : ""}). With pruning over without: req/s ${formatRps(on.requestsPerSecond)} vs ${formatRps(off.requestsPerSecond)}, p50 ${formatMs(on.latencyMs.p50)} vs ${formatMs(off.latencyMs.p50)} ms, p99 ${formatMs(on.latencyMs.p99)} vs ${formatMs(off.latencyMs.p99)} ms (${formatRatio(on.latencyMs.p99 / off.latencyMs.p99)}), CPU per answer (server + PostgreSQL) ${cpu(on)} vs ${cpu(off)}: pruning costs ${formatPercent(pruningCost(off, on))}.`,
+    );
   }
   const jwt = section.scenarios.filter((m) => m.result.tokens);
   for (const m of jwt) facts.push(`${m.label}: ${m.result.tokens!.pregenerated.toLocaleString("en-US")} tokens signed before the run, ${m.result.tokens!.signedDuringRun.toLocaleString("en-US")} during it.`);

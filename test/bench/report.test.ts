@@ -13,6 +13,7 @@ import {
   markdownTable,
   NOTES_MARKER,
   percentile,
+  pruningCost,
   ratio,
   renderMarkdown,
   rssSlope,
@@ -193,6 +194,24 @@ describe("targets", () => {
     const growing = flat.map((x) => ({ ...x, rssMiB: x.rssMiB + x.seconds / 30 }));
     const missed = checkTargets({ ...section([]), steadyWait: { ...wait, p99Ms: 100, drainMs: 10, rate: 400 }, executionWait: { ...wait, p99Ms: 5000, drainMs: 2001 }, memory: { afterMiB: 239, maxMiB: 239 }, soak: { rate: 400, seconds: 300, samples: growing } }, 1000);
     expect(missed.map((c) => c.met)).toEqual([false, false, false, false]);
+  });
+
+  it("hold pruning a backlog to 5% more CPU per answer (server and database) of the intake at half its maximum, with no error", () => {
+    const run = (key: "pruning-off" | "pruning-on", server: number, database: number, errors?: Partial<LoadResult["errors"]>): Measured => {
+      const m = measured(key, 500, 10, errors);
+      return { ...m, result: { ...m.result, cpu: { ...m.result.cpu, serverMicrosPerRequest: server, databaseMicrosPerRequest: database } } };
+    };
+    const off = run("pruning-off", 300, 100);
+    expect(pruningCost(off.result, run("pruning-on", 315, 105).result)).toBeCloseTo(0.05);
+    expect(pruningCost(off.result, run("pruning-on", 290, 100).result)).toBeCloseTo(-0.025);
+    expect(checkTargets(section([off, run("pruning-on", 300, 119)]), 1000).map((c) => [c.measured, c.met])).toEqual([
+      ["4.8%", true],
+      ["0", true],
+    ]);
+    expect(checkTargets(section([off, run("pruning-on", 300, 121, { timeouts: 1 })]), 1000).map((c) => [c.measured, c.met])).toEqual([
+      ["5.2%", false],
+      ["1", false],
+    ]);
   });
 
   it("are only checked for the scenarios that ran", () => {
