@@ -126,10 +126,12 @@ export interface PruningRun {
   /** Expired executions seeded (all but their automation's newest are due), and how old. */
   backlog: number;
   ageDays: number;
-  /** Removed from the start of the measured run (warm-up included) to its end, and over how long. */
+  /** Runs of each kind (with nothing due, with the backlog due), in the order off, on, on, off, ... */
+  rounds: number;
+  /** Removed during the runs with pruning (warm-ups included), and over how long. */
   removed: number;
   seconds: number;
-  /** Still due when the run ended: above 0, pruning ran the whole time. */
+  /** Still due when the last run with pruning ended: above 0, pruning ran the whole time. */
   left: number;
 }
 
@@ -191,16 +193,57 @@ const FLOOD_BUDGET = 2;
 /** How much a flood by another credential raised this credential's p99: flooded over alone (1 = not at all). */
 export const floodSlowdown = (alone: LoadResult, flooded: LoadResult): number => (alone.latencyMs.p99 > 0 ? flooded.latencyMs.p99 / alone.latencyMs.p99 : Number.NaN);
 
+/**
+ * Runs of one scenario taken as one, as if measured together: answers, statuses and errors summed;
+ * answers a second and CPU per answer over all the answers; cores the mean; latency percentiles
+ * the mean of the runs' (an approximation: the runs' histograms are not kept), the max the greatest.
+ */
+export function combineRuns(runs: readonly Measured[], label: string): Measured {
+  const first = runs[0];
+  if (!first) throw new Error("combineRuns: no run");
+  const results = runs.map((m) => m.result);
+  const total = results.reduce((a, r) => a + r.total, 0);
+  const durationSeconds = results.reduce((a, r) => a + r.durationSeconds, 0);
+  const perAnswer = (pick: (r: LoadResult) => number) => (total > 0 ? results.reduce((a, r) => a + pick(r) * r.total, 0) / total : Number.NaN);
+  const mean = (pick: (r: LoadResult) => number) => results.reduce((a, r) => a + pick(r), 0) / results.length;
+  const sum = (pick: (r: LoadResult) => number) => results.reduce((a, r) => a + pick(r), 0);
+  const statuses: Record<string, number> = {};
+  for (const r of results) for (const [status, n] of Object.entries(r.statuses)) statuses[status] = (statuses[status] ?? 0) + n;
+  return {
+    key: first.key,
+    label,
+    rssMiB: runs[runs.length - 1]!.rssMiB,
+    result: {
+      requestsPerSecond: durationSeconds > 0 ? total / durationSeconds : Number.NaN,
+      total,
+      durationSeconds,
+      latencyMs: { p50: mean((r) => r.latencyMs.p50), p99: mean((r) => r.latencyMs.p99), p99_9: mean((r) => r.latencyMs.p99_9), max: Math.max(...results.map((r) => r.latencyMs.max)), mean: perAnswer((r) => r.latencyMs.mean) },
+      errors: { unexpectedStatus: sum((r) => r.errors.unexpectedStatus), socket: sum((r) => r.errors.socket), timeouts: sum((r) => r.errors.timeouts) },
+      statuses,
+      cpu: {
+        serverMicrosPerRequest: perAnswer((r) => r.cpu.serverMicrosPerRequest),
+        serverCores: mean((r) => r.cpu.serverCores),
+        loadGeneratorMicrosPerRequest: perAnswer((r) => r.cpu.loadGeneratorMicrosPerRequest),
+        databaseMicrosPerRequest: perAnswer((r) => r.cpu.databaseMicrosPerRequest),
+        otherMicrosPerRequest: perAnswer((r) => r.cpu.otherMicrosPerRequest),
+        idleCores: mean((r) => r.cpu.idleCores),
+      },
+    },
+  };
+}
+
 /** The issue's bound on what pruning a backlog of expired executions may cost the intake at half its maximum. */
 export const PRUNING_BUDGET = 0.05;
 
 /**
  * What pruning cost the intake at a fixed rate: the CPU per answer of the server and the database
- * together, with pruning over without, less 1 (0.05 = 5% more). At a fixed rate the answers a
- * second do not move while there is room; the CPU pruning takes is what the intake's maximum loses.
+ * together (on SQLite the server's alone: the database is in it, and PostgreSQL's processes then
+ * belong to something else), with pruning over without, less 1 (0.05 = 5% more). At a fixed rate
+ * the answers a second do not move while there is room; the CPU pruning takes is what the intake's
+ * maximum loses.
  */
-export const pruningCost = (without: LoadResult, withPruning: LoadResult): number => {
-  const cpu = (r: LoadResult) => r.cpu.serverMicrosPerRequest + r.cpu.databaseMicrosPerRequest;
+export const pruningCost = (without: LoadResult, withPruning: LoadResult, dialect: Section["dialect"]): number => {
+  const cpu = (r: LoadResult) => r.cpu.serverMicrosPerRequest + (dialect === "postgres" ? r.cpu.databaseMicrosPerRequest : 0);
   return cpu(without) > 0 ? cpu(withPruning) / cpu(without) - 1 : Number.NaN;
 };
 
@@ -391,8 +434,8 @@ export function checkTargets(section: Section, baselineRps: number, postBaseline
   const pruningOff = find(section, "pruning-off");
   const pruningOn = find(section, "pruning-on");
   if (pruningOff && pruningOn) {
-    const cost = pruningCost(pruningOff.result, pruningOn.result);
-    checks.push({ target: `pruning a backlog of expired executions costs the intake at half its maximum ≤ ${formatPercent(PRUNING_BUDGET)} (CPU per answer, server and database)`, measured: formatPercent(cost), met: cost <= PRUNING_BUDGET });
+    const cost = pruningCost(pruningOff.result, pruningOn.result, section.dialect);
+    checks.push({ target: `pruning a backlog of expired executions costs the intake at half its maximum ≤ ${formatPercent(PRUNING_BUDGET)} (CPU per answer${section.dialect === "postgres" ? ", server and database" : ""})`, measured: formatPercent(cost), met: cost <= PRUNING_BUDGET });
     checks.push({ target: "the intake while pruning: no error", measured: String(totalErrors(pruningOn.result)), met: totalErrors(pruningOn.result) === 0 });
   }
   if (section.memory) {
@@ -489,9 +532,10 @@ function sectionMarkdown(section: Section, baseline: Measured, postBaseline: Mea
   const p = section.pruning;
   if (pruningOff && pruningOn && p) {
     const [off, on] = [pruningOff.result, pruningOn.result];
-    const cpu = (r: LoadResult) => `${formatMicros(r.cpu.serverMicrosPerRequest)} + ${formatMicros(r.cpu.databaseMicrosPerRequest)} µs`;
+    const postgres = section.dialect === "postgres";
+    const cpu = (r: LoadResult) => (postgres ? `${formatMicros(r.cpu.serverMicrosPerRequest)} + ${formatMicros(r.cpu.databaseMicrosPerRequest)} µs` : `${formatMicros(r.cpu.serverMicrosPerRequest)} µs`);
     facts.push(
-      `Pruning (scenario 10): ${p.backlog.toLocaleString("en-US")} finished executions seeded ${p.ageDays} days old, then the intake at half its maximum on a server of its own, twice: with nothing due (EXECUTION_RETENTION_DAYS=3650), and with the backlog due (30). The second removed ${p.removed.toLocaleString("en-US")} of them while measured (${formatRps(p.removed / p.seconds)} a second; ${p.left.toLocaleString("en-US")} still due at its end${p.left === 0 ? ": the backlog ran out, so part of the run had no pruning" : ""}). With pruning over without: req/s ${formatRps(on.requestsPerSecond)} vs ${formatRps(off.requestsPerSecond)}, p50 ${formatMs(on.latencyMs.p50)} vs ${formatMs(off.latencyMs.p50)} ms, p99 ${formatMs(on.latencyMs.p99)} vs ${formatMs(off.latencyMs.p99)} ms (${formatRatio(on.latencyMs.p99 / off.latencyMs.p99)}), CPU per answer (server + PostgreSQL) ${cpu(on)} vs ${cpu(off)}: pruning costs ${formatPercent(pruningCost(off, on))}.`,
+      `Pruning (scenario 10): ${p.backlog.toLocaleString("en-US")} finished executions seeded ${p.ageDays} days old, then the intake at half its maximum on a server of its own, ${p.rounds} times each way, in turn (off, on, on, off, …): with nothing due (EXECUTION_RETENTION_DAYS=3650), and with the backlog due (30); each row above takes a way's runs together (latencies: the mean of their percentiles). The runs with the backlog due removed ${p.removed.toLocaleString("en-US")} of them (${formatRps(p.removed / p.seconds)} a second; ${p.left.toLocaleString("en-US")} still due at the end${p.left === 0 ? ": the backlog ran out, so part of a run had no pruning" : ""}). With pruning over without: req/s ${formatRps(on.requestsPerSecond)} vs ${formatRps(off.requestsPerSecond)}, p50 ${formatMs(on.latencyMs.p50)} vs ${formatMs(off.latencyMs.p50)} ms, p99 ${formatMs(on.latencyMs.p99)} vs ${formatMs(off.latencyMs.p99)} ms (${formatRatio(on.latencyMs.p99 / off.latencyMs.p99)}), CPU per answer (${postgres ? "server + PostgreSQL" : "server, the database in it"}) ${cpu(on)} vs ${cpu(off)}: pruning costs ${formatPercent(pruningCost(off, on, section.dialect))}.`,
     );
   }
   const jwt = section.scenarios.filter((m) => m.result.tokens);

@@ -151,8 +151,8 @@ export async function runDatabase(dialect: Dialect, settings: BenchSettings, dri
     const operations = new Map<ScenarioKey, Operation>();
     /** Operations whose requests carry a signed timestamp, signed again before their round trips are counted. */
     const resign = new Map<ScenarioKey, () => RequestSpec>();
-    /** `needed`: measured even when --only leaves it out (another scenario needs its figures). */
-    type MeasureOptions = { expectStatus?: number; target?: NodeProcess; driver?: Driver; needed?: boolean } & Partial<Pick<LoadSpec, "connections" | "durationSeconds" | "warmupSeconds" | "rate">>;
+    /** `needed`: measured even when --only leaves it out (another scenario needs its figures); `unlisted`: not a row of the report by itself. */
+    type MeasureOptions = { expectStatus?: number; target?: NodeProcess; driver?: Driver; needed?: boolean; unlisted?: boolean } & Partial<Pick<LoadSpec, "connections" | "durationSeconds" | "warmupSeconds" | "rate">>;
     const measure = async (key: ScenarioKey, label: string, request: RequestSpec, opts: MeasureOptions = {}): Promise<Measured | undefined> => {
       if (!wanted(key) && !opts.needed) return undefined;
       const target = opts.target ?? server;
@@ -168,7 +168,7 @@ export async function runDatabase(dialect: Dialect, settings: BenchSettings, dri
       };
       const result = await (opts.driver ?? driver).run(spec, request);
       const m: Measured = { key, label, result, rssMiB: target.rssMiB() };
-      scenarios.push(m);
+      if (!opts.unlisted) scenarios.push(m);
       log(`${dialect}: ${label}: ${Math.round(result.requestsPerSecond)} req/s, p50 ${result.latencyMs.p50.toFixed(2)} ms, p99 ${result.latencyMs.p99.toFixed(2)} ms, statuses ${JSON.stringify(result.statuses)}, errors ${result.errors.socket + result.errors.timeouts}, RSS ${Math.round(m.rssMiB)} MiB`);
       return m;
     };
@@ -344,7 +344,7 @@ export async function runDatabase(dialect: Dialect, settings: BenchSettings, dri
     let pruning: Section["pruning"];
     if (wanted("pruning-off", "pruning-on") && halfIntake) {
       const template = await db.db.selectFrom("automation_executions").select(["context", "steps", "step_results", "state"]).where("automation_id", "=", hmac.id).where("state", "=", "AUTOMATION_EXECUTION_STATE_DONE").limit(1).executeTakeFirstOrThrow();
-      pruning = await measurePruning(
+      const measured = await measurePruning(
         {
           db,
           api,
@@ -352,12 +352,14 @@ export async function runDatabase(dialect: Dialect, settings: BenchSettings, dri
           rate: halfIntake,
           hmacRequest,
           start: async (env) => start("0", await freePort(), env),
-          measure: (key, label, request, opts) => measure(key, label, request, opts),
+          run: async (key, label, request, target) => (await measure(key, label, request, { target, rate: halfIntake, unlisted: true }))!,
           drain: async (automationId) => void (await drain(db, automationId)),
           log: (line) => log(`${dialect}: ${line}`),
         },
         template,
       );
+      scenarios.push(measured.off, measured.on);
+      pruning = measured.run;
     }
 
     const afterMiB = server.rssMiB();

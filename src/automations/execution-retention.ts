@@ -120,6 +120,7 @@ export class ExecutionRetention {
       const n = await batch(batchRows);
       removed += n;
       if (n < batchRows) break;
+      // Real time, not the clock's: the pause leaves the database its time.
       const pauseMs = Math.max(minPauseMs, (performance.now() - started) * pauseFactor);
       await new Promise((resolve) => setTimeout(resolve, pauseMs));
     }
