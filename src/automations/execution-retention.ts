@@ -103,6 +103,8 @@ export class ExecutionRetention {
       const ids = await automationIdsAfter(storage, after, AUTOMATIONS_PAGE);
       for (const id of ids) {
         if (this.stopped || batches.left <= 0) return removed;
+        // On SQLite every await resolves at once: let waiting requests be served between automations.
+        await new Promise((resolve) => setImmediate(resolve));
         const cut = await finishedCut(storage, id, keep);
         if (cut) removed += await this.inBatches(batches, (limit) => pruneFinishedThrough(storage, id, cut, limit));
       }
