@@ -28,7 +28,12 @@ export type ScenarioKey =
   | "metrics-hmac-off"
   | "metrics-hmac-on"
   | "metrics-get-off"
-  | "metrics-get-on";
+  | "metrics-get-on"
+  | "pruning-off"
+  | "pruning-on";
+
+/** Selections of --only that name several scenarios. */
+export const SCENARIO_GROUPS: Readonly<Record<string, readonly ScenarioKey[]>> = { pruning: ["pruning-off", "pruning-on"] };
 
 /** The spend scenarios: their ratios are to the POST baseline (a bare `express.json()` route). */
 export const SPEND_KEYS: readonly ScenarioKey[] = ["spend-authorize-approved", "spend-authorize-declined", "spend-capture", "spend-get-effective"];
@@ -117,6 +122,21 @@ export interface Section {
   /** The walk to the deep page: pages fetched and how long it took. */
   walk?: { pages: number; ms: number };
   spends?: SpendCheck;
+  /** Scenario 11: the expired executions before the run with pruning, and what it removed while measured. */
+  pruning?: PruningRun;
+}
+
+export interface PruningRun {
+  /** Expired executions seeded (all but their automation's newest are due), and how old. */
+  backlog: number;
+  ageDays: number;
+  /** Runs of each kind (with nothing due, with the backlog due), in the order off, on, on, off, ... */
+  rounds: number;
+  /** Removed during the runs with pruning (warm-ups included), and over how long. */
+  removed: number;
+  seconds: number;
+  /** Still due when the last run with pruning ended: above 0, pruning ran the whole time. */
+  left: number;
 }
 
 export interface RunInfo {
@@ -192,6 +212,60 @@ const FLOOD_BUDGET = 2;
 
 /** How much a flood by another credential raised this credential's p99: flooded over alone (1 = not at all). */
 export const floodSlowdown = (alone: LoadResult, flooded: LoadResult): number => (alone.latencyMs.p99 > 0 ? flooded.latencyMs.p99 / alone.latencyMs.p99 : Number.NaN);
+
+/**
+ * Runs of one scenario taken as one, as if measured together: answers, statuses and errors summed;
+ * answers a second and CPU per answer over all the answers; cores the mean; latency percentiles
+ * the mean of the runs' (an approximation: the runs' histograms are not kept), the max the greatest.
+ */
+export function combineRuns(runs: readonly Measured[], label: string): Measured {
+  const first = runs[0];
+  if (!first) throw new Error("combineRuns: no run");
+  const results = runs.map((m) => m.result);
+  const total = results.reduce((a, r) => a + r.total, 0);
+  const durationSeconds = results.reduce((a, r) => a + r.durationSeconds, 0);
+  const perAnswer = (pick: (r: LoadResult) => number) => (total > 0 ? results.reduce((a, r) => a + pick(r) * r.total, 0) / total : Number.NaN);
+  const mean = (pick: (r: LoadResult) => number) => results.reduce((a, r) => a + pick(r), 0) / results.length;
+  const sum = (pick: (r: LoadResult) => number) => results.reduce((a, r) => a + pick(r), 0);
+  const statuses: Record<string, number> = {};
+  for (const r of results) for (const [status, n] of Object.entries(r.statuses)) statuses[status] = (statuses[status] ?? 0) + n;
+  return {
+    key: first.key,
+    label,
+    rssMiB: runs[runs.length - 1]!.rssMiB,
+    result: {
+      requestsPerSecond: durationSeconds > 0 ? total / durationSeconds : Number.NaN,
+      total,
+      durationSeconds,
+      latencyMs: { p50: mean((r) => r.latencyMs.p50), p99: mean((r) => r.latencyMs.p99), p99_9: mean((r) => r.latencyMs.p99_9), max: Math.max(...results.map((r) => r.latencyMs.max)), mean: perAnswer((r) => r.latencyMs.mean) },
+      errors: { unexpectedStatus: sum((r) => r.errors.unexpectedStatus), socket: sum((r) => r.errors.socket), timeouts: sum((r) => r.errors.timeouts) },
+      statuses,
+      cpu: {
+        serverMicrosPerRequest: perAnswer((r) => r.cpu.serverMicrosPerRequest),
+        serverCores: mean((r) => r.cpu.serverCores),
+        loadGeneratorMicrosPerRequest: perAnswer((r) => r.cpu.loadGeneratorMicrosPerRequest),
+        databaseMicrosPerRequest: perAnswer((r) => r.cpu.databaseMicrosPerRequest),
+        otherMicrosPerRequest: perAnswer((r) => r.cpu.otherMicrosPerRequest),
+        idleCores: mean((r) => r.cpu.idleCores),
+      },
+    },
+  };
+}
+
+/** The issue's bound on what pruning a backlog of expired executions may cost the intake at half its maximum. */
+export const PRUNING_BUDGET = 0.05;
+
+/**
+ * What pruning cost the intake at a fixed rate: the CPU per answer of the server and the database
+ * together (on SQLite the server's alone: the database is in it, and PostgreSQL's processes then
+ * belong to something else), with pruning over without, less 1 (0.05 = 5% more). At a fixed rate
+ * the answers a second do not move while there is room; the CPU pruning takes is what the intake's
+ * maximum loses.
+ */
+export const pruningCost = (without: LoadResult, withPruning: LoadResult, dialect: Section["dialect"]): number => {
+  const cpu = (r: LoadResult) => r.cpu.serverMicrosPerRequest + (dialect === "postgres" ? r.cpu.databaseMicrosPerRequest : 0);
+  return cpu(without) > 0 ? cpu(withPruning) / cpu(without) - 1 : Number.NaN;
+};
 
 /** The issue's bounds on executions: accepted → done p99 at half the maximum intake, and the backlog's drain after saturation. */
 export const EXECUTION_TARGETS = { steadyP99Ms: 100, drainMs: 2_000 } as const;
@@ -298,7 +372,7 @@ const WRITE_KEYS: readonly ScenarioKey[] = ["my-set-limit", "suspend"];
 export const SPEND_TARGETS = { sqlite: { share: 0.5, p99Ms: 20 }, postgres: { share: 0.25, p99Ms: undefined } } as const;
 
 const find = (s: Section, key: ScenarioKey): Measured | undefined => s.scenarios.find((m) => m.key === key);
-/** Every run of a scenario measured more than once (scenario 10). */
+/** Every run of a scenario measured more than once (scenarios 10 and 11). */
 const results = (s: Section, key: ScenarioKey): LoadResult[] => s.scenarios.filter((m) => m.key === key).map((m) => m.result);
 
 /** What a scenario's CPU per answer allows on this machine, against a share of the POST baseline's req/s. */
@@ -382,6 +456,13 @@ export function checkTargets(section: Section, baselineRps: number, postBaseline
   if (section.executionWait) {
     const { drainMs } = section.executionWait;
     checks.push({ target: `at saturation (scenario 1), the backlog drains within ${formatDuration(EXECUTION_TARGETS.drainMs)} of the load stopping`, measured: formatDuration(drainMs), met: drainMs <= EXECUTION_TARGETS.drainMs });
+  }
+  const pruningOff = find(section, "pruning-off");
+  const pruningOn = find(section, "pruning-on");
+  if (pruningOff && pruningOn) {
+    const cost = pruningCost(pruningOff.result, pruningOn.result, section.dialect);
+    checks.push({ target: `pruning a backlog of expired executions costs the intake at half its maximum ≤ ${formatPercent(PRUNING_BUDGET)} (CPU per answer${section.dialect === "postgres" ? ", server and database" : ""})`, measured: formatPercent(cost), met: cost <= PRUNING_BUDGET });
+    checks.push({ target: "the intake while pruning: no error", measured: String(totalErrors(pruningOn.result)), met: totalErrors(pruningOn.result) === 0 });
   }
   if (section.memory) {
     checks.push({ target: `server RSS after the full bench < 250 MB (${formatMiB(RSS_BUDGET_MIB)} MiB)`, measured: `${formatMiB(section.memory.afterMiB)} MiB (most seen ${formatMiB(section.memory.maxMiB)} MiB)`, met: section.memory.afterMiB < RSS_BUDGET_MIB });
@@ -478,6 +559,18 @@ function sectionMarkdown(section: Section, baseline: Measured, postBaseline: Mea
         `The machine's ceiling for Authorize (approved): ${formatMicros(c.microsPerRequest)} µs of CPU per decision (server ${formatMicros(server)}, load generator ${formatMicros(load)}, PostgreSQL ${formatMicros(database)}, the rest ${formatMicros(other)}); with all ${cpus} cores busy at these costs, at most ${formatRps(c.requestsPerSecond)} decisions/s, ${formatRatio(c.share)} the POST baseline (target ${formatRatio(target)}). ${c.serverBudgetMicros.allCores > 0 ? `The target needs the server's CPU per decision at ${formatMicros(c.serverBudgetMicros.allCores)} µs or less with every core in use` : "With every core in use the rest of the machine alone leaves the target no room"}, or ${formatMicros(c.serverBudgetMicros.oneCore)} µs on one core; ${formatCores(authorize.result.cpu.idleCores)} cores were idle.`,
       );
     }
+  }
+  const pruningOff = find(section, "pruning-off");
+  const pruningOn = find(section, "pruning-on");
+  const p = section.pruning;
+  if (pruningOff && pruningOn && p) {
+    const [off, on] = [pruningOff.result, pruningOn.result];
+    const postgres = section.dialect === "postgres";
+    const cost = pruningCost(off, on, section.dialect);
+    const cpu = (r: LoadResult) => (postgres ? `${formatMicros(r.cpu.serverMicrosPerRequest)} + ${formatMicros(r.cpu.databaseMicrosPerRequest)} µs` : `${formatMicros(r.cpu.serverMicrosPerRequest)} µs`);
+    facts.push(
+      `Pruning (scenario 11): ${p.backlog.toLocaleString("en-US")} finished executions seeded ${p.ageDays} days old, then the intake at half its maximum on a server of its own, ${p.rounds} times each way, in turn (off, on, on, off, …): with nothing due (EXECUTION_RETENTION_DAYS=3650), and with the backlog due (30); each row above takes a way's runs together (latencies: the mean of their percentiles). The runs with the backlog due removed ${p.removed.toLocaleString("en-US")} of them (${formatRps(p.removed / p.seconds)} a second; ${p.left.toLocaleString("en-US")} still due at the end${p.left === 0 ? ": the backlog ran out, so part of a run had no pruning" : ""}). With pruning over without: req/s ${formatRps(on.requestsPerSecond)} vs ${formatRps(off.requestsPerSecond)}, p50 ${formatMs(on.latencyMs.p50)} vs ${formatMs(off.latencyMs.p50)} ms, p99 ${formatMs(on.latencyMs.p99)} vs ${formatMs(off.latencyMs.p99)} ms (${formatRatio(on.latencyMs.p99 / off.latencyMs.p99)}), CPU per answer (${postgres ? "server + PostgreSQL" : "server, the database in it"}) ${cpu(on)} vs ${cpu(off)}: pruning costs ${formatPercent(cost)}${cost < 0 ? " (negative: within the runs' noise)" : ""}.`,
+    );
   }
   const jwt = section.scenarios.filter((m) => m.result.tokens);
   for (const m of jwt) facts.push(`${m.label}: ${m.result.tokens!.pregenerated.toLocaleString("en-US")} tokens signed before the run, ${m.result.tokens!.signedDuringRun.toLocaleString("en-US")} during it.`);

@@ -11,6 +11,7 @@ import { createBenchDatabase, type Dialect } from "./database.js";
 import type { LoadSpec, RequestSpec } from "./load.js";
 import { freePort, ROOT, startDriver, startNode, type Driver, type NodeProcess } from "./processes.js";
 import { METRICS_KEYS, METRICS_RUNS, percentile, SPEND_KEYS, type ExecutionWait, type Measured, type ScenarioKey, type Section, type SpendCheck } from "./report.js";
+import { measurePruning } from "./pruning.js";
 import { countRoundTrips, type Operation } from "./round-trips.js";
 import { seedSubjectAppLimits } from "./seed.js";
 import { soak } from "./soak.js";
@@ -36,6 +37,8 @@ export interface BenchSettings {
   soak?: { seconds: number; rate?: number };
   /** PostgreSQL: count the round trips of each operation (a server of its own). */
   roundTrips: boolean;
+  /** Scenario 11: the expired executions seeded for the sweep to remove. */
+  pruningBacklog: number;
 }
 
 export interface JwtKey {
@@ -143,6 +146,8 @@ export async function runDatabase(dialect: Dialect, settings: BenchSettings, dri
       RATE_LIMIT: "off",
       // No balancer in front: stopped without a drain.
       SHUTDOWN_DRAIN_SECONDS: "0",
+      // Nothing is removed but by scenario 11's own server (the others would sweep its backlog).
+      EXECUTION_RETENTION_DAYS: "3650",
     });
     const start = async (validate: "0" | "1", listenPort: number, env: Record<string, string> = {}, extraNodeArgs: string[] = []) => {
       const name = `${dialect}-validate${validate}-${new Date().toISOString().replace(/[-:.]/g, "")}`;
@@ -163,8 +168,8 @@ export async function runDatabase(dialect: Dialect, settings: BenchSettings, dri
     const operations = new Map<ScenarioKey, Operation>();
     /** Operations whose requests carry a signed timestamp, signed again before their round trips are counted. */
     const resign = new Map<ScenarioKey, () => RequestSpec>();
-    /** `needed`: measured even when --only leaves it out (another scenario needs its figures). */
-    type MeasureOptions = { expectStatus?: number; target?: NodeProcess; driver?: Driver; needed?: boolean } & Partial<Pick<LoadSpec, "connections" | "durationSeconds" | "warmupSeconds" | "rate">>;
+    /** `needed`: measured even when --only leaves it out (another scenario needs its figures); `unlisted`: not a row of the report by itself. */
+    type MeasureOptions = { expectStatus?: number; target?: NodeProcess; driver?: Driver; needed?: boolean; unlisted?: boolean } & Partial<Pick<LoadSpec, "connections" | "durationSeconds" | "warmupSeconds" | "rate">>;
     const measure = async (key: ScenarioKey, label: string, request: RequestSpec, opts: MeasureOptions = {}): Promise<Measured | undefined> => {
       if (!wanted(key) && !opts.needed) return undefined;
       const target = opts.target ?? server;
@@ -180,7 +185,7 @@ export async function runDatabase(dialect: Dialect, settings: BenchSettings, dri
       };
       const result = await (opts.driver ?? driver).run(spec, request);
       const m: Measured = { key, label, result, rssMiB: target.rssMiB() };
-      scenarios.push(m);
+      if (!opts.unlisted) scenarios.push(m);
       log(`${dialect}: ${label}: ${Math.round(result.requestsPerSecond)} req/s, p50 ${result.latencyMs.p50.toFixed(2)} ms, p99 ${result.latencyMs.p99.toFixed(2)} ms, statuses ${JSON.stringify(result.statuses)}, errors ${result.errors.socket + result.errors.timeouts}, RSS ${Math.round(m.rssMiB)} MiB`);
       return m;
     };
@@ -189,7 +194,7 @@ export async function runDatabase(dialect: Dialect, settings: BenchSettings, dri
     // Its rate is the maximum intake that scenario 1b and the soak send half of.
     const hmac = await api.createWebhookAutomation("bench hmac", { hmac: {} });
     const hmacRequest = (automation: { path: string; secret?: string }): RequestSpec => ({ kind: "hmac", path: automation.path, secret: automation.secret!, body: HMAC_BODY });
-    const hmacRun = await measure("hmac", "1. Webhook intake, HMAC, fresh event ids", hmacRequest(hmac), { needed: wanted("hmac-steady") || (settings.soak !== undefined && settings.soak.rate === undefined) });
+    const hmacRun = await measure("hmac", "1. Webhook intake, HMAC, fresh event ids", hmacRequest(hmac), { needed: wanted("hmac-steady", "pruning-off", "pruning-on") || (settings.soak !== undefined && settings.soak.rate === undefined) });
     /** Waits for the automation's executions to finish, and answers how long they took from acceptance. */
     const executionsOf = async (automationId: string, what: string): Promise<ExecutionWait> => {
       const drainMs = await drain(db, automationId);
@@ -379,6 +384,29 @@ export async function runDatabase(dialect: Dialect, settings: BenchSettings, dri
       await drain(db, automation.id);
       log(`${dialect}: soak: RSS ${soaked.samples.map((x) => Math.round(x.rssMiB)).join(" ")} MiB`);
     }
+    // ---- 11. Pruning: the intake at half the maximum, a backlog of expired executions due or not ----
+    // Last: the backlog left in the database changes nothing measured after it.
+    let pruning: Section["pruning"];
+    if (wanted("pruning-off", "pruning-on") && halfIntake) {
+      const template = await db.db.selectFrom("automation_executions").select(["context", "steps", "step_results", "state"]).where("automation_id", "=", hmac.id).where("state", "=", "AUTOMATION_EXECUTION_STATE_DONE").limit(1).executeTakeFirstOrThrow();
+      const measured = await measurePruning(
+        {
+          db,
+          api,
+          backlog: settings.pruningBacklog,
+          rate: halfIntake,
+          hmacRequest,
+          start: async (env) => start("0", await freePort(), env),
+          run: async (key, label, request, target) => (await measure(key, label, request, { target, rate: halfIntake, unlisted: true }))!,
+          drain: async (automationId) => void (await drain(db, automationId)),
+          log: (line) => log(`${dialect}: ${line}`),
+        },
+        template,
+      );
+      scenarios.push(measured.off, measured.on);
+      pruning = measured.run;
+    }
+
     const afterMiB = server.rssMiB();
     const memory = { afterMiB, maxMiB: Math.max(afterMiB, ...scenarios.map((m) => m.rssMiB), ...(soaked?.samples.map((x) => x.rssMiB) ?? [])) };
     log(`${dialect}: server RSS after every scenario ${Math.round(afterMiB)} MiB, most seen ${Math.round(memory.maxMiB)} MiB`);
@@ -403,7 +431,7 @@ export async function runDatabase(dialect: Dialect, settings: BenchSettings, dri
       }
     }
 
-    const order: ScenarioKey[] = ["hmac", "hmac-steady", "jwt-es256", "jwt-eddsa", "duplicate", "my-set-limit", "suspend", "get-effective", "policy-get", "list-first", "list-deep", "validation-off", "validation-on", "rate-limit-alone", "rate-limit-flooded", "rate-limit-flood", ...SPEND_KEYS];
+    const order: ScenarioKey[] = ["hmac", "hmac-steady", "jwt-es256", "jwt-eddsa", "duplicate", "my-set-limit", "suspend", "get-effective", "policy-get", "list-first", "list-deep", "validation-off", "validation-on", "rate-limit-alone", "rate-limit-flooded", "rate-limit-flood", ...SPEND_KEYS, "pruning-off", "pruning-on"];
     // Stable: the runs of scenario 10 keep their order, after the others.
     scenarios.sort((a, b) => (order.indexOf(a.key) + 1 || order.length + 1) - (order.indexOf(b.key) + 1 || order.length + 1));
     return { dialect, database: description, scenarios, memory, ...(executionWaitFigures ? { executionWait: executionWaitFigures } : {}), ...(steadyWait ? { steadyWait } : {}), ...(soaked ? { soak: soaked } : {}), ...(roundTrips ? { roundTrips } : {}), ...(seed ? { seed } : {}), ...(walk ? { walk } : {}), ...(spends ? { spends } : {}) };

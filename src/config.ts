@@ -43,6 +43,8 @@ export interface Config {
   executionLeaseSeconds: number;
   /** METRICS_PORT and METRICS_HOST: where Prometheus scrapes `GET /metrics`, on a listener of its own; null (off) unless METRICS_PORT is set. */
   metrics: { port: number; host: string } | null;
+  /** EXECUTION_RETENTION_DAYS, _COUNT and _SWEEP_SECONDS: which finished executions are kept, and how often the others are removed (automations/execution-retention.ts). */
+  executionRetention: { days: number; count: number | null; sweepSeconds: number };
 }
 
 /**
@@ -262,6 +264,25 @@ function metrics(env: NodeJS.ProcessEnv, apiPort: number): Config["metrics"] {
   return { port, host: env.METRICS_HOST || "127.0.0.1" };
 }
 
+/**
+ * At least the 7 days webhook event records are kept: an event in the delivery log names its
+ * execution, which the age alone never removes before it. Never off: storage would grow for ever.
+ * The count is off unless set.
+ */
+function executionRetention(env: NodeJS.ProcessEnv): Config["executionRetention"] {
+  const count = env.EXECUTION_RETENTION_COUNT;
+  const off = count === undefined || count === "" || count === "off";
+  const max = 100_000_000;
+  if (!off && !(/^[0-9]+$/.test(count) && Number(count) >= 1 && Number(count) <= max)) {
+    throw new ConfigError(`EXECUTION_RETENTION_COUNT must be off or an integer between 1 and ${max}, got "${count}"`);
+  }
+  return {
+    days: integer(env, "EXECUTION_RETENTION_DAYS", 30, 7, 3_650),
+    count: off ? null : Number(count),
+    sweepSeconds: integer(env, "EXECUTION_RETENTION_SWEEP_SECONDS", 60, 1, 86_400),
+  };
+}
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const port = integer(env, "PORT", 8080, 0, 65535);
   const host = env.HOST || "0.0.0.0";
@@ -300,5 +321,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     shutdown: shutdown(env),
     executionLeaseSeconds: integer(env, "EXECUTION_LEASE_SECONDS", 60, 10, 86_400),
     metrics: metrics(env, port),
+    executionRetention: executionRetention(env),
   };
 }

@@ -32,6 +32,7 @@ import { SigningKeys, SIGNING_KEYS_RELOAD_MS } from "./identity/signing-keys.js"
 import { Users } from "./identity/users.js";
 import { Automations } from "./automations/automations.js";
 import { workerHandOff } from "./automations/event-hand-off.js";
+import { ExecutionRetention, RETENTION_PACE, type RetentionPace } from "./automations/execution-retention.js";
 import { Executions } from "./automations/executions.js";
 import { ExecutionRunner } from "./automations/runner.js";
 import { Worker, WORKER_DEFAULTS } from "./automations/worker.js";
@@ -78,6 +79,8 @@ export interface ServerOptions {
   workerStuckMs?: number;
   /** How often the signing keys are read again, rotated when due and retired (tests: often). */
   signingKeysReloadMs?: number;
+  /** How the sweep of executions past their retention goes, beyond the configuration (tests: small batches). */
+  retentionPace?: Partial<RetentionPace>;
 }
 
 export interface RunningServer {
@@ -89,6 +92,8 @@ export interface RunningServer {
   worker: Worker;
   /** Where Prometheus scrapes this server (`GET /metrics` on METRICS_PORT); absent when metrics are off. */
   metricsUrl?: string;
+  /** The sweep of this process that removes executions past their retention (tests run it when they choose). */
+  retention: ExecutionRetention;
   /**
    * Stops, as on SIGTERM: /readyz answers 503 at once, every connection is closed after its next
    * answer, and the worker releases what it has not begun; after `drainMs` (time for a load balancer
@@ -239,6 +244,9 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     ),
   );
   keyUpkeep.start();
+  const { days, count, sweepSeconds } = config.executionRetention;
+  const retention = new ExecutionRetention({ storage, clock, logger }, { days, count }, { ...RETENTION_PACE, intervalMs: sweepSeconds * 1000, ...options.retentionPace });
+  retention.start();
   const { port, address } = server.address() as AddressInfo;
   const host = address.includes(":") ? `[${address}]` : address;
 
@@ -248,12 +256,15 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       stopping = true;
       connections.closeAfterAnswers();
       void worker.stop();
+      // A sweep under way ends after its current batch.
+      void retention.stop();
       await new Promise((resolve) => setTimeout(resolve, drainMs));
       await connections.stop();
       // Again: the releases of executions whose records committed since the first call.
       await worker.stop();
       await sweep.stop();
       await keyUpkeep.stop();
+      await retention.stop();
       await reachability.stop();
       await instances.stop();
       await principals.stop();
@@ -264,5 +275,5 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     })());
 
   const unfinished = () => ({ ...connections.unfinished(), executions: worker.runs() });
-  return { url: `http://${host === "[::]" || host === "0.0.0.0" ? "127.0.0.1" : host}:${port}`, bootstrap, worker, close, unfinished, ...(scrapes ? { metricsUrl: scrapes.url } : {}) };
+  return { url: `http://${host === "[::]" || host === "0.0.0.0" ? "127.0.0.1" : host}:${port}`, bootstrap, worker, retention, close, unfinished, ...(scrapes ? { metricsUrl: scrapes.url } : {}) };
 }

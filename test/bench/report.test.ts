@@ -5,6 +5,7 @@ import type { LoadResult } from "../../bench/load.js";
 import {
   ceiling,
   checkTargets,
+  combineRuns,
   depthSlowdown,
   floodSlowdown,
   formatMs,
@@ -13,6 +14,7 @@ import {
   markdownTable,
   NOTES_MARKER,
   percentile,
+  pruningCost,
   ratio,
   renderMarkdown,
   rssSlope,
@@ -64,6 +66,20 @@ describe("ratios", () => {
   it("says how much a flood by another credential raised a credential's p99", () => {
     expect(floodSlowdown(load(50, 4), load(50, 7))).toBeCloseTo(1.75);
     expect(floodSlowdown(load(50, 0), load(50, 7))).toBeNaN();
+  });
+});
+
+describe("combineRuns", () => {
+  it("takes runs as one: answers and errors summed, CPU per answer over all answers, percentiles averaged, the greatest max", () => {
+    const a = measured("pruning-on", 100, 10, { timeouts: 1 });
+    const b = measured("pruning-on", 300, 20);
+    const slower = { ...b, result: { ...b.result, latencyMs: { ...b.result.latencyMs, max: 900 }, cpu: { ...b.result.cpu, serverMicrosPerRequest: 200, serverCores: 0.5 } } };
+    const both = combineRuns([{ ...a, result: { ...a.result, cpu: { ...a.result.cpu, serverMicrosPerRequest: 100, serverCores: 0.3 } } }, slower], "both");
+    expect(both.label).toBe("both");
+    expect(both.result).toMatchObject({ total: 4000, durationSeconds: 20, requestsPerSecond: 200, errors: { timeouts: 1, socket: 0, unexpectedStatus: 0 }, statuses: { "200": 4000 } });
+    expect(both.result.latencyMs).toMatchObject({ p99: 15, max: 900 });
+    expect(both.result.cpu.serverMicrosPerRequest).toBeCloseTo(175);
+    expect(both.result.cpu.serverCores).toBeCloseTo(0.4);
   });
 });
 
@@ -200,6 +216,30 @@ describe("targets", () => {
     const growing = flat.map((x) => ({ ...x, rssMiB: x.rssMiB + x.seconds / 30 }));
     const missed = checkTargets({ ...section([]), steadyWait: { ...wait, p99Ms: 100, drainMs: 10, rate: 400 }, executionWait: { ...wait, p99Ms: 5000, drainMs: 2001 }, memory: { afterMiB: 239, maxMiB: 239 }, soak: { rate: 400, seconds: 300, samples: growing } }, 1000);
     expect(missed.map((c) => c.met)).toEqual([false, false, false, false]);
+  });
+
+  it("hold pruning a backlog to 5% more CPU per answer of the intake at half its maximum (PostgreSQL's counted on PostgreSQL only), with no error", () => {
+    const run = (key: "pruning-off" | "pruning-on", server: number, database: number, errors?: Partial<LoadResult["errors"]>): Measured => {
+      const m = measured(key, 500, 10, errors);
+      return { ...m, result: { ...m.result, cpu: { ...m.result.cpu, serverMicrosPerRequest: server, databaseMicrosPerRequest: database } } };
+    };
+    const off = run("pruning-off", 300, 100);
+    expect(pruningCost(off.result, run("pruning-on", 315, 105).result, "postgres")).toBeCloseTo(0.05);
+    expect(pruningCost(off.result, run("pruning-on", 290, 100).result, "postgres")).toBeCloseTo(-0.025);
+    expect(pruningCost(off.result, run("pruning-on", 300, 200).result, "sqlite")).toBe(0);
+    const postgres = (on: Measured) => checkTargets({ dialect: "postgres", database: "PostgreSQL", scenarios: [off, on] }, 1000).map((c) => [c.measured, c.met]);
+    expect(postgres(run("pruning-on", 300, 119))).toEqual([
+      ["4.8%", true],
+      ["0", true],
+    ]);
+    expect(postgres(run("pruning-on", 300, 121, { timeouts: 1 }))).toEqual([
+      ["5.2%", false],
+      ["1", false],
+    ]);
+    expect(checkTargets(section([off, run("pruning-on", 316, 100)]), 1000).map((c) => [c.measured, c.met])).toEqual([
+      ["5.3%", false],
+      ["0", true],
+    ]);
   });
 
   it("are only checked for the scenarios that ran", () => {
