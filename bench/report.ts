@@ -25,10 +25,19 @@ export type ScenarioKey =
   | "spend-authorize-declined"
   | "spend-capture"
   | "spend-get-effective"
+  | "metrics-hmac-off"
+  | "metrics-hmac-on"
+  | "metrics-get-off"
+  | "metrics-get-on"
+  | "pruning-off"
+  | "pruning-on"
   | "traces-get-off"
   | "traces-get-on"
   | "traces-hmac-off"
   | "traces-hmac-on";
+
+/** Selections of --only that name several scenarios. */
+export const SCENARIO_GROUPS: Readonly<Record<string, readonly ScenarioKey[]>> = { pruning: ["pruning-off", "pruning-on"] };
 
 /** The spend scenarios: their ratios are to the POST baseline (a bare `express.json()` route). */
 export const SPEND_KEYS: readonly ScenarioKey[] = ["spend-authorize-approved", "spend-authorize-declined", "spend-capture", "spend-get-effective"];
@@ -117,8 +126,23 @@ export interface Section {
   /** The walk to the deep page: pages fetched and how long it took. */
   walk?: { pages: number; ms: number };
   spends?: SpendCheck;
-  /** Scenario 10: what the traced server exported to the bench's receiver. */
+  /** Scenario 12: what the traced server exported to the bench's receiver. */
   traceExports?: { requests: number; bytes: number };
+  /** Scenario 11: the expired executions before the run with pruning, and what it removed while measured. */
+  pruning?: PruningRun;
+}
+
+export interface PruningRun {
+  /** Expired executions seeded (all but their automation's newest are due), and how old. */
+  backlog: number;
+  ageDays: number;
+  /** Runs of each kind (with nothing due, with the backlog due), in the order off, on, on, off, ... */
+  rounds: number;
+  /** Removed during the runs with pruning (warm-ups included), and over how long. */
+  removed: number;
+  seconds: number;
+  /** Still due when the last run with pruning ended: above 0, pruning ran the whole time. */
+  left: number;
 }
 
 export interface RunInfo {
@@ -170,26 +194,107 @@ export const depthSlowdown = (first: LoadResult, deep: LoadResult): number => (d
 /** The issue's target for the cost of response validation. */
 const VALIDATION_BUDGET = 0.1;
 
-/** The share of throughput a feature costs when on: 1 - on/off (0.1 = 10% fewer requests/s). */
-export const throughputCost = (off: LoadResult, on: LoadResult): number => (off.requestsPerSecond > 0 ? 1 - on.requestsPerSecond / off.requestsPerSecond : Number.NaN);
+/** The share of throughput response validation costs: 1 - on/off (0.1 = 10% fewer requests/s). */
+export const validationCost = (off: LoadResult, on: LoadResult): number => (off.requestsPerSecond > 0 ? 1 - on.requestsPerSecond / off.requestsPerSecond : Number.NaN);
 
-/** The share of throughput response validation costs. */
-export const validationCost = throughputCost;
+type InTurnRuns = Record<"hmac" | "get", { name: string; off: ScenarioKey; on: ScenarioKey }>;
 
-/** The issue's target for the cost of traces at 10% sampling (scenario 10). */
+/** Scenario 10: what metrics on may cost (issue 30), and its runs by request and setting. */
+const METRICS_BUDGET = 0.03;
+export const METRICS_RUNS = {
+  hmac: { name: "the HMAC intake", off: "metrics-hmac-off", on: "metrics-hmac-on" },
+  get: { name: "SubjectAppLimitService.Get", off: "metrics-get-off", on: "metrics-get-on" },
+} as const satisfies InTurnRuns;
+export const METRICS_KEYS: readonly ScenarioKey[] = Object.values(METRICS_RUNS).flatMap((r) => [r.off, r.on]);
+
+/** Scenario 12: what traces on at 10% sampling may cost (issue 30), and its runs likewise. */
 const TRACES_BUDGET = 0.1;
+export const TRACES_RUNS = {
+  hmac: { name: "the HMAC intake", off: "traces-hmac-off", on: "traces-hmac-on" },
+  get: { name: "SubjectAppLimitService.Get", off: "traces-get-off", on: "traces-get-on" },
+} as const satisfies InTurnRuns;
+export const TRACES_KEYS: readonly ScenarioKey[] = Object.values(TRACES_RUNS).flatMap((r) => [r.off, r.on]);
 
-/** Scenario 10's pairs: the same requests to a server without traces and to one with them. */
-const TRACE_PAIRS = [
-  { off: "traces-get-off", on: "traces-get-on", what: "SubjectAppLimitService.Get" },
-  { off: "traces-hmac-off", on: "traces-hmac-on", what: "HMAC intake" },
-] as const satisfies ReadonlyArray<{ off: ScenarioKey; on: ScenarioKey; what: string }>;
+/** The settings measured in turn against themselves off, on two servers started together (bench/scenarios.ts). */
+const IN_TURN = [
+  { scenario: 10, setting: "metrics on", budget: METRICS_BUDGET, runs: METRICS_RUNS, title: "Metrics on vs off", how: "two servers started together, one with METRICS_PORT and scraped every second meanwhile" },
+  {
+    scenario: 12,
+    setting: "traces on at 10% sampling",
+    budget: TRACES_BUDGET,
+    runs: TRACES_RUNS,
+    title: "Traces on at 10% sampling vs off",
+    how: "two servers started together, one exporting traces over OTLP/HTTP (protobuf) to a receiver in the bench, OTEL_TRACES_SAMPLER=parentbased_traceidratio, OTEL_TRACES_SAMPLER_ARG=0.1",
+  },
+] as const;
+
+const mean = (values: readonly number[]): number => (values.length > 0 ? values.reduce((a, b) => a + b, 0) / values.length : Number.NaN);
+
+/** The share of throughput a setting costs: 1 - the mean req/s of the runs with it on over those without (0.03 = 3% fewer). */
+export const settingCost = (off: readonly LoadResult[], on: readonly LoadResult[]): number => {
+  const without = mean(off.map((r) => r.requestsPerSecond));
+  return without > 0 ? 1 - mean(on.map((r) => r.requestsPerSecond)) / without : Number.NaN;
+};
 
 /** The issue's bound on what a credential over its rate limit may do to another's p99. */
 const FLOOD_BUDGET = 2;
 
 /** How much a flood by another credential raised this credential's p99: flooded over alone (1 = not at all). */
 export const floodSlowdown = (alone: LoadResult, flooded: LoadResult): number => (alone.latencyMs.p99 > 0 ? flooded.latencyMs.p99 / alone.latencyMs.p99 : Number.NaN);
+
+/**
+ * Runs of one scenario taken as one, as if measured together: answers, statuses and errors summed;
+ * answers a second and CPU per answer over all the answers; cores the mean; latency percentiles
+ * the mean of the runs' (an approximation: the runs' histograms are not kept), the max the greatest.
+ */
+export function combineRuns(runs: readonly Measured[], label: string): Measured {
+  const first = runs[0];
+  if (!first) throw new Error("combineRuns: no run");
+  const results = runs.map((m) => m.result);
+  const total = results.reduce((a, r) => a + r.total, 0);
+  const durationSeconds = results.reduce((a, r) => a + r.durationSeconds, 0);
+  const perAnswer = (pick: (r: LoadResult) => number) => (total > 0 ? results.reduce((a, r) => a + pick(r) * r.total, 0) / total : Number.NaN);
+  const mean = (pick: (r: LoadResult) => number) => results.reduce((a, r) => a + pick(r), 0) / results.length;
+  const sum = (pick: (r: LoadResult) => number) => results.reduce((a, r) => a + pick(r), 0);
+  const statuses: Record<string, number> = {};
+  for (const r of results) for (const [status, n] of Object.entries(r.statuses)) statuses[status] = (statuses[status] ?? 0) + n;
+  return {
+    key: first.key,
+    label,
+    rssMiB: runs[runs.length - 1]!.rssMiB,
+    result: {
+      requestsPerSecond: durationSeconds > 0 ? total / durationSeconds : Number.NaN,
+      total,
+      durationSeconds,
+      latencyMs: { p50: mean((r) => r.latencyMs.p50), p99: mean((r) => r.latencyMs.p99), p99_9: mean((r) => r.latencyMs.p99_9), max: Math.max(...results.map((r) => r.latencyMs.max)), mean: perAnswer((r) => r.latencyMs.mean) },
+      errors: { unexpectedStatus: sum((r) => r.errors.unexpectedStatus), socket: sum((r) => r.errors.socket), timeouts: sum((r) => r.errors.timeouts) },
+      statuses,
+      cpu: {
+        serverMicrosPerRequest: perAnswer((r) => r.cpu.serverMicrosPerRequest),
+        serverCores: mean((r) => r.cpu.serverCores),
+        loadGeneratorMicrosPerRequest: perAnswer((r) => r.cpu.loadGeneratorMicrosPerRequest),
+        databaseMicrosPerRequest: perAnswer((r) => r.cpu.databaseMicrosPerRequest),
+        otherMicrosPerRequest: perAnswer((r) => r.cpu.otherMicrosPerRequest),
+        idleCores: mean((r) => r.cpu.idleCores),
+      },
+    },
+  };
+}
+
+/** The issue's bound on what pruning a backlog of expired executions may cost the intake at half its maximum. */
+export const PRUNING_BUDGET = 0.05;
+
+/**
+ * What pruning cost the intake at a fixed rate: the CPU per answer of the server and the database
+ * together (on SQLite the server's alone: the database is in it, and PostgreSQL's processes then
+ * belong to something else), with pruning over without, less 1 (0.05 = 5% more). At a fixed rate
+ * the answers a second do not move while there is room; the CPU pruning takes is what the intake's
+ * maximum loses.
+ */
+export const pruningCost = (without: LoadResult, withPruning: LoadResult, dialect: Section["dialect"]): number => {
+  const cpu = (r: LoadResult) => r.cpu.serverMicrosPerRequest + (dialect === "postgres" ? r.cpu.databaseMicrosPerRequest : 0);
+  return cpu(without) > 0 ? cpu(withPruning) / cpu(without) - 1 : Number.NaN;
+};
 
 /** The issue's bounds on executions: accepted → done p99 at half the maximum intake, and the backlog's drain after saturation. */
 export const EXECUTION_TARGETS = { steadyP99Ms: 100, drainMs: 2_000 } as const;
@@ -296,6 +401,8 @@ const WRITE_KEYS: readonly ScenarioKey[] = ["my-set-limit", "suspend"];
 export const SPEND_TARGETS = { sqlite: { share: 0.5, p99Ms: 20 }, postgres: { share: 0.25, p99Ms: undefined } } as const;
 
 const find = (s: Section, key: ScenarioKey): Measured | undefined => s.scenarios.find((m) => m.key === key);
+/** Every run of a scenario measured more than once (scenarios 10 and 11). */
+const results = (s: Section, key: ScenarioKey): LoadResult[] => s.scenarios.filter((m) => m.key === key).map((m) => m.result);
 
 /** What a scenario's CPU per answer allows on this machine, against a share of the POST baseline's req/s. */
 export interface Ceiling {
@@ -360,18 +467,18 @@ export function checkTargets(section: Section, baselineRps: number, postBaseline
     const cost = validationCost(off.result, on.result);
     checks.push({ target: `response validation costs ≤ ${formatPercent(VALIDATION_BUDGET)} of throughput`, measured: formatPercent(cost), met: cost <= VALIDATION_BUDGET });
   }
-  for (const pair of TRACE_PAIRS) {
-    const [untraced, traced] = [find(section, pair.off), find(section, pair.on)];
-    if (!untraced || !traced) continue;
-    const cost = throughputCost(untraced.result, traced.result);
-    checks.push({ target: `${pair.what}: traces on at 10% sampling cost ≤ ${formatPercent(TRACES_BUDGET)} of throughput`, measured: formatPercent(cost), met: cost <= TRACES_BUDGET });
-  }
   const alone = find(section, "rate-limit-alone");
   const flooded = find(section, "rate-limit-flooded");
   if (alone && flooded) {
     const slowdown = floodSlowdown(alone.result, flooded.result);
     checks.push({ target: "a credential's p99 while another floods over its rate limit ≤ 2× its p99 alone", measured: formatRatio(slowdown), met: slowdown <= FLOOD_BUDGET });
     checks.push({ target: "that credential: no answer but 200 while the other floods", measured: String(totalErrors(flooded.result)), met: totalErrors(flooded.result) === 0 });
+  }
+  for (const { setting, budget, runs } of IN_TURN) {
+    for (const run of Object.values(runs)) {
+      const cost = settingCost(results(section, run.off), results(section, run.on));
+      if (Number.isFinite(cost)) checks.push({ target: `${setting} cost ≤ ${formatPercent(budget)} of ${run.name}'s throughput`, measured: formatPercent(cost), met: cost <= budget });
+    }
   }
   if (section.steadyWait) {
     const w = section.steadyWait;
@@ -380,6 +487,13 @@ export function checkTargets(section: Section, baselineRps: number, postBaseline
   if (section.executionWait) {
     const { drainMs } = section.executionWait;
     checks.push({ target: `at saturation (scenario 1), the backlog drains within ${formatDuration(EXECUTION_TARGETS.drainMs)} of the load stopping`, measured: formatDuration(drainMs), met: drainMs <= EXECUTION_TARGETS.drainMs });
+  }
+  const pruningOff = find(section, "pruning-off");
+  const pruningOn = find(section, "pruning-on");
+  if (pruningOff && pruningOn) {
+    const cost = pruningCost(pruningOff.result, pruningOn.result, section.dialect);
+    checks.push({ target: `pruning a backlog of expired executions costs the intake at half its maximum ≤ ${formatPercent(PRUNING_BUDGET)} (CPU per answer${section.dialect === "postgres" ? ", server and database" : ""})`, measured: formatPercent(cost), met: cost <= PRUNING_BUDGET });
+    checks.push({ target: "the intake while pruning: no error", measured: String(totalErrors(pruningOn.result)), met: totalErrors(pruningOn.result) === 0 });
   }
   if (section.memory) {
     checks.push({ target: `server RSS after the full bench < 250 MB (${formatMiB(RSS_BUDGET_MIB)} MiB)`, measured: `${formatMiB(section.memory.afterMiB)} MiB (most seen ${formatMiB(section.memory.maxMiB)} MiB)`, met: section.memory.afterMiB < RSS_BUDGET_MIB });
@@ -445,17 +559,16 @@ function sectionMarkdown(section: Section, baseline: Measured, postBaseline: Mea
     const policy = cost > VALIDATION_BUDGET ? " Above the 10% target: responses are validated only in development and tests (NODE_ENV=production turns it off), and every other scenario runs without it." : "";
     facts.push(`Response validation (VALIDATE_RESPONSES=1 vs 0, ${off.label.replace(/, validation .*$/, "")}): costs ${formatPercent(cost)} of throughput${cost < 0 ? " (negative: within the run's noise)" : ""}.${policy}`);
   }
-  const traced = TRACE_PAIRS.flatMap((pair) => {
-    const [untraced, on] = [find(section, pair.off), find(section, pair.on)];
-    if (!untraced || !on) return [];
-    const cost = throughputCost(untraced.result, on.result);
-    const cpu = on.result.cpu.serverMicrosPerRequest - untraced.result.cpu.serverMicrosPerRequest;
-    return [`${pair.what} ${formatPercent(cost)}${cost < 0 ? " (negative: within the run's noise)" : ""}, ${cpu >= 0 ? "+" : ""}${formatMicros(cpu)} µs of server CPU per answer`];
-  });
-  if (traced.length) {
-    const sent = section.traceExports ? ` It exported ${section.traceExports.requests.toLocaleString("en-US")} requests (${formatMiB(section.traceExports.bytes / 1048576)} MiB of protobuf) to the bench's OTLP receiver.` : "";
-    facts.push(`Traces (scenario 10; OTEL_TRACES_SAMPLER=parentbased_traceidratio, OTEL_TRACES_SAMPLER_ARG=0.1, OTLP/HTTP protobuf; the same requests to the main server, without traces, just before): they cost ${traced.join("; ")}.${sent}`);
+  for (const { scenario, title, how, runs } of IN_TURN) {
+    const costs = Object.values(runs).flatMap((run) => {
+      const [off, on] = [results(section, run.off), results(section, run.on)];
+      if (off.length === 0 || on.length === 0) return [];
+      const cpu = (runs: LoadResult[]) => formatMicros(mean(runs.map((r) => r.cpu.serverMicrosPerRequest)));
+      return [`${run.name} costs ${formatPercent(settingCost(off, on))} of its throughput (mean ${formatRps(mean(on.map((r) => r.requestsPerSecond)))} req/s on, ${formatRps(mean(off.map((r) => r.requestsPerSecond)))} off; server CPU per answer ${cpu(on)} µs on, ${cpu(off)} µs off)`];
+    });
+    if (costs.length) facts.push(`${title} (scenario ${scenario}: ${how}; runs off, on, on, off twice, means compared): ${costs.join("; ")}.`);
   }
+  if (section.traceExports) facts.push(`The traced server of scenario 12 exported ${section.traceExports.requests.toLocaleString("en-US")} requests (${formatMiB(section.traceExports.bytes / 1048576)} MiB of protobuf) to the bench's OTLP receiver.`);
   const flood = find(section, "rate-limit-flood");
   const alone = find(section, "rate-limit-alone");
   const flooded = find(section, "rate-limit-flooded");
@@ -480,6 +593,18 @@ function sectionMarkdown(section: Section, baseline: Measured, postBaseline: Mea
         `The machine's ceiling for Authorize (approved): ${formatMicros(c.microsPerRequest)} µs of CPU per decision (server ${formatMicros(server)}, load generator ${formatMicros(load)}, PostgreSQL ${formatMicros(database)}, the rest ${formatMicros(other)}); with all ${cpus} cores busy at these costs, at most ${formatRps(c.requestsPerSecond)} decisions/s, ${formatRatio(c.share)} the POST baseline (target ${formatRatio(target)}). ${c.serverBudgetMicros.allCores > 0 ? `The target needs the server's CPU per decision at ${formatMicros(c.serverBudgetMicros.allCores)} µs or less with every core in use` : "With every core in use the rest of the machine alone leaves the target no room"}, or ${formatMicros(c.serverBudgetMicros.oneCore)} µs on one core; ${formatCores(authorize.result.cpu.idleCores)} cores were idle.`,
       );
     }
+  }
+  const pruningOff = find(section, "pruning-off");
+  const pruningOn = find(section, "pruning-on");
+  const p = section.pruning;
+  if (pruningOff && pruningOn && p) {
+    const [off, on] = [pruningOff.result, pruningOn.result];
+    const postgres = section.dialect === "postgres";
+    const cost = pruningCost(off, on, section.dialect);
+    const cpu = (r: LoadResult) => (postgres ? `${formatMicros(r.cpu.serverMicrosPerRequest)} + ${formatMicros(r.cpu.databaseMicrosPerRequest)} µs` : `${formatMicros(r.cpu.serverMicrosPerRequest)} µs`);
+    facts.push(
+      `Pruning (scenario 11): ${p.backlog.toLocaleString("en-US")} finished executions seeded ${p.ageDays} days old, then the intake at half its maximum on a server of its own, ${p.rounds} times each way, in turn (off, on, on, off, …): with nothing due (EXECUTION_RETENTION_DAYS=3650), and with the backlog due (30); each row above takes a way's runs together (latencies: the mean of their percentiles). The runs with the backlog due removed ${p.removed.toLocaleString("en-US")} of them (${formatRps(p.removed / p.seconds)} a second; ${p.left.toLocaleString("en-US")} still due at the end${p.left === 0 ? ": the backlog ran out, so part of a run had no pruning" : ""}). With pruning over without: req/s ${formatRps(on.requestsPerSecond)} vs ${formatRps(off.requestsPerSecond)}, p50 ${formatMs(on.latencyMs.p50)} vs ${formatMs(off.latencyMs.p50)} ms, p99 ${formatMs(on.latencyMs.p99)} vs ${formatMs(off.latencyMs.p99)} ms (${formatRatio(on.latencyMs.p99 / off.latencyMs.p99)}), CPU per answer (${postgres ? "server + PostgreSQL" : "server, the database in it"}) ${cpu(on)} vs ${cpu(off)}: pruning costs ${formatPercent(cost)}${cost < 0 ? " (negative: within the runs' noise)" : ""}.`,
+    );
   }
   const jwt = section.scenarios.filter((m) => m.result.tokens);
   for (const m of jwt) facts.push(`${m.label}: ${m.result.tokens!.pregenerated.toLocaleString("en-US")} tokens signed before the run, ${m.result.tokens!.signedDuringRun.toLocaleString("en-US")} during it.`);

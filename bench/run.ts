@@ -4,13 +4,15 @@
 //   npm run bench -- [--db sqlite|postgres|both] [--quick] [--duration <s>] [--warmup <s>]
 //                    [--connections <n>] [--rows <n>] [--deep-page <n>] [--log-level <level>]
 //                    [--profile] [--only <key,key>] [--skip-build | --rebuild] [--out <file>]
-//                    [--soak <s>] [--soak-rate <n>] [--skip-round-trips] [--help]
+//                    [--soak <s>] [--soak-rate <n>] [--skip-round-trips] [--backlog <n>] [--help]
 //
 // Builds what is out of date first (the server with `npm run build`, the baseline with
 // bench/tsconfig.build.json). --quick: a smoke run (20,000 rows, 1 s scenarios without warm-up,
 // under a minute once built); its results (and those of --only) go to
 // bench/RESULTS.quick.md unless --out says otherwise. --profile: the servers write V8 CPU profiles
-// (--cpu-prof) to bench/profiles/. --only: measure these scenarios alone (keys in bench/report.ts).
+// (--cpu-prof) to bench/profiles/. --only: measure these scenarios alone (keys in bench/report.ts;
+// `pruning` names both of scenario 11's). --backlog: the expired executions scenario 11 seeds
+// (300,000; 20,000 with --quick).
 // --soak: after the scenarios, HMAC intake for this many seconds at half scenario 1's rate (or
 // --soak-rate events a second), the server's RSS sampled meanwhile (off unless given). On
 // PostgreSQL the round trips of each operation measured are counted, on a server of their own
@@ -23,7 +25,7 @@ import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import type { Dialect } from "./database.js";
 import { build, freePort, killAll, ROOT, startDriver, startJwksServer, startNode } from "./processes.js";
-import { renderMarkdown, withKeptNotes, type Measured, type Report, type ScenarioKey, type Section } from "./report.js";
+import { renderMarkdown, SCENARIO_GROUPS, withKeptNotes, type Measured, type Report, type ScenarioKey, type Section } from "./report.js";
 import { runDatabase, type BenchSettings, type JwtKey } from "./scenarios.js";
 import { spendPostBaseline } from "./spends.js";
 
@@ -46,6 +48,7 @@ function options() {
       soak: { type: "string" },
       "soak-rate": { type: "string" },
       "skip-round-trips": { type: "boolean", default: false },
+      backlog: { type: "string" },
       help: { type: "boolean", default: false },
     },
   });
@@ -85,7 +88,8 @@ function options() {
     out: values.out ?? join(ROOT, quick || values.only ? "bench/RESULTS.quick.md" : "bench/RESULTS.md"),
     ...(values.soak !== undefined ? { soak: { seconds: Math.round(number("soak", values.soak, 0)), ...(values["soak-rate"] !== undefined ? { rate: number("soak-rate", values["soak-rate"], 0) } : {}) } } : {}),
     roundTrips: !values["skip-round-trips"],
-    only: values.only ? new Set(values.only.split(",").map((k) => k.trim()) as ScenarioKey[]) : undefined,
+    only: values.only ? new Set(values.only.split(",").flatMap((k) => SCENARIO_GROUPS[k.trim()] ?? [k.trim() as ScenarioKey])) : undefined,
+    pruningBacklog: Math.round(number("backlog", values.backlog, quick ? 20_000 : 300_000)),
   };
 }
 
@@ -133,6 +137,7 @@ async function main(): Promise<void> {
       ...(opts.only ? { only: opts.only } : {}),
       ...(opts.soak ? { soak: opts.soak } : {}),
       roundTrips: opts.roundTrips,
+      pruningBacklog: opts.pruningBacklog,
     };
 
     // The baseline, started the same way as the server.
@@ -169,7 +174,7 @@ async function main(): Promise<void> {
         warmupSeconds: opts.warmupSeconds,
         quick: opts.quick,
         loadAverage: { before: loadBefore, after: loadavg()[0] ?? Number.NaN },
-        serverEnv: `NODE_ENV=production, LOG_LEVEL=${opts.logLevel}, VALIDATE_RESPONSES=0 except where stated, RATE_LIMIT=off except in scenario 8, JWKS_ALLOW_INSECURE=1 (the JWKS is served by the bench on 127.0.0.1)`,
+        serverEnv: `NODE_ENV=production, LOG_LEVEL=${opts.logLevel}, VALIDATE_RESPONSES=0 except where stated, RATE_LIMIT=off except in scenario 8, EXECUTION_RETENTION_DAYS=3650 except in scenario 10, JWKS_ALLOW_INSECURE=1 (the JWKS is served by the bench on 127.0.0.1)`,
       },
       baseline,
       postBaseline,

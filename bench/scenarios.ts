@@ -11,7 +11,8 @@ import { createBenchDatabase, type Dialect } from "./database.js";
 import type { LoadSpec, RequestSpec } from "./load.js";
 import { startOtlpSink } from "./otlp-sink.js";
 import { freePort, ROOT, startDriver, startNode, type Driver, type NodeProcess } from "./processes.js";
-import { percentile, SPEND_KEYS, type ExecutionWait, type Measured, type ScenarioKey, type Section, type SpendCheck } from "./report.js";
+import { METRICS_KEYS, METRICS_RUNS, percentile, TRACES_KEYS, TRACES_RUNS, SPEND_KEYS, type ExecutionWait, type Measured, type ScenarioKey, type Section, type SpendCheck } from "./report.js";
+import { measurePruning } from "./pruning.js";
 import { countRoundTrips, type Operation } from "./round-trips.js";
 import { seedSubjectAppLimits } from "./seed.js";
 import { soak } from "./soak.js";
@@ -37,6 +38,8 @@ export interface BenchSettings {
   soak?: { seconds: number; rate?: number };
   /** PostgreSQL: count the round trips of each operation (a server of its own). */
   roundTrips: boolean;
+  /** Scenario 11: the expired executions seeded for the sweep to remove. */
+  pruningBacklog: number;
 }
 
 export interface JwtKey {
@@ -57,6 +60,23 @@ const CREDENTIAL_QUOTA = 100;
 const FLOOD_RATE = 10 * CREDENTIAL_QUOTA;
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** The runs of scenarios 10 and 12, the setting measured on or off. */
+const IN_TURN_ORDER = [false, true, true, false, false, true, true, false];
+
+/** Fetches `url` every second until stopped, as a scraper would; a failed scrape is the server's to report. */
+function scrapeEverySecond(url: string): { stop(): Promise<void> } {
+  let last: Promise<unknown> = Promise.resolve();
+  const timer = setInterval(() => {
+    last = fetch(url).then((r) => r.text(), () => undefined);
+  }, 1000);
+  return {
+    stop: async () => {
+      clearInterval(timer);
+      await last;
+    },
+  };
+}
 
 /**
  * Waits until every execution of the automation has finished, and no new one appeared for 300 ms
@@ -127,6 +147,8 @@ export async function runDatabase(dialect: Dialect, settings: BenchSettings, dri
       RATE_LIMIT: "off",
       // No balancer in front: stopped without a drain.
       SHUTDOWN_DRAIN_SECONDS: "0",
+      // Nothing is removed but by scenario 11's own server (the others would sweep its backlog).
+      EXECUTION_RETENTION_DAYS: "3650",
     });
     const start = async (validate: "0" | "1", listenPort: number, env: Record<string, string> = {}, extraNodeArgs: string[] = []) => {
       const name = `${dialect}-validate${validate}-${new Date().toISOString().replace(/[-:.]/g, "")}`;
@@ -147,8 +169,8 @@ export async function runDatabase(dialect: Dialect, settings: BenchSettings, dri
     const operations = new Map<ScenarioKey, Operation>();
     /** Operations whose requests carry a signed timestamp, signed again before their round trips are counted. */
     const resign = new Map<ScenarioKey, () => RequestSpec>();
-    /** `needed`: measured even when --only leaves it out (another scenario needs its figures). */
-    type MeasureOptions = { expectStatus?: number; target?: NodeProcess; driver?: Driver; needed?: boolean } & Partial<Pick<LoadSpec, "connections" | "durationSeconds" | "warmupSeconds" | "rate">>;
+    /** `needed`: measured even when --only leaves it out (another scenario needs its figures); `unlisted`: not a row of the report by itself. */
+    type MeasureOptions = { expectStatus?: number; target?: NodeProcess; driver?: Driver; needed?: boolean; unlisted?: boolean } & Partial<Pick<LoadSpec, "connections" | "durationSeconds" | "warmupSeconds" | "rate">>;
     const measure = async (key: ScenarioKey, label: string, request: RequestSpec, opts: MeasureOptions = {}): Promise<Measured | undefined> => {
       if (!wanted(key) && !opts.needed) return undefined;
       const target = opts.target ?? server;
@@ -164,7 +186,7 @@ export async function runDatabase(dialect: Dialect, settings: BenchSettings, dri
       };
       const result = await (opts.driver ?? driver).run(spec, request);
       const m: Measured = { key, label, result, rssMiB: target.rssMiB() };
-      scenarios.push(m);
+      if (!opts.unlisted) scenarios.push(m);
       log(`${dialect}: ${label}: ${Math.round(result.requestsPerSecond)} req/s, p50 ${result.latencyMs.p50.toFixed(2)} ms, p99 ${result.latencyMs.p99.toFixed(2)} ms, statuses ${JSON.stringify(result.statuses)}, errors ${result.errors.socket + result.errors.timeouts}, RSS ${Math.round(m.rssMiB)} MiB`);
       return m;
     };
@@ -173,7 +195,7 @@ export async function runDatabase(dialect: Dialect, settings: BenchSettings, dri
     // Its rate is the maximum intake that scenario 1b and the soak send half of.
     const hmac = await api.createWebhookAutomation("bench hmac", { hmac: {} });
     const hmacRequest = (automation: { path: string; secret?: string }): RequestSpec => ({ kind: "hmac", path: automation.path, secret: automation.secret!, body: HMAC_BODY });
-    const hmacRun = await measure("hmac", "1. Webhook intake, HMAC, fresh event ids", hmacRequest(hmac), { needed: wanted("hmac-steady") || (settings.soak !== undefined && settings.soak.rate === undefined) });
+    const hmacRun = await measure("hmac", "1. Webhook intake, HMAC, fresh event ids", hmacRequest(hmac), { needed: wanted("hmac-steady", "pruning-off", "pruning-on") || (settings.soak !== undefined && settings.soak.rate === undefined) });
     /** Waits for the automation's executions to finish, and answers how long they took from acceptance. */
     const executionsOf = async (automationId: string, what: string): Promise<ExecutionWait> => {
       const drainMs = await drain(db, automationId);
@@ -247,23 +269,50 @@ export async function runDatabase(dialect: Dialect, settings: BenchSettings, dri
       await validating.stop();
     }
 
-    // ---- 10. Traces: off, then on at 10% sampling, exported to an OTLP receiver in the bench -----
-    // Each pair back to back, so that the machine's drift between its halves is small. The traced
-    // server is a second process on the same database (as validation on is).
-    let traceExports: Section["traceExports"];
-    if (wanted("traces-get-off", "traces-get-on", "traces-hmac-off", "traces-hmac-on")) {
-      const sink = await startOtlpSink();
-      const traced = await start("0", await freePort(), { OTEL_EXPORTER_OTLP_ENDPOINT: sink.url, OTEL_TRACES_SAMPLER: "parentbased_traceidratio", OTEL_TRACES_SAMPLER_ARG: "0.1" });
+    // ---- 10 and 12. Metrics on vs off, traces on vs off: the HMAC intake and SubjectAppLimitService.Get
+    // Two servers started together, alike but for the setting. Each request is measured in turn
+    // off, on, on, off, twice, so that whatever else loads the machine over the runs (a bench machine
+    // shared with other work) weighs on both alike; `whileOn` goes on while the server with the
+    // setting is measured.
+    const measureInTurn = async (scenario: number, setting: string, runs: typeof METRICS_RUNS | typeof TRACES_RUNS, off: NodeProcess, on: NodeProcess, whileOn?: () => { stop(): Promise<void> }) => {
+      const automation = await api.createWebhookAutomation(`bench ${setting}`, { hmac: {} });
+      const requests = { hmac: hmacRequest(automation), get: getRow };
+      for (const [kind, run] of Object.entries(runs) as [keyof typeof runs, (typeof runs)[keyof typeof runs]][]) {
+        for (const [n, isOn] of IN_TURN_ORDER.entries()) {
+          const during = isOn ? whileOn?.() : undefined;
+          try {
+            await measure(isOn ? run.on : run.off, `${scenario}. ${kind === "hmac" ? "Webhook intake, HMAC" : "SubjectAppLimitService.Get"}, ${setting} ${isOn ? "on" : "off"} (run ${n + 1} of ${IN_TURN_ORDER.length})`, requests[kind], { target: isOn ? on : off });
+          } finally {
+            await during?.stop();
+          }
+          if (kind === "hmac") await drain(db, automation.id);
+        }
+      }
+    };
+    // Metrics: the server with them scraped every second while measured (Prometheus's default is
+    // every minute, 15 s in most setups).
+    if (wanted(...METRICS_KEYS)) {
+      const metricsPort = await freePort();
+      const [off, on] = await Promise.all([start("0", await freePort()), start("0", await freePort(), { METRICS_PORT: String(metricsPort) })]);
       try {
-        await measure("traces-get-off", "10. SubjectAppLimitService.Get, traces off", getRow, { needed: true });
-        await measure("traces-get-on", "10. SubjectAppLimitService.Get, traces on (10% sampled)", getRow, { target: traced, needed: true });
-        const automation = await api.createWebhookAutomation("bench traces", { hmac: {} });
-        await measure("traces-hmac-off", "10. Webhook intake, HMAC, traces off", hmacRequest(automation), { needed: true });
-        await drain(db, automation.id);
-        await measure("traces-hmac-on", "10. Webhook intake, HMAC, traces on (10% sampled)", hmacRequest(automation), { target: traced, needed: true });
-        await drain(db, automation.id);
+        await measureInTurn(10, "metrics", METRICS_RUNS, off, on, () => scrapeEverySecond(`http://127.0.0.1:${metricsPort}/metrics`));
       } finally {
-        await traced.stop();
+        await off.stop();
+        await on.stop();
+      }
+    }
+    // Traces: one in ten new traces sampled (parentbased_traceidratio, 0.1), as the README advises,
+    // exported over OTLP/HTTP (protobuf) to a receiver in the bench that answers as a collector does.
+    let traceExports: Section["traceExports"];
+    if (wanted(...TRACES_KEYS)) {
+      const sink = await startOtlpSink();
+      const traced = { OTEL_EXPORTER_OTLP_ENDPOINT: sink.url, OTEL_TRACES_SAMPLER: "parentbased_traceidratio", OTEL_TRACES_SAMPLER_ARG: "0.1" };
+      const [off, on] = await Promise.all([start("0", await freePort()), start("0", await freePort(), traced)]);
+      try {
+        await measureInTurn(12, "traces", TRACES_RUNS, off, on);
+      } finally {
+        await off.stop();
+        await on.stop();
         traceExports = sink.received();
         await sink.close();
       }
@@ -357,6 +406,29 @@ export async function runDatabase(dialect: Dialect, settings: BenchSettings, dri
       await drain(db, automation.id);
       log(`${dialect}: soak: RSS ${soaked.samples.map((x) => Math.round(x.rssMiB)).join(" ")} MiB`);
     }
+    // ---- 11. Pruning: the intake at half the maximum, a backlog of expired executions due or not ----
+    // Last: the backlog left in the database changes nothing measured after it.
+    let pruning: Section["pruning"];
+    if (wanted("pruning-off", "pruning-on") && halfIntake) {
+      const template = await db.db.selectFrom("automation_executions").select(["context", "steps", "step_results", "state"]).where("automation_id", "=", hmac.id).where("state", "=", "AUTOMATION_EXECUTION_STATE_DONE").limit(1).executeTakeFirstOrThrow();
+      const measured = await measurePruning(
+        {
+          db,
+          api,
+          backlog: settings.pruningBacklog,
+          rate: halfIntake,
+          hmacRequest,
+          start: async (env) => start("0", await freePort(), env),
+          run: async (key, label, request, target) => (await measure(key, label, request, { target, rate: halfIntake, unlisted: true }))!,
+          drain: async (automationId) => void (await drain(db, automationId)),
+          log: (line) => log(`${dialect}: ${line}`),
+        },
+        template,
+      );
+      scenarios.push(measured.off, measured.on);
+      pruning = measured.run;
+    }
+
     const afterMiB = server.rssMiB();
     const memory = { afterMiB, maxMiB: Math.max(afterMiB, ...scenarios.map((m) => m.rssMiB), ...(soaked?.samples.map((x) => x.rssMiB) ?? [])) };
     log(`${dialect}: server RSS after every scenario ${Math.round(afterMiB)} MiB, most seen ${Math.round(memory.maxMiB)} MiB`);
@@ -381,8 +453,9 @@ export async function runDatabase(dialect: Dialect, settings: BenchSettings, dri
       }
     }
 
-    const order: ScenarioKey[] = ["hmac", "hmac-steady", "jwt-es256", "jwt-eddsa", "duplicate", "my-set-limit", "suspend", "get-effective", "policy-get", "list-first", "list-deep", "validation-off", "validation-on", "rate-limit-alone", "rate-limit-flooded", "rate-limit-flood", "traces-get-off", "traces-get-on", "traces-hmac-off", "traces-hmac-on", ...SPEND_KEYS];
-    scenarios.sort((a, b) => order.indexOf(a.key) - order.indexOf(b.key));
+    const order: ScenarioKey[] = ["hmac", "hmac-steady", "jwt-es256", "jwt-eddsa", "duplicate", "my-set-limit", "suspend", "get-effective", "policy-get", "list-first", "list-deep", "validation-off", "validation-on", "rate-limit-alone", "rate-limit-flooded", "rate-limit-flood", ...SPEND_KEYS, "pruning-off", "pruning-on"];
+    // Stable: the runs of scenarios 10 and 12 keep their order, after the others.
+    scenarios.sort((a, b) => (order.indexOf(a.key) + 1 || order.length + 1) - (order.indexOf(b.key) + 1 || order.length + 1));
     return { dialect, database: description, scenarios, memory, ...(executionWaitFigures ? { executionWait: executionWaitFigures } : {}), ...(steadyWait ? { steadyWait } : {}), ...(soaked ? { soak: soaked } : {}), ...(roundTrips ? { roundTrips } : {}), ...(seed ? { seed } : {}), ...(walk ? { walk } : {}), ...(spends ? { spends } : {}), ...(traceExports ? { traceExports } : {}) };
   } finally {
     await storage?.close();

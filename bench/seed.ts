@@ -1,10 +1,11 @@
-// Seeds subject-app rows straight into the database (never through the API): `users` users with
-// `appsPerUser` rows each, one transaction per `transactionRows` rows (multi-row INSERTs on
-// SQLite, INSERT ... SELECT FROM unnest on PostgreSQL). Rows copy the controls of a row the API wrote, so they are exactly what
-// the server would have stored.
+// Seeds rows straight into the database (never through the API), one transaction per
+// `transactionRows` rows (multi-row INSERTs on SQLite, INSERT ... SELECT FROM unnest on
+// PostgreSQL): subject-app rows, `users` users with `appsPerUser` rows each, and finished
+// executions long past their retention. Rows copy what a row the server wrote holds, so they are
+// exactly what the server would have stored.
 import { sql } from "kysely";
 import type { Storage } from "../src/storage/connect.js";
-import type { SubjectAppLimitsTable, UsersTable } from "../src/storage/schema.js";
+import type { AutomationExecutionsTable, SubjectAppLimitsTable, UsersTable } from "../src/storage/schema.js";
 
 export interface SeedPlan {
   users: number;
@@ -36,7 +37,7 @@ type Row = Record<string, string | number | null>;
  * INSERTs of `statementRows` rows (its statements hold at most 32,766 parameters). PostgreSQL: one
  * INSERT ... SELECT FROM unnest(...) per transaction, a column per array parameter (COPY-like).
  */
-async function insertRows<R extends Row>(storage: Storage, table: "users" | "subject_app_limits", count: number, make: (i: number) => R, transactionRows: number, statementRows: number): Promise<void> {
+async function insertRows<R extends Row>(storage: Storage, table: "users" | "subject_app_limits" | "automation_executions", count: number, make: (i: number) => R, transactionRows: number, statementRows: number): Promise<void> {
   for (let start = 0; start < count; start += transactionRows) {
     const end = Math.min(count, start + transactionRows);
     await storage.db.transaction().execute(async (trx) => {
@@ -114,4 +115,34 @@ export async function seedSubjectAppLimits(storage: Storage, plan: SeedPlan): Pr
       ? `INSERT ... SELECT FROM unnest(column arrays), a transaction (and statement) per ${transactionRows.toLocaleString("en-US")} rows`
       : `multi-row INSERTs of ${statementRows.toLocaleString("en-US")} rows, a transaction per ${transactionRows.toLocaleString("en-US")} rows`;
   return { users: plan.users, rows, ms, method, analyzeMs: performance.now() - analyzeStarted };
+}
+
+export interface ExecutionSeed {
+  automationId: string;
+  count: number;
+  /** What every execution holds: those of one the server ran. */
+  template: Pick<AutomationExecutionsTable, "context" | "steps" | "step_results" | "state">;
+  /** The executions were made and finished one after another over the day that ends here (ISO). */
+  finishedBy: string;
+}
+
+/** Finished executions of one automation, `count` of them, as the server records them; answers how long the insert took (ms). */
+export async function seedFinishedExecutions(storage: Storage, seed: ExecutionSeed): Promise<number> {
+  const started = performance.now();
+  const end = Date.parse(seed.finishedBy);
+  const step = (24 * 3_600_000) / seed.count;
+  await insertRows<AutomationExecutionsTable & Row>(
+    storage,
+    "automation_executions",
+    seed.count,
+    (i) => {
+      const at = new Date(Math.round(end - (seed.count - i) * step)).toISOString();
+      return { id: `exe_bench${pad(i, 9)}`, automation_id: seed.automationId, event_id: null, ...seed.template, created_at: at, completed_at: at, lease_until: null, attempts: 1 };
+    },
+    10_000,
+    // 11 columns a row: within SQLite's 32,766 parameters.
+    2_000,
+  );
+  if (storage.dialect === "postgres") await sql`analyze automation_executions`.execute(storage.db);
+  return performance.now() - started;
 }

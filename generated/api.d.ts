@@ -1377,7 +1377,8 @@ export interface paths {
          *     is recorded in `CHANGELOG.md` under the release that makes it.
          *
          *     Reads one execution with its per-step state, output and error. Only `ROLE_SUPER_ADMIN`
-         *     may call it (other roles get 403). An unknown id is 404.
+         *     may call it (other roles get 403). An unknown id, or an execution past its retention (see
+         *     `AutomationExecution`), is 404.
          */
         get: operations["svc.api.automations.v1.AutomationExecutionService.GetAutomationExecution"];
         put?: never;
@@ -5120,7 +5121,7 @@ export interface components {
              */
             notRunReason: string | null;
             /**
-             * @description The execution the event started; null when the automation did not run.
+             * @description The execution the event started; null when the automation did not run. The execution may be past its retention already (see `AutomationExecution`), and then no longer found.
              * @example exe_9Tg3Hs6Wq1Zc4Nv8
              */
             automationExecutionId: string | null;
@@ -5391,6 +5392,12 @@ export interface components {
          * @description One run of an automation, created when an accepted webhook event starts it (recorded with the
          *     event, before the intake answers 200) and run by a worker after that. Each step's effect
          *     happens once, even when a run is retried.
+         *
+         *     Retention: a finished execution (`DONE` or `ERROR`) is kept for as long as the tenant's
+         *     operator configures, 30 days after it finished unless set otherwise (never less than 7), and
+         *     may be limited to each automation's newest ones; past that it is no longer listed and
+         *     `GetAutomationExecution` answers 404. An execution is kept while it is pending or running, and
+         *     an automation's newest execution (its `lastExecutedAt`) is kept while the automation exists.
          * @example {
          *       "id": "exe_9Tg3Hs6Wq1Zc4Nv8",
          *       "automationId": "aut_5Xn2Bq8Rk4Lm7Pz1",

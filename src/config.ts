@@ -21,7 +21,9 @@ export interface Config {
   validateResponses: boolean;
   /** Lifetime of issued access tokens, in seconds. */
   accessTokenTtlSeconds: number;
-  /** The key that seals webhook secrets: SECRETS_KEY, else a key file, created if absent unless NODE_ENV=production. */
+  /** SIGNING_KEY_ROTATION_DAYS: the age at which the access-token signing key is replaced by a new one; 0: never. */
+  signingKeyRotationDays: number;
+  /** The key that seals webhook secrets, kept answers and signing keys: SECRETS_KEY, else a key file, created if absent unless NODE_ENV=production. */
   secretsKey: { kind: "value"; key: Buffer } | { kind: "file"; path: string; create: boolean };
   /** MIGRATE_AT_START: apply pending migrations at start (else refuse to start while any is pending: `npm run migrate` applies them). */
   migrateAtStart: boolean;
@@ -39,6 +41,10 @@ export interface Config {
   shutdown: { drainSeconds: number; timeoutSeconds: number };
   /** EXECUTION_LEASE_SECONDS: how long a worker's claim on an execution lasts before another worker may resume it. */
   executionLeaseSeconds: number;
+  /** METRICS_PORT and METRICS_HOST: where Prometheus scrapes `GET /metrics`, on a listener of its own; null (off) unless METRICS_PORT is set. */
+  metrics: { port: number; host: string } | null;
+  /** EXECUTION_RETENTION_DAYS, _COUNT and _SWEEP_SECONDS: which finished executions are kept, and how often the others are removed (automations/execution-retention.ts). */
+  executionRetention: { days: number; count: number | null; sweepSeconds: number };
   /** The OTEL_* variables of traces; null when traces are off (no OTLP endpoint set, or OTEL_SDK_DISABLED=true). */
   tracing: TracingConfig | null;
 }
@@ -199,7 +205,8 @@ function flag(env: NodeJS.ProcessEnv, name: string, fallback = false): boolean {
   throw new ConfigError(`${name} must be 1 (true) or 0 (false)`);
 }
 
-function secretsKey(env: NodeJS.ProcessEnv): Config["secretsKey"] {
+/** Where the key that seals secrets comes from (checked; a key file is read later, by loadSecretsKey). */
+export function secretsKey(env: NodeJS.ProcessEnv): Config["secretsKey"] {
   const value = env.SECRETS_KEY;
   requireInProduction(env, "SECRETS_KEY", Boolean(value || env.SECRETS_KEY_FILE));
   if (value) {
@@ -208,6 +215,16 @@ function secretsKey(env: NodeJS.ProcessEnv): Config["secretsKey"] {
     return { kind: "value", key };
   }
   return { kind: "file", path: resolve(env.SECRETS_KEY_FILE || "data/secrets.key"), create: env.NODE_ENV !== "production" };
+}
+
+/**
+ * What `npm run rotate-signing-key` reads: the database and the secrets key. A missing key file is
+ * never created there: a new key would seal a signing key that no instance opens.
+ */
+export function loadKeyCommandConfig(env: NodeJS.ProcessEnv = process.env): Pick<Config, "database" | "secretsKey"> {
+  const database = loadDatabaseConfig(env);
+  const source = secretsKey(env);
+  return { database, secretsKey: source.kind === "file" ? { ...source, create: false } : source };
 }
 
 function trustProxy(raw: string | undefined): string[] {
@@ -287,6 +304,33 @@ function oneOf<T extends string>(env: NodeJS.ProcessEnv, name: string, allowed: 
   return raw as T;
 }
 
+/** Off unless METRICS_PORT is set; never on the API's port, so that the API's clients cannot read it. */
+function metrics(env: NodeJS.ProcessEnv, apiPort: number): Config["metrics"] {
+  if (!env.METRICS_PORT) return null;
+  const port = integer(env, "METRICS_PORT", 0, 1, 65535);
+  if (port === apiPort) throw new ConfigError(`METRICS_PORT must differ from PORT (${apiPort}): the metrics have a listener of their own`);
+  return { port, host: env.METRICS_HOST || "127.0.0.1" };
+}
+
+/**
+ * At least the 7 days webhook event records are kept: an event in the delivery log names its
+ * execution, which the age alone never removes before it. Never off: storage would grow for ever.
+ * The count is off unless set.
+ */
+function executionRetention(env: NodeJS.ProcessEnv): Config["executionRetention"] {
+  const count = env.EXECUTION_RETENTION_COUNT;
+  const off = count === undefined || count === "" || count === "off";
+  const max = 100_000_000;
+  if (!off && !(/^[0-9]+$/.test(count) && Number(count) >= 1 && Number(count) <= max)) {
+    throw new ConfigError(`EXECUTION_RETENTION_COUNT must be off or an integer between 1 and ${max}, got "${count}"`);
+  }
+  return {
+    days: integer(env, "EXECUTION_RETENTION_DAYS", 30, 7, 3_650),
+    count: off ? null : Number(count),
+    sweepSeconds: integer(env, "EXECUTION_RETENTION_SWEEP_SECONDS", 60, 1, 86_400),
+  };
+}
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const port = integer(env, "PORT", 8080, 0, 65535);
   const host = env.HOST || "0.0.0.0";
@@ -314,6 +358,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     logLevel,
     validateResponses: env.VALIDATE_RESPONSES ? env.VALIDATE_RESPONSES === "1" : env.NODE_ENV !== "production",
     accessTokenTtlSeconds: integer(env, "ACCESS_TOKEN_TTL_SECONDS", 900, 60, 86_400),
+    signingKeyRotationDays: integer(env, "SIGNING_KEY_ROTATION_DAYS", 90, 0, 3_650),
     secretsKey: secretsKey(env),
     migrateAtStart: flag(env, "MIGRATE_AT_START", true),
     webhookSecretGraceSeconds: integer(env, "WEBHOOK_SECRET_GRACE_SECONDS", 86_400, 0, 30 * 86_400),
@@ -323,6 +368,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     heapGrowthPercent: integer(env, "HEAP_GROWTH_PERCENT", DEFAULT_HEAP_GROWTH_PERCENT, 0, 300),
     shutdown: shutdown(env),
     executionLeaseSeconds: integer(env, "EXECUTION_LEASE_SECONDS", 60, 10, 86_400),
+    metrics: metrics(env, port),
+    executionRetention: executionRetention(env),
     tracing: tracing(env),
   };
 }

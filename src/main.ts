@@ -23,6 +23,7 @@ async function main(): Promise<void> {
   out(`Tenant API listening on ${server.url} (tenant ${config.baseUrl})`);
   out(`  docs:     ${server.url}/docs`);
   out(`  contract: ${server.url}/openapi.yaml`);
+  if (server.metricsUrl) out(`  metrics:  ${server.metricsUrl}`);
   out(`  database: ${config.database.kind === "sqlite" ? `sqlite:${config.database.path}` : "postgres"}`);
   if (server.bootstrap) {
     out(`Bootstrap super-admin created on this new database.`);

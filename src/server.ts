@@ -7,6 +7,7 @@ import { systemClock, type Clock } from "./core/clock.js";
 import { createLogger, type Logger } from "./core/logger.js";
 import { consoleDir, contractPath, docsPath } from "./core/package-root.js";
 import { PageTokens } from "./core/pagination.js";
+import { unreadyReasons } from "./core/readiness.js";
 import { AppCaps } from "./funds/app-caps.js";
 import { EffectiveLimits } from "./funds/effective.js";
 import { FundPolicies } from "./funds/fund-policy.js";
@@ -16,7 +17,7 @@ import { SubjectAppLimits } from "./funds/subject-app-limits.js";
 import { answerClientErrors } from "./http/client-error.js";
 import { createApp } from "./http/app.js";
 import { Connections, type UnfinishedRequest } from "./http/connections.js";
-import { Idempotency, sealedAnswerSample } from "./http/idempotency.js";
+import { Idempotency } from "./http/idempotency.js";
 import { RateLimits } from "./http/rate-limit.js";
 import { fundsHandlers } from "./http/handlers/funds.js";
 import { spendHandlers } from "./http/handlers/spends.js";
@@ -27,24 +28,28 @@ import { bootstrapAdmin, type BootstrapResult } from "./identity/bootstrap.js";
 import { ClientCredentialsGrant } from "./identity/client-credentials-grant.js";
 import { Credentials } from "./identity/credentials.js";
 import { FailureThrottle } from "./identity/failure-throttle.js";
-import { SigningKeys } from "./identity/signing-keys.js";
+import { SigningKeys, SIGNING_KEYS_RELOAD_MS } from "./identity/signing-keys.js";
 import { Users } from "./identity/users.js";
 import { Automations } from "./automations/automations.js";
 import { workerHandOff } from "./automations/event-hand-off.js";
+import { ExecutionRetention, RETENTION_PACE, type RetentionPace } from "./automations/execution-retention.js";
 import { Executions } from "./automations/executions.js";
 import { ExecutionRunner } from "./automations/runner.js";
 import { Worker, WORKER_DEFAULTS } from "./automations/worker.js";
+import { Metrics } from "./metrics/metrics.js";
+import { currentBuild } from "./metrics/process-metrics.js";
 import { ChangeWatch, type PollTiming } from "./storage/change-versions.js";
 import { openStorage } from "./storage/connect.js";
 import { IdempotencyRecords } from "./storage/idempotency-records.js";
 import { LiveInstances } from "./storage/live-instances.js";
 import { DatabaseReachability } from "./storage/reachability.js";
-import { checkSecretsKey, loadSecretsKey } from "./storage/secrets-key.js";
+import { checkSealedSecrets } from "./sealed-secrets.js";
+import { loadSecretsKey } from "./storage/secrets-key.js";
 import { WebhookEvents } from "./webhooks/events.js";
 import { WebhookIntake } from "./webhooks/intake.js";
 import { JwksCache } from "./webhooks/jwks-cache.js";
 import type { FetchJwksOptions } from "./webhooks/jwks-fetch.js";
-import { Listeners, sealedSecretSample } from "./webhooks/listeners.js";
+import { Listeners } from "./webhooks/listeners.js";
 import { SecretBox } from "./webhooks/secret-box.js";
 import { sharedKey } from "./storage/settings.js";
 import { startTracing } from "./tracing/start.js";
@@ -73,6 +78,10 @@ export interface ServerOptions {
   listenersPoll?: PollTiming;
   /** How long the execution worker may make no progress while runs are due before readiness calls it stuck (tests: short). */
   workerStuckMs?: number;
+  /** How often the signing keys are read again, rotated when due and retired (tests: often). */
+  signingKeysReloadMs?: number;
+  /** How the sweep of executions past their retention goes, beyond the configuration (tests: small batches). */
+  retentionPace?: Partial<RetentionPace>;
 }
 
 export interface RunningServer {
@@ -82,6 +91,10 @@ export interface RunningServer {
   bootstrap: BootstrapResult | null;
   /** The execution worker of this process (tests wait for it to be idle). */
   worker: Worker;
+  /** Where Prometheus scrapes this server (`GET /metrics` on METRICS_PORT); absent when metrics are off. */
+  metricsUrl?: string;
+  /** The sweep of this process that removes executions past their retention (tests run it when they choose). */
+  retention: ExecutionRetention;
   /**
    * Stops, as on SIGTERM: /readyz answers 503 at once, every connection is closed after its next
    * answer, and the worker releases what it has not begun; after `drainMs` (time for a load balancer
@@ -97,14 +110,12 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const { config } = options;
   const clock = options.clock ?? systemClock;
   const logger = options.logger ?? createLogger(config.logLevel);
-  const storage = await openStorage(config.database, { migrate: config.migrateAtStart });
+  const metrics = config.metrics ? new Metrics(config.metrics, config.database.kind, await currentBuild()) : undefined;
+  const storage = await openStorage(config.database, { migrate: config.migrateAtStart, observer: metrics?.database });
   let secretsKey: Buffer;
   try {
     secretsKey = loadSecretsKey(config.secretsKey);
-    await checkSecretsKey(storage, new SecretBox(secretsKey), config.secretsKey, {
-      "webhook secrets": () => sealedSecretSample(storage),
-      "kept answers": () => sealedAnswerSample(storage),
-    });
+    await checkSealedSecrets(storage, new SecretBox(secretsKey), config.secretsKey);
   } catch (e) {
     await storage.close();
     throw e;
@@ -116,9 +127,10 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const principals = new ChangeWatch(storage, "principals", logger, options.principalsPoll);
   await principals.start();
   const credentials = new Credentials(storage, clock, users, pageTokens, principals);
+  const signingKeys = await SigningKeys.load(storage, new SecretBox(secretsKey), clock, { tokenTtlSeconds: config.accessTokenTtlSeconds, rotationDays: config.signingKeyRotationDays });
   const accessTokens = new AccessTokens(
     storage,
-    await SigningKeys.load(storage, clock),
+    signingKeys,
     clock,
     { issuer: config.baseUrl, ttlSeconds: config.accessTokenTtlSeconds },
     principals,
@@ -134,7 +146,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const limits = new SubjectAppLimits(storage, clock, users, policy, pageTokens, config.tenantId);
   const caps = new AppCaps(storage, clock, policy, pageTokens, config.tenantId);
   const effective = new EffectiveLimits(storage, clock, policy);
-  const spends = new SpendAuthorizations(storage, clock, effective);
+  const spends = new SpendAuthorizations(storage, clock, effective, metrics?.spends);
   const spendList = new SpendList(storage, clock, pageTokens);
 
   // Automations' updates, deletions and secret rotations, made by any instance, reach this one's kept listeners.
@@ -145,7 +157,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const executions = new Executions(storage, pageTokens);
   const events = new WebhookEvents(storage, clock, pageTokens);
   const worker = new Worker(
-    { storage, clock, events, logger, runner: new ExecutionRunner({ storage, clock, limits, logger }) },
+    { storage, clock, events, logger, runner: new ExecutionRunner({ storage, clock, limits, logger, observer: metrics?.executions }) },
     { ...WORKER_DEFAULTS, leaseMs: config.executionLeaseSeconds * 1000, stuckMs: options.workerStuckMs ?? config.executionLeaseSeconds * 1000 },
   );
   const poolWaitMs = config.database.kind === "postgres" ? (config.database.poolTimeoutMs ?? DATABASE_DEFAULTS.poolTimeoutMs) : 0;
@@ -181,7 +193,8 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     docsPath,
     consoleDir,
     validateResponses: config.validateResponses,
-    unready: async () => [...((await reachability.check()) ? [] : ["database-unreachable"]), ...(worker.stuck() ? ["workers-stuck"] : [])],
+    requestObservers: metrics?.requestObservers,
+    unready: async () => unreadyReasons(await reachability.check(), worker.stuck()),
     stopping: () => stopping,
     handlers: {
       ...identityHandlers({ grant, users, credentials, trustProxy: config.trustProxy }),
@@ -193,7 +206,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
 
   const connections = new Connections(app);
   const { server } = connections;
-  answerClientErrors(server, logger);
+  answerClientErrors(server, logger, metrics && ((reason) => metrics.http.parserRefused(reason)));
   // Idle keep-alive connections are closed by the client or the load balancer first (their idle
   // timeouts are shorter: undici 4 s, common balancers 60 s): a server that closes first races a
   // request being sent on the same connection, which the client sees as ECONNRESET.
@@ -203,6 +216,15 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   server.requestTimeout = 300_000;
   // Every header field is kept, none dropped past a count; limitHeaderFields refuses too many.
   server.maxHeadersCount = 0;
+  // First: a metrics port that is taken stops the start before the API takes any traffic.
+  const scrapes = await metrics?.listen({
+    storage,
+    clock,
+    runs: () => worker.runs(),
+    reasons: () => unreadyReasons(reachability.reachableAtLastPing(), worker.stuck()),
+    stopping: () => stopping,
+    stalledMs: () => worker.stalledMs(),
+  });
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
     server.listen(config.port, config.host, () => resolve());
@@ -216,6 +238,19 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     ),
   );
   sweep.start();
+  const keyUpkeep = new BackgroundTask(options.signingKeysReloadMs ?? SIGNING_KEYS_RELOAD_MS, () =>
+    signingKeys.maintain().then(
+      ({ rotated, retired }) => {
+        if (rotated) logger.info({ msg: "signing key rotated", kid: rotated });
+        if (retired.length > 0) logger.info({ msg: "signing keys retired", kids: retired });
+      },
+      (err: unknown) => logger.error({ msg: "signing key upkeep failed", err }),
+    ),
+  );
+  keyUpkeep.start();
+  const { days, count, sweepSeconds } = config.executionRetention;
+  const retention = new ExecutionRetention({ storage, clock, logger }, { days, count }, { ...RETENTION_PACE, intervalMs: sweepSeconds * 1000, ...options.retentionPace });
+  retention.start();
   const { port, address } = server.address() as AddressInfo;
   const host = address.includes(":") ? `[${address}]` : address;
 
@@ -225,21 +260,26 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       stopping = true;
       connections.closeAfterAnswers();
       void worker.stop();
+      // A sweep under way ends after its current batch.
+      void retention.stop();
       await new Promise((resolve) => setTimeout(resolve, drainMs));
       await connections.stop();
       // Again: the releases of executions whose records committed since the first call.
       await worker.stop();
       await sweep.stop();
+      await keyUpkeep.stop();
+      await retention.stop();
       await reachability.stop();
       await instances.stop();
       await principals.stop();
       await fundPolicyChanges.stop();
       await listenerChanges.stop();
+      await scrapes?.close();
       await storage.close();
       // Last: the spans of everything above, exported within a bound of their own (tracing/start.ts).
       await tracing?.stop();
     })());
 
   const unfinished = () => ({ ...connections.unfinished(), executions: worker.runs() });
-  return { url: `http://${host === "[::]" || host === "0.0.0.0" ? "127.0.0.1" : host}:${port}`, bootstrap, worker, close, unfinished };
+  return { url: `http://${host === "[::]" || host === "0.0.0.0" ? "127.0.0.1" : host}:${port}`, bootstrap, worker, retention, close, unfinished, ...(scrapes ? { metricsUrl: scrapes.url } : {}) };
 }

@@ -19,12 +19,13 @@ import { checkComputedId, type AutomationStep } from "./automation-input.js";
 import { CelEvaluationError, checkExpression, evaluateBoolean, evaluateJson, evaluateString, evaluateTimestamp, setOwn, type CelContext, type CompiledExpression, type ExpectedResult } from "./cel.js";
 import { ExecutionState, StepState, type StepResult } from "./executions.js";
 import { OutputBudget } from "./resource-budget.js";
+import type { RunObserver } from "./run-observer.js";
 
 const CHECKED_CACHE_SIZE = 2_000;
 
 export class ExecutionRunner {
   constructor(
-    private readonly deps: { storage: Storage; clock: Clock; limits: SubjectAppLimits; logger: Logger },
+    private readonly deps: { storage: Storage; clock: Clock; limits: SubjectAppLimits; logger: Logger; observer?: RunObserver },
   ) {}
 
   /** Expressions as checked when their automation was saved; checked once more per process, not per run. */
@@ -41,14 +42,33 @@ export class ExecutionRunner {
   }
 
   async run(execution: AutomationExecutionsTable): Promise<void> {
+    const { observer } = this.deps;
+    if (!observer) {
+      await this.runSteps(execution);
+      return;
+    }
+    // `attempts` counts the runs begun, this one's included (claims.ts).
+    if (execution.attempts > 1) observer.resumed();
+    try {
+      const state = await this.runSteps(execution);
+      observer.finished(state, this.deps.clock.now() - Date.parse(execution.created_at));
+    } catch (e) {
+      if (e instanceof LeaseLost) observer.leaseLost();
+      throw e;
+    }
+  }
+
+  /** Runs the steps that have no result yet; answers the state the execution ended in. */
+  private async runSteps(execution: AutomationExecutionsTable): Promise<ExecutionEnd> {
     const steps = JSON.parse(execution.steps) as AutomationStep[];
     const results = JSON.parse(execution.step_results) as StepResult[];
     const { trigger } = JSON.parse(execution.context) as { trigger: unknown };
-    const saved = (state?: string) => this.saved(execution, results, state);
-    const persist = (state?: string) => saveResultsAlone(this.deps.storage, saved(state));
+    const saved = (state?: ExecutionEnd) => this.saved(execution, results, state);
+    const persist = (state?: ExecutionEnd) => saveResultsAlone(this.deps.storage, saved(state));
+    const end = async (state: ExecutionEnd) => (await persist(state), state);
     // The last step's result is saved with the execution's final state: one write fewer per run.
     const lastPending = results.findLastIndex((r) => r.state === StepState.PENDING);
-    if (lastPending === -1) return persist(ExecutionState.DONE);
+    if (lastPending === -1) return end(ExecutionState.DONE);
     const outputs = new OutputBudget();
     for (const [i, step] of steps.entries()) {
       const result = results[i];
@@ -87,10 +107,10 @@ export class ExecutionRunner {
         if (interrupted(e)) throw e;
         results[i] = { ...result, state: StepState.ERROR, error: describe(e) };
         if (!(e instanceof ApiError) && !(e instanceof CelEvaluationError)) this.deps.logger.error({ msg: "automation step failed", executionId: execution.id, step: step.stepName, err: e });
-        await persist(ExecutionState.ERROR);
-        return;
+        return end(ExecutionState.ERROR);
       }
     }
+    return ExecutionState.DONE;
   }
 
   /** A step's effect, through the same funds code as the API; its answer is the step's output. */
@@ -118,7 +138,7 @@ export class ExecutionRunner {
     throw new Error("the step has no kind");
   }
 
-  private saved(execution: AutomationExecutionsTable, results: StepResult[], state?: string): ResultsSave {
+  private saved(execution: AutomationExecutionsTable, results: StepResult[], state?: ExecutionEnd): ResultsSave {
     return {
       id: execution.id,
       // A claimed execution always has one; without, no save can match and the run stops (LeaseLost).
@@ -138,6 +158,9 @@ function outputsBefore(steps: readonly AutomationStep[], results: readonly StepR
   }
   return outputs;
 }
+
+/** The states a run ends an execution in. */
+type ExecutionEnd = typeof ExecutionState.DONE | typeof ExecutionState.ERROR;
 
 /** Whether the run must stop without recording `e`: nothing of the step was kept, and a later run does it again. */
 export const interrupted = (e: unknown): boolean => e instanceof LeaseLost || databaseUnavailable(e) !== undefined;

@@ -124,9 +124,14 @@ export class Worker {
 
   /** Runs are due and none has progressed (a claim answered, a run ended) for `stuckMs`. */
   stuck(): boolean {
-    if (!this.started || this.stopped) return false;
+    return this.stalledMs() > this.options.stuckMs;
+  }
+
+  /** How long runs have been due without progress (a claim answered, a run ended); 0 while none is due. */
+  stalledMs(): number {
+    if (!this.started || this.stopped) return 0;
     const due = this.draining !== undefined || this.handedOff.length > 0 || this.leasesToEnd.size > 0 || this.claimFailing;
-    return due && performance.now() - this.progressAt > this.options.stuckMs;
+    return due ? performance.now() - this.progressAt : 0;
   }
 
   /** Runs every runnable execution, now, the database's included; a call while running makes the loop go once more. */

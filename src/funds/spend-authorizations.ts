@@ -19,6 +19,7 @@ import { isSet } from "./guards.js";
 import { parseMoney, toNanos } from "./money.js";
 import { covers, requireApp, type SpendAccess } from "./spend-access.js";
 import { decideSpend } from "./spend-decision.js";
+import type { SpendObserver } from "./spend-observer.js";
 import { ledgerEntry } from "./spend-ledger.js";
 import { answeredState, authorizationView, rowById, windowOf, type SpendAuthorization, type SpendRow, type StoredState } from "./spend-rows.js";
 import { lockWindow, usageView } from "./spend-usage.js";
@@ -38,6 +39,7 @@ export class SpendAuthorizations {
     private readonly storage: Storage,
     private readonly clock: Clock,
     private readonly effective: EffectiveLimits,
+    private readonly observer?: SpendObserver,
   ) {}
 
   async authorize(access: SpendAccess, body: AuthorizeRequest, beforeCommit?: BeforeCommit<SpendAuthorization>): Promise<SpendAuthorization> {
@@ -49,7 +51,7 @@ export class SpendAuthorizations {
     if (!Number.isInteger(holdSeconds) || holdSeconds < 1) throw invalidField("body.holdSeconds", "must be >= 1");
     if (holdSeconds > MAX_HOLD_SECONDS) throw invalidField("body.holdSeconds", `must be <= ${MAX_HOLD_SECONDS}`);
 
-    return writeTransaction(this.storage, { exclusive: [] }, async (db) => {
+    const { view, cause } = await writeTransaction(this.storage, { exclusive: [] }, async (db) => {
       const now = this.clock.now();
       // The user's existence (404 USER_NOT_FOUND), the policy and the layers in one read, after the
       // policy's shared lock (the currency stays until commit; taken with the read, one round trip)
@@ -93,8 +95,10 @@ export class SpendAuthorizations {
       const entry = state === "DECLINED" ? null : ledgerEntry(created.id, window, state === "PENDING" ? "HOLD" : "CAPTURE", amount, now);
       const view = authorizationView(created, created.created_at, { decision, metadata });
       await recordAuthorization(this.storage, db, created, entry, view, beforeCommit);
-      return view;
+      return { view, cause: verdict.cause };
     });
+    this.observer?.decided(view.decision.approved, cause);
+    return view;
   }
 
   async get(access: SpendAccess, id: string): Promise<SpendAuthorization> {

@@ -24,6 +24,7 @@ import type { RateLimits } from "./rate-limit.js";
 import { outputOnlyIgnored } from "./output-only.js";
 import { JSON_LIMIT_BYTES, notingEmptyBody, rawBodyLimit, readRawBody, refuseDeclaredOversize, requiredBody, unlessBodyless, verifyJson, wholeRequest } from "./request-body.js";
 import { requestId } from "./request-id.js";
+import { observeRequests, type RequestObserver } from "./request-outcome.js";
 import { requestSpan } from "./request-span.js";
 import { RequestShapes } from "./request-shapes.js";
 import { isRawPath, methodsAt, pathParametersOf, routeOf } from "./route-table.js";
@@ -51,6 +52,8 @@ export interface AppOptions {
   idempotency: Idempotency;
   /** The rate limits per source address, credential and webhook listener. */
   rateLimits: RateLimits;
+  /** Told of each request once answered, besides the access log (the metrics). */
+  requestObservers?: readonly RequestObserver[];
 }
 
 const FORM_LIMIT = "16kb";
@@ -144,7 +147,7 @@ export function createApp(options: AppOptions): Express {
   leanJsonAnswers(app);
 
   if (tracingOn()) app.use(requestSpan);
-  app.use(series(requestId, accessLog(logger), limitHeaderFields));
+  app.use(series(requestId, observeRequests([accessLog(logger), ...(options.requestObservers ?? [])]), limitHeaderFields));
 
   app.get("/healthz", (_req, res) => void res.json({ status: "ok" }));
   app.get("/readyz", async (_req, res, next) => {
@@ -201,7 +204,12 @@ export function createApp(options: AppOptions): Express {
             remoteAddress: req.socket.remoteAddress ?? "",
             forwardedFor: req.get("x-forwarded-for"),
           },
-          { requestId: res.locals.requestId as string, peer: peerOf(req), intakeLimits: options.rateLimits.forIntake(req, res) },
+          {
+            requestId: res.locals.requestId as string,
+            peer: peerOf(req),
+            intakeLimits: options.rateLimits.forIntake(req, res),
+            intakeAuthenticatesWith: (method) => void (res.locals.webhookAuth = method),
+          },
         );
         res.status(200).json(body);
       } catch (e) {

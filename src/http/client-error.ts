@@ -40,8 +40,8 @@ export const wasRefused = (req: IncomingMessage): boolean => refused.has(req);
  * needs and refuses, as the parser refuses framing it cannot read, a transfer coding other than
  * chunked alone: Node takes `gzip, chunked` for chunked and hands over the bytes still gzipped.
  */
-export function answerClientErrors(server: Server, logger: Logger): void {
-  const refuse = answerClientError(logger);
+export function answerClientErrors(server: Server, logger: Logger, onRefused?: ParserRefusals): void {
+  const refuse = answerClientError(logger, onRefused);
   server.on("request", (req: IncomingMessage, res: ServerResponse) => {
     dispatched.set(req.socket, { req, res });
     const coding = req.headers["transfer-encoding"];
@@ -52,8 +52,11 @@ export function answerClientErrors(server: Server, logger: Logger): void {
   server.on("clientError", refuse);
 }
 
+/** Told of each request the parser refused, which no step of the app sees (the metrics). */
+export type ParserRefusals = (reason: ErrorReason) => void;
+
 /** The `clientError` listener: answers with the Status body where the connection allows it, then closes it. */
-export function answerClientError(logger: Logger) {
+export function answerClientError(logger: Logger, onRefused?: ParserRefusals) {
   return (err: Error & { code?: string }, socket: Duplex): void => {
     if (handled.has(socket)) return;
     handled.add(socket);
@@ -66,6 +69,7 @@ export function answerClientError(logger: Logger) {
     // The parser's code only: the raw packet may hold credentials.
     const report = (requestId: string) => {
       logger.warn({ msg: "refused by the HTTP parser", requestId, status: refusal.status, reason: refusal.reason, parserCode: err.code });
+      onRefused?.(refusal.reason);
       const body = statusBody(new ApiError(refusal.status, GrpcCode.INVALID_ARGUMENT, refusal.reason, refusal.message), requestId);
       publishErrorAnswer({ operationId: undefined, status: refusal.status, body });
       return JSON.stringify(body);

@@ -2,7 +2,7 @@
 import { unauthenticated } from "../core/errors.js";
 import type { Principal } from "../identity/roles.js";
 import type { BeforeCommit } from "../storage/transactions.js";
-import type { IntakeLimits } from "../webhooks/intake.js";
+import type { IncomingRequest, IntakeLimits } from "../webhooks/intake.js";
 
 export interface RequestContext {
   requestId: string;
@@ -12,6 +12,8 @@ export interface RequestContext {
   peer: { remoteAddress: string; forwardedFor: string | undefined };
   /** The rate limits the webhook intake meets in its order; set on its requests (the raw ones). */
   intakeLimits?: IntakeLimits;
+  /** Set on the webhook intake's requests: told the listener's authentication method (IncomingRequest.authenticatesWith). */
+  intakeAuthenticatesWith?: IncomingRequest["authenticatesWith"];
   /**
    * Set for a request made with an Idempotency-Key: keeps `body` as the request's answer in the
    * transaction `db` of its effect. An operation whose effect is one transaction calls it there, so

@@ -128,6 +128,7 @@ export class RateLimits {
     res.setHeader("RateLimit-Policy", applied.map((a) => `"${a.name}";q=${a.quota.quota};w=${a.quota.windowSeconds}`).join(", "));
     res.setHeader("RateLimit", applied.map((a) => `"${a.name}";r=${a.decision.remaining};t=${a.decision.seconds}`).join(", "));
     if (!decision.allowed && count !== "charge") {
+      res.locals.rateLimitedBy = name;
       const { reason, message } = REFUSALS[name];
       throw new ApiError(429, GrpcCode.RESOURCE_EXHAUSTED, reason, message, {
         metadata: { policy: name },

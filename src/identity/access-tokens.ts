@@ -42,16 +42,17 @@ export class AccessTokens {
   ) {}
 
   async issue(userId: string, credentialId: string): Promise<{ token: string; expiresIn: number }> {
+    const key = await this.keys.current();
     const now = Math.floor(this.clock.now() / 1000);
     const token = await new SignJWT({ cid: credentialId })
-      .setProtectedHeader({ alg: TOKEN_ALG, kid: this.keys.current.kid, typ: "at+jwt" })
+      .setProtectedHeader({ alg: TOKEN_ALG, kid: key.kid, typ: "at+jwt" })
       .setIssuer(this.options.issuer)
       .setAudience(this.options.issuer)
       .setSubject(userId)
       .setIssuedAt(now)
       .setExpirationTime(now + this.options.ttlSeconds)
       .setJti(base62(16))
-      .sign(this.keys.current.privateKey);
+      .sign(key.privateKey);
     return { token, expiresIn: this.options.ttlSeconds };
   }
 

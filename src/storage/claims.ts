@@ -38,6 +38,21 @@ export async function claimExecutions(storage: Storage, now: string, leaseUntil:
   return claimed.sort((a, b) => (a.created_at < b.created_at ? -1 : a.created_at > b.created_at ? 1 : a.id < b.id ? -1 : 1));
 }
 
+/**
+ * How many executions are runnable now (pending, or their run's lease lapsed), counted up to `cap`:
+ * each kind is a seek in the queue's index, so the count reads `cap` index entries at most.
+ */
+export async function countRunnable(db: Db, now: string, cap: number): Promise<number> {
+  let count = 0;
+  for (const where of runnable(now)) {
+    if (count >= cap) break;
+    const found = db.selectFrom("automation_executions").select("id").where(where).limit(cap - count).as("found");
+    const row = await db.selectFrom(found).select((eb) => eb.fn.countAll<number | string>().as("n")).executeTakeFirstOrThrow();
+    count += Number(row.n);
+  }
+  return count;
+}
+
 function claimWhere(db: Db, where: Runnable, leaseUntil: string, count: number): Promise<AutomationExecutionsTable[]> {
   const oldest = db.selectFrom("automation_executions").select("id").where(where).orderBy("created_at").orderBy("id").limit(count);
   return db
@@ -90,13 +105,15 @@ export async function endLeases(storage: Storage, leases: ReadonlyArray<{ id: st
 /**
  * Makes executions claimed and not begun pending again, for any worker to claim at once. Each only
  * while it still holds the lease given with the claim: one whose lease lapsed may be another's now.
+ * The claim's attempt is taken back, as no run began: `attempts` counts runs begun, so that a run
+ * that finds more than one before it resumes an execution whose earlier run did not finish.
  */
 export async function releaseExecutions(storage: Storage, held: readonly Pick<AutomationExecutionsTable, "id" | "lease_until">[]): Promise<void> {
   if (held.length === 0) return;
   await writeStatement(storage, (db) =>
     db
       .updateTable("automation_executions")
-      .set({ state: PENDING, lease_until: null })
+      .set((eb) => ({ state: PENDING, lease_until: null, attempts: eb("attempts", "-", 1) }))
       .where("state", "=", RUNNING)
       .where((eb) => eb.or(held.map((e) => eb.and([eb("id", "=", e.id), eb("lease_until", "=", e.lease_until)]))))
       .execute(),

@@ -9,6 +9,7 @@ import pg from "pg";
 import { ConfigError, DATABASE_DEFAULTS, type DatabaseConfig } from "../config.js";
 import { BoundedMap } from "../core/bounded-map.js";
 import { migrateDatabase } from "./migrate.js";
+import type { DatabaseObserver, PoolCounts } from "./database-observer.js";
 import { closingLostConnections } from "./pg-connection-faults.js";
 import { deferringBegin } from "./pg-deferred-begin.js";
 import { startCheckpointer, type Checkpointer } from "./sqlite-checkpointer.js";
@@ -18,6 +19,10 @@ export interface Storage {
   db: Kysely<Database>;
   dialect: "sqlite" | "postgres";
   close(): Promise<void>;
+  /** Told of the database's failures and waits (metrics); absent when nothing listens. */
+  observer?: DatabaseObserver;
+  /** PostgreSQL: the pool's connections now. */
+  poolCounts?: () => PoolCounts;
 }
 
 const STATEMENT_CACHE_SIZE = 500;
@@ -42,6 +47,7 @@ function cachePreparedStatements(database: SQLite.Database): void {
 
 interface Opened {
   db: Kysely<Database>;
+  poolCounts?: () => PoolCounts;
   /** Starts what runs beside the connection once the schema is up to date. */
   startWorkers(): Promise<Checkpointer | undefined>;
 }
@@ -50,7 +56,7 @@ interface Opened {
  * better-sqlite3 is an optional dependency: a PostgreSQL deployment installs without it (`npm ci
  * --omit=optional`, no native build), so it is loaded only when SQLite is configured.
  */
-async function loadSqlite(): Promise<typeof SQLite> {
+export async function loadSqlite(): Promise<typeof SQLite> {
   try {
     return (await import("better-sqlite3")).default;
   } catch (e) {
@@ -113,13 +119,18 @@ function postgresPool(config: PostgresConfig, forMigrations = false): pg.Pool {
   return pool;
 }
 
-function openPostgres(config: PostgresConfig, forMigrations = false): Kysely<Database> {
-  return new Kysely<Database>({ dialect: new PostgresDialect({ pool: deferringBegin(closingLostConnections(postgresPool(config, forMigrations))) }) });
+function openPostgres(config: PostgresConfig, forMigrations = false, observer?: DatabaseObserver): Opened {
+  const pool = postgresPool(config, forMigrations);
+  return {
+    db: new Kysely<Database>({ dialect: new PostgresDialect({ pool: deferringBegin(closingLostConnections(pool, observer)) }) }),
+    poolCounts: () => ({ open: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount, max: config.poolSize ?? DATABASE_DEFAULTS.poolSize }),
+    startWorkers: async () => undefined,
+  };
 }
 
-async function open(config: DatabaseConfig): Promise<Opened & { dialect: Storage["dialect"] }> {
+async function open(config: DatabaseConfig, observer?: DatabaseObserver): Promise<Opened & { dialect: Storage["dialect"] }> {
   if (config.kind === "sqlite") return { ...(await openSqlite(config.path, config.busyTimeoutMs ?? DATABASE_DEFAULTS.sqliteBusyTimeoutMs)), dialect: "sqlite" };
-  return { db: openPostgres(config), startWorkers: async () => undefined, dialect: "postgres" };
+  return { ...openPostgres(config, false, observer), dialect: "postgres" };
 }
 
 /**
@@ -127,10 +138,11 @@ async function open(config: DatabaseConfig): Promise<Opened & { dialect: Storage
  * a database that lacks any (StartRefused), as it refuses one a later release migrated beyond what
  * this release runs with (./migrate.ts). On PostgreSQL migrations run on a pool of their own,
  * without the statement timeouts: a migration, or the wait for another instance's, may be long.
+ * `observer` is told of what the database fails at and waits for once the schema is up to date.
  */
-export async function openStorage(config: DatabaseConfig, options: { migrate?: boolean } = {}): Promise<Storage> {
-  const { db, dialect, startWorkers } = await open(config);
-  const migrating = config.kind === "postgres" ? openPostgres(config, true) : db;
+export async function openStorage(config: DatabaseConfig, options: { migrate?: boolean; observer?: DatabaseObserver } = {}): Promise<Storage> {
+  const { db, dialect, startWorkers, poolCounts } = await open(config, options.observer);
+  const migrating = config.kind === "postgres" ? openPostgres(config, true).db : db;
   try {
     await migrateDatabase(migrating, dialect, options.migrate ?? true).finally(() => migrating !== db && migrating.destroy());
   } catch (e) {
@@ -145,6 +157,8 @@ export async function openStorage(config: DatabaseConfig, options: { migrate?: b
       await checkpointer?.stop();
       await db.destroy();
     },
+    ...(options.observer ? { observer: options.observer } : {}),
+    ...(poolCounts ? { poolCounts } : {}),
   };
 }
 

@@ -106,6 +106,17 @@ async function migrateOnce(db: Kysely<any>, plan: MigrationPlan): Promise<string
   return pendingSteps(plan, state).length > 0 || unrecordedSteps(plan, state).length > 0 ? applyPending(db, plan, state) : [];
 }
 
+/**
+ * The migrations applied to the database (none: not a database of this service, or a new one) and
+ * those this release would apply; refuses (StartRefused) a database a later release migrated beyond
+ * what this release runs with. Changes nothing.
+ */
+export async function migrationStatus(db: Kysely<any>, dialect: "sqlite" | "postgres", plan: MigrationPlan = planFor(dialect)): Promise<{ applied: string[]; pending: string[] }> {
+  const state = await readState(db);
+  refuseLaterRelease(plan, state);
+  return { applied: state.applied, pending: pendingSteps(plan, state).map((s) => s.name) };
+}
+
 const SQLITE_MIGRATION_ATTEMPTS = 5;
 
 /**
@@ -121,11 +132,9 @@ const SQLITE_MIGRATION_ATTEMPTS = 5;
  */
 export async function migrateDatabase(db: Kysely<any>, dialect: "sqlite" | "postgres", apply: boolean, plan: MigrationPlan = planFor(dialect)): Promise<string[]> {
   if (!apply) {
-    const state = await readState(db);
-    refuseLaterRelease(plan, state);
-    const pending = pendingSteps(plan, state);
+    const { pending } = await migrationStatus(db, dialect, plan);
     if (pending.length === 0) return [];
-    const names = pending.length === 1 ? pending[0]!.name : `${pending[0]!.name} to ${pending.at(-1)!.name}`;
+    const names = pending.length === 1 ? pending[0] : `${pending[0]} to ${pending.at(-1)}`;
     throw new StartRefused(`the database lacks ${pending.length} migration(s) this release needs (${names}) and MIGRATE_AT_START=0: run \`npm run migrate\` of this release first`);
   }
   if (dialect === "sqlite") {

@@ -1024,6 +1024,19 @@ const m0019 = (text: TextType, dialect: "sqlite" | "postgres"): Migration => ({
   },
 });
 
+// Bounded storage of executions (src/automations/execution-retention.ts): the finished ones by when
+// they finished, for the sweep by age (one range, oldest first), and by automation newest first, for
+// the sweep by count (the newest N of an automation read from the index alone). Partial: a pending
+// or running execution is in neither, so the intake's insert writes no entry; the final save writes
+// both. `if not exists`: on a large table an operator may build them first without blocking writes
+// (PostgreSQL's CREATE INDEX CONCURRENTLY, README "Upgrading"), and the migration then finds them.
+const m0020: Migration = {
+  async up(db: Kysely<any>) {
+    await sql`create index if not exists automation_executions_finished on automation_executions (completed_at) where completed_at is not null`.execute(db);
+    await sql`create index if not exists automation_executions_finished_by_automation on automation_executions (automation_id, created_at, id) where completed_at is not null`.execute(db);
+  },
+};
+
 /** The trace context of the request that accepted an event, kept with the execution it starts, for the run's span to continue. */
 const m0021 = (text: TextType): Migration => ({
   async up(db: Kysely<any>) {
@@ -1065,6 +1078,7 @@ export interface MigrationStep {
  *   dropped as nothing spent or held until a decision in it (of either release) seeds the row. On
  *   SQLite its window lock makes a dropped row anew with nothing spent or held: it approves what the
  *   window's limit no longer allows.
+ * - 0020: two indexes it does not know of, on finished executions (which it never deletes): it runs.
  * - 0021: a nullable column it does not know of; rows it inserts leave it null (their runs start
  *   traces of their own): it runs.
  */
@@ -1090,6 +1104,7 @@ export function migrationSteps(dialect: "sqlite" | "postgres"): MigrationStep[] 
     ["0017_spends_currency_index_dropped", m0017, RUNS],
     ["0018_spend_windows_by_start_and_end", m0018(text, dialect), RUNS_ON_POSTGRES],
     ["0019_spend_usage_by_instant", m0019(text, dialect), RUNS_ON_POSTGRES],
+    ["0020_finished_executions_indexes", m0020, RUNS],
     ["0021_execution_trace_context", m0021(text), RUNS],
   ];
   return steps.map(([name, migration, earlier]) => ({ name, migration, earlierReleaseRuns: earlier[dialect] }));

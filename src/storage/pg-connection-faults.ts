@@ -8,6 +8,7 @@
 // - a failure to open a connection is marked as such (unavailable.ts: a 55000 then means the database
 //   does not accept connections).
 import type pg from "pg";
+import { timeoutOf, type DatabaseObserver } from "./database-observer.js";
 import { connectionLost, openingFailed } from "./unavailable.js";
 
 /** What the layer above uses of a checked-out client. */
@@ -26,13 +27,16 @@ interface Guarded extends Connection {
   readonly openedAt: number;
 }
 
-export function closingLostConnections(pool: pg.Pool): Connections {
+/** `observer`: told of each statement that met a timeout (this sees every query's failure). */
+export function closingLostConnections(pool: pg.Pool, observer?: DatabaseObserver): Connections {
   let losses = 0;
   const guards = new WeakMap<pg.PoolClient, Guarded>();
 
   const guard = (client: pg.PoolClient): Guarded => {
     let lost: unknown;
     const noticed = (error: unknown) => {
+      const timeout = observer ? timeoutOf(error) : undefined;
+      if (timeout) observer?.timedOut(timeout);
       if (lost === undefined && connectionLost(error)) {
         lost = error;
         losses++;

@@ -41,6 +41,11 @@ export class DatabaseReachability {
     return this.pings.stop();
   }
 
+  /** What the last ping found (reachable before the first), without pinging: for what asks often (the metrics). */
+  reachableAtLastPing(): boolean {
+    return this.reachable;
+  }
+
   /** Pings now, or joins the ping under way: whether the database answered in time. */
   check(): Promise<boolean> {
     return (this.pinging ??= this.ping().finally(() => (this.pinging = undefined)));

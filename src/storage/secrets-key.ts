@@ -22,7 +22,7 @@ export function loadSecretsKey(source: Config["secretsKey"]): Buffer {
     text = readFileSync(source.path, "utf8");
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code !== "ENOENT") throw e;
-    throw new ConfigError(`SECRETS_KEY_FILE ${source.path} does not exist (under NODE_ENV=production the key is never created)`);
+    throw new ConfigError(`SECRETS_KEY_FILE ${source.path} does not exist (only a server's first start outside NODE_ENV=production creates it)`);
   }
   const key = Buffer.from(text.trim(), "base64url");
   if (key.length !== 32) throw new Error(`${source.path} does not hold a 32-byte base64url key`);
@@ -35,7 +35,8 @@ export interface Sealed {
   context: string;
 }
 
-interface Box {
+/** What seals and opens them (the secret box of src/webhooks/secret-box.ts). */
+export interface Box {
   seal(plain: string, context: string): string;
   open(sealed: string, context: string): string;
 }
@@ -43,7 +44,7 @@ interface Box {
 /** Sealed by the first instance that started on the database since the check exists; opened at every later start. */
 const KEY_CHECK = { setting: "secrets_key_check", plain: "the secrets key of this database", context: "secrets-key-check" } as const;
 
-const keyName = (source: Config["secretsKey"]) => (source.kind === "value" ? "SECRETS_KEY" : `the key in ${source.path} (SECRETS_KEY_FILE)`);
+export const keyName = (source: Config["secretsKey"]) => (source.kind === "value" ? "SECRETS_KEY" : `the key in ${source.path} (SECRETS_KEY_FILE)`);
 
 /**
  * Refuses to start (StartRefused) unless `box` opens what the database holds sealed: the key check;

@@ -5,6 +5,7 @@
 // caller learns its outcome only after the shared COMMIT: nothing is answered before it is durable.
 import { CompiledQuery, type Kysely } from "kysely";
 import { bindToContext } from "../core/tracing.js";
+import type { DatabaseObserver } from "./database-observer.js";
 import type { Database } from "./schema.js";
 
 /** Transactions per COMMIT at most, so that the first of a long queue does not wait long. */
@@ -27,7 +28,11 @@ export class SqliteGroupCommit {
   private queue: Queued[] = [];
   private busy = false;
 
-  constructor(private readonly db: Kysely<Database>) {}
+  constructor(
+    private readonly db: Kysely<Database>,
+    /** Told how long each BEGIN IMMEDIATE waited for the write lock (another process's write, up to busy_timeout). */
+    private readonly observer?: DatabaseObserver,
+  ) {}
 
   /**
    * Runs `body` in a write transaction (BEGIN IMMEDIATE) shared with the others queued now. The body
@@ -50,7 +55,7 @@ export class SqliteGroupCommit {
   private async flush(): Promise<void> {
     const batch = this.queue.splice(0, MAX_BATCH);
     try {
-      await this.db.connection().execute((db) => commitBatch(db, batch));
+      await this.db.connection().execute((db) => commitBatch(db, batch, this.observer));
     } catch (error) {
       for (const item of batch) item.reject(error);
     } finally {
@@ -60,8 +65,13 @@ export class SqliteGroupCommit {
   }
 }
 
-async function commitBatch(db: Kysely<Database>, batch: readonly Queued[]): Promise<void> {
-  await db.executeQuery(BEGIN);
+async function commitBatch(db: Kysely<Database>, batch: readonly Queued[], observer: DatabaseObserver | undefined): Promise<void> {
+  const beginning = performance.now();
+  try {
+    await db.executeQuery(BEGIN);
+  } finally {
+    observer?.waitedForWriteLock((performance.now() - beginning) / 1000);
+  }
   const settle: Array<() => void> = [];
   try {
     for (const item of batch) {

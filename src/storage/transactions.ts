@@ -16,6 +16,7 @@
 import { type Kysely, sql } from "kysely";
 import { inChildSpan } from "../core/tracing.js";
 import type { Storage } from "./connect.js";
+import { failureCause } from "./database-observer.js";
 import type { KeptRecord } from "./idempotency-records.js";
 import type { Database } from "./schema.js";
 import { SqliteGroupCommit } from "./sqlite-group-commit.js";
@@ -59,12 +60,15 @@ export async function writeTransaction<T>(storage: Storage, locks: Locks, body: 
     if (storage.dialect === "postgres") await takeLocks(outer, locks);
     return body(outer);
   }
-  if (storage.dialect === "sqlite") return inTransactionSpan(storage, () => groupCommit(storage).run(body));
+  if (storage.dialect === "sqlite") return inTransactionSpan(storage, () => observed(storage, groupCommit(storage).run(body)));
   return inTransactionSpan(storage, () =>
-    storage.db.transaction().execute(async (trx) => {
-      await takeLocks(trx, locks);
-      return body(trx);
-    }),
+    observed(
+      storage,
+      storage.db.transaction().execute(async (trx) => {
+        await takeLocks(trx, locks);
+        return body(trx);
+      }),
+    ),
   );
 }
 
@@ -73,7 +77,18 @@ export async function writeTransaction<T>(storage: Storage, locks: Locks, body: 
  * group commit instead of paying for a commit of its own.
  */
 export function writeStatement<T>(storage: Storage, body: (db: Db) => Promise<T>): Promise<T> {
-  return inTransactionSpan(storage, () => (storage.dialect === "sqlite" ? groupCommit(storage).run(body) : body(storage.db)));
+  return inTransactionSpan(storage, () => observed(storage, storage.dialect === "sqlite" ? groupCommit(storage).run(body) : body(storage.db)));
+}
+
+/** `run`, whose failure the storage's observer is told of when the database failed it (not when its body refused the request). */
+function observed<T>(storage: Storage, run: Promise<T>): Promise<T> {
+  const { observer } = storage;
+  if (!observer) return run;
+  return run.catch((error: unknown) => {
+    const cause = failureCause(error);
+    if (cause !== undefined) observer.transactionFailed(cause);
+    throw error;
+  });
 }
 
 /** The `db.system.name` of each dialect (OpenTelemetry's semantic conventions). */
@@ -93,7 +108,7 @@ const groupCommits = new WeakMap<Kysely<Database>, SqliteGroupCommit>();
 function groupCommit(storage: Storage): SqliteGroupCommit {
   let group = groupCommits.get(storage.db);
   if (!group) {
-    group = new SqliteGroupCommit(storage.db);
+    group = new SqliteGroupCommit(storage.db, storage.observer);
     groupCommits.set(storage.db, group);
   }
   return group;
@@ -109,5 +124,5 @@ async function takeLocks(db: Db, locks: Locks): Promise<void> {
 export async function readTransaction<T>(storage: Storage, body: (db: Db) => Promise<T>): Promise<T> {
   // SQLite: a deferred transaction: in WAL mode its reads share one snapshot and block no writer.
   const transaction = storage.dialect === "sqlite" ? storage.db.transaction() : storage.db.transaction().setIsolationLevel("repeatable read");
-  return inTransactionSpan(storage, () => transaction.execute(body));
+  return inTransactionSpan(storage, () => observed(storage, transaction.execute(body)));
 }

@@ -25,6 +25,8 @@ export interface IncomingRequest {
   remoteAddress: string;
   forwardedFor: string | undefined;
   limits: IntakeLimits;
+  /** Told the listener's authentication method once the listener is found: the HTTP layer labels the delivery's metrics with it. */
+  authenticatesWith?: (method: IntakeListener["method"]) => void;
 }
 
 /**
@@ -82,6 +84,7 @@ export class WebhookIntake {
     request.limits.screen(request.listenerId);
     const listener = await listeners.findForIntake(request.listenerId);
     if (!listener) throw listenerNotFound();
+    request.authenticatesWith?.(listener.method);
     const peer = clientAddress(request.remoteAddress, request.forwardedFor, this.deps.trustProxy);
     if (!isAllowed(JSON.parse(listener.allowed_cidrs) as string[], peer)) {
       throw permissionDenied("SOURCE_NOT_ALLOWED", "the source address is not in the listener's allowed CIDR ranges");

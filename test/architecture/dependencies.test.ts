@@ -1,9 +1,11 @@
 // The rooms of src/ depend one way (issue 16): webhooks/ owns listeners, their secrets and their
 // checks and imports nothing of automations/; automations/ uses webhooks/ only through
 // webhooks/for-automations.ts, the intake's hand-off included. Domain code does not import Express,
-// neither directly nor through src/http. OpenTelemetry is imported by src/tracing/otel.ts alone,
-// which src/tracing/start.ts imports when traces are on: off, none of it is loaded. Read from the
-// import statements of every module of src/.
+// neither directly nor through src/http. Only src/metrics imports prom-client, and no room but the
+// composition root (src/server.ts) imports src/metrics: the others report through interfaces of
+// their own. OpenTelemetry is imported by src/tracing/otel.ts alone, which src/tracing/start.ts
+// imports when traces are on: off, none of it is loaded. Read from the import statements of every
+// module of src/.
 import { readdirSync, readFileSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
 import ts from "typescript";
@@ -45,6 +47,7 @@ describe("dependencies between the rooms of src/", () => {
     expect(show(edges.filter((e) => e.from === "src/webhooks/intake.ts"))).toContain("src/webhooks/intake.ts -> src/webhooks/listeners.ts");
     expect(show(edges.filter((e) => inRoom(e.from, "automations") && e.to === WEBHOOKS_INTERFACE))).toContain(`src/automations/event-hand-off.ts -> ${WEBHOOKS_INTERFACE}`);
     expect(edges.some((e) => inRoom(e.from, "http") && e.to === "express")).toBe(true);
+    expect(edges.some((e) => inRoom(e.from, "metrics") && e.to === "prom-client")).toBe(true);
   });
 
   it("webhooks/ imports nothing of automations/", () => {
@@ -53,6 +56,11 @@ describe("dependencies between the rooms of src/", () => {
 
   it(`automations/ imports webhooks/ only through ${WEBHOOKS_INTERFACE}`, () => {
     expect(show(edges.filter((e) => inRoom(e.from, "automations") && inRoom(e.to, "webhooks") && e.to !== WEBHOOKS_INTERFACE))).toEqual([]);
+  });
+
+  it("only src/metrics imports prom-client, and only the composition root imports src/metrics", () => {
+    expect(show(edges.filter((e) => e.to.startsWith("prom-client") && !inRoom(e.from, "metrics")))).toEqual([]);
+    expect(show(edges.filter((e) => inRoom(e.to, "metrics") && !inRoom(e.from, "metrics") && e.from !== "src/server.ts"))).toEqual([]);
   });
 
   it("domain code does not import Express, directly or through src/http", () => {

@@ -5,6 +5,7 @@ import type { LoadResult } from "../../bench/load.js";
 import {
   ceiling,
   checkTargets,
+  combineRuns,
   depthSlowdown,
   floodSlowdown,
   formatMs,
@@ -13,14 +14,17 @@ import {
   markdownTable,
   NOTES_MARKER,
   percentile,
+  pruningCost,
   ratio,
   renderMarkdown,
   rssSlope,
   scenarioRow,
+  settingCost,
   validationCost,
   withKeptNotes,
   type Measured,
   type Report,
+  type ScenarioKey,
   type Section,
 } from "../../bench/report.js";
 
@@ -54,9 +58,29 @@ describe("ratios", () => {
     expect(validationCost(load(1000), load(1100))).toBeCloseTo(-0.1);
   });
 
+  it("says what a setting on costs (metrics, traces), from the mean of the runs with it and without", () => {
+    expect(settingCost([load(1000), load(1100)], [load(1020), load(1010)])).toBeCloseTo(1 - 1015 / 1050);
+    expect(settingCost([load(1000)], [load(1050)])).toBeCloseTo(-0.05);
+    expect(settingCost([], [load(1000)])).toBeNaN();
+  });
+
   it("says how much a flood by another credential raised a credential's p99", () => {
     expect(floodSlowdown(load(50, 4), load(50, 7))).toBeCloseTo(1.75);
     expect(floodSlowdown(load(50, 0), load(50, 7))).toBeNaN();
+  });
+});
+
+describe("combineRuns", () => {
+  it("takes runs as one: answers and errors summed, CPU per answer over all answers, percentiles averaged, the greatest max", () => {
+    const a = measured("pruning-on", 100, 10, { timeouts: 1 });
+    const b = measured("pruning-on", 300, 20);
+    const slower = { ...b, result: { ...b.result, latencyMs: { ...b.result.latencyMs, max: 900 }, cpu: { ...b.result.cpu, serverMicrosPerRequest: 200, serverCores: 0.5 } } };
+    const both = combineRuns([{ ...a, result: { ...a.result, cpu: { ...a.result.cpu, serverMicrosPerRequest: 100, serverCores: 0.3 } } }, slower], "both");
+    expect(both.label).toBe("both");
+    expect(both.result).toMatchObject({ total: 4000, durationSeconds: 20, requestsPerSecond: 200, errors: { timeouts: 1, socket: 0, unexpectedStatus: 0 }, statuses: { "200": 4000 } });
+    expect(both.result.latencyMs).toMatchObject({ p99: 15, max: 900 });
+    expect(both.result.cpu.serverMicrosPerRequest).toBeCloseTo(175);
+    expect(both.result.cpu.serverCores).toBeCloseTo(0.4);
   });
 });
 
@@ -195,6 +219,30 @@ describe("targets", () => {
     expect(missed.map((c) => c.met)).toEqual([false, false, false, false]);
   });
 
+  it("hold pruning a backlog to 5% more CPU per answer of the intake at half its maximum (PostgreSQL's counted on PostgreSQL only), with no error", () => {
+    const run = (key: "pruning-off" | "pruning-on", server: number, database: number, errors?: Partial<LoadResult["errors"]>): Measured => {
+      const m = measured(key, 500, 10, errors);
+      return { ...m, result: { ...m.result, cpu: { ...m.result.cpu, serverMicrosPerRequest: server, databaseMicrosPerRequest: database } } };
+    };
+    const off = run("pruning-off", 300, 100);
+    expect(pruningCost(off.result, run("pruning-on", 315, 105).result, "postgres")).toBeCloseTo(0.05);
+    expect(pruningCost(off.result, run("pruning-on", 290, 100).result, "postgres")).toBeCloseTo(-0.025);
+    expect(pruningCost(off.result, run("pruning-on", 300, 200).result, "sqlite")).toBe(0);
+    const postgres = (on: Measured) => checkTargets({ dialect: "postgres", database: "PostgreSQL", scenarios: [off, on] }, 1000).map((c) => [c.measured, c.met]);
+    expect(postgres(run("pruning-on", 300, 119))).toEqual([
+      ["4.8%", true],
+      ["0", true],
+    ]);
+    expect(postgres(run("pruning-on", 300, 121, { timeouts: 1 }))).toEqual([
+      ["5.2%", false],
+      ["1", false],
+    ]);
+    expect(checkTargets(section([off, run("pruning-on", 316, 100)]), 1000).map((c) => [c.measured, c.met])).toEqual([
+      ["5.3%", false],
+      ["0", true],
+    ]);
+  });
+
   it("are only checked for the scenarios that ran", () => {
     expect(checkTargets(section([measured("list-first", 100), measured("spend-capture", 100)]), 1000)).toEqual([]);
   });
@@ -252,16 +300,17 @@ describe("the report", () => {
   });
 
   it("holds traces at 10% sampling to 10% of throughput, for Get and the HMAC intake, and says what was exported", () => {
+    const runs = (off: ScenarioKey, on: ScenarioKey, rps: number, rpsOn: number) => [measured(off, rps), measured(on, rpsOn), measured(on, rpsOn), measured(off, rps)];
     const withTraces = (getOn: number, hmacOn: number): Report => ({
       ...report,
-      sections: [{ ...report.sections[0]!, scenarios: [measured("traces-get-off", 1000), measured("traces-get-on", getOn), measured("traces-hmac-off", 2000), measured("traces-hmac-on", hmacOn)], traceExports: { requests: 40, bytes: 3 * 1048576 } }],
+      sections: [{ ...report.sections[0]!, scenarios: [...runs("traces-get-off", "traces-get-on", 1000, getOn), ...runs("traces-hmac-off", "traces-hmac-on", 2000, hmacOn)], traceExports: { requests: 40, bytes: 3 * 1048576 } }],
     });
     const md = renderMarkdown(withTraces(950, 1700));
-    expect(md).toMatch(/\| SubjectAppLimitService\.Get: traces on at 10% sampling cost ≤ 10\.0% of throughput\s+\|\s+5\.0% \|\s+yes \|/);
-    expect(md).toMatch(/\| HMAC intake: traces on at 10% sampling cost ≤ 10\.0% of throughput\s+\|\s+15\.0% \| \*\*no\*\* \|/);
-    expect(md).toContain("they cost SubjectAppLimitService.Get 5.0%, +0 µs of server CPU per answer; HMAC intake 15.0%");
-    expect(md).toContain("It exported 40 requests (3 MiB of protobuf)");
-    expect(renderMarkdown(withTraces(1010, 2000))).toContain("SubjectAppLimitService.Get -1.0% (negative: within the run's noise)");
+    expect(md).toMatch(/\| traces on at 10% sampling cost ≤ 10\.0% of SubjectAppLimitService\.Get's throughput\s+\|\s+5\.0% \|\s+yes \|/);
+    expect(md).toMatch(/\| traces on at 10% sampling cost ≤ 10\.0% of the HMAC intake's throughput\s+\|\s+15\.0% \| \*\*no\*\* \|/);
+    expect(md).toContain("Traces on at 10% sampling vs off (scenario 12: two servers started together, one exporting traces over OTLP/HTTP");
+    expect(md).toContain("SubjectAppLimitService.Get costs 5.0% of its throughput (mean 950 req/s on, 1,000 off;");
+    expect(md).toContain("exported 40 requests (3 MiB of protobuf)");
   });
 
   it("relates the server's CPU per accepted event to the baseline's", () => {

@@ -2,8 +2,9 @@
 // serves, and when the npm process alone is sent SIGTERM, the server stops with it: no process it
 // started runs on, and its port is closed. And the production start: `npm run build` once, then, in
 // a copy of what it built with only the runtime dependencies installed (`npm ci --omit=dev
-// --omit=optional`, from npm's cache), `npm run migrate` and `npm run serve` under
-// NODE_ENV=production. On the test database (SQLite, or PostgreSQL in that leg).
+// --omit=optional`, from npm's cache), `npm run migrate`, `npm run rotate-signing-key` and `npm run
+// serve` under NODE_ENV=production, and on SQLite `npm run backup` and `npm run restore`. On the
+// test database (SQLite, or PostgreSQL in that leg).
 //
 // It runs in a copy of the package's sources (node_modules linked), kept between runs in the
 // system's temporary folder: the build npm start makes would otherwise rewrite the checkout's
@@ -110,11 +111,30 @@ describe("npm run build, then npm run migrate and npm run serve with only the ru
       const migrated = await runToEnd("npm", ["run", "migrate"], env, { cwd: production, timeoutMs: 60_000 });
       expect(migrated.code, migrated.out).toBe(0);
       expect(migrated.stdout).toContain("migrations applied: 0001_identity_and_funds");
+      // On a database that has none yet, the rotation makes the first signing key, which the server then signs with.
+      const rotated = await runToEnd("npm", ["run", "rotate-signing-key"], env, { cwd: production, timeoutMs: 60_000 });
+      expect(rotated.code, rotated.out).toBe(0);
+      const kid = /new signing key ([A-Za-z0-9]+):/.exec(rotated.stdout)?.[1];
+      expect(kid, rotated.out).toBeDefined();
       const served = await serve({ command: "npm", args: ["run", "serve"], cwd: production, url: `http://127.0.0.1:${port}`, probePath: "/readyz", env: { ...env, PORT: String(port), HOST: "127.0.0.1", LOG_LEVEL: "warn" } });
       const api = new Acceptance(served.url, admin);
-      expect((await api.token()).status).toBe(200);
+      const token = await api.token();
+      expect(token.status).toBe(200);
+      expect(JSON.parse(Buffer.from((token.body.access_token as string).split(".")[0]!, "base64url").toString())).toMatchObject({ kid });
       expect(await api.deliver(await api.hook())).toEqual({ status: 200, execution: "AUTOMATION_EXECUTION_STATE_DONE" });
       expect((await fetch(`${served.url}/console/`)).status).toBe(200);
+      if (database.url.startsWith("sqlite:")) {
+        // The built commands: a backup of the database it serves, restored into a new file that npm run migrate finds complete.
+        const file = join(dir, "production-backup.sqlite");
+        const backup = await runToEnd("npm", ["run", "backup", "--", file], env, { cwd: production, timeoutMs: 60_000 });
+        expect(backup.code, backup.out).toBe(0);
+        expect(backup.stdout).toContain(`backup written: ${file}`);
+        const restored = `sqlite:${join(dir, "production-restored", "tenant.sqlite")}`;
+        const restore = await runToEnd("npm", ["run", "restore", "--", file], { ...env, DATABASE_URL: restored }, { cwd: production, timeoutMs: 60_000 });
+        expect(restore.code, restore.out).toBe(0);
+        const migrated = await runToEnd("npm", ["run", "migrate"], { ...env, DATABASE_URL: restored }, { cwd: production, timeoutMs: 60_000 });
+        expect(migrated.stdout).toContain("migrations: none pending");
+      }
       const stopped = await terminate(served.child);
       expect(stopped).toMatchObject({ code: 0, signal: null, left: [] });
     } finally {

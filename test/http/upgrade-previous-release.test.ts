@@ -5,17 +5,21 @@
 // since records about the release before it is what this shows: on PostgreSQL it runs; on SQLite
 // migration 0019 is recorded as not running with it, and this shows why: the previous release's
 // window lock makes the dropped usage row anew with nothing spent, and approves past the limit.
-// (The previous release predates the records, so it also refuses to start again on the migrated
-// database: from this release on, a rollback starts on the records' word, see README "Upgrading".)
+// This release seals the signing key under it, which its running server does not notice. (The
+// previous release predates the records, so it also refuses to start again on the migrated
+// database: from this release on, a rollback starts on the records' word, see README "Upgrading";
+// and it could not read the sealed key.)
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { decodeProtectedHeader } from "jose";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { RELEASES } from "../../src/storage/releases.js";
 import { Acceptance } from "../support/acceptance.js";
 import { createTestDatabase, testDialect, type TestDatabase } from "../support/database.js";
 import { withDatabase } from "../support/old-database.js";
 import type { Served } from "../support/process.js";
+import { listUsers } from "./principal-cache-helpers.js";
 import { checkOutRelease, runMigrate, serveRelease, startToEnd, TEST_SECRETS_KEY } from "../support/release.js";
 
 const previous = RELEASES.at(-1)!;
@@ -83,6 +87,15 @@ describe(`a rolling upgrade from the previous release (${previous.commit.slice(0
     const now = new Acceptance(current.url, ADMIN);
     expect(await now.deliver(hook)).toEqual({ status: 200, execution: "AUTOMATION_EXECUTION_STATE_DONE" });
     expect((await now.effective(another, APP)).body.effective.usage.held).toMatchObject({ units: "20" });
+    // This release sealed the signing key at its start. The previous release's server keeps it in
+    // memory: both sign with it, and each takes its new tokens.
+    const sealed = await withDatabase(database.url, (db) => db.selectFrom("signing_keys").select(["kid", "private_jwk"]).execute());
+    expect(sealed.map((k) => (k.private_jwk as string).startsWith("{"))).toEqual([false]);
+    for (const [server, api] of [[old, after], [current, now]] as const) {
+      const token = (await api.token()).body.access_token as string;
+      expect(decodeProtectedHeader(token).kid).toBe(sealed[0]!.kid);
+      expect((await listUsers(server.url, token)).status).toBe(200);
+    }
   });
 
   it("the previous release, which predates the records, refuses to start again on the migrated database", { timeout: 120_000 }, async () => {

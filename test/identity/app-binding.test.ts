@@ -2,6 +2,7 @@
 // of the user: two credentials, two sets), read in the one authentication query; mayActForApp lets
 // administrators act for every app, an app service for its own, and nobody else. The operations
 // that use it (SpendService) test it through HTTP; this holds the pieces they build on.
+import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -17,6 +18,7 @@ import { Users } from "../../src/identity/users.js";
 import { ChangeWatch } from "../../src/storage/change-versions.js";
 import { openStorage, type Storage } from "../../src/storage/connect.js";
 import { sharedKey } from "../../src/storage/settings.js";
+import { SecretBox } from "../../src/webhooks/secret-box.js";
 
 let dir: string;
 let storage: Storage;
@@ -31,7 +33,7 @@ beforeAll(async () => {
   const principals = new ChangeWatch(storage, "principals", createLogger("silent"));
   users = new Users(storage, clock, new PageTokens(await sharedKey(storage, "page_token_key")));
   credentials = new Credentials(storage, clock, users, new PageTokens(await sharedKey(storage, "page_token_key")), principals);
-  tokens = new AccessTokens(storage, await SigningKeys.load(storage, clock), clock, { issuer: "http://binding.test", ttlSeconds: 900 }, principals);
+  tokens = new AccessTokens(storage, await SigningKeys.load(storage, new SecretBox(randomBytes(32)), clock, { tokenTtlSeconds: 900, rotationDays: 0 }), clock, { issuer: "http://binding.test", ttlSeconds: 900 }, principals);
 });
 afterAll(async () => {
   await storage?.close();

@@ -1,6 +1,6 @@
-// Server and migration processes of a release's sources (this checkout's, or an earlier release's
-// taken from git), run by Node with tsx's loader: what `npm run serve` and `npm run migrate` run,
-// without a build.
+// Server and command processes of a release's sources (this checkout's, or an earlier release's
+// taken from git), run by Node with tsx's loader: what `npm run serve`, `npm run migrate` and the
+// other commands run, without a build.
 import { execFileSync } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, symlinkSync } from "node:fs";
 import { join } from "node:path";
@@ -29,8 +29,15 @@ export async function startToEnd(env: Record<string, string>, dir = root, cwd = 
   return runToEnd(process.execPath, tsxArgs(dir, "src/main.ts"), { ...CLEAN, PORT: String(await freePort()), ...env }, { cwd, timeoutMs: 60_000 });
 }
 
+/** A command of this checkout (its entry point in src/, e.g. src/migrate.ts for `npm run migrate`) run from its sources with `args` and `env`. */
+export const runCommand = (entry: string, args: string[], env: Record<string, string>): Promise<RunResult> =>
+  runToEnd(process.execPath, [...tsxArgs(root, entry), ...args], { ...CLEAN, ...env }, { cwd: root, timeoutMs: 120_000 });
+
 /** `npm run migrate` of this checkout, run from its sources. */
-export const runMigrate = (env: Record<string, string>): Promise<RunResult> => runToEnd(process.execPath, tsxArgs(root, "src/migrate.ts"), { ...CLEAN, ...env }, { cwd: root, timeoutMs: 120_000 });
+export const runMigrate = (env: Record<string, string>): Promise<RunResult> => runCommand("src/migrate.ts", [], env);
+
+/** `npm run rotate-signing-key` of this checkout, run from its sources. */
+export const runRotateSigningKey = (env: Record<string, string>): Promise<RunResult> => runCommand("src/rotate-signing-key.ts", [], env);
 
 /** The version of each package a lockfile installs, by its path in node_modules. */
 function lockedVersions(lockfile: string): Map<string, string> {

@@ -44,7 +44,7 @@ export function automationHandlers(deps: { automations: Automations; executions:
     IncomingWebhookService: {
       Receive: async ({ path, headers, readBody, remoteAddress, forwardedFor }, ctx) => ({
         // app.ts sets the limits on every raw request.
-        webhookEvent: await intake.receive({ listenerId: path.listener_id, headers, readBody, remoteAddress, forwardedFor, limits: ctx.intakeLimits! }),
+        webhookEvent: await intake.receive({ listenerId: path.listener_id, headers, readBody, remoteAddress, forwardedFor, limits: ctx.intakeLimits!, authenticatesWith: ctx.intakeAuthenticatesWith }),
       }),
     },
   };

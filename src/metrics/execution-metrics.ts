@@ -1,0 +1,91 @@
+// The executions of automations: how many wait in the database and how many this process runs now
+// (read when scraped), how each run ended and how long after its event was accepted, and the runs
+// that resumed an execution or lost their lease.
+import { Counter, Gauge, Histogram, type Registry } from "prom-client";
+import type { KnownAutomationExecutionState } from "../../generated/enums.js";
+import type { RunObserver } from "../automations/run-observer.js";
+import type { Clock } from "../core/clock.js";
+import { countRunnable } from "../storage/claims.js";
+import type { Storage } from "../storage/connect.js";
+
+/** Seconds from an event's acceptance to its execution's end: 1 ms to 5 minutes (a lease, a backlog). */
+export const LAG_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300];
+
+/**
+ * The waiting executions are counted in the database: at most once per WAITING_TTL_MS whatever the
+ * scrapes (every instance counts the same rows), up to WAITING_CAP (a seek of that many index
+ * entries at most), and the scrape waits WAITING_DEADLINE_MS at most for the count.
+ */
+export const WAITING = { ttlMs: 5_000, cap: 10_000, deadlineMs: 1_000 } as const;
+
+export interface ExecutionSources {
+  storage: Storage;
+  clock: Clock;
+  /** The executions whose runs are under way in this process (the worker's). */
+  runs: () => readonly string[];
+}
+
+export class ExecutionMetrics implements RunObserver {
+  private readonly ended: Counter<"state">;
+  private readonly lag: Histogram;
+  private readonly resumes: Counter;
+  private readonly leasesLost: Counter;
+  private counted: { value: number; at: number } | undefined;
+  private counting: Promise<number> | undefined;
+
+  constructor(private readonly registry: Registry) {
+    const registers = [registry];
+    this.ended = new Counter({ name: "tenant_api_executions_finished_total", help: "Executions this process's runs ended, by state (the contract's AutomationExecutionState).", labelNames: ["state"], registers });
+    this.lag = new Histogram({ name: "tenant_api_execution_lag_seconds", help: "Time from a webhook event's acceptance to the end of the execution it started (ended by this process).", buckets: LAG_BUCKETS, registers });
+    this.resumes = new Counter({ name: "tenant_api_execution_retries_total", help: "Runs that resumed an execution whose earlier run began and did not finish (its instance died, or the database failed under it).", registers });
+    this.leasesLost = new Counter({ name: "tenant_api_execution_lease_expiries_total", help: "Runs of this process that stopped because their execution's lease had lapsed and passed to another run.", registers });
+  }
+
+  resumed(): void {
+    this.resumes.inc();
+  }
+
+  finished(state: KnownAutomationExecutionState, lagMs: number): void {
+    this.ended.inc({ state });
+    this.lag.observe(Math.max(0, lagMs) / 1000);
+  }
+
+  leaseLost(): void {
+    this.leasesLost.inc();
+  }
+
+  /** Adds the gauges read when scraped. */
+  watch(sources: ExecutionSources): void {
+    const waiting = () => this.waiting(sources);
+    new Gauge({
+      name: "tenant_api_executions_waiting",
+      help: `Executions runnable in the database and not running (pending, or their run's lease lapsed), up to ${WAITING.cap}; the same on every instance; NaN when the database did not answer in time.`,
+      registers: [this.registry],
+      async collect() {
+        this.set(await waiting());
+      },
+    });
+    new Gauge({
+      name: "tenant_api_executions_running",
+      help: "Executions whose runs are under way in this process.",
+      registers: [this.registry],
+      collect() {
+        this.set(sources.runs().length);
+      },
+    });
+  }
+
+  private async waiting({ storage, clock }: ExecutionSources): Promise<number> {
+    if (this.counted && performance.now() - this.counted.at < WAITING.ttlMs) return this.counted.value;
+    this.counting ??= countRunnable(storage.db, new Date(clock.now()).toISOString(), WAITING.cap)
+      .then((value) => ((this.counted = { value, at: performance.now() }), value))
+      .finally(() => (this.counting = undefined));
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<number>((resolve) => (timer = setTimeout(() => resolve(Number.NaN), WAITING.deadlineMs)));
+    try {
+      return await Promise.race([this.counting.catch(() => Number.NaN), late]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+}

@@ -1,0 +1,42 @@
+// The metrics' own HTTP listener (node:http, apart from the API's): `GET /metrics` answers the
+// registry's text, anything else 404. It holds no secret and takes no credential: bind it where only
+// the scraper reaches (METRICS_HOST, 127.0.0.1 by default).
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
+import type { Registry } from "prom-client";
+import { exposition } from "./exposition.js";
+
+export interface MetricsListener {
+  /** e.g. http://127.0.0.1:9464/metrics */
+  url: string;
+  /** Stops listening and closes its connections, a scraper's kept one included: a shutdown never waits for it. */
+  close(): Promise<void>;
+}
+
+export async function listenForScrapes(registry: Registry, port: number, host: string): Promise<MetricsListener> {
+  const server = createServer((req, res) => {
+    const path = (req.url ?? "").split("?")[0];
+    if (req.method !== "GET" || path !== "/metrics") {
+      res.writeHead(404, { "Content-Type": "text/plain; charset=utf-8" }).end("not found\n");
+      return;
+    }
+    exposition(registry, req.headers.accept).then(
+      ({ contentType, body }) => res.writeHead(200, { "Content-Type": contentType }).end(body),
+      () => res.writeHead(500, { "Content-Type": "text/plain; charset=utf-8" }).end("the metrics could not be collected\n"),
+    );
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(port, host, () => resolve());
+  });
+  const address = server.address() as AddressInfo;
+  const shown = address.address.includes(":") ? `[${address.address}]` : address.address;
+  return {
+    url: `http://${shown}:${address.port}/metrics`,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
+}
