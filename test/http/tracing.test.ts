@@ -10,7 +10,6 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { createServer, type Server, type Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { hmacSignature } from "../../src/client/webhook-sender.js";
 import { ConfigError, loadConfig } from "../../src/config.js";
@@ -18,9 +17,9 @@ import { EXECUTION_SPAN } from "../../src/automations/worker.js";
 import { UNMATCHED_SPAN } from "../../src/http/request-span.js";
 import { createTestDatabase, testDialect, type TestDatabase } from "../support/database.js";
 import { startOtlpReceiver, SpanKind, StatusCode, type OtlpReceiver, type ReceivedSpan } from "../support/otlp-receiver.js";
-import { freePort, serve, terminate, type Served } from "../support/process.js";
+import { terminate, type Served } from "../support/process.js";
+import { serveRelease, TEST_SECRETS_KEY } from "../support/release.js";
 
-const root = fileURLToPath(new URL("../..", import.meta.url));
 const ADMIN = { clientId: "tracing-admin", clientSecret: "tracing-admin-secret-0123456789" };
 const BASE_URL = "http://tenant.example.test";
 const RECEIVE = "svc.api.webhooks.v1.IncomingWebhookService.Receive";
@@ -35,29 +34,19 @@ let server: Served;
 let accepting: Served;
 let token: string;
 
-async function startOne(env: Record<string, string>): Promise<Served> {
-  const port = await freePort();
-  return serve({
-    command: process.execPath,
-    args: ["--import", "tsx", join(root, "src/main.ts")],
-    url: `http://127.0.0.1:${port}`,
-    probePath: "/readyz",
-    env: {
-      PORT: String(port),
-      HOST: "127.0.0.1",
-      BASE_URL,
-      DATABASE_URL: database.url,
-      SECRETS_KEY: Buffer.alloc(32, 9).toString("base64url"),
-      BOOTSTRAP_CLIENT_ID: ADMIN.clientId,
-      BOOTSTRAP_CLIENT_SECRET: ADMIN.clientSecret,
-      LOG_LEVEL: "info",
-      RATE_LIMIT: "off",
-      SHUTDOWN_DRAIN_SECONDS: "0",
-      OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
-      OTEL_BSP_SCHEDULE_DELAY: "100",
-      ...env,
-    },
-    timeoutMs: 90_000,
+function startOne(env: Record<string, string>): Promise<Served> {
+  return serveRelease({
+    BASE_URL,
+    DATABASE_URL: database.url,
+    SECRETS_KEY: TEST_SECRETS_KEY,
+    BOOTSTRAP_CLIENT_ID: ADMIN.clientId,
+    BOOTSTRAP_CLIENT_SECRET: ADMIN.clientSecret,
+    LOG_LEVEL: "info",
+    RATE_LIMIT: "off",
+    SHUTDOWN_DRAIN_SECONDS: "0",
+    OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
+    OTEL_BSP_SCHEDULE_DELAY: "100",
+    ...env,
   });
 }
 
