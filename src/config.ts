@@ -129,6 +129,15 @@ export function exitRefused(e: unknown): never {
   process.exit(2);
 }
 
+/** The configuration `load` reads, or the process ended as `exitRefused` ends it. */
+export function configOrExit<T>(load: () => T): T {
+  try {
+    return load();
+  } catch (e) {
+    return exitRefused(e);
+  }
+}
+
 const LOG_LEVELS: readonly LogLevel[] = ["fatal", "error", "warn", "info", "debug", "trace", "silent"];
 
 function integer(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number, max: number): number {

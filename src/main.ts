@@ -1,7 +1,7 @@
 // `npm start`: serve the API with the configuration from the environment until SIGTERM or SIGINT,
 // then shut down gracefully (server.ts `close`) within SHUTDOWN_TIMEOUT_SECONDS; a second signal
 // exits at once. Exit code 0 after a complete shutdown, 1 when it was cut short.
-import { exitRefused, loadConfig } from "./config.js";
+import { configOrExit, exitRefused, loadConfig } from "./config.js";
 import { limitHeapGrowth } from "./core/heap-growth.js";
 import { createLogger } from "./core/logger.js";
 import { startServer } from "./server.js";
@@ -10,12 +10,7 @@ import { startServer } from "./server.js";
 const REPEATED_SIGNAL_MS = 1_000;
 
 async function main(): Promise<void> {
-  let config;
-  try {
-    config = loadConfig();
-  } catch (e) {
-    exitRefused(e);
-  }
+  const config = configOrExit(loadConfig);
   limitHeapGrowth(config.heapGrowthPercent);
   const logger = createLogger(config.logLevel);
   const server = await startServer({ config, logger }).catch(exitRefused);

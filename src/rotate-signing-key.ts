@@ -3,7 +3,8 @@
 // (README "Token signing keys"). It reads DATABASE_URL and SECRETS_KEY (or SECRETS_KEY_FILE), and
 // prints the new key's kid, never key material. Exit 2 on a configuration, database or key it must
 // not run with (as the server refuses them), 1 on any other failure.
-import { exitRefused, loadKeyCommandConfig } from "./config.js";
+import { configOrExit, exitRefused, loadKeyCommandConfig } from "./config.js";
+import { runCommand } from "./command.js";
 import { systemClock } from "./core/clock.js";
 import { rotateSigningKey } from "./identity/signing-keys.js";
 import { checkSealedSecrets } from "./sealed-secrets.js";
@@ -12,12 +13,7 @@ import { loadSecretsKey } from "./storage/secrets-key.js";
 import { SecretBox } from "./webhooks/secret-box.js";
 
 async function rotate(): Promise<void> {
-  let config;
-  try {
-    config = loadKeyCommandConfig();
-  } catch (e) {
-    exitRefused(e);
-  }
+  const config = configOrExit(loadKeyCommandConfig);
   // Migrations are the servers' or `npm run migrate`'s: a database that lacks one is refused.
   const storage = await openStorage(config.database, { migrate: false }).catch(exitRefused);
   let rotated;
@@ -38,7 +34,4 @@ async function rotate(): Promise<void> {
   );
 }
 
-rotate().catch((err: unknown) => {
-  process.stderr.write(`signing key rotation failed: ${err instanceof Error ? err.message : String(err)}\n`);
-  process.exit(1);
-});
+runCommand("signing key rotation failed", rotate);

@@ -2,7 +2,8 @@
 // of DATABASE_URL, and their exit codes: 0 done, 2 refused (nothing changed; also a bad argument or
 // configuration), 1 failed.
 import { resolve } from "node:path";
-import { exitRefused, loadDatabaseConfig } from "./config.js";
+import { runCommand } from "./command.js";
+import { configOrExit, exitRefused, loadDatabaseConfig } from "./config.js";
 import { BackupRefused } from "./storage/sqlite-backup.js";
 
 export interface SqliteFileCommand {
@@ -26,12 +27,7 @@ async function run(command: SqliteFileCommand): Promise<void> {
   const flags = new Set(args.filter((a) => a.startsWith("--")));
   const unknown = [...flags].find((f) => !command.flags.includes(f));
   if (files.length !== 1 || unknown !== undefined) refuse(command.name, `${unknown ? `unknown option ${unknown}; ` : ""}usage: ${command.usage}`);
-  let database;
-  try {
-    database = loadDatabaseConfig();
-  } catch (e) {
-    exitRefused(e);
-  }
+  const database = configOrExit(loadDatabaseConfig);
   if (database.kind === "postgres") refuse(command.name, command.onPostgres);
   if (database.path === ":memory:") refuse(command.name, "DATABASE_URL names an in-memory database, which no other process can read");
   try {
@@ -46,8 +42,5 @@ async function run(command: SqliteFileCommand): Promise<void> {
 
 /** Runs `command` on the arguments and environment of this process; anything it did not foresee ends the process with exit code 1 and its message. */
 export function runSqliteFileCommand(command: SqliteFileCommand): void {
-  run(command).catch((err: unknown) => {
-    process.stderr.write(`${command.name} failed: ${err instanceof Error ? err.message : String(err)}\n`);
-    process.exit(1);
-  });
+  runCommand(`${command.name} failed`, () => run(command));
 }
