@@ -43,6 +43,7 @@ import { openStorage } from "./storage/connect.js";
 import { IdempotencyRecords } from "./storage/idempotency-records.js";
 import { LiveInstances } from "./storage/live-instances.js";
 import { DatabaseReachability } from "./storage/reachability.js";
+import { logBackgroundFailure } from "./storage/unavailable.js";
 import { checkSealedSecrets } from "./sealed-secrets.js";
 import { loadSecretsKey } from "./storage/secrets-key.js";
 import { WebhookEvents } from "./webhooks/events.js";
@@ -234,7 +235,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const sweep = new BackgroundTask(IDEMPOTENCY_SWEEP_MS, () =>
     idempotencyRecords.sweep().then(
       (removed) => void (removed > 0 && logger.info({ msg: "swept idempotency records", removed })),
-      (err: unknown) => logger.error({ msg: "idempotency record sweep failed", err }),
+      (err: unknown) => logBackgroundFailure(logger, "idempotency record sweep failed", err),
     ),
   );
   sweep.start();
@@ -244,7 +245,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
         if (rotated) logger.info({ msg: "signing key rotated", kid: rotated });
         if (retired.length > 0) logger.info({ msg: "signing keys retired", kids: retired });
       },
-      (err: unknown) => logger.error({ msg: "signing key upkeep failed", err }),
+      (err: unknown) => logBackgroundFailure(logger, "signing key upkeep failed", err),
     ),
   );
   keyUpkeep.start();

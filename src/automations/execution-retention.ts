@@ -13,6 +13,7 @@ import type { Clock } from "../core/clock.js";
 import type { Logger } from "../core/logger.js";
 import type { Storage } from "../storage/connect.js";
 import { automationIdsAfter, finishedCut, pruneFinishedBefore, pruneFinishedThrough } from "../storage/execution-pruning.js";
+import { logBackgroundFailure } from "../storage/unavailable.js";
 
 const DAY_MS = 24 * 3_600_000;
 
@@ -61,6 +62,10 @@ export interface SweepResult {
 export class ExecutionRetention {
   private readonly task: BackgroundTask;
   private stopped = false;
+  /** Ends the pause under way at once: a stop does not wait out a pause that a slow batch made long. */
+  private endPause: (() => void) | undefined;
+  /** The last automation whose count a sweep kept: the next sweep's count goes on after it ("": from the first). */
+  private countedThrough = "";
 
   constructor(
     private readonly deps: { storage: Storage; clock: Clock; logger: Logger },
@@ -77,6 +82,7 @@ export class ExecutionRetention {
   /** Stops sweeping: a sweep under way ends after its current batch. */
   async stop(): Promise<void> {
     this.stopped = true;
+    this.endPause?.();
     await this.task.stop();
   }
 
@@ -94,22 +100,30 @@ export class ExecutionRetention {
     return { byAge, byCount };
   }
 
-  /** Every automation's finished executions past its `keep` newest. */
+  /**
+   * Every automation's finished executions past its `keep` newest. Reading an automation's cut
+   * counts against the sweep's batches as a DELETE does, so a sweep's work is bounded however many
+   * automations there are; the next sweep goes on from the automation this one stopped before.
+   */
   private async keepCount(keep: number, batches: { left: number }): Promise<number> {
     const { storage } = this.deps;
     let removed = 0;
-    let after = "";
     for (;;) {
-      const ids = await automationIdsAfter(storage, after, AUTOMATIONS_PAGE);
+      const ids = await automationIdsAfter(storage, this.countedThrough, AUTOMATIONS_PAGE);
       for (const id of ids) {
         if (this.stopped || batches.left <= 0) return removed;
+        batches.left--;
         // On SQLite every await resolves at once: let waiting requests be served between automations.
         await new Promise((resolve) => setImmediate(resolve));
         const cut = await finishedCut(storage, id, keep);
         if (cut) removed += await this.inBatches(batches, (limit) => pruneFinishedThrough(storage, id, cut, limit));
+        if (this.stopped || batches.left <= 0) return removed;
+        this.countedThrough = id;
       }
-      if (ids.length < AUTOMATIONS_PAGE) return removed;
-      after = ids[ids.length - 1]!;
+      if (ids.length < AUTOMATIONS_PAGE) {
+        this.countedThrough = "";
+        return removed;
+      }
     }
   }
 
@@ -125,9 +139,20 @@ export class ExecutionRetention {
       if (n < batchRows) break;
       // Real time, not the clock's: the pause leaves the database its time.
       const pauseMs = Math.max(minPauseMs, (performance.now() - started) * pauseFactor);
-      await new Promise((resolve) => setTimeout(resolve, pauseMs));
+      await this.pause(pauseMs);
     }
     return removed;
+  }
+
+  private pause(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => this.endPause?.(), ms);
+      this.endPause = () => {
+        clearTimeout(timer);
+        this.endPause = undefined;
+        resolve();
+      };
+    });
   }
 
   private async sweepAndLog(): Promise<void> {
@@ -135,7 +160,7 @@ export class ExecutionRetention {
       const { byAge, byCount } = await this.sweep();
       if (byAge + byCount > 0) this.deps.logger.info({ msg: "swept automation executions", removed: byAge + byCount, byAge, byCount });
     } catch (err) {
-      this.deps.logger.error({ msg: "automation execution sweep failed", err });
+      logBackgroundFailure(this.deps.logger, "automation execution sweep failed", err);
     }
   }
 }

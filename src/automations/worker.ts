@@ -18,7 +18,7 @@ import type { Storage } from "../storage/connect.js";
 import { claimExecutions, endLeases, releaseExecutions } from "../storage/claims.js";
 import { LeaseLost } from "../storage/execution-results.js";
 import type { AutomationExecutionsTable } from "../storage/schema.js";
-import { databaseUnavailable } from "../storage/unavailable.js";
+import { databaseUnavailable, logBackgroundFailure } from "../storage/unavailable.js";
 import type { WebhookEvents } from "../webhooks/for-automations.js";
 import { interrupted, type ExecutionRunner } from "./runner.js";
 
@@ -119,7 +119,22 @@ export class Worker {
    * the database answers.
    */
   notRecorded(execution: AutomationExecutionsTable): void {
-    if (execution.lease_until) this.leasesToEnd.set(execution.id, execution.lease_until);
+    this.endLeaseLater(execution);
+  }
+
+  /**
+   * Keeps `execution`'s lease to end once the database answers. The leases already lapsed are
+   * dropped first: the next claim takes them as they are. So an outage, while the intake goes on
+   * leasing, keeps one lease's length of them at most; they were added in lease order, so the
+   * lapsed ones come first.
+   */
+  private endLeaseLater(execution: AutomationExecutionsTable): void {
+    const now = new Date(this.deps.clock.now()).toISOString();
+    for (const [id, lease] of this.leasesToEnd) {
+      if (lease > now) break;
+      this.leasesToEnd.delete(id);
+    }
+    if (execution.lease_until && execution.lease_until > now) this.leasesToEnd.set(execution.id, execution.lease_until);
   }
 
   /** Runs are due and none has progressed (a claim answered, a run ended) for `stuckMs`. */
@@ -167,7 +182,7 @@ export class Worker {
       const removed = await this.deps.events.sweep();
       if (removed > 0) this.deps.logger.info({ msg: "swept webhook event records", removed });
     } catch (err) {
-      this.deps.logger.error({ msg: "webhook event sweep failed", err });
+      logBackgroundFailure(this.deps.logger, "webhook event sweep failed", err);
     }
   }
 
@@ -229,7 +244,7 @@ export class Worker {
         this.deps.logger.warn({ msg: "execution run stopped: its lease passed to another run", executionId: execution.id });
       } else if (interrupted(err)) {
         span?.fail("database unavailable");
-        if (execution.lease_until) this.leasesToEnd.set(execution.id, execution.lease_until);
+        this.endLeaseLater(execution);
         return this.failed("execution run failed", err);
       } else {
         span?.fail("run failed");
@@ -303,5 +318,7 @@ export class Worker {
     for (const t of this.timers) clearInterval(t);
     void this.release(this.handedOff.splice(0));
     while (this.draining || this.releasing.size > 0) await Promise.all([this.draining, ...this.releasing]);
+    // The runs the database failed under go to another instance now, not when their leases lapse (best effort: failing, they lapse).
+    if (this.leasesToEnd.size > 0) await this.endInterruptedLeases();
   }
 }
