@@ -1,4 +1,4 @@
-// How the commands beside the server (`npm run migrate`, `rotate-signing-key`, `backup`, `restore`)
+// How the server's start and the commands beside it (`npm run migrate`, `rotate-signing-key`, `backup`, `restore`)
 // end on what they did not foresee: exit code 1 and the error's message, never a stack trace.
 // What they refuse ends with exit code 2 (config.ts exitRefused) before it gets here.
 

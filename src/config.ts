@@ -365,7 +365,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     fundCurrency,
     bootstrap: clientId && clientSecret ? { clientId, clientSecret } : null,
     logLevel,
-    validateResponses: env.VALIDATE_RESPONSES ? env.VALIDATE_RESPONSES === "1" : env.NODE_ENV !== "production",
+    validateResponses: flag(env, "VALIDATE_RESPONSES", env.NODE_ENV !== "production"),
     accessTokenTtlSeconds: integer(env, "ACCESS_TOKEN_TTL_SECONDS", 900, 60, 86_400),
     signingKeyRotationDays: integer(env, "SIGNING_KEY_ROTATION_DAYS", 90, 0, 3_650),
     secretsKey: secretsKey(env),

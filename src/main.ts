@@ -1,6 +1,7 @@
 // `npm start`: serve the API with the configuration from the environment until SIGTERM or SIGINT,
 // then shut down gracefully (server.ts `close`) within SHUTDOWN_TIMEOUT_SECONDS; a second signal
 // exits at once. Exit code 0 after a complete shutdown, 1 when it was cut short.
+import { runCommand } from "./command.js";
 import { configOrExit, exitRefused, loadConfig } from "./config.js";
 import { limitHeapGrowth } from "./core/heap-growth.js";
 import { createLogger } from "./core/logger.js";
@@ -59,7 +60,4 @@ async function main(): Promise<void> {
   process.on("SIGINT", stop);
 }
 
-main().catch((err: unknown) => {
-  process.stderr.write(`failed to start: ${err instanceof Error ? err.message : String(err)}\n`);
-  process.exit(1);
-});
+runCommand("failed to start", main);

@@ -25,7 +25,7 @@ export function loadSecretsKey(source: Config["secretsKey"]): Buffer {
     throw new ConfigError(`SECRETS_KEY_FILE ${source.path} does not exist (only a server's first start outside NODE_ENV=production creates it)`);
   }
   const key = Buffer.from(text.trim(), "base64url");
-  if (key.length !== 32) throw new Error(`${source.path} does not hold a 32-byte base64url key`);
+  if (key.length !== 32) throw new ConfigError(`${source.path} (SECRETS_KEY_FILE) does not hold a 32-byte base64url key`);
   return key;
 }
 
