@@ -15,6 +15,8 @@ export function createLogger(level: LogLevel, destination?: NodeJS.WritableStrea
       base: undefined,
       timestamp: pino.stdTimeFunctions.isoTime,
       mixin: traceLogFields,
+      // pino copies every line into the mixin's object; untraced (no ids), the line goes as it is.
+      mixinMergeStrategy: (line: object, ids: object) => ("trace_id" in ids ? Object.assign(ids, line) : line),
       serializers: {
         err: (e: Error) => {
           const { body: _body, ...logged } = pino.stdSerializers.err(e);

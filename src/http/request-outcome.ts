@@ -1,8 +1,8 @@
 // The one place that sees each request of the API's listener from its arrival to its answer. What
 // observes requests (the access log, the metrics) is told of each once its answer is sent, with what
 // the steps after this one learned of it (res.locals): its operation, its refusal's reason, the rate
-// limit that refused it, the webhook listener's authentication method. A trace's span per request
-// would begin and end here too.
+// limit that refused it, the webhook listener's authentication method. (A trace's span per
+// request is ./request-span.ts, mounted before it only when traces are on.)
 import type { NextFunction, Request, Response } from "express";
 import type { ErrorReason } from "../core/errors.js";
 import type { RatePolicyName } from "../core/rate-limiter.js";

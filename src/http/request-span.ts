@@ -17,7 +17,8 @@ export function requestSpan(req: Request, res: Response, next: NextFunction): vo
   if (route) attributes["http.route"] = route.path;
   const continues = { traceparent: req.get("traceparent"), tracestate: req.get("tracestate") };
   withSpan(route?.operationId ?? UNMATCHED_SPAN, { kind: "server", continues, attributes }, (span) => {
-    res.once("close", () => ended(span!, res));
+    // No span when traces stopped meanwhile (a server of the process that closed them).
+    if (span) res.once("close", () => ended(span, res));
     next();
   });
 }

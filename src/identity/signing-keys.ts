@@ -79,7 +79,8 @@ export class SigningKeys {
   /** Seals the keys still plain, makes the first key on a database without one (once, whoever starts at the same time), and reads the newest. */
   static async load(storage: Storage, box: Box, clock: Clock, options: SigningKeyOptions): Promise<SigningKeys> {
     await sealPlainKeys(storage, box);
-    await addKey(storage, box, clock, () => false);
+    // addKey decides again under the lock; the read first spares every later start a key pair made for nothing.
+    if (!(await newestKey(storage.db))) await addKey(storage, box, clock, () => false);
     const keys = new SigningKeys(storage, box, clock, options);
     await keys.read();
     return keys;

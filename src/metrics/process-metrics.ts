@@ -1,11 +1,10 @@
 // Node's own metrics (prom-client's defaults: event-loop lag, heap, GC, CPU, file descriptors) and
 // the build this process runs, as an info metric whose labels are its version and git commit.
 import { execFile } from "node:child_process";
-import { readFileSync, realpathSync } from "node:fs";
-import { join } from "node:path";
+import { realpathSync } from "node:fs";
 import { promisify } from "node:util";
 import { collectDefaultMetrics, Gauge, type Registry } from "prom-client";
-import { packageRoot } from "../core/package-root.js";
+import { packageRoot, packageVersion } from "../core/package-root.js";
 
 export interface Build {
   version: string;
@@ -18,7 +17,7 @@ export interface Build {
  * checkout (not a folder inside another repository) and git answers within a second.
  */
 export async function currentBuild(): Promise<Build> {
-  const { version } = JSON.parse(readFileSync(join(packageRoot, "package.json"), "utf8")) as { version: string };
+  const version = packageVersion();
   const commit = await promisify(execFile)("git", ["rev-parse", "--show-toplevel", "HEAD"], { cwd: packageRoot, timeout: 1_000 }).then(
     ({ stdout }) => {
       const [top, head] = stdout.trim().split("\n");

@@ -1,10 +1,8 @@
 // Traces on or off, as configured (OTEL_*, src/config.ts). Off, OpenTelemetry is not even imported:
 // the calls of src/core/tracing.ts run the work untraced. On, its Tracer is installed there.
-import { readFileSync } from "node:fs";
-import { join } from "node:path";
 import type { TracingConfig } from "../config.js";
 import type { Logger } from "../core/logger.js";
-import { packageRoot } from "../core/package-root.js";
+import { packageVersion } from "../core/package-root.js";
 import { installTracer } from "../core/tracing.js";
 
 /** The service's name in traces unless OTEL_SERVICE_NAME (or service.name in OTEL_RESOURCE_ATTRIBUTES) says otherwise. */
@@ -23,8 +21,7 @@ export interface Tracing {
 
 export async function startTracing(config: TracingConfig | null, logger: Logger): Promise<Tracing | undefined> {
   if (!config) return undefined;
-  const { version } = JSON.parse(readFileSync(join(packageRoot, "package.json"), "utf8")) as { version: string };
-  const otel = await (await import("./otel.js")).startOpenTelemetry(config, { name: SERVICE_NAME, version }, logger);
+  const otel = await (await import("./otel.js")).startOpenTelemetry(config, { name: SERVICE_NAME, version: packageVersion() }, logger);
   installTracer(otel.tracer);
   // The collector's address without what a URL may carry of credentials.
   const { origin, pathname } = new URL(config.url);
