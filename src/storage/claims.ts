@@ -83,6 +83,12 @@ async function claimOnPostgres(db: Db, now: string, leaseUntil: string, limit: n
   return [...result.rows];
 }
 
+/** Running executions whose lease is still the one given (not claimed by another since, nor ended). */
+const stillHeld =
+  (leases: ReadonlyArray<{ id: string; lease: string | null }>) =>
+  (eb: ExpressionBuilder<Database, "automation_executions">): Expression<SqlBool> =>
+    eb.and([eb("state", "=", RUNNING), eb.or(leases.map(({ id, lease }) => eb.and([eb("id", "=", id), eb("lease_until", "=", lease)])))]);
+
 /**
  * Ends, as of `endedAt` (past), the leases of runs that stopped short (the database failed under
  * them): the next claim takes their executions as lapsed, at once rather than when the lease would
@@ -95,8 +101,7 @@ export async function endLeases(storage: Storage, leases: ReadonlyArray<{ id: st
     db
       .updateTable("automation_executions")
       .set({ lease_until: endedAt })
-      .where("state", "=", RUNNING)
-      .where((eb) => eb.or(leases.map(({ id, lease }) => eb.and([eb("id", "=", id), eb("lease_until", "=", lease)]))))
+      .where(stillHeld(leases))
       .executeTakeFirst(),
   );
   return Number(result.numUpdatedRows);
@@ -114,8 +119,7 @@ export async function releaseExecutions(storage: Storage, held: readonly Pick<Au
     db
       .updateTable("automation_executions")
       .set((eb) => ({ state: PENDING, lease_until: null, attempts: eb("attempts", "-", 1) }))
-      .where("state", "=", RUNNING)
-      .where((eb) => eb.or(held.map((e) => eb.and([eb("id", "=", e.id), eb("lease_until", "=", e.lease_until)]))))
+      .where(stillHeld(held.map((e) => ({ id: e.id, lease: e.lease_until }))))
       .execute(),
   );
 }
