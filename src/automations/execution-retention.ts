@@ -117,7 +117,7 @@ export class ExecutionRetention {
         await new Promise((resolve) => setImmediate(resolve));
         const cut = await finishedCut(storage, id, keep);
         if (cut) removed += await this.inBatches(batches, (limit) => pruneFinishedThrough(storage, id, cut, limit));
-        if (this.stopped || batches.left <= 0) return removed;
+        // Passed, done or not: what is left of it waits for the next round, and every sweep gets on.
         this.countedThrough = id;
       }
       if (ids.length < AUTOMATIONS_PAGE) {

@@ -195,3 +195,118 @@ describe(`the sweep on its timer, on ${testDialect()}: EXECUTION_RETENTION_SWEEP
     expect(lines).toContainEqual(expect.objectContaining({ msg: "swept automation executions", removed: 1, byAge: 1, byCount: 0 }));
   });
 });
+
+describe(`a stop during a long pause, on ${testDialect()}: batches of 1, a pause of 10 minutes after each`, () => {
+  const logs = logCapture();
+  let ts: TestServer;
+  beforeAll(async () => {
+    ts = await startTestServer({ EXECUTION_RETENTION_SWEEP_SECONDS: "1" }, logs.stream, { retentionPace: { batchRows: 1, pauseFactor: 0, minPauseMs: 600_000 } });
+  });
+  afterAll(async () => ts?.stop());
+
+  it("ends the pause at once: the stop, and the sweep under way, finish well before the pause would have", async () => {
+    const hook = await hooked(ts);
+    const [, , third] = await deliver(ts, hook, 3);
+    ts.clock.advance(31 * DAY);
+    // The timer's sweep removes one (a full batch of 1), then pauses for 10 minutes.
+    const deadline = Date.now() + 10_000;
+    while ((await idsOf(ts, hook.id)).length > 2 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(await idsOf(ts, hook.id)).toHaveLength(2);
+
+    const started = performance.now();
+    let timer: NodeJS.Timeout | undefined;
+    const outcome = await Promise.race([
+      ts.server.retention.stop().then(() => "stopped" as const),
+      new Promise<"still pausing">((resolve) => (timer = setTimeout(() => resolve("still pausing"), 5_000))),
+    ]);
+    clearTimeout(timer);
+    expect(outcome).toBe("stopped");
+    expect(performance.now() - started).toBeLessThan(5_000);
+    // The sweep settled (the stop waits for it) with its one batch, and no batch came after the stop.
+    const lines = logs.text().trim().split("\n").map((l) => JSON.parse(l) as Record<string, unknown>);
+    expect(lines.filter((l) => l.msg === "swept automation executions")).toEqual([expect.objectContaining({ removed: 1, byAge: 1, byCount: 0 })]);
+    expect(await idsOf(ts, hook.id)).toHaveLength(2);
+    expect(await idsOf(ts, hook.id)).toContain(third);
+  });
+});
+
+describe(`a stop during a long pause of a sweep run by hand, on ${testDialect()}: batches of 1, a pause of 10 minutes after each`, () => {
+  let ts: TestServer;
+  beforeAll(async () => {
+    // The timer's sweep is a day away: the only sweep is the test's.
+    ts = await startTestServer({ EXECUTION_RETENTION_SWEEP_SECONDS: "86400" }, undefined, { retentionPace: { batchRows: 1, pauseFactor: 0, minPauseMs: 600_000 } });
+  });
+  afterAll(async () => ts?.stop());
+
+  it("ends the pause at once: the sweep answers what it removed, well before the pause would have ended", async () => {
+    const hook = await hooked(ts);
+    await deliver(ts, hook, 3);
+    ts.clock.advance(31 * DAY);
+    const swept = ts.server.retention.sweep();
+    const deadline = Date.now() + 10_000;
+    while ((await idsOf(ts, hook.id)).length > 2 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(await idsOf(ts, hook.id)).toHaveLength(2);
+
+    const started = performance.now();
+    let timer: NodeJS.Timeout | undefined;
+    const outcome = await Promise.race([
+      Promise.all([ts.server.retention.stop(), swept]).then(([, result]) => result),
+      new Promise<"still pausing">((resolve) => (timer = setTimeout(() => resolve("still pausing"), 5_000))),
+    ]);
+    clearTimeout(timer);
+    expect(outcome).toEqual({ byAge: 1, byCount: 0 });
+    expect(performance.now() - started).toBeLessThan(5_000);
+    expect(await idsOf(ts, hook.id)).toHaveLength(2);
+  });
+});
+
+describe(`the count's budget, on ${testDialect()}: EXECUTION_RETENTION_COUNT=1, 3 batches a sweep`, () => {
+  let ts: TestServer;
+  beforeAll(async () => {
+    // A batch removes all of an automation's excess (2 < 10): an automation costs a read of its cut
+    // and a batch; the age pass, with nothing past the retention, a batch.
+    ts = await startTestServer({ EXECUTION_RETENTION_COUNT: "1", EXECUTION_RETENTION_SWEEP_SECONDS: "86400" }, undefined, {
+      retentionPace: { batchRows: 10, minPauseMs: 0, pauseFactor: 0, maxBatches: 3 },
+    });
+  });
+  afterAll(async () => ts?.stop());
+
+  it("a sweep reaches a few automations; the next go on after the last one reached, wrapping to the first, until every automation keeps its newest", async () => {
+    const hooks: Hooked[] = [];
+    for (let n = 0; n < 5; n++) hooks.push(await hooked(ts));
+    // In the order the sweeps take them.
+    hooks.sort((x, y) => (x.id < y.id ? -1 : x.id > y.id ? 1 : 0));
+    const newest = new Map<string, string>();
+    for (const hook of hooks) newest.set(hook.id, (await deliver(ts, hook, 3))[2]!);
+    const counts = async () => Promise.all(hooks.map(async (hook) => (await idsOf(ts, hook.id)).length));
+
+    // The first sweep reaches the first automation only (the age pass's batch, its cut, its batch):
+    // the others keep all 3.
+    const first = await ts.server.retention.sweep();
+    expect(first).toEqual({ byAge: 0, byCount: 2 });
+    expect(await counts()).toEqual([1, 3, 3, 3, 3]);
+
+    // Each sweep goes on where the last stopped: the automations brought down are always the first
+    // ones, one more every sweep or two; a sweep that went back to the first would never reach the last.
+    let removed = first.byCount;
+    let done = 0;
+    for (let sweeps = 1; sweeps < 12 && done < hooks.length; sweeps++) {
+      removed += (await ts.server.retention.sweep()).byCount;
+      const now = await counts();
+      const reached = now.findIndex((c) => c !== 1);
+      const prefix = reached === -1 ? hooks.length : reached;
+      expect(now.slice(prefix).every((c) => c === 3)).toBe(true);
+      expect(prefix).toBeGreaterThanOrEqual(done);
+      done = prefix;
+    }
+    expect(await counts()).toEqual(hooks.map(() => 1));
+    expect(removed).toBe(2 * hooks.length);
+    for (const hook of hooks) expect(await idsOf(ts, hook.id)).toEqual([newest.get(hook.id)]);
+
+    // Past the last automation the count starts over from the first: its new executions go too.
+    const first0 = hooks[0]!;
+    const again = await deliver(ts, first0, 2);
+    for (let sweeps = 0; sweeps < 12 && (await idsOf(ts, first0.id)).length > 1; sweeps++) await ts.server.retention.sweep();
+    expect(await idsOf(ts, first0.id)).toEqual([again[1]]);
+  });
+});
