@@ -49,7 +49,20 @@ export interface Served {
 }
 
 /** A port that was free a moment ago, from the kernel's ephemeral range. */
-export function freePort(): Promise<number> {
+export async function freePort(): Promise<number> {
+  // A port handed out is not bound until its user listens: the system may offer it again meanwhile
+  // (a server's PORT and METRICS_PORT asked for one after the other), so this process never hands one out twice.
+  for (;;) {
+    const port = await unboundPort();
+    if (handedOut.has(port)) continue;
+    handedOut.add(port);
+    return port;
+  }
+}
+
+const handedOut = new Set<number>();
+
+function unboundPort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const s = createServer();
     s.once("error", reject);
