@@ -196,6 +196,21 @@ describe(`the sweep on its timer, on ${testDialect()}: EXECUTION_RETENTION_SWEEP
   });
 });
 
+/** Waits, 10 s at most, until the automation has `count` executions left (the sweep's first batch done). */
+async function untilExecutions(ts: TestServer, automationId: string, count: number): Promise<void> {
+  const deadline = Date.now() + 10_000;
+  while ((await idsOf(ts, automationId)).length > count && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
+  expect(await idsOf(ts, automationId)).toHaveLength(count);
+}
+
+/** What `work` answers, or "still pausing" when it has not answered within 5 s (the pause is 10 minutes). */
+async function beforePauseEnds<T>(work: Promise<T>): Promise<T | "still pausing"> {
+  let timer: NodeJS.Timeout | undefined;
+  const outcome = await Promise.race([work, new Promise<"still pausing">((resolve) => (timer = setTimeout(() => resolve("still pausing"), 5_000)))]);
+  clearTimeout(timer);
+  return outcome;
+}
+
 describe(`a stop during a long pause, on ${testDialect()}: batches of 1, a pause of 10 minutes after each`, () => {
   const logs = logCapture();
   let ts: TestServer;
@@ -209,17 +224,10 @@ describe(`a stop during a long pause, on ${testDialect()}: batches of 1, a pause
     const [, , third] = await deliver(ts, hook, 3);
     ts.clock.advance(31 * DAY);
     // The timer's sweep removes one (a full batch of 1), then pauses for 10 minutes.
-    const deadline = Date.now() + 10_000;
-    while ((await idsOf(ts, hook.id)).length > 2 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
-    expect(await idsOf(ts, hook.id)).toHaveLength(2);
+    await untilExecutions(ts, hook.id, 2);
 
     const started = performance.now();
-    let timer: NodeJS.Timeout | undefined;
-    const outcome = await Promise.race([
-      ts.server.retention.stop().then(() => "stopped" as const),
-      new Promise<"still pausing">((resolve) => (timer = setTimeout(() => resolve("still pausing"), 5_000))),
-    ]);
-    clearTimeout(timer);
+    const outcome = await beforePauseEnds(ts.server.retention.stop().then(() => "stopped" as const));
     expect(outcome).toBe("stopped");
     expect(performance.now() - started).toBeLessThan(5_000);
     // The sweep settled (the stop waits for it) with its one batch, and no batch came after the stop.
@@ -243,17 +251,10 @@ describe(`a stop during a long pause of a sweep run by hand, on ${testDialect()}
     await deliver(ts, hook, 3);
     ts.clock.advance(31 * DAY);
     const swept = ts.server.retention.sweep();
-    const deadline = Date.now() + 10_000;
-    while ((await idsOf(ts, hook.id)).length > 2 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
-    expect(await idsOf(ts, hook.id)).toHaveLength(2);
+    await untilExecutions(ts, hook.id, 2);
 
     const started = performance.now();
-    let timer: NodeJS.Timeout | undefined;
-    const outcome = await Promise.race([
-      Promise.all([ts.server.retention.stop(), swept]).then(([, result]) => result),
-      new Promise<"still pausing">((resolve) => (timer = setTimeout(() => resolve("still pausing"), 5_000))),
-    ]);
-    clearTimeout(timer);
+    const outcome = await beforePauseEnds(Promise.all([ts.server.retention.stop(), swept]).then(([, result]) => result));
     expect(outcome).toEqual({ byAge: 1, byCount: 0 });
     expect(performance.now() - started).toBeLessThan(5_000);
     expect(await idsOf(ts, hook.id)).toHaveLength(2);
