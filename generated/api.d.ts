@@ -1271,6 +1271,66 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/automations/{id}/webhook-events/{event_id}/replay": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The id of the automation (server-generated, as `Automation.id`).
+                 * @example aut_5Xn2Bq8Rk4Lm7Pz1
+                 */
+                id: components["parameters"]["AutomationId"];
+                /**
+                 * @description The event id of an entry of the automation's delivery log (`WebhookEvent.eventId`); compared case-insensitively.
+                 * @example 3f1c9a52-7d4e-4b8a-9c21-5e6f7a8b9c0d
+                 */
+                event_id: components["parameters"]["WebhookEventPathId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Replay a recorded webhook event to its automation
+         * @description **Beta.** This operation may still change incompatibly in a minor release; every such change
+         *     is recorded in `CHANGELOG.md` under the release that makes it.
+         *
+         *     Runs an event of the automation's delivery log again: a new execution of the automation's
+         *     steps as they are now over the event's body, whatever became of the event's earlier
+         *     executions. It is answered as recorded (`PENDING`, or `RUNNING` when this server's worker
+         *     took it at once) with `origin` `AUTOMATION_EXECUTION_ORIGIN_REPLAY` and the event's
+         *     `eventId`, and is run by the workers, bounded and kept like any execution. The delivery log
+         *     is not changed: the event keeps its outcome and its first execution.
+         *
+         *     What is replayed is what the service keeps. The delivery log keeps an event's id, outcome and
+         *     execution for 7 days, not its body; the body is kept by the execution the event started (its
+         *     `context.trigger`, as received). So an event can be replayed while it is in the delivery log
+         *     (else 404 `WEBHOOK_EVENT_NOT_FOUND`) and its execution is kept (see `AutomationExecution`'s
+         *     retention); an event that did not run its automation (the automation was a draft, or its
+         *     trigger toggle off, when it arrived), or whose execution is past its retention, is 409
+         *     `EVENT_BODY_NOT_KEPT`. The sender may deliver such an event again under a new event id.
+         *
+         *     One replay of an event runs at a time: while one is pending or running, another is 409
+         *     `REPLAY_IN_PROGRESS` (naming it). The automation must be published (409
+         *     `AUTOMATION_IS_DRAFT`); its trigger toggle is not looked at, since the toggle turns the
+         *     trigger off, not the operator's own requests. An unknown automation is 404
+         *     `AUTOMATION_NOT_FOUND`.
+         *
+         *     `Idempotency-Key` is optional: with it, a retry answers the first answer again for 24 hours
+         *     (the same execution, as it was when recorded) and no second execution is made; the same key
+         *     with another request is 422 `IDEMPOTENCY_KEY_REUSED`. Two requests with one key at once make
+         *     one execution: the other is 409 `IDEMPOTENCY_KEY_IN_USE` until the first has answered.
+         *
+         *     Only `ROLE_SUPER_ADMIN` may call it (other roles get 403).
+         */
+        post: operations["svc.api.automations.v1.WebhookEventService.Replay"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/automation-steps/check": {
         parameters: {
             query?: never;
@@ -1383,6 +1443,59 @@ export interface paths {
         get: operations["svc.api.automations.v1.AutomationExecutionService.GetAutomationExecution"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/automation_executions/{id}/redrive": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The id of the automation execution (server-generated, as `AutomationExecution.id`).
+                 * @example exe_9Tg3Hs6Wq1Zc4Nv8
+                 */
+                id: components["parameters"]["AutomationExecutionId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Run a failed execution again
+         * @description **Beta.** This operation may still change incompatibly in a minor release; every such change
+         *     is recorded in `CHANGELOG.md` under the release that makes it.
+         *
+         *     Runs a failed execution (`AUTOMATION_EXECUTION_STATE_ERROR`) again, typically after the
+         *     automation was fixed: a new execution of the same event (`eventId`, and the same `context`,
+         *     its trigger body as received) with the automation's steps as they are now, not as they were
+         *     when the failed one ran. The new execution is answered as recorded (`PENDING`, or `RUNNING`
+         *     when this server's worker took it at once) with `origin`
+         *     `AUTOMATION_EXECUTION_ORIGIN_REDRIVE` and `redriveOf` naming the failed one, whose
+         *     `redrivenBy` names the new one from then on. It is run by the workers, bounded and kept like
+         *     any execution; follow it with `GetAutomationExecution`. Steps that took effect in the failed
+         *     run before the step that failed run again in the new one.
+         *
+         *     A failed execution is redriven at most once: again is 409 `EXECUTION_ALREADY_REDRIVEN`
+         *     (naming its redrive). Should the redrive fail too, redrive it in turn: each run again needs
+         *     the one before it to have failed, so a chain of redrives grows by one deliberate request at a
+         *     time. An execution that is pending, running or done is 409 `EXECUTION_NOT_FAILED` (with its
+         *     `state`). The automation must still exist (404 `AUTOMATION_NOT_FOUND` once deleted) and be
+         *     published (409 `AUTOMATION_IS_DRAFT`); its trigger toggle is not looked at, since the toggle
+         *     turns the trigger off, not the operator's own requests. An unknown execution, or one past its
+         *     retention, is 404 `EXECUTION_NOT_FOUND`.
+         *
+         *     `Idempotency-Key` is optional: with it, a retry answers the first answer again for 24 hours
+         *     (the same execution, as it was when recorded) and no second execution is made; the same key
+         *     with another request is 422 `IDEMPOTENCY_KEY_REUSED`. Two requests with one key at once make
+         *     one execution: the other is 409 `IDEMPOTENCY_KEY_IN_USE` until the first has answered.
+         *
+         *     Only `ROLE_SUPER_ADMIN` may call it (other roles get 403).
+         */
+        post: operations["svc.api.automations.v1.AutomationExecutionService.Redrive"];
         delete?: never;
         options?: never;
         head?: never;
@@ -5190,6 +5303,29 @@ export interface components {
             nextPageToken: string;
         };
         /**
+         * @description Body of `WebhookEventService.Replay`; it has no fields.
+         * @example {}
+         */
+        WebhookEventServiceReplayRequest: Record<string, never>;
+        /**
+         * @description The state of an automation execution.
+         *
+         *     - `AUTOMATION_EXECUTION_STATE_PENDING`: recorded with its event and queued for any worker; no step has run yet.
+         *     - `AUTOMATION_EXECUTION_STATE_RUNNING`: claimed by a worker, which runs its steps. The server that
+         *       accepts an event may hand its execution straight to its own worker, so an execution can be
+         *       `RUNNING` from the moment it is recorded, before its first step starts. A server that shuts
+         *       down gives back the executions it holds and has not begun: they are `PENDING` again, for any
+         *       worker.
+         *     - `AUTOMATION_EXECUTION_STATE_DONE`: every step finished (`STEP_STATE_DONE` or `STEP_STATE_SKIPPED`).
+         *     - `AUTOMATION_EXECUTION_STATE_ERROR`: a step failed (`STEP_STATE_ERROR`); the steps after it did not run.
+         *
+         *     This enumeration may gain values. Clients must accept values they do not know in responses;
+         *     the server refuses unknown values in requests with 400.
+         * @example AUTOMATION_EXECUTION_STATE_DONE
+         * @enum {string}
+         */
+        AutomationExecutionState: string;
+        /**
          * @description Any valid JSON value (an object, an array, a string, a bare number, `true`, `false` or
          *     `null`), at most 64 KB (65,536 bytes); passed to the automation as context data, available
          *     to steps and CEL as `ctx.trigger.<field>` or `ctx.trigger["<field>"]`. Every key is data,
@@ -5201,6 +5337,240 @@ export interface components {
          *     }
          */
         WebhookPayload: unknown;
+        /**
+         * @description The context data of an execution, `ctx` without the step outputs.
+         * @example {
+         *       "trigger": {
+         *         "event": "card.lost",
+         *         "userId": "2Qk3mN8rT1vX9yZ0",
+         *         "appId": "app-salesforce"
+         *       }
+         *     }
+         */
+        AutomationExecutionContext: {
+            /** @description The JSON body of the webhook event that started the execution, as received; `ctx.trigger` in CEL. */
+            trigger: components["schemas"]["WebhookPayload"];
+        };
+        /**
+         * @description What started an automation execution.
+         *
+         *     - `AUTOMATION_EXECUTION_ORIGIN_TRIGGER`: its automation's trigger (an accepted webhook event,
+         *       `eventId`).
+         *     - `AUTOMATION_EXECUTION_ORIGIN_REDRIVE`: `AutomationExecutionService.Redrive` of the failed
+         *       execution named by `redriveOf`, over the same event (`eventId`, `context`).
+         *     - `AUTOMATION_EXECUTION_ORIGIN_REPLAY`: `WebhookEventService.Replay` of the recorded webhook
+         *       event `eventId`.
+         *
+         *     This enumeration may gain values. Clients must accept values they do not know in responses;
+         *     the server refuses unknown values in requests with 400.
+         * @example AUTOMATION_EXECUTION_ORIGIN_TRIGGER
+         * @enum {string}
+         */
+        AutomationExecutionOrigin: string;
+        /**
+         * @description The state of one step of an automation execution.
+         *
+         *     - `STEP_STATE_PENDING`: not run yet (or never run, because an earlier step failed).
+         *     - `STEP_STATE_DONE`: ran; its `output` is available to later steps as `ctx.steps.<stepName>`.
+         *     - `STEP_STATE_SKIPPED`: its `skipIfTrueCel` evaluated to true; it had no effect.
+         *     - `STEP_STATE_ERROR`: failed; `error` says why, and the execution stops.
+         *     - `STEP_STATE_UNSPECIFIED`: not known: the execution's step results are too large to show
+         *       (recorded before automation outputs were bounded; see `AutomationExecution.stepResults`).
+         *
+         *     This enumeration may gain values. Clients must accept values they do not know in responses;
+         *     the server refuses unknown values in requests with 400.
+         * @example STEP_STATE_DONE
+         * @enum {string}
+         */
+        StepState: string;
+        /**
+         * @description The result of one step of an execution.
+         * @example {
+         *       "stepName": "parse",
+         *       "state": "STEP_STATE_DONE",
+         *       "output": {
+         *         "isLost": true
+         *       },
+         *       "error": null
+         *     }
+         */
+        StepResult: {
+            /** @example parse */
+            stepName: string;
+            state: components["schemas"]["StepState"];
+            /**
+             * @description Any JSON value, or null while the step has not run, when it was skipped or failed. For
+             *     `evaluateExpressions` an object with one field per expression name; for the limit steps
+             *     `{ "limit": <the SubjectAppLimit row after the change> }`. Available to later steps as
+             *     `ctx.steps.<stepName>`. At most 262,144 bytes as JSON, and the outputs of an execution's
+             *     steps at most 1,048,576 bytes together (see `AutomationStep`).
+             */
+            output: unknown;
+            /**
+             * @description Why the step failed (`STEP_STATE_ERROR`), human-readable; otherwise null. Also set, with
+             *     `STEP_STATE_UNSPECIFIED`, when the step results of an execution are withheld (see
+             *     `AutomationExecution.stepResults`).
+             */
+            error: string | null;
+        };
+        /**
+         * @description One run of an automation, created when an accepted webhook event starts it (recorded with the
+         *     event, before the intake answers 200) and run by a worker after that. Each step's effect
+         *     happens once, even when a run is retried.
+         *
+         *     Retention: a finished execution (`DONE` or `ERROR`) is kept for as long as the tenant's
+         *     operator configures, 30 days after it finished unless set otherwise (never less than 7), and
+         *     may be limited to each automation's newest ones; past that it is no longer listed and
+         *     `GetAutomationExecution` answers 404. An execution is kept while it is pending or running, and
+         *     an automation's newest execution (its `lastExecutedAt`) is kept while the automation exists.
+         * @example {
+         *       "id": "exe_9Tg3Hs6Wq1Zc4Nv8",
+         *       "automationId": "aut_5Xn2Bq8Rk4Lm7Pz1",
+         *       "state": "AUTOMATION_EXECUTION_STATE_DONE",
+         *       "context": {
+         *         "trigger": {
+         *           "event": "card.lost",
+         *           "userId": "2Qk3mN8rT1vX9yZ0",
+         *           "appId": "app-salesforce"
+         *         }
+         *       },
+         *       "eventId": "3f1c9a52-7d4e-4b8a-9c21-5e6f7a8b9c0d",
+         *       "origin": "AUTOMATION_EXECUTION_ORIGIN_TRIGGER",
+         *       "redriveOf": null,
+         *       "redrivenBy": null,
+         *       "stepResults": [
+         *         {
+         *           "stepName": "parse",
+         *           "state": "STEP_STATE_DONE",
+         *           "output": {
+         *             "isLost": true
+         *           },
+         *           "error": null
+         *         },
+         *         {
+         *           "stepName": "suspend",
+         *           "state": "STEP_STATE_DONE",
+         *           "output": {
+         *             "limit": {
+         *               "appId": "app-salesforce",
+         *               "userId": "2Qk3mN8rT1vX9yZ0",
+         *               "tenantId": "tenant-acme",
+         *               "controls": {
+         *                 "limit": {
+         *                   "amount": {
+         *                     "money": {
+         *                       "currencyCode": "USD",
+         *                       "units": "250",
+         *                       "nanos": 0
+         *                     }
+         *                   },
+         *                   "blocked": null,
+         *                   "unlimited": null
+         *                 },
+         *                 "period": "PERIOD_KIND_MONTHLY",
+         *                 "extension": null,
+         *                 "suspension": {
+         *                   "reason": "Card reported lost",
+         *                   "suspendedAt": "2026-11-20T09:30:01Z"
+         *                 }
+         *               },
+         *               "createdAt": "2026-10-01T08:00:00Z",
+         *               "updatedAt": "2026-11-20T09:30:01Z",
+         *               "deletedAt": null
+         *             }
+         *           },
+         *           "error": null
+         *         }
+         *       ],
+         *       "createdAt": "2026-11-20T09:30:00Z",
+         *       "completedAt": "2026-11-20T09:30:01Z"
+         *     }
+         */
+        AutomationExecution: {
+            /** @example exe_9Tg3Hs6Wq1Zc4Nv8 */
+            id: string;
+            /** @example aut_5Xn2Bq8Rk4Lm7Pz1 */
+            automationId: string;
+            state: components["schemas"]["AutomationExecutionState"];
+            context: components["schemas"]["AutomationExecutionContext"];
+            /**
+             * @description The webhook event id (`Webhook-Event-Id`, lowercase) that started it; null for an execution not started by a webhook.
+             * @example 3f1c9a52-7d4e-4b8a-9c21-5e6f7a8b9c0d
+             */
+            eventId: string | null;
+            origin: components["schemas"]["AutomationExecutionOrigin"];
+            /**
+             * @description The failed execution this one runs again (`origin` `AUTOMATION_EXECUTION_ORIGIN_REDRIVE`);
+             *     null for any other origin. That execution may be past its retention already, and then no
+             *     longer found.
+             * @example null
+             */
+            redriveOf: string | null;
+            /**
+             * @description The execution that runs this failed one again (made by `Redrive`; a failed execution is
+             *     redriven at most once); null while it has not been redriven. That execution may be past
+             *     its retention already, and then this is null again.
+             * @example null
+             */
+            redrivenBy: string | null;
+            /**
+             * @description One entry per step of the automation, in step order. Their outputs are at most 1,048,576
+             *     bytes as JSON together (see `AutomationStep`), so the stored results are at most 1,114,112
+             *     characters. An execution recorded before these bounds whose stored results are longer is
+             *     answered, by `GetAutomationExecution` and in lists, with one entry per step of its
+             *     automation holding the step's name, state `STEP_STATE_UNSPECIFIED`, output null and as
+             *     error `withheld: this execution's step results take more than 1114112 characters as
+             *     stored (recorded before automations had size bounds)`; its other fields are as stored.
+             */
+            stepResults: components["schemas"]["StepResult"][];
+            /** Format: date-time */
+            createdAt: string;
+            /**
+             * Format: date-time
+             * @description When it reached `AUTOMATION_EXECUTION_STATE_DONE` or `AUTOMATION_EXECUTION_STATE_ERROR`; null before.
+             */
+            completedAt: string | null;
+        };
+        /**
+         * @description Answer of `WebhookEventService.Replay`: the new execution, as recorded.
+         * @example {
+         *       "automationExecution": {
+         *         "id": "exe_7Kx4Pq9Ut2Wc6Lr3",
+         *         "automationId": "aut_5Xn2Bq8Rk4Lm7Pz1",
+         *         "state": "AUTOMATION_EXECUTION_STATE_PENDING",
+         *         "context": {
+         *           "trigger": {
+         *             "event": "card.lost",
+         *             "userId": "2Qk3mN8rT1vX9yZ0",
+         *             "appId": "app-salesforce"
+         *           }
+         *         },
+         *         "eventId": "3f1c9a52-7d4e-4b8a-9c21-5e6f7a8b9c0d",
+         *         "origin": "AUTOMATION_EXECUTION_ORIGIN_REPLAY",
+         *         "redriveOf": null,
+         *         "redrivenBy": null,
+         *         "stepResults": [
+         *           {
+         *             "stepName": "parse",
+         *             "state": "STEP_STATE_PENDING",
+         *             "output": null,
+         *             "error": null
+         *           },
+         *           {
+         *             "stepName": "suspend",
+         *             "state": "STEP_STATE_PENDING",
+         *             "output": null,
+         *             "error": null
+         *           }
+         *         ],
+         *         "createdAt": "2026-11-20T10:15:00Z",
+         *         "completedAt": null
+         *       }
+         *     }
+         */
+        WebhookEventServiceReplayResponse: {
+            automationExecution: components["schemas"]["AutomationExecution"];
+        };
         /**
          * @description Request of `AutomationService.CheckAutomationSteps`.
          * @example {
@@ -5311,184 +5681,6 @@ export interface components {
             evaluations: components["schemas"]["ExpressionEvaluation"][];
         };
         /**
-         * @description The state of an automation execution.
-         *
-         *     - `AUTOMATION_EXECUTION_STATE_PENDING`: recorded with its event and queued for any worker; no step has run yet.
-         *     - `AUTOMATION_EXECUTION_STATE_RUNNING`: claimed by a worker, which runs its steps. The server that
-         *       accepts an event may hand its execution straight to its own worker, so an execution can be
-         *       `RUNNING` from the moment it is recorded, before its first step starts. A server that shuts
-         *       down gives back the executions it holds and has not begun: they are `PENDING` again, for any
-         *       worker.
-         *     - `AUTOMATION_EXECUTION_STATE_DONE`: every step finished (`STEP_STATE_DONE` or `STEP_STATE_SKIPPED`).
-         *     - `AUTOMATION_EXECUTION_STATE_ERROR`: a step failed (`STEP_STATE_ERROR`); the steps after it did not run.
-         *
-         *     This enumeration may gain values. Clients must accept values they do not know in responses;
-         *     the server refuses unknown values in requests with 400.
-         * @example AUTOMATION_EXECUTION_STATE_DONE
-         * @enum {string}
-         */
-        AutomationExecutionState: string;
-        /**
-         * @description The context data of an execution, `ctx` without the step outputs.
-         * @example {
-         *       "trigger": {
-         *         "event": "card.lost",
-         *         "userId": "2Qk3mN8rT1vX9yZ0",
-         *         "appId": "app-salesforce"
-         *       }
-         *     }
-         */
-        AutomationExecutionContext: {
-            /** @description The JSON body of the webhook event that started the execution, as received; `ctx.trigger` in CEL. */
-            trigger: components["schemas"]["WebhookPayload"];
-        };
-        /**
-         * @description The state of one step of an automation execution.
-         *
-         *     - `STEP_STATE_PENDING`: not run yet (or never run, because an earlier step failed).
-         *     - `STEP_STATE_DONE`: ran; its `output` is available to later steps as `ctx.steps.<stepName>`.
-         *     - `STEP_STATE_SKIPPED`: its `skipIfTrueCel` evaluated to true; it had no effect.
-         *     - `STEP_STATE_ERROR`: failed; `error` says why, and the execution stops.
-         *     - `STEP_STATE_UNSPECIFIED`: not known: the execution's step results are too large to show
-         *       (recorded before automation outputs were bounded; see `AutomationExecution.stepResults`).
-         *
-         *     This enumeration may gain values. Clients must accept values they do not know in responses;
-         *     the server refuses unknown values in requests with 400.
-         * @example STEP_STATE_DONE
-         * @enum {string}
-         */
-        StepState: string;
-        /**
-         * @description The result of one step of an execution.
-         * @example {
-         *       "stepName": "parse",
-         *       "state": "STEP_STATE_DONE",
-         *       "output": {
-         *         "isLost": true
-         *       },
-         *       "error": null
-         *     }
-         */
-        StepResult: {
-            /** @example parse */
-            stepName: string;
-            state: components["schemas"]["StepState"];
-            /**
-             * @description Any JSON value, or null while the step has not run, when it was skipped or failed. For
-             *     `evaluateExpressions` an object with one field per expression name; for the limit steps
-             *     `{ "limit": <the SubjectAppLimit row after the change> }`. Available to later steps as
-             *     `ctx.steps.<stepName>`. At most 262,144 bytes as JSON, and the outputs of an execution's
-             *     steps at most 1,048,576 bytes together (see `AutomationStep`).
-             */
-            output: unknown;
-            /**
-             * @description Why the step failed (`STEP_STATE_ERROR`), human-readable; otherwise null. Also set, with
-             *     `STEP_STATE_UNSPECIFIED`, when the step results of an execution are withheld (see
-             *     `AutomationExecution.stepResults`).
-             */
-            error: string | null;
-        };
-        /**
-         * @description One run of an automation, created when an accepted webhook event starts it (recorded with the
-         *     event, before the intake answers 200) and run by a worker after that. Each step's effect
-         *     happens once, even when a run is retried.
-         *
-         *     Retention: a finished execution (`DONE` or `ERROR`) is kept for as long as the tenant's
-         *     operator configures, 30 days after it finished unless set otherwise (never less than 7), and
-         *     may be limited to each automation's newest ones; past that it is no longer listed and
-         *     `GetAutomationExecution` answers 404. An execution is kept while it is pending or running, and
-         *     an automation's newest execution (its `lastExecutedAt`) is kept while the automation exists.
-         * @example {
-         *       "id": "exe_9Tg3Hs6Wq1Zc4Nv8",
-         *       "automationId": "aut_5Xn2Bq8Rk4Lm7Pz1",
-         *       "state": "AUTOMATION_EXECUTION_STATE_DONE",
-         *       "context": {
-         *         "trigger": {
-         *           "event": "card.lost",
-         *           "userId": "2Qk3mN8rT1vX9yZ0",
-         *           "appId": "app-salesforce"
-         *         }
-         *       },
-         *       "eventId": "3f1c9a52-7d4e-4b8a-9c21-5e6f7a8b9c0d",
-         *       "stepResults": [
-         *         {
-         *           "stepName": "parse",
-         *           "state": "STEP_STATE_DONE",
-         *           "output": {
-         *             "isLost": true
-         *           },
-         *           "error": null
-         *         },
-         *         {
-         *           "stepName": "suspend",
-         *           "state": "STEP_STATE_DONE",
-         *           "output": {
-         *             "limit": {
-         *               "appId": "app-salesforce",
-         *               "userId": "2Qk3mN8rT1vX9yZ0",
-         *               "tenantId": "tenant-acme",
-         *               "controls": {
-         *                 "limit": {
-         *                   "amount": {
-         *                     "money": {
-         *                       "currencyCode": "USD",
-         *                       "units": "250",
-         *                       "nanos": 0
-         *                     }
-         *                   },
-         *                   "blocked": null,
-         *                   "unlimited": null
-         *                 },
-         *                 "period": "PERIOD_KIND_MONTHLY",
-         *                 "extension": null,
-         *                 "suspension": {
-         *                   "reason": "Card reported lost",
-         *                   "suspendedAt": "2026-11-20T09:30:01Z"
-         *                 }
-         *               },
-         *               "createdAt": "2026-10-01T08:00:00Z",
-         *               "updatedAt": "2026-11-20T09:30:01Z",
-         *               "deletedAt": null
-         *             }
-         *           },
-         *           "error": null
-         *         }
-         *       ],
-         *       "createdAt": "2026-11-20T09:30:00Z",
-         *       "completedAt": "2026-11-20T09:30:01Z"
-         *     }
-         */
-        AutomationExecution: {
-            /** @example exe_9Tg3Hs6Wq1Zc4Nv8 */
-            id: string;
-            /** @example aut_5Xn2Bq8Rk4Lm7Pz1 */
-            automationId: string;
-            state: components["schemas"]["AutomationExecutionState"];
-            context: components["schemas"]["AutomationExecutionContext"];
-            /**
-             * @description The webhook event id (`Webhook-Event-Id`, lowercase) that started it; null for an execution not started by a webhook.
-             * @example 3f1c9a52-7d4e-4b8a-9c21-5e6f7a8b9c0d
-             */
-            eventId: string | null;
-            /**
-             * @description One entry per step of the automation, in step order. Their outputs are at most 1,048,576
-             *     bytes as JSON together (see `AutomationStep`), so the stored results are at most 1,114,112
-             *     characters. An execution recorded before these bounds whose stored results are longer is
-             *     answered, by `GetAutomationExecution` and in lists, with one entry per step of its
-             *     automation holding the step's name, state `STEP_STATE_UNSPECIFIED`, output null and as
-             *     error `withheld: this execution's step results take more than 1114112 characters as
-             *     stored (recorded before automations had size bounds)`; its other fields are as stored.
-             */
-            stepResults: components["schemas"]["StepResult"][];
-            /** Format: date-time */
-            createdAt: string;
-            /**
-             * Format: date-time
-             * @description When it reached `AUTOMATION_EXECUTION_STATE_DONE` or `AUTOMATION_EXECUTION_STATE_ERROR`; null before.
-             */
-            completedAt: string | null;
-        };
-        /**
          * @description One item of the execution list, the execution wrapped in a field named for it.
          * @example {
          *       "automationExecution": {
@@ -5503,6 +5695,9 @@ export interface components {
          *           }
          *         },
          *         "eventId": "3f1c9a52-7d4e-4b8a-9c21-5e6f7a8b9c0d",
+         *         "origin": "AUTOMATION_EXECUTION_ORIGIN_TRIGGER",
+         *         "redriveOf": null,
+         *         "redrivenBy": null,
          *         "stepResults": [
          *           {
          *             "stepName": "parse",
@@ -5572,6 +5767,9 @@ export interface components {
          *               }
          *             },
          *             "eventId": "3f1c9a52-7d4e-4b8a-9c21-5e6f7a8b9c0d",
+         *             "origin": "AUTOMATION_EXECUTION_ORIGIN_TRIGGER",
+         *             "redriveOf": null,
+         *             "redrivenBy": null,
          *             "stepResults": [
          *               {
          *                 "stepName": "parse",
@@ -5644,6 +5842,9 @@ export interface components {
          *           }
          *         },
          *         "eventId": "3f1c9a52-7d4e-4b8a-9c21-5e6f7a8b9c0d",
+         *         "origin": "AUTOMATION_EXECUTION_ORIGIN_TRIGGER",
+         *         "redriveOf": null,
+         *         "redrivenBy": null,
          *         "stepResults": [
          *           {
          *             "stepName": "parse",
@@ -5694,6 +5895,51 @@ export interface components {
          *     }
          */
         AutomationExecutionServiceGetAutomationExecutionResponse: {
+            automationExecution: components["schemas"]["AutomationExecution"];
+        };
+        /**
+         * @description Body of `AutomationExecutionService.Redrive`; it has no fields.
+         * @example {}
+         */
+        AutomationExecutionServiceRedriveRequest: Record<string, never>;
+        /**
+         * @description Answer of `AutomationExecutionService.Redrive`: the new execution, as recorded.
+         * @example {
+         *       "automationExecution": {
+         *         "id": "exe_6Jw3Np8Ts1Vb5Kq2",
+         *         "automationId": "aut_5Xn2Bq8Rk4Lm7Pz1",
+         *         "state": "AUTOMATION_EXECUTION_STATE_PENDING",
+         *         "context": {
+         *           "trigger": {
+         *             "event": "card.lost",
+         *             "userId": "2Qk3mN8rT1vX9yZ0",
+         *             "appId": "app-salesforce"
+         *           }
+         *         },
+         *         "eventId": "3f1c9a52-7d4e-4b8a-9c21-5e6f7a8b9c0d",
+         *         "origin": "AUTOMATION_EXECUTION_ORIGIN_REDRIVE",
+         *         "redriveOf": "exe_8Hc5Rz2Mw7Ty4Ld1",
+         *         "redrivenBy": null,
+         *         "stepResults": [
+         *           {
+         *             "stepName": "parse",
+         *             "state": "STEP_STATE_PENDING",
+         *             "output": null,
+         *             "error": null
+         *           },
+         *           {
+         *             "stepName": "suspend",
+         *             "state": "STEP_STATE_PENDING",
+         *             "output": null,
+         *             "error": null
+         *           }
+         *         ],
+         *         "createdAt": "2026-11-20T10:15:00Z",
+         *         "completedAt": null
+         *       }
+         *     }
+         */
+        AutomationExecutionServiceRedriveResponse: {
             automationExecution: components["schemas"]["AutomationExecution"];
         };
         /**
@@ -6002,6 +6248,11 @@ export interface components {
          * @example aut_5Xn2Bq8Rk4Lm7Pz1
          */
         AutomationId: string;
+        /**
+         * @description The event id of an entry of the automation's delivery log (`WebhookEvent.eventId`); compared case-insensitively.
+         * @example 3f1c9a52-7d4e-4b8a-9c21-5e6f7a8b9c0d
+         */
+        WebhookEventPathId: string;
         /**
          * @description The id of the automation execution (server-generated, as `AutomationExecution.id`).
          * @example exe_9Tg3Hs6Wq1Zc4Nv8
@@ -10464,6 +10715,158 @@ export interface operations {
             503: components["responses"]["ServiceUnavailable"];
         };
     };
+    "svc.api.automations.v1.WebhookEventService.Replay": {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Makes the request safe to retry: a unique value the client generates for one intended
+                 *     operation (a UUID v4 is a good choice), 1 to 255 printable ASCII characters. Sent again with
+                 *     the same request (same operation, path, query and JSON body; key order and whitespace do not
+                 *     matter) within 24 hours, it answers the first answer again (the same status and body,
+                 *     including a secret shown once, such as `clientSecret` or `webhookSecret`) with the header
+                 *     `Idempotent-Replayed: true`, and nothing is done a second time. A replayed error names the
+                 *     first request in its `RequestInfo`; `X-Request-Id` is the new request's.
+                 *
+                 *     - Keys belong to the calling user: two users never see each other's answers, and the
+                 *       credentials of one user share their keys, not their answers. A kept answer is replayed only
+                 *       to a caller that may make the request now: its role, its credential's apps and whose
+                 *       resource it names are checked again first, and a caller that may not make it gets the
+                 *       refusal it would get without the key (for example 403 `APP_NOT_ALLOWED`, or 404 for another
+                 *       app's spend authorization), never the kept answer.
+                 *     - The first answer is kept when the operation ran, whether it succeeded or failed with a 4xx
+                 *       (for example 409 for an email address in use): to try a changed request, use a new key.
+                 *       Nothing is kept for a refusal that depends on who asks (401, 403, and 404, which does not
+                 *       tell a resource that does not exist from one the caller may not see), for a 400 refusing a
+                 *       request that breaks the contract, or for a 500: such a request may be sent again with the
+                 *       same key, changed or not.
+                 *     - The same key with a different request is 422 with reason `IDEMPOTENCY_KEY_REUSED`, and
+                 *       nothing is done.
+                 *     - While a request with the key is still being processed, another one with it is 409 with
+                 *       reason `IDEMPOTENCY_KEY_IN_USE` and `Retry-After`; nothing is done for it. On the spend
+                 *       operations (Capture, Release, Reverse) it is not turned away: it runs, only the first to
+                 *       commit counts, and the others are answered its answer (`Idempotent-Replayed: true`) with
+                 *       nothing done for them; there 409 `IDEMPOTENCY_KEY_IN_USE` is left for a key held by a
+                 *       request still running on an instance of an earlier release.
+                 *     - After 24 hours the key may be used again, as if it were new.
+                 *
+                 *     A key that is empty, longer than 255 characters or not printable ASCII is 400 naming the
+                 *     header. Without the header the request is processed as it comes, every time.
+                 * @example 5f1d7c2e-8a4b-4c3d-9e2f-0a1b2c3d4e5f
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /**
+                 * @description The id of the automation (server-generated, as `Automation.id`).
+                 * @example aut_5Xn2Bq8Rk4Lm7Pz1
+                 */
+                id: components["parameters"]["AutomationId"];
+                /**
+                 * @description The event id of an entry of the automation's delivery log (`WebhookEvent.eventId`); compared case-insensitively.
+                 * @example 3f1c9a52-7d4e-4b8a-9c21-5e6f7a8b9c0d
+                 */
+                event_id: components["parameters"]["WebhookEventPathId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /** @example {} */
+                "application/json": components["schemas"]["WebhookEventServiceReplayRequest"];
+            };
+        };
+        responses: {
+            /** @description The new execution, as recorded. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "automationExecution": {
+                     *         "id": "exe_7Kx4Pq9Ut2Wc6Lr3",
+                     *         "automationId": "aut_5Xn2Bq8Rk4Lm7Pz1",
+                     *         "state": "AUTOMATION_EXECUTION_STATE_PENDING",
+                     *         "context": {
+                     *           "trigger": {
+                     *             "event": "card.lost",
+                     *             "userId": "2Qk3mN8rT1vX9yZ0",
+                     *             "appId": "app-salesforce"
+                     *           }
+                     *         },
+                     *         "eventId": "3f1c9a52-7d4e-4b8a-9c21-5e6f7a8b9c0d",
+                     *         "origin": "AUTOMATION_EXECUTION_ORIGIN_REPLAY",
+                     *         "redriveOf": null,
+                     *         "redrivenBy": null,
+                     *         "stepResults": [
+                     *           {
+                     *             "stepName": "parse",
+                     *             "state": "STEP_STATE_PENDING",
+                     *             "output": null,
+                     *             "error": null
+                     *           },
+                     *           {
+                     *             "stepName": "suspend",
+                     *             "state": "STEP_STATE_PENDING",
+                     *             "output": null,
+                     *             "error": null
+                     *           }
+                     *         ],
+                     *         "createdAt": "2026-11-20T10:15:00Z",
+                     *         "completedAt": null
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["WebhookEventServiceReplayResponse"];
+                };
+            };
+            /** @description The request breaks the contract or a rule of this operation; `details` names the fields at fault. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Status"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            /** @description A resource the request names does not exist. */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Status"];
+                };
+            };
+            /** @description The event cannot be replayed now, or a request with the same key is still being processed; nothing was done. */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Status"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["IdempotencyKeyReused"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
     "svc.api.automations.v1.AutomationService.CheckAutomationSteps": {
         parameters: {
             query?: never;
@@ -10635,6 +11038,9 @@ export interface operations {
                      *               }
                      *             },
                      *             "eventId": "6a2f8c1e-3d5b-4f7a-b9e0-1c4d7a2e8f53",
+                     *             "origin": "AUTOMATION_EXECUTION_ORIGIN_TRIGGER",
+                     *             "redriveOf": null,
+                     *             "redrivenBy": null,
                      *             "stepResults": [
                      *               {
                      *                 "stepName": "parse",
@@ -10666,6 +11072,9 @@ export interface operations {
                      *               }
                      *             },
                      *             "eventId": "3f1c9a52-7d4e-4b8a-9c21-5e6f7a8b9c0d",
+                     *             "origin": "AUTOMATION_EXECUTION_ORIGIN_TRIGGER",
+                     *             "redriveOf": null,
+                     *             "redrivenBy": null,
                      *             "stepResults": [
                      *               {
                      *                 "stepName": "parse",
@@ -10777,6 +11186,9 @@ export interface operations {
                      *           }
                      *         },
                      *         "eventId": "3f1c9a52-7d4e-4b8a-9c21-5e6f7a8b9c0d",
+                     *         "origin": "AUTOMATION_EXECUTION_ORIGIN_TRIGGER",
+                     *         "redriveOf": null,
+                     *         "redrivenBy": null,
                      *         "stepResults": [
                      *           {
                      *             "stepName": "parse",
@@ -10852,6 +11264,153 @@ export interface operations {
                 };
             };
             413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    "svc.api.automations.v1.AutomationExecutionService.Redrive": {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Makes the request safe to retry: a unique value the client generates for one intended
+                 *     operation (a UUID v4 is a good choice), 1 to 255 printable ASCII characters. Sent again with
+                 *     the same request (same operation, path, query and JSON body; key order and whitespace do not
+                 *     matter) within 24 hours, it answers the first answer again (the same status and body,
+                 *     including a secret shown once, such as `clientSecret` or `webhookSecret`) with the header
+                 *     `Idempotent-Replayed: true`, and nothing is done a second time. A replayed error names the
+                 *     first request in its `RequestInfo`; `X-Request-Id` is the new request's.
+                 *
+                 *     - Keys belong to the calling user: two users never see each other's answers, and the
+                 *       credentials of one user share their keys, not their answers. A kept answer is replayed only
+                 *       to a caller that may make the request now: its role, its credential's apps and whose
+                 *       resource it names are checked again first, and a caller that may not make it gets the
+                 *       refusal it would get without the key (for example 403 `APP_NOT_ALLOWED`, or 404 for another
+                 *       app's spend authorization), never the kept answer.
+                 *     - The first answer is kept when the operation ran, whether it succeeded or failed with a 4xx
+                 *       (for example 409 for an email address in use): to try a changed request, use a new key.
+                 *       Nothing is kept for a refusal that depends on who asks (401, 403, and 404, which does not
+                 *       tell a resource that does not exist from one the caller may not see), for a 400 refusing a
+                 *       request that breaks the contract, or for a 500: such a request may be sent again with the
+                 *       same key, changed or not.
+                 *     - The same key with a different request is 422 with reason `IDEMPOTENCY_KEY_REUSED`, and
+                 *       nothing is done.
+                 *     - While a request with the key is still being processed, another one with it is 409 with
+                 *       reason `IDEMPOTENCY_KEY_IN_USE` and `Retry-After`; nothing is done for it. On the spend
+                 *       operations (Capture, Release, Reverse) it is not turned away: it runs, only the first to
+                 *       commit counts, and the others are answered its answer (`Idempotent-Replayed: true`) with
+                 *       nothing done for them; there 409 `IDEMPOTENCY_KEY_IN_USE` is left for a key held by a
+                 *       request still running on an instance of an earlier release.
+                 *     - After 24 hours the key may be used again, as if it were new.
+                 *
+                 *     A key that is empty, longer than 255 characters or not printable ASCII is 400 naming the
+                 *     header. Without the header the request is processed as it comes, every time.
+                 * @example 5f1d7c2e-8a4b-4c3d-9e2f-0a1b2c3d4e5f
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /**
+                 * @description The id of the automation execution (server-generated, as `AutomationExecution.id`).
+                 * @example exe_9Tg3Hs6Wq1Zc4Nv8
+                 */
+                id: components["parameters"]["AutomationExecutionId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /** @example {} */
+                "application/json": components["schemas"]["AutomationExecutionServiceRedriveRequest"];
+            };
+        };
+        responses: {
+            /** @description The new execution, as recorded. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "automationExecution": {
+                     *         "id": "exe_6Jw3Np8Ts1Vb5Kq2",
+                     *         "automationId": "aut_5Xn2Bq8Rk4Lm7Pz1",
+                     *         "state": "AUTOMATION_EXECUTION_STATE_PENDING",
+                     *         "context": {
+                     *           "trigger": {
+                     *             "event": "card.lost",
+                     *             "userId": "2Qk3mN8rT1vX9yZ0",
+                     *             "appId": "app-salesforce"
+                     *           }
+                     *         },
+                     *         "eventId": "3f1c9a52-7d4e-4b8a-9c21-5e6f7a8b9c0d",
+                     *         "origin": "AUTOMATION_EXECUTION_ORIGIN_REDRIVE",
+                     *         "redriveOf": "exe_8Hc5Rz2Mw7Ty4Ld1",
+                     *         "redrivenBy": null,
+                     *         "stepResults": [
+                     *           {
+                     *             "stepName": "parse",
+                     *             "state": "STEP_STATE_PENDING",
+                     *             "output": null,
+                     *             "error": null
+                     *           },
+                     *           {
+                     *             "stepName": "suspend",
+                     *             "state": "STEP_STATE_PENDING",
+                     *             "output": null,
+                     *             "error": null
+                     *           }
+                     *         ],
+                     *         "createdAt": "2026-11-20T10:15:00Z",
+                     *         "completedAt": null
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["AutomationExecutionServiceRedriveResponse"];
+                };
+            };
+            /** @description The request breaks the contract or a rule of this operation; `details` names the fields at fault. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Status"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            /** @description A resource the request names does not exist. */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Status"];
+                };
+            };
+            /** @description The execution cannot be redriven now, or a request with the same key is still being processed; nothing was done. */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Status"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["IdempotencyKeyReused"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];

@@ -52,6 +52,8 @@ export interface AutomationExecutionServiceHandlers<Ctx> {
   GetAutomationExecution: Handler<"svc.api.automations.v1.AutomationExecutionService.GetAutomationExecution", Ctx>;
   /** GET /api/v1/automation_executions */
   ListAutomationExecutions: Handler<"svc.api.automations.v1.AutomationExecutionService.ListAutomationExecutions", Ctx>;
+  /** POST /api/v1/automation_executions/{id}/redrive */
+  Redrive: Handler<"svc.api.automations.v1.AutomationExecutionService.Redrive", Ctx>;
 }
 
 export interface AutomationServiceHandlers<Ctx> {
@@ -158,6 +160,8 @@ export interface UserServiceHandlers<Ctx> {
 export interface WebhookEventServiceHandlers<Ctx> {
   /** GET /api/v1/automations/{id}/webhook-events */
   ListWebhookEvents: Handler<"svc.api.automations.v1.WebhookEventService.ListWebhookEvents", Ctx>;
+  /** POST /api/v1/automations/{id}/webhook-events/{event_id}/replay */
+  Replay: Handler<"svc.api.automations.v1.WebhookEventService.Replay", Ctx>;
 }
 
 /** Everything the server must implement: a missing or mistyped handler fails the typecheck. */
@@ -196,6 +200,7 @@ export interface OperationRoute {
 export const operationRoutes = [
   { operationId: "svc.api.automations.v1.AutomationExecutionService.GetAutomationExecution", service: "AutomationExecutionService", method: "get", path: "/api/v1/automation_executions/{id}", secured: true, raw: false, maxBodyBytes: null, idempotencyKey: null },
   { operationId: "svc.api.automations.v1.AutomationExecutionService.ListAutomationExecutions", service: "AutomationExecutionService", method: "get", path: "/api/v1/automation_executions", secured: true, raw: false, maxBodyBytes: null, idempotencyKey: null },
+  { operationId: "svc.api.automations.v1.AutomationExecutionService.Redrive", service: "AutomationExecutionService", method: "post", path: "/api/v1/automation_executions/{id}/redrive", secured: true, raw: false, maxBodyBytes: null, idempotencyKey: "optional" },
   { operationId: "svc.api.automations.v1.AutomationService.CheckAutomationSteps", service: "AutomationService", method: "post", path: "/api/v1/automation-steps/check", secured: true, raw: false, maxBodyBytes: null, idempotencyKey: null },
   { operationId: "svc.api.automations.v1.AutomationService.CreateAutomation", service: "AutomationService", method: "post", path: "/api/v1/automations", secured: true, raw: false, maxBodyBytes: null, idempotencyKey: "optional" },
   { operationId: "svc.api.automations.v1.AutomationService.DeleteAutomation", service: "AutomationService", method: "delete", path: "/api/v1/automations/{id}", secured: true, raw: false, maxBodyBytes: null, idempotencyKey: null },
@@ -204,6 +209,7 @@ export const operationRoutes = [
   { operationId: "svc.api.automations.v1.AutomationService.RotateWebhookSecret", service: "AutomationService", method: "post", path: "/api/v1/automations/{id}/webhook-secret", secured: true, raw: false, maxBodyBytes: null, idempotencyKey: "optional" },
   { operationId: "svc.api.automations.v1.AutomationService.UpdateAutomation", service: "AutomationService", method: "post", path: "/api/v1/automations/{id}", secured: true, raw: false, maxBodyBytes: null, idempotencyKey: null },
   { operationId: "svc.api.automations.v1.WebhookEventService.ListWebhookEvents", service: "WebhookEventService", method: "get", path: "/api/v1/automations/{id}/webhook-events", secured: true, raw: false, maxBodyBytes: null, idempotencyKey: null },
+  { operationId: "svc.api.automations.v1.WebhookEventService.Replay", service: "WebhookEventService", method: "post", path: "/api/v1/automations/{id}/webhook-events/{event_id}/replay", secured: true, raw: false, maxBodyBytes: null, idempotencyKey: "optional" },
   { operationId: "svc.api.funds.v1.AppCapService.Delete", service: "AppCapService", method: "delete", path: "/api/v1/funds/app-caps/{app_id}", secured: true, raw: false, maxBodyBytes: null, idempotencyKey: null },
   { operationId: "svc.api.funds.v1.AppCapService.Get", service: "AppCapService", method: "get", path: "/api/v1/funds/app-caps/{app_id}", secured: true, raw: false, maxBodyBytes: null, idempotencyKey: null },
   { operationId: "svc.api.funds.v1.AppCapService.List", service: "AppCapService", method: "get", path: "/api/v1/funds/app-caps", secured: true, raw: false, maxBodyBytes: null, idempotencyKey: null },

@@ -32,6 +32,7 @@ import { SigningKeys, SIGNING_KEYS_RELOAD_MS } from "./identity/signing-keys.js"
 import { Users } from "./identity/users.js";
 import { Automations } from "./automations/automations.js";
 import { workerHandOff } from "./automations/event-hand-off.js";
+import { ExecutionReruns } from "./automations/reruns.js";
 import { ExecutionRetention, RETENTION_PACE, type RetentionPace } from "./automations/execution-retention.js";
 import { Executions } from "./automations/executions.js";
 import { ExecutionRunner } from "./automations/runner.js";
@@ -173,6 +174,8 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     // This process's worker: handed a new execution it claimed at insert, or woken to claim it.
     handOff: workerHandOff(worker),
   });
+  // Redrives and replays are handed to the same worker, as the intake's executions are.
+  const reruns = new ExecutionReruns({ storage, clock, events, handOff: workerHandOff(worker) });
 
   // Each instance enforces its share of the limits: the quota over the instances counted live.
   const instances = new LiveInstances(storage, clock, logger);
@@ -201,7 +204,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       ...identityHandlers({ grant, users, credentials, trustProxy: config.trustProxy }),
       ...fundsHandlers({ limits, caps, policy, effective }),
       ...spendHandlers({ spends, list: spendList }),
-      ...automationHandlers({ automations, executions, events, intake }),
+      ...automationHandlers({ automations, executions, reruns, events, intake }),
     },
   });
 

@@ -27,7 +27,8 @@ export interface Saved {
 const MASK_FIELDS = ["displayName", "description", "isDraft", "enabled", "triggers", "automationSteps"] as const;
 type MaskField = (typeof MASK_FIELDS)[number];
 
-const lockKey = (id: string) => `automations:${id}`;
+/** The lock of an automation's row: taken exclusive by its changes, shared by what reads it to act on it (reruns.ts). */
+export const lockKey = (id: string) => `automations:${id}`;
 
 type AutomationRow = AutomationsTable & { last_executed_at: string | null };
 
@@ -38,6 +39,8 @@ type AutomationRow = AutomationsTable & { last_executed_at: string | null };
  */
 const lastExecutedAt = (eb: ExpressionBuilder<Database, "automations">) =>
   eb.selectFrom("automation_executions").select((e) => e.fn.max("automation_executions.created_at").as("at")).whereRef("automation_executions.automation_id", "=", "automations.id").as("last_executed_at");
+
+export const automationNotFound = (id: string) => notFound("AUTOMATION_NOT_FOUND", "no automation with this id", { metadata: { automationId: id } });
 
 export class Automations {
   constructor(
@@ -69,7 +72,7 @@ export class Automations {
 
   private async load(db: Db, id: string): Promise<Automation> {
     const row = await db.selectFrom("automations").selectAll().select(lastExecutedAt).where("id", "=", id).executeTakeFirst();
-    if (!row) throw notFound("AUTOMATION_NOT_FOUND", "no automation with this id", { metadata: { automationId: id } });
+    if (!row) throw automationNotFound(id);
     return this.view(row, await this.listeners.forAutomation(db, id));
   }
 

@@ -2,7 +2,7 @@
 // fetched for administrators, and claimed and updated by the worker.
 import { sql } from "kysely";
 import type { components } from "../../generated/api.js";
-import type { KnownAutomationExecutionState, KnownStepState } from "../../generated/enums.js";
+import type { KnownAutomationExecutionOrigin, KnownAutomationExecutionState, KnownStepState } from "../../generated/enums.js";
 import { notFound } from "../core/errors.js";
 import { timeOrderedId } from "../core/ids.js";
 import { currentTraceparent } from "../core/tracing.js";
@@ -22,6 +22,12 @@ export const ExecutionState = {
   ERROR: "AUTOMATION_EXECUTION_STATE_ERROR",
 } as const satisfies Record<string, KnownAutomationExecutionState>;
 
+export const ExecutionOrigin = {
+  TRIGGER: "AUTOMATION_EXECUTION_ORIGIN_TRIGGER",
+  REDRIVE: "AUTOMATION_EXECUTION_ORIGIN_REDRIVE",
+  REPLAY: "AUTOMATION_EXECUTION_ORIGIN_REPLAY",
+} as const satisfies Record<string, KnownAutomationExecutionOrigin>;
+
 export const StepState = {
   UNSPECIFIED: "STEP_STATE_UNSPECIFIED",
   PENDING: "STEP_STATE_PENDING",
@@ -35,8 +41,10 @@ export const StepState = {
  * by a version before them) stay in the database: `step_results` is null, so that no answer holds
  * or serializes them.
  */
-type ExecutionRow = Pick<AutomationExecutionsTable, "id" | "automation_id" | "event_id" | "state" | "context" | "steps" | "created_at" | "completed_at"> & {
+export type ExecutionRow = Pick<AutomationExecutionsTable, "id" | "automation_id" | "event_id" | "state" | "context" | "steps" | "created_at" | "completed_at" | "origin" | "redrive_of"> & {
   step_results: string | null;
+  /** The execution that redrives this one, if any. */
+  redriven_by: string | null;
 };
 
 const WITHHELD_RESULTS = `withheld: this execution's step results take more than ${MAX_STORED_STEP_RESULTS_CHARS} characters as stored (recorded before automations had size bounds)`;
@@ -47,12 +55,15 @@ function withheldResults(stepsJson: string): StepResult[] {
   return steps.map((s) => ({ stepName: s.stepName, state: StepState.UNSPECIFIED, output: null, error: WITHHELD_RESULTS }));
 }
 
-const toExecution = (row: ExecutionRow): AutomationExecution => ({
+export const toExecution = (row: ExecutionRow): AutomationExecution => ({
   id: row.id,
   automationId: row.automation_id,
   state: row.state,
   context: JSON.parse(row.context) as AutomationExecution["context"],
   eventId: row.event_id,
+  origin: row.origin ?? ExecutionOrigin.TRIGGER,
+  redriveOf: row.redrive_of ?? null,
+  redrivenBy: row.redriven_by,
   stepResults: row.step_results === null ? withheldResults(row.steps) : (JSON.parse(row.step_results) as StepResult[]),
   createdAt: row.created_at,
   completedAt: row.completed_at,
@@ -61,12 +72,19 @@ const toExecution = (row: ExecutionRow): AutomationExecution => ({
 /** Step results only within the bounds (the length check runs in the database). */
 const answeredResults = sql<string | null>`case when length(step_results) <= ${sql.lit(MAX_STORED_STEP_RESULTS_CHARS)} then step_results end`;
 
-/** The columns of an answer. */
+/** The columns of an answer; its redrive is one seek in the unique index of `redrive_of`. */
 function selectExecutions(storage: Storage) {
   return storage.db
     .selectFrom("automation_executions")
-    .select(["id", "automation_id", "event_id", "state", "context", "steps", "created_at", "completed_at"])
-    .select(answeredResults.as("step_results"));
+    .select(["id", "automation_id", "event_id", "state", "context", "steps", "created_at", "completed_at", "origin", "redrive_of"])
+    .select(answeredResults.as("step_results"))
+    .select((eb) =>
+      eb
+        .selectFrom("automation_executions as redrive")
+        .select("redrive.id")
+        .whereRef("redrive.redrive_of", "=", "automation_executions.id")
+        .as("redriven_by"),
+    );
 }
 
 /**
@@ -116,6 +134,8 @@ export function newExecution(automationId: string, eventId: string, trigger: unk
   };
 }
 
+export const executionNotFound = (id: string) => notFound("EXECUTION_NOT_FOUND", "no automation execution with this id", { metadata: { executionId: id } });
+
 export class Executions {
   constructor(
     private readonly storage: Storage,
@@ -124,7 +144,7 @@ export class Executions {
 
   async get(id: string): Promise<AutomationExecution> {
     const row = await selectExecutions(this.storage).where("id", "=", id).executeTakeFirst();
-    if (!row) throw notFound("EXECUTION_NOT_FOUND", "no automation execution with this id", { metadata: { executionId: id } });
+    if (!row) throw executionNotFound(id);
     return toExecution(row);
   }
 

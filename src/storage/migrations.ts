@@ -1044,6 +1044,20 @@ const m0021 = (text: TextType): Migration => ({
   },
 });
 
+// Executions run again (src/automations/reruns.ts): what started each (null: its automation's
+// trigger, so that the rows every writer inserts without naming it stay right) and the failed one a
+// redrive runs again. The indexes are partial, so that the intake's inserts, which set neither
+// column, write no entry: the unique one makes a failed execution redriven at most once and answers
+// `redrivenBy`; the other finds an event's live replays.
+const m0023 = (text: TextType): Migration => ({
+  async up(db: Kysely<any>) {
+    await db.schema.alterTable("automation_executions").addColumn("origin", text).execute();
+    await db.schema.alterTable("automation_executions").addColumn("redrive_of", text).execute();
+    await sql`create unique index if not exists automation_executions_redrive_of on automation_executions (redrive_of) where redrive_of is not null`.execute(db);
+    await sql`create index if not exists automation_executions_replays on automation_executions (automation_id, event_id) where origin = 'AUTOMATION_EXECUTION_ORIGIN_REPLAY'`.execute(db);
+  },
+});
+
 /** Whether an instance of the release before the one that adds a migration keeps working on a database it was applied to. */
 interface EarlierRelease {
   sqlite: boolean;
@@ -1081,6 +1095,9 @@ export interface MigrationStep {
  * - 0020: two indexes it does not know of, on finished executions (which it never deletes): it runs.
  * - 0021: a nullable column it does not know of; rows it inserts leave it null (their runs start
  *   traces of their own): it runs.
+ * - 0023: two nullable columns and two partial indexes it does not know of; the rows it inserts
+ *   leave both null (started by their trigger, which they are): it runs. It shows a redrive or a
+ *   replay as any execution.
  */
 export function migrationSteps(dialect: "sqlite" | "postgres"): MigrationStep[] {
   const text: TextType = dialect === "postgres" ? sql`text collate "C"` : "text";
@@ -1106,6 +1123,7 @@ export function migrationSteps(dialect: "sqlite" | "postgres"): MigrationStep[] 
     ["0019_spend_usage_by_instant", m0019(text, dialect), RUNS_ON_POSTGRES],
     ["0020_finished_executions_indexes", m0020, RUNS],
     ["0021_execution_trace_context", m0021(text), RUNS],
+    ["0023_execution_reruns", m0023(text), RUNS],
   ];
   return steps.map(([name, migration, earlier]) => ({ name, migration, earlierReleaseRuns: earlier[dialect] }));
 }

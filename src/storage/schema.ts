@@ -259,4 +259,12 @@ export interface AutomationExecutionsTable {
    * code that does not trace (older releases, tests).
    */
   trace_parent?: string | null;
+  /**
+   * What started it when not its automation's trigger (migration 0023): an
+   * AutomationExecutionOrigin, `AUTOMATION_EXECUTION_ORIGIN_REDRIVE` or `_REPLAY`; null (or absent)
+   * for the trigger's own executions, which every other writer inserts.
+   */
+  origin?: string | null;
+  /** The failed execution a redrive runs again (unique: redriven at most once). */
+  redrive_of?: string | null;
 }

@@ -2,15 +2,17 @@
 // intake: translate, delegate, wrap.
 import type { ServiceHandlers } from "../../../generated/server.js";
 import type { Automations } from "../../automations/automations.js";
-import type { Executions } from "../../automations/executions.js";
+import type { AutomationExecution, Executions } from "../../automations/executions.js";
+import type { ExecutionReruns } from "../../automations/reruns.js";
 import type { WebhookEvents } from "../../webhooks/events.js";
 import type { WebhookIntake } from "../../webhooks/intake.js";
 import { keepAnswer, type RequestContext } from "../context.js";
 
 type AutomationHandlers = Pick<ServiceHandlers<RequestContext>, "AutomationService" | "AutomationExecutionService" | "WebhookEventService" | "IncomingWebhookService">;
 
-export function automationHandlers(deps: { automations: Automations; executions: Executions; events: WebhookEvents; intake: WebhookIntake }): AutomationHandlers {
-  const { automations, executions, events, intake } = deps;
+export function automationHandlers(deps: { automations: Automations; executions: Executions; reruns: ExecutionReruns; events: WebhookEvents; intake: WebhookIntake }): AutomationHandlers {
+  const { automations, executions, reruns, events, intake } = deps;
+  const keepStarted = (ctx: RequestContext) => keepAnswer(ctx, (automationExecution: AutomationExecution) => ({ automationExecution }));
   return {
     AutomationService: {
       CreateAutomation: async ({ body }, ctx) => automations.create(body.automation, keepAnswer(ctx, (saved) => saved)),
@@ -33,6 +35,7 @@ export function automationHandlers(deps: { automations: Automations; executions:
         const page = await executions.list(query.automation_id, query.page_size, query.page_token);
         return { list: page.items.map((automationExecution) => ({ automationExecution })), nextPageToken: page.nextPageToken };
       },
+      Redrive: async ({ path }, ctx) => ({ automationExecution: await reruns.redrive(path.id, keepStarted(ctx)) }),
     },
     WebhookEventService: {
       ListWebhookEvents: async ({ path, query }) => {
@@ -40,6 +43,7 @@ export function automationHandlers(deps: { automations: Automations; executions:
         const page = await events.list(path.id, query.page_size, query.page_token);
         return { list: page.items.map((webhookEvent) => ({ webhookEvent })), nextPageToken: page.nextPageToken };
       },
+      Replay: async ({ path }, ctx) => ({ automationExecution: await reruns.replay(path.id, path.event_id, keepStarted(ctx)) }),
     },
     IncomingWebhookService: {
       Receive: async ({ path, headers, readBody, remoteAddress, forwardedFor }, ctx) => ({

@@ -1,0 +1,119 @@
+// Executions started again by an administrator. Redrive runs a failed execution again; Replay runs an
+// event of an automation's delivery log again. Either is a new execution of the automation's steps as
+// they are now, over the event's body as an execution of it kept it (the delivery log keeps no
+// bodies), recorded in one transaction with the request's kept answer (an Idempotency-Key's), and
+// handed to this process's worker once committed, as the intake hands over the executions it records.
+//
+// Bounds: a failed execution is redriven at most once (the unique index of redrive_of; the lock
+// below turns a second request into a clean 409 first), so a chain of redrives grows by one failure
+// and one request at a time; an event has at most one replay pending or running.
+//
+// Every rerun is written by `record` alone, in its transaction: the place for an audit record of it.
+import { sql } from "kysely";
+import type { Clock } from "../core/clock.js";
+import { failedPrecondition, notFound } from "../core/errors.js";
+import type { Storage } from "../storage/connect.js";
+import type { AutomationExecutionsTable } from "../storage/schema.js";
+import { writeTransaction, type BeforeCommit, type Db } from "../storage/transactions.js";
+import type { ExecutionHandOff, WebhookEvents } from "../webhooks/for-automations.js";
+import { automationNotFound, lockKey as automationLock } from "./automations.js";
+import { ExecutionOrigin, ExecutionState, executionNotFound, toExecution, type AutomationExecution } from "./executions.js";
+
+/** What a rerun runs again: the event and its body as an execution kept them, and how it is linked. */
+interface Source {
+  eventId: string | null;
+  /** `{ trigger }` as stored. */
+  context: string;
+  origin: (typeof ExecutionOrigin)["REDRIVE" | "REPLAY"];
+  redriveOf: string | null;
+}
+
+export class ExecutionReruns {
+  constructor(private readonly deps: { storage: Storage; clock: Clock; events: WebhookEvents; handOff: ExecutionHandOff }) {}
+
+  /** A new execution of the failed execution `executionId`'s event, with its automation's current steps. */
+  async redrive(executionId: string, beforeCommit?: BeforeCommit<AutomationExecution>): Promise<AutomationExecution> {
+    const found = await this.deps.storage.db.selectFrom("automation_executions").select("automation_id").where("id", "=", executionId).executeTakeFirst();
+    if (!found) throw executionNotFound(executionId);
+    return this.record(found.automation_id, `automation_executions:redrive:${executionId}`, beforeCommit, async (db) => {
+      const failed = await db.selectFrom("automation_executions").select(["state", "event_id", "context"]).where("id", "=", executionId).executeTakeFirst();
+      // Removed by retention since the read above.
+      if (!failed) throw executionNotFound(executionId);
+      if (failed.state !== ExecutionState.ERROR) {
+        throw failedPrecondition("EXECUTION_NOT_FAILED", "only a failed execution (AUTOMATION_EXECUTION_STATE_ERROR) can be redriven", { metadata: { state: failed.state } });
+      }
+      const redrive = await db.selectFrom("automation_executions").select("id").where("redrive_of", "=", executionId).executeTakeFirst();
+      if (redrive) {
+        throw failedPrecondition("EXECUTION_ALREADY_REDRIVEN", "this execution was redriven already; redrive that execution if it failed too", { metadata: { redrivenBy: redrive.id } });
+      }
+      return { eventId: failed.event_id, context: failed.context, origin: ExecutionOrigin.REDRIVE, redriveOf: executionId };
+    });
+  }
+
+  /** A new execution of event `eventId` of the automation's delivery log, with the automation's current steps. */
+  async replay(automationId: string, eventId: string, beforeCommit?: BeforeCommit<AutomationExecution>): Promise<AutomationExecution> {
+    const automation = await this.deps.storage.db.selectFrom("automations").select("id").where("id", "=", automationId).executeTakeFirst();
+    if (!automation) throw automationNotFound(automationId);
+    // Event ids compare case-insensitively; the log holds them lowercase.
+    const event = await this.deps.events.find(automationId, eventId.toLowerCase());
+    if (!event) {
+      throw notFound("WEBHOOK_EVENT_NOT_FOUND", "the automation's delivery log has no event with this id (unknown, or past its 7-day retention)", { metadata: { eventId } });
+    }
+    return this.record(automationId, `automation_executions:replay:${automationId}:${event.event_id}`, beforeCommit, async (db) => {
+      const kept = event.execution_id === null ? undefined : await db.selectFrom("automation_executions").select("context").where("id", "=", event.execution_id).executeTakeFirst();
+      if (!kept) {
+        throw failedPrecondition("EVENT_BODY_NOT_KEPT", "the event's body is not kept: the event did not run its automation, or the execution that kept its body is past its retention", {
+          metadata: { eventId: event.event_id },
+        });
+      }
+      // A seek in the partial index of replays (its predicate written as a literal, for SQLite to use it).
+      const live = await db
+        .selectFrom("automation_executions")
+        .select("id")
+        .where("automation_id", "=", automationId)
+        .where("event_id", "=", event.event_id)
+        .where(sql<boolean>`origin = ${sql.lit(ExecutionOrigin.REPLAY)}`)
+        .where("state", "in", [ExecutionState.PENDING, ExecutionState.RUNNING])
+        .executeTakeFirst();
+      if (live) {
+        throw failedPrecondition("REPLAY_IN_PROGRESS", "a replay of this event is still pending or running; replay it again once that one has finished", {
+          metadata: { automationExecutionId: live.id },
+        });
+      }
+      return { eventId: event.event_id, context: kept.context, origin: ExecutionOrigin.REPLAY, redriveOf: null };
+    });
+  }
+
+  /**
+   * Records the rerun `source` finds (under `key`, its own lock, and the automation's shared lock, so
+   * that the steps are those of the automation's last committed change) with `beforeCommit`, then
+   * hands it to the worker. The automation must exist and be published.
+   */
+  private async record(automationId: string, key: string, beforeCommit: BeforeCommit<AutomationExecution> | undefined, source: (db: Db) => Promise<Source>): Promise<AutomationExecution> {
+    const { storage, clock, handOff } = this.deps;
+    let execution: AutomationExecutionsTable | undefined;
+    try {
+      const recorded = await writeTransaction(storage, { exclusive: [key], shared: [automationLock(automationId)] }, async (db) => {
+        const from = await source(db);
+        const automation = await db.selectFrom("automations").select(["steps", "is_draft"]).where("id", "=", automationId).executeTakeFirst();
+        if (!automation) throw automationNotFound(automationId);
+        if (automation.is_draft === 1) {
+          throw failedPrecondition("AUTOMATION_IS_DRAFT", "the automation is a draft (not published): publish it to run its steps", { metadata: { automationId } });
+        }
+        const { trigger } = JSON.parse(from.context) as { trigger: unknown };
+        const at = new Date(clock.now()).toISOString();
+        // The hand-off's executions are a webhook event's; a rerun keeps its source's event id as it is.
+        execution = { ...handOff.newExecution(automationId, from.eventId ?? "", trigger, automation.steps, at), event_id: from.eventId, origin: from.origin, redrive_of: from.redriveOf };
+        await db.insertInto("automation_executions").values(execution).execute();
+        const view = toExecution({ ...execution, redriven_by: null });
+        await beforeCommit?.(db, view);
+        return view;
+      });
+      handOff.recorded(execution!);
+      return recorded;
+    } catch (e) {
+      if (execution) handOff.notRecorded(execution);
+      throw e;
+    }
+  }
+}
