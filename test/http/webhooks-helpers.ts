@@ -164,6 +164,13 @@ export function automationsApi(client: ApiClient) {
     executions: (query: { automation_id?: string; page_size?: number; page_token?: string } = {}) =>
       client.GET("/api/v1/automation_executions", { params: { query } }),
     execution: (value: string) => client.GET("/api/v1/automation_executions/{id}", id(value)),
+    redrive: (value: string, key?: string) => client.POST("/api/v1/automation_executions/{id}/redrive", { ...id(value), body: {}, headers: key ? { "Idempotency-Key": key } : {} }),
+    replay: (value: string, eventId: string, key?: string) =>
+      client.POST("/api/v1/automations/{id}/webhook-events/{event_id}/replay", {
+        params: { path: { id: value, event_id: eventId } },
+        body: {},
+        headers: key ? { "Idempotency-Key": key } : {},
+      }),
   };
 }
 
