@@ -200,6 +200,16 @@ describe("the mock answers every operation with data valid against the contract"
       "svc.api.automations.v1.AutomationExecutionService.GetAutomationExecution",
       await api.GET("/api/v1/automation_executions/{id}", { params: { path: { id: "exe_3Vt8Mq1Kc6Hn9Rw2" } } }),
     );
+    const redrive = ok(
+      "svc.api.automations.v1.AutomationExecutionService.Redrive",
+      await api.POST("/api/v1/automation_executions/{id}/redrive", { params: { path: { id: "exe_8Hc5Rz2Mw7Ty4Ld1" } }, body: {}, headers: { "Idempotency-Key": "mock-redrive-1" } }),
+    );
+    expect(redrive.automationExecution).toMatchObject({ origin: "AUTOMATION_EXECUTION_ORIGIN_REDRIVE", redriveOf: expect.any(String) });
+    const replay = ok(
+      "svc.api.automations.v1.WebhookEventService.Replay",
+      await api.POST("/api/v1/automations/{id}/webhook-events/{event_id}/replay", { params: { path: { id: "aut_5Xn2Bq8Rk4Lm7Pz1", event_id: "3f1c9a52-7d4e-4b8a-9c21-5e6f7a8b9c0d" } }, body: {} }),
+    );
+    expect(replay.automationExecution).toMatchObject({ origin: "AUTOMATION_EXECUTION_ORIGIN_REPLAY", eventId: "3f1c9a52-7d4e-4b8a-9c21-5e6f7a8b9c0d" });
     ok("svc.api.automations.v1.AutomationService.DeleteAutomation", await api.DELETE("/api/v1/automations/{id}", id));
   });
 
@@ -319,6 +329,25 @@ describe("Prefer forces a documented answer, in the Status body with the request
     expect(responseErrors("svc.api.iam.v1.TokenService.CreateToken", 400, r.error)).toEqual([]);
     expect(reasonOf(r.error)).toBe("UNSUPPORTED_GRANT_TYPE");
     expect(r.error).toMatchObject({ error: "unsupported_grant_type", error_description: "body.grant_type: must be client_credentials" });
+  });
+
+  it("Redrive and Replay: a documented refusal by Prefer, and a body with a field refused as the server refuses it", async () => {
+    const redrive = "svc.api.automations.v1.AutomationExecutionService.Redrive";
+    const path = { params: { path: { id: "exe_9Tg3Hs6Wq1Zc4Nv8" } } };
+    const notFailed = await api.POST("/api/v1/automation_executions/{id}/redrive", { ...path, body: {}, headers: { Prefer: "code=409, example=executionNotFailed" } });
+    expect(notFailed.response.status).toBe(409);
+    expect(reasonOf(notFailed.error)).toBe("EXECUTION_NOT_FAILED");
+    expect(responseErrors(redrive, 409, notFailed.error)).toEqual([]);
+    const replay = "svc.api.automations.v1.WebhookEventService.Replay";
+    const event = { params: { path: { id: "aut_5Xn2Bq8Rk4Lm7Pz1", event_id: "9d4a6c2e-5b8f-4e1d-a7c3-2f6b8e0d4a91" } } };
+    const notKept = await api.POST("/api/v1/automations/{id}/webhook-events/{event_id}/replay", { ...event, body: {}, headers: { Prefer: "code=409, example=eventBodyNotKept" } });
+    expect(notKept.response.status).toBe(409);
+    expect(reasonOf(notKept.error)).toBe("EVENT_BODY_NOT_KEPT");
+    expect(responseErrors(replay, 409, notKept.error)).toEqual([]);
+    // @ts-expect-error the body has no fields
+    const withField = await api.POST("/api/v1/automation_executions/{id}/redrive", { ...path, body: { force: true } });
+    expect(withField.response.status).toBe(400);
+    expect(withField.error?.message).toBe("body: must NOT have more than 0 properties");
   });
 
   it("a Prefer the contract does not document is 400 naming the Prefer header", async () => {

@@ -76,7 +76,9 @@ const TABLE: Record<string, Expect[]> = {
   "svc.api.automations.v1.AutomationService.RotateWebhookSecret": SUPER,
   "svc.api.automations.v1.AutomationExecutionService.ListAutomationExecutions": SUPER,
   "svc.api.automations.v1.AutomationExecutionService.GetAutomationExecution": SUPER,
+  "svc.api.automations.v1.AutomationExecutionService.Redrive": SUPER,
   "svc.api.automations.v1.WebhookEventService.ListWebhookEvents": SUPER,
+  "svc.api.automations.v1.WebhookEventService.Replay": SUPER,
   "svc.api.webhooks.v1.IncomingWebhookService.Receive": INTAKE,
 };
 
@@ -179,6 +181,14 @@ async function spendOf(caller: Caller, userId: string, capture = false): Promise
   return unwrap(await spends(ts.admin).authorize({ userId, appId: app, amount: money("1"), ...(capture ? { capture: true } : {}) })).authorization.id;
 }
 
+/** A failed execution of an automation of its own (its one step reads a field no payload has). */
+async function failedExecution(): Promise<string> {
+  const failing = await createHooked(ts, { steps: [{ stepName: "fail", evaluateExpressions: { expressions: [{ name: "v", expression: "ctx.trigger.missing.deeper" }] } }] });
+  const event = await sendHmac(ts, failing.url, failing.secret);
+  await ts.server.worker.idle();
+  return event.body.webhookEvent.automationExecutionId;
+}
+
 const automationBody = () => ({ automation: { displayName: `authz ${newEventId()}`, isDraft: true, enabled: false, triggers: [{ webhook: { hmac: {} } }], automationSteps: [] } });
 
 /** A request each allowed caller would be granted: fixtures are made afresh where the call consumes them. */
@@ -236,7 +246,14 @@ const REQUESTS: Record<string, (caller: Caller) => Promise<Call>> = {
   },
   "svc.api.automations.v1.AutomationExecutionService.ListAutomationExecutions": async () => ({ query: { automation_id: hook.id } }),
   "svc.api.automations.v1.AutomationExecutionService.GetAutomationExecution": async () => ({ path: { id: executionId } }),
+  "svc.api.automations.v1.AutomationExecutionService.Redrive": async () => ({ path: { id: await failedExecution() }, body: {} }),
   "svc.api.automations.v1.WebhookEventService.ListWebhookEvents": async () => ({ path: { id: hook.id } }),
+  "svc.api.automations.v1.WebhookEventService.Replay": async () => {
+    // An event of its own: one replay of an event runs at a time.
+    const event = await sendHmac(ts, hook.url, hook.secret);
+    await ts.server.worker.idle();
+    return { path: { id: hook.id, event_id: event.body.webhookEvent.eventId }, body: {} };
+  },
   "svc.api.webhooks.v1.IncomingWebhookService.Receive": async () => {
     const raw = '{"matrix":true}';
     return { path: { listener_id: hook.listenerId }, raw, headers: hmacHeaders(hook.secret, raw, unixTime(ts), newEventId()) };
