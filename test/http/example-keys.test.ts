@@ -236,7 +236,16 @@ const CASES: Record<string, () => Promise<unknown>> = {
     ),
   "svc.api.automations.v1.AutomationExecutionService.ListAutomationExecutions": async () => unwrap(await api.executions({ automation_id: hook.id })),
   "svc.api.automations.v1.AutomationExecutionService.GetAutomationExecution": async () => unwrap(await api.execution(executionId)),
+  "svc.api.automations.v1.AutomationExecutionService.Redrive": async () => {
+    // A lost card of a subject that does not exist: the suspend step fails.
+    const failing = await createHooked(ts, { steps: steps() });
+    const event = await sendHmac(ts, failing.url, failing.secret, JSON.stringify({ event: "card.lost", userId: "no-such-user", appId: newAppId("hooked") }));
+    const failed = await settled(ts, event.body.webhookEvent.automationExecutionId);
+    expect(failed.state).toBe("AUTOMATION_EXECUTION_STATE_ERROR");
+    return unwrap(await api.redrive(failed.id));
+  },
   "svc.api.automations.v1.WebhookEventService.ListWebhookEvents": async () => unwrap(await api.events(hook.id)),
+  "svc.api.automations.v1.WebhookEventService.Replay": async () => unwrap(await api.replay(hook.id, (await api.events(hook.id)).data!.list[0]!.webhookEvent.eventId)),
   "svc.api.webhooks.v1.IncomingWebhookService.Receive": async () => {
     const answer = await sendHmac(ts, hook.url, hook.secret, JSON.stringify({ event: "card.lost", userId: subjectId, appId: newAppId("hooked") }));
     expect(answer.status).toBe(200);
