@@ -41,7 +41,7 @@ export const StepState = {
  * by a version before them) stay in the database: `step_results` is null, so that no answer holds
  * or serializes them.
  */
-export type ExecutionRow = Pick<AutomationExecutionsTable, "id" | "automation_id" | "event_id" | "state" | "context" | "steps" | "created_at" | "completed_at" | "origin" | "redrive_of"> & {
+type ExecutionRow = Pick<AutomationExecutionsTable, "id" | "automation_id" | "event_id" | "state" | "context" | "steps" | "created_at" | "completed_at" | "origin" | "redrive_of"> & {
   step_results: string | null;
   /** The execution that redrives this one, if any. */
   redriven_by: string | null;

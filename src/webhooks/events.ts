@@ -53,7 +53,7 @@ export class WebhookEvents {
   /**
    * The record of `eventId` in the delivery log of `automationId`, within retention (the newest, should
    * the automation have had it on two listeners); undefined when there is none. A seek in the index by
-   * automation, whose entries of the last 7 days are read without the table.
+   * automation: its entries of the last 7 days are filtered there, and only the match read from the table.
    */
   async find(automationId: string, eventId: string): Promise<WebhookEventsTable | undefined> {
     return this.storage.db
