@@ -306,3 +306,13 @@ describe("Replay", () => {
     expect(unwrap(await api.execution(execution.id)).automationExecution.id).toBe(execution.id);
   });
 });
+
+describe("who may", () => {
+  it("only a super admin redrives and replays: a fund admin is refused 403, and nothing is made", async () => {
+    const { hook, failed } = await failedRun();
+    const fundAdmin = automationsApi((await ts.userClient(["ROLE_FUND_ADMIN"], "Fund admin")).client);
+    expectError(await fundAdmin.redrive(failed.id, newEventId()), 403, "ROLE_NOT_ALLOWED");
+    expectError(await fundAdmin.replay(hook.id, failed.eventId!), 403, "ROLE_NOT_ALLOWED");
+    expect((await executionsOf(ts.admin, hook.id)).map((e) => e.id)).toEqual([failed.id]);
+  });
+});
