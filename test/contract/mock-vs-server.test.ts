@@ -176,6 +176,8 @@ const CASES: Record<string, () => Case> = {
   "webhook with a wrong signature": () => webhook({ secret: "not-the-secret" }),
   "webhook to an unknown listener": () => ({ ...webhook(), target: "/api/v1/webhooks/incoming/wh_0000000000000000" }),
   "webhook event id sent twice": () => ({ ...webhook(), twice: true }),
+  "redrive of an unknown execution": () => ({ method: "POST", target: "/api/v1/automation_executions/exe_9Tg3Hs6Wq1Zc4Nv8/redrive", ...json({}) }),
+  "redrive with a body field": () => ({ method: "POST", target: "/api/v1/automation_executions/exe_9Tg3Hs6Wq1Zc4Nv8/redrive", ...json({ force: true }) }),
 };
 
 async function send(baseUrl: string, c: Case, requestId: string): Promise<RawAnswer> {
