@@ -209,6 +209,7 @@ describe("Redrive and Replay with an Idempotency-Key", () => {
     // The key with another request is refused.
     const { failed: other } = await failedRun();
     expectError(await api.redrive(other.id, key), 422, "IDEMPOTENCY_KEY_REUSED");
+    expectError(await api.replay(hook.id, failed.eventId!, key), 422, "IDEMPOTENCY_KEY_REUSED");
   });
 
   it("two requests with one key at once make one execution: the other is answered it, or told the key is in use", async () => {
@@ -304,6 +305,30 @@ describe("Replay", () => {
     ts.clock.advance(7 * DAY);
     expectError(await api.replay(hook.id, eventId), 404, "WEBHOOK_EVENT_NOT_FOUND");
     expect(unwrap(await api.execution(execution.id)).automationExecution.id).toBe(execution.id);
+  });
+});
+
+describe("bodies", () => {
+  it("each takes an empty object: a body that is not JSON, or has a field, is 400 as the contract shows, and nothing is made", async () => {
+    const { hook, failed } = await failedRun();
+    const redrive = { params: { path: { id: failed.id } } };
+    const replay = { params: { path: { id: hook.id, event_id: failed.eventId! } } };
+    const notJson = { body: {}, bodySerializer: () => '{"oops' };
+    for (const answer of [
+      await ts.admin.POST("/api/v1/automation_executions/{id}/redrive", { ...redrive, ...notJson }),
+      await ts.admin.POST("/api/v1/automations/{id}/webhook-events/{event_id}/replay", { ...replay, ...notJson }),
+    ]) {
+      expectError(answer, 400, "MALFORMED_BODY");
+      expect((answer.error as { message: string }).message).toBe("the request body is not valid JSON");
+    }
+    for (const answer of [
+      await ts.admin.POST("/api/v1/automation_executions/{id}/redrive", { ...redrive, body: { force: true } as never }),
+      await ts.admin.POST("/api/v1/automations/{id}/webhook-events/{event_id}/replay", { ...replay, body: { force: true } as never }),
+    ]) {
+      expectError(answer, 400, "INVALID_ARGUMENT");
+      expect((answer.error as { message: string }).message).toBe("body: must NOT have more than 0 properties");
+    }
+    expect((await executionsOf(ts.admin, hook.id)).map((e) => e.id)).toEqual([failed.id]);
   });
 });
 
