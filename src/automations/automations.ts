@@ -3,6 +3,7 @@
 import type { ExpressionBuilder } from "kysely";
 import type { components } from "../../generated/api.js";
 import type { Clock } from "../core/clock.js";
+import type { Origin } from "../core/origin.js";
 import { invalidArgument, invalidField, notFound } from "../core/errors.js";
 import { base62 } from "../core/ids.js";
 import { pageSize, type Page, type PageTokens } from "../core/pagination.js";
@@ -77,7 +78,7 @@ export class Automations {
     return this.load(this.storage.db, id);
   }
 
-  async create(input: AutomationInput, beforeCommit?: BeforeCommit<Saved>): Promise<Saved> {
+  async create(input: AutomationInput, beforeCommit?: BeforeCommit<Saved>, origin?: Origin): Promise<Saved> {
     const currency = await this.policy.currency();
     const steps = checkSteps(input.automationSteps ?? [], currency);
     const trigger = checkTrigger(input.triggers ?? [], this.options.allowInsecureJwks);
@@ -101,7 +102,7 @@ export class Automations {
       const saved = { automation: await this.load(db, id), webhookSecret: webhookSecret ?? null };
       await beforeCommit?.(db, saved);
       return saved;
-    });
+    }, { origin });
   }
 
   /** Checks steps as `create` and `update` would, and evaluates them against a sample payload; saves nothing. */
@@ -109,7 +110,7 @@ export class Automations {
     return checkStepsReport(steps, await this.policy.currency(), sample);
   }
 
-  async update(id: string, input: AutomationInput, updateMask: string): Promise<Saved> {
+  async update(id: string, input: AutomationInput, updateMask: string, origin?: Origin): Promise<Saved> {
     const mask = parseMask(updateMask);
     const currency = await this.policy.currency();
     const steps = mask.has("automationSteps") ? checkSteps(input.automationSteps ?? [], currency) : undefined;
@@ -134,23 +135,23 @@ export class Automations {
         .execute();
       const webhookSecret = trigger !== undefined ? await this.listeners.save(db, id, trigger) : undefined;
       return { automation: await this.load(db, id), webhookSecret: webhookSecret ?? null };
-    });
+    }, { origin });
     this.listeners.changedHere();
     return saved;
   }
 
-  async delete(id: string): Promise<void> {
+  async delete(id: string, origin?: Origin): Promise<void> {
     await writeTransaction(this.storage, { exclusive: [lockKey(id)] }, async (db) => {
       await this.load(db, id);
       await this.listeners.recordChange(db);
       await this.listeners.save(db, id, null);
       await db.deleteFrom("webhook_events").where("automation_id", "=", id).execute();
       await db.deleteFrom("automations").where("id", "=", id).execute();
-    });
+    }, { origin });
     this.listeners.changedHere();
   }
 
-  async rotateSecret(id: string, beforeCommit?: BeforeCommit<Saved & { webhookSecret: string }>): Promise<Saved & { webhookSecret: string }> {
+  async rotateSecret(id: string, beforeCommit?: BeforeCommit<Saved & { webhookSecret: string }>, origin?: Origin): Promise<Saved & { webhookSecret: string }> {
     const rotated = await writeTransaction(this.storage, { exclusive: [lockKey(id)] }, async (db) => {
       const automation = await this.load(db, id);
       const listener = await this.listeners.forAutomation(db, id);
@@ -160,7 +161,7 @@ export class Automations {
       const result = { automation, webhookSecret };
       await beforeCommit?.(db, result);
       return result;
-    });
+    }, { origin });
     this.listeners.changedHere();
     return rotated;
   }

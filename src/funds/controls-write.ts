@@ -11,7 +11,7 @@
 import { sql } from "kysely";
 import type { Storage } from "../storage/connect.js";
 import { prepared } from "../storage/prepared.js";
-import { writeTransaction, type Db } from "../storage/transactions.js";
+import { writeTransaction, type Db, type WriteOptions } from "../storage/transactions.js";
 import { FUND_POLICY_LOCK } from "./fund-policy.js";
 
 export interface ControlsRow {
@@ -42,9 +42,9 @@ export async function changeControlsRow<Row extends ControlsRow, T>(
   storage: Storage,
   access: ControlsRowAccess<Row>,
   plan: (row: Row | undefined, currency: string) => Planned<Row, T>,
-  outer?: Db,
+  writing: WriteOptions = {},
 ): Promise<T> {
-  if (storage.dialect === "postgres" && !outer) {
+  if (storage.dialect === "postgres" && !writing.outer) {
     const { row, currency } = await access.read(storage.db);
     const planned = plan(row, currency);
     if (!planned.write || (await writeIfUnchanged(storage.db, access, currency, row, planned.write))) return planned.answer;
@@ -54,7 +54,7 @@ export async function changeControlsRow<Row extends ControlsRow, T>(
     const planned = plan(row, currency);
     if (planned.write) await write(db, access.table, row, planned.write);
     return planned.answer;
-  }, outer);
+  }, writing);
 }
 
 interface GuardedWrite {

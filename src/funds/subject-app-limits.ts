@@ -7,6 +7,7 @@
 // control: clearing its last one removes it (deleted_at set), and a later write creates a new row.
 import type { components } from "../../generated/api.js";
 import type { Clock } from "../core/clock.js";
+import type { Origin } from "../core/origin.js";
 import { invalidField, notFound } from "../core/errors.js";
 import { newId } from "../core/ids.js";
 import { pageSize, type Page, type PageTokens } from "../core/pagination.js";
@@ -14,7 +15,7 @@ import type { Users } from "../identity/users.js";
 import type { Storage } from "../storage/connect.js";
 import { prepared } from "../storage/prepared.js";
 import type { SubjectAppLimitsTable } from "../storage/schema.js";
-import { writeTransaction, type Db } from "../storage/transactions.js";
+import { writeTransaction, type Db, type WriteOptions } from "../storage/transactions.js";
 import {
   amountCurrency,
   isEmpty,
@@ -148,69 +149,69 @@ export class SubjectAppLimits {
   // ---- writes ------------------------------------------------------------------------------
 
   /** Sets the base limit and its period (creating the row); suspension and extension stay. */
-  async setLimit(userId: string, appId: string, body: { limit?: unknown; period?: unknown }): Promise<SubjectAppLimit> {
-    return this.setLimitIn({ userId, appId, mine: false }, "row", body);
+  async setLimit(userId: string, appId: string, body: { limit?: unknown; period?: unknown }, origin?: Origin): Promise<SubjectAppLimit> {
+    return this.setLimitIn({ userId, appId, mine: false }, "row", body, origin);
   }
 
   /** The caller's own SetLimit: only the amount arm. */
-  async setMyLimit(userId: string, appId: string, body: { limit?: unknown; period?: unknown }): Promise<SubjectAppLimit> {
-    return this.setLimitIn({ userId, appId, mine: true }, "my-limit", body);
+  async setMyLimit(userId: string, appId: string, body: { limit?: unknown; period?: unknown }, origin?: Origin): Promise<SubjectAppLimit> {
+    return this.setLimitIn({ userId, appId, mine: true }, "my-limit", body, origin);
   }
 
-  private async setLimitIn(target: Target, context: LimitContext, body: { limit?: unknown; period?: unknown }): Promise<SubjectAppLimit> {
+  private async setLimitIn(target: Target, context: LimitContext, body: { limit?: unknown; period?: unknown }, origin: Origin | undefined): Promise<SubjectAppLimit> {
     const row = await this.mutate(target, true, (controls, currencyCode) => {
       const { limit, period } = parseLimitAndPeriod(body.limit, body.period, context, currencyCode, "body");
       if (!limit) throw invalidField("body.limit", "is required (to remove the limit, clear it)", "LIMIT_MISSING");
       return withLimit(controls, limit, period);
-    });
+    }, { origin });
     return row as SubjectAppLimit;
   }
 
-  // Suspend, Unsuspend and SetExtension also run as automation steps: `outer` joins the step's
-  // transaction so the effect and the step's result commit together.
+  // Suspend, Unsuspend and SetExtension also run as automation steps: `writing.outer` joins the
+  // step's transaction so the effect and the step's result commit together.
 
   /** Suspends the row (creating it); the limit underneath stays, to be restored by unsuspend. */
-  async suspend(userId: string, appId: string, body: { reason?: unknown }, outer?: Db): Promise<SubjectAppLimit> {
+  async suspend(userId: string, appId: string, body: { reason?: unknown }, writing?: WriteOptions): Promise<SubjectAppLimit> {
     const row = await this.mutate({ userId, appId, mine: false }, true, (controls, _currency, now) =>
         withSuspension(controls, parseReason(body.reason, "body.reason"), now),
-      outer,
+      writing,
     );
     return row as SubjectAppLimit;
   }
 
   /** Lifts the suspension; null when it was the row's last control (the row is removed). */
-  async unsuspend(userId: string, appId: string, outer?: Db): Promise<SubjectAppLimit | null> {
-    return this.mutate({ userId, appId, mine: false }, false, (controls) => withoutSuspension(controls), outer);
+  async unsuspend(userId: string, appId: string, writing?: WriteOptions): Promise<SubjectAppLimit | null> {
+    return this.mutate({ userId, appId, mine: false }, false, (controls) => withoutSuspension(controls), writing);
   }
 
   /** Grants a temporary total until `expiresAt` (future), replacing any extension (creating the row). */
-  async setExtension(userId: string, appId: string, body: { limit?: unknown; expiresAt?: unknown; reason?: unknown }, outer?: Db): Promise<SubjectAppLimit> {
+  async setExtension(userId: string, appId: string, body: { limit?: unknown; expiresAt?: unknown; reason?: unknown }, writing?: WriteOptions): Promise<SubjectAppLimit> {
     const row = await this.mutate({ userId, appId, mine: false }, true, (controls, currencyCode, now) =>
         withExtension(controls, requireFutureExpiry(parseExtension(body, currencyCode, "body"), now, "body.expiresAt")),
-      outer,
+      writing,
     );
     return row as SubjectAppLimit;
   }
 
   /** Removes the extension, running or lapsed; null when it was the row's last control. */
-  async clearExtension(userId: string, appId: string): Promise<SubjectAppLimit | null> {
-    return this.mutate({ userId, appId, mine: false }, false, (controls) => withoutExtension(controls));
+  async clearExtension(userId: string, appId: string, origin?: Origin): Promise<SubjectAppLimit | null> {
+    return this.mutate({ userId, appId, mine: false }, false, (controls) => withoutExtension(controls), { origin });
   }
 
   /** The caller's own ClearLimit: drops limit and period; null when the limit was the last control. */
-  async clearMyLimit(userId: string, appId: string): Promise<SubjectAppLimit | null> {
-    return this.mutate({ userId, appId, mine: true }, false, (controls) => withoutLimit(controls));
+  async clearMyLimit(userId: string, appId: string, origin?: Origin): Promise<SubjectAppLimit | null> {
+    return this.mutate({ userId, appId, mine: true }, false, (controls) => withoutLimit(controls), { origin });
   }
 
   /** Removes the row with all its controls. */
-  async delete(userId: string, appId: string): Promise<void> {
+  async delete(userId: string, appId: string, origin?: Origin): Promise<void> {
     const target: Target = { userId, appId, mine: false };
     await this.requireUser(userId);
     await writeTransaction(this.storage, { exclusive: [lockKey(target)] }, async (db) => {
       const row = await this.liveRow(db, userId, appId);
       if (!row) throw rowNotFound(target);
       await db.updateTable("subject_app_limits").set({ deleted_at: new Date(this.clock.now()).toISOString() }).where("id", "=", row.id).execute();
-    });
+    }, { origin });
   }
 
   /**
@@ -218,7 +219,7 @@ export class SubjectAppLimits {
    * (from no controls), else it is 404. Controls left empty remove the row (answer null); controls
    * left as they were leave the row untouched (updatedAt too).
    */
-  private async mutate(target: Target, create: boolean, change: Change, outer?: Db): Promise<SubjectAppLimit | null> {
+  private async mutate(target: Target, create: boolean, change: Change, writing?: WriteOptions): Promise<SubjectAppLimit | null> {
     const result = await changeControlsRow(this.storage, this.access(target), (row, currencyCode) => {
       if (!row && !create) throw rowNotFound(target);
       const now = this.clock.now();
@@ -233,7 +234,7 @@ export class SubjectAppLimits {
         ? { ...row, ...columns }
         : { id: newId(), user_id: target.userId, app_id: target.appId, ...columns, created_at: stamp, deleted_at: null };
       return { answer: written, write: written };
-    }, outer);
+    }, writing);
     return result ? this.view(result) : null;
   }
 

@@ -2,6 +2,7 @@
 // and stored only as a slow hash.
 import type { components } from "../../generated/api.js";
 import type { Clock } from "../core/clock.js";
+import type { Origin } from "../core/origin.js";
 import { invalidField, notFound } from "../core/errors.js";
 import { base62, newId, secret256 } from "../core/ids.js";
 import { pageSize, type Page, type PageTokens } from "../core/pagination.js";
@@ -44,9 +45,9 @@ export class Credentials {
   async create(
     userId: string,
     input: { displayName: string; appIds?: readonly string[] | undefined },
-    options: { fixed?: { clientId: string; clientSecret: string }; beforeCommit?: BeforeCommit<NewCredential> } = {},
+    options: { fixed?: { clientId: string; clientSecret: string }; beforeCommit?: BeforeCommit<NewCredential>; origin?: Origin } = {},
   ): Promise<NewCredential> {
-    const { fixed, beforeCommit } = options;
+    const { fixed, beforeCommit, origin } = options;
     const user = await this.users.get(userId);
     const appIds = input.appIds ?? [];
     if (user.roles.includes("ROLE_APP_SERVICE")) {
@@ -71,7 +72,7 @@ export class Credentials {
       const created = { credential: toCredential(row), clientSecret };
       await beforeCommit?.(db, created);
       return created;
-    });
+    }, { origin });
   }
 
   /** Ordered by creation time, then id. */
@@ -98,7 +99,7 @@ export class Credentials {
    * Idempotent: a second revoke keeps the first revokedAt. The principals' version moves with the
    * revocation, so every instance stops trusting the tokens' cached principals (access-tokens.ts).
    */
-  async revoke(userId: string, credentialId: string): Promise<Credential> {
+  async revoke(userId: string, credentialId: string, origin?: Origin): Promise<Credential> {
     const now = new Date(this.clock.now()).toISOString();
     const revoked = await writeTransaction(this.storage, { exclusive: [] }, async (db) => {
       const { numUpdatedRows } = await db
@@ -111,7 +112,7 @@ export class Credentials {
       if (numUpdatedRows === 0n) return false;
       await recordChange(db, "principals");
       return true;
-    });
+    }, { origin });
     if (revoked) this.principals.changedHere();
     const row = await this.storage.db.selectFrom("credentials").selectAll().where("id", "=", credentialId).where("user_id", "=", userId).executeTakeFirst();
     if (!row) throw notFound("CREDENTIAL_NOT_FOUND", "no credential with this id for this user", { metadata: { credentialId } });

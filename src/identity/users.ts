@@ -1,6 +1,7 @@
 // Users of the tenant: who they are and which roles they hold.
 import type { components } from "../../generated/api.js";
 import type { Clock } from "../core/clock.js";
+import type { Origin } from "../core/origin.js";
 import { conflict, invalidField, notFound } from "../core/errors.js";
 import { newId } from "../core/ids.js";
 import { pageSize, type Page, type PageTokens } from "../core/pagination.js";
@@ -40,7 +41,7 @@ export class Users {
     private readonly pageTokens: PageTokens,
   ) {}
 
-  async create(input: NewUser, beforeCommit?: BeforeCommit<User>): Promise<User> {
+  async create(input: NewUser, beforeCommit?: BeforeCommit<User>, origin?: Origin): Promise<User> {
     const roles = parseRoles(input.roles);
     const now = new Date(this.clock.now()).toISOString();
     const row: UsersTable = {
@@ -58,7 +59,7 @@ export class Users {
       const user = toUser(row);
       await beforeCommit?.(db, user);
       return user;
-    });
+    }, { origin });
   }
 
   async get(id: string): Promise<User> {

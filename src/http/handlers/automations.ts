@@ -13,18 +13,18 @@ export function automationHandlers(deps: { automations: Automations; executions:
   const { automations, executions, events, intake } = deps;
   return {
     AutomationService: {
-      CreateAutomation: async ({ body }, ctx) => automations.create(body.automation, keepAnswer(ctx, (saved) => saved)),
+      CreateAutomation: async ({ body }, ctx) => automations.create(body.automation, keepAnswer(ctx, (saved) => saved), ctx),
       GetAutomation: async ({ path }) => ({ automation: await automations.get(path.id) }),
-      UpdateAutomation: async ({ path, body }) => automations.update(path.id, body.automation, body.updateMask),
-      DeleteAutomation: async ({ path }) => {
-        await automations.delete(path.id);
+      UpdateAutomation: async ({ path, body }, ctx) => automations.update(path.id, body.automation, body.updateMask, ctx),
+      DeleteAutomation: async ({ path }, ctx) => {
+        await automations.delete(path.id, ctx);
         return {};
       },
       ListAutomations: async ({ query }) => {
         const page = await automations.list(query.page_size, query.page_token);
         return { list: page.items.map((automation) => ({ automation })), nextPageToken: page.nextPageToken };
       },
-      RotateWebhookSecret: async ({ path }, ctx) => automations.rotateSecret(path.id, keepAnswer(ctx, (rotated) => rotated)),
+      RotateWebhookSecret: async ({ path }, ctx) => automations.rotateSecret(path.id, keepAnswer(ctx, (rotated) => rotated), ctx),
       CheckAutomationSteps: async ({ body }) => automations.checkSteps(body.automationSteps, "samplePayload" in body ? { value: body.samplePayload } : undefined),
     },
     AutomationExecutionService: {
@@ -44,7 +44,7 @@ export function automationHandlers(deps: { automations: Automations; executions:
     IncomingWebhookService: {
       Receive: async ({ path, headers, readBody, remoteAddress, forwardedFor }, ctx) => ({
         // app.ts sets the limits on every raw request.
-        webhookEvent: await intake.receive({ listenerId: path.listener_id, headers, readBody, remoteAddress, forwardedFor, limits: ctx.intakeLimits!, authenticatesWith: ctx.intakeAuthenticatesWith }),
+        webhookEvent: await intake.receive({ listenerId: path.listener_id, headers, readBody, remoteAddress, forwardedFor, limits: ctx.intakeLimits!, authenticatesWith: ctx.intakeAuthenticatesWith }, ctx),
       }),
     },
   };
