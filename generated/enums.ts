@@ -3,6 +3,12 @@
 // The known values of every enumeration of the contract. Extensible ones may gain values:
 // compare against these, never assume a value is one of them.
 
+export const AuditActorKindValues = ["AUDIT_ACTOR_KIND_UNSPECIFIED","AUDIT_ACTOR_KIND_USER","AUDIT_ACTOR_KIND_AUTOMATION_EXECUTION"] as const;
+export type KnownAuditActorKind = (typeof AuditActorKindValues)[number];
+
+export const AuditTargetKindValues = ["AUDIT_TARGET_KIND_UNSPECIFIED","AUDIT_TARGET_KIND_SUBJECT_APP_LIMIT","AUDIT_TARGET_KIND_APP_CAP","AUDIT_TARGET_KIND_FUND_POLICY","AUDIT_TARGET_KIND_USER","AUDIT_TARGET_KIND_CREDENTIAL","AUDIT_TARGET_KIND_AUTOMATION","AUDIT_TARGET_KIND_WEBHOOK_SECRET"] as const;
+export type KnownAuditTargetKind = (typeof AuditTargetKindValues)[number];
+
 export const AutomationExecutionStateValues = ["AUTOMATION_EXECUTION_STATE_UNSPECIFIED","AUTOMATION_EXECUTION_STATE_PENDING","AUTOMATION_EXECUTION_STATE_RUNNING","AUTOMATION_EXECUTION_STATE_DONE","AUTOMATION_EXECUTION_STATE_ERROR"] as const;
 export type KnownAutomationExecutionState = (typeof AutomationExecutionStateValues)[number];
 

@@ -1,0 +1,28 @@
+// A change to record: what it was made to, by which operation, and the target as the API answers
+// it before and after. Built by the service that makes the change, inside its transaction.
+import type { components } from "../../generated/api.js";
+import type { OperationId } from "../../generated/server.js";
+
+export type TargetKind = Exclude<components["schemas"]["AuditTargetKind"], "AUDIT_TARGET_KIND_UNSPECIFIED">;
+
+export interface Target {
+  kind: TargetKind;
+  id: string;
+  userId?: string;
+  appId?: string;
+}
+
+export interface Change {
+  operationId: OperationId;
+  target: Target;
+  /** The target as the API answers it just before (null: it did not exist). */
+  before: unknown;
+  /** Just after (null: it no longer exists). */
+  after: unknown;
+}
+
+/** A subject's per-app limit row: its id is `<userId>/<appId>` (path ids never hold a `/`). */
+export const limitTarget = (userId: string, appId: string): Target => ({ kind: "AUDIT_TARGET_KIND_SUBJECT_APP_LIMIT", id: `${userId}/${appId}`, userId, appId });
+
+/** A rotated secret, as recorded: never the secret nor a hash of it. */
+export const ROTATED = { rotated: true } as const;
