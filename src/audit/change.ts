@@ -1,9 +1,9 @@
 // A change to record: what it was made to, by which operation, and the target as the API answers
 // it before and after. Built by the service that makes the change, inside its transaction.
-import type { components } from "../../generated/api.js";
+import type { KnownAuditTargetKind } from "../../generated/enums.js";
 import type { OperationId } from "../../generated/server.js";
 
-export type TargetKind = Exclude<components["schemas"]["AuditTargetKind"], "AUDIT_TARGET_KIND_UNSPECIFIED">;
+export type TargetKind = Exclude<KnownAuditTargetKind, "AUDIT_TARGET_KIND_UNSPECIFIED">;
 
 export interface Target {
   kind: TargetKind;
