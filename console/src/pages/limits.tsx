@@ -7,6 +7,7 @@ import { emptyLimitDraft, ErrorText, Field, LimitInputs, ListStatus, Table, useA
 import { formatLimit, spendLimit } from "../money.js";
 import { href } from "../route.js";
 import { ControlsView, EffectiveView } from "./effective.js";
+import { LimitHistory } from "./audit.js";
 import { Authorizations } from "./spends.js";
 
 const ids = (text: string) => text.split(/[\s,]+/).filter(Boolean);
@@ -216,6 +217,8 @@ export function LimitRow({ session, userId, appId }: { session: Session; userId:
         </button>
         <ErrorText error={setBase.error} />
       </section>
+
+      <LimitHistory key={row?.updatedAt ?? "none"} session={session} userId={userId} appId={appId} />
     </article>
   );
 }
