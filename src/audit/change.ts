@@ -24,5 +24,12 @@ export interface Change {
 /** A subject's per-app limit row: its id is `<userId>/<appId>` (path ids never hold a `/`). */
 export const limitTarget = (userId: string, appId: string): Target => ({ kind: "AUDIT_TARGET_KIND_SUBJECT_APP_LIMIT", id: `${userId}/${appId}`, userId, appId });
 
+export const capTarget = (appId: string): Target => ({ kind: "AUDIT_TARGET_KIND_APP_CAP", id: appId, appId });
+export const FUND_POLICY_TARGET: Target = { kind: "AUDIT_TARGET_KIND_FUND_POLICY", id: "fund-policy" };
+export const userTarget = (userId: string): Target => ({ kind: "AUDIT_TARGET_KIND_USER", id: userId, userId });
+export const credentialTarget = (userId: string, credentialId: string): Target => ({ kind: "AUDIT_TARGET_KIND_CREDENTIAL", id: credentialId, userId });
+export const automationTarget = (automationId: string): Target => ({ kind: "AUDIT_TARGET_KIND_AUTOMATION", id: automationId });
+export const webhookSecretTarget = (automationId: string): Target => ({ kind: "AUDIT_TARGET_KIND_WEBHOOK_SECRET", id: automationId });
+
 /** A rotated secret, as recorded: never the secret nor a hash of it. */
 export const ROTATED = { rotated: true } as const;

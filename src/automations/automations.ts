@@ -3,6 +3,8 @@
 import type { ExpressionBuilder } from "kysely";
 import type { components } from "../../generated/api.js";
 import type { Clock } from "../core/clock.js";
+import { recordAudit } from "../audit/audit-record.js";
+import { automationTarget, ROTATED, webhookSecretTarget } from "../audit/change.js";
 import type { Origin } from "../core/origin.js";
 import { invalidArgument, invalidField, notFound } from "../core/errors.js";
 import { base62 } from "../core/ids.js";
@@ -100,6 +102,7 @@ export class Automations {
         .execute();
       const webhookSecret = await this.listeners.save(db, id, trigger);
       const saved = { automation: await this.load(db, id), webhookSecret: webhookSecret ?? null };
+      await recordAudit(db, origin, Date.parse(now), { operationId: "svc.api.automations.v1.AutomationService.CreateAutomation", target: automationTarget(id), before: null, after: saved.automation });
       await beforeCommit?.(db, saved);
       return saved;
     }, { origin });
@@ -119,7 +122,8 @@ export class Automations {
       if (mask.has(flag) && typeof input[flag] !== "boolean") throw invalidField(`body.automation.${flag}`, "must be set when named in updateMask");
     }
     const saved = await writeTransaction(this.storage, { exclusive: [lockKey(id)] }, async (db) => {
-      await this.load(db, id);
+      const before = await this.load(db, id);
+      const at = this.clock.now();
       await this.listeners.recordChange(db);
       await db
         .updateTable("automations")
@@ -129,12 +133,14 @@ export class Automations {
           ...(mask.has("isDraft") ? { is_draft: input.isDraft ? 1 : 0 } : {}),
           ...(mask.has("enabled") ? { enabled: input.enabled ? 1 : 0 } : {}),
           ...(steps ? { steps: JSON.stringify(steps) } : {}),
-          updated_at: new Date(this.clock.now()).toISOString(),
+          updated_at: new Date(at).toISOString(),
         })
         .where("id", "=", id)
         .execute();
       const webhookSecret = trigger !== undefined ? await this.listeners.save(db, id, trigger) : undefined;
-      return { automation: await this.load(db, id), webhookSecret: webhookSecret ?? null };
+      const automation = await this.load(db, id);
+      await recordAudit(db, origin, at, { operationId: "svc.api.automations.v1.AutomationService.UpdateAutomation", target: automationTarget(id), before, after: automation });
+      return { automation, webhookSecret: webhookSecret ?? null };
     }, { origin });
     this.listeners.changedHere();
     return saved;
@@ -142,7 +148,8 @@ export class Automations {
 
   async delete(id: string, origin?: Origin): Promise<void> {
     await writeTransaction(this.storage, { exclusive: [lockKey(id)] }, async (db) => {
-      await this.load(db, id);
+      const before = await this.load(db, id);
+      await recordAudit(db, origin, this.clock.now(), { operationId: "svc.api.automations.v1.AutomationService.DeleteAutomation", target: automationTarget(id), before, after: null });
       await this.listeners.recordChange(db);
       await this.listeners.save(db, id, null);
       await db.deleteFrom("webhook_events").where("automation_id", "=", id).execute();
@@ -158,6 +165,7 @@ export class Automations {
       if (!listener || listener.method !== "hmac") throw invalidArgument("NOT_HMAC_TRIGGER", "the automation has no HMAC webhook trigger");
       await this.listeners.recordChange(db);
       const webhookSecret = await this.listeners.rotate(db, listener.id);
+      await recordAudit(db, origin, this.clock.now(), { operationId: "svc.api.automations.v1.AutomationService.RotateWebhookSecret", target: webhookSecretTarget(id), before: null, after: ROTATED });
       const result = { automation, webhookSecret };
       await beforeCommit?.(db, result);
       return result;

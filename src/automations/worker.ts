@@ -240,7 +240,8 @@ export class Worker {
   }
 
   private async attempt(execution: AutomationExecutionsTable, span: Span | undefined): Promise<void> {
-    const origin: Origin | undefined = span && { span };
+    const actor = { kind: "execution", automationId: execution.automation_id, executionId: execution.id, eventId: execution.event_id ?? "" } as const;
+    const origin: Origin = { actor, span };
     try {
       await this.deps.runner.run(execution, origin);
     } catch (err) {

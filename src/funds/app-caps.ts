@@ -2,6 +2,8 @@
 // a cap's controls as a whole; Delete removes the cap (deleted_at set), and a later Set creates a new one.
 import type { components } from "../../generated/api.js";
 import type { Clock } from "../core/clock.js";
+import { auditRow, recordAudit } from "../audit/audit-record.js";
+import { capTarget } from "../audit/change.js";
 import type { Origin } from "../core/origin.js";
 import { invalidField, notFound } from "../core/errors.js";
 import { newId } from "../core/ids.js";
@@ -72,7 +74,8 @@ export class AppCaps {
       if (row && sameControls(before, after)) return { answer: row };
       const columns = { controls: JSON.stringify(after), amount_currency: amountCurrency(after), updated_at: stamp };
       const written: AppCapsTable = row ? { ...row, ...columns } : { id: newId(), app_id: appId, ...columns, created_at: stamp, deleted_at: null };
-      return { answer: written, write: written };
+      const audit = auditRow(origin, now, { operationId: "svc.api.funds.v1.AppCapService.Set", target: capTarget(appId), before: row ? this.view(row) : null, after: this.view(written) });
+      return { answer: written, write: written, audit };
     }, { origin });
     return this.view(row);
   }
@@ -81,7 +84,9 @@ export class AppCaps {
     await writeTransaction(this.storage, { exclusive: [`app_caps:${appId}`] }, async (db) => {
       const row = await this.liveRow(db, appId);
       if (!row) throw capNotFound(appId);
-      await db.updateTable("app_caps").set({ deleted_at: new Date(this.clock.now()).toISOString() }).where("id", "=", row.id).execute();
+      const now = this.clock.now();
+      await db.updateTable("app_caps").set({ deleted_at: new Date(now).toISOString() }).where("id", "=", row.id).execute();
+      await recordAudit(db, origin, now, { operationId: "svc.api.funds.v1.AppCapService.Delete", target: capTarget(appId), before: this.view(row), after: null });
     }, { origin });
   }
 

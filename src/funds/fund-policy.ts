@@ -6,6 +6,8 @@
 // policy's lock, in their transaction.
 import type { components } from "../../generated/api.js";
 import type { Clock } from "../core/clock.js";
+import { recordAudit } from "../audit/audit-record.js";
+import { FUND_POLICY_TARGET } from "../audit/change.js";
 import type { Origin } from "../core/origin.js";
 import { recordChange, type ChangeWatch } from "../storage/change-versions.js";
 import { failedPrecondition, invalidField } from "../core/errors.js";
@@ -167,7 +169,9 @@ export class FundPolicies {
         .where("tenant_id", "=", this.tenantId)
         .execute();
       await recordChange(db, "fund_policy");
-      return { policy: { currencyCode, timeZone, defaultControls, updatedAt }, changed: true };
+      const policy = { currencyCode, timeZone, defaultControls, updatedAt };
+      await recordAudit(db, origin, now, { operationId: "svc.api.funds.v1.FundPolicyService.Update", target: FUND_POLICY_TARGET, before: policyView(stored), after: policyView(policy) });
+      return { policy, changed: true };
     }, { origin });
     if (changed) this.changes.changedHere();
     return policyView(updated);

@@ -229,7 +229,9 @@ export function createApp(options: AppOptions): Express {
     validatedHandlers.set(route.operationId, async (req: Request, res: Response, next: NextFunction) => {
       try {
         const request = { path: req.params, query: req.query, body: req.body } as unknown as OperationRequest<typeof route.operationId>;
-        const ctx: RequestContext = { requestId: res.locals.requestId as string, principal: res.locals.principal, span: spanOf(res), peer: peerOf(req) };
+        const requestId = res.locals.requestId as string;
+        const principal = res.locals.principal as RequestContext["principal"];
+        const ctx: RequestContext = { requestId, principal, actor: principal && { kind: "user", userId: principal.userId, credentialId: principal.credentialId, requestId }, span: spanOf(res), peer: peerOf(req) };
         const execute = (commitAnswer?: CommitAnswer) => handler(request as never, commitAnswer ? { ...ctx, commitAnswer } : ctx);
         if (route.idempotencyKey !== null && req.get(IDEMPOTENCY_KEY_HEADER) !== undefined) {
           await options.idempotency.respond(req, res, route.operationId, callerOf(ctx).userId, execute, ctx);

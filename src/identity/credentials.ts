@@ -2,6 +2,8 @@
 // and stored only as a slow hash.
 import type { components } from "../../generated/api.js";
 import type { Clock } from "../core/clock.js";
+import { recordAudit } from "../audit/audit-record.js";
+import { credentialTarget } from "../audit/change.js";
 import type { Origin } from "../core/origin.js";
 import { invalidField, notFound } from "../core/errors.js";
 import { base62, newId, secret256 } from "../core/ids.js";
@@ -70,6 +72,8 @@ export class Credentials {
     return writeTransaction(this.storage, { exclusive: [] }, async (db) => {
       await db.insertInto("credentials").values(row).execute();
       const created = { credential: toCredential(row), clientSecret };
+      // The credential as listed: its secret is not part of it.
+      await recordAudit(db, origin, Date.parse(row.created_at), { operationId: "svc.api.iam.v1.CredentialService.Create", target: credentialTarget(userId, row.id), before: null, after: created.credential });
       await beforeCommit?.(db, created);
       return created;
     }, { origin });
@@ -100,8 +104,11 @@ export class Credentials {
    * revocation, so every instance stops trusting the tokens' cached principals (access-tokens.ts).
    */
   async revoke(userId: string, credentialId: string, origin?: Origin): Promise<Credential> {
-    const now = new Date(this.clock.now()).toISOString();
+    const at = this.clock.now();
+    const now = new Date(at).toISOString();
     const revoked = await writeTransaction(this.storage, { exclusive: [] }, async (db) => {
+      const before = await db.selectFrom("credentials").selectAll().where("id", "=", credentialId).where("user_id", "=", userId).executeTakeFirst();
+      if (!before || before.revoked_at !== null) return false;
       const { numUpdatedRows } = await db
         .updateTable("credentials")
         .set({ revoked_at: now })
@@ -111,6 +118,8 @@ export class Credentials {
         .executeTakeFirst();
       if (numUpdatedRows === 0n) return false;
       await recordChange(db, "principals");
+      const target = credentialTarget(userId, credentialId);
+      await recordAudit(db, origin, at, { operationId: "svc.api.iam.v1.CredentialService.Revoke", target, before: toCredential(before), after: toCredential({ ...before, revoked_at: now }) });
       return true;
     }, { origin });
     if (revoked) this.principals.changedHere();

@@ -132,12 +132,12 @@ const CASES: Record<string, Case> = {
   },
   "svc.api.funds.v1.SubjectAppLimitService.SetExtension": {
     prepare: limitedRow,
-    act: onRow((t) => f().setExtension(t.userId, t.appId, { limit: money("150"), expiresAt: iso(ts.clock.now() + 86_400_000), reason: "conference" })),
+    act: onRow((t) => f().setExtension(t.userId, t.appId, { limit: amount("150"), expiresAt: iso(ts.clock.now() + 86_400_000), reason: "conference" })),
   },
   "svc.api.funds.v1.SubjectAppLimitService.ClearExtension": {
     prepare: async () => {
       const t = await limitedRow();
-      unwrap(await f().setExtension(t.userId, t.appId, { limit: money("150"), expiresAt: iso(ts.clock.now() + 86_400_000) }));
+      unwrap(await f().setExtension(t.userId, t.appId, { limit: amount("150"), expiresAt: iso(ts.clock.now() + 86_400_000) }));
       return t;
     },
     act: onRow((t) => f().clearExtension(t.userId, t.appId)),
@@ -172,7 +172,7 @@ const CASES: Record<string, Case> = {
   },
   "svc.api.funds.v1.FundPolicyService.Update": {
     prepare: async () => ({ kind: "AUDIT_TARGET_KIND_FUND_POLICY", id: "fund-policy", userId: "", appId: "" }),
-    act: onRow(() => f().policyUpdate({ fundPolicy: { defaultControls: { limit: amount(String(1000 + Math.floor(Math.random() * 1000))), period: "PERIOD_KIND_MONTHLY" } }, updateMask: "defaultControls" })),
+    act: onRow(() => f().policyUpdate({ fundPolicy: { currencyCode: "USD", defaultControls: { limit: amount(String(1000 + Math.floor(Math.random() * 1000))), period: "PERIOD_KIND_MONTHLY" } }, updateMask: "defaultControls" })),
   },
   "svc.api.automations.v1.AutomationService.CreateAutomation": {
     act: async () => {
@@ -198,7 +198,7 @@ describe("the contract decides, for every operation that can change state, wheth
       const decision = (o.op as { "x-audit"?: { target?: string; exempt?: string } })["x-audit"];
       expect(decision, `${o.operationId} has no x-audit decision`).toBeDefined();
       if (decision!.target) expect(contract.components.schemas.AuditTargetKind.enum, o.operationId).toContain(decision!.target);
-      else expect(decision!.exempt, `${o.operationId}: an exemption says why`).toMatch(/\w{10,}/);
+      else expect(decision!.exempt, `${o.operationId}: an exemption says why`).toMatch(/^.{20,}$/);
     }
   });
 
@@ -229,7 +229,7 @@ describe("each audited operation records one event: the target read just before 
     const callerCredential = caller === root ? rootCredentialId : (await credentialsOf(mine.userId))[0]!.id;
     expect(event.actor).toEqual({ kind: "AUDIT_ACTOR_KIND_USER", userId: caller.userId, credentialId: callerCredential, automationId: "", executionId: "", eventId: "" });
     expect(event.requestId).toBe(answer.response.headers.get("x-request-id"));
-    expect(event.createdAt).toBe(new Date(ts.clock.now()).toISOString().replace(".000Z", "Z"));
+    expect(event.createdAt).toBe(new Date(ts.clock.now()).toISOString());
   });
 });
 
@@ -315,7 +315,7 @@ describe("filters, order and pages", () => {
     expect([...ids].sort().reverse()).toEqual(ids);
 
     const window = await allEvents(root.client, { target_id: t.id, since: iso(start + 3_000), until: iso(start + 6_000) });
-    expect(window.map((e) => e.createdAt)).toEqual([iso(start + 5_000), iso(start + 4_000), iso(start + 3_000)].map((s) => s.replace(".000Z", "Z")));
+    expect(window.map((e) => e.createdAt)).toEqual([iso(start + 5_000), iso(start + 4_000), iso(start + 3_000)]);
     expect(await allEvents(root.client, { target_id: t.id, actor_user_id: root.userId })).toHaveLength(12);
     expect(await allEvents(root.client, { target_id: t.id, actor_user_id: t.userId })).toEqual([]);
     expect(await allEvents(root.client, { target_id: t.id, operation_id: "svc.api.funds.v1.SubjectAppLimitService.Suspend" })).toEqual([]);
