@@ -6,7 +6,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { KnownAuditTargetKind } from "../../generated/enums.js";
 import { paginate, unwrap, type ApiClient } from "../../src/client/index.js";
+import { sql } from "kysely";
 import { contract, operations } from "../support/contract.js";
+import { withDatabase } from "../support/old-database.js";
 import { startTestServer, type TestServer, type TestUser } from "../support/server.js";
 import { amount, expectError, funds, iso, money, newAppId, type Schemas } from "./funds-helpers.js";
 import { automationsApi, createHooked, newEventId, sendHmac, expectAccepted } from "./webhooks-helpers.js";
@@ -331,5 +333,57 @@ describe("filters, order and pages", () => {
     expect(page.nextPageToken).not.toBe("");
     expectError(await list(root.client, { page_size: 10, page_token: page.nextPageToken, target_kind: "AUDIT_TARGET_KIND_USER" }), 400, "INVALID_PAGE_TOKEN");
     expectError(await list(ts.admin, { page_size: 10, page_token: page.nextPageToken }), 400, "INVALID_PAGE_TOKEN");
+  });
+});
+
+describe("the event and its change commit together, and events are never changed", () => {
+  /** Makes the database refuse every audit event while `during` runs, as a failing disk or a full table would. */
+  async function refusingAudits(during: () => Promise<void>): Promise<void> {
+    await withDatabase(ts.databaseUrl, async (db, dialect) => {
+      if (dialect === "sqlite") {
+        await sql`create trigger audit_events_refused before insert on audit_events begin select raise(abort, 'refused by the test'); end`.execute(db);
+      } else {
+        await sql`create function audit_events_refused() returns trigger language plpgsql as $$ begin raise exception 'refused by the test'; end $$`.execute(db);
+        await sql`create trigger audit_events_refused before insert on audit_events for each row execute function audit_events_refused()`.execute(db);
+      }
+    });
+    try {
+      await during();
+    } finally {
+      await withDatabase(ts.databaseUrl, async (db, dialect) => {
+        await sql`drop trigger audit_events_refused${sql.raw(dialect === "postgres" ? " on audit_events" : "")}`.execute(db);
+        if (dialect === "postgres") await sql`drop function audit_events_refused()`.execute(db);
+      });
+    }
+  }
+
+  it("a change whose event cannot be recorded does not happen: limit rows, caps, users, automations", async () => {
+    const t = await limitedRow();
+    const row = await READ.AUDIT_TARGET_KIND_SUBJECT_APP_LIMIT(t);
+    const hook = await createHooked(ts);
+    const automation = await READ.AUDIT_TARGET_KIND_AUTOMATION({ kind: "AUDIT_TARGET_KIND_AUTOMATION", id: hook.id, userId: "", appId: "" });
+    const capApp = newAppId("cap");
+    const users = (await allEvents(root.client, { target_kind: "AUDIT_TARGET_KIND_USER" })).length;
+    await refusingAudits(async () => {
+      expect((await f().setLimit(t.userId, t.appId, { limit: amount("999"), period: "PERIOD_KIND_MONTHLY" })).response.status).toBe(500);
+      expect((await f().suspend(t.userId, t.appId, { reason: "refused" })).response.status).toBe(500);
+      expect((await f().delete(t.userId, t.appId)).response.status).toBe(500);
+      expect((await f().capSet(capApp, { controls: { limit: amount("5"), period: "PERIOD_KIND_MONTHLY" } })).response.status).toBe(500);
+      expect((await root.client.POST("/api/v1/users", { body: { displayName: "Refused", email: `refused-${newEventId()}@example.com`, roles: ["ROLE_USER"] } })).response.status).toBe(500);
+      expect((await automationsApi(root.client).update(hook.id, { displayName: "Refused" }, "displayName")).response.status).toBe(500);
+    });
+    expect(await READ.AUDIT_TARGET_KIND_SUBJECT_APP_LIMIT(t)).toEqual(row);
+    expect((await f().capGet(capApp)).response.status).toBe(404);
+    expect((await allEvents(root.client, { target_kind: "AUDIT_TARGET_KIND_USER" })).length).toBe(users);
+    expect(await READ.AUDIT_TARGET_KIND_AUTOMATION({ kind: "AUDIT_TARGET_KIND_AUTOMATION", id: hook.id, userId: "", appId: "" })).toEqual(automation);
+  });
+
+  it("the database refuses to update an audit event", async () => {
+    const t = await limitedRow();
+    const [event] = await allEvents(root.client, { target_id: t.id });
+    await withDatabase(ts.databaseUrl, async (db) => {
+      await expect(db.updateTable("audit_events").set({ after_state: "{}" }).where("id", "=", event!.id).execute()).rejects.toThrow(/append-only/);
+    });
+    expect(await allEvents(root.client, { target_id: t.id })).toEqual([event]);
   });
 });
