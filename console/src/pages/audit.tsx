@@ -16,6 +16,20 @@ interface Filters {
 }
 
 const words = (value: string, prefix: string) => value.replace(prefix, "").toLowerCase().replace(/_/g, " ");
+type Json = Record<string, unknown>;
+const isObject = (v: unknown): v is Json => typeof v === "object" && v !== null && !Array.isArray(v);
+
+/** The leaves that differ between `before` and `after`, as `path: old → new`: what a reader wants of a change. */
+function differences(before: unknown, after: unknown, path = ""): string[] {
+  if (isObject(before) && isObject(after)) {
+    const keys = [...new Set([...Object.keys(before), ...Object.keys(after)])];
+    return keys.flatMap((k) => differences(before[k], after[k], path ? `${path}.${k}` : k));
+  }
+  const was = JSON.stringify(before ?? null);
+  const now = JSON.stringify(after ?? null);
+  return was === now ? [] : [`${path}: ${was} → ${now}`];
+}
+
 /** `svc.api.funds.v1.SubjectAppLimitService.Suspend` → `SubjectAppLimitService.Suspend`. */
 const operation = (id: string) => id.split(".").slice(-2).join(".");
 
@@ -42,7 +56,7 @@ function Events({ session, filters, withTarget }: { session: Session; filters: F
   return (
     <>
       <ListStatus error={error} loaded={loaded} count={items.length} empty="No change recorded." />
-      <Table headers={["When", "Operation", ...(withTarget ? ["Target"] : []), "By", "Before → after"]}>
+      <Table headers={["When", "Operation", ...(withTarget ? ["Target"] : []), "By", "Change"]}>
         {items.map(({ auditEvent: e }) => (
           <tr key={e.id} data-testid="audit-event">
             <td>
@@ -57,10 +71,20 @@ function Events({ session, filters, withTarget }: { session: Session; filters: F
             <td>
               <Actor actor={e.actor} />
             </td>
-            <td>
+            <td class="change">
               <details>
                 <summary>{e.before === null ? "created" : e.after === null ? "removed" : "changed"}</summary>
-                <Json value={{ before: e.before, after: e.after }} />
+                {e.before !== null && e.after !== null ? (
+                  <ul class="differences">
+                    {differences(e.before, e.after).map((line) => (
+                      <li>
+                        <code>{line}</code>
+                      </li>
+                    ))}
+                  </ul>
+                ) : (
+                  <Json value={e.before ?? e.after} />
+                )}
               </details>
             </td>
           </tr>
@@ -71,7 +95,7 @@ function Events({ session, filters, withTarget }: { session: Session; filters: F
   );
 }
 
-/** A limit row's history, newest first; remounted (key) by its page after each change. */
+/** A limit row's history, newest first; remounted (key) by its page after each change made there. */
 export function LimitHistory({ session, userId, appId }: { session: Session; userId: string; appId: string }) {
   return (
     <section aria-label="History">

@@ -135,8 +135,11 @@ export function LimitRow({ session, userId, appId }: { session: Session; userId:
     load().then(() => setLoadError(null), setLoadError);
   }, [userId, appId]);
 
+  // Counts the changes made here: the history is read anew after each.
+  const [changes, setChanges] = useState(0);
   const act = (request: () => Promise<unknown>) => useAction(async () => {
     await request();
+    setChanges((n) => n + 1);
     await load();
   });
   const suspend = act(() => call(client.POST("/api/v1/funds/subject-app-limits/{user_id}/{app_id}/suspension", { ...path, body: reason.trim() ? { reason: reason.trim() } : {} })));
@@ -218,7 +221,7 @@ export function LimitRow({ session, userId, appId }: { session: Session; userId:
         <ErrorText error={setBase.error} />
       </section>
 
-      <LimitHistory key={row?.updatedAt ?? "none"} session={session} userId={userId} appId={appId} />
+      <LimitHistory key={changes} session={session} userId={userId} appId={appId} />
     </article>
   );
 }
