@@ -1502,6 +1502,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/audit-events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List audit events
+         * @description **Beta.** This operation may still change incompatibly in a minor release; every such change
+         *     is recorded in `CHANGELOG.md` under the release that makes it.
+         *
+         *     Lists the audit trail: one event per change made through the API, the console or an
+         *     automation step to a limit row, an app cap, the fund policy, a user, a credential, an
+         *     automation or a webhook secret (`AuditEvent`), each with who made it, what it was before and
+         *     after, and when; newest first (`id` descending: ids sort as the events were recorded).
+         *     Spends are not in it: their own ledger (`SpendService`) records them.
+         *
+         *     Filters combine with AND; an absent filter does not filter. A limit row's history is
+         *     `target_kind=AUDIT_TARGET_KIND_SUBJECT_APP_LIMIT&user_id=...&app_id=...`. `since` and `until`
+         *     bound `createdAt` (`since` included, `until` excluded; RFC 3339, years 0001 to 9999 in UTC,
+         *     else 400 `INVALID_TIMESTAMP`).
+         *
+         *     Who sees what: `ROLE_SUPER_ADMIN` sees every event; `ROLE_FUND_ADMIN` the events on limit
+         *     rows, app caps and the fund policy; `ROLE_USER` the events on their own limit rows (a `user_id`
+         *     other than their own is 403 `SUBJECT_NOT_ALLOWED`); `ROLE_APP_SERVICE` is 403.
+         *
+         *     Paginated by `page_size` and `page_token`: default 25; a value below 10 is read as 10, above 100
+         *     as 100; an empty `nextPageToken` means the end of the results. A page token is bound to the
+         *     filters and the caller it was issued for; a forged, malformed or foreign token is 400.
+         */
+        get: operations["svc.api.audit.v1.AuditService.List"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/webhooks/incoming/{listener_id}": {
         parameters: {
             query?: never;
@@ -5941,6 +5981,206 @@ export interface components {
          */
         AutomationExecutionServiceRedriveResponse: {
             automationExecution: components["schemas"]["AutomationExecution"];
+        };
+        /**
+         * @description What an audit event's change was made to.
+         *
+         *     - `AUDIT_TARGET_KIND_SUBJECT_APP_LIMIT`: a subject's per-app limit row (`SubjectAppLimitService`,
+         *       `MyFundLimitsService`, or an automation step); `id` is `<userId>/<appId>`.
+         *     - `AUDIT_TARGET_KIND_APP_CAP`: an app's cap (`AppCapService`); `id` is the app id.
+         *     - `AUDIT_TARGET_KIND_FUND_POLICY`: the tenant's fund policy (`FundPolicyService`); `id` is `fund-policy`.
+         *     - `AUDIT_TARGET_KIND_USER`: a user (`UserService`); `id` is the user id.
+         *     - `AUDIT_TARGET_KIND_CREDENTIAL`: an API credential (`CredentialService`); `id` is the credential id.
+         *     - `AUDIT_TARGET_KIND_AUTOMATION`: an automation (`AutomationService`); `id` is the automation id.
+         *     - `AUDIT_TARGET_KIND_AUTOMATION_EXECUTION`: an execution a rerun made
+         *       (`AutomationExecutionService.Redrive`, `WebhookEventService.Replay`); `id` is the new
+         *       execution's id, and `after` the execution as it was recorded.
+         *     - `AUDIT_TARGET_KIND_WEBHOOK_SECRET`: an automation's webhook secret, rotated; `id` is the automation
+         *       id. The secret itself is never recorded, nor any hash of it.
+         *
+         *     This enumeration may gain values. Clients must accept values they do not know in responses;
+         *     the server refuses unknown values in requests with 400.
+         * @example AUDIT_TARGET_KIND_SUBJECT_APP_LIMIT
+         * @enum {string}
+         */
+        AuditTargetKind: string;
+        /**
+         * @description What a change was made to. `userId` and `appId` are the target's subject and app where it has them, else empty.
+         * @example {
+         *       "kind": "AUDIT_TARGET_KIND_SUBJECT_APP_LIMIT",
+         *       "id": "2Qk3mN8rT1vX9yZ0/app-salesforce",
+         *       "userId": "2Qk3mN8rT1vX9yZ0",
+         *       "appId": "app-salesforce"
+         *     }
+         */
+        AuditTarget: {
+            kind: components["schemas"]["AuditTargetKind"];
+            /** @description The target's id, as `AuditTargetKind` describes it per kind. */
+            id: string;
+            /** @description The subject of a limit row, the user of a user or a credential; else empty. */
+            userId: string;
+            /** @description The app of a limit row or an app cap; else empty. */
+            appId: string;
+        };
+        /**
+         * @description Who made an audit event's change.
+         *
+         *     - `AUDIT_ACTOR_KIND_USER`: a caller of the API or the console, by its access token: the actor's
+         *       `userId` and `credentialId` name them.
+         *     - `AUDIT_ACTOR_KIND_AUTOMATION_EXECUTION`: a step of an automation's execution: the actor's
+         *       `automationId`, `executionId` and `eventId` (the event that started the execution) name it.
+         *
+         *     This enumeration may gain values. Clients must accept values they do not know in responses;
+         *     the server refuses unknown values in requests with 400.
+         * @example AUDIT_ACTOR_KIND_USER
+         * @enum {string}
+         */
+        AuditActorKind: string;
+        /**
+         * @description Who made a change. The fields that do not apply to the actor's kind are empty.
+         * @example {
+         *       "kind": "AUDIT_ACTOR_KIND_USER",
+         *       "userId": "7Hd2Kq9Lm4Np1Rs8",
+         *       "credentialId": "cred_4Lm7Pz1Xn2Bq8Rk5",
+         *       "automationId": "",
+         *       "executionId": "",
+         *       "eventId": ""
+         *     }
+         */
+        AuditActor: {
+            kind: components["schemas"]["AuditActorKind"];
+            /** @description The calling user (`AUDIT_ACTOR_KIND_USER`). */
+            userId: string;
+            /** @description The credential whose access token made the call (`AUDIT_ACTOR_KIND_USER`). */
+            credentialId: string;
+            /** @description The automation whose step made the change (`AUDIT_ACTOR_KIND_AUTOMATION_EXECUTION`). */
+            automationId: string;
+            /** @description The execution whose step made the change (`AUDIT_ACTOR_KIND_AUTOMATION_EXECUTION`). */
+            executionId: string;
+            /** @description The event that started that execution (`AUDIT_ACTOR_KIND_AUTOMATION_EXECUTION`). */
+            eventId: string;
+        };
+        /**
+         * @description One change, recorded in the same transaction as the change itself: there is no change without
+         *     its event and no event without its change. Events are never edited or deleted through the API;
+         *     the server removes them only past the retention an operator sets (`AUDIT_RETENTION_DAYS`, default:
+         *     kept).
+         *
+         *     `before` and `after` are the target as the API answers it (the `limit` of
+         *     `SubjectAppLimitService.Get`, the `appCap`, the `fundPolicy`, the `user`, the `credential`, the
+         *     `automation`) just before and just after the change: `null` before a creation and after a
+         *     deletion. Secrets and their hashes are never recorded: a credential's client secret is never in
+         *     it, and a rotated webhook secret is recorded as `{ "rotated": true }` after and `null` before.
+         *     A request that changes nothing (an unsuspension of a row that is not suspended, a value set to
+         *     what it was) records nothing.
+         * @example {
+         *       "id": "aud_0Ut7Kq2Z4Lm7Pz1Xn2Bq",
+         *       "operationId": "svc.api.funds.v1.SubjectAppLimitService.Suspend",
+         *       "target": {
+         *         "kind": "AUDIT_TARGET_KIND_SUBJECT_APP_LIMIT",
+         *         "id": "2Qk3mN8rT1vX9yZ0/app-salesforce",
+         *         "userId": "2Qk3mN8rT1vX9yZ0",
+         *         "appId": "app-salesforce"
+         *       },
+         *       "actor": {
+         *         "kind": "AUDIT_ACTOR_KIND_AUTOMATION_EXECUTION",
+         *         "userId": "",
+         *         "credentialId": "",
+         *         "automationId": "aut_5Xn2Bq8Rk4Lm7Pz1",
+         *         "executionId": "exe_9Tg3Hs6Wq1Zc4Nv8",
+         *         "eventId": "3f1c9a52-7d4e-4b8a-9c21-5e6f7a8b9c0d"
+         *       },
+         *       "before": {
+         *         "appId": "app-salesforce",
+         *         "userId": "2Qk3mN8rT1vX9yZ0",
+         *         "tenantId": "tenant-acme",
+         *         "controls": {
+         *           "limit": {
+         *             "amount": {
+         *               "money": {
+         *                 "currencyCode": "USD",
+         *                 "units": "250",
+         *                 "nanos": 0
+         *               }
+         *             },
+         *             "blocked": null,
+         *             "unlimited": null
+         *           },
+         *           "period": "PERIOD_KIND_MONTHLY",
+         *           "extension": null,
+         *           "suspension": null
+         *         },
+         *         "createdAt": "2026-10-01T08:00:00Z",
+         *         "updatedAt": "2026-10-01T08:00:00Z",
+         *         "deletedAt": null
+         *       },
+         *       "after": {
+         *         "appId": "app-salesforce",
+         *         "userId": "2Qk3mN8rT1vX9yZ0",
+         *         "tenantId": "tenant-acme",
+         *         "controls": {
+         *           "limit": {
+         *             "amount": {
+         *               "money": {
+         *                 "currencyCode": "USD",
+         *                 "units": "250",
+         *                 "nanos": 0
+         *               }
+         *             },
+         *             "blocked": null,
+         *             "unlimited": null
+         *           },
+         *           "period": "PERIOD_KIND_MONTHLY",
+         *           "extension": null,
+         *           "suspension": {
+         *             "reason": "Card reported lost",
+         *             "suspendedAt": "2026-11-20T09:30:01Z"
+         *           }
+         *         },
+         *         "createdAt": "2026-10-01T08:00:00Z",
+         *         "updatedAt": "2026-11-20T09:30:01Z",
+         *         "deletedAt": null
+         *       },
+         *       "requestId": "",
+         *       "createdAt": "2026-11-20T09:30:01Z"
+         *     }
+         */
+        AuditEvent: {
+            /** @description The event's id. Ids sort as the events were recorded. */
+            readonly id: string;
+            /**
+             * @description The contract's operation id of the change: the called operation, or for a change an
+             *     automation step made, the operation the step performs (a `suspendAppLimit` step is
+             *     `svc.api.funds.v1.SubjectAppLimitService.Suspend`).
+             */
+            operationId: string;
+            target: components["schemas"]["AuditTarget"];
+            actor: components["schemas"]["AuditActor"];
+            /** @description The target just before the change, as the API answers it; `null` before a creation. */
+            before: {
+                [key: string]: unknown;
+            } | null;
+            /** @description The target just after the change, as the API answers it; `null` after a deletion. */
+            after: {
+                [key: string]: unknown;
+            } | null;
+            /** @description The `X-Request-Id` of the request that made the change; empty for a change an automation step made. */
+            requestId: string;
+            /**
+             * Format: date-time
+             * @description When the change was made (the server's time).
+             */
+            readonly createdAt: string;
+        };
+        /** @description One item of the audit list, the event wrapped in a field named for it. */
+        AuditEventView: {
+            auditEvent: components["schemas"]["AuditEvent"];
+        };
+        /** @description Answer of `AuditService.List`, newest first. */
+        AuditServiceListResponse: {
+            list: components["schemas"]["AuditEventView"][];
+            /** @description The `page_token` of the next page; empty when the end of the results has been reached. */
+            nextPageToken: string;
         };
         /**
          * @description Answer 200 of the inbound webhook: the recorded event, the entry the delivery log lists for
@@ -11411,6 +11651,175 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["IdempotencyKeyReused"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    "svc.api.audit.v1.AuditService.List": {
+        parameters: {
+            query?: {
+                /**
+                 * @description Only events on targets of this kind. `AUDIT_TARGET_KIND_UNSPECIFIED` is refused (400): omit the parameter to list every kind.
+                 * @example AUDIT_TARGET_KIND_SUBJECT_APP_LIMIT
+                 */
+                target_kind?: components["schemas"]["AuditTargetKind"];
+                /**
+                 * @description Only events on the target with this id (`AuditTarget.id`).
+                 * @example 2Qk3mN8rT1vX9yZ0/app-salesforce
+                 */
+                target_id?: string;
+                /**
+                 * @description Only events on targets of this user (`AuditTarget.userId`).
+                 * @example 2Qk3mN8rT1vX9yZ0
+                 */
+                user_id?: string;
+                /**
+                 * @description Only events on targets of this app (`AuditTarget.appId`).
+                 * @example app-salesforce
+                 */
+                app_id?: string;
+                /**
+                 * @description Only changes made by this user (`AuditActor.userId`).
+                 * @example 7Hd2Kq9Lm4Np1Rs8
+                 */
+                actor_user_id?: string;
+                /**
+                 * @description Only changes made by this automation execution (`AuditActor.executionId`).
+                 * @example exe_9Tg3Hs6Wq1Zc4Nv8
+                 */
+                actor_execution_id?: string;
+                /**
+                 * @description Only changes made by this operation (`AuditEvent.operationId`).
+                 * @example svc.api.funds.v1.SubjectAppLimitService.SetLimit
+                 */
+                operation_id?: string;
+                /**
+                 * @description Only events recorded at or after this instant (RFC 3339).
+                 * @example 2026-11-01T00:00:00Z
+                 */
+                since?: string;
+                /**
+                 * @description Only events recorded before this instant (RFC 3339).
+                 * @example 2026-12-01T00:00:00Z
+                 */
+                until?: string;
+                /**
+                 * @description Number of results per page. Default 25. Accepted range 10 to 100: a value below 10 is
+                 *     treated as 10; a value above 100 is treated as 100, whatever its size (`2147483648` and
+                 *     longer integers too).
+                 *
+                 *     Written as an integer in decimal digits: an optional `-` and digits, without a leading `+`,
+                 *     leading zeros, exponent, fraction, hexadecimal or spaces (`25`, `-3` and `1000` are integers;
+                 *     `+25`, `025`, `1e2`, `0x19`, `25.0`, `Infinity` and an empty value are 400). Given once:
+                 *     repeated, it is 400.
+                 * @example 25
+                 */
+                page_size?: components["parameters"]["PageSize"];
+                /**
+                 * @description Omitted or empty on the first request; on each later request the `nextPageToken` of the
+                 *     previous response. Tokens are opaque and tamper-evident; a forged, malformed or foreign
+                 *     token is 400, and so is a token spelled otherwise than it was issued (padding `=` added,
+                 *     another base64 alphabet, whitespace): each token has exactly one spelling. Given once:
+                 *     repeated, it is 400.
+                 * @example
+                 */
+                page_token?: components["parameters"]["PageToken"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of audit events, newest first. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "list": [
+                     *         {
+                     *           "auditEvent": {
+                     *             "id": "aud_0Ut7Kq2Z4Lm7Pz1Xn2Bq",
+                     *             "operationId": "svc.api.funds.v1.SubjectAppLimitService.SetLimit",
+                     *             "target": {
+                     *               "kind": "AUDIT_TARGET_KIND_SUBJECT_APP_LIMIT",
+                     *               "id": "2Qk3mN8rT1vX9yZ0/app-salesforce",
+                     *               "userId": "2Qk3mN8rT1vX9yZ0",
+                     *               "appId": "app-salesforce"
+                     *             },
+                     *             "actor": {
+                     *               "kind": "AUDIT_ACTOR_KIND_USER",
+                     *               "userId": "7Hd2Kq9Lm4Np1Rs8",
+                     *               "credentialId": "cred_4Lm7Pz1Xn2Bq8Rk5",
+                     *               "automationId": "",
+                     *               "executionId": "",
+                     *               "eventId": ""
+                     *             },
+                     *             "before": null,
+                     *             "after": {
+                     *               "appId": "app-salesforce",
+                     *               "userId": "2Qk3mN8rT1vX9yZ0",
+                     *               "tenantId": "tenant-acme",
+                     *               "controls": {
+                     *                 "limit": {
+                     *                   "amount": {
+                     *                     "money": {
+                     *                       "currencyCode": "USD",
+                     *                       "units": "250",
+                     *                       "nanos": 0
+                     *                     }
+                     *                   },
+                     *                   "blocked": null,
+                     *                   "unlimited": null
+                     *                 },
+                     *                 "period": "PERIOD_KIND_MONTHLY",
+                     *                 "extension": null,
+                     *                 "suspension": null
+                     *               },
+                     *               "createdAt": "2026-11-20T09:30:00Z",
+                     *               "updatedAt": "2026-11-20T09:30:00Z",
+                     *               "deletedAt": null
+                     *             },
+                     *             "requestId": "01JD3Z6Q0N6V4Y2M9H8K7C5B3A",
+                     *             "createdAt": "2026-11-20T09:30:00Z"
+                     *           }
+                     *         }
+                     *       ],
+                     *       "nextPageToken": ""
+                     *     }
+                     */
+                    "application/json": components["schemas"]["AuditServiceListResponse"];
+                };
+            };
+            /** @description The request breaks the contract or a rule of this operation; `details` names the fields at fault. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Status"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            /** @description The caller is authenticated but may not do this. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Status"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];

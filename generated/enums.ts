@@ -3,6 +3,12 @@
 // The known values of every enumeration of the contract. Extensible ones may gain values:
 // compare against these, never assume a value is one of them.
 
+export const AuditActorKindValues = ["AUDIT_ACTOR_KIND_UNSPECIFIED","AUDIT_ACTOR_KIND_USER","AUDIT_ACTOR_KIND_AUTOMATION_EXECUTION"] as const;
+export type KnownAuditActorKind = (typeof AuditActorKindValues)[number];
+
+export const AuditTargetKindValues = ["AUDIT_TARGET_KIND_UNSPECIFIED","AUDIT_TARGET_KIND_SUBJECT_APP_LIMIT","AUDIT_TARGET_KIND_APP_CAP","AUDIT_TARGET_KIND_FUND_POLICY","AUDIT_TARGET_KIND_USER","AUDIT_TARGET_KIND_CREDENTIAL","AUDIT_TARGET_KIND_AUTOMATION","AUDIT_TARGET_KIND_WEBHOOK_SECRET","AUDIT_TARGET_KIND_AUTOMATION_EXECUTION"] as const;
+export type KnownAuditTargetKind = (typeof AuditTargetKindValues)[number];
+
 export const AutomationExecutionOriginValues = ["AUTOMATION_EXECUTION_ORIGIN_UNSPECIFIED","AUTOMATION_EXECUTION_ORIGIN_TRIGGER","AUTOMATION_EXECUTION_ORIGIN_REDRIVE","AUTOMATION_EXECUTION_ORIGIN_REPLAY"] as const;
 export type KnownAutomationExecutionOrigin = (typeof AutomationExecutionOriginValues)[number];
 

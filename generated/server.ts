@@ -47,6 +47,11 @@ export interface AppCapServiceHandlers<Ctx> {
   Set: Handler<"svc.api.funds.v1.AppCapService.Set", Ctx>;
 }
 
+export interface AuditServiceHandlers<Ctx> {
+  /** GET /api/v1/audit-events */
+  List: Handler<"svc.api.audit.v1.AuditService.List", Ctx>;
+}
+
 export interface AutomationExecutionServiceHandlers<Ctx> {
   /** GET /api/v1/automation_executions/{id} */
   GetAutomationExecution: Handler<"svc.api.automations.v1.AutomationExecutionService.GetAutomationExecution", Ctx>;
@@ -167,6 +172,7 @@ export interface WebhookEventServiceHandlers<Ctx> {
 /** Everything the server must implement: a missing or mistyped handler fails the typecheck. */
 export interface ServiceHandlers<Ctx> {
   AppCapService: AppCapServiceHandlers<Ctx>;
+  AuditService: AuditServiceHandlers<Ctx>;
   AutomationExecutionService: AutomationExecutionServiceHandlers<Ctx>;
   AutomationService: AutomationServiceHandlers<Ctx>;
   CredentialService: CredentialServiceHandlers<Ctx>;
@@ -198,6 +204,7 @@ export interface OperationRoute {
 
 /** The routing table: operation id to service method, method and path. */
 export const operationRoutes = [
+  { operationId: "svc.api.audit.v1.AuditService.List", service: "AuditService", method: "get", path: "/api/v1/audit-events", secured: true, raw: false, maxBodyBytes: null, idempotencyKey: null },
   { operationId: "svc.api.automations.v1.AutomationExecutionService.GetAutomationExecution", service: "AutomationExecutionService", method: "get", path: "/api/v1/automation_executions/{id}", secured: true, raw: false, maxBodyBytes: null, idempotencyKey: null },
   { operationId: "svc.api.automations.v1.AutomationExecutionService.ListAutomationExecutions", service: "AutomationExecutionService", method: "get", path: "/api/v1/automation_executions", secured: true, raw: false, maxBodyBytes: null, idempotencyKey: null },
   { operationId: "svc.api.automations.v1.AutomationExecutionService.Redrive", service: "AutomationExecutionService", method: "post", path: "/api/v1/automation_executions/{id}/redrive", secured: true, raw: false, maxBodyBytes: null, idempotencyKey: "optional" },

@@ -45,6 +45,8 @@ export interface Config {
   metrics: { port: number; host: string } | null;
   /** EXECUTION_RETENTION_DAYS, _COUNT and _SWEEP_SECONDS: which finished executions are kept, and how often the others are removed (automations/execution-retention.ts). */
   executionRetention: { days: number; count: number | null; sweepSeconds: number };
+  /** AUDIT_RETENTION_DAYS: audit events older than this many days are removed; null (the default, `kept`): kept for ever. */
+  auditRetentionDays: number | null;
   /** The OTEL_* variables of traces; null when traces are off (no OTLP endpoint set, or OTEL_SDK_DISABLED=true). */
   tracing: TracingConfig | null;
 }
@@ -340,6 +342,12 @@ function executionRetention(env: NodeJS.ProcessEnv): Config["executionRetention"
   };
 }
 
+/** Kept unless set: an audit trail is evidence, and how long it must be kept is the operator's compliance decision. */
+function auditRetentionDays(env: NodeJS.ProcessEnv): number | null {
+  const raw = env.AUDIT_RETENTION_DAYS;
+  return raw === undefined || raw === "" || raw === "kept" ? null : integer(env, "AUDIT_RETENTION_DAYS", 0, 30, 36_500);
+}
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const port = integer(env, "PORT", 8080, 0, 65535);
   const host = env.HOST || "0.0.0.0";
@@ -379,6 +387,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     executionLeaseSeconds: integer(env, "EXECUTION_LEASE_SECONDS", 60, 10, 86_400),
     metrics: metrics(env, port),
     executionRetention: executionRetention(env),
+    auditRetentionDays: auditRetentionDays(env),
     tracing: tracing(env),
   };
 }

@@ -23,6 +23,9 @@ import { fundsHandlers } from "./http/handlers/funds.js";
 import { spendHandlers } from "./http/handlers/spends.js";
 import { identityHandlers } from "./http/handlers/identity.js";
 import { automationHandlers } from "./http/handlers/automations.js";
+import { auditHandlers } from "./http/handlers/audit.js";
+import { AuditTrail } from "./audit/audit-trail.js";
+import { pruneAuditEvents } from "./audit/audit-retention.js";
 import { AccessTokens } from "./identity/access-tokens.js";
 import { bootstrapAdmin, type BootstrapResult } from "./identity/bootstrap.js";
 import { ClientCredentialsGrant } from "./identity/client-credentials-grant.js";
@@ -58,6 +61,8 @@ import { startTracing } from "./tracing/start.js";
 
 /** How often expired Idempotency-Key records are removed (an expired one is also replaced when its key comes again). */
 const IDEMPOTENCY_SWEEP_MS = 10 * 60_000;
+/** How often audit events past AUDIT_RETENTION_DAYS are removed, when it is set. */
+const AUDIT_SWEEP_MS = 10 * 60_000;
 
 /**
  * How often the database is pinged, and how long a ping's `select 1` may take once it has a
@@ -205,6 +210,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       ...fundsHandlers({ limits, caps, policy, effective }),
       ...spendHandlers({ spends, list: spendList }),
       ...automationHandlers({ automations, executions, reruns, events, intake }),
+      ...auditHandlers({ audit: new AuditTrail(storage, pageTokens) }),
     },
   });
 
@@ -242,6 +248,17 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     ),
   );
   sweep.start();
+  const { auditRetentionDays } = config;
+  const auditSweep =
+    auditRetentionDays === null
+      ? undefined
+      : new BackgroundTask(AUDIT_SWEEP_MS, () =>
+          pruneAuditEvents(storage, clock, auditRetentionDays).then(
+            (removed) => void (removed > 0 && logger.info({ msg: "swept audit events", removed })),
+            (err: unknown) => logBackgroundFailure(logger, "audit event sweep failed", err),
+          ),
+        );
+  auditSweep?.start();
   const keyUpkeep = new BackgroundTask(options.signingKeysReloadMs ?? SIGNING_KEYS_RELOAD_MS, () =>
     signingKeys.maintain().then(
       ({ rotated, retired }) => {
@@ -271,6 +288,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       // Again: the releases of executions whose records committed since the first call.
       await worker.stop();
       await sweep.stop();
+      await auditSweep?.stop();
       await keyUpkeep.stop();
       await retention.stop();
       await reachability.stop();

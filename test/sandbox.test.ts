@@ -171,6 +171,24 @@ describe("npm run sandbox", () => {
     expect(effective.usage).toMatchObject({ spent: usd("60"), held: usd("15"), limit: usd("250"), remaining: usd("175") });
   });
 
+  it("the seeding left an audit history: who set each limit, and the automation that suspended Ada's row", async () => {
+    const [fundAdmin, ada] = sandbox.info.users.slice(1);
+    const history = unwrap(
+      await clients.get("ROLE_FUND_ADMIN")!.GET("/api/v1/audit-events", { params: { query: { target_kind: "AUDIT_TARGET_KIND_SUBJECT_APP_LIMIT", user_id: ada!.userId, app_id: "app-github" } } }),
+    ).list.map((e) => e.auditEvent);
+    // Newest first: the card.lost event's execution suspended the row Ada had limited herself.
+    expect(history.map((e) => [e.operationId, e.actor.kind])).toEqual([
+      ["svc.api.funds.v1.SubjectAppLimitService.Suspend", "AUDIT_ACTOR_KIND_AUTOMATION_EXECUTION"],
+      ["svc.api.funds.v1.MyFundLimitsService.SetLimit", "AUDIT_ACTOR_KIND_USER"],
+    ]);
+    expect(history[0]!.actor.executionId).toBe(sandbox.info.executionIds[0]);
+    expect(history[1]!.actor.userId).toBe(ada!.userId);
+    const byFundAdmin = unwrap(await clients.get("ROLE_SUPER_ADMIN")!.GET("/api/v1/audit-events", { params: { query: { actor_user_id: fundAdmin!.userId } } })).list;
+    expect(new Set(byFundAdmin.map((e) => e.auditEvent.target.kind))).toEqual(new Set(["AUDIT_TARGET_KIND_APP_CAP", "AUDIT_TARGET_KIND_SUBJECT_APP_LIMIT"]));
+    // Ada reads the history of her own rows.
+    expect(unwrap(await clients.get("ROLE_USER")!.GET("/api/v1/audit-events", {})).list.every((e) => e.auditEvent.target.userId === ada!.userId)).toBe(true);
+  });
+
   it("the seeded events' executions ran", async () => {
     const admin = clients.get("ROLE_SUPER_ADMIN")!;
     expect(sandbox.info.executionIds).toHaveLength(3);

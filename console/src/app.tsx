@@ -2,6 +2,7 @@
 import { useState } from "preact/hooks";
 import { signIn, type Session } from "./api.js";
 import { ErrorText, Field, useAction } from "./components.js";
+import { AuditPage } from "./pages/audit.js";
 import { AutomationPage } from "./pages/automation.js";
 import { AutomationList, NewAutomation } from "./pages/automations.js";
 import { CapsAndPolicy } from "./pages/caps.js";
@@ -53,6 +54,7 @@ function View({ session, route }: { session: Session; route: string[] }) {
   }
   if (area === "caps" && can.subjectLimits) return <CapsAndPolicy session={session} />;
   if (area === "my" && can.myLimits) return <MyLimits session={session} />;
+  if (area === "audit" && can.audit) return <AuditPage session={session} />;
   // The first view the role may use.
   if (can.automations) return <AutomationList session={session} />;
   if (can.subjectLimits) return <LimitSearch session={session} />;
@@ -79,6 +81,7 @@ export function App() {
     ["limits", "Fund limits", session.can.subjectLimits],
     ["caps", "Caps and policy", session.can.subjectLimits],
     ["my", "My limits", session.can.myLimits],
+    ["audit", "Audit trail", session.can.audit],
   ];
   return (
     <>

@@ -3,6 +3,9 @@
 import type { ExpressionBuilder } from "kysely";
 import type { components } from "../../generated/api.js";
 import type { Clock } from "../core/clock.js";
+import { recordAudit } from "../audit/audit-record.js";
+import { automationTarget, ROTATED, webhookSecretTarget } from "../audit/change.js";
+import type { Origin } from "../core/origin.js";
 import { invalidArgument, invalidField, notFound } from "../core/errors.js";
 import { base62 } from "../core/ids.js";
 import { pageSize, type Page, type PageTokens } from "../core/pagination.js";
@@ -80,7 +83,7 @@ export class Automations {
     return this.load(this.storage.db, id);
   }
 
-  async create(input: AutomationInput, beforeCommit?: BeforeCommit<Saved>): Promise<Saved> {
+  async create(input: AutomationInput, beforeCommit?: BeforeCommit<Saved>, origin?: Origin): Promise<Saved> {
     const currency = await this.policy.currency();
     const steps = checkSteps(input.automationSteps ?? [], currency);
     const trigger = checkTrigger(input.triggers ?? [], this.options.allowInsecureJwks);
@@ -102,9 +105,10 @@ export class Automations {
         .execute();
       const webhookSecret = await this.listeners.save(db, id, trigger);
       const saved = { automation: await this.load(db, id), webhookSecret: webhookSecret ?? null };
+      await recordAudit(db, origin, Date.parse(now), { operationId: "svc.api.automations.v1.AutomationService.CreateAutomation", target: automationTarget(id), before: null, after: saved.automation });
       await beforeCommit?.(db, saved);
       return saved;
-    });
+    }, { origin });
   }
 
   /** Checks steps as `create` and `update` would, and evaluates them against a sample payload; saves nothing. */
@@ -112,7 +116,7 @@ export class Automations {
     return checkStepsReport(steps, await this.policy.currency(), sample);
   }
 
-  async update(id: string, input: AutomationInput, updateMask: string): Promise<Saved> {
+  async update(id: string, input: AutomationInput, updateMask: string, origin?: Origin): Promise<Saved> {
     const mask = parseMask(updateMask);
     const currency = await this.policy.currency();
     const steps = mask.has("automationSteps") ? checkSteps(input.automationSteps ?? [], currency) : undefined;
@@ -121,7 +125,8 @@ export class Automations {
       if (mask.has(flag) && typeof input[flag] !== "boolean") throw invalidField(`body.automation.${flag}`, "must be set when named in updateMask");
     }
     const saved = await writeTransaction(this.storage, { exclusive: [lockKey(id)] }, async (db) => {
-      await this.load(db, id);
+      const before = await this.load(db, id);
+      const at = this.clock.now();
       await this.listeners.recordChange(db);
       await db
         .updateTable("automations")
@@ -131,39 +136,43 @@ export class Automations {
           ...(mask.has("isDraft") ? { is_draft: input.isDraft ? 1 : 0 } : {}),
           ...(mask.has("enabled") ? { enabled: input.enabled ? 1 : 0 } : {}),
           ...(steps ? { steps: JSON.stringify(steps) } : {}),
-          updated_at: new Date(this.clock.now()).toISOString(),
+          updated_at: new Date(at).toISOString(),
         })
         .where("id", "=", id)
         .execute();
       const webhookSecret = trigger !== undefined ? await this.listeners.save(db, id, trigger) : undefined;
-      return { automation: await this.load(db, id), webhookSecret: webhookSecret ?? null };
-    });
+      const automation = await this.load(db, id);
+      await recordAudit(db, origin, at, { operationId: "svc.api.automations.v1.AutomationService.UpdateAutomation", target: automationTarget(id), before, after: automation });
+      return { automation, webhookSecret: webhookSecret ?? null };
+    }, { origin });
     this.listeners.changedHere();
     return saved;
   }
 
-  async delete(id: string): Promise<void> {
+  async delete(id: string, origin?: Origin): Promise<void> {
     await writeTransaction(this.storage, { exclusive: [lockKey(id)] }, async (db) => {
-      await this.load(db, id);
+      const before = await this.load(db, id);
+      await recordAudit(db, origin, this.clock.now(), { operationId: "svc.api.automations.v1.AutomationService.DeleteAutomation", target: automationTarget(id), before, after: null });
       await this.listeners.recordChange(db);
       await this.listeners.save(db, id, null);
       await db.deleteFrom("webhook_events").where("automation_id", "=", id).execute();
       await db.deleteFrom("automations").where("id", "=", id).execute();
-    });
+    }, { origin });
     this.listeners.changedHere();
   }
 
-  async rotateSecret(id: string, beforeCommit?: BeforeCommit<Saved & { webhookSecret: string }>): Promise<Saved & { webhookSecret: string }> {
+  async rotateSecret(id: string, beforeCommit?: BeforeCommit<Saved & { webhookSecret: string }>, origin?: Origin): Promise<Saved & { webhookSecret: string }> {
     const rotated = await writeTransaction(this.storage, { exclusive: [lockKey(id)] }, async (db) => {
       const automation = await this.load(db, id);
       const listener = await this.listeners.forAutomation(db, id);
       if (!listener || listener.method !== "hmac") throw invalidArgument("NOT_HMAC_TRIGGER", "the automation has no HMAC webhook trigger");
       await this.listeners.recordChange(db);
       const webhookSecret = await this.listeners.rotate(db, listener.id);
+      await recordAudit(db, origin, this.clock.now(), { operationId: "svc.api.automations.v1.AutomationService.RotateWebhookSecret", target: webhookSecretTarget(id), before: null, after: ROTATED });
       const result = { automation, webhookSecret };
       await beforeCommit?.(db, result);
       return result;
-    });
+    }, { origin });
     this.listeners.changedHere();
     return rotated;
   }

@@ -5,7 +5,7 @@ import type { components } from "../../generated/api.js";
 import type { KnownAutomationExecutionOrigin, KnownAutomationExecutionState, KnownStepState } from "../../generated/enums.js";
 import { notFound } from "../core/errors.js";
 import { timeOrderedId } from "../core/ids.js";
-import { currentTraceparent } from "../core/tracing.js";
+import type { Origin } from "../core/origin.js";
 import { pageSize, type Page, type PageTokens } from "../core/pagination.js";
 import type { Storage } from "../storage/connect.js";
 import type { AutomationExecutionsTable } from "../storage/schema.js";
@@ -111,9 +111,9 @@ export function servedWithin(sizes: readonly number[], limit: number): number {
  * A new execution of the automation's steps (`stepsJson`, as stored on the automation and copied as
  * it is) over `trigger`, created `at` (ISO): pending, or with `leaseUntil` already claimed (running)
  * by the worker that will be handed it. The intake records it with its event
- * (storage/event-record.ts).
+ * (storage/event-record.ts). `origin` is the request that accepted the event.
  */
-export function newExecution(automationId: string, eventId: string, trigger: unknown, stepsJson: string, at: string, leaseUntil?: string): AutomationExecutionsTable {
+export function newExecution(automationId: string, eventId: string, trigger: unknown, stepsJson: string, at: string, leaseUntil?: string, origin?: Origin): AutomationExecutionsTable {
   const steps = JSON.parse(stepsJson) as AutomationStep[];
   const results: StepResult[] = steps.map((s) => ({ stepName: s.stepName, state: StepState.PENDING, output: null, error: null }));
   return {
@@ -129,8 +129,8 @@ export function newExecution(automationId: string, eventId: string, trigger: unk
     completed_at: null,
     lease_until: leaseUntil ?? null,
     attempts: leaseUntil ? 1 : 0,
-    // Made within the accepting request: its trace goes with the event to whichever worker runs it.
-    trace_parent: currentTraceparent() ?? null,
+    // The accepting request's trace goes with the event to whichever worker runs it.
+    trace_parent: origin?.span?.traceparent() ?? null,
   };
 }
 

@@ -10,6 +10,10 @@
 //
 // Every rerun is written by `record` alone, in its transaction: the place for an audit record of it.
 import { sql } from "kysely";
+import type { OperationId } from "../../generated/server.js";
+import { recordAudit } from "../audit/audit-record.js";
+import { executionTarget } from "../audit/change.js";
+import type { Origin } from "../core/origin.js";
 import type { Clock } from "../core/clock.js";
 import { failedPrecondition, notFound } from "../core/errors.js";
 import type { Storage } from "../storage/connect.js";
@@ -28,14 +32,22 @@ interface Source {
   redriveOf: string | null;
 }
 
+/** A rerun's request: its operation (as audited), its kept answer, and who asked for it. */
+interface Rerun {
+  operation: OperationId;
+  beforeCommit: BeforeCommit<AutomationExecution> | undefined;
+  origin: Origin | undefined;
+}
+
 export class ExecutionReruns {
   constructor(private readonly deps: { storage: Storage; clock: Clock; events: WebhookEvents; handOff: ExecutionHandOff }) {}
 
   /** A new execution of the failed execution `executionId`'s event, with its automation's current steps. */
-  async redrive(executionId: string, beforeCommit?: BeforeCommit<AutomationExecution>): Promise<AutomationExecution> {
+  async redrive(executionId: string, beforeCommit?: BeforeCommit<AutomationExecution>, origin?: Origin): Promise<AutomationExecution> {
     const found = await this.deps.storage.db.selectFrom("automation_executions").select("automation_id").where("id", "=", executionId).executeTakeFirst();
     if (!found) throw executionNotFound(executionId);
-    return this.record(found.automation_id, `automation_executions:redrive:${executionId}`, beforeCommit, async (db) => {
+    const operation = "svc.api.automations.v1.AutomationExecutionService.Redrive";
+    return this.record(found.automation_id, `automation_executions:redrive:${executionId}`, { operation, beforeCommit, origin }, async (db) => {
       const failed = await db.selectFrom("automation_executions").select(["state", "event_id", "context"]).where("id", "=", executionId).executeTakeFirst();
       // Removed by retention since the read above.
       if (!failed) throw executionNotFound(executionId);
@@ -51,7 +63,7 @@ export class ExecutionReruns {
   }
 
   /** A new execution of event `eventId` of the automation's delivery log, with the automation's current steps. */
-  async replay(automationId: string, eventId: string, beforeCommit?: BeforeCommit<AutomationExecution>): Promise<AutomationExecution> {
+  async replay(automationId: string, eventId: string, beforeCommit?: BeforeCommit<AutomationExecution>, origin?: Origin): Promise<AutomationExecution> {
     const automation = await this.deps.storage.db.selectFrom("automations").select("id").where("id", "=", automationId).executeTakeFirst();
     if (!automation) throw automationNotFound(automationId);
     // Event ids compare case-insensitively; the log holds them lowercase.
@@ -59,7 +71,8 @@ export class ExecutionReruns {
     if (!event) {
       throw notFound("WEBHOOK_EVENT_NOT_FOUND", "the automation's delivery log has no event with this id (unknown, or past its 7-day retention)", { metadata: { eventId } });
     }
-    return this.record(automationId, `automation_executions:replay:${automationId}:${event.event_id}`, beforeCommit, async (db) => {
+    const operation = "svc.api.automations.v1.WebhookEventService.Replay";
+    return this.record(automationId, `automation_executions:replay:${automationId}:${event.event_id}`, { operation, beforeCommit, origin }, async (db) => {
       const kept = event.execution_id === null ? undefined : await db.selectFrom("automation_executions").select("context").where("id", "=", event.execution_id).executeTakeFirst();
       if (!kept) {
         throw failedPrecondition("EVENT_BODY_NOT_KEPT", "the event's body is not kept: the event did not run its automation, or the execution that kept its body is past its retention", {
@@ -87,9 +100,10 @@ export class ExecutionReruns {
   /**
    * Records the rerun `source` finds (under `key`, its own lock, and the automation's shared lock, so
    * that the steps are those of the automation's last committed change) with `beforeCommit`, then
-   * hands it to the worker. The automation must exist and be published.
+   * hands it to the worker, audited as `made.operation`. The automation must exist and be published.
    */
-  private async record(automationId: string, key: string, beforeCommit: BeforeCommit<AutomationExecution> | undefined, source: (db: Db) => Promise<Source>): Promise<AutomationExecution> {
+  private async record(automationId: string, key: string, made: Rerun, source: (db: Db) => Promise<Source>): Promise<AutomationExecution> {
+    const { beforeCommit, origin } = made;
     const { storage, clock, handOff } = this.deps;
     let execution: AutomationExecutionsTable | undefined;
     try {
@@ -101,14 +115,16 @@ export class ExecutionReruns {
           throw failedPrecondition("AUTOMATION_IS_DRAFT", "the automation is a draft (not published): publish it to run its steps", { metadata: { automationId } });
         }
         const { trigger } = JSON.parse(from.context) as { trigger: unknown };
-        const at = new Date(clock.now()).toISOString();
+        const now = clock.now();
+        const at = new Date(now).toISOString();
         // The hand-off's executions are a webhook event's; a rerun keeps its source's event id as it is.
-        execution = { ...handOff.newExecution(automationId, from.eventId ?? "", trigger, automation.steps, at), event_id: from.eventId, origin: from.origin, redrive_of: from.redriveOf };
+        execution = { ...handOff.newExecution(automationId, from.eventId ?? "", trigger, automation.steps, at, origin), event_id: from.eventId, origin: from.origin, redrive_of: from.redriveOf };
         await db.insertInto("automation_executions").values(execution).execute();
         const view = toExecution({ ...execution, redriven_by: null });
+        await recordAudit(db, origin, now, { operationId: made.operation, target: executionTarget(execution.id), before: null, after: view });
         await beforeCommit?.(db, view);
         return view;
-      });
+      }, { origin });
       handOff.recorded(execution!);
       return recorded;
     } catch (e) {

@@ -8,12 +8,14 @@ import { BoundedMap } from "../core/bounded-map.js";
 import { ApiError } from "../core/errors.js";
 import type { Clock } from "../core/clock.js";
 import type { Logger } from "../core/logger.js";
+import type { Origin } from "../core/origin.js";
+import { withLogIds } from "../core/tracing.js";
 import { parseReason } from "../funds/guards.js";
 import type { SubjectAppLimits } from "../funds/subject-app-limits.js";
 import type { Storage } from "../storage/connect.js";
 import type { AutomationExecutionsTable } from "../storage/schema.js";
 import { LeaseLost, saveResults, saveResultsAlone, type ResultsSave } from "../storage/execution-results.js";
-import { writeTransaction, type Db } from "../storage/transactions.js";
+import { writeTransaction, type Db, type WriteOptions } from "../storage/transactions.js";
 import { databaseUnavailable } from "../storage/unavailable.js";
 import { checkComputedId, type AutomationStep } from "./automation-input.js";
 import { CelEvaluationError, checkExpression, evaluateBoolean, evaluateJson, evaluateString, evaluateTimestamp, setOwn, type CelContext, type CompiledExpression, type ExpectedResult } from "./cel.js";
@@ -41,16 +43,17 @@ export class ExecutionRunner {
     return compiled;
   }
 
-  async run(execution: AutomationExecutionsTable): Promise<void> {
+  /** `origin`: the run, as the worker traces it; its changes and log lines are its. */
+  async run(execution: AutomationExecutionsTable, origin?: Origin): Promise<void> {
     const { observer } = this.deps;
     if (!observer) {
-      await this.runSteps(execution);
+      await this.runSteps(execution, origin);
       return;
     }
     // `attempts` counts the runs begun, this one's included (claims.ts).
     if (execution.attempts > 1) observer.resumed();
     try {
-      const state = await this.runSteps(execution);
+      const state = await this.runSteps(execution, origin);
       observer.finished(state, this.deps.clock.now() - Date.parse(execution.created_at));
     } catch (e) {
       if (e instanceof LeaseLost) observer.leaseLost();
@@ -59,12 +62,12 @@ export class ExecutionRunner {
   }
 
   /** Runs the steps that have no result yet; answers the state the execution ended in. */
-  private async runSteps(execution: AutomationExecutionsTable): Promise<ExecutionEnd> {
+  private async runSteps(execution: AutomationExecutionsTable, origin: Origin | undefined): Promise<ExecutionEnd> {
     const steps = JSON.parse(execution.steps) as AutomationStep[];
     const results = JSON.parse(execution.step_results) as StepResult[];
     const { trigger } = JSON.parse(execution.context) as { trigger: unknown };
     const saved = (state?: ExecutionEnd) => this.saved(execution, results, state);
-    const persist = (state?: ExecutionEnd) => saveResultsAlone(this.deps.storage, saved(state));
+    const persist = (state?: ExecutionEnd) => saveResultsAlone(this.deps.storage, saved(state), origin);
     const end = async (state: ExecutionEnd) => (await persist(state), state);
     // The last step's result is saved with the execution's final state: one write fewer per run.
     const lastPending = results.findLastIndex((r) => r.state === StepState.PENDING);
@@ -96,25 +99,32 @@ export class ExecutionRunner {
           results[i] = { ...result, state: StepState.DONE, output: Object.fromEntries(entries) };
           await persist(final);
         } else {
-          await writeTransaction(this.deps.storage, { exclusive: [`automation_executions:${execution.id}`] }, async (trx) => {
-            const output = await this.perform(trx, step, ctx, cel);
-            outputs.addOutput(step.stepName, output); // over a bound: the effect is rolled back with the step
-            results[i] = { ...result, state: StepState.DONE, output };
-            await saveResults(trx, saved(final));
-          });
+          await writeTransaction(
+            this.deps.storage,
+            { exclusive: [`automation_executions:${execution.id}`] },
+            async (trx) => {
+              const output = await this.perform({ outer: trx, origin }, step, ctx, cel);
+              outputs.addOutput(step.stepName, output); // over a bound: the effect is rolled back with the step
+              results[i] = { ...result, state: StepState.DONE, output };
+              await saveResults(trx, saved(final));
+            },
+            { origin },
+          );
         }
       } catch (e) {
         if (interrupted(e)) throw e;
         results[i] = { ...result, state: StepState.ERROR, error: describe(e) };
-        if (!(e instanceof ApiError) && !(e instanceof CelEvaluationError)) this.deps.logger.error({ msg: "automation step failed", executionId: execution.id, step: step.stepName, err: e });
+        if (!(e instanceof ApiError) && !(e instanceof CelEvaluationError)) {
+          this.deps.logger.error(withLogIds({ msg: "automation step failed", executionId: execution.id, step: step.stepName, err: e }, origin?.span));
+        }
         return end(ExecutionState.ERROR);
       }
     }
     return ExecutionState.DONE;
   }
 
-  /** A step's effect, through the same funds code as the API; its answer is the step's output. */
-  private async perform(db: Db, step: AutomationStep, ctx: CelContext, cel: (field: string, source: string, expect: ExpectedResult) => CompiledExpression): Promise<Record<string, unknown>> {
+  /** A step's effect, through the same funds code as the API, in the step's transaction; its answer is the step's output. */
+  private async perform(inStep: WriteOptions & { outer: Db }, step: AutomationStep, ctx: CelContext, cel: (field: string, source: string, expect: ExpectedResult) => CompiledExpression): Promise<Record<string, unknown>> {
     const { limits } = this.deps;
     const str = (field: string, source: string) => evaluateString(cel(field, source, "string"), ctx);
     const id = (field: string, source: string) => checkComputedId(field, str(field, source));
@@ -123,17 +133,17 @@ export class ExecutionRunner {
     if ("suspendAppLimit" in step && step.suspendAppLimit) {
       const s = step.suspendAppLimit;
       const reason = reasonOf("suspendAppLimit.reasonCel", s.reasonCel);
-      return { limit: await limits.suspend(id("suspendAppLimit.userIdCel", s.userIdCel), id("suspendAppLimit.appIdCel", s.appIdCel), { reason }, db) };
+      return { limit: await limits.suspend(id("suspendAppLimit.userIdCel", s.userIdCel), id("suspendAppLimit.appIdCel", s.appIdCel), { reason }, inStep) };
     }
     if ("unsuspendAppLimit" in step && step.unsuspendAppLimit) {
       const s = step.unsuspendAppLimit;
-      return { limit: await limits.unsuspend(id("unsuspendAppLimit.userIdCel", s.userIdCel), id("unsuspendAppLimit.appIdCel", s.appIdCel), db) };
+      return { limit: await limits.unsuspend(id("unsuspendAppLimit.userIdCel", s.userIdCel), id("unsuspendAppLimit.appIdCel", s.appIdCel), inStep) };
     }
     if ("setAppLimitExtension" in step && step.setAppLimitExtension) {
       const s = step.setAppLimitExtension;
       const expiresAt = evaluateTimestamp(cel("setAppLimitExtension.expiresAtCel", s.expiresAtCel, "timestamp"), ctx);
       const reason = reasonOf("setAppLimitExtension.reasonCel", s.reasonCel);
-      return { limit: await limits.setExtension(id("setAppLimitExtension.userIdCel", s.userIdCel), id("setAppLimitExtension.appIdCel", s.appIdCel), { limit: s.limit, expiresAt, reason }, db) };
+      return { limit: await limits.setExtension(id("setAppLimitExtension.userIdCel", s.userIdCel), id("setAppLimitExtension.appIdCel", s.appIdCel), { limit: s.limit, expiresAt, reason }, inStep) };
     }
     throw new Error("the step has no kind");
   }

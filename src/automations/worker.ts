@@ -13,7 +13,8 @@
 // (readiness answers 503).
 import type { Clock } from "../core/clock.js";
 import type { Logger } from "../core/logger.js";
-import { outsideSpans, tracingOn, withSpan, type Span } from "../core/tracing.js";
+import type { Origin } from "../core/origin.js";
+import { startSpan, tracingOn, withLogIds, type Span } from "../core/tracing.js";
 import type { Storage } from "../storage/connect.js";
 import { claimExecutions, endLeases, releaseExecutions } from "../storage/claims.js";
 import { LeaseLost } from "../storage/execution-results.js";
@@ -161,9 +162,9 @@ export class Worker {
       this.again = true;
       return;
     }
-    // The intake's request that hands an execution over may set the loop going: it runs outside that
+    // The intake's request that hands an execution over may set the loop going: it belongs to no
     // request's trace all the same (each run continues its own execution's trace: `run`).
-    this.draining = outsideSpans(() => this.drain()).finally(() => {
+    this.draining = this.drain().finally(() => {
       this.draining = undefined;
       if (this.again) {
         this.again = false;
@@ -227,28 +228,33 @@ export class Worker {
   /**
    * Runs `execution` in a span of its own, a child of the request that accepted its event (its
    * stored trace context; a new trace without one): the run is that request's work, deferred, and
-   * the parent-based samplers keep or drop both together, whichever instance runs it.
+   * the parent-based samplers keep or drop both together, whichever instance runs it. The span is
+   * the Origin of the run's changes (their transactions are its children) and its log lines carry it.
    */
   private run(execution: AutomationExecutionsTable): Promise<void> {
     if (!tracingOn()) return this.attempt(execution, undefined);
     const options = { kind: "consumer" as const, continues: { traceparent: execution.trace_parent }, attributes: { "automation.execution.attempt": execution.attempts } };
-    return withSpan(EXECUTION_SPAN, options, (span) => this.attempt(execution, span).finally(() => span?.end()));
+    const span = startSpan(EXECUTION_SPAN, options);
+    if (!span) return this.attempt(execution, undefined);
+    return this.attempt(execution, span).finally(() => span.end());
   }
 
   private async attempt(execution: AutomationExecutionsTable, span: Span | undefined): Promise<void> {
+    const actor = { kind: "execution", automationId: execution.automation_id, executionId: execution.id, eventId: execution.event_id ?? "" } as const;
+    const origin: Origin = { actor, span };
     try {
-      await this.deps.runner.run(execution);
+      await this.deps.runner.run(execution, origin);
     } catch (err) {
       if (err instanceof LeaseLost) {
         span?.fail("its lease passed to another run");
-        this.deps.logger.warn({ msg: "execution run stopped: its lease passed to another run", executionId: execution.id });
+        this.deps.logger.warn(withLogIds({ msg: "execution run stopped: its lease passed to another run", executionId: execution.id }, span));
       } else if (interrupted(err)) {
         span?.fail("database unavailable");
         this.endLeaseLater(execution);
         return this.failed("execution run failed", err);
       } else {
         span?.fail("run failed");
-        this.deps.logger.error({ msg: "execution run failed", executionId: execution.id, err });
+        this.deps.logger.error(withLogIds({ msg: "execution run failed", executionId: execution.id, err }, span));
       }
     }
     this.progressed();

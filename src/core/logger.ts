@@ -1,10 +1,10 @@
 // Structured JSON logs (pino). Fields that could carry secrets are redacted wherever they appear,
 // and an error's `body` (body-parser attaches the raw request body, a token request's client
-// secret included) is never logged. A line written within a traced request or execution carries its
-// `trace_id` and `span_id` (./tracing.ts), to go from the log to the trace and back.
+// secret included) is never logged. A line about a traced request or execution carries its span's
+// `trace_id` and `span_id`, added by its writer (withLogIds, ./tracing.ts), to go from the log to
+// the trace and back.
 import { pino, type Logger } from "pino";
 import type { LogLevel } from "../config.js";
-import { traceLogFields } from "./tracing.js";
 
 export type { Logger };
 
@@ -14,9 +14,6 @@ export function createLogger(level: LogLevel, destination?: NodeJS.WritableStrea
       level,
       base: undefined,
       timestamp: pino.stdTimeFunctions.isoTime,
-      mixin: traceLogFields,
-      // pino copies every line into the mixin's object; untraced (no ids), the line goes as it is.
-      mixinMergeStrategy: (line: object, ids: object) => ("trace_id" in ids ? Object.assign(ids, line) : line),
       serializers: {
         err: (e: Error) => {
           const { body: _body, ...logged } = pino.stdSerializers.err(e);

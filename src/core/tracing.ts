@@ -1,22 +1,43 @@
-// What traced code calls: the HTTP layer, the storage layer, the execution worker and the logger.
-// OpenTelemetry stays behind it (src/tracing/otel.ts), loaded only when traces are configured
-// (src/tracing/start.ts); until then every call here is a check of one variable, and the work runs
-// as it would untraced. The trace contexts handed out are W3C Trace Context `traceparent` values.
+// What traced code calls: the HTTP layer, the storage layer, the execution worker and the log lines
+// of a request or an execution. OpenTelemetry stays behind it (src/tracing/otel.ts), loaded only
+// when traces are configured (src/tracing/start.ts); until then every call here is a check of one
+// variable, and the work runs as it would untraced. The trace contexts handed out are W3C Trace
+// Context `traceparent` values.
+//
+// A span is carried explicitly, as a handle, by what its work is for: a request's on its
+// RequestContext, an execution's by the worker, each a parent handed to the transactions it makes
+// (an Origin, ./origin.ts). Nothing here keeps an "active" span: a context propagated across awaits
+// would take an AsyncLocalStorage, and on Node 20 an enabled one makes Node call a hook at every
+// promise created in the process, traced or not (bench/RESULTS.md, "traces on vs off").
 
 export type SpanKind = "server" | "consumer" | "internal";
 export type AttributeValue = string | number | boolean;
 
+/** The ids of a span, as a log line carries them, to go from the log to the trace and back. */
+export interface LogIds {
+  trace_id: string;
+  span_id: string;
+}
+
 export interface SpanOptions {
   kind?: SpanKind;
   /**
-   * The span continues this context (a request's headers, an execution's stored `traceparent`)
-   * instead of the active one: none, or a malformed one, starts a new trace.
+   * The context the span continues (a request's headers, an execution's stored `traceparent`):
+   * none, or a malformed one, starts a new trace.
    */
   continues?: { traceparent: string | null | undefined; tracestate?: string | undefined };
   attributes?: Record<string, AttributeValue>;
 }
 
 export interface Span {
+  /** Whether the span is recorded (sampled): its children would be. */
+  readonly recording: boolean;
+  /** Its ids for the log lines of its work; undefined for a span of no valid context. */
+  readonly logIds: LogIds | undefined;
+  /** Its `traceparent`, to carry the context with work that another process may do (an execution). */
+  traceparent(): string | undefined;
+  /** Starts a span whose parent is this one; the caller ends it. */
+  child(name: string, attributes: Record<string, AttributeValue>): Span;
   setAttribute(name: string, value: AttributeValue): void;
   /** Marks the span failed, with a message that names no value of the request. */
   fail(message?: string): void;
@@ -25,18 +46,8 @@ export interface Span {
 
 /** What src/tracing/otel.ts implements over OpenTelemetry. */
 export interface Tracer {
-  /** Starts a span and runs `fn` with it active; the caller ends it. */
-  withSpan<T>(name: string, options: SpanOptions, fn: (span: Span) => T): T;
-  /** Whether the active span is recorded (sampled): its children would be. */
-  recording(): boolean;
-  /** The active span's `traceparent`, to carry the context with work that another process may do. */
-  traceparent(): string | undefined;
-  /** The active span's ids, for a log line. */
-  ids(): { trace_id: string; span_id: string } | undefined;
-  /** `fn`, to run later within the context active now. */
-  bind<A extends unknown[], R>(fn: (...args: A) => R): (...args: A) => R;
-  /** Runs `fn` with no active span: work that belongs to no request, even when one set it going. */
-  outside<T>(fn: () => T): T;
+  /** Starts a span continuing `options.continues` (a new trace without); the caller ends it. */
+  start(name: string, options: SpanOptions): Span;
 }
 
 let tracer: Tracer | undefined;
@@ -48,41 +59,37 @@ export function installTracer(installed: Tracer | undefined): void {
 
 export const tracingOn = (): boolean => tracer !== undefined;
 
+/** Starts a span (the caller ends it); none while traces are off. */
+export const startSpan = (name: string, options: SpanOptions): Span | undefined => tracer?.start(name, options);
+
 /**
- * Runs `fn` in a child span of the active one that ends when its promise settles, failed if it
- * rejects. Only under a recorded span: the database work of a request, not that of a background
- * poll, nor of a request its trace's sampler dropped.
+ * Runs `fn` in a child span of `parent` that ends when its promise settles, failed if it rejects.
+ * Only under a recorded span: the database work of a request or an execution, not that of a
+ * background poll (no parent), nor of a request its trace's sampler dropped.
  */
-export function inChildSpan<T>(name: string, attributes: Record<string, AttributeValue>, fn: () => Promise<T>): Promise<T> {
+export function inChildSpan<T>(parent: Span | undefined, name: string, attributes: Record<string, AttributeValue>, fn: () => Promise<T>): Promise<T> {
   // Not an async function: untraced, the work's own promise is answered, with no wrapper around it.
-  if (!tracer?.recording()) return fn();
-  return tracer.withSpan(name, { attributes }, async (span) => {
-    try {
-      return await fn();
-    } catch (e) {
-      span.fail();
-      throw e;
-    } finally {
-      span.end();
-    }
-  });
+  if (!parent?.recording) return fn();
+  const span = parent.child(name, attributes);
+  return endedWith(span, fn());
 }
 
-/** Starts a span and runs `fn` with it active; the caller ends it. Without traces `fn` runs with no span. */
-export function withSpan<T>(name: string, options: SpanOptions, fn: (span: Span | undefined) => T): T {
-  return tracer ? tracer.withSpan(name, options, fn) : fn(undefined);
+async function endedWith<T>(span: Span, work: Promise<T>): Promise<T> {
+  try {
+    return await work;
+  } catch (e) {
+    span.fail();
+    throw e;
+  } finally {
+    span.end();
+  }
 }
 
-export const currentTraceparent = (): string | undefined => tracer?.traceparent();
-
-/** `trace_id` and `span_id` of the active span, for a log line; a new object each call (pino merges into it). */
-export const traceLogFields = (): Record<string, string> => tracer?.ids() ?? {};
-
-/** `fn` bound to the context active now, for work queued now and run later from another's turn (the SQLite group commit). */
-export function bindToContext<A extends unknown[], R>(fn: (...args: A) => R): (...args: A) => R {
-  return tracer ? tracer.bind(fn) : fn;
-}
-
-export function outsideSpans<T>(fn: () => T): T {
-  return tracer ? tracer.outside(fn) : fn();
+/**
+ * `line` (made for this call) with the ids of `span`, the request's or the execution's it is about,
+ * added; untouched without one: an untraced line carries no trace fields.
+ */
+export function withLogIds<L extends object>(line: L, span: Span | undefined): L | (L & LogIds) {
+  const ids = span?.logIds;
+  return ids ? Object.assign(line, ids) : line;
 }

@@ -2,6 +2,9 @@
 // a cap's controls as a whole; Delete removes the cap (deleted_at set), and a later Set creates a new one.
 import type { components } from "../../generated/api.js";
 import type { Clock } from "../core/clock.js";
+import { auditRow, recordAudit } from "../audit/audit-record.js";
+import { capTarget } from "../audit/change.js";
+import type { Origin } from "../core/origin.js";
 import { invalidField, notFound } from "../core/errors.js";
 import { newId } from "../core/ids.js";
 import { pageSize, type Page, type PageTokens } from "../core/pagination.js";
@@ -59,7 +62,7 @@ export class AppCaps {
   }
 
   /** Creates the cap or replaces its controls as a whole; controls with nothing set are 400 (use Delete). */
-  async set(appId: string, input: unknown): Promise<AppCap> {
+  async set(appId: string, input: unknown, origin?: Origin): Promise<AppCap> {
     const row = await changeControlsRow(this.storage, this.access(appId), (row, currencyCode) => {
       const now = this.clock.now();
       const stamp = new Date(now).toISOString();
@@ -71,17 +74,20 @@ export class AppCaps {
       if (row && sameControls(before, after)) return { answer: row };
       const columns = { controls: JSON.stringify(after), amount_currency: amountCurrency(after), updated_at: stamp };
       const written: AppCapsTable = row ? { ...row, ...columns } : { id: newId(), app_id: appId, ...columns, created_at: stamp, deleted_at: null };
-      return { answer: written, write: written };
-    });
+      const audit = auditRow(origin, now, { operationId: "svc.api.funds.v1.AppCapService.Set", target: capTarget(appId), before: row ? this.view(row) : null, after: this.view(written) });
+      return { answer: written, write: written, audit };
+    }, { origin });
     return this.view(row);
   }
 
-  async delete(appId: string): Promise<void> {
+  async delete(appId: string, origin?: Origin): Promise<void> {
     await writeTransaction(this.storage, { exclusive: [`app_caps:${appId}`] }, async (db) => {
       const row = await this.liveRow(db, appId);
       if (!row) throw capNotFound(appId);
-      await db.updateTable("app_caps").set({ deleted_at: new Date(this.clock.now()).toISOString() }).where("id", "=", row.id).execute();
-    });
+      const now = this.clock.now();
+      await db.updateTable("app_caps").set({ deleted_at: new Date(now).toISOString() }).where("id", "=", row.id).execute();
+      await recordAudit(db, origin, now, { operationId: "svc.api.funds.v1.AppCapService.Delete", target: capTarget(appId), before: this.view(row), after: null });
+    }, { origin });
   }
 
   /** How ./controls-write.ts reads and writes the app's cap. */

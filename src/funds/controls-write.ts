@@ -11,7 +11,9 @@
 import { sql } from "kysely";
 import type { Storage } from "../storage/connect.js";
 import { prepared } from "../storage/prepared.js";
-import { writeTransaction, type Db } from "../storage/transactions.js";
+import { writeTransaction, type Db, type WriteOptions } from "../storage/transactions.js";
+import { insertAudit } from "../audit/audit-record.js";
+import type { AuditEventsTable } from "../storage/schema.js";
 import { FUND_POLICY_LOCK } from "./fund-policy.js";
 
 export interface ControlsRow {
@@ -28,10 +30,11 @@ export interface ControlsRowAccess<Row extends ControlsRow> {
   read(db: Db): Promise<{ row: Row | undefined; currency: string }>;
 }
 
-/** What a change of the row decides: its answer, and the whole row to write (none: nothing changes). */
+/** What a change of the row decides: its answer, the whole row to write (none: nothing changes), and the audit event recording it. */
 export interface Planned<Row, T> {
   answer: T;
   write?: Row;
+  audit?: AuditEventsTable | null;
 }
 
 /**
@@ -42,19 +45,22 @@ export async function changeControlsRow<Row extends ControlsRow, T>(
   storage: Storage,
   access: ControlsRowAccess<Row>,
   plan: (row: Row | undefined, currency: string) => Planned<Row, T>,
-  outer?: Db,
+  writing: WriteOptions = {},
 ): Promise<T> {
-  if (storage.dialect === "postgres" && !outer) {
+  if (storage.dialect === "postgres" && !writing.outer) {
     const { row, currency } = await access.read(storage.db);
     const planned = plan(row, currency);
-    if (!planned.write || (await writeIfUnchanged(storage.db, access, currency, row, planned.write))) return planned.answer;
+    if (!planned.write || (await writeIfUnchanged(storage.db, access, currency, row, planned))) return planned.answer;
   }
   return writeTransaction(storage, { exclusive: [access.lock], shared: [FUND_POLICY_LOCK] }, async (db) => {
     const { row, currency } = await access.read(db);
     const planned = plan(row, currency);
-    if (planned.write) await write(db, access.table, row, planned.write);
+    if (planned.write) {
+      await write(db, access.table, row, planned.write);
+      await insertAudit(db, planned.audit ?? null);
+    }
     return planned.answer;
-  }, outer);
+  }, writing);
 }
 
 interface GuardedWrite {
@@ -67,23 +73,38 @@ interface GuardedWrite {
   row: string;
 }
 
-const guardedWriteStatement = prepared((db, v: GuardedWrite) =>
-  db.selectNoFrom(
-    // The live key (second argument) is written out per table in the function since migration 0014.
-    sql<boolean>`write_controls_row(${v.table}, '{}'::text[], ${v.lock}, ${v.policyLock}, ${v.tenantId}, ${v.currency}, ${v.seenControls}, ${v.row}::jsonb)`.as("written"),
-  ),
+// The live key (second argument) is written out per table in the function since migration 0014.
+const guardedWrite = (v: GuardedWrite) => sql<boolean>`write_controls_row(${v.table}, '{}'::text[], ${v.lock}, ${v.policyLock}, ${v.tenantId}, ${v.currency}, ${v.seenControls}, ${v.row}::jsonb)`;
+
+const guardedWriteStatement = prepared((db, v: GuardedWrite) => db.selectNoFrom(guardedWrite(v).as("written")));
+
+/** The same write and its audit event in one statement, so they commit together: the event is inserted only when the row was written. */
+const guardedWriteAuditedStatement = prepared((db, v: GuardedWrite & { audit: string }) =>
+  db
+    .with("w", (w) => w.selectNoFrom(guardedWrite(v).as("written")))
+    .with("a", (w) =>
+      w
+        .insertInto("audit_events")
+        .expression((e) => e.selectFrom(sql<AuditEventsTable>`jsonb_populate_record(null::audit_events, ${v.audit}::jsonb)`.as("r")).innerJoin("w", (j) => j.onTrue()).where("w.written", "=", true).selectAll("r"))
+        .returning("id"),
+    )
+    .selectFrom("w")
+    .select("written"),
 );
 
-async function writeIfUnchanged<Row extends ControlsRow>(db: Db, access: ControlsRowAccess<Row>, currency: string, seen: Row | undefined, row: Row): Promise<boolean> {
-  const { rows } = await guardedWriteStatement.execute(db, {
+async function writeIfUnchanged<Row extends ControlsRow, T>(db: Db, access: ControlsRowAccess<Row>, currency: string, seen: Row | undefined, planned: Planned<Row, T>): Promise<boolean> {
+  const values = {
     table: access.table,
     lock: access.lock,
     policyLock: FUND_POLICY_LOCK,
     tenantId: access.tenantId,
     currency,
     seenControls: seen?.controls ?? null,
-    row: JSON.stringify(row),
-  });
+    row: JSON.stringify(planned.write),
+  };
+  const { rows } = planned.audit
+    ? await guardedWriteAuditedStatement.execute(db, { ...values, audit: JSON.stringify(planned.audit) })
+    : await guardedWriteStatement.execute(db, values);
   return rows[0]?.written === true;
 }
 

@@ -4,6 +4,7 @@
 // resolution's period picks. GetEffective and Authorize resolve alike (`resolved`).
 import { expressionBuilder, sql } from "kysely";
 import type { Clock } from "../core/clock.js";
+import type { Origin } from "../core/origin.js";
 import { notFound } from "../core/errors.js";
 import type { Storage } from "../storage/connect.js";
 import { prepared } from "../storage/prepared.js";
@@ -104,13 +105,13 @@ export class EffectiveLimits {
   ) {}
 
   /** For an administrator: 404 USER_NOT_FOUND for an unknown user. */
-  async forSubject(userId: string, appId: string): Promise<EffectiveLimitView> {
-    return this.resolve(userId, appId, true);
+  async forSubject(userId: string, appId: string, origin?: Origin): Promise<EffectiveLimitView> {
+    return this.resolve(userId, appId, true, origin);
   }
 
   /** For the caller (who exists: it authenticated). */
-  async forCaller(userId: string, appId: string): Promise<EffectiveLimitView> {
-    return this.resolve(userId, appId, false);
+  async forCaller(userId: string, appId: string, origin?: Origin): Promise<EffectiveLimitView> {
+    return this.resolve(userId, appId, false, origin);
   }
 
   /**
@@ -150,12 +151,12 @@ export class EffectiveLimits {
    * decision creates it, seeded from those spends, so that this sum is taken once per window. Rows
    * are written only for windows with spends: a read of any app's usage stores nothing.
    */
-  private async unwrittenUsage(window: WindowKey, now: number): Promise<Usage> {
+  private async unwrittenUsage(window: WindowKey, now: number, origin: Origin | undefined): Promise<Usage> {
     if (!(await anySpendIn(this.storage.db, window))) return { spent: 0n, held: 0n };
-    return writeTransaction(this.storage, { exclusive: [] }, (db) => lockWindow(db, this.storage.dialect, window, new Date(now).toISOString()));
+    return writeTransaction(this.storage, { exclusive: [] }, (db) => lockWindow(db, this.storage.dialect, window, new Date(now).toISOString()), { origin });
   }
 
-  private async resolve(userId: string, appId: string, requireUser: boolean): Promise<EffectiveLimitView> {
+  private async resolve(userId: string, appId: string, requireUser: boolean, origin: Origin | undefined): Promise<EffectiveLimitView> {
     const now = this.clock.now();
     // Not under the policy's lock: the kept policy, as FundPolicyService.Get answers it.
     const policy = await this.policy.current();
@@ -164,7 +165,7 @@ export class EffectiveLimits {
     const { rows } = await layersAndUsageStatement.execute(this.storage.db, { userId, appId, now: new Date(now).toISOString(), ...bounds });
     const row = rows[0]!;
     const force = this.resolved(policy, row, userId, appId, now, requireUser, windows);
-    const usage = usageOf(row, force.resolution.windowPeriod) ?? (await this.unwrittenUsage(force.window, now));
+    const usage = usageOf(row, force.resolution.windowPeriod) ?? (await this.unwrittenUsage(force.window, now, origin));
     const { effective } = force.resolution;
     return {
       ...effective,

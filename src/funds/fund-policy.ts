@@ -6,6 +6,9 @@
 // policy's lock, in their transaction.
 import type { components } from "../../generated/api.js";
 import type { Clock } from "../core/clock.js";
+import { recordAudit } from "../audit/audit-record.js";
+import { FUND_POLICY_TARGET } from "../audit/change.js";
+import type { Origin } from "../core/origin.js";
 import { recordChange, type ChangeWatch } from "../storage/change-versions.js";
 import { failedPrecondition, invalidField } from "../core/errors.js";
 import type { Storage } from "../storage/connect.js";
@@ -123,7 +126,7 @@ export class FundPolicies {
    * subject-app row, a live app cap, default controls kept by this update, or any spend
    * authorization) is in another currency is 409 CURRENCY_IN_USE; new default controls must be in the policy's new currency.
    */
-  async update(input: { currencyCode?: unknown; defaultControls?: unknown; timeZone?: unknown }, updateMask: string | undefined): Promise<FundPolicy> {
+  async update(input: { currencyCode?: unknown; defaultControls?: unknown; timeZone?: unknown }, updateMask: string | undefined, origin?: Origin): Promise<FundPolicy> {
     const mask = parseMask(updateMask, input.timeZone !== undefined);
     const { policy: updated, changed } = await writeTransaction(this.storage, { exclusive: [FUND_POLICY_LOCK] }, async (db) => {
       const now = this.clock.now();
@@ -166,8 +169,10 @@ export class FundPolicies {
         .where("tenant_id", "=", this.tenantId)
         .execute();
       await recordChange(db, "fund_policy");
-      return { policy: { currencyCode, timeZone, defaultControls, updatedAt }, changed: true };
-    });
+      const policy = { currencyCode, timeZone, defaultControls, updatedAt };
+      await recordAudit(db, origin, now, { operationId: "svc.api.funds.v1.FundPolicyService.Update", target: FUND_POLICY_TARGET, before: policyView(stored), after: policyView(policy) });
+      return { policy, changed: true };
+    }, { origin });
     if (changed) this.changes.changedHere();
     return policyView(updated);
   }

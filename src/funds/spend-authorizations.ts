@@ -9,6 +9,7 @@
 // spend in a currency the policy has just left.
 import type { components } from "../../generated/api.js";
 import type { Clock } from "../core/clock.js";
+import type { Origin } from "../core/origin.js";
 import { failedPrecondition, invalidField, notFound } from "../core/errors.js";
 import { timeOrderedId } from "../core/ids.js";
 import type { Storage } from "../storage/connect.js";
@@ -42,7 +43,7 @@ export class SpendAuthorizations {
     private readonly observer?: SpendObserver,
   ) {}
 
-  async authorize(access: SpendAccess, body: AuthorizeRequest, beforeCommit?: BeforeCommit<SpendAuthorization>): Promise<SpendAuthorization> {
+  async authorize(access: SpendAccess, body: AuthorizeRequest, beforeCommit?: BeforeCommit<SpendAuthorization>, origin?: Origin): Promise<SpendAuthorization> {
     const { userId, appId } = body;
     requireApp(access, appId);
     const capture = body.capture === true;
@@ -96,7 +97,7 @@ export class SpendAuthorizations {
       const view = authorizationView(created, created.created_at, { decision, metadata });
       await recordAuthorization(this.storage, db, created, entry, view, beforeCommit);
       return { view, cause: verdict.cause };
-    });
+    }, { origin });
     this.observer?.decided(view.decision.approved, cause);
     return view;
   }
@@ -107,7 +108,7 @@ export class SpendAuthorizations {
   }
 
   /** Posts all of a pending hold, or `body.amount` of it (the rest is released). */
-  async capture(access: SpendAccess, id: string, body: { amount?: unknown }, beforeCommit?: BeforeCommit<SpendAuthorization>): Promise<SpendAuthorization> {
+  async capture(access: SpendAccess, id: string, body: { amount?: unknown }, beforeCommit?: BeforeCommit<SpendAuthorization>, origin?: Origin): Promise<SpendAuthorization> {
     const found = await this.visibleRow(access, id);
     const requested = isSet(body.amount) ? positiveAmount(body.amount, found.currency_code) : undefined;
     return this.change(found, (row, now) => {
@@ -120,11 +121,11 @@ export class SpendAuthorizations {
       const entries: ChangeWrites["entries"] = [{ kind: "CAPTURE", amount: captured }];
       if (captured < row.amount) entries.push({ kind: "RELEASE", amount: row.amount - captured });
       return { row: { ...row, state: "CAPTURED", captured, updated_at: iso(now) }, writes: { set: { state: "CAPTURED", captured }, entries, spent: captured } };
-    }, beforeCommit);
+    }, beforeCommit, origin);
   }
 
   /** Voids a pending hold; a released one is answered as it is. */
-  async release(access: SpendAccess, id: string, beforeCommit?: BeforeCommit<SpendAuthorization>): Promise<SpendAuthorization> {
+  async release(access: SpendAccess, id: string, beforeCommit?: BeforeCommit<SpendAuthorization>, origin?: Origin): Promise<SpendAuthorization> {
     const found = await this.visibleRow(access, id);
     return this.change(found, (row, now) => {
       const state = answeredState(row, iso(now));
@@ -136,11 +137,11 @@ export class SpendAuthorizations {
         row: { ...row, state: "RELEASED", updated_at: iso(now) },
         writes: { set: { state: "RELEASED" }, entries: [{ kind: "RELEASE", amount: row.amount }], spent: 0n },
       };
-    }, beforeCommit);
+    }, beforeCommit, origin);
   }
 
   /** Refunds all of what a capture has not yet had reversed, or `body.amount` of it, in the capture's own window. */
-  async reverse(access: SpendAccess, id: string, body: { amount?: unknown }, beforeCommit?: BeforeCommit<SpendAuthorization>): Promise<SpendAuthorization> {
+  async reverse(access: SpendAccess, id: string, body: { amount?: unknown }, beforeCommit?: BeforeCommit<SpendAuthorization>, origin?: Origin): Promise<SpendAuthorization> {
     const found = await this.visibleRow(access, id);
     const requested = isSet(body.amount) ? positiveAmount(body.amount, found.currency_code) : undefined;
     return this.change(found, (row, now) => {
@@ -157,7 +158,7 @@ export class SpendAuthorizations {
         row: { ...row, reversed, updated_at: iso(now) },
         writes: { set: { reversed }, entries: [{ kind: "REVERSAL", amount: reversal }], spent: -reversal },
       };
-    }, beforeCommit);
+    }, beforeCommit, origin);
   }
 
   /**
@@ -169,6 +170,7 @@ export class SpendAuthorizations {
     found: SpendRow,
     decide: (row: SpendRow, now: number) => { row: SpendRow; writes: ChangeWrites | null },
     beforeCommit?: BeforeCommit<SpendAuthorization>,
+    origin?: Origin,
   ): Promise<SpendAuthorization> {
     return writeTransaction(this.storage, { exclusive: [] }, async (db) => {
       const current = await lockedRow(this.storage, db, windowOf(found), found.id);
@@ -178,7 +180,7 @@ export class SpendAuthorizations {
       const answer = authorizationView(row, iso(now));
       await recordChange(this.storage, db, row, writes, now, answer, beforeCommit);
       return answer;
-    });
+    }, { origin });
   }
 
   /** The authorization if `access` may see it, else 404 as if it did not exist. */

@@ -7,6 +7,10 @@
 // control: clearing its last one removes it (deleted_at set), and a later write creates a new row.
 import type { components } from "../../generated/api.js";
 import type { Clock } from "../core/clock.js";
+import type { OperationId } from "../../generated/server.js";
+import { auditRow, recordAudit } from "../audit/audit-record.js";
+import { limitTarget } from "../audit/change.js";
+import type { Origin } from "../core/origin.js";
 import { invalidField, notFound } from "../core/errors.js";
 import { newId } from "../core/ids.js";
 import { pageSize, type Page, type PageTokens } from "../core/pagination.js";
@@ -14,7 +18,7 @@ import type { Users } from "../identity/users.js";
 import type { Storage } from "../storage/connect.js";
 import { prepared } from "../storage/prepared.js";
 import type { SubjectAppLimitsTable } from "../storage/schema.js";
-import { writeTransaction, type Db } from "../storage/transactions.js";
+import { writeTransaction, type Db, type WriteOptions } from "../storage/transactions.js";
 import {
   amountCurrency,
   isEmpty,
@@ -148,69 +152,72 @@ export class SubjectAppLimits {
   // ---- writes ------------------------------------------------------------------------------
 
   /** Sets the base limit and its period (creating the row); suspension and extension stay. */
-  async setLimit(userId: string, appId: string, body: { limit?: unknown; period?: unknown }): Promise<SubjectAppLimit> {
-    return this.setLimitIn({ userId, appId, mine: false }, "row", body);
+  async setLimit(userId: string, appId: string, body: { limit?: unknown; period?: unknown }, origin?: Origin): Promise<SubjectAppLimit> {
+    return this.setLimitIn({ userId, appId, mine: false }, "row", body, origin);
   }
 
   /** The caller's own SetLimit: only the amount arm. */
-  async setMyLimit(userId: string, appId: string, body: { limit?: unknown; period?: unknown }): Promise<SubjectAppLimit> {
-    return this.setLimitIn({ userId, appId, mine: true }, "my-limit", body);
+  async setMyLimit(userId: string, appId: string, body: { limit?: unknown; period?: unknown }, origin?: Origin): Promise<SubjectAppLimit> {
+    return this.setLimitIn({ userId, appId, mine: true }, "my-limit", body, origin);
   }
 
-  private async setLimitIn(target: Target, context: LimitContext, body: { limit?: unknown; period?: unknown }): Promise<SubjectAppLimit> {
-    const row = await this.mutate(target, true, (controls, currencyCode) => {
+  private async setLimitIn(target: Target, context: LimitContext, body: { limit?: unknown; period?: unknown }, origin: Origin | undefined): Promise<SubjectAppLimit> {
+    const operation = target.mine ? "svc.api.funds.v1.MyFundLimitsService.SetLimit" : "svc.api.funds.v1.SubjectAppLimitService.SetLimit";
+    const row = await this.mutate(target, operation, true, (controls, currencyCode) => {
       const { limit, period } = parseLimitAndPeriod(body.limit, body.period, context, currencyCode, "body");
       if (!limit) throw invalidField("body.limit", "is required (to remove the limit, clear it)", "LIMIT_MISSING");
       return withLimit(controls, limit, period);
-    });
+    }, { origin });
     return row as SubjectAppLimit;
   }
 
-  // Suspend, Unsuspend and SetExtension also run as automation steps: `outer` joins the step's
-  // transaction so the effect and the step's result commit together.
+  // Suspend, Unsuspend and SetExtension also run as automation steps: `writing.outer` joins the
+  // step's transaction so the effect and the step's result commit together.
 
   /** Suspends the row (creating it); the limit underneath stays, to be restored by unsuspend. */
-  async suspend(userId: string, appId: string, body: { reason?: unknown }, outer?: Db): Promise<SubjectAppLimit> {
-    const row = await this.mutate({ userId, appId, mine: false }, true, (controls, _currency, now) =>
+  async suspend(userId: string, appId: string, body: { reason?: unknown }, writing?: WriteOptions): Promise<SubjectAppLimit> {
+    const row = await this.mutate({ userId, appId, mine: false }, "svc.api.funds.v1.SubjectAppLimitService.Suspend", true, (controls, _currency, now) =>
         withSuspension(controls, parseReason(body.reason, "body.reason"), now),
-      outer,
+      writing,
     );
     return row as SubjectAppLimit;
   }
 
   /** Lifts the suspension; null when it was the row's last control (the row is removed). */
-  async unsuspend(userId: string, appId: string, outer?: Db): Promise<SubjectAppLimit | null> {
-    return this.mutate({ userId, appId, mine: false }, false, (controls) => withoutSuspension(controls), outer);
+  async unsuspend(userId: string, appId: string, writing?: WriteOptions): Promise<SubjectAppLimit | null> {
+    return this.mutate({ userId, appId, mine: false }, "svc.api.funds.v1.SubjectAppLimitService.Unsuspend", false, (controls) => withoutSuspension(controls), writing);
   }
 
   /** Grants a temporary total until `expiresAt` (future), replacing any extension (creating the row). */
-  async setExtension(userId: string, appId: string, body: { limit?: unknown; expiresAt?: unknown; reason?: unknown }, outer?: Db): Promise<SubjectAppLimit> {
-    const row = await this.mutate({ userId, appId, mine: false }, true, (controls, currencyCode, now) =>
+  async setExtension(userId: string, appId: string, body: { limit?: unknown; expiresAt?: unknown; reason?: unknown }, writing?: WriteOptions): Promise<SubjectAppLimit> {
+    const row = await this.mutate({ userId, appId, mine: false }, "svc.api.funds.v1.SubjectAppLimitService.SetExtension", true, (controls, currencyCode, now) =>
         withExtension(controls, requireFutureExpiry(parseExtension(body, currencyCode, "body"), now, "body.expiresAt")),
-      outer,
+      writing,
     );
     return row as SubjectAppLimit;
   }
 
   /** Removes the extension, running or lapsed; null when it was the row's last control. */
-  async clearExtension(userId: string, appId: string): Promise<SubjectAppLimit | null> {
-    return this.mutate({ userId, appId, mine: false }, false, (controls) => withoutExtension(controls));
+  async clearExtension(userId: string, appId: string, origin?: Origin): Promise<SubjectAppLimit | null> {
+    return this.mutate({ userId, appId, mine: false }, "svc.api.funds.v1.SubjectAppLimitService.ClearExtension", false, (controls) => withoutExtension(controls), { origin });
   }
 
   /** The caller's own ClearLimit: drops limit and period; null when the limit was the last control. */
-  async clearMyLimit(userId: string, appId: string): Promise<SubjectAppLimit | null> {
-    return this.mutate({ userId, appId, mine: true }, false, (controls) => withoutLimit(controls));
+  async clearMyLimit(userId: string, appId: string, origin?: Origin): Promise<SubjectAppLimit | null> {
+    return this.mutate({ userId, appId, mine: true }, "svc.api.funds.v1.MyFundLimitsService.ClearLimit", false, (controls) => withoutLimit(controls), { origin });
   }
 
   /** Removes the row with all its controls. */
-  async delete(userId: string, appId: string): Promise<void> {
+  async delete(userId: string, appId: string, origin?: Origin): Promise<void> {
     const target: Target = { userId, appId, mine: false };
     await this.requireUser(userId);
     await writeTransaction(this.storage, { exclusive: [lockKey(target)] }, async (db) => {
       const row = await this.liveRow(db, userId, appId);
       if (!row) throw rowNotFound(target);
-      await db.updateTable("subject_app_limits").set({ deleted_at: new Date(this.clock.now()).toISOString() }).where("id", "=", row.id).execute();
-    });
+      const now = this.clock.now();
+      await db.updateTable("subject_app_limits").set({ deleted_at: new Date(now).toISOString() }).where("id", "=", row.id).execute();
+      await recordAudit(db, origin, now, { operationId: "svc.api.funds.v1.SubjectAppLimitService.Delete", target: limitTarget(userId, appId), before: this.view(row), after: null });
+    }, { origin });
   }
 
   /**
@@ -218,7 +225,7 @@ export class SubjectAppLimits {
    * (from no controls), else it is 404. Controls left empty remove the row (answer null); controls
    * left as they were leave the row untouched (updatedAt too).
    */
-  private async mutate(target: Target, create: boolean, change: Change, outer?: Db): Promise<SubjectAppLimit | null> {
+  private async mutate(target: Target, operationId: OperationId, create: boolean, change: Change, writing?: WriteOptions): Promise<SubjectAppLimit | null> {
     const result = await changeControlsRow(this.storage, this.access(target), (row, currencyCode) => {
       if (!row && !create) throw rowNotFound(target);
       const now = this.clock.now();
@@ -228,12 +235,14 @@ export class SubjectAppLimits {
 
       if (row && sameControls(before, after)) return { answer: row };
       const columns = { controls: JSON.stringify(after), suspended: after.suspension ? 1 : 0, amount_currency: amountCurrency(after), updated_at: stamp };
-      if (isEmpty(after)) return row ? { answer: null, write: { ...row, ...columns, deleted_at: stamp } } : { answer: null };
+      const audit = (written: SubjectAppLimitsTable | null) =>
+        auditRow(writing?.origin, now, { operationId, target: limitTarget(target.userId, target.appId), before: row ? this.view(row) : null, after: written && this.view(written) });
+      if (isEmpty(after)) return row ? { answer: null, write: { ...row, ...columns, deleted_at: stamp }, audit: audit(null) } : { answer: null };
       const written: SubjectAppLimitsTable = row
         ? { ...row, ...columns }
         : { id: newId(), user_id: target.userId, app_id: target.appId, ...columns, created_at: stamp, deleted_at: null };
-      return { answer: written, write: written };
-    }, outer);
+      return { answer: written, write: written, audit: audit(written) };
+    }, writing);
     return result ? this.view(result) : null;
   }
 

@@ -25,7 +25,7 @@ import { outputOnlyIgnored } from "./output-only.js";
 import { JSON_LIMIT_BYTES, notingEmptyBody, rawBodyLimit, readRawBody, refuseDeclaredOversize, requiredBody, unlessBodyless, verifyJson, wholeRequest } from "./request-body.js";
 import { requestId } from "./request-id.js";
 import { observeRequests, type RequestObserver } from "./request-outcome.js";
-import { requestSpan } from "./request-span.js";
+import { requestSpan, spanOf } from "./request-span.js";
 import { RequestShapes } from "./request-shapes.js";
 import { isRawPath, methodsAt, pathParametersOf, routeOf } from "./route-table.js";
 import { series } from "./series.js";
@@ -206,6 +206,7 @@ export function createApp(options: AppOptions): Express {
           },
           {
             requestId: res.locals.requestId as string,
+            span: spanOf(res),
             peer: peerOf(req),
             intakeLimits: options.rateLimits.forIntake(req, res),
             intakeAuthenticatesWith: (method) => void (res.locals.webhookAuth = method),
@@ -228,10 +229,12 @@ export function createApp(options: AppOptions): Express {
     validatedHandlers.set(route.operationId, async (req: Request, res: Response, next: NextFunction) => {
       try {
         const request = { path: req.params, query: req.query, body: req.body } as unknown as OperationRequest<typeof route.operationId>;
-        const ctx: RequestContext = { requestId: res.locals.requestId as string, principal: res.locals.principal, peer: peerOf(req) };
+        const requestId = res.locals.requestId as string;
+        const principal = res.locals.principal as RequestContext["principal"];
+        const ctx: RequestContext = { requestId, principal, actor: principal && { kind: "user", userId: principal.userId, credentialId: principal.credentialId, requestId }, span: spanOf(res), peer: peerOf(req) };
         const execute = (commitAnswer?: CommitAnswer) => handler(request as never, commitAnswer ? { ...ctx, commitAnswer } : ctx);
         if (route.idempotencyKey !== null && req.get(IDEMPOTENCY_KEY_HEADER) !== undefined) {
-          await options.idempotency.respond(req, res, route.operationId, callerOf(ctx).userId, execute);
+          await options.idempotency.respond(req, res, route.operationId, callerOf(ctx).userId, execute, ctx);
         } else {
           res.status(200).json(await execute());
         }

@@ -10,7 +10,9 @@ import { STATUS_CODES, type IncomingMessage, type Server, type ServerResponse } 
 import type { Duplex } from "node:stream";
 import { ApiError, GrpcCode, type ErrorReason } from "../core/errors.js";
 import type { Logger } from "../core/logger.js";
+import { withLogIds, type Span } from "../core/tracing.js";
 import { publishErrorAnswer } from "./error-answers.js";
+import { spanOf } from "./request-span.js";
 import { statusBody } from "./status-body.js";
 
 interface Refusal {
@@ -67,8 +69,9 @@ export function answerClientError(logger: Logger, onRefused?: ParserRefusals) {
     }
     const refusal = (err.code && REFUSALS[err.code]) || MALFORMED;
     // The parser's code only: the raw packet may hold credentials.
-    const report = (requestId: string) => {
-      logger.warn({ msg: "refused by the HTTP parser", requestId, status: refusal.status, reason: refusal.reason, parserCode: err.code });
+    // The span of the request the app had, when traced; none for bytes that began no request.
+    const report = (requestId: string, span?: Span) => {
+      logger.warn(withLogIds({ msg: "refused by the HTTP parser", requestId, status: refusal.status, reason: refusal.reason, parserCode: err.code }, span));
       onRefused?.(refusal.reason);
       const body = statusBody(new ApiError(refusal.status, GrpcCode.INVALID_ARGUMENT, refusal.reason, refusal.message), requestId);
       publishErrorAnswer({ operationId: undefined, status: refusal.status, body });
@@ -84,14 +87,14 @@ export function answerClientError(logger: Logger, onRefused?: ParserRefusals) {
  * The request the app has, whose body broke: its answer is the refusal, unless the app already began
  * one (answered before reading the body), after which the connection can only be closed.
  */
-function refuseDispatched(req: IncomingMessage, res: ServerResponse, socket: Duplex, { status }: Refusal, report: (requestId: string) => string): void {
+function refuseDispatched(req: IncomingMessage, res: ServerResponse, socket: Duplex, { status }: Refusal, report: (requestId: string, span?: Span) => string): void {
   if (res.headersSent) {
     afterAnswersDue(res, () => socket.end());
     return;
   }
   refused.add(req);
   const requestId = String(res.getHeader("x-request-id") ?? randomUUID());
-  const body = report(requestId);
+  const body = report(requestId, spanOf(res));
   res.writeHead(status, {
     "Content-Type": "application/json; charset=utf-8",
     "Content-Length": Buffer.byteLength(body),

@@ -5,8 +5,10 @@
 import type { NextFunction, Request, Response } from "express";
 import { ApiError, type ErrorReason } from "../core/errors.js";
 import type { Logger } from "../core/logger.js";
+import { withLogIds } from "../core/tracing.js";
 import { wasRefused } from "./client-error.js";
 import { publishErrorAnswer } from "./error-answers.js";
+import { spanOf } from "./request-span.js";
 import { statusBody } from "./status-body.js";
 import { toApiError } from "./to-api-error.js";
 
@@ -25,8 +27,8 @@ export function errorResponse(logger: Logger) {
     if (wasRefused(req)) return;
     const { error, internal, unavailable } = toApiError(err);
     const requestId = String(res.locals.requestId ?? "");
-    if (internal) logger.error({ msg: "internal error", requestId, path: req.path, err });
-    if (unavailable !== undefined) logger.warn({ msg: "database unavailable", requestId, path: req.path, cause: unavailable });
+    if (internal) logger.error(withLogIds({ msg: "internal error", requestId, path: req.path, err }, spanOf(res)));
+    if (unavailable !== undefined) logger.warn(withLogIds({ msg: "database unavailable", requestId, path: req.path, cause: unavailable }, spanOf(res)));
     res.locals.errorReason = error.reason;
     if (res.headersSent) {
       res.end();

@@ -43,6 +43,7 @@ import type { Sealed } from "../storage/secrets-key.js";
 import type { AnswerWrite, Db } from "../storage/transactions.js";
 import type { SecretBox } from "../webhooks/secret-box.js";
 import { ApiError, GrpcCode } from "../core/errors.js";
+import type { Origin } from "../core/origin.js";
 import type { Claim, IdempotencyRecords } from "../storage/idempotency-records.js";
 import type { CommitAnswer } from "./context.js";
 import { publishErrorAnswer } from "./error-answers.js";
@@ -119,11 +120,11 @@ export class Idempotency {
    * Answers `req` by `execute` (the operation's handler, answering 200) once for `caller`'s key, or
    * by the answer kept for it. Rejects with an ApiError for the error middleware to render.
    */
-  async respond(req: Request, res: Response, operationId: string, caller: string, execute: (commitAnswer: CommitAnswer) => Promise<unknown>): Promise<void> {
+  async respond(req: Request, res: Response, operationId: string, caller: string, execute: (commitAnswer: CommitAnswer) => Promise<unknown>, origin?: Origin): Promise<void> {
     const id = digest(`${caller}\n${req.get(IDEMPOTENCY_KEY_HEADER)}`);
     const fingerprint = requestFingerprint(operationId, req);
-    if (KEPT_WITH_EFFECT.has(operationId)) return this.runThenKeep(res, operationId, id, fingerprint, execute);
-    const claim = await this.records.claim(id, fingerprint);
+    if (KEPT_WITH_EFFECT.has(operationId)) return this.runThenKeep(res, operationId, id, fingerprint, execute, origin);
+    const claim = await this.records.claim(id, fingerprint, origin);
     if (claim.kind !== "claimed") return this.answerFound(res, id, fingerprint, claim);
     let kept: Answer | undefined;
     const commitAnswer: CommitAnswer = async (db: Db, body: unknown) => {
@@ -132,11 +133,11 @@ export class Idempotency {
       kept = answer;
     };
     const result = await outcome(res, () => execute(commitAnswer), () => kept).catch(async (e: unknown) => {
-      await this.records.release(id, claim.owner);
+      await this.records.release(id, claim.owner, origin);
       throw e;
     });
     // Kept before it is sent: a client that received an answer can always have it again.
-    if (!result.kept) await this.records.complete(id, claim.owner, this.kept(operationId, id, result.answer));
+    if (!result.kept) await this.records.complete(id, claim.owner, this.kept(operationId, id, result.answer), origin);
     send(res, result.answer);
   }
 
@@ -145,7 +146,7 @@ export class Idempotency {
    * transaction. Of attempts racing on one key the first to insert wins; the others roll their
    * effects back (a decline or a refusal included) and answer as the winner did.
    */
-  private async runThenKeep(res: Response, operationId: string, id: string, fingerprint: string, execute: (commitAnswer: CommitAnswer) => Promise<unknown>): Promise<void> {
+  private async runThenKeep(res: Response, operationId: string, id: string, fingerprint: string, execute: (commitAnswer: CommitAnswer) => Promise<unknown>, origin: Origin | undefined): Promise<void> {
     const owner = randomUUID();
     let kept: Answer | undefined;
     const asWrite = (body: unknown): AnswerWrite => {
@@ -159,7 +160,7 @@ export class Idempotency {
     const commitAnswer: CommitAnswer = Object.assign(
       async (db: Db, body: unknown) => {
         const write = asWrite(body);
-        write.settle(await this.records.keep(write.record, db));
+        write.settle(await this.records.keep(write.record, { outer: db }));
       },
       { asWrite },
     );
@@ -174,7 +175,7 @@ export class Idempotency {
     }
     // A refusal, or a 200 not kept with its effect (an operation breaking KEPT_WITH_EFFECT's rule),
     // is kept now, so that at least a retry after this answer replays it.
-    if (result.kept || (await this.records.keep(this.records.kept(id, fingerprint, owner, this.kept(operationId, id, result.answer))))) return send(res, result.answer);
+    if (result.kept || (await this.records.keep(this.records.kept(id, fingerprint, owner, this.kept(operationId, id, result.answer)), { origin }))) return send(res, result.answer);
     return this.answerTaken(res, id, fingerprint);
   }
 

@@ -6,6 +6,8 @@
 import type { NextFunction, Request, Response } from "express";
 import type { ErrorReason } from "../core/errors.js";
 import type { RatePolicyName } from "../core/rate-limiter.js";
+import type { Span } from "../core/tracing.js";
+import { spanOf } from "./request-span.js";
 
 export interface RequestOutcome {
   requestId: string;
@@ -23,6 +25,8 @@ export interface RequestOutcome {
   webhookAuth: "hmac" | "jwt" | undefined;
   userId: string | undefined;
   durationMs: number;
+  /** The request's span when traced: its log line carries the span's ids. */
+  span: Span | undefined;
 }
 
 export interface RequestObserver {
@@ -46,6 +50,7 @@ export function observeRequests(observers: readonly RequestObserver[]) {
         webhookAuth: locals.webhookAuth as RequestOutcome["webhookAuth"],
         userId: (locals.principal as { userId?: string } | undefined)?.userId,
         durationMs: Number((process.hrtime.bigint() - started) / 1000n) / 1000,
+        span: spanOf(res),
       };
       for (const observer of observers) observer.answered(outcome);
     });

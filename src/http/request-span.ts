@@ -4,8 +4,10 @@
 // caller sent: the method, the contract's path template (never the path itself), the status, and
 // the contract's reason of a refusal or failure. A 5xx fails it. Added to the app only when traces
 // are on (they are started before the app is made): off, requests do not pass through it at all.
+// The span goes with the request explicitly (res.locals.span): its RequestContext hands it to the
+// services as the Origin of their changes, and the request's log lines carry its ids.
 import type { NextFunction, Request, Response } from "express";
-import { withSpan, type AttributeValue, type Span } from "../core/tracing.js";
+import { startSpan, type AttributeValue, type Span } from "../core/tracing.js";
 import { routeOf } from "./route-table.js";
 
 /** The span name of a request no operation of the contract takes: 404 and 405 answers, /healthz, /readyz, /docs, the console. */
@@ -16,12 +18,20 @@ export function requestSpan(req: Request, res: Response, next: NextFunction): vo
   const attributes: Record<string, AttributeValue> = { "http.request.method": req.method };
   if (route) attributes["http.route"] = route.path;
   const continues = { traceparent: req.get("traceparent"), tracestate: req.get("tracestate") };
-  withSpan(route?.operationId ?? UNMATCHED_SPAN, { kind: "server", continues, attributes }, (span) => {
-    // No span when traces stopped meanwhile (a server of the process that closed them).
-    if (span) res.once("close", () => ended(span, res));
-    next();
-  });
+  const span = startSpan(route?.operationId ?? UNMATCHED_SPAN, { kind: "server", continues, attributes });
+  // No span when traces stopped meanwhile (a server of the process that closed them).
+  if (span) {
+    res.locals.span = span;
+    res.once("close", () => ended(span, res));
+  }
+  next();
 }
+
+/**
+ * The request's span, when traced, from its response: for what sees the response only (the access
+ * log, the error answer, the HTTP parser's refusal of a request the app had).
+ */
+export const spanOf = (res: object): Span | undefined => (res as { locals?: { span?: Span } }).locals?.span;
 
 /** On "close", which follows "finish" when the answer was sent, and comes alone when the connection closed first. */
 function ended(span: Span, res: Response): void {

@@ -2,6 +2,7 @@
 // wrong secret and revoked credential answer the same invalid_client, in comparable time, and are
 // throttled per client id and source address.
 import { invalidArgument, invalidField, tooManyRequests, unauthenticated } from "../core/errors.js";
+import type { Origin } from "../core/origin.js";
 import type { AccessTokens } from "./access-tokens.js";
 import type { Credentials } from "./credentials.js";
 import type { FailureThrottle } from "./failure-throttle.js";
@@ -33,11 +34,11 @@ export class ClientCredentialsGrant {
     private readonly throttle: FailureThrottle,
   ) {}
 
-  /** `source` is the caller's address (behind trusted proxies, the client's). */
-  async exchange(request: TokenRequest, source: string): Promise<TokenAnswer> {
+  /** `source` is the caller's address (behind trusted proxies, the client's); `origin`, the request. */
+  async exchange(request: TokenRequest, source: string, origin?: Origin): Promise<TokenAnswer> {
     checkGrantRequest(request);
     const key = JSON.stringify([request.client_id, source]);
-    const wait = await this.throttle.admit(key);
+    const wait = await this.throttle.admit(key, origin);
     if (wait > 0) throw tooManyRequests("TOO_MANY_FAILED_ATTEMPTS", "too many failed attempts for this client; retry later", wait);
 
     const row = await this.credentials.findByClientId(request.client_id);
@@ -45,7 +46,7 @@ export class ClientCredentialsGrant {
     if (!row || !valid || row.revoked_at !== null) {
       throw unauthenticated("INVALID_CLIENT", "client authentication failed");
     }
-    await this.throttle.clear(key);
+    await this.throttle.clear(key, origin);
     await this.credentials.markUsed(row.id);
     const { token, expiresIn } = await this.tokens.issue(row.user_id, row.id);
     return { access_token: token, token_type: "Bearer", expires_in: expiresIn };

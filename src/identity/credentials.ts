@@ -2,6 +2,9 @@
 // and stored only as a slow hash.
 import type { components } from "../../generated/api.js";
 import type { Clock } from "../core/clock.js";
+import { recordAudit } from "../audit/audit-record.js";
+import { credentialTarget } from "../audit/change.js";
+import type { Origin } from "../core/origin.js";
 import { invalidField, notFound } from "../core/errors.js";
 import { base62, newId, secret256 } from "../core/ids.js";
 import { pageSize, type Page, type PageTokens } from "../core/pagination.js";
@@ -44,9 +47,9 @@ export class Credentials {
   async create(
     userId: string,
     input: { displayName: string; appIds?: readonly string[] | undefined },
-    options: { fixed?: { clientId: string; clientSecret: string }; beforeCommit?: BeforeCommit<NewCredential> } = {},
+    options: { fixed?: { clientId: string; clientSecret: string }; beforeCommit?: BeforeCommit<NewCredential>; origin?: Origin } = {},
   ): Promise<NewCredential> {
-    const { fixed, beforeCommit } = options;
+    const { fixed, beforeCommit, origin } = options;
     const user = await this.users.get(userId);
     const appIds = input.appIds ?? [];
     if (user.roles.includes("ROLE_APP_SERVICE")) {
@@ -69,9 +72,11 @@ export class Credentials {
     return writeTransaction(this.storage, { exclusive: [] }, async (db) => {
       await db.insertInto("credentials").values(row).execute();
       const created = { credential: toCredential(row), clientSecret };
+      // The credential as listed: its secret is not part of it.
+      await recordAudit(db, origin, Date.parse(row.created_at), { operationId: "svc.api.iam.v1.CredentialService.Create", target: credentialTarget(userId, row.id), before: null, after: created.credential });
       await beforeCommit?.(db, created);
       return created;
-    });
+    }, { origin });
   }
 
   /** Ordered by creation time, then id. */
@@ -98,9 +103,12 @@ export class Credentials {
    * Idempotent: a second revoke keeps the first revokedAt. The principals' version moves with the
    * revocation, so every instance stops trusting the tokens' cached principals (access-tokens.ts).
    */
-  async revoke(userId: string, credentialId: string): Promise<Credential> {
-    const now = new Date(this.clock.now()).toISOString();
+  async revoke(userId: string, credentialId: string, origin?: Origin): Promise<Credential> {
+    const at = this.clock.now();
+    const now = new Date(at).toISOString();
     const revoked = await writeTransaction(this.storage, { exclusive: [] }, async (db) => {
+      const before = await db.selectFrom("credentials").selectAll().where("id", "=", credentialId).where("user_id", "=", userId).executeTakeFirst();
+      if (!before || before.revoked_at !== null) return false;
       const { numUpdatedRows } = await db
         .updateTable("credentials")
         .set({ revoked_at: now })
@@ -110,8 +118,10 @@ export class Credentials {
         .executeTakeFirst();
       if (numUpdatedRows === 0n) return false;
       await recordChange(db, "principals");
+      const target = credentialTarget(userId, credentialId);
+      await recordAudit(db, origin, at, { operationId: "svc.api.iam.v1.CredentialService.Revoke", target, before: toCredential(before), after: toCredential({ ...before, revoked_at: now }) });
       return true;
-    });
+    }, { origin });
     if (revoked) this.principals.changedHere();
     const row = await this.storage.db.selectFrom("credentials").selectAll().where("id", "=", credentialId).where("user_id", "=", userId).executeTakeFirst();
     if (!row) throw notFound("CREDENTIAL_NOT_FOUND", "no credential with this id for this user", { metadata: { credentialId } });

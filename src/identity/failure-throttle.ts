@@ -9,6 +9,7 @@
 // table holds neither the client ids callers made up nor their addresses.
 import { createHash } from "node:crypto";
 import type { Clock } from "../core/clock.js";
+import type { Origin } from "../core/origin.js";
 import type { Storage } from "../storage/connect.js";
 import { writeStatement, writeTransaction } from "../storage/transactions.js";
 
@@ -27,7 +28,7 @@ export class FailureThrottle {
    * Admits one attempt for `key`: 0 when admitted (it counts as a failure until `clear`), else the
    * seconds until `key` may try again.
    */
-  async admit(key: string): Promise<number> {
+  async admit(key: string, origin?: Origin): Promise<number> {
     const id = digest(key);
     return writeTransaction(this.storage, { exclusive: [`token_failures:${id}`] }, async (db) => {
       const now = this.clock.now();
@@ -48,12 +49,12 @@ export class FailureThrottle {
         .onConflict((oc) => oc.column("key").doUpdateSet({ attempts, last_at: lastAt }))
         .execute();
       return 0;
-    });
+    }, { origin });
   }
 
   /** Forgets the failures of `key` (its attempt succeeded). */
-  async clear(key: string): Promise<void> {
+  async clear(key: string, origin?: Origin): Promise<void> {
     const id = digest(key);
-    await writeStatement(this.storage, (db) => db.deleteFrom("token_failures").where("key", "=", id).execute());
+    await writeStatement(this.storage, (db) => db.deleteFrom("token_failures").where("key", "=", id).execute(), origin);
   }
 }

@@ -65,6 +65,8 @@ export const ALLOWED_ROLES: Record<Exclude<OperationId, Unsecured>, readonly Rol
   "svc.api.funds.v1.SpendService.Reverse": SPENDERS,
   "svc.api.funds.v1.SpendService.Get": SPEND_READERS,
   "svc.api.funds.v1.SpendService.List": SPEND_READERS,
+  // What each sees is scoped by the handler: everything, the fund's targets, or a user's own limit rows.
+  "svc.api.audit.v1.AuditService.List": SUBJECTS,
   "svc.api.automations.v1.AutomationService.CreateAutomation": SUPER,
   "svc.api.automations.v1.AutomationService.GetAutomation": SUPER,
   "svc.api.automations.v1.AutomationService.UpdateAutomation": SUPER,

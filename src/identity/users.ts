@@ -1,6 +1,9 @@
 // Users of the tenant: who they are and which roles they hold.
 import type { components } from "../../generated/api.js";
 import type { Clock } from "../core/clock.js";
+import { recordAudit } from "../audit/audit-record.js";
+import { userTarget } from "../audit/change.js";
+import type { Origin } from "../core/origin.js";
 import { conflict, invalidField, notFound } from "../core/errors.js";
 import { newId } from "../core/ids.js";
 import { pageSize, type Page, type PageTokens } from "../core/pagination.js";
@@ -40,9 +43,10 @@ export class Users {
     private readonly pageTokens: PageTokens,
   ) {}
 
-  async create(input: NewUser, beforeCommit?: BeforeCommit<User>): Promise<User> {
+  async create(input: NewUser, beforeCommit?: BeforeCommit<User>, origin?: Origin): Promise<User> {
     const roles = parseRoles(input.roles);
-    const now = new Date(this.clock.now()).toISOString();
+    const at = this.clock.now();
+    const now = new Date(at).toISOString();
     const row: UsersTable = {
       id: newId(),
       display_name: input.displayName,
@@ -56,9 +60,10 @@ export class Users {
       const inserted = await db.insertInto("users").values(row).onConflict((oc) => oc.column("email_key").doNothing()).executeTakeFirst();
       if (Number(inserted.numInsertedOrUpdatedRows ?? 0) === 0) throw conflict("EMAIL_TAKEN", "a user with this email already exists");
       const user = toUser(row);
+      await recordAudit(db, origin, at, { operationId: "svc.api.iam.v1.UserService.Create", target: userTarget(user.id), before: null, after: user });
       await beforeCommit?.(db, user);
       return user;
-    });
+    }, { origin });
   }
 
   async get(id: string): Promise<User> {

@@ -12,6 +12,7 @@
 // the record is a write transaction. On PostgreSQL the record of a duplicate changes nothing and
 // costs a round trip like the read, which would only add one to every accepted event.
 import { sql, type QueryCreator } from "kysely";
+import type { Origin } from "../core/origin.js";
 import type { Storage } from "./connect.js";
 import { prepared } from "./prepared.js";
 import type { AutomationExecutionsTable, Database, WebhookEventsTable } from "./schema.js";
@@ -97,19 +98,19 @@ const claimWithExecution = prepared((db, v: Claim & Omit<AutomationExecutionsTab
  * Records `event` (a record received at or before `retainedSince` no longer counts) and, with it,
  * `execution`. False, and nothing written, when the event id is live on its listener already.
  */
-export async function recordEvent(storage: Storage, event: WebhookEventsTable, retainedSince: string, execution?: AutomationExecutionsTable): Promise<boolean> {
+export async function recordEvent(storage: Storage, event: WebhookEventsTable, retainedSince: string, execution?: AutomationExecutionsTable, origin?: Origin): Promise<boolean> {
   const claim: Claim = { ...event, retained: retainedSince };
   if (storage.dialect === "postgres") {
-    if (!execution) return affected(await inTransactionSpan(storage, () => claimStatement.execute(storage.db, claim))) === 1;
+    if (!execution) return affected(await inTransactionSpan(storage, origin, () => claimStatement.execute(storage.db, claim))) === 1;
     const { event_id: _event, automation_id: _automation, ...rest } = execution;
-    return affected(await inTransactionSpan(storage, () => claimWithExecution.execute(storage.db, { ...claim, ...rest }))) === 1;
+    return affected(await inTransactionSpan(storage, origin, () => claimWithExecution.execute(storage.db, { ...claim, ...rest }))) === 1;
   }
   // No lock: two deliveries of one event id meet on the primary key of webhook_events.
   return writeTransaction(storage, { exclusive: [] }, async (db) => {
     if (affected(await claimStatement.execute(db, claim)) !== 1) return false;
     if (execution) await insertExecution.execute(db, execution);
     return true;
-  });
+  }, { origin });
 }
 
 const seenStatement = prepared((db, v: { listenerId: string; eventId: string; since: string }) =>

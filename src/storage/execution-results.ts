@@ -14,6 +14,7 @@
 // given back after a fault: worker.ts) fails with LeaseLost instead, and its step's effect, in the
 // same transaction, is rolled back. So a step's effect happens once even when two runs overlap.
 import { CompiledQuery } from "kysely";
+import type { Origin } from "../core/origin.js";
 import type { Storage } from "./connect.js";
 import { prepared } from "./prepared.js";
 import { databaseUnavailable } from "./unavailable.js";
@@ -45,16 +46,16 @@ export async function saveResults(db: Db, save: ResultsSave): Promise<void> {
   if (numAffectedRows === 0n) throw new LeaseLost(id);
 }
 
-/** Saves by itself: on PostgreSQL in one statement with the other saves waiting. */
-export function saveResultsAlone(storage: Storage, save: ResultsSave): Promise<void> {
-  if (storage.dialect === "sqlite") return writeStatement(storage, (db) => saveResults(db, save));
+/** Saves by itself: on PostgreSQL in one statement with the other saves waiting. `origin`: the execution's run. */
+export function saveResultsAlone(storage: Storage, save: ResultsSave, origin?: Origin): Promise<void> {
+  if (storage.dialect === "sqlite") return writeStatement(storage, (db) => saveResults(db, save), origin);
   let batcher = batchers.get(storage.db);
   if (!batcher) {
     batcher = new PostgresResultsBatch(storage.db);
     batchers.set(storage.db, batcher);
   }
   const queued = batcher;
-  return inTransactionSpan(storage, () => queued.save(save));
+  return inTransactionSpan(storage, origin, () => queued.save(save));
 }
 
 const saveProgress = prepared((db, v: { id: string; lease: string; stepResults: string }) =>

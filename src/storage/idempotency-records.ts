@@ -8,11 +8,12 @@
 // process died), is taken over by the same upsert.
 import { randomUUID } from "node:crypto";
 import type { Clock } from "../core/clock.js";
+import type { Origin } from "../core/origin.js";
 import type { Storage } from "./connect.js";
 import { prepared } from "./prepared.js";
 import type { QueryCreator } from "kysely";
 import type { Database, IdempotencyRecordsTable } from "./schema.js";
-import { writeStatement, type Db } from "./transactions.js";
+import { writeStatement, type Db, type WriteOptions } from "./transactions.js";
 
 /** How long an answer is replayed: 24 hours from the first request. */
 export const IDEMPOTENCY_RETENTION_MS = 24 * 3600 * 1000;
@@ -106,12 +107,12 @@ export class IdempotencyRecords {
   ) {}
 
   /** Claims record `id` for a request of `fingerprint`, or says who has it. */
-  async claim(id: string, fingerprint: string): Promise<Claim> {
+  async claim(id: string, fingerprint: string, origin?: Origin): Promise<Claim> {
     for (let attempt = 0; attempt < CLAIM_ATTEMPTS; attempt++) {
       const now = this.clock.now();
       const owner = randomUUID();
       const record = { id, fingerprint, owner, locked_until: iso(now + LEASE_MS), answer: null, created_at: iso(now) };
-      const claimed = await writeStatement(this.storage, (db) => claimStatement.execute(db, { ...record, retained: iso(now - IDEMPOTENCY_RETENTION_MS), now: iso(now) }));
+      const claimed = await writeStatement(this.storage, (db) => claimStatement.execute(db, { ...record, retained: iso(now - IDEMPOTENCY_RETENTION_MS), now: iso(now) }), origin);
       if (Number(claimed.numAffectedRows ?? 0) === 1) return { kind: "claimed", owner };
       const found = await this.find(id);
       if (found) return found;
@@ -135,15 +136,15 @@ export class IdempotencyRecords {
     return { id, fingerprint, owner, answer, created_at: iso(now), retained: iso(now - IDEMPOTENCY_RETENTION_MS) };
   }
 
-  /** Keeps `record` in transaction `db` (`storage` alone when absent); false when another attempt holds the key. */
-  async keep(record: KeptRecord, db?: Db): Promise<boolean> {
-    const result = await (db ? keepStatement.execute(db, record) : writeStatement(this.storage, (tx) => keepStatement.execute(tx, record)));
+  /** Keeps `record` in transaction `options.outer` (`storage` alone when absent); false when another attempt holds the key. */
+  async keep(record: KeptRecord, { outer, origin }: WriteOptions): Promise<boolean> {
+    const result = await (outer ? keepStatement.execute(outer, record) : writeStatement(this.storage, (tx) => keepStatement.execute(tx, record), origin));
     return Number(result.numAffectedRows ?? 0) === 1;
   }
 
   /** Keeps `answer` (sealed) for replays; a no-op when `owner` no longer holds the record. */
-  async complete(id: string, owner: string, answer: string): Promise<void> {
-    await writeStatement(this.storage, (db) => completeStatement.execute(db, { id, owner, answer }));
+  async complete(id: string, owner: string, answer: string, origin?: Origin): Promise<void> {
+    await writeStatement(this.storage, (db) => completeStatement.execute(db, { id, owner, answer }), origin);
   }
 
   /**
@@ -161,8 +162,8 @@ export class IdempotencyRecords {
    * holding an answer stays: its effect committed with it, though the failure came after (a COMMIT
    * whose reply was lost with the connection), and a retry must replay it, not run again.
    */
-  async release(id: string, owner: string): Promise<void> {
-    await writeStatement(this.storage, (db) => releaseStatement.execute(db, { id, owner }));
+  async release(id: string, owner: string, origin?: Origin): Promise<void> {
+    await writeStatement(this.storage, (db) => releaseStatement.execute(db, { id, owner }), origin);
   }
 
   /** Removes records past retention; safe to run on every instance at once. */

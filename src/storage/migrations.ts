@@ -1058,6 +1058,30 @@ const m0023 = (text: TextType): Migration => ({
   },
 });
 
+/**
+ * The audit trail (src/audit/). Every list reads it newest first by id (time-ordered), under one of
+ * three filters an index serves: a target's history, a target user's rows (a user reading their
+ * own limits' history), and an actor's changes. Append-only: a trigger refuses every UPDATE.
+ */
+const m0025 = (text: TextType, dialect: "sqlite" | "postgres"): Migration => ({
+  async up(db: Kysely<any>) {
+    let table = db.schema.createTable("audit_events").addColumn("id", text, (c) => c.primaryKey());
+    for (const column of ["operation_id", "target_kind", "target_id", "target_user_id", "target_app_id", "actor_kind", "actor_user_id", "actor_credential_id", "actor_automation_id", "actor_execution_id", "actor_event_id", "request_id"]) {
+      table = table.addColumn(column, text, (c) => c.notNull());
+    }
+    await table.addColumn("before_state", text).addColumn("after_state", text).addColumn("created_at", text, (c) => c.notNull()).execute();
+    await db.schema.createIndex("audit_events_by_target").on("audit_events").columns(["target_kind", "target_id", "id"]).execute();
+    await db.schema.createIndex("audit_events_by_target_user").on("audit_events").columns(["target_user_id", "id"]).execute();
+    await db.schema.createIndex("audit_events_by_actor").on("audit_events").columns(["actor_user_id", "id"]).execute();
+    if (dialect === "sqlite") {
+      await sql`create trigger audit_events_append_only before update on audit_events begin select raise(abort, 'audit events are append-only'); end`.execute(db);
+    } else {
+      await sql`create function audit_events_append_only() returns trigger language plpgsql as $$ begin raise exception 'audit events are append-only'; end $$`.execute(db);
+      await sql`create trigger audit_events_append_only before update on audit_events for each row execute function audit_events_append_only()`.execute(db);
+    }
+  },
+});
+
 /** Whether an instance of the release before the one that adds a migration keeps working on a database it was applied to. */
 interface EarlierRelease {
   sqlite: boolean;
@@ -1098,6 +1122,7 @@ export interface MigrationStep {
  * - 0023: two nullable columns and two partial indexes it does not know of; the rows it inserts
  *   leave both null (started by their trigger, which they are): it runs. It shows a redrive or a
  *   replay as any execution.
+ * - 0025: a table it does not know of: it runs (its changes are not audited).
  */
 export function migrationSteps(dialect: "sqlite" | "postgres"): MigrationStep[] {
   const text: TextType = dialect === "postgres" ? sql`text collate "C"` : "text";
@@ -1124,6 +1149,7 @@ export function migrationSteps(dialect: "sqlite" | "postgres"): MigrationStep[] 
     ["0020_finished_executions_indexes", m0020, RUNS],
     ["0021_execution_trace_context", m0021(text), RUNS],
     ["0023_execution_reruns", m0023(text), RUNS],
+    ["0025_audit_events", m0025(text, dialect), RUNS],
   ];
   return steps.map(([name, migration, earlier]) => ({ name, migration, earlierReleaseRuns: earlier[dialect] }));
 }

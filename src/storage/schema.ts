@@ -93,6 +93,31 @@ export interface Database {
   spend_ledger: SpendLedgerTable;
   spend_usage: SpendUsageTable;
   change_versions: ChangeVersionsTable;
+  audit_events: AuditEventsTable;
+}
+
+/** One change and who made it (src/audit/): inserted in the change's own transaction, never updated. */
+export interface AuditEventsTable {
+  /** Time-ordered (src/core/ids.ts) at the instant of created_at: List orders by it alone, and a time range is a range of ids. */
+  id: string;
+  operation_id: string;
+  target_kind: string;
+  target_id: string;
+  /** The target's user and app, or '' where it has none. */
+  target_user_id: string;
+  target_app_id: string;
+  /** USER or AUTOMATION_EXECUTION, with '' in the fields of the other kind. */
+  actor_kind: string;
+  actor_user_id: string;
+  actor_credential_id: string;
+  actor_automation_id: string;
+  actor_execution_id: string;
+  actor_event_id: string;
+  request_id: string;
+  /** JSON of the target as the API answers it, or null. */
+  before_state: string | null;
+  after_state: string | null;
+  created_at: string;
 }
 
 /**

@@ -4,7 +4,6 @@
 // event. Each transaction runs in its own savepoint, so one that fails rolls back alone, and every
 // caller learns its outcome only after the shared COMMIT: nothing is answered before it is durable.
 import { CompiledQuery, type Kysely } from "kysely";
-import { bindToContext } from "../core/tracing.js";
 import type { DatabaseObserver } from "./database-observer.js";
 import type { Database } from "./schema.js";
 
@@ -34,13 +33,10 @@ export class SqliteGroupCommit {
     private readonly observer?: DatabaseObserver,
   ) {}
 
-  /**
-   * Runs `body` in a write transaction (BEGIN IMMEDIATE) shared with the others queued now. The body
-   * runs in its caller's trace context, not in that of the caller whose turn runs the batch.
-   */
+  /** Runs `body` in a write transaction (BEGIN IMMEDIATE) shared with the others queued now. */
   run<T>(body: (db: Kysely<Database>) => Promise<T>): Promise<T> {
     return new Promise<T>((resolve, reject) => {
-      this.queue.push({ body: bindToContext(body), resolve: resolve as (value: unknown) => void, reject });
+      this.queue.push({ body, resolve: resolve as (value: unknown) => void, reject });
       this.schedule();
     });
   }

@@ -11,9 +11,11 @@
 //   `lockKeys` (exclusive) and `sharedKeys` (shared): rows that do not exist yet cannot be locked
 //   with FOR UPDATE, a key can.
 //
-// Each transaction of a traced request is a child span of its span (`inTransactionSpan`); its
-// statements and their values are never recorded.
+// Each transaction of a traced request or execution is a child span of its span, which the caller
+// hands over with the change's Origin (`inTransactionSpan`); its statements and their values are
+// never recorded.
 import { type Kysely, sql } from "kysely";
+import type { Origin } from "../core/origin.js";
 import { inChildSpan } from "../core/tracing.js";
 import type { Storage } from "./connect.js";
 import { failureCause } from "./database-observer.js";
@@ -50,18 +52,27 @@ export interface Locks {
   shared?: readonly string[];
 }
 
-/**
- * Runs `body` in a write transaction holding `locks`. With `outer`, joins that transaction instead
- * (taking the locks in it on PostgreSQL), so a caller can commit its own writes atomically with a
- * service's, e.g. an automation step's effect with the step's result.
- */
-export async function writeTransaction<T>(storage: Storage, locks: Locks, body: (db: Db) => Promise<T>, outer?: Db): Promise<T> {
+/** How a write runs: in a caller's transaction or its own, and for what. */
+export interface WriteOptions {
+  /**
+   * Joins this transaction instead of making one (taking the locks in it on PostgreSQL), so a caller
+   * can commit its own writes atomically with a service's, e.g. an automation step's effect with the
+   * step's result.
+   */
+  outer?: Db | undefined;
+  /** Where the change comes from (a request, an execution); none for background work. */
+  origin?: Origin | undefined;
+}
+
+/** Runs `body` in a write transaction holding `locks` (or in `options.outer`). */
+export async function writeTransaction<T>(storage: Storage, locks: Locks, body: (db: Db) => Promise<T>, options: WriteOptions = {}): Promise<T> {
+  const { outer, origin } = options;
   if (outer) {
     if (storage.dialect === "postgres") await takeLocks(outer, locks);
     return body(outer);
   }
-  if (storage.dialect === "sqlite") return inTransactionSpan(storage, () => observed(storage, groupCommit(storage).run(body)));
-  return inTransactionSpan(storage, () =>
+  if (storage.dialect === "sqlite") return inTransactionSpan(storage, origin, () => observed(storage, groupCommit(storage).run(body)));
+  return inTransactionSpan(storage, origin, () =>
     observed(
       storage,
       storage.db.transaction().execute(async (trx) => {
@@ -76,8 +87,8 @@ export async function writeTransaction<T>(storage: Storage, locks: Locks, body: 
  * A write of one statement, atomic by itself: on PostgreSQL it runs as it is; on SQLite it joins the
  * group commit instead of paying for a commit of its own.
  */
-export function writeStatement<T>(storage: Storage, body: (db: Db) => Promise<T>): Promise<T> {
-  return inTransactionSpan(storage, () => observed(storage, storage.dialect === "sqlite" ? groupCommit(storage).run(body) : body(storage.db)));
+export function writeStatement<T>(storage: Storage, body: (db: Db) => Promise<T>, origin?: Origin): Promise<T> {
+  return inTransactionSpan(storage, origin, () => observed(storage, storage.dialect === "sqlite" ? groupCommit(storage).run(body) : body(storage.db)));
 }
 
 /** `run`, whose failure the storage's observer is told of when the database failed it (not when its body refused the request). */
@@ -96,11 +107,11 @@ const SPAN_ATTRIBUTES = { sqlite: { "db.system.name": "sqlite" }, postgres: { "d
 
 /**
  * `transaction` (a transaction, or a statement that is one by itself) as a child span of the traced
- * request or execution it serves, from its start (on SQLite, its wait for the shared commit
- * included) until it has committed or failed.
+ * request or execution it serves (`origin`'s span), from its start (on SQLite, its wait for the
+ * shared commit included) until it has committed or failed.
  */
-export function inTransactionSpan<T>(storage: Storage, transaction: () => Promise<T>): Promise<T> {
-  return inChildSpan("db.transaction", SPAN_ATTRIBUTES[storage.dialect], transaction);
+export function inTransactionSpan<T>(storage: Storage, origin: Origin | undefined, transaction: () => Promise<T>): Promise<T> {
+  return inChildSpan(origin?.span, "db.transaction", SPAN_ATTRIBUTES[storage.dialect], transaction);
 }
 
 const groupCommits = new WeakMap<Kysely<Database>, SqliteGroupCommit>();
@@ -121,8 +132,8 @@ async function takeLocks(db: Db, locks: Locks): Promise<void> {
 }
 
 /** Several reads that must see one state of the database (a snapshot). */
-export async function readTransaction<T>(storage: Storage, body: (db: Db) => Promise<T>): Promise<T> {
+export async function readTransaction<T>(storage: Storage, body: (db: Db) => Promise<T>, origin?: Origin): Promise<T> {
   // SQLite: a deferred transaction: in WAL mode its reads share one snapshot and block no writer.
   const transaction = storage.dialect === "sqlite" ? storage.db.transaction() : storage.db.transaction().setIsolationLevel("repeatable read");
-  return inTransactionSpan(storage, () => observed(storage, transaction.execute(body)));
+  return inTransactionSpan(storage, origin, () => observed(storage, transaction.execute(body)));
 }

@@ -1,17 +1,19 @@
-// The Tracer of src/core/tracing.ts over OpenTelemetry's Node SDK: spans sampled as configured,
-// batched and exported over OTLP/HTTP. Imported only when traces are on (./start.ts).
+// The Tracer of src/core/tracing.ts over OpenTelemetry's SDK: spans sampled as configured, batched
+// and exported over OTLP/HTTP. Imported only when traces are on (./start.ts). The SDK's base
+// provider, not the Node one: that one's only addition is a global registration with an
+// AsyncLocalStorage context manager, which this process never has (every parent is explicit).
 //
 // An exporter that cannot reach its collector never holds a request: spans are queued (bounded:
 // OTEL_BSP_MAX_QUEUE_SIZE, 2048; past it they are dropped) and exported in the background, each
 // export bounded by OTEL_EXPORTER_OTLP_TIMEOUT (10 s).
 import { randomUUID } from "node:crypto";
-import { context, isSpanContextValid, propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Context, type Span as OtelSpan } from "@opentelemetry/api";
+import { isSpanContextValid, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Context, type Span as OtelSpan, type Tracer as OtelTracer } from "@opentelemetry/api";
 import { setGlobalErrorHandler, W3CTraceContextPropagator } from "@opentelemetry/core";
 import { defaultResource, detectResources, envDetector, resourceFromAttributes } from "@opentelemetry/resources";
-import { AlwaysOffSampler, AlwaysOnSampler, BatchSpanProcessor, NodeTracerProvider, ParentBasedSampler, TraceIdRatioBasedSampler, type Sampler } from "@opentelemetry/sdk-trace-node";
+import { AlwaysOffSampler, AlwaysOnSampler, BasicTracerProvider, BatchSpanProcessor, ParentBasedSampler, TraceIdRatioBasedSampler, type Sampler } from "@opentelemetry/sdk-trace-base";
 import type { TracingConfig } from "../config.js";
 import type { Logger } from "../core/logger.js";
-import type { Span, SpanKind as Kind, SpanOptions, Tracer } from "../core/tracing.js";
+import type { AttributeValue, LogIds, Span, SpanKind as Kind, SpanOptions, Tracer } from "../core/tracing.js";
 
 const KINDS: Record<Kind, SpanKind> = { server: SpanKind.SERVER, consumer: SpanKind.CONSUMER, internal: SpanKind.INTERNAL };
 
@@ -29,9 +31,42 @@ async function exporter({ url, protocol }: TracingConfig) {
   return new (await import("@opentelemetry/exporter-trace-otlp-proto")).OTLPTraceExporter({ url });
 }
 
+/** The W3C Trace Context propagator, over the explicit carriers of a request's headers and an execution's stored `traceparent`. */
+const propagator = new W3CTraceContextPropagator();
+type Carrier = { traceparent?: string | undefined; tracestate?: string | undefined };
+const getter = { get: (carrier: Carrier, key: string) => carrier[key as keyof Carrier], keys: () => ["traceparent", "tracestate"] };
+const setter = { set: (carrier: Carrier, key: string, value: string) => void (carrier[key as keyof Carrier] = value) };
+
+/** The context `continues` names; a malformed one (or none) is no parent: the propagator gives back ROOT_CONTEXT unchanged, a new trace. */
+function continued(continues: SpanOptions["continues"]): Context {
+  if (!continues?.traceparent) return ROOT_CONTEXT;
+  return propagator.extract(ROOT_CONTEXT, { traceparent: continues.traceparent, tracestate: continues.tracestate }, getter);
+}
+
 class SpanHandle implements Span {
-  constructor(private readonly span: OtelSpan) {}
-  setAttribute(name: string, value: string | number | boolean): void {
+  readonly recording: boolean;
+  readonly logIds: LogIds | undefined;
+  constructor(
+    private readonly tracer: OtelTracer,
+    private readonly span: OtelSpan,
+  ) {
+    this.recording = span.isRecording();
+    const ids = span.spanContext();
+    this.logIds = isSpanContextValid(ids) ? { trace_id: ids.traceId, span_id: ids.spanId } : undefined;
+  }
+  /** The context whose span is this one: the parent of its children, the source of its `traceparent`. */
+  private context(): Context {
+    return trace.setSpan(ROOT_CONTEXT, this.span);
+  }
+  traceparent(): string | undefined {
+    const carrier: Carrier = {};
+    propagator.inject(this.context(), carrier, setter);
+    return carrier.traceparent;
+  }
+  child(name: string, attributes: Record<string, AttributeValue>): Span {
+    return new SpanHandle(this.tracer, this.tracer.startSpan(name, { kind: SpanKind.INTERNAL, attributes }, this.context()));
+  }
+  setAttribute(name: string, value: AttributeValue): void {
     this.span.setAttribute(name, value);
   }
   fail(message?: string): void {
@@ -63,47 +98,18 @@ export async function startOpenTelemetry(config: TracingConfig, service: { name:
   const resource = defaultResource()
     .merge(resourceFromAttributes({ "service.name": service.name, "service.version": service.version, "service.instance.id": randomUUID() }))
     .merge(detectResources({ detectors: [envDetector] }));
-  const provider = new NodeTracerProvider({ resource, sampler: sampler(config), spanProcessors: [new BatchSpanProcessor(await exporter(config))] });
-  const propagator = new W3CTraceContextPropagator();
-  // The context manager over AsyncLocalStorage: a span stays active across the awaits of the work it wraps.
-  provider.register({ propagator });
+  const provider = new BasicTracerProvider({ resource, sampler: sampler(config), spanProcessors: [new BatchSpanProcessor(await exporter(config))] });
+  // Not registered globally: no context manager is installed (the Node SDK's would be an
+  // AsyncLocalStorage), and every span is started from an explicit parent (src/core/tracing.ts).
   const otelTracer = provider.getTracer(service.name, service.version);
-
-  const parentOf = (options: SpanOptions): Context => {
-    if (!options.continues) return context.active();
-    const { traceparent, tracestate } = options.continues;
-    if (!traceparent) return ROOT_CONTEXT;
-    // A malformed traceparent is no parent: the propagator gives back ROOT_CONTEXT unchanged, a new trace.
-    return propagator.extract(ROOT_CONTEXT, { traceparent, tracestate }, { get: (carrier, key) => carrier[key as "traceparent"], keys: () => ["traceparent", "tracestate"] });
-  };
-
   const tracer: Tracer = {
-    withSpan(name, options, fn) {
-      const parent = parentOf(options);
-      const span = otelTracer.startSpan(name, { kind: KINDS[options.kind ?? "internal"], ...(options.attributes ? { attributes: options.attributes } : {}) }, parent);
-      return context.with(trace.setSpan(parent, span), fn, undefined, new SpanHandle(span));
+    start(name, options) {
+      const attributes = options.attributes ? { attributes: options.attributes } : {};
+      return new SpanHandle(otelTracer, otelTracer.startSpan(name, { kind: KINDS[options.kind ?? "internal"], ...attributes }, continued(options.continues)));
     },
-    recording: () => trace.getActiveSpan()?.isRecording() ?? false,
-    traceparent() {
-      const carrier: { traceparent?: string } = {};
-      propagator.inject(context.active(), carrier, { set: (c, key, value) => void (c[key as "traceparent"] = value) });
-      return carrier.traceparent;
-    },
-    ids() {
-      const spanContext = trace.getActiveSpan()?.spanContext();
-      return spanContext && isSpanContextValid(spanContext) ? { trace_id: spanContext.traceId, span_id: spanContext.spanId } : undefined;
-    },
-    bind: (fn) => context.bind(context.active(), fn),
-    outside: (fn) => context.with(ROOT_CONTEXT, fn),
   };
   return {
     tracer,
-    async shutdown() {
-      await provider.shutdown();
-      // Registered globally by this start only: a later start in this process registers anew.
-      trace.disable();
-      context.disable();
-      propagation.disable();
-    },
+    shutdown: () => provider.shutdown(),
   };
 }

@@ -2,6 +2,7 @@
 // listener, settled by the table's primary key) and the delivery log of each automation.
 import type { components } from "../../generated/api.js";
 import type { Clock } from "../core/clock.js";
+import type { Origin } from "../core/origin.js";
 import { pageSize, type Page, type PageTokens } from "../core/pagination.js";
 import type { Storage } from "../storage/connect.js";
 import { recordEvent, seenBeforeRecord } from "../storage/event-record.js";
@@ -38,8 +39,8 @@ export class WebhookEvents {
    * when the event id was already seen on its listener within retention. A record past retention
    * that the sweep has not removed yet no longer counts, so the same id is accepted again.
    */
-  async record(event: WebhookEventsTable, execution?: AutomationExecutionsTable): Promise<boolean> {
-    return recordEvent(this.storage, event, this.retainedSince(), execution);
+  async record(event: WebhookEventsTable, execution?: AutomationExecutionsTable, origin?: Origin): Promise<boolean> {
+    return recordEvent(this.storage, event, this.retainedSince(), execution, origin);
   }
 
   /**

@@ -8,6 +8,7 @@ import type { KnownWebhookEventOutcome } from "../../generated/enums.js";
 import type { Clock } from "../core/clock.js";
 import { ApiError, conflict, notFound, permissionDenied } from "../core/errors.js";
 import { isPathId } from "../core/ids.js";
+import type { Origin } from "../core/origin.js";
 import type { AutomationExecutionsTable } from "../storage/schema.js";
 import { parseJsonBody } from "./body.js";
 import { toWebhookEvent, type WebhookEvent, type WebhookEvents } from "./events.js";
@@ -57,7 +58,7 @@ export const WebhookOutcome = {
  */
 export interface ExecutionHandOff {
   /** The execution of the automation's steps (JSON, as stored) the event starts, claimed at insert by this process's worker while it has room. */
-  newExecution(automationId: string, eventId: string, trigger: unknown, steps: string, receivedAt: string): AutomationExecutionsTable;
+  newExecution(automationId: string, eventId: string, trigger: unknown, steps: string, receivedAt: string, origin: Origin | undefined): AutomationExecutionsTable;
   /** Runs an execution from `newExecution` once its record committed. */
   recorded(execution: AutomationExecutionsTable): void;
   /** An execution from `newExecution` whose record failed: committed or not (a lost answer), it is not run here. */
@@ -77,7 +78,8 @@ export class WebhookIntake {
     },
   ) {}
 
-  async receive(request: IncomingRequest): Promise<WebhookEvent> {
+  /** `origin`: the request delivering the event, whose trace its execution continues. */
+  async receive(request: IncomingRequest, origin?: Origin): Promise<WebhookEvent> {
     const { listeners, clock } = this.deps;
     // No listener has an id of another shape; the database is not asked (PostgreSQL refuses a NUL in text).
     if (!isPathId(request.listenerId)) throw listenerNotFound();
@@ -102,7 +104,7 @@ export class WebhookIntake {
     request.limits.authenticated(request.listenerId);
     // A read that answers most duplicates where it spares a write; the record settles the rest.
     if (await this.deps.events.seen(listener.id, eventId)) throw duplicate();
-    const { event, execution } = await this.record(listener, eventId, trigger);
+    const { event, execution } = await this.record(listener, eventId, trigger, origin);
     if (execution) this.deps.handOff.recorded(execution);
     return event;
   }
@@ -131,7 +133,7 @@ export class WebhookIntake {
    * is off. The automation's state is the one read with the listener, a moment before: as if the
    * event had arrived that moment earlier.
    */
-  private async record(listener: IntakeListener, eventId: string, trigger: unknown): Promise<{ event: WebhookEvent; execution?: AutomationExecutionsTable }> {
+  private async record(listener: IntakeListener, eventId: string, trigger: unknown, origin: Origin | undefined): Promise<{ event: WebhookEvent; execution?: AutomationExecutionsTable }> {
     const { clock, events, handOff } = this.deps;
     const { automation } = listener;
     const receivedAt = new Date(clock.now()).toISOString();
@@ -141,7 +143,7 @@ export class WebhookIntake {
         : automation.enabled !== 1
           ? { outcome: WebhookOutcome.NOT_RUN_DISABLED, reason: "the automation's trigger toggle is not enabled" }
           : null;
-    const execution = notRun ? undefined : handOff.newExecution(listener.automation_id, eventId, trigger, automation.steps, receivedAt);
+    const execution = notRun ? undefined : handOff.newExecution(listener.automation_id, eventId, trigger, automation.steps, receivedAt, origin);
     const row = {
       listener_id: listener.id,
       event_id: eventId,
@@ -153,7 +155,7 @@ export class WebhookIntake {
     };
     let recorded: boolean;
     try {
-      recorded = await events.record(row, execution);
+      recorded = await events.record(row, execution, origin);
     } catch (e) {
       if (execution) handOff.notRecorded(execution);
       throw e;

@@ -213,6 +213,14 @@ describe("the mock answers every operation with data valid against the contract"
     ok("svc.api.automations.v1.AutomationService.DeleteAutomation", await api.DELETE("/api/v1/automations/{id}", id));
   });
 
+  it("the audit trail", async () => {
+    const listed = ok(
+      "svc.api.audit.v1.AuditService.List",
+      await api.GET("/api/v1/audit-events", { params: { query: { target_kind: "AUDIT_TARGET_KIND_SUBJECT_APP_LIMIT", user_id: "2Qk3mN8rT1vX9yZ0", app_id: "app-salesforce" } } }),
+    );
+    expect(listed.list[0]?.auditEvent.target.kind).toBe("AUDIT_TARGET_KIND_SUBJECT_APP_LIMIT");
+  });
+
   it("the inbound webhook", async () => {
     const received = ok(
       "svc.api.webhooks.v1.IncomingWebhookService.Receive",

@@ -1,6 +1,7 @@
 // Time-ordered ids: their string order is the order of the times they were made at, and ids made
 // in the same millisecond still differ.
 import { describe, expect, it } from "vitest";
+import { firstAuditIdAt, newAuditId } from "../../src/audit/audit-ids.js";
 import { timeOrderedId } from "../../src/core/ids.js";
 
 describe("timeOrderedId", () => {
@@ -32,5 +33,17 @@ describe("timeOrderedId", () => {
     const ms = Date.parse("2026-11-23T04:30:00Z");
     const ids = new Set(Array.from({ length: 1000 }, () => timeOrderedId(ms, 8)));
     expect(ids.size).toBe(1000);
+  });
+});
+
+describe("audit event ids", () => {
+  it("sort as the events were recorded, also within one millisecond, and a range of instants is a range of ids", () => {
+    const ms = Date.parse("2026-11-20T09:00:00.000Z");
+    const ids = [newAuditId(ms), newAuditId(ms), newAuditId(ms), newAuditId(ms + 1), newAuditId(ms + 1)];
+    expect([...ids].sort()).toEqual(ids);
+    expect(new Set(ids).size).toBe(ids.length);
+    for (const id of ids.slice(0, 3)) expect(id >= firstAuditIdAt(ms) && id < firstAuditIdAt(ms + 1)).toBe(true);
+    expect(firstAuditIdAt(-1)).toBe(firstAuditIdAt(0));
+    expect(firstAuditIdAt(Date.parse("9999-12-31T23:59:59Z")) > newAuditId(Date.parse("8000-01-01T00:00:00Z"))).toBe(true);
   });
 });

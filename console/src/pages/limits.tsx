@@ -7,6 +7,7 @@ import { emptyLimitDraft, ErrorText, Field, LimitInputs, ListStatus, Table, useA
 import { formatLimit, spendLimit } from "../money.js";
 import { href } from "../route.js";
 import { ControlsView, EffectiveView } from "./effective.js";
+import { LimitHistory } from "./audit.js";
 import { Authorizations } from "./spends.js";
 
 const ids = (text: string) => text.split(/[\s,]+/).filter(Boolean);
@@ -134,8 +135,11 @@ export function LimitRow({ session, userId, appId }: { session: Session; userId:
     load().then(() => setLoadError(null), setLoadError);
   }, [userId, appId]);
 
+  // Counts the changes made here: the history is read anew after each.
+  const [changes, setChanges] = useState(0);
   const act = (request: () => Promise<unknown>) => useAction(async () => {
     await request();
+    setChanges((n) => n + 1);
     await load();
   });
   const suspend = act(() => call(client.POST("/api/v1/funds/subject-app-limits/{user_id}/{app_id}/suspension", { ...path, body: reason.trim() ? { reason: reason.trim() } : {} })));
@@ -216,6 +220,8 @@ export function LimitRow({ session, userId, appId }: { session: Session; userId:
         </button>
         <ErrorText error={setBase.error} />
       </section>
+
+      <LimitHistory key={changes} session={session} userId={userId} appId={appId} />
     </article>
   );
 }

@@ -15,18 +15,18 @@ export function automationHandlers(deps: { automations: Automations; executions:
   const keepStarted = (ctx: RequestContext) => keepAnswer(ctx, (automationExecution: AutomationExecution) => ({ automationExecution }));
   return {
     AutomationService: {
-      CreateAutomation: async ({ body }, ctx) => automations.create(body.automation, keepAnswer(ctx, (saved) => saved)),
+      CreateAutomation: async ({ body }, ctx) => automations.create(body.automation, keepAnswer(ctx, (saved) => saved), ctx),
       GetAutomation: async ({ path }) => ({ automation: await automations.get(path.id) }),
-      UpdateAutomation: async ({ path, body }) => automations.update(path.id, body.automation, body.updateMask),
-      DeleteAutomation: async ({ path }) => {
-        await automations.delete(path.id);
+      UpdateAutomation: async ({ path, body }, ctx) => automations.update(path.id, body.automation, body.updateMask, ctx),
+      DeleteAutomation: async ({ path }, ctx) => {
+        await automations.delete(path.id, ctx);
         return {};
       },
       ListAutomations: async ({ query }) => {
         const page = await automations.list(query.page_size, query.page_token);
         return { list: page.items.map((automation) => ({ automation })), nextPageToken: page.nextPageToken };
       },
-      RotateWebhookSecret: async ({ path }, ctx) => automations.rotateSecret(path.id, keepAnswer(ctx, (rotated) => rotated)),
+      RotateWebhookSecret: async ({ path }, ctx) => automations.rotateSecret(path.id, keepAnswer(ctx, (rotated) => rotated), ctx),
       CheckAutomationSteps: async ({ body }) => automations.checkSteps(body.automationSteps, "samplePayload" in body ? { value: body.samplePayload } : undefined),
     },
     AutomationExecutionService: {
@@ -35,7 +35,7 @@ export function automationHandlers(deps: { automations: Automations; executions:
         const page = await executions.list(query.automation_id, query.page_size, query.page_token);
         return { list: page.items.map((automationExecution) => ({ automationExecution })), nextPageToken: page.nextPageToken };
       },
-      Redrive: async ({ path }, ctx) => ({ automationExecution: await reruns.redrive(path.id, keepStarted(ctx)) }),
+      Redrive: async ({ path }, ctx) => ({ automationExecution: await reruns.redrive(path.id, keepStarted(ctx), ctx) }),
     },
     WebhookEventService: {
       ListWebhookEvents: async ({ path, query }) => {
@@ -43,12 +43,12 @@ export function automationHandlers(deps: { automations: Automations; executions:
         const page = await events.list(path.id, query.page_size, query.page_token);
         return { list: page.items.map((webhookEvent) => ({ webhookEvent })), nextPageToken: page.nextPageToken };
       },
-      Replay: async ({ path }, ctx) => ({ automationExecution: await reruns.replay(path.id, path.event_id, keepStarted(ctx)) }),
+      Replay: async ({ path }, ctx) => ({ automationExecution: await reruns.replay(path.id, path.event_id, keepStarted(ctx), ctx) }),
     },
     IncomingWebhookService: {
       Receive: async ({ path, headers, readBody, remoteAddress, forwardedFor }, ctx) => ({
         // app.ts sets the limits on every raw request.
-        webhookEvent: await intake.receive({ listenerId: path.listener_id, headers, readBody, remoteAddress, forwardedFor, limits: ctx.intakeLimits!, authenticatesWith: ctx.intakeAuthenticatesWith }),
+        webhookEvent: await intake.receive({ listenerId: path.listener_id, headers, readBody, remoteAddress, forwardedFor, limits: ctx.intakeLimits!, authenticatesWith: ctx.intakeAuthenticatesWith }, ctx),
       }),
     },
   };

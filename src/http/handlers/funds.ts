@@ -20,13 +20,13 @@ export function fundsHandlers(deps: { limits: SubjectAppLimits; caps: AppCaps; p
   return {
     SubjectAppLimitService: {
       Get: async ({ path }) => ({ limit: await limits.get(path.user_id, path.app_id) }),
-      SetLimit: async ({ path, body }) => ({ limit: await limits.setLimit(path.user_id, path.app_id, body) }),
-      Suspend: async ({ path, body }) => ({ limit: await limits.suspend(path.user_id, path.app_id, body) }),
-      Unsuspend: async ({ path }) => ({ limit: await limits.unsuspend(path.user_id, path.app_id) }),
-      SetExtension: async ({ path, body }) => ({ limit: await limits.setExtension(path.user_id, path.app_id, body) }),
-      ClearExtension: async ({ path }) => ({ limit: await limits.clearExtension(path.user_id, path.app_id) }),
-      Delete: async ({ path }) => (await limits.delete(path.user_id, path.app_id), {}),
-      GetEffective: async ({ path }) => ({ effective: await effective.forSubject(path.user_id, path.app_id) }),
+      SetLimit: async ({ path, body }, ctx) => ({ limit: await limits.setLimit(path.user_id, path.app_id, body, ctx) }),
+      Suspend: async ({ path, body }, ctx) => ({ limit: await limits.suspend(path.user_id, path.app_id, body, { origin: ctx }) }),
+      Unsuspend: async ({ path }, ctx) => ({ limit: await limits.unsuspend(path.user_id, path.app_id, { origin: ctx }) }),
+      SetExtension: async ({ path, body }, ctx) => ({ limit: await limits.setExtension(path.user_id, path.app_id, body, { origin: ctx }) }),
+      ClearExtension: async ({ path }, ctx) => ({ limit: await limits.clearExtension(path.user_id, path.app_id, ctx) }),
+      Delete: async ({ path }, ctx) => (await limits.delete(path.user_id, path.app_id, ctx), {}),
+      GetEffective: async ({ path }, ctx) => ({ effective: await effective.forSubject(path.user_id, path.app_id, ctx) }),
       Search: async ({ body }) => {
         const page = await limits.search(body, body.pageSize, body.pageToken);
         return { list: page.items.map((limit) => ({ limit })), nextPageToken: page.nextPageToken };
@@ -34,12 +34,12 @@ export function fundsHandlers(deps: { limits: SubjectAppLimits; caps: AppCaps; p
     },
     MyFundLimitsService: {
       Get: async ({ path }, ctx) => ({ limit: mine(await limits.getMine(callerOf(ctx).userId, path.app_id)) }),
-      SetLimit: async ({ path, body }, ctx) => ({ limit: mine(await limits.setMyLimit(callerOf(ctx).userId, path.app_id, body)) }),
+      SetLimit: async ({ path, body }, ctx) => ({ limit: mine(await limits.setMyLimit(callerOf(ctx).userId, path.app_id, body, ctx)) }),
       ClearLimit: async ({ path }, ctx) => {
-        const row = await limits.clearMyLimit(callerOf(ctx).userId, path.app_id);
+        const row = await limits.clearMyLimit(callerOf(ctx).userId, path.app_id, ctx);
         return { limit: row ? mine(row) : null };
       },
-      GetEffective: async ({ path }, ctx) => ({ effective: await effective.forCaller(callerOf(ctx).userId, path.app_id) }),
+      GetEffective: async ({ path }, ctx) => ({ effective: await effective.forCaller(callerOf(ctx).userId, path.app_id, ctx) }),
       List: async ({ query }, ctx) => {
         const page = await limits.listMine(callerOf(ctx).userId, query.page_size, query.page_token);
         return { list: page.items.map((row) => ({ limit: mine(row) })), nextPageToken: page.nextPageToken };
@@ -47,8 +47,8 @@ export function fundsHandlers(deps: { limits: SubjectAppLimits; caps: AppCaps; p
     },
     AppCapService: {
       Get: async ({ path }) => ({ appCap: await caps.get(path.app_id) }),
-      Set: async ({ path, body }) => ({ appCap: await caps.set(path.app_id, body.controls) }),
-      Delete: async ({ path }) => (await caps.delete(path.app_id), {}),
+      Set: async ({ path, body }, ctx) => ({ appCap: await caps.set(path.app_id, body.controls, ctx) }),
+      Delete: async ({ path }, ctx) => (await caps.delete(path.app_id, ctx), {}),
       List: async ({ query }) => {
         const page = await caps.list(query.page_size, query.page_token);
         return { list: page.items.map((appCap) => ({ appCap })), nextPageToken: page.nextPageToken };
@@ -56,7 +56,7 @@ export function fundsHandlers(deps: { limits: SubjectAppLimits; caps: AppCaps; p
     },
     FundPolicyService: {
       Get: async () => ({ fundPolicy: await policy.get() }),
-      Update: async ({ body }) => ({ fundPolicy: await policy.update(body.fundPolicy, body.updateMask) }),
+      Update: async ({ body }, ctx) => ({ fundPolicy: await policy.update(body.fundPolicy, body.updateMask, ctx) }),
     },
   };
 }

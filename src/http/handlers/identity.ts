@@ -12,10 +12,10 @@ export function identityHandlers(deps: { grant: ClientCredentialsGrant; users: U
   const { grant, users, credentials, trustProxy } = deps;
   return {
     TokenService: {
-      CreateToken: async ({ body }, { peer }) => grant.exchange(body, clientAddress(peer.remoteAddress, peer.forwardedFor, trustProxy) ?? ""),
+      CreateToken: async ({ body }, ctx) => grant.exchange(body, clientAddress(ctx.peer.remoteAddress, ctx.peer.forwardedFor, trustProxy) ?? "", ctx),
     },
     UserService: {
-      Create: async ({ body }, ctx) => ({ user: await users.create(body, keepAnswer(ctx, (user) => ({ user }))) }),
+      Create: async ({ body }, ctx) => ({ user: await users.create(body, keepAnswer(ctx, (user) => ({ user })), ctx) }),
       Get: async ({ path }) => ({ user: await users.get(path.user_id) }),
       List: async ({ query }) => {
         const page = await users.list(query.page_size, query.page_token);
@@ -24,12 +24,12 @@ export function identityHandlers(deps: { grant: ClientCredentialsGrant; users: U
     },
     CredentialService: {
       Create: async ({ path, body }, ctx) =>
-        credentials.create(path.user_id, { displayName: body.displayName ?? "", appIds: body.appIds }, { beforeCommit: keepAnswer(ctx, (created) => created) }),
+        credentials.create(path.user_id, { displayName: body.displayName ?? "", appIds: body.appIds }, { beforeCommit: keepAnswer(ctx, (created) => created), origin: ctx }),
       List: async ({ path, query }) => {
         const page = await credentials.list(path.user_id, query.page_size, query.page_token);
         return { list: page.items.map((credential) => ({ credential })), nextPageToken: page.nextPageToken };
       },
-      Revoke: async ({ path }) => ({ credential: await credentials.revoke(path.user_id, path.credential_id) }),
+      Revoke: async ({ path }, ctx) => ({ credential: await credentials.revoke(path.user_id, path.credential_id, ctx) }),
     },
   };
 }

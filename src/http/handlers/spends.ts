@@ -23,10 +23,10 @@ export function spendHandlers(deps: { spends: SpendAuthorizations; list: SpendLi
   const keep = (ctx: RequestContext) => keepAnswer(ctx, (authorization) => ({ authorization }));
   return {
     SpendService: {
-      Authorize: async ({ body }, ctx) => ({ authorization: await spends.authorize(access(ctx), body, keep(ctx)) }),
-      Capture: async ({ path, body }, ctx) => ({ authorization: await spends.capture(access(ctx), path.authorization_id, body, keep(ctx)) }),
-      Release: async ({ path }, ctx) => ({ authorization: await spends.release(access(ctx), path.authorization_id, keep(ctx)) }),
-      Reverse: async ({ path, body }, ctx) => ({ authorization: await spends.reverse(access(ctx), path.authorization_id, body, keep(ctx)) }),
+      Authorize: async ({ body }, ctx) => ({ authorization: await spends.authorize(access(ctx), body, keep(ctx), ctx) }),
+      Capture: async ({ path, body }, ctx) => ({ authorization: await spends.capture(access(ctx), path.authorization_id, body, keep(ctx), ctx) }),
+      Release: async ({ path }, ctx) => ({ authorization: await spends.release(access(ctx), path.authorization_id, keep(ctx), ctx) }),
+      Reverse: async ({ path, body }, ctx) => ({ authorization: await spends.reverse(access(ctx), path.authorization_id, body, keep(ctx), ctx) }),
       Get: async ({ path }, ctx) => ({ authorization: await spends.get(access(ctx), path.authorization_id) }),
       List: async ({ query }, ctx) => {
         const page = await list.list(access(ctx), callerOf(ctx).userId, query);

@@ -1,0 +1,146 @@
+// The audit trail: who changed what, when, and what it was before and after. The audit page lists
+// every event the caller may read, filtered; a limit row's page shows that row's history beside it.
+import { useState } from "preact/hooks";
+import { call, type Schemas, type Session } from "../api.js";
+import { Field, Json, ListStatus, Table, usePaged, When } from "../components.js";
+import { AuditTargetKindValues } from "../../../generated/enums.js";
+
+type AuditEvent = Schemas["AuditEvent"];
+
+interface Filters {
+  target_kind?: string;
+  target_id?: string;
+  user_id?: string;
+  app_id?: string;
+  actor_user_id?: string;
+}
+
+const words = (value: string, prefix: string) => value.replace(prefix, "").toLowerCase().replace(/_/g, " ");
+type Json = Record<string, unknown>;
+const isObject = (v: unknown): v is Json => typeof v === "object" && v !== null && !Array.isArray(v);
+
+/** The leaves that differ between `before` and `after`, as `path: old → new`: what a reader wants of a change. */
+function differences(before: unknown, after: unknown, path = ""): string[] {
+  if (isObject(before) && isObject(after)) {
+    const keys = [...new Set([...Object.keys(before), ...Object.keys(after)])];
+    return keys.flatMap((k) => differences(before[k], after[k], path ? `${path}.${k}` : k));
+  }
+  const was = JSON.stringify(before ?? null);
+  const now = JSON.stringify(after ?? null);
+  return was === now ? [] : [`${path}: ${was} → ${now}`];
+}
+
+/** `svc.api.funds.v1.SubjectAppLimitService.Suspend` → `SubjectAppLimitService.Suspend`. */
+const operation = (id: string) => id.split(".").slice(-2).join(".");
+
+function Actor({ actor }: { actor: AuditEvent["actor"] }) {
+  if (actor.kind === "AUDIT_ACTOR_KIND_AUTOMATION_EXECUTION") {
+    return (
+      <span>
+        automation <code>{actor.automationId}</code>, execution <code>{actor.executionId}</code>
+      </span>
+    );
+  }
+  return (
+    <span>
+      user <code>{actor.userId}</code> (credential <code>{actor.credentialId}</code>)
+    </span>
+  );
+}
+
+function Events({ session, filters, withTarget }: { session: Session; filters: Filters; withTarget: boolean }) {
+  const query = Object.fromEntries(Object.entries(filters).filter(([, v]) => v)) as Filters;
+  const { items, loaded, error, pager } = usePaged((page_token) =>
+    call(session.client.GET("/api/v1/audit-events", { params: { query: { ...query, page_size: 25, page_token } as never } })),
+  );
+  return (
+    <>
+      <ListStatus error={error} loaded={loaded} count={items.length} empty="No change recorded." />
+      <Table headers={["When", "Operation", ...(withTarget ? ["Target"] : []), "By", "Change"]}>
+        {items.map(({ auditEvent: e }) => (
+          <tr key={e.id} data-testid="audit-event">
+            <td>
+              <When at={e.createdAt} />
+            </td>
+            <td>{operation(e.operationId)}</td>
+            {withTarget ? (
+              <td>
+                {words(e.target.kind, "AUDIT_TARGET_KIND_")} <code>{e.target.id}</code>
+              </td>
+            ) : null}
+            <td>
+              <Actor actor={e.actor} />
+            </td>
+            <td class="change">
+              <details>
+                <summary>{e.before === null ? "created" : e.after === null ? "removed" : "changed"}</summary>
+                {e.before !== null && e.after !== null ? (
+                  <ul class="differences">
+                    {differences(e.before, e.after).map((line) => (
+                      <li>
+                        <code>{line}</code>
+                      </li>
+                    ))}
+                  </ul>
+                ) : (
+                  <Json value={e.before ?? e.after} />
+                )}
+              </details>
+            </td>
+          </tr>
+        ))}
+      </Table>
+      {pager}
+    </>
+  );
+}
+
+/** A limit row's history, newest first; remounted (key) by its page after each change made there. */
+export function LimitHistory({ session, userId, appId }: { session: Session; userId: string; appId: string }) {
+  return (
+    <section aria-label="History">
+      <h2>History</h2>
+      <Events session={session} filters={{ target_kind: "AUDIT_TARGET_KIND_SUBJECT_APP_LIMIT", user_id: userId, app_id: appId }} withTarget={false} />
+    </section>
+  );
+}
+
+export function AuditPage({ session }: { session: Session }) {
+  const [form, setForm] = useState<Filters>({});
+  const [filters, setFilters] = useState<Filters>({});
+  const [generation, setGeneration] = useState(0);
+  const input = (name: keyof Filters, label: string, placeholder: string) => (
+    <Field label={label}>
+      <input value={form[name] ?? ""} placeholder={placeholder} onInput={(e) => setForm({ ...form, [name]: e.currentTarget.value.trim() })} />
+    </Field>
+  );
+  return (
+    <section>
+      <h1>Audit trail</h1>
+      <p class="hint">Every change to limits, caps, the fund policy, users, credentials and automations, newest first. Spends are in their own ledger.</p>
+      <form
+        class="row"
+        role="search"
+        onSubmit={(e) => {
+          e.preventDefault();
+          setFilters(form);
+          setGeneration((g) => g + 1);
+        }}
+      >
+        <Field label="Target">
+          <select value={form.target_kind ?? ""} onChange={(e) => setForm({ ...form, target_kind: e.currentTarget.value })}>
+            <option value="">any</option>
+            {AuditTargetKindValues.filter((k) => k !== "AUDIT_TARGET_KIND_UNSPECIFIED").map((k) => (
+              <option value={k}>{words(k, "AUDIT_TARGET_KIND_")}</option>
+            ))}
+          </select>
+        </Field>
+        {input("user_id", "User id", "2Qk3mN8rT1vX9yZ0")}
+        {input("app_id", "App id", "app-salesforce")}
+        {input("actor_user_id", "Changed by (user id)", "7Hd2Kq9Lm4Np1Rs8")}
+        <button type="submit">Filter</button>
+      </form>
+      <Events key={generation} session={session} filters={filters} withTarget />
+    </section>
+  );
+}
