@@ -1,16 +1,16 @@
 // What every handler receives besides the validated request.
 import { unauthenticated } from "../core/errors.js";
 import type { Origin } from "../core/origin.js";
-import type { Span } from "../core/tracing.js";
 import type { Principal } from "../identity/roles.js";
 import type { BeforeCommit } from "../storage/transactions.js";
 import type { IncomingRequest, IntakeLimits } from "../webhooks/intake.js";
 
-/** A request is the Origin of the changes its handler makes (../core/origin.ts). */
+/**
+ * A request is the Origin of the changes its handler makes (../core/origin.ts): its `span` is the
+ * request's when traced (./request-span.ts).
+ */
 export interface RequestContext extends Origin {
   requestId: string;
-  /** The request's span when traced (./request-span.ts): its transactions are its children. */
-  span?: Span | undefined;
   /** The authenticated caller; absent only on the operations that take no access token. */
   principal?: Principal;
   /** The socket's peer and the X-Forwarded-For header, for what is keyed by the caller's address. */

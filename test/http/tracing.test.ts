@@ -3,13 +3,15 @@
 // leg). A request's span is named by its operation and carries its status and reason; database
 // transactions are its children; a caller's traceparent is continued and a malformed one ignored;
 // the execution of an accepted webhook event continues the accepting request's trace, also when
-// another instance runs it; log lines carry the trace; nothing exported names a secret or an id;
+// another instance runs it; log lines carry the trace (and an untraced server's carry none);
+// tracing enables no AsyncLocalStorage nor async hook; nothing exported names a secret or an id;
 // a collector that does not answer costs requests nothing.
 import { randomUUID } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import { createServer, type Server, type Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { pathToFileURL } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { hmacSignature } from "../../src/client/webhook-sender.js";
 import { ConfigError, loadConfig } from "../../src/config.js";
@@ -17,8 +19,8 @@ import { EXECUTION_SPAN } from "../../src/automations/worker.js";
 import { UNMATCHED_SPAN } from "../../src/http/request-span.js";
 import { createTestDatabase, testDialect, type TestDatabase } from "../support/database.js";
 import { startOtlpReceiver, SpanKind, StatusCode, type OtlpReceiver, type ReceivedSpan } from "../support/otlp-receiver.js";
-import { terminate, type Served } from "../support/process.js";
-import { serveRelease, TEST_SECRETS_KEY } from "../support/release.js";
+import { runToEnd, terminate, type Served } from "../support/process.js";
+import { root, serveRelease, TEST_SECRETS_KEY } from "../support/release.js";
 
 const ADMIN = { clientId: "tracing-admin", clientSecret: "tracing-admin-secret-0123456789" };
 const BASE_URL = "http://tenant.example.test";
@@ -32,10 +34,18 @@ let database: TestDatabase;
 let server: Served;
 /** Exports only when it shuts down (its batch delay is an hour): the flush at shutdown is what brings its spans. */
 let accepting: Served;
+/** Traces off: no OTEL_* variable. */
+let untraced: Served;
 let token: string;
+
+/** Preloaded into every server here: reports on stderr an AsyncLocalStorage or async hook enabled (test/support/async-hook-probe.mjs). */
+const PROBE = { NODE_OPTIONS: [process.env.NODE_OPTIONS, `--import=${pathToFileURL(join(import.meta.dirname, "../support/async-hook-probe.mjs")).href}`].filter(Boolean).join(" ") };
+const PROBE_ARMED = "async-hook-probe: armed";
+const PROBE_REPORT = /async-hook-probe: .* enabled/;
 
 function startOne(env: Record<string, string>): Promise<Served> {
   return serveRelease({
+    ...PROBE,
     BASE_URL,
     DATABASE_URL: database.url,
     SECRETS_KEY: TEST_SECRETS_KEY,
@@ -55,6 +65,7 @@ beforeAll(async () => {
   database = await createTestDatabase(dir);
   server = await startOne({ OTEL_SERVICE_NAME: "tenant-api-traced", OTEL_RESOURCE_ATTRIBUTES: "deployment.environment.name=test" });
   accepting = await startOne({ OTEL_BSP_SCHEDULE_DELAY: "3600000", SHUTDOWN_DRAIN_SECONDS: "5" });
+  untraced = await startOne({ OTEL_EXPORTER_OTLP_ENDPOINT: "" });
   const answer = await fetch(`${server.url}/auth/v1/token`, {
     method: "POST",
     headers: { "Content-Type": "application/x-www-form-urlencoded" },
@@ -64,7 +75,7 @@ beforeAll(async () => {
 }, 180_000);
 
 afterAll(async () => {
-  await Promise.all([server, accepting].filter(Boolean).map((s) => s.stop()));
+  await Promise.all([server, accepting, untraced].filter(Boolean).map((s) => s.stop()));
   await receiver?.close();
   await database?.drop();
   rmSync(dir, { recursive: true, force: true });
@@ -157,20 +168,43 @@ describe(`traces over OTLP/HTTP, on ${testDialect()}`, () => {
   });
 
   it(`database transactions are child spans of the request's (db.system.name ${DB_SYSTEM}), their statements never recorded`, async () => {
+    /** The request's span, named `operation`, and the transactions of its trace, all its children. */
+    const childTransactions = async (parent: ReturnType<typeof traceparent>, operation: string) => {
+      const request = await spanOf(parent.traceId, operation);
+      const transactions = await receiver.waitFor((spans) => {
+        const found = spans.filter((s) => s.traceId === parent.traceId && s.name === "db.transaction");
+        return found.length > 0 ? found : undefined;
+      });
+      for (const t of transactions) {
+        expect(t.parentSpanId).toBe(request.spanId);
+        expect(t.kind).toBe(SpanKind.INTERNAL);
+        expect(t.attributes).toEqual({ "db.system.name": DB_SYSTEM });
+      }
+    };
     const parent = traceparent();
     const email = `traced-${randomUUID()}@example.com`;
     const created = await call(server.url, "POST", "/api/v1/users", { displayName: "Traced", email, roles: ["ROLE_USER"] }, { traceparent: parent.header });
     expect(created.status).toBe(200);
-    const request = await spanOf(parent.traceId, "svc.api.iam.v1.UserService.Create");
-    const transactions = await receiver.waitFor((spans) => {
-      const found = spans.filter((s) => s.traceId === parent.traceId && s.name === "db.transaction");
-      return found.length > 0 ? found : undefined;
+    await childTransactions(parent, "svc.api.iam.v1.UserService.Create");
+
+    // Each operation hands its request's span to the services it calls, down to their transactions:
+    // an options object, an idempotency record, a refusal's throttle.
+    const userId = created.body.user.id as string;
+    const credentialCreate = traceparent();
+    const credential = await call(server.url, "POST", `/api/v1/users/${userId}/credentials`, {}, { traceparent: credentialCreate.header, "Idempotency-Key": randomUUID() });
+    expect(credential.status).toBe(200);
+    await childTransactions(credentialCreate, "svc.api.iam.v1.CredentialService.Create");
+    const revoke = traceparent();
+    expect((await call(server.url, "POST", `/api/v1/users/${userId}/credentials/${credential.body.credential.id}/revoke`, {}, { traceparent: revoke.header })).status).toBe(200);
+    await childTransactions(revoke, "svc.api.iam.v1.CredentialService.Revoke");
+    const refused = traceparent();
+    const wrongSecret = await fetch(`${server.url}/auth/v1/token`, {
+      method: "POST",
+      headers: { "Content-Type": "application/x-www-form-urlencoded", traceparent: refused.header },
+      body: new URLSearchParams({ grant_type: "client_credentials", client_id: credential.body.credential.clientId, client_secret: `wrong-${randomUUID()}` }),
     });
-    for (const t of transactions) {
-      expect(t.parentSpanId).toBe(request.spanId);
-      expect(t.kind).toBe(SpanKind.INTERNAL);
-      expect(t.attributes).toEqual({ "db.system.name": DB_SYSTEM });
-    }
+    expect(wrongSecret.status).toBe(401);
+    await childTransactions(refused, "svc.api.iam.v1.TokenService.CreateToken");
   });
 
   it("an accepted event's execution is a child span of the accepting request, with the intake's own transactions", async () => {
@@ -204,6 +238,28 @@ describe(`traces over OTLP/HTTP, on ${testDialect()}`, () => {
       .map((l) => JSON.parse(l) as Record<string, unknown>);
     expect(lines.length).toBeGreaterThan(0);
     for (const line of lines) expect(line).toMatchObject({ trace_id: parent.traceId, span_id: span.spanId });
+  });
+
+  it("an untraced server's log lines carry no trace fields, even for a request that sends a traceparent", async () => {
+    const parent = traceparent();
+    const answers = [
+      await call(untraced.url, "GET", "/api/v1/users?page_size=1", undefined, { traceparent: parent.header }),
+      await call(untraced.url, "GET", `/api/v1/users/usr_${randomUUID().replaceAll("-", "").slice(0, 16)}`),
+    ];
+    // Written once each answer is sent, read from the process's output a moment later.
+    const linesOf = () =>
+      untraced
+        .output()
+        .split("\n")
+        .filter((l) => answers.some((a) => l.includes(a.requestId)))
+        .map((l) => JSON.parse(l) as Record<string, unknown>);
+    for (let i = 0; i < 100 && linesOf().length < answers.length; i++) await new Promise((r) => setTimeout(r, 50));
+    const lines = linesOf();
+    expect(lines.length).toBe(answers.length);
+    for (const line of lines) {
+      expect(line).not.toHaveProperty("trace_id");
+      expect(line).not.toHaveProperty("span_id");
+    }
   });
 
   it("an event accepted by an instance that is stopping runs on the other, in the accepting request's trace; the stopping one's spans are flushed at its shutdown", async () => {
@@ -289,6 +345,31 @@ describe(`traces over OTLP/HTTP, on ${testDialect()}`, () => {
       expect(exported.includes(value), `exported bytes hold ${value}`).toBe(false);
       expect(decoded.includes(value), `decoded spans hold ${value}`).toBe(false);
     }
+  });
+
+  // Last: after the tests above made every kind of span, on both traced servers (the stopping one
+  // has exited: its check at exit ran too). On Node 20 an enabled AsyncLocalStorage makes Node call
+  // a hook at every promise the process creates, traced or not: what tracing cost before its spans
+  // were carried explicitly (bench/RESULTS.md, "traces on vs off").
+  it("tracing enables no AsyncLocalStorage, no async hook and no global context manager", async () => {
+    for (const served of [server, accepting, untraced]) {
+      expect(served.output()).toContain(PROBE_ARMED);
+      expect(served.output()).not.toMatch(PROBE_REPORT);
+    }
+  });
+});
+
+describe("the async hook probe the traced servers run with", () => {
+  it("reports an AsyncLocalStorage, an async hook and an OpenTelemetry context manager, which a traced server must not enable", async () => {
+    const script = [
+      "new (require('node:async_hooks').AsyncLocalStorage)().run(1, () => {});",
+      "require('node:async_hooks').createHook({ init() {} }).enable();",
+      "const manager = { enable() { return this; }, disable() { return this; }, active() {}, with() {}, bind() {} };",
+      "require('@opentelemetry/api').context.setGlobalContextManager(manager);",
+    ].join("\n");
+    const run = await runToEnd(process.execPath, ["-e", script], PROBE, { cwd: root });
+    expect(run.code).toBe(0);
+    for (const what of ["an AsyncLocalStorage", "an async hook", "an OpenTelemetry context manager"]) expect(run.out).toContain(`async-hook-probe: ${what} enabled`);
   });
 });
 
