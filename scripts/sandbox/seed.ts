@@ -94,7 +94,8 @@ async function addListener(admin: ApiClient, displayName: string, webhook: { hma
       body: { automation: { displayName, isDraft: false, enabled: true, triggers: [{ webhook }], automationSteps: cardLostSteps } },
     }),
   );
-  const trigger = saved.automation.triggers?.[0]?.webhook;
+  const first = saved.automation.triggers?.[0];
+  const trigger = first && "webhook" in first ? first.webhook : undefined;
   return { automationId: saved.automation.id!, listenerUrl: trigger!.url!, webhookSecret: saved.webhookSecret ?? "" };
 }
 
