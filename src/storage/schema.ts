@@ -93,6 +93,7 @@ export interface Database {
   spend_ledger: SpendLedgerTable;
   spend_usage: SpendUsageTable;
   change_versions: ChangeVersionsTable;
+  fund_threshold_firings: FundThresholdFiringsTable;
 }
 
 /**
@@ -204,6 +205,11 @@ export interface AutomationsTable {
   steps: string;
   created_at: string;
   updated_at: string;
+  /**
+   * The fund-event trigger (src/automations/fund-triggers.ts) as JSON, `{ eventTypes,
+   * usageThresholdPercents, conditionCel }`; null without one (migration 0022).
+   */
+  fund_trigger?: string | null;
 }
 
 export interface WebhookListenersTable {
@@ -259,4 +265,23 @@ export interface AutomationExecutionsTable {
    * code that does not trace (older releases, tests).
    */
   trace_parent?: string | null;
+  /**
+   * How deep in a chain of fund events the execution is: that of the fund event that started it, 0
+   * for a webhook's (migration 0022; absent: 0). Events its steps cause are one deeper.
+   */
+  depth?: number;
+}
+
+/**
+ * A usage threshold of a fund-event trigger fired in a spend window: the primary key makes it fire
+ * once per automation, subject, app, window and threshold (src/automations/fund-triggers.ts).
+ */
+export interface FundThresholdFiringsTable {
+  automation_id: string;
+  user_id: string;
+  app_id: string;
+  window_start: string;
+  window_end: string;
+  percent: number;
+  fired_at: string;
 }
