@@ -154,6 +154,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const fundTriggerChanges = new ChangeWatch(storage, "fund_triggers", logger, options.fundTriggersPoll);
   await fundTriggerChanges.start();
   const fundTriggers = new FundTriggers(storage, clock, fundTriggerChanges, logger);
+  await fundTriggers.load();
   const limits = new SubjectAppLimits(storage, clock, users, policy, pageTokens, config.tenantId, fundTriggers);
   const caps = new AppCaps(storage, clock, policy, pageTokens, config.tenantId);
   const effective = new EffectiveLimits(storage, clock, policy);

@@ -25,7 +25,7 @@ import { invalidField } from "../core/errors.js";
 import { timeOrderedId } from "../core/ids.js";
 import type { Logger } from "../core/logger.js";
 import type { FundEvent, FundEventBatch, FundEventFacts, FundEventRecorder, FundEventType, UsageAfterSpend } from "../funds/fund-events.js";
-import { recordChange, type ChangeWatch } from "../storage/change-versions.js";
+import { CHANGE_POLL, recordChange, type ChangeWatch } from "../storage/change-versions.js";
 import type { Storage } from "../storage/connect.js";
 import type { AutomationExecutionsTable } from "../storage/schema.js";
 import type { Db } from "../storage/transactions.js";
@@ -101,7 +101,8 @@ export interface WorkerWake {
 const FIRED_KEPT = 100_000;
 
 export class FundTriggers implements FundEventRecorder {
-  private kept: { triggers: KeptTrigger[]; generation: number } | undefined;
+  /** The triggers, the watch's generation taken before they were read, and when (performance.now()). */
+  private kept: { triggers: KeptTrigger[]; generation: number; readAt: number } | undefined;
   private worker: WorkerWake | undefined;
   readonly fired = new BoundedMap<string, true>({ entries: FIRED_KEPT });
 
@@ -111,6 +112,11 @@ export class FundTriggers implements FundEventRecorder {
     private readonly changes: ChangeWatch,
     private readonly logger: Logger,
   ) {}
+
+  /** Reads the triggers ahead of the first change (at start), so that it does not read them itself. */
+  async load(): Promise<void> {
+    await this.triggers(undefined);
+  }
 
   /** The worker woken for new executions (made after the services, which it runs). */
   attach(worker: WorkerWake): void {
@@ -129,8 +135,11 @@ export class FundTriggers implements FundEventRecorder {
 
   private async triggers(outer: Db | undefined): Promise<KeptTrigger[]> {
     const kept = this.kept;
-    if (kept && this.changes.trusts(kept.generation)) return kept.triggers;
+    // A read is as fresh as a poll: trusted as long, even while the polls are late (a loaded
+    // process), so that a change reads the triggers once per such period, not each time.
+    if (kept && (this.changes.trusts(kept.generation) || (kept.generation === this.changes.generation && performance.now() < kept.readAt + CHANGE_POLL.trustMs))) return kept.triggers;
     const generation = this.changes.generation;
+    const readAt = performance.now();
     const rows = await (outer ?? this.storage.db)
       .selectFrom("automations")
       .select(["id", "steps", "fund_trigger"])
@@ -149,7 +158,7 @@ export class FundTriggers implements FundEventRecorder {
         return [];
       }
     });
-    this.kept = { triggers, generation };
+    this.kept = { triggers, generation, readAt };
     return triggers;
   }
 
