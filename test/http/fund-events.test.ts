@@ -149,6 +149,19 @@ describe(`fund-event triggers on ${testDialect()}`, () => {
     await stillExecutions(server.ts.admin, id, 3, 300);
   });
 
+  it("the subject's own SetLimit and the row's deletion change its limit too; the deleted row is answered with deletedAt", async () => {
+    const { appId, only } = await limitedApp("100");
+    const id = await fundAutomation(server.ts.admin, { eventTypes: ["FUND_EVENT_TYPE_LIMIT_CHANGED"], conditionCel: only });
+    tick();
+    const mine = unwrap(await server.subject.f.mySetLimit(appId, { limit: amount("20") })).limit;
+    tick();
+    unwrap(await server.admin.delete(server.subject.userId, appId));
+    const events = (await settledExecutions([server.ts.admin], id, 2)).map(eventOf);
+    expect(events[0]!.limitChange!.after.controls!.limit).toEqual(mine.controls!.limit);
+    expect(events[1]!.limitChange!.before!.limit).toEqual(amount("20"));
+    expect(events[1]!.limitChange!.after.deletedAt).not.toBeNull();
+  });
+
   it("a draft or disabled automation starts nothing; published, the next event starts it", async () => {
     const { appId, only } = await limitedApp("100");
     const id = await fundAutomation(server.ts.admin, { eventTypes: ["FUND_EVENT_TYPE_SPEND_AUTHORIZED"], conditionCel: only });
