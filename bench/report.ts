@@ -23,6 +23,7 @@ export type ScenarioKey =
   | "baseline-post"
   | "spend-authorize-approved"
   | "spend-authorize-declined"
+  | "spend-authorize-threshold"
   | "spend-capture"
   | "spend-get-effective"
   | "metrics-hmac-off"
@@ -40,7 +41,10 @@ export type ScenarioKey =
 export const SCENARIO_GROUPS: Readonly<Record<string, readonly ScenarioKey[]>> = { pruning: ["pruning-off", "pruning-on"] };
 
 /** The spend scenarios: their ratios are to the POST baseline (a bare `express.json()` route). */
-export const SPEND_KEYS: readonly ScenarioKey[] = ["spend-authorize-approved", "spend-authorize-declined", "spend-capture", "spend-get-effective"];
+export const SPEND_KEYS: readonly ScenarioKey[] = ["spend-authorize-approved", "spend-authorize-declined", "spend-authorize-threshold", "spend-capture", "spend-get-effective"];
+
+/** Issue 31: Authorize with a usage-threshold trigger on every window keeps at least this share of its rate without one. */
+export const FUND_EVENTS_SHARE = 0.85;
 
 /**
  * What the database holds after the spend scenarios, read straight from it: the decisions made, and
@@ -511,6 +515,13 @@ export function checkTargets(section: Section, baselineRps: number, postBaseline
     checks.push({ target: `${name} ≥ ${target.share * 100}% of the POST baseline's req/s`, measured: formatPercent(r), met: r >= target.share });
     if (target.p99Ms !== undefined) checks.push({ target: `${name} p99 < ${target.p99Ms} ms at that load`, measured: `${formatMs(m.result.latencyMs.p99)} ms`, met: m.result.latencyMs.p99 < target.p99Ms });
     checks.push({ target: `${name}: no error`, measured: String(totalErrors(m.result)), met: totalErrors(m.result) === 0 });
+  }
+  const plain = find(section, "spend-authorize-approved");
+  const withTrigger = find(section, "spend-authorize-threshold");
+  if (plain && withTrigger) {
+    const r = ratio(withTrigger.result.requestsPerSecond, plain.result.requestsPerSecond);
+    checks.push({ target: `Authorize (approved) with a usage-threshold trigger ≥ ${FUND_EVENTS_SHARE * 100}% of its req/s without (fund events cost ≤ ${Math.round((1 - FUND_EVENTS_SHARE) * 100)}%)`, measured: formatPercent(r), met: r >= FUND_EVENTS_SHARE });
+    checks.push({ target: "Authorize with a usage-threshold trigger: no error", measured: String(totalErrors(withTrigger.result)), met: totalErrors(withTrigger.result) === 0 });
   }
   if (section.spends) {
     checks.push({ target: "Authorize: 0 overspend (every approved decision and every window within its limit)", measured: String(section.spends.overspent), met: section.spends.overspent === 0 });

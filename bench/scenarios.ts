@@ -358,6 +358,21 @@ export async function runDatabase(dialect: Dialect, settings: BenchSettings, dri
       spender = await setUpSpends(api);
       const approved = await measure("spend-authorize-approved", "9. SpendService.Authorize, approved (a hold)", authorizeRequest(spender, "spend", headers));
       await measure("spend-authorize-declined", "9. SpendService.Authorize, declined (limit exceeded)", authorizeRequest(spender, "decline", headers));
+      if (wanted("spend-authorize-threshold")) {
+        // Issue 31: the approved decisions again, under an automation on usage thresholds of every
+        // window (80 % and 100 %: far from reached, as a threshold is nearly always): what the
+        // trigger check costs each decision. Removed after, so that nothing later runs under it.
+        const { automation } = await api.call<{ automation: { id: string } }>("POST", "/api/v1/automations", {
+          automation: {
+            displayName: "bench usage thresholds",
+            isDraft: false,
+            triggers: [{ fundEvents: { eventTypes: ["FUND_EVENT_TYPE_USAGE_THRESHOLD_CROSSED"], usageThresholdPercents: [80, 100] } }],
+            automationSteps: [{ stepName: "percent", evaluateExpressions: { expressions: [{ name: "p", expression: "ctx.trigger.usageThreshold.percent" }] } }],
+          },
+        });
+        await measure("spend-authorize-threshold", "9. SpendService.Authorize, approved, with a usage-threshold trigger", authorizeRequest(spender, "spend", headers));
+        await api.call("DELETE", `/api/v1/automations/${automation.id}`);
+      }
       if (wanted("spend-capture")) {
         // As many holds as the capture run may take: a capture costs less than a decision (up to
         // 2.6× the approved scenario's rate seen), so three times that rate, and 200 more.

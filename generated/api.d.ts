@@ -4414,9 +4414,85 @@ export interface components {
             readonly url?: string;
         };
         /**
-         * @description What starts an automation: a oneof (`kind`) with one arm today, `webhook` (an
-         *     incoming-webhook trigger), so `webhook` is required. More arms may be added in a later
-         *     version. An automation has at most one trigger.
+         * @description What happened to the fund: the kind of a fund event (`FundEvent.type`), and what a fund-event
+         *     trigger listens to (`FundEventTrigger.eventTypes`).
+         *
+         *     - `FUND_EVENT_TYPE_UNSPECIFIED`: zero value; never sent, refused in requests.
+         *     - `FUND_EVENT_TYPE_SPEND_AUTHORIZED`: `SpendService.Authorize` approved a spend (held, or
+         *       captured at once). `authorization` is the authorization as Authorize answered it.
+         *     - `FUND_EVENT_TYPE_SPEND_DECLINED`: Authorize declined a spend; `authorization.decision` holds
+         *       its `cause` and its resolution `trace`, as Authorize answered them.
+         *     - `FUND_EVENT_TYPE_SPEND_CAPTURED`, `FUND_EVENT_TYPE_SPEND_RELEASED`,
+         *       `FUND_EVENT_TYPE_SPEND_REVERSED`: Capture, Release or Reverse changed an authorization (a
+         *       release of a released hold changes nothing and is no event); `authorization` as the
+         *       operation answered it, `amount` what it moved (captured, released, or reversed by this call).
+         *     - `FUND_EVENT_TYPE_USAGE_THRESHOLD_CROSSED`: an approved spend left a window's usage (`spent`
+         *       plus `held`) at or above one of the trigger's `usageThresholdPercents` of the window's amount
+         *       limit: `usageThreshold`, with `authorization` the spend that crossed it.
+         *     - `FUND_EVENT_TYPE_LIMIT_SUSPENDED`, `FUND_EVENT_TYPE_LIMIT_UNSUSPENDED`: a subject-app limit row
+         *       was suspended or unsuspended (by the API or an automation step); `limit`.
+         *     - `FUND_EVENT_TYPE_LIMIT_CHANGED`: a subject-app limit row's base limit or period changed
+         *       (`SubjectAppLimitService.SetLimit`, `MyFundLimitsService.SetLimit` and `ClearLimit`,
+         *       `SubjectAppLimitService.Delete`); `limit`.
+         *
+         *     This enumeration may gain values. Clients must accept values they do not know in responses
+         *     (the generated TypeScript types admit any string besides the known ones); the server refuses
+         *     unknown values in requests with 400.
+         * @example FUND_EVENT_TYPE_USAGE_THRESHOLD_CROSSED
+         * @enum {string}
+         */
+        FundEventType: string;
+        /**
+         * @description A fund-event trigger: the automation runs on events of the fund (`FundEvent`), those of
+         *     `eventTypes` for which `conditionCel` holds. Each event is recorded in the same transaction as
+         *     the change that caused it, as one execution per matching automation: a change that rolls back
+         *     starts nothing, one that commits starts its executions whatever happens to the instance after
+         *     the commit (another instance runs them). The execution's `ctx.trigger` is the event.
+         *
+         *     - `usageThresholdPercents`: for `FUND_EVENT_TYPE_USAGE_THRESHOLD_CROSSED`, required then (1 to
+         *       10 distinct whole percents, 1 to 100), refused otherwise. Each threshold fires at most once
+         *       per automation, subject, app and spend window, the first time an approved spend leaves the
+         *       window's usage (`spent` plus `held`) at or above that share of the window's amount limit,
+         *       also when many decisions cross it at once on several instances. A window with no amount
+         *       limit in force (`unlimited`, `blocked`, suspended, no limit) crosses nothing. A limit lowered
+         *       below the usage fires at the window's next approved spend.
+         *     - `conditionCel`: a CEL expression over `ctx.trigger` (the event) that must evaluate to a bool;
+         *       the automation runs only on events for which it is true (an evaluation that fails counts as
+         *       false). Checked at save: one that does not compile is 400 `CEL_INVALID` with the field's path.
+         *       Absent or empty: every event of `eventTypes`.
+         *
+         *     Loops: an automation's steps change the fund too (a suspension, an extension), and their events
+         *     may trigger automations, its own included. Each event carries `depth`: 0 for a change made
+         *     through the API, and one more than the depth of the execution whose step made it; an execution
+         *     has the depth of the event that started it (0 for a webhook). An event deeper than 3 starts no
+         *     execution, so no chain of automations runs more than four executions deep.
+         *
+         *     The trigger is read, like a webhook listener, from what each instance keeps of the automations:
+         *     a save is seen at once by the instance that made it and within 1 s by the others.
+         * @example {
+         *       "eventTypes": [
+         *         "FUND_EVENT_TYPE_USAGE_THRESHOLD_CROSSED"
+         *       ],
+         *       "usageThresholdPercents": [
+         *         80,
+         *         100
+         *       ],
+         *       "conditionCel": "ctx.trigger.appId == \"app-salesforce\""
+         *     }
+         */
+        FundEventTrigger: {
+            /** @description The kinds of events the automation runs on; at least one, each once, `FUND_EVENT_TYPE_UNSPECIFIED` refused. */
+            eventTypes: components["schemas"]["FundEventType"][];
+            /** @description The usage thresholds, in whole percents of the window's amount limit; answered in ascending order, `[]` when there are none. */
+            usageThresholdPercents?: number[];
+            /** @description CEL over `ctx.trigger` (the event), a bool; answered `""` when there is none. Text, as every CEL expression (see `AutomationStep`). */
+            conditionCel?: string;
+        };
+        /**
+         * @description What starts an automation: a oneof (`kind`), exactly one of `webhook` (an incoming-webhook
+         *     trigger) or `fundEvents` (a fund-event trigger); the other is absent or null. Answers carry
+         *     both fields, the unset one null. More arms may be added in a later version. An automation has
+         *     at most one trigger.
          * @example {
          *       "webhook": {
          *         "hmac": {},
@@ -4426,11 +4502,16 @@ export interface components {
          *         ],
          *         "listenerId": "wh_7Hq2Lr9sVx3mNc8K",
          *         "url": "http://localhost:8080/api/v1/webhooks/incoming/wh_7Hq2Lr9sVx3mNc8K"
-         *       }
+         *       },
+         *       "fundEvents": null
          *     }
          */
         AutomationTrigger: {
             webhook: components["schemas"]["IncomingWebhookTrigger"];
+            fundEvents?: null;
+        } | {
+            webhook?: null;
+            fundEvents: components["schemas"]["FundEventTrigger"];
         };
         /**
          * @description One named CEL expression of an `evaluateExpressions` step. Its value is stored under `name`
@@ -4653,8 +4734,8 @@ export interface components {
          *     (`ROLE_SUPER_ADMIN`). Setting up an incoming webhook: choose the incoming-webhook trigger on
          *     an automation, pick HMAC or JWT, save, add steps, publish (set `isDraft` to false).
          *
-         *     An automation runs from a webhook only when it is published (`isDraft` false) and its
-         *     trigger toggle is enabled (`enabled` true). Otherwise an inbound event is still accepted
+         *     An automation runs from a webhook or a fund event only when it is published (`isDraft` false)
+         *     and its trigger toggle is enabled (`enabled` true). Otherwise an inbound event is still accepted
          *     (200) and recorded in the delivery log as not run, with the reason.
          *
          *     Fields marked read-only are set by the server and ignored in requests. In requests only
@@ -4675,7 +4756,8 @@ export interface components {
          *             ],
          *             "listenerId": "wh_7Hq2Lr9sVx3mNc8K",
          *             "url": "http://localhost:8080/api/v1/webhooks/incoming/wh_7Hq2Lr9sVx3mNc8K"
-         *           }
+         *           },
+         *           "fundEvents": null
          *         }
          *       ],
          *       "automationSteps": [
@@ -4736,7 +4818,7 @@ export interface components {
             isDraft?: boolean;
             /** @description The trigger toggle. A new automation is enabled when the field is absent, so publishing alone makes it run. */
             enabled?: boolean;
-            /** @description The automation's trigger; at most one, an incoming-webhook trigger. Without a trigger the automation never runs. */
+            /** @description The automation's trigger; at most one, an incoming-webhook trigger or a fund-event trigger. Without a trigger the automation never runs. */
             triggers?: components["schemas"]["AutomationTrigger"][];
             /** @description The steps, run in order. Step names are unique within the automation (a duplicate is 400). */
             automationSteps?: components["schemas"]["AutomationStep"][];
@@ -4769,7 +4851,8 @@ export interface components {
          *               ],
          *               "listenerId": "wh_7Hq2Lr9sVx3mNc8K",
          *               "url": "http://localhost:8080/api/v1/webhooks/incoming/wh_7Hq2Lr9sVx3mNc8K"
-         *             }
+         *             },
+         *             "fundEvents": null
          *           }
          *         ],
          *         "automationSteps": [
@@ -4831,7 +4914,8 @@ export interface components {
          *                   ],
          *                   "listenerId": "wh_7Hq2Lr9sVx3mNc8K",
          *                   "url": "http://localhost:8080/api/v1/webhooks/incoming/wh_7Hq2Lr9sVx3mNc8K"
-         *                 }
+         *                 },
+         *                 "fundEvents": null
          *               }
          *             ],
          *             "automationSteps": [
@@ -4922,7 +5006,8 @@ export interface components {
          *               ],
          *               "listenerId": "wh_7Hq2Lr9sVx3mNc8K",
          *               "url": "http://localhost:8080/api/v1/webhooks/incoming/wh_7Hq2Lr9sVx3mNc8K"
-         *             }
+         *             },
+         *             "fundEvents": null
          *           }
          *         ],
          *         "automationSteps": [
@@ -4990,7 +5075,8 @@ export interface components {
          *               ],
          *               "listenerId": "wh_7Hq2Lr9sVx3mNc8K",
          *               "url": "http://localhost:8080/api/v1/webhooks/incoming/wh_7Hq2Lr9sVx3mNc8K"
-         *             }
+         *             },
+         *             "fundEvents": null
          *           }
          *         ],
          *         "automationSteps": [
@@ -5095,7 +5181,8 @@ export interface components {
          *               ],
          *               "listenerId": "wh_7Hq2Lr9sVx3mNc8K",
          *               "url": "http://localhost:8080/api/v1/webhooks/incoming/wh_7Hq2Lr9sVx3mNc8K"
-         *             }
+         *             },
+         *             "fundEvents": null
          *           }
          *         ],
          *         "automationSteps": [
@@ -5173,7 +5260,8 @@ export interface components {
          *               ],
          *               "listenerId": "wh_7Hq2Lr9sVx3mNc8K",
          *               "url": "http://localhost:8080/api/v1/webhooks/incoming/wh_7Hq2Lr9sVx3mNc8K"
-         *             }
+         *             },
+         *             "fundEvents": null
          *           }
          *         ],
          *         "automationSteps": [
@@ -5378,6 +5466,171 @@ export interface components {
          */
         WebhookPayload: unknown;
         /**
+         * @description Something that happened to the fund, as a fund-event trigger hands it to its automation: the
+         *     execution's `ctx.trigger` (see `FundEventTrigger`). Every field is present; those that do not
+         *     belong to the event's `type` are null:
+         *
+         *     - spend events (`FUND_EVENT_TYPE_SPEND_*`): `authorization`, and `amount` for a capture, release
+         *       or reversal;
+         *     - `FUND_EVENT_TYPE_USAGE_THRESHOLD_CROSSED`: `usageThreshold` and `authorization`;
+         *     - limit events (`FUND_EVENT_TYPE_LIMIT_*`): `limitChange`.
+         *
+         *     Money is exact, as everywhere (`units` a decimal string).
+         * @example {
+         *       "id": "fev_0PzW3nQ8kR2sT5vX",
+         *       "type": "FUND_EVENT_TYPE_USAGE_THRESHOLD_CROSSED",
+         *       "occurredAt": "2026-11-20T09:30:00Z",
+         *       "userId": "2Qk3mN8rT1vX9yZ0",
+         *       "appId": "app-salesforce",
+         *       "depth": 0,
+         *       "causedBy": null,
+         *       "authorization": {
+         *         "id": "Sa4kP9mW2xQ7rT5n",
+         *         "userId": "2Qk3mN8rT1vX9yZ0",
+         *         "appId": "app-salesforce",
+         *         "amount": {
+         *           "currencyCode": "USD",
+         *           "units": "15",
+         *           "nanos": 0
+         *         },
+         *         "state": "SPEND_AUTHORIZATION_STATE_PENDING",
+         *         "capturedAmount": {
+         *           "currencyCode": "USD",
+         *           "units": "0",
+         *           "nanos": 0
+         *         },
+         *         "reversedAmount": {
+         *           "currencyCode": "USD",
+         *           "units": "0",
+         *           "nanos": 0
+         *         },
+         *         "expiresAt": "2026-11-20T09:40:00Z",
+         *         "windowStart": "2026-11-01T00:00:00Z",
+         *         "windowEnd": "2026-12-01T00:00:00Z",
+         *         "decision": {
+         *           "approved": true,
+         *           "cause": "SPEND_DECLINE_CAUSE_UNSPECIFIED",
+         *           "scope": "SCOPE_SUBJECT_APP",
+         *           "period": "PERIOD_KIND_MONTHLY",
+         *           "trace": [
+         *             "SCOPE_SUBJECT_APP: base limit USD 100 per PERIOD_KIND_MONTHLY -> limit",
+         *             "window 2026-11-01T00:00:00.000Z..2026-12-01T00:00:00.000Z: spent USD 60 + held USD 10 + USD 15 <= USD 100 -> approve"
+         *           ],
+         *           "usage": {
+         *             "windowStart": "2026-11-01T00:00:00Z",
+         *             "windowEnd": "2026-12-01T00:00:00Z",
+         *             "spent": {
+         *               "currencyCode": "USD",
+         *               "units": "60",
+         *               "nanos": 0
+         *             },
+         *             "held": {
+         *               "currencyCode": "USD",
+         *               "units": "25",
+         *               "nanos": 0
+         *             },
+         *             "limit": {
+         *               "currencyCode": "USD",
+         *               "units": "100",
+         *               "nanos": 0
+         *             },
+         *             "remaining": {
+         *               "currencyCode": "USD",
+         *               "units": "15",
+         *               "nanos": 0
+         *             }
+         *           }
+         *         },
+         *         "metadata": {
+         *           "orderId": "ord_8812"
+         *         },
+         *         "createdAt": "2026-11-20T09:30:00Z",
+         *         "updatedAt": "2026-11-20T09:30:00Z"
+         *       },
+         *       "amount": null,
+         *       "usageThreshold": {
+         *         "percent": 80,
+         *         "usage": {
+         *           "windowStart": "2026-11-01T00:00:00Z",
+         *           "windowEnd": "2026-12-01T00:00:00Z",
+         *           "spent": {
+         *             "currencyCode": "USD",
+         *             "units": "60",
+         *             "nanos": 0
+         *           },
+         *           "held": {
+         *             "currencyCode": "USD",
+         *             "units": "25",
+         *             "nanos": 0
+         *           },
+         *           "limit": {
+         *             "currencyCode": "USD",
+         *             "units": "100",
+         *             "nanos": 0
+         *           },
+         *           "remaining": {
+         *             "currencyCode": "USD",
+         *             "units": "15",
+         *             "nanos": 0
+         *           }
+         *         }
+         *       },
+         *       "limitChange": null
+         *     }
+         */
+        FundEvent: {
+            /**
+             * @description Id of the event, generated by the server (`fev_` and 16 characters); unique, ordered by when it was recorded.
+             * @example fev_0PzW3nQ8kR2sT5vX
+             */
+            id: string;
+            type: components["schemas"]["FundEventType"];
+            /**
+             * Format: date-time
+             * @description When the change that caused it was made.
+             */
+            occurredAt: string;
+            /**
+             * @description The subject whose fund or limit row it concerns.
+             * @example 2Qk3mN8rT1vX9yZ0
+             */
+            userId: string;
+            /**
+             * @description The app.
+             * @example app-salesforce
+             */
+            appId: string;
+            /**
+             * Format: int32
+             * @description 0 for a change made through the API; one more than the depth of the execution whose step
+             *     made the change. An event deeper than 3 starts no execution (see `FundEventTrigger`).
+             */
+            depth: number;
+            /** @description The execution whose step made the change; null for a change made through the API. */
+            causedBy: {
+                automationId: string;
+                executionId: string;
+            } | null;
+            /** @description The authorization as the operation answered it (spend and threshold events); null for limit events. */
+            authorization: components["schemas"]["SpendAuthorization"] | null;
+            /** @description What a capture, release or reversal moved; null for other events. */
+            amount: components["schemas"]["Money"] | null;
+            /** @description The threshold crossed and the window's usage just after the spend that crossed it; null for other events. */
+            usageThreshold: {
+                /**
+                 * Format: int32
+                 * @description The threshold, one of the trigger's `usageThresholdPercents`.
+                 */
+                percent: number;
+                usage: components["schemas"]["SpendUsage"];
+            } | null;
+            /** @description The row's controls before the change (null when there was no live row) and the row after it (`deletedAt` set when the change removed it); null for other events. */
+            limitChange: {
+                before: components["schemas"]["SpendControls"] | null;
+                after: components["schemas"]["SubjectAppLimit"];
+            } | null;
+        };
+        /**
          * @description The context data of an execution, `ctx` without the step outputs.
          * @example {
          *       "trigger": {
@@ -5388,8 +5641,11 @@ export interface components {
          *     }
          */
         AutomationExecutionContext: {
-            /** @description The JSON body of the webhook event that started the execution, as received; `ctx.trigger` in CEL. */
-            trigger: components["schemas"]["WebhookPayload"];
+            /**
+             * @description What started the execution, `ctx.trigger` in CEL: the JSON body of the webhook event, as
+             *     received (`WebhookPayload`), or the fund event (`FundEvent`) of a fund-event trigger.
+             */
+            trigger: components["schemas"]["WebhookPayload"] | components["schemas"]["FundEvent"];
         };
         /**
          * @description What started an automation execution.
@@ -5534,7 +5790,7 @@ export interface components {
             state: components["schemas"]["AutomationExecutionState"];
             context: components["schemas"]["AutomationExecutionContext"];
             /**
-             * @description The webhook event id (`Webhook-Event-Id`, lowercase) that started it; null for an execution not started by a webhook.
+             * @description The id of the event that started it, the webhook event id (`Webhook-Event-Id`, lowercase) or the fund event's `id` (`fev_...`); null for an execution started by neither.
              * @example 3f1c9a52-7d4e-4b8a-9c21-5e6f7a8b9c0d
              */
             eventId: string | null;
@@ -10118,7 +10374,8 @@ export interface operations {
                      *                   ],
                      *                   "listenerId": "wh_7Hq2Lr9sVx3mNc8K",
                      *                   "url": "http://localhost:8080/api/v1/webhooks/incoming/wh_7Hq2Lr9sVx3mNc8K"
-                     *                 }
+                     *                 },
+                     *                 "fundEvents": null
                      *               }
                      *             ],
                      *             "automationSteps": [
@@ -10172,7 +10429,8 @@ export interface operations {
                      *                   "allowedSourceCidrs": [],
                      *                   "listenerId": "wh_2Bn6Tz4Kq8Vd1Mx5",
                      *                   "url": "http://localhost:8080/api/v1/webhooks/incoming/wh_2Bn6Tz4Kq8Vd1Mx5"
-                     *                 }
+                     *                 },
+                     *                 "fundEvents": null
                      *               }
                      *             ],
                      *             "automationSteps": [
@@ -10330,7 +10588,8 @@ export interface operations {
                      *               ],
                      *               "listenerId": "wh_7Hq2Lr9sVx3mNc8K",
                      *               "url": "http://localhost:8080/api/v1/webhooks/incoming/wh_7Hq2Lr9sVx3mNc8K"
-                     *             }
+                     *             },
+                     *             "fundEvents": null
                      *           }
                      *         ],
                      *         "automationSteps": [],
@@ -10407,7 +10666,8 @@ export interface operations {
                      *               ],
                      *               "listenerId": "wh_7Hq2Lr9sVx3mNc8K",
                      *               "url": "http://localhost:8080/api/v1/webhooks/incoming/wh_7Hq2Lr9sVx3mNc8K"
-                     *             }
+                     *             },
+                     *             "fundEvents": null
                      *           }
                      *         ],
                      *         "automationSteps": [
@@ -10553,7 +10813,8 @@ export interface operations {
                      *               ],
                      *               "listenerId": "wh_7Hq2Lr9sVx3mNc8K",
                      *               "url": "http://localhost:8080/api/v1/webhooks/incoming/wh_7Hq2Lr9sVx3mNc8K"
-                     *             }
+                     *             },
+                     *             "fundEvents": null
                      *           }
                      *         ],
                      *         "automationSteps": [
@@ -10765,7 +11026,8 @@ export interface operations {
                      *               ],
                      *               "listenerId": "wh_7Hq2Lr9sVx3mNc8K",
                      *               "url": "http://localhost:8080/api/v1/webhooks/incoming/wh_7Hq2Lr9sVx3mNc8K"
-                     *             }
+                     *             },
+                     *             "fundEvents": null
                      *           }
                      *         ],
                      *         "automationSteps": [

@@ -38,6 +38,7 @@ import { workerHandOff } from "./automations/event-hand-off.js";
 import { ExecutionReruns } from "./automations/reruns.js";
 import { ExecutionRetention, RETENTION_PACE, type RetentionPace } from "./automations/execution-retention.js";
 import { Executions } from "./automations/executions.js";
+import { FundTriggers } from "./automations/fund-triggers.js";
 import { ExecutionRunner } from "./automations/runner.js";
 import { Worker, WORKER_DEFAULTS } from "./automations/worker.js";
 import { Metrics } from "./metrics/metrics.js";
@@ -64,6 +65,9 @@ const IDEMPOTENCY_SWEEP_MS = 10 * 60_000;
 /** How often audit events past AUDIT_RETENTION_DAYS are removed, when it is set. */
 const AUDIT_SWEEP_MS = 10 * 60_000;
 
+/** How often the firings of usage thresholds in windows that ended (an hour ago at least) are removed. */
+const FIRINGS_SWEEP_MS = 60 * 60_000;
+
 /**
  * How often the database is pinged, and how long a ping's `select 1` may take once it has a
  * connection: milliseconds when the database answers at all (on PostgreSQL the wait for a
@@ -83,6 +87,8 @@ export interface ServerOptions {
   fundPolicyPoll?: PollTiming;
   /** The same for the kept webhook listeners. */
   listenersPoll?: PollTiming;
+  /** The same for the kept fund-event triggers. */
+  fundTriggersPoll?: PollTiming;
   /** How long the execution worker may make no progress while runs are due before readiness calls it stuck (tests: short). */
   workerStuckMs?: number;
   /** How often the signing keys are read again, rotated when due and retired (tests: often). */
@@ -150,23 +156,29 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   await fundPolicyChanges.start();
   const policy = new FundPolicies(storage, clock, config.tenantId, fundPolicyChanges);
   await policy.ensure(config.fundCurrency);
-  const limits = new SubjectAppLimits(storage, clock, users, policy, pageTokens, config.tenantId);
+  // Automations' saves, made by any instance, reach this one's kept fund-event triggers.
+  const fundTriggerChanges = new ChangeWatch(storage, "fund_triggers", logger, options.fundTriggersPoll);
+  await fundTriggerChanges.start();
+  const fundTriggers = new FundTriggers(storage, clock, fundTriggerChanges, logger);
+  await fundTriggers.load();
+  const limits = new SubjectAppLimits(storage, clock, users, policy, pageTokens, config.tenantId, fundTriggers);
   const caps = new AppCaps(storage, clock, policy, pageTokens, config.tenantId);
   const effective = new EffectiveLimits(storage, clock, policy);
-  const spends = new SpendAuthorizations(storage, clock, effective, metrics?.spends);
+  const spends = new SpendAuthorizations(storage, clock, effective, metrics?.spends, fundTriggers);
   const spendList = new SpendList(storage, clock, pageTokens);
 
   // Automations' updates, deletions and secret rotations, made by any instance, reach this one's kept listeners.
   const listenerChanges = new ChangeWatch(storage, "listeners", logger, options.listenersPoll);
   await listenerChanges.start();
   const listeners = new Listeners(storage, clock, new SecretBox(secretsKey), config.webhookSecretGraceSeconds, listenerChanges);
-  const automations = new Automations(storage, clock, listeners, policy, pageTokens, { baseUrl: config.baseUrl, allowInsecureJwks: config.jwksAllowInsecure });
+  const automations = new Automations(storage, clock, listeners, policy, pageTokens, { baseUrl: config.baseUrl, allowInsecureJwks: config.jwksAllowInsecure }, fundTriggers);
   const executions = new Executions(storage, pageTokens);
   const events = new WebhookEvents(storage, clock, pageTokens);
   const worker = new Worker(
-    { storage, clock, events, logger, runner: new ExecutionRunner({ storage, clock, limits, logger, observer: metrics?.executions }) },
+    { storage, clock, events, logger, runner: new ExecutionRunner({ storage, clock, limits, logger, observer: metrics?.executions, fundTriggers }) },
     { ...WORKER_DEFAULTS, leaseMs: config.executionLeaseSeconds * 1000, stuckMs: options.workerStuckMs ?? config.executionLeaseSeconds * 1000 },
   );
+  fundTriggers.attach(worker);
   const poolWaitMs = config.database.kind === "postgres" ? (config.database.poolTimeoutMs ?? DATABASE_DEFAULTS.poolTimeoutMs) : 0;
   const reachability = new DatabaseReachability(storage, logger, { ...DATABASE_PING, timeoutMs: DATABASE_PING.timeoutMs + poolWaitMs });
   const intake = new WebhookIntake({
@@ -259,6 +271,14 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
           ),
         );
   auditSweep?.start();
+  // A threshold's firing is needed only while its window can still have spends decided in it.
+  const firingsSweep = new BackgroundTask(FIRINGS_SWEEP_MS, () =>
+    fundTriggers.sweep(new Date(clock.now() - FIRINGS_SWEEP_MS).toISOString()).then(
+      (removed) => void (removed > 0 && logger.info({ msg: "swept fund threshold firings of ended windows", removed })),
+      (err: unknown) => logBackgroundFailure(logger, "fund threshold firing sweep failed", err),
+    ),
+  );
+  firingsSweep.start();
   const keyUpkeep = new BackgroundTask(options.signingKeysReloadMs ?? SIGNING_KEYS_RELOAD_MS, () =>
     signingKeys.maintain().then(
       ({ rotated, retired }) => {
@@ -289,6 +309,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       await worker.stop();
       await sweep.stop();
       await auditSweep?.stop();
+      await firingsSweep.stop();
       await keyUpkeep.stop();
       await retention.stop();
       await reachability.stop();
@@ -296,6 +317,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       await principals.stop();
       await fundPolicyChanges.stop();
       await listenerChanges.stop();
+      await fundTriggerChanges.stop();
       await scrapes?.close();
       await storage.close();
       // Last: the spans of everything above, exported within a bound of their own (tracing/start.ts).

@@ -1,6 +1,6 @@
 // What the sandbox holds, made through the real API with the typed client, as a tenant would make
 // it: users of each role with their credentials, limits on every layer, spend authorizations in each
-// state, an HMAC and a JWT listener, and a few events through the real intake with the executions
+// state, an automation on a usage threshold, an HMAC and a JWT listener, and a few events through the real intake with the executions
 // they ran.
 import type { JWK } from "jose";
 import { createApiClient, unwrap, type ApiClient } from "../../src/client/index.js";
@@ -33,6 +33,8 @@ export interface Seeded {
   jwt: { automationId: string; listenerUrl: string; jwksUrl: string };
   /** Ids of the executions the seeded events started. */
   executionIds: string[];
+  /** An automation on fund events: Salesforce usage at 80 % of a subject's limit. */
+  thresholdAutomationId: string;
 }
 
 const usd = (units: string) => ({ amount: { money: { currencyCode: "USD", units, nanos: 0 } } });
@@ -94,7 +96,8 @@ async function addListener(admin: ApiClient, displayName: string, webhook: { hma
       body: { automation: { displayName, isDraft: false, enabled: true, triggers: [{ webhook }], automationSteps: cardLostSteps } },
     }),
   );
-  const trigger = saved.automation.triggers?.[0]?.webhook;
+  const first = saved.automation.triggers?.[0];
+  const trigger = first && "webhook" in first ? first.webhook : undefined;
   return { automationId: saved.automation.id!, listenerUrl: trigger!.url!, webhookSecret: saved.webhookSecret ?? "" };
 }
 
@@ -138,6 +141,21 @@ export async function seed(options: {
   const adaClient = createApiClient({ baseUrl, credentials: ada });
   unwrap(await adaClient.POST("/api/v1/funds/my/app-limits/{app_id}/limit", { params: { path: { app_id: "app-github" } }, body: { limit: usd("40"), period: "PERIOD_KIND_WEEKLY" } }));
 
+  // Before the spends: those that take a subject's Salesforce window to 80 % of its limit start it.
+  const threshold = unwrap(
+    await admin.POST("/api/v1/automations", {
+      body: {
+        automation: {
+          displayName: "Salesforce usage at 80 % of the limit",
+          description: "When a subject's Salesforce usage reaches 80 % of the month's limit, note who and how much.",
+          isDraft: false,
+          enabled: true,
+          triggers: [{ fundEvents: { eventTypes: ["FUND_EVENT_TYPE_USAGE_THRESHOLD_CROSSED"], usageThresholdPercents: [80], conditionCel: 'ctx.trigger.appId == "app-salesforce"' } }],
+          automationSteps: [{ stepName: "note", evaluateExpressions: { expressions: [{ name: "userId", expression: "ctx.trigger.userId" }, { name: "usage", expression: "ctx.trigger.usageThreshold.usage" }] } }],
+        },
+      },
+    }),
+  );
   const authorizations = await addSpends(funds, ada, sam);
 
   const hmac = await addListener(admin, "Suspend the app limit when a card is lost (HMAC)", { hmac: {} });
@@ -175,5 +193,6 @@ export async function seed(options: {
     hmac,
     jwt: { automationId: jwt.automationId, listenerUrl: jwt.listenerUrl, jwksUrl: options.jwksUrl },
     executionIds,
+    thresholdAutomationId: threshold.automation.id!,
   };
 }

@@ -15,6 +15,7 @@ import type { AutomationsTable, Database } from "../storage/schema.js";
 import { writeTransaction, type BeforeCommit, type Db } from "../storage/transactions.js";
 import { checkTrigger, listenerUrl, type Listener, type Listeners } from "../webhooks/for-automations.js";
 import { checkSteps, type AutomationStep } from "./automation-input.js";
+import { checkFundTrigger, fundTriggerView, type FundTriggers, type StoredFundTrigger } from "./fund-triggers.js";
 import { checkStepsReport, type StepCheckReport } from "./step-check.js";
 import { stepView, webhookTriggerView } from "./views.js";
 
@@ -53,12 +54,15 @@ export class Automations {
     private readonly policy: FundPolicies,
     private readonly pageTokens: PageTokens,
     private readonly options: { baseUrl: string; allowInsecureJwks: boolean },
+    private readonly fundTriggers?: FundTriggers,
   ) {}
 
   private view(row: AutomationRow, listener: Listener | undefined): Automation {
     const triggers: Automation["triggers"] = listener
-      ? [{ webhook: webhookTriggerView({ listenerId: listener.id, url: listenerUrl(this.options.baseUrl, listener.id), method: listener.method, jwksUrl: listener.jwks_url, allowedSourceCidrs: JSON.parse(listener.allowed_cidrs) as string[] }) }]
-      : [];
+      ? [{ webhook: webhookTriggerView({ listenerId: listener.id, url: listenerUrl(this.options.baseUrl, listener.id), method: listener.method, jwksUrl: listener.jwks_url, allowedSourceCidrs: JSON.parse(listener.allowed_cidrs) as string[] }), fundEvents: null }]
+      : row.fund_trigger
+        ? [{ webhook: null, fundEvents: fundTriggerView(JSON.parse(row.fund_trigger) as StoredFundTrigger) }]
+        : [];
     return {
       id: row.id,
       displayName: row.display_name,
@@ -87,9 +91,11 @@ export class Automations {
     const currency = await this.policy.currency();
     const steps = checkSteps(input.automationSteps ?? [], currency);
     const trigger = checkTrigger(input.triggers ?? [], this.options.allowInsecureJwks);
+    const fundTrigger = checkFundTrigger(input.triggers ?? []);
     const now = new Date(this.clock.now()).toISOString();
     const id = `aut_${base62(16)}`;
-    return writeTransaction(this.storage, { exclusive: [lockKey(id)] }, async (db) => {
+    const saved = await writeTransaction(this.storage, { exclusive: [lockKey(id)] }, async (db) => {
+      await this.fundTriggers?.recordChange(db);
       await db
         .insertInto("automations")
         .values({
@@ -101,6 +107,7 @@ export class Automations {
           steps: JSON.stringify(steps),
           created_at: now,
           updated_at: now,
+          fund_trigger: fundTrigger && JSON.stringify(fundTrigger),
         })
         .execute();
       const webhookSecret = await this.listeners.save(db, id, trigger);
@@ -109,6 +116,8 @@ export class Automations {
       await beforeCommit?.(db, saved);
       return saved;
     }, { origin });
+    this.fundTriggers?.changedHere();
+    return saved;
   }
 
   /** Checks steps as `create` and `update` would, and evaluates them against a sample payload; saves nothing. */
@@ -121,6 +130,7 @@ export class Automations {
     const currency = await this.policy.currency();
     const steps = mask.has("automationSteps") ? checkSteps(input.automationSteps ?? [], currency) : undefined;
     const trigger = mask.has("triggers") ? checkTrigger(input.triggers ?? [], this.options.allowInsecureJwks) : undefined;
+    const fundTrigger = mask.has("triggers") ? checkFundTrigger(input.triggers ?? []) : undefined;
     for (const flag of ["isDraft", "enabled"] as const) {
       if (mask.has(flag) && typeof input[flag] !== "boolean") throw invalidField(`body.automation.${flag}`, "must be set when named in updateMask");
     }
@@ -128,6 +138,7 @@ export class Automations {
       const before = await this.load(db, id);
       const at = this.clock.now();
       await this.listeners.recordChange(db);
+      await this.fundTriggers?.recordChange(db);
       await db
         .updateTable("automations")
         .set({
@@ -136,6 +147,7 @@ export class Automations {
           ...(mask.has("isDraft") ? { is_draft: input.isDraft ? 1 : 0 } : {}),
           ...(mask.has("enabled") ? { enabled: input.enabled ? 1 : 0 } : {}),
           ...(steps ? { steps: JSON.stringify(steps) } : {}),
+          ...(fundTrigger !== undefined ? { fund_trigger: fundTrigger && JSON.stringify(fundTrigger) } : {}),
           updated_at: new Date(at).toISOString(),
         })
         .where("id", "=", id)
@@ -146,6 +158,7 @@ export class Automations {
       return { automation, webhookSecret: webhookSecret ?? null };
     }, { origin });
     this.listeners.changedHere();
+    this.fundTriggers?.changedHere();
     return saved;
   }
 
@@ -154,11 +167,14 @@ export class Automations {
       const before = await this.load(db, id);
       await recordAudit(db, origin, this.clock.now(), { operationId: "svc.api.automations.v1.AutomationService.DeleteAutomation", target: automationTarget(id), before, after: null });
       await this.listeners.recordChange(db);
+      await this.fundTriggers?.recordChange(db);
       await this.listeners.save(db, id, null);
       await db.deleteFrom("webhook_events").where("automation_id", "=", id).execute();
+      await db.deleteFrom("fund_threshold_firings").where("automation_id", "=", id).execute();
       await db.deleteFrom("automations").where("id", "=", id).execute();
     }, { origin });
     this.listeners.changedHere();
+    this.fundTriggers?.changedHere();
   }
 
   async rotateSecret(id: string, beforeCommit?: BeforeCommit<Saved & { webhookSecret: string }>, origin?: Origin): Promise<Saved & { webhookSecret: string }> {

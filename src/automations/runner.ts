@@ -20,6 +20,7 @@ import { databaseUnavailable } from "../storage/unavailable.js";
 import { checkComputedId, type AutomationStep } from "./automation-input.js";
 import { CelEvaluationError, checkExpression, evaluateBoolean, evaluateJson, evaluateString, evaluateTimestamp, setOwn, type CelContext, type CompiledExpression, type ExpectedResult } from "./cel.js";
 import { ExecutionState, StepState, type StepResult } from "./executions.js";
+import type { FundTriggers } from "./fund-triggers.js";
 import { OutputBudget } from "./resource-budget.js";
 import type { RunObserver } from "./run-observer.js";
 
@@ -27,7 +28,7 @@ const CHECKED_CACHE_SIZE = 2_000;
 
 export class ExecutionRunner {
   constructor(
-    private readonly deps: { storage: Storage; clock: Clock; limits: SubjectAppLimits; logger: Logger; observer?: RunObserver },
+    private readonly deps: { storage: Storage; clock: Clock; limits: SubjectAppLimits; logger: Logger; observer?: RunObserver; fundTriggers?: FundTriggers },
   ) {}
 
   /** Expressions as checked when their automation was saved; checked once more per process, not per run. */
@@ -99,17 +100,18 @@ export class ExecutionRunner {
           results[i] = { ...result, state: StepState.DONE, output: Object.fromEntries(entries) };
           await persist(final);
         } else {
-          await writeTransaction(
-            this.deps.storage,
-            { exclusive: [`automation_executions:${execution.id}`] },
-            async (trx) => {
-              const output = await this.perform({ outer: trx, origin }, step, ctx, cel);
-              outputs.addOutput(step.stepName, output); // over a bound: the effect is rolled back with the step
-              results[i] = { ...result, state: StepState.DONE, output };
-              await saveResults(trx, saved(final));
-            },
-            { origin },
-          );
+          // The fund events the effect causes are the execution's (one deeper), woken for once it committed.
+          let caused: (() => void) | undefined;
+          await writeTransaction(this.deps.storage, { exclusive: [`automation_executions:${execution.id}`] }, async (trx) => {
+            const effect = () => this.perform({ outer: trx, origin }, step, ctx, cel);
+            const step$ = this.deps.fundTriggers?.causedBy(execution, effect);
+            caused = step$?.committed;
+            const output = await (step$?.run ?? effect());
+            outputs.addOutput(step.stepName, output); // over a bound: the effect is rolled back with the step
+            results[i] = { ...result, state: StepState.DONE, output };
+            await saveResults(trx, saved(final));
+          }, { origin });
+          caused?.();
         }
       } catch (e) {
         if (interrupted(e)) throw e;

@@ -7,7 +7,7 @@
 //   currency and the live row are still as read: 2 round trips, not 8 (BEGIN, two locks, two
 //   reads, the write, COMMIT, and the user's check before). When either changed in between, the
 //   change runs again as the transaction above, which holds the locks from its first read and so
-//   cannot lose again.
+//   cannot lose again. A change that records more with its write (`written`) runs as that transaction.
 import { sql } from "kysely";
 import type { Storage } from "../storage/connect.js";
 import { prepared } from "../storage/prepared.js";
@@ -28,6 +28,11 @@ export interface ControlsRowAccess<Row extends ControlsRow> {
   tenantId: string;
   /** The live row and the fund currency, as `db` sees them. */
   read(db: Db): Promise<{ row: Row | undefined; currency: string }>;
+  /**
+   * Called in the transaction after a write, with the row as read and as written: what the write
+   * records with it (its fund events). Set, the change always runs as a transaction.
+   */
+  written?(db: Db, seen: Row | undefined, row: Row): Promise<void>;
 }
 
 /** What a change of the row decides: its answer, the whole row to write (none: nothing changes), and the audit event recording it. */
@@ -47,7 +52,7 @@ export async function changeControlsRow<Row extends ControlsRow, T>(
   plan: (row: Row | undefined, currency: string) => Planned<Row, T>,
   writing: WriteOptions = {},
 ): Promise<T> {
-  if (storage.dialect === "postgres" && !writing.outer) {
+  if (storage.dialect === "postgres" && !writing.outer && !access.written) {
     const { row, currency } = await access.read(storage.db);
     const planned = plan(row, currency);
     if (!planned.write || (await writeIfUnchanged(storage.db, access, currency, row, planned))) return planned.answer;
@@ -58,6 +63,7 @@ export async function changeControlsRow<Row extends ControlsRow, T>(
     if (planned.write) {
       await write(db, access.table, row, planned.write);
       await insertAudit(db, planned.audit ?? null);
+      await access.written?.(db, row, planned.write);
     }
     return planned.answer;
   }, writing);

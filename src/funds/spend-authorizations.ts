@@ -15,6 +15,7 @@ import { timeOrderedId } from "../core/ids.js";
 import type { Storage } from "../storage/connect.js";
 import { writeTransaction, type BeforeCommit } from "../storage/transactions.js";
 import type { EffectiveLimits } from "./effective.js";
+import { spendChangeEvent, withFundEvents, type FundEventRecorder, type FundEventType } from "./fund-events.js";
 import { FUND_POLICY_LOCK } from "./fund-policy.js";
 import { isSet } from "./guards.js";
 import { parseMoney, toNanos } from "./money.js";
@@ -35,12 +36,17 @@ const MAX_HOLD_SECONDS = 604_800;
 
 const iso = (ms: number) => new Date(ms).toISOString();
 
+/** The fund events a decision may cause, and those of a capture, release or reversal. */
+const DECISION_EVENTS: readonly FundEventType[] = ["FUND_EVENT_TYPE_SPEND_AUTHORIZED", "FUND_EVENT_TYPE_SPEND_DECLINED", "FUND_EVENT_TYPE_USAGE_THRESHOLD_CROSSED"];
+const CHANGE_EVENTS: readonly FundEventType[] = ["FUND_EVENT_TYPE_SPEND_CAPTURED", "FUND_EVENT_TYPE_SPEND_RELEASED", "FUND_EVENT_TYPE_SPEND_REVERSED"];
+
 export class SpendAuthorizations {
   constructor(
     private readonly storage: Storage,
     private readonly clock: Clock,
     private readonly effective: EffectiveLimits,
     private readonly observer?: SpendObserver,
+    private readonly events?: FundEventRecorder,
   ) {}
 
   async authorize(access: SpendAccess, body: AuthorizeRequest, beforeCommit?: BeforeCommit<SpendAuthorization>, origin?: Origin): Promise<SpendAuthorization> {
@@ -52,7 +58,7 @@ export class SpendAuthorizations {
     if (!Number.isInteger(holdSeconds) || holdSeconds < 1) throw invalidField("body.holdSeconds", "must be >= 1");
     if (holdSeconds > MAX_HOLD_SECONDS) throw invalidField("body.holdSeconds", `must be <= ${MAX_HOLD_SECONDS}`);
 
-    const { view, cause } = await writeTransaction(this.storage, { exclusive: [] }, async (db) => {
+    const { view, cause } = await withFundEvents(this.events, DECISION_EVENTS, (events) => writeTransaction(this.storage, { exclusive: [] }, async (db) => {
       const now = this.clock.now();
       // The user's existence (404 USER_NOT_FOUND), the policy and the layers in one read, after the
       // policy's shared lock (the currency stays until commit; taken with the read, one round trip)
@@ -96,8 +102,13 @@ export class SpendAuthorizations {
       const entry = state === "DECLINED" ? null : ledgerEntry(created.id, window, state === "PENDING" ? "HOLD" : "CAPTURE", amount, now);
       const view = authorizationView(created, created.created_at, { decision, metadata });
       await recordAuthorization(this.storage, db, created, entry, view, beforeCommit);
+      if (events) {
+        const occurredAt = view.createdAt;
+        await events.record(db, [{ type: verdict.approved ? "FUND_EVENT_TYPE_SPEND_AUTHORIZED" : "FUND_EVENT_TYPE_SPEND_DECLINED", occurredAt, userId, appId, authorization: view }]);
+        if (verdict.approved) await events.usage(db, { authorization: view, occurredAt, used: after.spent + after.held, limit: force.limit });
+      }
       return { view, cause: verdict.cause };
-    }, { origin });
+    }, { origin }));
     this.observer?.decided(view.decision.approved, cause);
     return view;
   }
@@ -172,15 +183,17 @@ export class SpendAuthorizations {
     beforeCommit?: BeforeCommit<SpendAuthorization>,
     origin?: Origin,
   ): Promise<SpendAuthorization> {
-    return writeTransaction(this.storage, { exclusive: [] }, async (db) => {
+    return withFundEvents(this.events, CHANGE_EVENTS, (events) => writeTransaction(this.storage, { exclusive: [] }, async (db) => {
       const current = await lockedRow(this.storage, db, windowOf(found), found.id);
       const now = this.clock.now();
       if (!current) throw new Error(`spend authorization ${found.id} vanished`);
       const { row, writes } = decide(current, now);
       const answer = authorizationView(row, iso(now));
       await recordChange(this.storage, db, row, writes, now, answer, beforeCommit);
+      const event = events && writes && spendChangeEvent(answer, writes.entries[0]);
+      if (event) await events.record(db, [event]);
       return answer;
-    }, { origin });
+    }, { origin }));
   }
 
   /** The authorization if `access` may see it, else 404 as if it did not exist. */

@@ -34,6 +34,7 @@ import {
   withSuspension,
 } from "./controls.js";
 import { changeControlsRow, type ControlsRowAccess } from "./controls-write.js";
+import { withFundEvents, type FundEventBatch, type FundEventFacts, type FundEventRecorder, type FundEventType } from "./fund-events.js";
 import type { FundPolicies } from "./fund-policy.js";
 import { parseReason } from "./guards.js";
 import type { LimitContext } from "./spend-limit.js";
@@ -61,6 +62,18 @@ type Change = (controls: SpendControls | null, currencyCode: string, now: number
 
 const controlsOf = (row: SubjectAppLimitsTable): SpendControls => JSON.parse(row.controls) as SpendControls;
 
+/** The fund events a change of a row may cause. */
+const ROW_EVENTS: readonly FundEventType[] = ["FUND_EVENT_TYPE_LIMIT_SUSPENDED", "FUND_EVENT_TYPE_LIMIT_UNSUSPENDED", "FUND_EVENT_TYPE_LIMIT_CHANGED"];
+
+/** The fund events of a row's controls going from `before` to `after`: suspended, unsuspended, its base limit or period changed. */
+function rowEventTypes(before: SpendControls | null, after: SpendControls | null): FundEventType[] {
+  const types: FundEventType[] = [];
+  if (!before?.suspension && after?.suspension) types.push("FUND_EVENT_TYPE_LIMIT_SUSPENDED");
+  if (before?.suspension && !after?.suspension) types.push("FUND_EVENT_TYPE_LIMIT_UNSUSPENDED");
+  if (JSON.stringify([before?.limit ?? null, before?.period ?? null]) !== JSON.stringify([after?.limit ?? null, after?.period ?? null])) types.push("FUND_EVENT_TYPE_LIMIT_CHANGED");
+  return types;
+}
+
 export class SubjectAppLimits {
   constructor(
     private readonly storage: Storage,
@@ -69,6 +82,7 @@ export class SubjectAppLimits {
     private readonly policy: FundPolicies,
     private readonly pageTokens: PageTokens,
     private readonly tenantId: string,
+    private readonly events?: FundEventRecorder,
   ) {}
 
   private view(row: SubjectAppLimitsTable): SubjectAppLimit {
@@ -211,13 +225,15 @@ export class SubjectAppLimits {
   async delete(userId: string, appId: string, origin?: Origin): Promise<void> {
     const target: Target = { userId, appId, mine: false };
     await this.requireUser(userId);
-    await writeTransaction(this.storage, { exclusive: [lockKey(target)] }, async (db) => {
+    await withFundEvents(this.events, ROW_EVENTS, (events) => writeTransaction(this.storage, { exclusive: [lockKey(target)] }, async (db) => {
       const row = await this.liveRow(db, userId, appId);
       if (!row) throw rowNotFound(target);
       const now = this.clock.now();
-      await db.updateTable("subject_app_limits").set({ deleted_at: new Date(now).toISOString() }).where("id", "=", row.id).execute();
+      const removed = { ...row, deleted_at: new Date(now).toISOString() };
+      await db.updateTable("subject_app_limits").set({ deleted_at: removed.deleted_at }).where("id", "=", row.id).execute();
       await recordAudit(db, origin, now, { operationId: "svc.api.funds.v1.SubjectAppLimitService.Delete", target: limitTarget(userId, appId), before: this.view(row), after: null });
-    }, { origin });
+      await this.recordRowEvents(events, db, row, removed);
+    }, { origin }));
   }
 
   /**
@@ -226,7 +242,7 @@ export class SubjectAppLimits {
    * left as they were leave the row untouched (updatedAt too).
    */
   private async mutate(target: Target, operationId: OperationId, create: boolean, change: Change, writing?: WriteOptions): Promise<SubjectAppLimit | null> {
-    const result = await changeControlsRow(this.storage, this.access(target), (row, currencyCode) => {
+    const result = await withFundEvents(this.events, ROW_EVENTS, (events) => changeControlsRow(this.storage, this.access(target, events), (row, currencyCode) => {
       if (!row && !create) throw rowNotFound(target);
       const now = this.clock.now();
       const stamp = new Date(now).toISOString();
@@ -242,14 +258,30 @@ export class SubjectAppLimits {
         ? { ...row, ...columns }
         : { id: newId(), user_id: target.userId, app_id: target.appId, ...columns, created_at: stamp, deleted_at: null };
       return { answer: written, write: written, audit: audit(written) };
-    }, writing);
+    }, writing), writing?.outer);
     return result ? this.view(result) : null;
   }
 
+  /** Records the fund events of the row's change from `seen` (the live row before; none) to `written`. */
+  private async recordRowEvents(events: FundEventBatch | undefined, db: Db, seen: SubjectAppLimitsTable | undefined, written: SubjectAppLimitsTable): Promise<void> {
+    if (!events) return;
+    const before = seen ? controlsOf(seen) : null;
+    const after = written.deleted_at === null ? controlsOf(written) : null;
+    const facts: FundEventFacts[] = rowEventTypes(before, after).map((type) => ({
+      type: type as FundEventFacts["type"],
+      occurredAt: written.deleted_at ?? written.updated_at,
+      userId: written.user_id,
+      appId: written.app_id,
+      limitChange: { before: before && controlsView(before), after: this.view(written) },
+    }));
+    await events.record(db, facts);
+  }
+
   /** How ./controls-write.ts reads and writes the target's row: the user's check (404) comes with the read. */
-  private access(target: Target): ControlsRowAccess<SubjectAppLimitsTable> {
+  private access(target: Target, events?: FundEventBatch): ControlsRowAccess<SubjectAppLimitsTable> {
     const values = { userId: target.userId, appId: target.appId, tenantId: this.policy.tenantId };
     return {
+      ...(events ? { written: (db: Db, seen: SubjectAppLimitsTable | undefined, row: SubjectAppLimitsTable) => this.recordRowEvents(events, db, seen, row) } : {}),
       table: "subject_app_limits",
       lock: lockKey(target),
       tenantId: values.tenantId,

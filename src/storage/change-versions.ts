@@ -15,7 +15,7 @@ import type { Logger } from "../core/logger.js";
 import type { Storage } from "./connect.js";
 import type { Db } from "./transactions.js";
 
-export type ChangeKind = "principals" | "fund_policy" | "listeners";
+export type ChangeKind = "principals" | "fund_policy" | "listeners" | "fund_triggers";
 
 export interface PollTiming {
   pollMs: number;

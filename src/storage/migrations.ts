@@ -1044,6 +1044,33 @@ const m0021 = (text: TextType): Migration => ({
   },
 });
 
+/**
+ * Fund events as automation triggers (src/automations/fund-triggers.ts): an automation's fund-event
+ * trigger, kept on the automation and watched by every instance through its change version; how
+ * deep in a chain of fund events an execution is; and the usage thresholds fired, one row per
+ * automation, subject, app, window and threshold (the primary key is what makes a threshold fire
+ * once, whichever instance's decision crosses it first), swept by window end.
+ */
+const m0022 = (text: TextType): Migration => ({
+  async up(db: Kysely<any>) {
+    await db.schema.alterTable("automations").addColumn("fund_trigger", text).execute();
+    await db.schema.alterTable("automation_executions").addColumn("depth", "integer", (c) => c.notNull().defaultTo(0)).execute();
+    await db.schema
+      .createTable("fund_threshold_firings")
+      .addColumn("automation_id", text, (c) => c.notNull())
+      .addColumn("user_id", text, (c) => c.notNull())
+      .addColumn("app_id", text, (c) => c.notNull())
+      .addColumn("window_start", text, (c) => c.notNull())
+      .addColumn("window_end", text, (c) => c.notNull())
+      .addColumn("percent", "integer", (c) => c.notNull())
+      .addColumn("fired_at", text, (c) => c.notNull())
+      .addPrimaryKeyConstraint("fund_threshold_firings_pk", ["automation_id", "user_id", "app_id", "window_start", "window_end", "percent"])
+      .execute();
+    await db.schema.createIndex("fund_threshold_firings_by_window_end").on("fund_threshold_firings").columns(["window_end"]).execute();
+    await db.insertInto("change_versions").values({ name: "fund_triggers", version: 0 }).execute();
+  },
+});
+
 // Executions run again (src/automations/reruns.ts): what started each (null: its automation's
 // trigger, so that the rows every writer inserts without naming it stay right) and the failed one a
 // redrive runs again. The indexes are partial, so that the intake's inserts, which set neither
@@ -1119,6 +1146,9 @@ export interface MigrationStep {
  * - 0020: two indexes it does not know of, on finished executions (which it never deletes): it runs.
  * - 0021: a nullable column it does not know of; rows it inserts leave it null (their runs start
  *   traces of their own): it runs.
+ * - 0022: a nullable column, a column with a default, a table and a change version it does not
+ *   know of: it runs. The changes it makes record no fund events, and a save of an automation by
+ *   it keeps the fund-event trigger it cannot see (it never names the column).
  * - 0023: two nullable columns and two partial indexes it does not know of; the rows it inserts
  *   leave both null (started by their trigger, which they are): it runs. It shows a redrive or a
  *   replay as any execution.
@@ -1148,6 +1178,7 @@ export function migrationSteps(dialect: "sqlite" | "postgres"): MigrationStep[] 
     ["0019_spend_usage_by_instant", m0019(text, dialect), RUNS_ON_POSTGRES],
     ["0020_finished_executions_indexes", m0020, RUNS],
     ["0021_execution_trace_context", m0021(text), RUNS],
+    ["0022_fund_event_triggers", m0022(text), RUNS],
     ["0023_execution_reruns", m0023(text), RUNS],
     ["0025_audit_events", m0025(text, dialect), RUNS],
   ];

@@ -94,6 +94,7 @@ export interface Database {
   spend_usage: SpendUsageTable;
   change_versions: ChangeVersionsTable;
   audit_events: AuditEventsTable;
+  fund_threshold_firings: FundThresholdFiringsTable;
 }
 
 /** One change and who made it (src/audit/): inserted in the change's own transaction, never updated. */
@@ -229,6 +230,11 @@ export interface AutomationsTable {
   steps: string;
   created_at: string;
   updated_at: string;
+  /**
+   * The fund-event trigger (src/automations/fund-triggers.ts) as JSON, `{ eventTypes,
+   * usageThresholdPercents, conditionCel }`; null without one (migration 0022).
+   */
+  fund_trigger?: string | null;
 }
 
 export interface WebhookListenersTable {
@@ -292,4 +298,23 @@ export interface AutomationExecutionsTable {
   origin?: string | null;
   /** The failed execution a redrive runs again (unique: redriven at most once). */
   redrive_of?: string | null;
+  /**
+   * How deep in a chain of fund events the execution is: that of the fund event that started it, 0
+   * for a webhook's (migration 0022; absent: 0). Events its steps cause are one deeper.
+   */
+  depth?: number;
+}
+
+/**
+ * A usage threshold of a fund-event trigger fired in a spend window: the primary key makes it fire
+ * once per automation, subject, app, window and threshold (src/automations/fund-triggers.ts).
+ */
+export interface FundThresholdFiringsTable {
+  automation_id: string;
+  user_id: string;
+  app_id: string;
+  window_start: string;
+  window_end: string;
+  percent: number;
+  fired_at: string;
 }

@@ -1,5 +1,5 @@
 // Checks an automation's webhook trigger as saved: its JWKS URL and source CIDRs. Returns the
-// listener's configuration to store (listeners.ts).
+// listener's configuration to store (listeners.ts); null when the automation has no webhook trigger.
 import type { components } from "../../generated/api.js";
 import { checkJwksUrl } from "./jwks-fetch.js";
 import { parseCidrs } from "./source-ip.js";
@@ -14,7 +14,8 @@ export interface WebhookTriggerConfig {
 
 export function checkTrigger(triggers: readonly AutomationTriggerInput[], allowInsecureJwks: boolean, path = "automation.triggers"): WebhookTriggerConfig | null {
   const trigger = triggers[0];
-  if (!trigger) return null;
+  // A fund-event trigger has no listener (automations/fund-triggers.ts checks it).
+  if (!trigger || !("webhook" in trigger) || !trigger.webhook) return null;
   const webhook = trigger.webhook;
   const at = `${path}[0].webhook`;
   const allowedSourceCidrs = parseCidrs(webhook.allowedSourceCidrs ?? [], `${at}.allowedSourceCidrs`);

@@ -20,6 +20,7 @@ import { freePort, serve, type Served } from "../support/process.js";
 import { reliabilitySuite, type Counter } from "../support/reliability.js";
 import { SpendTraffic } from "./spend-traffic.js";
 import { seeded } from "../support/seeded.js";
+import { webhookTrigger } from "../support/triggers.js";
 
 const root = fileURLToPath(new URL("../..", import.meta.url));
 const SEED = Number(process.env.CHAOS_SEED ?? 20_261_120);
@@ -124,7 +125,7 @@ async function chaos(dialect: "sqlite" | "postgres", instances: number, counts: 
       }),
     );
     const automationId = created.automation.id!;
-    const path = new URL(created.automation.triggers![0]!.webhook.url!).pathname;
+    const path = new URL(webhookTrigger(created.automation)!.url!).pathname;
     const secret = created.webhookSecret!;
 
     // Load: each sender posts new events, round robin over the instances, until told to stop.

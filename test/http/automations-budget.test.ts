@@ -32,6 +32,7 @@ import {
   type Hooked,
   type Step,
 } from "./webhooks-helpers.js";
+import { webhookTrigger } from "../support/triggers.js";
 
 const root = fileURLToPath(new URL("../..", import.meta.url));
 
@@ -364,7 +365,7 @@ describe("against a server process with a 192 MB heap", () => {
         },
       }),
     );
-    const listener = created.automation.triggers![0]!.webhook.url!;
+    const listener = webhookTrigger(created.automation)!.url!;
     const answer = await postRaw(listener, { headers: hmacHeaders(created.webhookSecret!, FINDING_PAYLOAD, String(Math.floor(Date.now() / 1000)), randomUUID()), body: FINDING_PAYLOAD });
     const executionId = expectAccepted(answer).automationExecutionId!;
 

@@ -20,6 +20,7 @@ import {
   type Hooked,
   type Step,
 } from "./webhooks-helpers.js";
+import { webhookTrigger } from "../support/triggers.js";
 
 const HOUR = 3_600_000;
 const SECRET = /^[A-Za-z0-9_-]{43}$/;
@@ -78,7 +79,7 @@ describe("create and read", () => {
       await api.create({ displayName: "Card lost", description: "suspends", triggers: [{ webhook: { hmac: {}, allowedSourceCidrs: ["127.0.0.0/8"] } }] }),
     );
     const { automation, webhookSecret } = saved;
-    const trigger = automation.triggers?.[0]?.webhook;
+    const trigger = webhookTrigger(automation);
     expect(trigger?.listenerId).toMatch(/^[A-Za-z0-9_-]+$/);
     expect(trigger?.url).toBe(`${ts.url}/api/v1/webhooks/incoming/${trigger?.listenerId}`);
     expect(trigger).toMatchObject({ hmac: {}, allowedSourceCidrs: ["127.0.0.0/8"] });
@@ -117,7 +118,7 @@ describe("create and read", () => {
   it("a JWT trigger gets a listener and no secret", async () => {
     const saved = unwrap(await api.create({ displayName: "jwt", triggers: [{ webhook: { jwt: { jwksUrl: "http://127.0.0.1:9/jwks.json" } } }] }));
     expect(saved.webhookSecret).toBeNull();
-    const trigger = saved.automation.triggers?.[0]?.webhook;
+    const trigger = webhookTrigger(saved.automation);
     expect(trigger).toMatchObject({ jwt: { jwksUrl: "http://127.0.0.1:9/jwks.json" }, allowedSourceCidrs: [] });
     expect(trigger?.url).toBe(`${ts.url}/api/v1/webhooks/incoming/${trigger?.listenerId}`);
   });
@@ -167,7 +168,7 @@ describe("update", () => {
     const hook = await createHooked(ts);
     const saved = unwrap(await api.update(hook.id, { displayName: "x", triggers: [{ webhook: { hmac: {}, allowedSourceCidrs: ["127.0.0.0/8"] } }] }, "triggers"));
     expect(saved.webhookSecret).toBeNull();
-    const trigger = saved.automation.triggers?.[0]?.webhook;
+    const trigger = webhookTrigger(saved.automation);
     expect(trigger).toMatchObject({ listenerId: hook.listenerId, url: hook.url, allowedSourceCidrs: ["127.0.0.0/8"] });
     expect(await intakeStatus(hook)).toBe(200);
     // The new CIDRs apply at once.
@@ -179,7 +180,7 @@ describe("update", () => {
     const hook = await createHooked(ts);
     const toJwt = unwrap(await api.update(hook.id, { displayName: "x", triggers: [{ webhook: { jwt: { jwksUrl: "http://127.0.0.1:9/jwks.json" } } }] }, "triggers"));
     expect(toJwt.webhookSecret).toBeNull();
-    expect(toJwt.automation.triggers?.[0]?.webhook).toMatchObject({ listenerId: hook.listenerId, url: hook.url, jwt: { jwksUrl: "http://127.0.0.1:9/jwks.json" } });
+    expect(webhookTrigger(toJwt.automation)).toMatchObject({ listenerId: hook.listenerId, url: hook.url, jwt: { jwksUrl: "http://127.0.0.1:9/jwks.json" } });
     // The listener now wants a JWT: the HMAC signature does not authenticate.
     expectRefused(await sendHmac(ts, hook.url, hook.secret), 401, "MISSING_AUTHORIZATION");
     expectError(await api.rotate(hook.id), 400, "NOT_HMAC_TRIGGER");
@@ -187,7 +188,7 @@ describe("update", () => {
     const back = unwrap(await api.update(hook.id, { displayName: "x", triggers: [{ webhook: { hmac: {} } }] }, "triggers"));
     expect(back.webhookSecret).toMatch(SECRET);
     expect(back.webhookSecret).not.toBe(hook.secret);
-    expect(back.automation.triggers?.[0]?.webhook).toMatchObject({ listenerId: hook.listenerId, url: hook.url, hmac: {} });
+    expect(webhookTrigger(back.automation)).toMatchObject({ listenerId: hook.listenerId, url: hook.url, hmac: {} });
     expectRefused(await sendHmac(ts, hook.url, hook.secret), 401, "INVALID_SIGNATURE");
     expect(await intakeStatus({ url: hook.url, secret: back.webhookSecret! })).toBe(200);
   });
@@ -201,7 +202,7 @@ describe("update", () => {
     expectError(await api.rotate(hook.id), 400, "NOT_HMAC_TRIGGER");
 
     const again = unwrap(await api.update(hook.id, { displayName: "x", triggers: [{ webhook: { hmac: {} } }] }, "triggers"));
-    const trigger = again.automation.triggers?.[0]?.webhook;
+    const trigger = webhookTrigger(again.automation);
     expect(trigger?.listenerId).not.toBe(hook.listenerId);
     expect(again.webhookSecret).toMatch(SECRET);
     expect(await intakeStatus({ url: trigger!.url!, secret: again.webhookSecret! })).toBe(200);
@@ -334,7 +335,7 @@ describe("JWKS URLs without JWKS_ALLOW_INSECURE", () => {
       expectError(await a.create({ displayName: "jwt", triggers: [{ webhook: { jwt: { jwksUrl } } }] }), 400, "INVALID_JWKS_URL");
     }
     const saved = unwrap(await a.create({ displayName: "jwt", triggers: [{ webhook: { jwt: { jwksUrl: "https://jwks.example.com/.well-known/jwks.json" } } }] }));
-    expect(saved.automation.triggers?.[0]?.webhook).toMatchObject({ jwt: { jwksUrl: "https://jwks.example.com/.well-known/jwks.json" } });
+    expect(webhookTrigger(saved.automation)).toMatchObject({ jwt: { jwksUrl: "https://jwks.example.com/.well-known/jwks.json" } });
     // And an update switching to an http: URL is refused too.
     expectError(await a.update(saved.automation.id!, { displayName: "jwt", triggers: [{ webhook: { jwt: { jwksUrl: "http://jwks.example.com/jwks.json" } } }] }, "triggers"), 400, "INVALID_JWKS_URL");
   });
@@ -346,7 +347,7 @@ describe("RotateWebhookSecret", () => {
     const rotated = unwrap(await api.rotate(hook.id));
     expect(rotated.webhookSecret).toMatch(SECRET);
     expect(rotated.webhookSecret).not.toBe(hook.secret);
-    expect(rotated.automation.triggers?.[0]?.webhook).toMatchObject({ listenerId: hook.listenerId, url: hook.url });
+    expect(webhookTrigger(rotated.automation)).toMatchObject({ listenerId: hook.listenerId, url: hook.url });
     expect(JSON.stringify(rotated)).not.toContain(hook.secret);
     const next = { url: hook.url, secret: rotated.webhookSecret };
 

@@ -14,6 +14,7 @@ import { createTestDatabase, type TestDatabase } from "../support/database.js";
 import { startTestServer, type TestServer } from "../support/server.js";
 import { amount, expectError, funds, newAppId, shown } from "./funds-helpers.js";
 import { automationsApi, createHooked, evaluateStep, executionsOf, expectAccepted, expectRefused, newEventId, sendHmac, settled, type Hooked } from "./webhooks-helpers.js";
+import { webhookTrigger } from "../support/triggers.js";
 
 const dir = mkdtempSync(join(tmpdir(), "tenant-recovery-"));
 let database: TestDatabase;
@@ -116,7 +117,7 @@ describe("an accepted event survives the process that accepted it", () => {
     const executions = await executionsOf(ts.admin, hook.id);
     expect(executions.map((e) => e.id).sort()).toEqual([executionA, executionB].sort());
     // (Each server of this test listens on a port of its own, so the listener's URL changes with BASE_URL.)
-    const url = unwrap(await automationsApi(ts.admin).get(hook.id)).automation.triggers?.[0]?.webhook.url ?? "";
+    const url = webhookTrigger(unwrap(await automationsApi(ts.admin).get(hook.id)).automation)?.url ?? "";
     expect(url).toBe(`${ts.url}/api/v1/webhooks/incoming/${hook.listenerId}`);
     expectRefused(await sendHmac(ts, url, hook.secret, JSON.stringify({ userId: subject, appId: appA }), { eventId: eventA }), 409, "DUPLICATE_EVENT");
     expectRefused(await sendHmac(ts, url, "not-the-secret", "{}"), 401, "INVALID_SIGNATURE");

@@ -10,6 +10,7 @@ import { testDialect } from "../support/database.js";
 import { startInstances, type Instances } from "../support/instances.js";
 import { BOUND_MS, msUntilSeen } from "./principal-cache-helpers.js";
 import { automationsApi, errorInfo, hmacHeaders, postRaw, type AutomationsApi } from "./webhooks-helpers.js";
+import { webhookTrigger } from "../support/triggers.js";
 
 const ADMIN = { clientId: "listener-admin", clientSecret: "listener-admin-secret-0123456789" };
 
@@ -40,7 +41,7 @@ async function deliver(i: number, hook: Hook, secret = hook.secret): Promise<str
 /** A published, enabled HMAC automation made through instance 0, whose listener both instances read and keep. */
 async function hooked(): Promise<Hook> {
   const saved = unwrap(await api.create({ displayName: "kept", isDraft: false, enabled: true, triggers: [{ webhook: { hmac: {} } }], automationSteps: [] }));
-  const hook = { id: saved.automation.id!, listenerId: saved.automation.triggers![0]!.webhook!.listenerId!, secret: saved.webhookSecret! };
+  const hook = { id: saved.automation.id!, listenerId: webhookTrigger(saved.automation)!.listenerId!, secret: saved.webhookSecret! };
   for (const i of [0, 1]) for (let n = 0; n < 3; n++) expect(await deliver(i, hook)).toBe("WEBHOOK_EVENT_OUTCOME_EXECUTED");
   return hook;
 }

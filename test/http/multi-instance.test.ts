@@ -10,6 +10,7 @@ import { sendWebhookEvent } from "../../src/client/webhook-sender.js";
 import { testDialect, type TestDatabase } from "../support/database.js";
 import { startInstances, type Instances } from "../support/instances.js";
 import type { Served } from "../support/process.js";
+import { webhookTrigger } from "../support/triggers.js";
 
 const ADMIN = { clientId: "multi-admin", clientSecret: "multi-admin-secret-0123456789" };
 const BASE_URL = "http://tenant.example.test";
@@ -53,7 +54,7 @@ async function publishedHmacAutomation(): Promise<{ id: string; path: string; se
       },
     }),
   );
-  const url = new URL(created.automation.triggers![0]!.webhook.url!);
+  const url = new URL(webhookTrigger(created.automation)!.url!);
   expect(url.origin).toBe(BASE_URL);
   return { id: created.automation.id!, path: url.pathname, secret: created.webhookSecret! };
 }

@@ -12,6 +12,7 @@ import { bootstrapToken, type TestServer } from "../support/server.js";
 import { amount, expectError, HOUR, iso, shown, type Funds } from "./funds-helpers.js";
 import { appWithLimit, authorized, money, startSpendServer, type Spends } from "./spends-helpers.js";
 import { automationsApi, createHooked, sendHmac, type AutomationsApi } from "./webhooks-helpers.js";
+import { webhookTrigger } from "../support/triggers.js";
 
 let ts: TestServer;
 let admin: Funds;
@@ -143,7 +144,7 @@ describe("output-only fields of an object read from an answer are ignored when i
     const now = iso(ts.clock.now());
     expect(copy.automation).toMatchObject({ displayName: read.displayName, isDraft: read.isDraft, enabled: read.enabled, createdAt: now, updatedAt: now });
     expect(copy.automation.id).not.toBe(hook.id);
-    const trigger = copy.automation.triggers?.[0]?.webhook;
+    const trigger = webhookTrigger(copy.automation);
     expect(trigger?.listenerId).not.toBe(hook.listenerId);
     expect(trigger?.url).not.toBe(hook.url);
     expect(copy.webhookSecret).toEqual(expect.any(String));

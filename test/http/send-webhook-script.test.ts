@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { unwrap } from "../../src/client/index.js";
 import { runSendWebhook } from "../support/process.js";
 import { startTestServer, type TestServer } from "../support/server.js";
+import { webhookTrigger } from "../support/triggers.js";
 
 let ts: TestServer;
 beforeAll(async () => {
@@ -19,7 +20,7 @@ describe("scripts/send-webhook.ts", () => {
     const { automation, webhookSecret } = unwrap(
       await ts.admin.POST("/api/v1/automations", { body: { automation: { displayName: "script", isDraft: false, enabled: true, triggers: [{ webhook: { hmac: {} } }] } } }),
     );
-    const url = automation.triggers![0]!.webhook.url!;
+    const url = webhookTrigger(automation)!.url!;
     const eventId = "0b7c5a1e-3f2d-4c6b-9a8e-1d2f3a4b5c6d";
     const first = await run(["--url", url, `--secret=${webhookSecret!}`, "--body", '{"event":"card.lost"}', "--event-id", eventId]);
     expect(first.out).toContain(`POST ${url}`);
@@ -34,7 +35,7 @@ describe("scripts/send-webhook.ts", () => {
 
   it("takes a secret that begins with a dash as the secret, as the README passes it", async () => {
     const { automation } = unwrap(await ts.admin.POST("/api/v1/automations", { body: { automation: { displayName: "dash", isDraft: false, enabled: true, triggers: [{ webhook: { hmac: {} } }] } } }));
-    const r = await run(["--url", automation.triggers![0]!.webhook.url!, "--secret=-not-the-secret", "--body", "{}"]);
+    const r = await run(["--url", webhookTrigger(automation)!.url!, "--secret=-not-the-secret", "--body", "{}"]);
     expect(r.out).toContain("=> 401");
     expect(r.out).toContain("INVALID_SIGNATURE");
     expect(r.code).toBe(1);

@@ -21,6 +21,7 @@ import { startInstances, type Instances } from "../support/instances.js";
 import { freePort, serve, type Served } from "../support/process.js";
 import { amount, funds, newAppId } from "./funds-helpers.js";
 import { automationsApi, evaluateStep, executionsOf, type Step } from "./webhooks-helpers.js";
+import { webhookTrigger } from "../support/triggers.js";
 
 const root = fileURLToPath(new URL("../..", import.meta.url));
 const ADMIN = { clientId: "shutdown-admin", clientSecret: "shutdown-admin-secret-0123456789" };
@@ -132,7 +133,7 @@ async function until(check: () => boolean, ms: number): Promise<void> {
 /** A published automation with an HMAC webhook trigger running `steps`. */
 async function hooked(admin: ApiClient, steps: Step[]): Promise<{ id: string; path: string; secret: string }> {
   const saved = unwrap(await automationsApi(admin).create({ displayName: `shutdown ${randomUUID()}`, isDraft: false, enabled: true, triggers: [{ webhook: { hmac: {} } }], automationSteps: steps }));
-  return { id: saved.automation.id!, path: new URL(saved.automation.triggers![0]!.webhook.url!).pathname, secret: saved.webhookSecret! };
+  return { id: saved.automation.id!, path: new URL(webhookTrigger(saved.automation)!.url!).pathname, secret: saved.webhookSecret! };
 }
 
 function webhookHeaders(secret: string, eventId: string, body: string): Record<string, string> {

@@ -17,6 +17,7 @@ import { startTestServer, type TestServer } from "../support/server.js";
 import { amount, funds, HOUR, iso, money, newAppId, reasonOf, type Answer, type Funds } from "./funds-helpers.js";
 import { spends, type Spends } from "./spends-helpers.js";
 import { automationsApi, createHooked, expectAccepted, sendHmac, settled, type AutomationsApi, type Hooked, type Step } from "./webhooks-helpers.js";
+import { webhookTrigger } from "../support/triggers.js";
 
 const SEED = Number(process.env.FC_SEED ?? 20_261_128);
 const RUNS = Number(process.env.FC_RUNS ?? 6);
@@ -285,7 +286,7 @@ async function writeAndRead(t: Texts): Promise<void> {
     const saved = unwrap(await api.get(created.automation.id!)).automation;
     expect([saved.displayName, saved.description, saved.automationSteps?.[0]?.skipIfTrueCel]).toEqual([t.name, t.description, withNote("false", t.note)]);
     unwrap(await api.list({ page_size: 100 }));
-    const trigger = saved.triggers![0]!.webhook!;
+    const trigger = webhookTrigger(saved)!;
     hook = { automation: saved, id: saved.id!, listenerId: trigger.listenerId!, url: trigger.url!, secret: created.webhookSecret! };
   }
 

@@ -13,6 +13,7 @@ import { paginate, unwrap, type ApiClient, type components } from "../../src/cli
 import { bodyHash, hmacSignature } from "../../src/client/webhook-sender.js";
 import { responseErrors } from "../support/contract.js";
 import { startTestServer, type TestServer } from "../support/server.js";
+import { webhookTrigger } from "../support/triggers.js";
 
 export type Schemas = components["schemas"];
 export type Step = Schemas["AutomationStep"];
@@ -215,7 +216,7 @@ export async function createHooked(ts: TestServer, options: HookOptions = {}): P
       automationSteps: options.steps ?? [],
     }),
   );
-  const trigger = saved.automation.triggers?.[0]?.webhook;
+  const trigger = webhookTrigger(saved.automation);
   expect(trigger?.listenerId).toBeTruthy();
   return { automation: saved.automation, id: saved.automation.id!, listenerId: trigger!.listenerId!, url: trigger!.url!, secret: saved.webhookSecret ?? "" };
 }

@@ -4,6 +4,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestServer, type TestServer } from "../support/server.js";
 import { createHooked, expectAccepted, expectRefused, sendHmac, type Hooked } from "./webhooks-helpers.js";
+import { webhookTrigger } from "../support/triggers.js";
 
 let ts: TestServer;
 
@@ -62,7 +63,7 @@ describe("CIDR ranges against the peer address", () => {
 
   it("an IPv4-mapped range is saved as its IPv4 range and matches the mapped peer", async () => {
     const mappedRange = await createHooked(ts, { cidrs: ["::ffff:127.0.0.0/104"] });
-    expect(mappedRange.automation.triggers?.[0]?.webhook.allowedSourceCidrs).toEqual(["127.0.0.0/8"]);
+    expect(webhookTrigger(mappedRange.automation)?.allowedSourceCidrs).toEqual(["127.0.0.0/8"]);
     expectAccepted(await via(mappedRange, MAPPED));
     expectAccepted(await via(mappedRange, V4));
     expectRefused(await via(mappedRange, V6), 403, "SOURCE_NOT_ALLOWED");

@@ -51,7 +51,7 @@ export function TriggerInputs({ draft, onChange }: { draft: TriggerDraft; onChan
 }
 
 export function webhookOf(automation: Schemas["Automation"]): Webhook | undefined {
-  return automation.triggers?.[0]?.webhook;
+  return automation.triggers?.[0]?.webhook ?? undefined;
 }
 
 /** The listener's URL, the secret when it has just been issued, and example requests. */
