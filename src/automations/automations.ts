@@ -11,7 +11,8 @@ import type { Storage } from "../storage/connect.js";
 import type { AutomationsTable, Database } from "../storage/schema.js";
 import { writeTransaction, type BeforeCommit, type Db } from "../storage/transactions.js";
 import { checkTrigger, listenerUrl, type Listener, type Listeners } from "../webhooks/for-automations.js";
-import { checkSteps, type AutomationStep } from "./automation-input.js";
+import { checkSteps, type AutomationStep, type StepRules } from "./automation-input.js";
+import type { NotificationSecrets } from "./notification-secrets.js";
 import { checkStepsReport, type StepCheckReport } from "./step-check.js";
 import { stepView, webhookTriggerView } from "./views.js";
 
@@ -22,6 +23,16 @@ export interface Saved {
   automation: Automation;
   /** The HMAC secret this save created, to be shown once; null when it created none. */
   webhookSecret: string | null;
+  /** The notification signing secret this save created (its first with a `notify` step), to be shown once; null when it created none. */
+  notificationSecret: string | null;
+}
+
+/** Whether any of the steps is a `notify` step (its automation then needs a signing secret). */
+const notifies = (steps: readonly AutomationStep[]) => steps.some((s) => "notify" in s && s.notify);
+
+export interface Rotated {
+  automation: Automation;
+  notificationSecret: string;
 }
 
 const MASK_FIELDS = ["displayName", "description", "isDraft", "enabled", "triggers", "automationSteps"] as const;
@@ -46,8 +57,13 @@ export class Automations {
     private readonly listeners: Listeners,
     private readonly policy: FundPolicies,
     private readonly pageTokens: PageTokens,
-    private readonly options: { baseUrl: string; allowInsecureJwks: boolean },
+    private readonly notificationSecrets: NotificationSecrets,
+    private readonly options: { baseUrl: string; allowInsecureJwks: boolean; allowInsecureNotifications: boolean },
   ) {}
+
+  private async rules(): Promise<StepRules> {
+    return { currencyCode: await this.policy.currency(), notifications: { allowInsecure: this.options.allowInsecureNotifications } };
+  }
 
   private view(row: AutomationRow, listener: Listener | undefined): Automation {
     const triggers: Automation["triggers"] = listener
@@ -78,8 +94,7 @@ export class Automations {
   }
 
   async create(input: AutomationInput, beforeCommit?: BeforeCommit<Saved>): Promise<Saved> {
-    const currency = await this.policy.currency();
-    const steps = checkSteps(input.automationSteps ?? [], currency);
+    const steps = checkSteps(input.automationSteps ?? [], await this.rules());
     const trigger = checkTrigger(input.triggers ?? [], this.options.allowInsecureJwks);
     const now = new Date(this.clock.now()).toISOString();
     const id = `aut_${base62(16)}`;
@@ -98,7 +113,8 @@ export class Automations {
         })
         .execute();
       const webhookSecret = await this.listeners.save(db, id, trigger);
-      const saved = { automation: await this.load(db, id), webhookSecret: webhookSecret ?? null };
+      const notificationSecret = notifies(steps) ? await this.notificationSecrets.ensure(db, id) : null;
+      const saved = { automation: await this.load(db, id), webhookSecret: webhookSecret ?? null, notificationSecret };
       await beforeCommit?.(db, saved);
       return saved;
     });
@@ -106,13 +122,12 @@ export class Automations {
 
   /** Checks steps as `create` and `update` would, and evaluates them against a sample payload; saves nothing. */
   async checkSteps(steps: readonly AutomationStep[], sample: { value: unknown } | undefined): Promise<StepCheckReport> {
-    return checkStepsReport(steps, await this.policy.currency(), sample);
+    return checkStepsReport(steps, await this.rules(), sample);
   }
 
   async update(id: string, input: AutomationInput, updateMask: string): Promise<Saved> {
     const mask = parseMask(updateMask);
-    const currency = await this.policy.currency();
-    const steps = mask.has("automationSteps") ? checkSteps(input.automationSteps ?? [], currency) : undefined;
+    const steps = mask.has("automationSteps") ? checkSteps(input.automationSteps ?? [], await this.rules()) : undefined;
     const trigger = mask.has("triggers") ? checkTrigger(input.triggers ?? [], this.options.allowInsecureJwks) : undefined;
     for (const flag of ["isDraft", "enabled"] as const) {
       if (mask.has(flag) && typeof input[flag] !== "boolean") throw invalidField(`body.automation.${flag}`, "must be set when named in updateMask");
@@ -133,7 +148,8 @@ export class Automations {
         .where("id", "=", id)
         .execute();
       const webhookSecret = trigger !== undefined ? await this.listeners.save(db, id, trigger) : undefined;
-      return { automation: await this.load(db, id), webhookSecret: webhookSecret ?? null };
+      const notificationSecret = steps && notifies(steps) ? await this.notificationSecrets.ensure(db, id) : null;
+      return { automation: await this.load(db, id), webhookSecret: webhookSecret ?? null, notificationSecret };
     });
     this.listeners.changedHere();
     return saved;
@@ -144,13 +160,24 @@ export class Automations {
       await this.load(db, id);
       await this.listeners.recordChange(db);
       await this.listeners.save(db, id, null);
+      await this.notificationSecrets.remove(db, id);
       await db.deleteFrom("webhook_events").where("automation_id", "=", id).execute();
       await db.deleteFrom("automations").where("id", "=", id).execute();
     });
     this.listeners.changedHere();
   }
 
-  async rotateSecret(id: string, beforeCommit?: BeforeCommit<Saved & { webhookSecret: string }>): Promise<Saved & { webhookSecret: string }> {
+  /** A new notification signing secret (the automation's first, if it had none); the replaced one keeps signing for the grace period. */
+  async rotateNotificationSecret(id: string, beforeCommit?: BeforeCommit<Rotated>): Promise<Rotated> {
+    return writeTransaction(this.storage, { exclusive: [lockKey(id)] }, async (db) => {
+      const automation = await this.load(db, id);
+      const result = { automation, notificationSecret: await this.notificationSecrets.rotate(db, id) };
+      await beforeCommit?.(db, result);
+      return result;
+    });
+  }
+
+  async rotateSecret(id: string, beforeCommit?: BeforeCommit<{ automation: Automation; webhookSecret: string }>): Promise<{ automation: Automation; webhookSecret: string }> {
     const rotated = await writeTransaction(this.storage, { exclusive: [lockKey(id)] }, async (db) => {
       const automation = await this.load(db, id);
       const listener = await this.listeners.forAutomation(db, id);

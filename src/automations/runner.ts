@@ -18,6 +18,8 @@ import { databaseUnavailable } from "../storage/unavailable.js";
 import { checkComputedId, type AutomationStep } from "./automation-input.js";
 import { CelEvaluationError, checkExpression, evaluateBoolean, evaluateJson, evaluateString, evaluateTimestamp, setOwn, type CelContext, type CompiledExpression, type ExpectedResult } from "./cel.js";
 import { ExecutionState, StepState, type StepResult } from "./executions.js";
+import type { NotificationSecrets } from "./notification-secrets.js";
+import { notificationBody, type Notifier } from "./notify.js";
 import { OutputBudget } from "./resource-budget.js";
 import type { RunObserver } from "./run-observer.js";
 
@@ -25,7 +27,7 @@ const CHECKED_CACHE_SIZE = 2_000;
 
 export class ExecutionRunner {
   constructor(
-    private readonly deps: { storage: Storage; clock: Clock; limits: SubjectAppLimits; logger: Logger; observer?: RunObserver },
+    private readonly deps: { storage: Storage; clock: Clock; limits: SubjectAppLimits; logger: Logger; notifier: Notifier; notificationSecrets: NotificationSecrets; observer?: RunObserver },
   ) {}
 
   /** Expressions as checked when their automation was saved; checked once more per process, not per run. */
@@ -95,6 +97,15 @@ export class ExecutionRunner {
           outputs.end();
           results[i] = { ...result, state: StepState.DONE, output: Object.fromEntries(entries) };
           await persist(final);
+        } else if ("notify" in step && step.notify) {
+          // A call out, not a write: no transaction is held while it waits. Its output (the attempts)
+          // is kept whether it was delivered or not.
+          const body = notificationBody(evaluateJson(cel("notify.bodyCel", step.notify.bodyCel, "any"), ctx), `automationSteps[${i}].notify.bodyCel`);
+          const { delivery, failure } = await this.notify(execution, step.stepName, step.notify.url, body);
+          outputs.addOutput(step.stepName, { ...delivery });
+          results[i] = failure === undefined ? { ...result, state: StepState.DONE, output: delivery } : { ...result, state: StepState.ERROR, output: delivery, error: failure };
+          if (failure !== undefined) return end(ExecutionState.ERROR);
+          await persist(final);
         } else {
           await writeTransaction(this.deps.storage, { exclusive: [`automation_executions:${execution.id}`] }, async (trx) => {
             const output = await this.perform(trx, step, ctx, cel);
@@ -111,6 +122,18 @@ export class ExecutionRunner {
       }
     }
     return ExecutionState.DONE;
+  }
+
+  /**
+   * Sends a `notify` step's notification, signed with the automation's secrets. Its `webhook-id` is
+   * the execution's id and the step's name: the same for every attempt, and for a run resumed after a
+   * crash, so that a receiver can drop a repeat.
+   */
+  private async notify(execution: AutomationExecutionsTable, stepName: string, url: string, body: string) {
+    const webhookId = `${execution.id}_${stepName}`;
+    const secrets = await this.deps.notificationSecrets.signing(this.deps.storage.db, execution.automation_id);
+    if (secrets.length === 0) return { delivery: { webhookId, delivered: false, attempts: [] }, failure: "notification not sent: the automation has no notification secret (RotateNotificationSecret makes one)" };
+    return this.deps.notifier.deliver(url, body, webhookId, secrets);
   }
 
   /** A step's effect, through the same funds code as the API; its answer is the step's output. */

@@ -1044,6 +1044,25 @@ const m0021 = (text: TextType): Migration => ({
   },
 });
 
+/**
+ * The signing secrets of automations' `notify` steps (src/automations/notification-secrets.ts), sealed
+ * with SECRETS_KEY and bound to their automation: the current one (expires_at null) and the one a
+ * rotation replaced, which keeps signing beside it until expires_at.
+ */
+const m0024 = (text: TextType): Migration => ({
+  async up(db: Kysely<any>) {
+    await db.schema
+      .createTable("notification_secrets")
+      .addColumn("id", text, (c) => c.primaryKey())
+      .addColumn("automation_id", text, (c) => c.notNull())
+      .addColumn("sealed", text, (c) => c.notNull())
+      .addColumn("created_at", text, (c) => c.notNull())
+      .addColumn("expires_at", text)
+      .execute();
+    await db.schema.createIndex("notification_secrets_by_automation").on("notification_secrets").columns(["automation_id", "created_at"]).execute();
+  },
+});
+
 /** Whether an instance of the release before the one that adds a migration keeps working on a database it was applied to. */
 interface EarlierRelease {
   sqlite: boolean;
@@ -1081,6 +1100,9 @@ export interface MigrationStep {
  * - 0020: two indexes it does not know of, on finished executions (which it never deletes): it runs.
  * - 0021: a nullable column it does not know of; rows it inserts leave it null (their runs start
  *   traces of their own): it runs.
+ * - 0024: a table it does not know of: it runs. (An automation saved with a `notify` step by the
+ *   later release is a step kind it does not know: it cannot show or run that automation, which it
+ *   could not have made; its other automations are unaffected.)
  */
 export function migrationSteps(dialect: "sqlite" | "postgres"): MigrationStep[] {
   const text: TextType = dialect === "postgres" ? sql`text collate "C"` : "text";
@@ -1106,6 +1128,7 @@ export function migrationSteps(dialect: "sqlite" | "postgres"): MigrationStep[] 
     ["0019_spend_usage_by_instant", m0019(text, dialect), RUNS_ON_POSTGRES],
     ["0020_finished_executions_indexes", m0020, RUNS],
     ["0021_execution_trace_context", m0021(text), RUNS],
+    ["0024_notification_secrets", m0024(text), RUNS],
   ];
   return steps.map(([name, migration, earlier]) => ({ name, migration, earlierReleaseRuns: earlier[dialect] }));
 }
