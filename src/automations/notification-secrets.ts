@@ -64,11 +64,12 @@ export class NotificationSecrets {
     const now = this.iso();
     const rows = await db
       .selectFrom("notification_secrets")
-      .select("sealed")
+      .select(["sealed", "expires_at"])
       .where("automation_id", "=", automationId)
       .where((eb) => eb.or([eb("expires_at", "is", null), eb("expires_at", ">", now)]))
-      .orderBy("created_at", "desc")
       .execute();
+    // The current one (no expiry) first: two made at the same instant cannot be told apart by created_at.
+    rows.sort((a, b) => Number(a.expires_at !== null) - Number(b.expires_at !== null));
     return rows.map((r) => this.box.open(r.sealed, context(automationId)));
   }
 }

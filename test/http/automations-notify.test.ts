@@ -350,5 +350,5 @@ describe("notify with NOTIFICATION_ALLOW_INSECURE=1 (development)", () => {
       await dev.stop();
       await new Promise((r) => plain.close(r));
     }
-  });
+  }, 120_000);
 });
