@@ -17,7 +17,7 @@ import https from "node:https";
 import net from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { unwrap } from "../../src/client/index.js";
-import { logCapture, startTestServer, type TestServer } from "../support/server.js";
+import { bootstrapToken, logCapture, startTestServer, type TestServer } from "../support/server.js";
 import { expectError } from "./funds-helpers.js";
 import { automationsApi, createHooked, expectAccepted, sendHmac, settled, type Execution, type Hooked, type Step } from "./webhooks-helpers.js";
 
@@ -303,6 +303,15 @@ describe("notify: the signing secret", () => {
     const saved = unwrap(await automationsApi(ts.admin).update(hook.id, { displayName: "x", automationSteps: [notifyStep(urlOf("/ok"))] }, "automationSteps"));
     expect(saved.notificationSecret).toBeNull();
     expectError(await ts.admin.POST("/api/v1/automations/{id}/notification-secret", { params: { path: { id: "aut_doesNotExist00" } }, body: {} }), 404, "AUTOMATION_NOT_FOUND");
+  });
+
+  it("a body that is not JSON is 400 MALFORMED_BODY, as documented", async () => {
+    const hook = await createHooked(ts);
+    const token = await bootstrapToken(ts.url);
+    const answer = await fetch(`${ts.url}/api/v1/automations/${hook.id}/notification-secret`, { method: "POST", headers: { authorization: `Bearer ${token}`, "content-type": "application/json" }, body: "{" });
+    expect(answer.status).toBe(400);
+    const body = (await answer.json()) as { message: string; details: Array<{ reason?: string }> };
+    expect([body.message, body.details[0]?.reason]).toEqual(["the request body is not valid JSON", "MALFORMED_BODY"]);
   });
 
   it("a user who is not a super admin cannot rotate it (403)", async () => {

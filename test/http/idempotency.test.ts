@@ -197,7 +197,7 @@ describe("a retry with the same key and request answers the first answer and doe
     expectAccepted(await sendHmac(ts, hook.url, first.webhookSecret));
   });
 
-  it("RotateNotificationSecret: a retry answers the same new secret", async () => {
+  it("RotateNotificationSecret: a retry answers the same new secret; the key for another automation is 422", async () => {
     const hook = await createHooked(ts);
     const key = newKey();
     const rotate = () => ts.admin.POST("/api/v1/automations/{id}/notification-secret", { params: { path: { id: hook.id }, ...header(key) }, body: {} });
@@ -205,6 +205,9 @@ describe("a retry with the same key and request answers the first answer and doe
     const again = await rotate();
     expect(replayed(again)).toBe("true");
     expect(unwrap(again).notificationSecret).toBe(first.notificationSecret);
+    // The same key for another automation is another request: refused, and nothing is rotated.
+    const other = await createHooked(ts);
+    expectError(await ts.admin.POST("/api/v1/automations/{id}/notification-secret", { params: { path: { id: other.id }, ...header(key) }, body: {} }), 422, "IDEMPOTENCY_KEY_REUSED");
   });
 
   it("a 4xx the operation answered is kept and replayed too (409 EMAIL_TAKEN), body and all", async () => {
