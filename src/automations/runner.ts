@@ -1,6 +1,8 @@
 // Runs one claimed execution: its steps in order, each with `ctx.trigger` and the outputs of the
 // steps before it. A step's result is stored in the same transaction as its effect, so a run that
 // is retried after a crash resumes at the first step without a result and no effect happens twice.
+// The exception is a `notify` step, a call out that no transaction can hold: a crash between its
+// delivery and its saved result sends it again, with the same `webhook-id` (notify.ts).
 // A step the database failed under (unavailable for the moment), or whose execution's lease passed
 // to another run, is not recorded as an error: the run stops, and the execution is run again
 // (worker.ts) from the results the database kept.
