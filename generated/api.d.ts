@@ -1115,6 +1115,12 @@ export interface paths {
          *     and returns it once as `webhookSecret` (a base64url string, 43 characters); it is never
          *     readable afterwards. With `jwt`, no secret is generated.
          *
+         *     An automation saved with a `notify` step gets a signing secret for its notifications,
+         *     returned once as `notificationSecret` (`whsec_` and a base64 string); otherwise
+         *     `notificationSecret` is null. A `notify` step's `url` that is not https, or whose host is
+         *     an IP literal of a private, loopback, link-local or metadata address, is 400 with reason
+         *     `INVALID_NOTIFICATION_URL`.
+         *
          *     Setting up an incoming webhook: choose the incoming-webhook trigger on an automation, pick
          *     HMAC or JWT, save, add steps, publish (`UpdateAutomation` with `isDraft` false). A new
          *     automation is a draft unless `isDraft` is false.
@@ -1174,6 +1180,11 @@ export interface paths {
          *     `hmac`, or switched from `jwt` to `hmac`), shown once. Removing the trigger removes the
          *     listener (its URL is then answered 404).
          *
+         *     `notificationSecret` is in the answer only when this save created the automation's
+         *     notification signing secret (its first save with a `notify` step), shown once. A `notify`
+         *     step's `url` that is not https, or whose host is an IP literal of a private, loopback,
+         *     link-local or metadata address, is 400 with reason `INVALID_NOTIFICATION_URL`.
+         *
          *     CEL expressions are checked when the automation is saved: a syntax or type error is 400
          *     with reason `CEL_INVALID` and metadata `path` and `position`.
          */
@@ -1226,6 +1237,43 @@ export interface paths {
          *     id is 404.
          */
         post: operations["svc.api.automations.v1.AutomationService.RotateWebhookSecret"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/automations/{id}/notification-secret": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The id of the automation (server-generated, as `Automation.id`).
+                 * @example aut_5Xn2Bq8Rk4Lm7Pz1
+                 */
+                id: components["parameters"]["AutomationId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Rotate the signing secret of an automation's notifications
+         * @description **Beta.** This operation may still change incompatibly in a minor release; every such change
+         *     is recorded in `CHANGELOG.md` under the release that makes it.
+         *
+         *     Generates a new signing secret for the automation's `notify` steps (see `StepNotify`) and
+         *     returns it once as `notificationSecret` (`whsec_` and a base64 string). From now on
+         *     notifications are signed with it and, for a grace period (`WEBHOOK_SECRET_GRACE_SECONDS`,
+         *     default 24 hours), also with the secret it replaces: `webhook-signature` then holds two
+         *     signatures, so a receiver can switch without refusing a notification. Only the secret
+         *     replaced by this rotation keeps a grace period: rotating again ends the grace period of the
+         *     one before. An automation without a secret yet (it never had a `notify` step) gets its first.
+         *
+         *     Only `ROLE_SUPER_ADMIN` may call it (other roles get 403). An unknown id is 404.
+         */
+        post: operations["svc.api.automations.v1.AutomationService.RotateNotificationSecret"];
         delete?: never;
         options?: never;
         head?: never;
@@ -4653,6 +4701,58 @@ export interface components {
             reasonCel?: string;
         };
         /**
+         * @description Step kind `notify`: POSTs a JSON body, built by `bodyCel` over `ctx`, to `url`, signed as
+         *     [Standard Webhooks](https://www.standardwebhooks.com) sign: headers `webhook-id` (the same for
+         *     every attempt of the step, so the receiver can drop a repeat: `<execution id>_<stepName>`),
+         *     `webhook-timestamp` (the attempt's time, Unix seconds) and `webhook-signature`
+         *     (`v1,<base64 HMAC-SHA256 of "{webhook-id}.{webhook-timestamp}.{body}">`, keyed with the bytes of
+         *     the automation's notification secret, `whsec_<base64>` of which the base64 part is decoded;
+         *     while a rotated secret is in its grace period the header carries one signature per secret,
+         *     separated by a space). `Content-Type` is `application/json`.
+         *
+         *     Delivery: an attempt that fails with a network error, a timeout (5 s per attempt), a 5xx, a 408
+         *     or a 429 is tried again after an exponential backoff (0.5 s, 1 s, 2 s, 4 s, each with up to half
+         *     of it added at random), up to 5 attempts and within 20 s for the step (a third of the execution
+         *     lease, `EXECUTION_LEASE_SECONDS`, when that is less). A 2xx delivers; a 3xx (redirects are not
+         *     followed) or another 4xx is final at once. A notification not delivered fails its step
+         *     (`STEP_STATE_ERROR`) and the execution. Delivery is at least once: a run resumed after a crash
+         *     sends again with the same `webhook-id`.
+         *
+         *     The step's output (also when it failed) is `{ "webhookId": ..., "delivered": <bool>,
+         *     "attempts": [...] }`, one entry per attempt: `attempt` (1, 2...), `startedAt`, `waitedMs` (the
+         *     backoff before it), `durationMs`, `status` (the HTTP status, or null when none was received),
+         *     `error` (null, or the class of the failure: `TIMEOUT`, `CONNECT_FAILED`, `DNS_FAILED`,
+         *     `ADDRESS_REFUSED`, `HTTP_STATUS`) and `responseExcerpt` (at most the first 256 characters of
+         *     the response body, control characters replaced; the body is read up to 4,096 bytes). The secret
+         *     is never in an output, an error or a log.
+         *
+         *     Outbound addresses: `url` must be `https:` and reach a public address. A URL that is not https,
+         *     carries credentials, or whose host is an IP literal of a loopback, private, link-local or
+         *     metadata address is refused at save (400 `INVALID_NOTIFICATION_URL`). A host name is resolved at
+         *     each attempt: when any of its addresses is not public, the attempt fails with
+         *     `ADDRESS_REFUSED` (final) and the connection is made only to the address checked, so a name
+         *     that changes its answer (DNS rebinding) cannot pass. The development setting
+         *     `NOTIFICATION_ALLOW_INSECURE=1` allows `http:`, loopback and private addresses (never
+         *     link-local or metadata ones).
+         * @example {
+         *       "url": "https://hooks.example.com/limits",
+         *       "bodyCel": "{\"type\": \"limit.suspended\", \"userId\": ctx.trigger.userId, \"appId\": ctx.trigger.appId}"
+         *     }
+         */
+        StepNotify: {
+            /**
+             * @description The HTTPS URL the notification is POSTed to (the fragment, if any, is dropped).
+             * @example https://hooks.example.com/limits
+             */
+            url: string;
+            /**
+             * @description CEL expression over `ctx` whose value (any JSON value) is the request body. At most 65,536
+             *     bytes as JSON, as the body of an incoming webhook; a larger value fails the step.
+             * @example {"type": "limit.suspended", "userId": ctx.trigger.userId, "appId": ctx.trigger.appId}
+             */
+            bodyCel: string;
+        };
+        /**
          * @description One step of an automation. Steps run in order, each with the context `ctx`:
          *     `ctx.trigger` is the webhook body (readable as `ctx.trigger.<field>` or
          *     `ctx.trigger["<field>"]`) and `ctx.steps.<stepName>` the outputs of earlier steps. JSON
@@ -4661,8 +4761,9 @@ export interface components {
          *     and a map literal keeps it (`{"__proto__": 1}` is a map with that one key).
          *
          *     The step kind is a oneof (`kind`): exactly one of `evaluateExpressions`, `suspendAppLimit`,
-         *     `unsuspendAppLimit`, `setAppLimitExtension` is set; the others are absent or null. Answers
-         *     carry every field: the three unset kinds null, and `skipIfTrueCel` `""` when the step has none.
+         *     `unsuspendAppLimit`, `setAppLimitExtension`, `notify` is set; the others are absent or null.
+         *     Answers carry every field of the step's arm: the unset kinds null, and `skipIfTrueCel` `""`
+         *     when the step has none (the arms of the first four kinds have no `notify` field).
          *
          *     CEL expressions (at most 4096 characters each) are text: control characters other than tab
          *     and newline are refused (see Text in the introduction); a CEL string literal writes them as
@@ -4728,6 +4829,16 @@ export interface components {
             suspendAppLimit?: null;
             unsuspendAppLimit?: null;
             setAppLimitExtension: components["schemas"]["StepSetAppLimitExtension"];
+        } | {
+            /** @description The step's name, unique within the automation; later steps read its output as `ctx.steps.<stepName>` (or `ctx.steps["<stepName>"]`). Any name of the pattern works, `constructor` and `__proto__` included. */
+            stepName: string;
+            /** @description CEL expression over `ctx`; the step is skipped (`STEP_STATE_SKIPPED`) when it evaluates to true (a result that is not a bool fails the step). When absent or empty, the step always runs. */
+            skipIfTrueCel?: string;
+            evaluateExpressions?: null;
+            suspendAppLimit?: null;
+            unsuspendAppLimit?: null;
+            setAppLimitExtension?: null;
+            notify: components["schemas"]["StepNotify"];
         };
         /**
          * @description An automation: a trigger and the steps it runs. Managed by super admins
@@ -5043,7 +5154,8 @@ export interface components {
          *         "updatedAt": "2026-11-20T09:05:00Z",
          *         "lastExecutedAt": "2026-11-20T09:30:00Z"
          *       },
-         *       "webhookSecret": "5cVsXKsTVjuSV1J6mkCfF2zRMue9A9EujDAX4lnmqoc"
+         *       "webhookSecret": "5cVsXKsTVjuSV1J6mkCfF2zRMue9A9EujDAX4lnmqoc",
+         *       "notificationSecret": null
          *     }
          */
         AutomationServiceCreateAutomationResponse: {
@@ -5055,6 +5167,13 @@ export interface components {
              *     The HMAC key is this string exactly as provided, as UTF-8 bytes, not base64-decoded.
              */
             webhookSecret: string | null;
+            /**
+             * @description The signing secret of the automation's `notify` steps (`whsec_` and the base64 of 32
+             *     random bytes; the HMAC key is the decoded bytes), when this save created it: the first
+             *     save of the automation with a `notify` step. Else null. Shown once, never readable
+             *     afterwards (a lost secret is replaced by `RotateNotificationSecret`).
+             */
+            notificationSecret: string | null;
         };
         /**
          * @description Answer of `AutomationService.GetAutomation`.
@@ -5218,7 +5337,8 @@ export interface components {
          *         "updatedAt": "2026-11-20T09:05:00Z",
          *         "lastExecutedAt": "2026-11-20T09:30:00Z"
          *       },
-         *       "webhookSecret": null
+         *       "webhookSecret": null,
+         *       "notificationSecret": null
          *     }
          */
         AutomationServiceUpdateAutomationResponse: {
@@ -5230,6 +5350,13 @@ export interface components {
              *     The HMAC key is this string exactly as provided, as UTF-8 bytes, not base64-decoded.
              */
             webhookSecret: string | null;
+            /**
+             * @description The signing secret of the automation's `notify` steps (`whsec_` and the base64 of 32
+             *     random bytes; the HMAC key is the decoded bytes), when this save created it: the first
+             *     save of the automation with a `notify` step. Else null. Shown once, never readable
+             *     afterwards (a lost secret is replaced by `RotateNotificationSecret`).
+             */
+            notificationSecret: string | null;
         };
         /**
          * @description Answer of `AutomationService.DeleteAutomation`, an empty object.
@@ -5307,6 +5434,63 @@ export interface components {
              *     padding), shown once. The previous secret stays valid for the grace period.
              */
             webhookSecret: string;
+        };
+        /**
+         * @description Request of `AutomationService.RotateNotificationSecret`, an empty object.
+         * @example {}
+         */
+        AutomationServiceRotateNotificationSecretRequest: Record<string, never>;
+        /**
+         * @description Answer of `AutomationService.RotateNotificationSecret`.
+         * @example {
+         *       "automation": {
+         *         "id": "aut_5Xn2Bq8Rk4Lm7Pz1",
+         *         "displayName": "Tell the limits channel when a card is lost",
+         *         "description": "When the card system reports a lost card, notify the limits channel.",
+         *         "isDraft": false,
+         *         "enabled": true,
+         *         "triggers": [
+         *           {
+         *             "webhook": {
+         *               "hmac": {},
+         *               "jwt": null,
+         *               "allowedSourceCidrs": [
+         *                 "203.0.113.0/24"
+         *               ],
+         *               "listenerId": "wh_7Hq2Lr9sVx3mNc8K",
+         *               "url": "http://localhost:8080/api/v1/webhooks/incoming/wh_7Hq2Lr9sVx3mNc8K"
+         *             }
+         *           }
+         *         ],
+         *         "automationSteps": [
+         *           {
+         *             "stepName": "tell",
+         *             "skipIfTrueCel": "ctx.trigger.event != \"card.lost\"",
+         *             "evaluateExpressions": null,
+         *             "suspendAppLimit": null,
+         *             "unsuspendAppLimit": null,
+         *             "setAppLimitExtension": null,
+         *             "notify": {
+         *               "url": "https://hooks.example.com/limits",
+         *               "bodyCel": "{\"type\": \"card.lost\", \"userId\": ctx.trigger.userId}"
+         *             }
+         *           }
+         *         ],
+         *         "createdAt": "2026-11-20T09:00:00Z",
+         *         "updatedAt": "2026-11-20T11:00:00Z",
+         *         "lastExecutedAt": "2026-11-20T09:30:00Z"
+         *       },
+         *       "notificationSecret": "whsec_jQO/WSDLMvWe4K13QVHYwH6mMKjpx4XbR6Fub8E4j0U="
+         *     }
+         */
+        AutomationServiceRotateNotificationSecretResponse: {
+            automation: components["schemas"]["Automation"];
+            /**
+             * @description The new signing secret of the automation's `notify` steps, shown once: `whsec_` and the
+             *     base64 of 32 random bytes, as Standard Webhooks libraries take it (the HMAC key is the
+             *     decoded bytes). The previous secret keeps signing, beside it, for the grace period.
+             */
+            notificationSecret: string;
         };
         /**
          * @description What became of an accepted inbound webhook event (every event in the delivery log was
@@ -5697,7 +5881,8 @@ export interface components {
             /**
              * @description Any JSON value, or null while the step has not run, when it was skipped or failed. For
              *     `evaluateExpressions` an object with one field per expression name; for the limit steps
-             *     `{ "limit": <the SubjectAppLimit row after the change> }`. Available to later steps as
+             *     `{ "limit": <the SubjectAppLimit row after the change> }`; for `notify` the delivery and its
+             *     attempts (see `StepNotify`), also when the step failed. Available to later steps as
              *     `ctx.steps.<stepName>`. At most 262,144 bytes as JSON, and the outputs of an execution's
              *     steps at most 1,048,576 bytes together (see `AutomationStep`).
              */
@@ -6248,6 +6433,9 @@ export interface components {
          *     - `AUDIT_TARGET_KIND_USER`: a user (`UserService`); `id` is the user id.
          *     - `AUDIT_TARGET_KIND_CREDENTIAL`: an API credential (`CredentialService`); `id` is the credential id.
          *     - `AUDIT_TARGET_KIND_AUTOMATION`: an automation (`AutomationService`); `id` is the automation id.
+         *     - `AUDIT_TARGET_KIND_NOTIFICATION_SECRET`: an automation's notification signing secret (its
+         *       `notify` steps'), rotated; `id` is the automation id. Recorded as `{ "rotated": true }`, never
+         *       the secret.
          *     - `AUDIT_TARGET_KIND_AUTOMATION_EXECUTION`: an execution a rerun made
          *       (`AutomationExecutionService.Redrive`, `WebhookEventService.Replay`); `id` is the new
          *       execution's id, and `after` the execution as it was recorded.
@@ -10597,7 +10785,8 @@ export interface operations {
                      *         "updatedAt": "2026-11-20T09:00:00Z",
                      *         "lastExecutedAt": null
                      *       },
-                     *       "webhookSecret": "5cVsXKsTVjuSV1J6mkCfF2zRMue9A9EujDAX4lnmqoc"
+                     *       "webhookSecret": "5cVsXKsTVjuSV1J6mkCfF2zRMue9A9EujDAX4lnmqoc",
+                     *       "notificationSecret": null
                      *     }
                      */
                     "application/json": components["schemas"]["AutomationServiceCreateAutomationResponse"];
@@ -10850,7 +11039,8 @@ export interface operations {
                      *         "updatedAt": "2026-11-20T09:05:00Z",
                      *         "lastExecutedAt": null
                      *       },
-                     *       "webhookSecret": null
+                     *       "webhookSecret": null,
+                     *       "notificationSecret": null
                      *     }
                      */
                     "application/json": components["schemas"]["AutomationServiceUpdateAutomationResponse"];
@@ -11067,6 +11257,149 @@ export interface operations {
                      *     }
                      */
                     "application/json": components["schemas"]["AutomationServiceRotateWebhookSecretResponse"];
+                };
+            };
+            /** @description The request breaks the contract or a rule of this operation; `details` names the fields at fault. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Status"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            /** @description A resource the request names does not exist. */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Status"];
+                };
+            };
+            409: components["responses"]["IdempotencyKeyInUse"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["IdempotencyKeyReused"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    "svc.api.automations.v1.AutomationService.RotateNotificationSecret": {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Makes the request safe to retry: a unique value the client generates for one intended
+                 *     operation (a UUID v4 is a good choice), 1 to 255 printable ASCII characters. Sent again with
+                 *     the same request (same operation, path, query and JSON body; key order and whitespace do not
+                 *     matter) within 24 hours, it answers the first answer again (the same status and body,
+                 *     including a secret shown once, such as `clientSecret` or `webhookSecret`) with the header
+                 *     `Idempotent-Replayed: true`, and nothing is done a second time. A replayed error names the
+                 *     first request in its `RequestInfo`; `X-Request-Id` is the new request's.
+                 *
+                 *     - Keys belong to the calling user: two users never see each other's answers, and the
+                 *       credentials of one user share their keys, not their answers. A kept answer is replayed only
+                 *       to a caller that may make the request now: its role, its credential's apps and whose
+                 *       resource it names are checked again first, and a caller that may not make it gets the
+                 *       refusal it would get without the key (for example 403 `APP_NOT_ALLOWED`, or 404 for another
+                 *       app's spend authorization), never the kept answer.
+                 *     - The first answer is kept when the operation ran, whether it succeeded or failed with a 4xx
+                 *       (for example 409 for an email address in use): to try a changed request, use a new key.
+                 *       Nothing is kept for a refusal that depends on who asks (401, 403, and 404, which does not
+                 *       tell a resource that does not exist from one the caller may not see), for a 400 refusing a
+                 *       request that breaks the contract, or for a 500: such a request may be sent again with the
+                 *       same key, changed or not.
+                 *     - The same key with a different request is 422 with reason `IDEMPOTENCY_KEY_REUSED`, and
+                 *       nothing is done.
+                 *     - While a request with the key is still being processed, another one with it is 409 with
+                 *       reason `IDEMPOTENCY_KEY_IN_USE` and `Retry-After`; nothing is done for it. On the spend
+                 *       operations (Capture, Release, Reverse) it is not turned away: it runs, only the first to
+                 *       commit counts, and the others are answered its answer (`Idempotent-Replayed: true`) with
+                 *       nothing done for them; there 409 `IDEMPOTENCY_KEY_IN_USE` is left for a key held by a
+                 *       request still running on an instance of an earlier release.
+                 *     - After 24 hours the key may be used again, as if it were new.
+                 *
+                 *     A key that is empty, longer than 255 characters or not printable ASCII is 400 naming the
+                 *     header. Without the header the request is processed as it comes, every time.
+                 * @example 5f1d7c2e-8a4b-4c3d-9e2f-0a1b2c3d4e5f
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /**
+                 * @description The id of the automation (server-generated, as `Automation.id`).
+                 * @example aut_5Xn2Bq8Rk4Lm7Pz1
+                 */
+                id: components["parameters"]["AutomationId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /** @example {} */
+                "application/json": components["schemas"]["AutomationServiceRotateNotificationSecretRequest"];
+            };
+        };
+        responses: {
+            /** @description The automation and its new notification secret, shown once. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "automation": {
+                     *         "id": "aut_5Xn2Bq8Rk4Lm7Pz1",
+                     *         "displayName": "Tell the limits channel when a card is lost",
+                     *         "description": "When the card system reports a lost card, notify the limits channel.",
+                     *         "isDraft": false,
+                     *         "enabled": true,
+                     *         "triggers": [
+                     *           {
+                     *             "webhook": {
+                     *               "hmac": {},
+                     *               "jwt": null,
+                     *               "allowedSourceCidrs": [
+                     *                 "203.0.113.0/24"
+                     *               ],
+                     *               "listenerId": "wh_7Hq2Lr9sVx3mNc8K",
+                     *               "url": "http://localhost:8080/api/v1/webhooks/incoming/wh_7Hq2Lr9sVx3mNc8K"
+                     *             }
+                     *           }
+                     *         ],
+                     *         "automationSteps": [
+                     *           {
+                     *             "stepName": "tell",
+                     *             "skipIfTrueCel": "ctx.trigger.event != \"card.lost\"",
+                     *             "evaluateExpressions": null,
+                     *             "suspendAppLimit": null,
+                     *             "unsuspendAppLimit": null,
+                     *             "setAppLimitExtension": null,
+                     *             "notify": {
+                     *               "url": "https://hooks.example.com/limits",
+                     *               "bodyCel": "{\"type\": \"card.lost\", \"userId\": ctx.trigger.userId}"
+                     *             }
+                     *           }
+                     *         ],
+                     *         "createdAt": "2026-11-20T09:00:00Z",
+                     *         "updatedAt": "2026-11-20T11:00:00Z",
+                     *         "lastExecutedAt": "2026-11-20T09:30:00Z"
+                     *       },
+                     *       "notificationSecret": "whsec_jQO/WSDLMvWe4K13QVHYwH6mMKjpx4XbR6Fub8E4j0U="
+                     *     }
+                     */
+                    "application/json": components["schemas"]["AutomationServiceRotateNotificationSecretResponse"];
                 };
             };
             /** @description The request breaks the contract or a rule of this operation; `details` names the fields at fault. */

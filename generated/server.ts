@@ -72,6 +72,8 @@ export interface AutomationServiceHandlers<Ctx> {
   GetAutomation: Handler<"svc.api.automations.v1.AutomationService.GetAutomation", Ctx>;
   /** GET /api/v1/automations */
   ListAutomations: Handler<"svc.api.automations.v1.AutomationService.ListAutomations", Ctx>;
+  /** POST /api/v1/automations/{id}/notification-secret */
+  RotateNotificationSecret: Handler<"svc.api.automations.v1.AutomationService.RotateNotificationSecret", Ctx>;
   /** POST /api/v1/automations/{id}/webhook-secret */
   RotateWebhookSecret: Handler<"svc.api.automations.v1.AutomationService.RotateWebhookSecret", Ctx>;
   /** POST /api/v1/automations/{id} */
@@ -213,6 +215,7 @@ export const operationRoutes = [
   { operationId: "svc.api.automations.v1.AutomationService.DeleteAutomation", service: "AutomationService", method: "delete", path: "/api/v1/automations/{id}", secured: true, raw: false, maxBodyBytes: null, idempotencyKey: null },
   { operationId: "svc.api.automations.v1.AutomationService.GetAutomation", service: "AutomationService", method: "get", path: "/api/v1/automations/{id}", secured: true, raw: false, maxBodyBytes: null, idempotencyKey: null },
   { operationId: "svc.api.automations.v1.AutomationService.ListAutomations", service: "AutomationService", method: "get", path: "/api/v1/automations", secured: true, raw: false, maxBodyBytes: null, idempotencyKey: null },
+  { operationId: "svc.api.automations.v1.AutomationService.RotateNotificationSecret", service: "AutomationService", method: "post", path: "/api/v1/automations/{id}/notification-secret", secured: true, raw: false, maxBodyBytes: null, idempotencyKey: "optional" },
   { operationId: "svc.api.automations.v1.AutomationService.RotateWebhookSecret", service: "AutomationService", method: "post", path: "/api/v1/automations/{id}/webhook-secret", secured: true, raw: false, maxBodyBytes: null, idempotencyKey: "optional" },
   { operationId: "svc.api.automations.v1.AutomationService.UpdateAutomation", service: "AutomationService", method: "post", path: "/api/v1/automations/{id}", secured: true, raw: false, maxBodyBytes: null, idempotencyKey: null },
   { operationId: "svc.api.automations.v1.WebhookEventService.ListWebhookEvents", service: "WebhookEventService", method: "get", path: "/api/v1/automations/{id}/webhook-events", secured: true, raw: false, maxBodyBytes: null, idempotencyKey: null },

@@ -31,6 +31,12 @@ export interface Config {
   webhookSecretGraceSeconds: number;
   /** JWKS_ALLOW_INSECURE=1: allow http: and loopback/private JWKS addresses (development, tests). */
   jwksAllowInsecure: boolean;
+  /**
+   * NOTIFICATION_ALLOW_INSECURE=1: allow http: and loopback/private addresses for the `notify` steps
+   * of automations (development, tests). A flag of its own: a development JWKS on localhost does
+   * not open the automations' notifications to the internal network.
+   */
+  notificationAllowInsecure: boolean;
   /** TRUST_PROXY: CIDRs of proxies whose X-Forwarded-For is honoured; empty trusts none. */
   trustProxy: string[];
   /** RATE_LIMIT_SOURCE, _CREDENTIAL, _LISTENER, _LISTENER_FAILURES (each null when off; all null with RATE_LIMIT=off). */
@@ -380,6 +386,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     migrateAtStart: flag(env, "MIGRATE_AT_START", true),
     webhookSecretGraceSeconds: integer(env, "WEBHOOK_SECRET_GRACE_SECONDS", 86_400, 0, 30 * 86_400),
     jwksAllowInsecure: flag(env, "JWKS_ALLOW_INSECURE"),
+    notificationAllowInsecure: flag(env, "NOTIFICATION_ALLOW_INSECURE"),
     trustProxy: trustProxy(env.TRUST_PROXY),
     rateLimits: rateLimits(env),
     heapGrowthPercent: integer(env, "HEAP_GROWTH_PERCENT", DEFAULT_HEAP_GROWTH_PERCENT, 0, 300),

@@ -39,6 +39,8 @@ import { ExecutionReruns } from "./automations/reruns.js";
 import { ExecutionRetention, RETENTION_PACE, type RetentionPace } from "./automations/execution-retention.js";
 import { Executions } from "./automations/executions.js";
 import { FundTriggers } from "./automations/fund-triggers.js";
+import { NotificationSecrets } from "./automations/notification-secrets.js";
+import { deliveryTotalMs, DELIVERY_DEFAULTS, Notifier, type DeliveryBounds } from "./automations/notify.js";
 import { ExecutionRunner } from "./automations/runner.js";
 import { Worker, WORKER_DEFAULTS } from "./automations/worker.js";
 import { Metrics } from "./metrics/metrics.js";
@@ -55,6 +57,7 @@ import { WebhookEvents } from "./webhooks/events.js";
 import { WebhookIntake } from "./webhooks/intake.js";
 import { JwksCache } from "./webhooks/jwks-cache.js";
 import type { FetchJwksOptions } from "./webhooks/jwks-fetch.js";
+import type { OutboundOptions } from "./webhooks/outbound-request.js";
 import { Listeners } from "./webhooks/listeners.js";
 import { SecretBox } from "./webhooks/secret-box.js";
 import { sharedKey } from "./storage/settings.js";
@@ -81,6 +84,8 @@ export interface ServerOptions {
   logger?: Logger;
   /** How JWKS are fetched, beyond the configuration (tests: a DNS resolver, a CA, a stand-in public host). */
   jwksFetch?: Omit<FetchJwksOptions, "allowInsecure">;
+  /** How `notify` steps call out, beyond the configuration (tests: a DNS resolver, a CA, shorter bounds). */
+  notifications?: Omit<OutboundOptions, "allowInsecure"> & { bounds?: Partial<DeliveryBounds> };
   /** How often the cached principals' version is polled (tests: rarely, to single out this instance's own invalidation). */
   principalsPoll?: PollTiming;
   /** The same for the kept fund policy. */
@@ -171,11 +176,23 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const listenerChanges = new ChangeWatch(storage, "listeners", logger, options.listenersPoll);
   await listenerChanges.start();
   const listeners = new Listeners(storage, clock, new SecretBox(secretsKey), config.webhookSecretGraceSeconds, listenerChanges);
-  const automations = new Automations(storage, clock, listeners, policy, pageTokens, { baseUrl: config.baseUrl, allowInsecureJwks: config.jwksAllowInsecure }, fundTriggers);
+  const notificationSecrets = new NotificationSecrets(clock, new SecretBox(secretsKey), config.webhookSecretGraceSeconds);
+  const automations = new Automations(storage, clock, listeners, policy, pageTokens, notificationSecrets, {
+    baseUrl: config.baseUrl,
+    allowInsecureJwks: config.jwksAllowInsecure,
+    allowInsecureNotifications: config.notificationAllowInsecure,
+  }, fundTriggers);
+  const { bounds, ...notificationFetch } = options.notifications ?? {};
+  const notifier = new Notifier(clock, {
+    ...notificationFetch,
+    allowInsecure: config.notificationAllowInsecure,
+    // Well within the lease: a run that retries a notification keeps its execution.
+    bounds: { ...DELIVERY_DEFAULTS, ...bounds, totalMs: deliveryTotalMs(config.executionLeaseSeconds * 1000, bounds?.totalMs) },
+  });
   const executions = new Executions(storage, pageTokens);
   const events = new WebhookEvents(storage, clock, pageTokens);
   const worker = new Worker(
-    { storage, clock, events, logger, runner: new ExecutionRunner({ storage, clock, limits, logger, observer: metrics?.executions, fundTriggers }) },
+    { storage, clock, events, logger, runner: new ExecutionRunner({ storage, clock, limits, logger, notifier, notificationSecrets, observer: metrics?.executions, fundTriggers }) },
     { ...WORKER_DEFAULTS, leaseMs: config.executionLeaseSeconds * 1000, stuckMs: options.workerStuckMs ?? config.executionLeaseSeconds * 1000 },
   );
   fundTriggers.attach(worker);

@@ -5,7 +5,9 @@ import type { components } from "../../generated/api.js";
 import { invalidField } from "../core/errors.js";
 import { isPathId } from "../core/ids.js";
 import { parseSpendLimit } from "../funds/spend-limit.js";
+import type { OutboundAddressPolicy } from "../webhooks/for-automations.js";
 import { checkExpression, type CompiledExpression, type ExpectedResult } from "./cel.js";
+import { checkNotificationUrl } from "./notify.js";
 
 export type AutomationStep = components["schemas"]["AutomationStep"];
 
@@ -30,9 +32,17 @@ export interface CheckedExpression {
   compiled: CompiledExpression;
 }
 
+/** What the steps are checked against besides themselves. */
+export interface StepRules {
+  /** The fund's currency, of the limits steps set. */
+  currencyCode: string;
+  /** The addresses a `notify` step's URL may name (its host, when an IP literal). */
+  notifications: OutboundAddressPolicy;
+}
+
 /** Checks steps as a save does, stopping at the first problem (the save's 400). Returns the normalized steps. */
-export function checkSteps(steps: readonly AutomationStep[], currencyCode: string, path = "automation.automationSteps"): AutomationStep[] {
-  return walkSteps(steps, currencyCode, path, (check) => check());
+export function checkSteps(steps: readonly AutomationStep[], rules: StepRules, path = "automation.automationSteps"): AutomationStep[] {
+  return walkSteps(steps, rules, path, (check) => check());
 }
 
 /**
@@ -41,7 +51,7 @@ export function checkSteps(steps: readonly AutomationStep[], currencyCode: strin
  */
 export function walkSteps(
   steps: readonly AutomationStep[],
-  currencyCode: string,
+  rules: StepRules,
   path: string,
   guard: Guard,
   onExpression?: (expression: CheckedExpression) => void,
@@ -86,9 +96,15 @@ export function walkSteps(
       cel("setAppLimitExtension.expiresAtCel", s.expiresAtCel, "timestamp");
       cel("setAppLimitExtension.reasonCel", s.reasonCel);
       guard(() => {
-        const limit = parseSpendLimit(s.limit, "extension", currencyCode, `${at}.setAppLimitExtension.limit`);
+        const limit = parseSpendLimit(s.limit, "extension", rules.currencyCode, `${at}.setAppLimitExtension.limit`);
         normalized = { ...step, setAppLimitExtension: { ...s, limit } } as AutomationStep;
       });
+    } else if ("notify" in step && step.notify) {
+      const s = step.notify;
+      guard(() => {
+        normalized = { ...step, notify: { ...s, url: checkNotificationUrl(s.url, `${at}.notify.url`, rules.notifications) } } as AutomationStep;
+      });
+      cel("notify.bodyCel", s.bodyCel, "any");
     }
     names.push(step.stepName);
     return normalized;

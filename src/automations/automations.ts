@@ -4,7 +4,7 @@ import type { ExpressionBuilder } from "kysely";
 import type { components } from "../../generated/api.js";
 import type { Clock } from "../core/clock.js";
 import { recordAudit } from "../audit/audit-record.js";
-import { automationTarget, ROTATED, webhookSecretTarget } from "../audit/change.js";
+import { automationTarget, notificationSecretTarget, ROTATED, webhookSecretTarget } from "../audit/change.js";
 import type { Origin } from "../core/origin.js";
 import { invalidArgument, invalidField, notFound } from "../core/errors.js";
 import { base62 } from "../core/ids.js";
@@ -14,8 +14,9 @@ import type { Storage } from "../storage/connect.js";
 import type { AutomationsTable, Database } from "../storage/schema.js";
 import { writeTransaction, type BeforeCommit, type Db } from "../storage/transactions.js";
 import { checkTrigger, listenerUrl, type Listener, type Listeners } from "../webhooks/for-automations.js";
-import { checkSteps, type AutomationStep } from "./automation-input.js";
+import { checkSteps, type AutomationStep, type StepRules } from "./automation-input.js";
 import { checkFundTrigger, fundTriggerView, type FundTriggers, type StoredFundTrigger } from "./fund-triggers.js";
+import type { NotificationSecrets } from "./notification-secrets.js";
 import { checkStepsReport, type StepCheckReport } from "./step-check.js";
 import { stepView, webhookTriggerView } from "./views.js";
 
@@ -26,6 +27,16 @@ export interface Saved {
   automation: Automation;
   /** The HMAC secret this save created, to be shown once; null when it created none. */
   webhookSecret: string | null;
+  /** The notification signing secret this save created (its first with a `notify` step), to be shown once; null when it created none. */
+  notificationSecret: string | null;
+}
+
+/** Whether any of the steps is a `notify` step (its automation then needs a signing secret). */
+const notifies = (steps: readonly AutomationStep[]) => steps.some((s) => "notify" in s && s.notify);
+
+export interface Rotated {
+  automation: Automation;
+  notificationSecret: string;
 }
 
 const MASK_FIELDS = ["displayName", "description", "isDraft", "enabled", "triggers", "automationSteps"] as const;
@@ -53,9 +64,14 @@ export class Automations {
     private readonly listeners: Listeners,
     private readonly policy: FundPolicies,
     private readonly pageTokens: PageTokens,
-    private readonly options: { baseUrl: string; allowInsecureJwks: boolean },
+    private readonly notificationSecrets: NotificationSecrets,
+    private readonly options: { baseUrl: string; allowInsecureJwks: boolean; allowInsecureNotifications: boolean },
     private readonly fundTriggers?: FundTriggers,
   ) {}
+
+  private async rules(): Promise<StepRules> {
+    return { currencyCode: await this.policy.currency(), notifications: { allowInsecure: this.options.allowInsecureNotifications } };
+  }
 
   private view(row: AutomationRow, listener: Listener | undefined): Automation {
     const triggers: Automation["triggers"] = listener
@@ -88,8 +104,7 @@ export class Automations {
   }
 
   async create(input: AutomationInput, beforeCommit?: BeforeCommit<Saved>, origin?: Origin): Promise<Saved> {
-    const currency = await this.policy.currency();
-    const steps = checkSteps(input.automationSteps ?? [], currency);
+    const steps = checkSteps(input.automationSteps ?? [], await this.rules());
     const trigger = checkTrigger(input.triggers ?? [], this.options.allowInsecureJwks);
     const fundTrigger = checkFundTrigger(input.triggers ?? []);
     const now = new Date(this.clock.now()).toISOString();
@@ -111,7 +126,8 @@ export class Automations {
         })
         .execute();
       const webhookSecret = await this.listeners.save(db, id, trigger);
-      const saved = { automation: await this.load(db, id), webhookSecret: webhookSecret ?? null };
+      const notificationSecret = notifies(steps) ? await this.notificationSecrets.ensure(db, id) : null;
+      const saved = { automation: await this.load(db, id), webhookSecret: webhookSecret ?? null, notificationSecret };
       await recordAudit(db, origin, Date.parse(now), { operationId: "svc.api.automations.v1.AutomationService.CreateAutomation", target: automationTarget(id), before: null, after: saved.automation });
       await beforeCommit?.(db, saved);
       return saved;
@@ -122,13 +138,12 @@ export class Automations {
 
   /** Checks steps as `create` and `update` would, and evaluates them against a sample payload; saves nothing. */
   async checkSteps(steps: readonly AutomationStep[], sample: { value: unknown } | undefined): Promise<StepCheckReport> {
-    return checkStepsReport(steps, await this.policy.currency(), sample);
+    return checkStepsReport(steps, await this.rules(), sample);
   }
 
   async update(id: string, input: AutomationInput, updateMask: string, origin?: Origin): Promise<Saved> {
     const mask = parseMask(updateMask);
-    const currency = await this.policy.currency();
-    const steps = mask.has("automationSteps") ? checkSteps(input.automationSteps ?? [], currency) : undefined;
+    const steps = mask.has("automationSteps") ? checkSteps(input.automationSteps ?? [], await this.rules()) : undefined;
     const trigger = mask.has("triggers") ? checkTrigger(input.triggers ?? [], this.options.allowInsecureJwks) : undefined;
     const fundTrigger = mask.has("triggers") ? checkFundTrigger(input.triggers ?? []) : undefined;
     for (const flag of ["isDraft", "enabled"] as const) {
@@ -153,9 +168,10 @@ export class Automations {
         .where("id", "=", id)
         .execute();
       const webhookSecret = trigger !== undefined ? await this.listeners.save(db, id, trigger) : undefined;
+      const notificationSecret = steps && notifies(steps) ? await this.notificationSecrets.ensure(db, id) : null;
       const automation = await this.load(db, id);
       await recordAudit(db, origin, at, { operationId: "svc.api.automations.v1.AutomationService.UpdateAutomation", target: automationTarget(id), before, after: automation });
-      return { automation, webhookSecret: webhookSecret ?? null };
+      return { automation, webhookSecret: webhookSecret ?? null, notificationSecret };
     }, { origin });
     this.listeners.changedHere();
     this.fundTriggers?.changedHere();
@@ -169,6 +185,7 @@ export class Automations {
       await this.listeners.recordChange(db);
       await this.fundTriggers?.recordChange(db);
       await this.listeners.save(db, id, null);
+      await this.notificationSecrets.remove(db, id);
       await db.deleteFrom("webhook_events").where("automation_id", "=", id).execute();
       await db.deleteFrom("fund_threshold_firings").where("automation_id", "=", id).execute();
       await db.deleteFrom("automations").where("id", "=", id).execute();
@@ -177,7 +194,18 @@ export class Automations {
     this.fundTriggers?.changedHere();
   }
 
-  async rotateSecret(id: string, beforeCommit?: BeforeCommit<Saved & { webhookSecret: string }>, origin?: Origin): Promise<Saved & { webhookSecret: string }> {
+  /** A new notification signing secret (the automation's first, if it had none); the replaced one keeps signing for the grace period. */
+  async rotateNotificationSecret(id: string, beforeCommit?: BeforeCommit<Rotated>, origin?: Origin): Promise<Rotated> {
+    return writeTransaction(this.storage, { exclusive: [lockKey(id)] }, async (db) => {
+      const automation = await this.load(db, id);
+      const result = { automation, notificationSecret: await this.notificationSecrets.rotate(db, id) };
+      await recordAudit(db, origin, this.clock.now(), { operationId: "svc.api.automations.v1.AutomationService.RotateNotificationSecret", target: notificationSecretTarget(id), before: null, after: ROTATED });
+      await beforeCommit?.(db, result);
+      return result;
+    }, { origin });
+  }
+
+  async rotateSecret(id: string, beforeCommit?: BeforeCommit<{ automation: Automation; webhookSecret: string }>, origin?: Origin): Promise<{ automation: Automation; webhookSecret: string }> {
     const rotated = await writeTransaction(this.storage, { exclusive: [lockKey(id)] }, async (db) => {
       const automation = await this.load(db, id);
       const listener = await this.listeners.forAutomation(db, id);

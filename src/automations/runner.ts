@@ -1,6 +1,8 @@
 // Runs one claimed execution: its steps in order, each with `ctx.trigger` and the outputs of the
 // steps before it. A step's result is stored in the same transaction as its effect, so a run that
 // is retried after a crash resumes at the first step without a result and no effect happens twice.
+// The exception is a `notify` step, a call out that no transaction can hold: a crash between its
+// delivery and its saved result sends it again, with the same `webhook-id` (notify.ts).
 // A step the database failed under (unavailable for the moment), or whose execution's lease passed
 // to another run, is not recorded as an error: the run stops, and the execution is run again
 // (worker.ts) from the results the database kept.
@@ -21,6 +23,8 @@ import { checkComputedId, type AutomationStep } from "./automation-input.js";
 import { CelEvaluationError, checkExpression, evaluateBoolean, evaluateJson, evaluateString, evaluateTimestamp, setOwn, type CelContext, type CompiledExpression, type ExpectedResult } from "./cel.js";
 import { ExecutionState, StepState, type StepResult } from "./executions.js";
 import type { FundTriggers } from "./fund-triggers.js";
+import type { NotificationSecrets } from "./notification-secrets.js";
+import { notificationBody, type Notifier } from "./notify.js";
 import { OutputBudget } from "./resource-budget.js";
 import type { RunObserver } from "./run-observer.js";
 
@@ -28,7 +32,7 @@ const CHECKED_CACHE_SIZE = 2_000;
 
 export class ExecutionRunner {
   constructor(
-    private readonly deps: { storage: Storage; clock: Clock; limits: SubjectAppLimits; logger: Logger; observer?: RunObserver; fundTriggers?: FundTriggers },
+    private readonly deps: { storage: Storage; clock: Clock; limits: SubjectAppLimits; logger: Logger; notifier: Notifier; notificationSecrets: NotificationSecrets; observer?: RunObserver; fundTriggers?: FundTriggers },
   ) {}
 
   /** Expressions as checked when their automation was saved; checked once more per process, not per run. */
@@ -99,6 +103,15 @@ export class ExecutionRunner {
           outputs.end();
           results[i] = { ...result, state: StepState.DONE, output: Object.fromEntries(entries) };
           await persist(final);
+        } else if ("notify" in step && step.notify) {
+          // A call out, not a write: no transaction is held while it waits. Its output (the attempts)
+          // is kept whether it was delivered or not.
+          const body = notificationBody(evaluateJson(cel("notify.bodyCel", step.notify.bodyCel, "any"), ctx), `automationSteps[${i}].notify.bodyCel`);
+          const { delivery, failure } = await this.notify(execution, step.stepName, step.notify.url, body);
+          outputs.addOutput(step.stepName, { ...delivery });
+          results[i] = failure === undefined ? { ...result, state: StepState.DONE, output: delivery } : { ...result, state: StepState.ERROR, output: delivery, error: failure };
+          if (failure !== undefined) return end(ExecutionState.ERROR);
+          await persist(final);
         } else {
           // The fund events the effect causes are the execution's (one deeper), woken for once it committed.
           let caused: (() => void) | undefined;
@@ -123,6 +136,18 @@ export class ExecutionRunner {
       }
     }
     return ExecutionState.DONE;
+  }
+
+  /**
+   * Sends a `notify` step's notification, signed with the automation's secrets. Its `webhook-id` is
+   * the execution's id and the step's name: the same for every attempt, and for a run resumed after a
+   * crash, so that a receiver can drop a repeat.
+   */
+  private async notify(execution: AutomationExecutionsTable, stepName: string, url: string, body: string) {
+    const webhookId = `${execution.id}_${stepName}`;
+    const secrets = await this.deps.notificationSecrets.signing(this.deps.storage.db, execution.automation_id);
+    if (secrets.length === 0) return { delivery: { webhookId, delivered: false, attempts: [] }, failure: "notification not sent: the automation has no notification secret (RotateNotificationSecret makes one)" };
+    return this.deps.notifier.deliver(url, body, webhookId, secrets);
   }
 
   /** A step's effect, through the same funds code as the API, in the step's transaction; its answer is the step's output. */

@@ -9,9 +9,10 @@
 // execution's size, so a report never holds more than twice that in values.
 import { ApiError, invalidField } from "../core/errors.js";
 import { parseReason } from "../funds/guards.js";
-import { checkComputedId, walkSteps, type AutomationStep, type CheckedExpression } from "./automation-input.js";
+import { checkComputedId, walkSteps, type AutomationStep, type CheckedExpression, type StepRules } from "./automation-input.js";
 import { CelEvaluationError, evaluateBoolean, evaluateJson, evaluateString, evaluateTimestamp, setOwn, type CelContext, type JsonValue } from "./cel.js";
 import { jsonSize } from "./json-size.js";
+import { notificationBody } from "./notify.js";
 import { MAX_EXECUTION_OUTPUT_BYTES, OutputBudget } from "./resource-budget.js";
 
 /** Largest sample payload, as the webhook intake's body limit. */
@@ -62,8 +63,11 @@ function evaluateField(expression: CheckedExpression, ctx: CelContext): JsonValu
       if (ID_FIELD.test(field)) return checkComputedId(compiled.path, value);
       return REASON_FIELD.test(field) ? (parseReason(value, compiled.path) ?? null) : value;
     }
-    default:
-      return evaluateJson(compiled, ctx);
+    default: {
+      const value = evaluateJson(compiled, ctx);
+      if (field === "notify.bodyCel") notificationBody(value, compiled.path); // the run's bound on the body
+      return value;
+    }
   }
 }
 
@@ -85,7 +89,7 @@ class ShownValues {
  * Checks `steps` (paths start at `path`, as in the request) and, when `sample` is given, evaluates
  * them against `sample.value` as `ctx.trigger`. Throws a 400 only for a sample payload over the limit.
  */
-export function checkStepsReport(steps: readonly AutomationStep[], currencyCode: string, sample: { value: unknown } | undefined, path = "automationSteps"): StepCheckReport {
+export function checkStepsReport(steps: readonly AutomationStep[], rules: StepRules, sample: { value: unknown } | undefined, path = "automationSteps"): StepCheckReport {
   if (sample && Buffer.byteLength(JSON.stringify(sample.value) ?? "", "utf8") > MAX_SAMPLE_PAYLOAD_BYTES) {
     throw invalidField("samplePayload", `larger than ${MAX_SAMPLE_PAYLOAD_BYTES} bytes as JSON`);
   }
@@ -93,7 +97,7 @@ export function checkStepsReport(steps: readonly AutomationStep[], currencyCode:
   const checked: CheckedExpression[] = [];
   walkSteps(
     steps,
-    currencyCode,
+    rules,
     path,
     (check) => {
       try {

@@ -18,6 +18,8 @@ export function stepView(step: AutomationStep): AutomationStep {
     return { ...common, suspendAppLimit: { userIdCel: s.userIdCel, appIdCel: s.appIdCel, reasonCel: s.reasonCel ?? "" } };
   }
   if (step.unsuspendAppLimit) return { ...common, unsuspendAppLimit: step.unsuspendAppLimit };
+  // The arms of the first four kinds have no `notify` field: only this one carries it.
+  if ("notify" in step && step.notify) return { ...common, notify: { url: step.notify.url, bodyCel: step.notify.bodyCel } };
   const s = step.setAppLimitExtension!;
   return {
     ...common,

@@ -73,6 +73,7 @@ export const ALLOWED_ROLES: Record<Exclude<OperationId, Unsecured>, readonly Rol
   "svc.api.automations.v1.AutomationService.DeleteAutomation": SUPER,
   "svc.api.automations.v1.AutomationService.ListAutomations": SUPER,
   "svc.api.automations.v1.AutomationService.RotateWebhookSecret": SUPER,
+  "svc.api.automations.v1.AutomationService.RotateNotificationSecret": SUPER,
   "svc.api.automations.v1.AutomationService.CheckAutomationSteps": SUPER,
   "svc.api.automations.v1.AutomationExecutionService.ListAutomationExecutions": SUPER,
   "svc.api.automations.v1.AutomationExecutionService.GetAutomationExecution": SUPER,

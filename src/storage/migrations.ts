@@ -1109,6 +1109,25 @@ const m0025 = (text: TextType, dialect: "sqlite" | "postgres"): Migration => ({
   },
 });
 
+/**
+ * The signing secrets of automations' `notify` steps (src/automations/notification-secrets.ts), sealed
+ * with SECRETS_KEY and bound to their automation: the current one (expires_at null) and the one a
+ * rotation replaced, which keeps signing beside it until expires_at.
+ */
+const m0024 = (text: TextType): Migration => ({
+  async up(db: Kysely<any>) {
+    await db.schema
+      .createTable("notification_secrets")
+      .addColumn("id", text, (c) => c.primaryKey())
+      .addColumn("automation_id", text, (c) => c.notNull())
+      .addColumn("sealed", text, (c) => c.notNull())
+      .addColumn("created_at", text, (c) => c.notNull())
+      .addColumn("expires_at", text)
+      .execute();
+    await db.schema.createIndex("notification_secrets_by_automation").on("notification_secrets").columns(["automation_id", "created_at"]).execute();
+  },
+});
+
 /** Whether an instance of the release before the one that adds a migration keeps working on a database it was applied to. */
 interface EarlierRelease {
   sqlite: boolean;
@@ -1152,6 +1171,9 @@ export interface MigrationStep {
  * - 0023: two nullable columns and two partial indexes it does not know of; the rows it inserts
  *   leave both null (started by their trigger, which they are): it runs. It shows a redrive or a
  *   replay as any execution.
+ * - 0024: a table it does not know of: it runs. (An automation saved with a `notify` step by the
+ *   later release is a step kind it does not know: it cannot show or run that automation, which it
+ *   could not have made; its other automations are unaffected.)
  * - 0025: a table it does not know of: it runs (its changes are not audited).
  */
 export function migrationSteps(dialect: "sqlite" | "postgres"): MigrationStep[] {
@@ -1180,6 +1202,7 @@ export function migrationSteps(dialect: "sqlite" | "postgres"): MigrationStep[] 
     ["0021_execution_trace_context", m0021(text), RUNS],
     ["0022_fund_event_triggers", m0022(text), RUNS],
     ["0023_execution_reruns", m0023(text), RUNS],
+    ["0024_notification_secrets", m0024(text), RUNS],
     ["0025_audit_events", m0025(text, dialect), RUNS],
   ];
   return steps.map(([name, migration, earlier]) => ({ name, migration, earlierReleaseRuns: earlier[dialect] }));

@@ -84,6 +84,7 @@ export interface Database {
   automations: AutomationsTable;
   webhook_listeners: WebhookListenersTable;
   webhook_secrets: WebhookSecretsTable;
+  notification_secrets: NotificationSecretsTable;
   webhook_events: WebhookEventsTable;
   automation_executions: AutomationExecutionsTable;
   token_failures: TokenFailuresTable;
@@ -254,6 +255,16 @@ export interface WebhookSecretsTable {
   sealed: string;
   created_at: string;
   /** Null for the current secret; a rotated-out secret stays valid until then. */
+  expires_at: string | null;
+}
+
+export interface NotificationSecretsTable {
+  id: string;
+  automation_id: string;
+  /** AES-256-GCM sealed `whsec_...` secret (bound to its automation), never the plain secret. */
+  sealed: string;
+  created_at: string;
+  /** Null for the current secret; a rotated-out secret keeps signing until then. */
   expires_at: string | null;
 }
 

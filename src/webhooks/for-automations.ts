@@ -2,7 +2,12 @@
 // it; nothing in webhooks/ imports automations/): an automation's webhook trigger is checked and kept
 // as its listener, with the listener's secrets; the worker sweeps the event records; and the intake
 // hands each event it accepts to the automations through ExecutionHandOff, which they implement.
+// The automations' `notify` steps call out through the webhooks' guarded outbound request (the
+// JWKS fetch's), and seal their signing secrets with the webhooks' SecretBox.
 export type { WebhookEvents } from "./events.js";
 export type { ExecutionHandOff } from "./intake.js";
 export { listenerUrl, type Listener, type Listeners } from "./listeners.js";
 export { checkTrigger } from "./trigger.js";
+export type { SecretBox } from "./secret-box.js";
+export type { OutboundAddressPolicy } from "./outbound-address.js";
+export { OutboundError, guardedRequest, parseOutboundUrl, type OutboundOptions, type OutboundSubject } from "./outbound-request.js";

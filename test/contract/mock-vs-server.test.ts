@@ -149,6 +149,11 @@ const CASES: Record<string, () => Case> = {
       },
     }),
   }),
+  "notify step URL that is not https": () => ({
+    method: "POST",
+    target: "/api/v1/automations",
+    ...json({ automation: { displayName: "Plain", isDraft: true, automationSteps: [{ stepName: "tell", notify: { url: "http://hooks.example.com/x", bodyCel: "{}" } }] } }),
+  }),
   "unknown route": () => ({ method: "GET", target: "/api/v1/nothing-here", headers: admin() }),
   "wrong method": () => ({ method: "PUT", target: "/api/v1/users", headers: admin() }),
   "missing bearer token": () => ({ method: "GET", target: "/api/v1/funds/policy" }),

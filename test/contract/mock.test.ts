@@ -184,6 +184,9 @@ describe("the mock answers every operation with data valid against the contract"
     ok("svc.api.automations.v1.AutomationService.ListAutomations", await api.GET("/api/v1/automations", {}));
     const rotated = ok("svc.api.automations.v1.AutomationService.RotateWebhookSecret", await api.POST("/api/v1/automations/{id}/webhook-secret", { ...id, body: {} }));
     expect(rotated.webhookSecret).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    const notification = ok("svc.api.automations.v1.AutomationService.RotateNotificationSecret", await api.POST("/api/v1/automations/{id}/notification-secret", { ...id, body: {} }));
+    expect(notification.notificationSecret).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/);
+    expect(notification.automation.automationSteps?.[0]).toMatchObject({ notify: { url: "https://hooks.example.com/limits" } });
     const checked = ok(
       "svc.api.automations.v1.AutomationService.CheckAutomationSteps",
       await api.POST("/api/v1/automation-steps/check", {

@@ -72,6 +72,7 @@ const READ: Record<Exclude<KnownAuditTargetKind, "AUDIT_TARGET_KIND_UNSPECIFIED"
   AUDIT_TARGET_KIND_AUTOMATION: async (t) => orNull(await automationsApi(root.client).get(t.id), (d) => (d as { automation: unknown }).automation),
   // A secret is never read back nor recorded: its rotation is recorded as such.
   AUDIT_TARGET_KIND_WEBHOOK_SECRET: async () => null,
+  AUDIT_TARGET_KIND_NOTIFICATION_SECRET: async () => null,
   AUDIT_TARGET_KIND_AUTOMATION_EXECUTION: async (t) => orNull(await automationsApi(root.client).execution(t.id), (d) => (d as { automationExecution: unknown }).automationExecution),
 };
 
@@ -199,6 +200,11 @@ const CASES: Record<string, Case> = {
   "svc.api.automations.v1.AutomationService.RotateWebhookSecret": {
     prepare: async () => ({ ...(await hooked()), kind: "AUDIT_TARGET_KIND_WEBHOOK_SECRET" }),
     act: onRow((t) => automationsApi(root.client).rotate(t.id)),
+    after: () => ({ rotated: true }),
+  },
+  "svc.api.automations.v1.AutomationService.RotateNotificationSecret": {
+    prepare: async () => ({ ...(await hooked()), kind: "AUDIT_TARGET_KIND_NOTIFICATION_SECRET" }),
+    act: onRow((t) => root.client.POST("/api/v1/automations/{id}/notification-secret", { params: { path: { id: t.id } }, body: {} })),
     after: () => ({ rotated: true }),
   },
   "svc.api.automations.v1.AutomationExecutionService.Redrive": {

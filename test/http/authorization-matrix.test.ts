@@ -74,6 +74,7 @@ const TABLE: Record<string, Expect[]> = {
   "svc.api.automations.v1.AutomationService.DeleteAutomation": SUPER,
   "svc.api.automations.v1.AutomationService.ListAutomations": SUPER,
   "svc.api.automations.v1.AutomationService.RotateWebhookSecret": SUPER,
+  "svc.api.automations.v1.AutomationService.RotateNotificationSecret": SUPER,
   "svc.api.automations.v1.AutomationExecutionService.ListAutomationExecutions": SUPER,
   "svc.api.automations.v1.AutomationExecutionService.GetAutomationExecution": SUPER,
   "svc.api.automations.v1.AutomationExecutionService.Redrive": SUPER,
@@ -244,6 +245,7 @@ const REQUESTS: Record<string, (caller: Caller) => Promise<Call>> = {
     const created = await createHooked(ts);
     return { path: { id: created.id }, body: {} };
   },
+  "svc.api.automations.v1.AutomationService.RotateNotificationSecret": async () => ({ path: { id: hook.id }, body: {} }),
   "svc.api.automations.v1.AutomationExecutionService.ListAutomationExecutions": async () => ({ query: { automation_id: hook.id } }),
   "svc.api.automations.v1.AutomationExecutionService.GetAutomationExecution": async () => ({ path: { id: executionId } }),
   "svc.api.automations.v1.AutomationExecutionService.Redrive": async () => ({ path: { id: await failedExecution() }, body: {} }),

@@ -1,5 +1,5 @@
 // Idempotent retries through HTTP (the Idempotency-Key header) on UserService.Create,
-// CredentialService.Create, CreateAutomation and RotateWebhookSecret: a retry answers the first
+// CredentialService.Create, CreateAutomation, RotateWebhookSecret and RotateNotificationSecret: a retry answers the first
 // answer again, secrets included, and does nothing more; a different request with the key is
 // refused; keys belong to the calling user; 20 requests at once with one key have one effect; an
 // answer is kept 24 hours, sealed at rest; a malformed key is 400; without the key nothing changes.
@@ -195,6 +195,19 @@ describe("a retry with the same key and request answers the first answer and doe
     // A second rotation would have ended the grace period of the original secret.
     expectAccepted(await sendHmac(ts, hook.url, hook.secret));
     expectAccepted(await sendHmac(ts, hook.url, first.webhookSecret));
+  });
+
+  it("RotateNotificationSecret: a retry answers the same new secret; the key for another automation is 422", async () => {
+    const hook = await createHooked(ts);
+    const key = newKey();
+    const rotate = () => ts.admin.POST("/api/v1/automations/{id}/notification-secret", { params: { path: { id: hook.id }, ...header(key) }, body: {} });
+    const first = unwrap(await rotate());
+    const again = await rotate();
+    expect(replayed(again)).toBe("true");
+    expect(unwrap(again).notificationSecret).toBe(first.notificationSecret);
+    // The same key for another automation is another request: refused, and nothing is rotated.
+    const other = await createHooked(ts);
+    expectError(await ts.admin.POST("/api/v1/automations/{id}/notification-secret", { params: { path: { id: other.id }, ...header(key) }, body: {} }), 422, "IDEMPOTENCY_KEY_REUSED");
   });
 
   it("a 4xx the operation answered is kept and replayed too (409 EMAIL_TAKEN), body and all", async () => {

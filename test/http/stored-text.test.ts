@@ -69,6 +69,8 @@ const NOT_STORED_TEXT = new Set([
   "SubjectAppLimitServiceSearchRequest.pageToken",
   // An IANA time zone name: stored only when the server knows it.
   "FundPolicy.timeZone",
+  // A notify step's URL: stored only as an https URL the outbound guard takes, normalized (automations-notify.test.ts).
+  "StepNotify.url",
 ]);
 
 /** Each text field the runs below write, and how. */
@@ -93,6 +95,7 @@ const WRITTEN = new Set([
   "StepSetAppLimitExtension.appIdCel",
   "StepSetAppLimitExtension.expiresAtCel",
   "StepSetAppLimitExtension.reasonCel",
+  "StepNotify.bodyCel",
 ]);
 
 // ---- text ----------------------------------------------------------------------------------------
@@ -155,6 +158,8 @@ function steps(note: string): Step[] {
     { stepName: "lift", unsuspendAppLimit: target("lifted") },
     { stepName: "suspend", suspendAppLimit: { ...target("suspended"), reasonCel: cel("ctx.trigger.reason") } },
     { stepName: "extend", setAppLimitExtension: { ...target("extended"), limit: amount("50"), expiresAtCel: cel("timestamp(ctx.trigger.until)"), reasonCel: cel("ctx.trigger.reason") } },
+    // Skipped: its body is stored and answered, nothing is sent.
+    { stepName: "tell", skipIfTrueCel: "true", notify: { url: "https://hooks.example.com/stored", bodyCel: cel("ctx.trigger.reason") } } as Step,
   ];
 }
 
@@ -278,8 +283,8 @@ async function writeAndRead(t: Texts): Promise<void> {
   };
   // Every expression is fitting ASCII and the note's lines: it fits when the note does.
   const automationFits = fits(t.name, 200, 1) && fits(t.description, 2000) && fits(t.note, 4000);
-  const celFields = ["skipIfTrueCel", "evaluateExpressions.expressions[0].expression", "unsuspendAppLimit.userIdCel", "unsuspendAppLimit.appIdCel", "suspendAppLimit.userIdCel", "suspendAppLimit.appIdCel", "suspendAppLimit.reasonCel", "setAppLimitExtension.userIdCel", "setAppLimitExtension.appIdCel", "setAppLimitExtension.expiresAtCel", "setAppLimitExtension.reasonCel"];
-  const fields = ["body.automation.displayName", "body.automation.description", ...[0, 1, 2, 3].flatMap((i) => celFields.map((f) => `body.automation.automationSteps[${i}].${f}`))];
+  const celFields = ["skipIfTrueCel", "evaluateExpressions.expressions[0].expression", "unsuspendAppLimit.userIdCel", "unsuspendAppLimit.appIdCel", "suspendAppLimit.userIdCel", "suspendAppLimit.appIdCel", "suspendAppLimit.reasonCel", "setAppLimitExtension.userIdCel", "setAppLimitExtension.appIdCel", "setAppLimitExtension.expiresAtCel", "setAppLimitExtension.reasonCel", "notify.bodyCel"];
+  const fields = ["body.automation.displayName", "body.automation.description", ...[0, 1, 2, 3, 4].flatMap((i) => celFields.map((f) => `body.automation.automationSteps[${i}].${f}`))];
   const created = expectWritten(await api.create(automation), automationFits, fields);
   let hook = fallback;
   if (created) {

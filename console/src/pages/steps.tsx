@@ -3,19 +3,20 @@
 // with its problem or its value shown under it.
 import { useEffect, useRef, useState } from "preact/hooks";
 import { call, type Schemas, type Session } from "../api.js";
-import { ErrorText, Field, Json, useAction } from "../components.js";
+import { Copyable, ErrorText, Field, Json, useAction } from "../components.js";
 import { parseAmount } from "../money.js";
 import { EXAMPLE_BODY } from "../webhook-example.js";
 
 type Step = Schemas["AutomationStep"];
 type Report = Schemas["AutomationServiceCheckAutomationStepsResponse"];
-type Kind = "evaluateExpressions" | "suspendAppLimit" | "unsuspendAppLimit" | "setAppLimitExtension";
+type Kind = "evaluateExpressions" | "suspendAppLimit" | "unsuspendAppLimit" | "setAppLimitExtension" | "notify";
 
 const KINDS: Record<Kind, string> = {
   evaluateExpressions: "Evaluate expressions",
   suspendAppLimit: "Suspend an app limit",
   unsuspendAppLimit: "Unsuspend an app limit",
   setAppLimitExtension: "Set an app limit extension",
+  notify: "Send a notification",
 };
 
 interface Draft {
@@ -30,6 +31,9 @@ interface Draft {
   expiresAtCel: string;
   /** For the extension: `unlimited`, or an amount in the fund currency. */
   extensionAmount: string;
+  /** For a notification: where it is posted, and its body. */
+  url: string;
+  bodyCel: string;
 }
 
 let keys = 0;
@@ -46,6 +50,8 @@ function blank(kind: Kind, index: number): Draft {
     reasonCel: "",
     expiresAtCel: "ctx.trigger.until",
     extensionAmount: "",
+    url: "https://",
+    bodyCel: "ctx.trigger",
   };
 }
 
@@ -62,6 +68,7 @@ function fromStep(step: Step): Draft {
     const fraction = money ? String(money.nanos ?? 0).padStart(9, "0").replace(/0+$/, "") : "";
     Object.assign(d, { kind: "setAppLimitExtension", ...cel, extensionAmount: money ? `${money.units}${fraction ? `.${fraction}` : ""}` : "unlimited" });
   }
+  else if ("notify" in step && step.notify) Object.assign(d, { kind: "notify", ...step.notify });
   return d;
 }
 
@@ -76,6 +83,8 @@ function toStep(d: Draft, currencyCode: string) {
       return { ...base, suspendAppLimit: { userIdCel: d.userIdCel, appIdCel: d.appIdCel, ...reason } };
     case "unsuspendAppLimit":
       return { ...base, unsuspendAppLimit: { userIdCel: d.userIdCel, appIdCel: d.appIdCel } };
+    case "notify":
+      return { ...base, notify: { url: d.url, bodyCel: d.bodyCel } };
     case "setAppLimitExtension": {
       const unlimited = d.extensionAmount.trim().toLowerCase() === "unlimited";
       const limit = unlimited ? ({ unlimited: {} } as const) : { amount: { money: parseAmount(d.extensionAmount, currencyCode) } };
@@ -152,6 +161,7 @@ export function StepsEditor({ session, automation, onSaved }: { session: Session
   const [newKind, setNewKind] = useState<Kind>("evaluateExpressions");
   const { report, error, sampleError } = useCheck(session, drafts, sample);
   const [saved, setSaved] = useState(false);
+  const [notificationSecret, setNotificationSecret] = useState<string | null>(null);
   useEffect(() => setSaved(false), [drafts]);
   const save = useAction(async () => {
     const automationSteps = drafts.map((d) => toStep(d, session.currencyCode));
@@ -159,6 +169,7 @@ export function StepsEditor({ session, automation, onSaved }: { session: Session
       session.client.POST("/api/v1/automations/{id}", { params: { path: { id: automation.id ?? "" } }, body: { automation: { displayName: automation.displayName, automationSteps }, updateMask: "automationSteps" } }),
     );
     onSaved(answer.automation);
+    if (answer.notificationSecret) setNotificationSecret(answer.notificationSecret);
     setSaved(true);
   });
 
@@ -236,6 +247,13 @@ export function StepsEditor({ session, automation, onSaved }: { session: Session
                     Add expression
                   </button>
                 </div>
+              ) : d.kind === "notify" ? (
+                <div class="grid">
+                  <Field label="URL (https)">
+                    <input class="code" value={d.url} onInput={(e) => update(i, { url: e.currentTarget.value })} />
+                  </Field>
+                  {cel("Body (CEL, any JSON value)", "bodyCel", '{"userId": ctx.trigger.userId}')}
+                </div>
               ) : (
                 <div class="grid">
                   {cel("User id (CEL)", "userIdCel")}
@@ -271,6 +289,12 @@ export function StepsEditor({ session, automation, onSaved }: { session: Session
         </button>
         {saved ? <span class="ok">Steps saved.</span> : null}
       </div>
+      {notificationSecret ? (
+        <div class="secret">
+          <Copyable label="Notification signing secret" value={notificationSecret} testId="notification-secret" />
+          <p class="warning">Shown once: copy it now. Receivers verify notifications with it (Standard Webhooks).</p>
+        </div>
+      ) : null}
       <ErrorText error={save.error} />
       {report && report.evaluations.length > 0 ? (
         <details>

@@ -27,6 +27,7 @@ export function automationHandlers(deps: { automations: Automations; executions:
         return { list: page.items.map((automation) => ({ automation })), nextPageToken: page.nextPageToken };
       },
       RotateWebhookSecret: async ({ path }, ctx) => automations.rotateSecret(path.id, keepAnswer(ctx, (rotated) => rotated), ctx),
+      RotateNotificationSecret: async ({ path }, ctx) => automations.rotateNotificationSecret(path.id, keepAnswer(ctx, (rotated) => rotated), ctx),
       CheckAutomationSteps: async ({ body }) => automations.checkSteps(body.automationSteps, "samplePayload" in body ? { value: body.samplePayload } : undefined),
     },
     AutomationExecutionService: {
