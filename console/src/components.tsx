@@ -229,3 +229,19 @@ export function When({ at }: { at: string | null | undefined }) {
   if (!at) return <span>—</span>;
   return <time dateTime={at}>{new Date(at).toLocaleString()}</time>;
 }
+
+/**
+ * A search form's state: what is typed (`form`) and what was last searched (`filters`, with its
+ * `generation`, a key that makes the results read anew even when the filters are the same).
+ */
+export function useSearch<F>(initial: F) {
+  const [form, setForm] = useState<F>(initial);
+  const [filters, setFilters] = useState<F>(initial);
+  const [generation, setGeneration] = useState(0);
+  const submit = (e: Event) => {
+    e.preventDefault();
+    setFilters(form);
+    setGeneration((g) => g + 1);
+  };
+  return { form, setForm, filters, generation, submit };
+}

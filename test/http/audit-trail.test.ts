@@ -4,6 +4,7 @@
 // pages and bad input. The list of operations is the contract's: an operation that changes state
 // without an `x-audit` decision, or audited without a case here, fails this file.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { paths } from "../../generated/api.js";
 import type { KnownAuditTargetKind } from "../../generated/enums.js";
 import { paginate, unwrap, type ApiClient } from "../../src/client/index.js";
 import { sql } from "kysely";
@@ -15,7 +16,7 @@ import { automationsApi, createHooked, newEventId, sendHmac, expectAccepted } fr
 
 type AuditEvent = Schemas["AuditEvent"];
 type Target = Schemas["AuditTarget"];
-type Query = NonNullable<Parameters<typeof listQuery>[0]>;
+type Query = NonNullable<paths["/api/v1/audit-events"]["get"]["parameters"]["query"]>;
 
 let ts: TestServer;
 let root: TestUser;
@@ -27,23 +28,7 @@ beforeAll(async () => {
 });
 afterAll(async () => ts?.stop());
 
-function listQuery(query: {
-  target_kind?: Schemas["AuditTargetKind"];
-  target_id?: string;
-  user_id?: string;
-  app_id?: string;
-  actor_user_id?: string;
-  actor_execution_id?: string;
-  operation_id?: string;
-  since?: string;
-  until?: string;
-  page_size?: number;
-  page_token?: string;
-}) {
-  return { params: { query } };
-}
-
-const list = (client: ApiClient, query: Query = {}) => client.GET("/api/v1/audit-events", listQuery(query));
+const list = (client: ApiClient, query: Query = {}) => client.GET("/api/v1/audit-events", { params: { query } });
 
 async function allEvents(client: ApiClient, query: Query = {}): Promise<AuditEvent[]> {
   const out: AuditEvent[] = [];

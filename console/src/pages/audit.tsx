@@ -1,8 +1,7 @@
 // The audit trail: who changed what, when, and what it was before and after. The audit page lists
 // every event the caller may read, filtered; a limit row's page shows that row's history beside it.
-import { useState } from "preact/hooks";
 import { call, type Schemas, type Session } from "../api.js";
-import { Field, Json, ListStatus, Table, usePaged, When } from "../components.js";
+import { Field, Json, ListStatus, Table, usePaged, useSearch, When } from "../components.js";
 import { AuditTargetKindValues } from "../../../generated/enums.js";
 
 type AuditEvent = Schemas["AuditEvent"];
@@ -106,9 +105,7 @@ export function LimitHistory({ session, userId, appId }: { session: Session; use
 }
 
 export function AuditPage({ session }: { session: Session }) {
-  const [form, setForm] = useState<Filters>({});
-  const [filters, setFilters] = useState<Filters>({});
-  const [generation, setGeneration] = useState(0);
+  const { form, setForm, filters, generation, submit } = useSearch<Filters>({});
   const input = (name: keyof Filters, label: string, placeholder: string) => (
     <Field label={label}>
       <input value={form[name] ?? ""} placeholder={placeholder} onInput={(e) => setForm({ ...form, [name]: e.currentTarget.value.trim() })} />
@@ -118,15 +115,7 @@ export function AuditPage({ session }: { session: Session }) {
     <section>
       <h1>Audit trail</h1>
       <p class="hint">Every change to limits, caps, the fund policy, users, credentials and automations, newest first. Spends are in their own ledger.</p>
-      <form
-        class="row"
-        role="search"
-        onSubmit={(e) => {
-          e.preventDefault();
-          setFilters(form);
-          setGeneration((g) => g + 1);
-        }}
-      >
+      <form class="row" role="search" onSubmit={submit}>
         <Field label="Target">
           <select value={form.target_kind ?? ""} onChange={(e) => setForm({ ...form, target_kind: e.currentTarget.value })}>
             <option value="">any</option>

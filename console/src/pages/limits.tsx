@@ -3,7 +3,7 @@
 // suspend/unsuspend (with a reason), the extension, and the base limit.
 import { useEffect, useState } from "preact/hooks";
 import { call, type Schemas, type Session } from "../api.js";
-import { emptyLimitDraft, ErrorText, Field, LimitInputs, ListStatus, Table, useAction, usePaged, When, type LimitDraft } from "../components.js";
+import { emptyLimitDraft, ErrorText, Field, LimitInputs, ListStatus, Table, useAction, usePaged, useSearch, When, type LimitDraft } from "../components.js";
 import { formatLimit, spendLimit } from "../money.js";
 import { href } from "../route.js";
 import { ControlsView, EffectiveView } from "./effective.js";
@@ -51,21 +51,11 @@ function Results({ session, filters }: { session: Session; filters: Filters }) {
 }
 
 export function LimitSearch({ session }: { session: Session }) {
-  const [form, setForm] = useState<Filters>({ users: "", apps: "", suspended: "" });
-  const [filters, setFilters] = useState<Filters>(form);
-  const [generation, setGeneration] = useState(0);
+  const { form, setForm, filters, generation, submit } = useSearch<Filters>({ users: "", apps: "", suspended: "" });
   return (
     <section>
       <h1>Fund limits</h1>
-      <form
-        class="row"
-        role="search"
-        onSubmit={(e) => {
-          e.preventDefault();
-          setFilters(form);
-          setGeneration((g) => g + 1);
-        }}
-      >
+      <form class="row" role="search" onSubmit={submit}>
         <Field label="User ids">
           <input value={form.users} placeholder="2Qk3mN8rT1vX9yZ0" onInput={(e) => setForm({ ...form, users: e.currentTarget.value })} />
         </Field>
