@@ -6,7 +6,10 @@
 // - every decision (read back from the API) is one a serial order gives: no approval over the limit;
 // - the state of each authorization is what the answers the caller received say it is;
 // - the ledger (read straight from the database) sums to the usage the API reports, per
-//   authorization and per window.
+//   authorization and per window;
+// - fund events: an automation triggered by every spend authorized or declined has exactly one
+//   execution per authorization that exists (an event recorded with its decision, whichever instance
+//   died after the commit), and none for a decision that rolled back.
 import { randomUUID } from "node:crypto";
 import SQLite from "better-sqlite3";
 import pg from "pg";
@@ -64,6 +67,8 @@ export class SpendTraffic {
     private readonly o: SpendTrafficOptions,
     private readonly userId: string,
     private readonly appIds: string[],
+    /** The automation every decision's fund event starts. */
+    private readonly fundAutomationId: string,
   ) {
     // A timeout, so that a request to a server frozen mid-kill counts as unknown and is resent.
     this.clients = Array.from({ length: o.instances }, (_, i) => createApiClient({ baseUrl: o.url(i), credentials: o.admin, fetch: (input, init) => fetch(input, { ...init, signal: AbortSignal.timeout(20_000) }) }));
@@ -84,7 +89,21 @@ export class SpendTraffic {
     for (const appId of appIds) {
       unwrap(await admin.POST("/api/v1/funds/subject-app-limits/{user_id}/{app_id}/limit", { params: { path: { user_id: userId, app_id: appId } }, body: { limit: { amount: { money: usd(LIMIT) } }, period: "PERIOD_KIND_MONTHLY" } }));
     }
-    const traffic = new SpendTraffic(o, userId, appIds);
+    // Every decision, approved or declined, starts it: one execution per decision that committed.
+    const automation = unwrap(
+      await admin.POST("/api/v1/automations", {
+        body: {
+          automation: {
+            displayName: "Chaos: every decision",
+            isDraft: false,
+            enabled: true,
+            triggers: [{ fundEvents: { eventTypes: ["FUND_EVENT_TYPE_SPEND_AUTHORIZED", "FUND_EVENT_TYPE_SPEND_DECLINED"] } }],
+            automationSteps: [{ stepName: "read", evaluateExpressions: { expressions: [{ name: "id", expression: "ctx.trigger.authorization.id" }] } }],
+          },
+        },
+      }),
+    ).automation.id!;
+    const traffic = new SpendTraffic(o, userId, appIds, automation);
     traffic.workers = Array.from({ length: o.spenders }, (_, s) => traffic.spender(s));
     return traffic;
   }
@@ -276,6 +295,23 @@ export class SpendTraffic {
       }
       if (reported.spent + reported.held > LIMIT) failures.push(`${appId}: usage over the limit: ${JSON.stringify(usage)}`);
     }
+    // Fund events: one execution per decision that exists, none for one that does not.
+    const started = new Map<string, number>();
+    let page_token = "";
+    do {
+      const page = unwrap(await admin.GET("/api/v1/automation_executions", { params: { query: { automation_id: this.fundAutomationId, page_size: 100, ...(page_token ? { page_token } : {}) } } }));
+      for (const { automationExecution: e } of page.list) {
+        const id = (e.context.trigger as { authorization?: { id?: string } } | undefined)?.authorization?.id ?? "";
+        started.set(id, (started.get(id) ?? 0) + 1);
+      }
+      page_token = page.nextPageToken;
+    } while (page_token);
+    for (const a of all) {
+      const n = started.get(a.id) ?? 0;
+      counts.add(1, n === 1 ? 1 : 0);
+      if (n !== 1) failures.push(`${a.id}: ${n} executions of its fund event`);
+    }
+    for (const id of started.keys()) if (!byId.has(id)) failures.push(`an execution of a fund event of ${id}, a decision that does not exist`);
     expect(failures).toEqual([]);
     expect(this.known.size, "some spends approved").toBeGreaterThan(0);
     expect(this.declined.length, "some spends declined: the limits bound").toBeGreaterThan(0);
