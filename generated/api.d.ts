@@ -11375,7 +11375,8 @@ export interface operations {
                      *               ],
                      *               "listenerId": "wh_7Hq2Lr9sVx3mNc8K",
                      *               "url": "http://localhost:8080/api/v1/webhooks/incoming/wh_7Hq2Lr9sVx3mNc8K"
-                     *             }
+                     *             },
+                     *             "fundEvents": null
                      *           }
                      *         ],
                      *         "automationSteps": [

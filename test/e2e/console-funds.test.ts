@@ -233,7 +233,8 @@ describe("fund limits in the console", () => {
     const user = await ts.userClient(["ROLE_USER"], "Self-service user");
     const { context, page } = await openConsole(browser, "phone", ts.url, user, { path: "#/limits" });
     await page.getByRole("heading", { name: "My limits" }).waitFor();
-    expect(await page.getByRole("navigation", { name: "Main" }).textContent()).toBe("My limits");
+    // Their own limits, and the audit trail of their own rows.
+    expect(await page.getByRole("navigation", { name: "Main" }).textContent()).toBe("My limitsAudit trail");
     await page.getByText("You have no limits of your own yet.").waitFor();
 
     await page.getByLabel("App id").fill("app-github");

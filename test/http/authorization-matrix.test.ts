@@ -81,6 +81,7 @@ const TABLE: Record<string, Expect[]> = {
   "svc.api.automations.v1.WebhookEventService.ListWebhookEvents": SUPER,
   "svc.api.automations.v1.WebhookEventService.Replay": SUPER,
   "svc.api.webhooks.v1.IncomingWebhookService.Receive": INTAKE,
+  "svc.api.audit.v1.AuditService.List": SUBJECTS,
 };
 
 interface Call {
@@ -256,6 +257,7 @@ const REQUESTS: Record<string, (caller: Caller) => Promise<Call>> = {
     await ts.server.worker.idle();
     return { path: { id: hook.id, event_id: event.body.webhookEvent.eventId }, body: {} };
   },
+  "svc.api.audit.v1.AuditService.List": async () => ({}),
   "svc.api.webhooks.v1.IncomingWebhookService.Receive": async () => {
     const raw = '{"matrix":true}';
     return { path: { listener_id: hook.listenerId }, raw, headers: hmacHeaders(hook.secret, raw, unixTime(ts), newEventId()) };

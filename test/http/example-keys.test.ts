@@ -215,6 +215,11 @@ const CASES: Record<string, () => Promise<unknown>> = {
     unwrap(await spends(ts.admin).authorize({ ...body, amount: money("500") }));
     return unwrap(await spends(ts.admin).list({ user_id: subjectId, app_id: body.appId }));
   },
+  "svc.api.audit.v1.AuditService.List": async () => {
+    const appId = `app-audited-${Date.now()}`;
+    unwrap(await admin.setLimit(subjectId, appId, { limit: amount("250"), period: "PERIOD_KIND_MONTHLY" }));
+    return unwrap(await ts.admin.GET("/api/v1/audit-events", { params: { query: { target_kind: "AUDIT_TARGET_KIND_SUBJECT_APP_LIMIT", user_id: subjectId, app_id: appId } } }));
+  },
   "svc.api.funds.v1.FundPolicyService.Get": async () => unwrap(await admin.policyGet()),
   "svc.api.funds.v1.FundPolicyService.Update": async () =>
     unwrap(await admin.policyUpdate({ fundPolicy: { currencyCode: "USD", defaultControls: { limit: amount("150"), period: "PERIOD_KIND_MONTHLY" } }, updateMask: "defaultControls" })),

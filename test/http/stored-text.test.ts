@@ -96,6 +96,7 @@ const WRITTEN = new Set([
   "StepSetAppLimitExtension.expiresAtCel",
   "StepSetAppLimitExtension.reasonCel",
   "StepNotify.bodyCel",
+  "FundEventTrigger.conditionCel",
 ]);
 
 // ---- text ----------------------------------------------------------------------------------------
@@ -294,6 +295,12 @@ async function writeAndRead(t: Texts): Promise<void> {
     const trigger = webhookTrigger(saved)!;
     hook = { automation: saved, id: saved.id!, listenerId: trigger.listenerId!, url: trigger.url!, secret: created.webhookSecret! };
   }
+
+  // A fund-event trigger's condition carries the note too (a draft: it never runs).
+  const condition = withNote("true", t.note);
+  const fundTrigger = { displayName: "Fund events", isDraft: true, triggers: [{ fundEvents: { eventTypes: ["FUND_EVENT_TYPE_LIMIT_CHANGED"], conditionCel: condition } }] };
+  const fundSaved = expectWritten(await api.create(fundTrigger), fits(t.note, 4000), ["body.automation.triggers[0].fundEvents.conditionCel"]);
+  if (fundSaved) expect((unwrap(await api.get(fundSaved.automation.id!)).automation.triggers?.[0] as { fundEvents?: { conditionCel?: string } } | undefined)?.fundEvents?.conditionCel).toBe(condition);
 
   const [lifted, stepSuspended, stepExtended] = [newAppId("step-lift"), newAppId("step-suspend"), newAppId("step-extend")];
   unwrap(await admin.suspend(subject.userId, lifted, { reason: "to lift" }));
