@@ -347,8 +347,13 @@ describe("filters, order and pages", () => {
 
   it("refuses the zero kind, a timestamp out of range, and a page token of other filters or another caller", async () => {
     expectError(await list(root.client, { target_kind: "AUDIT_TARGET_KIND_UNSPECIFIED" }), 400, "INVALID_ARGUMENT");
-    expectError(await list(root.client, { since: "10000-01-01T00:00:00Z" }), 400);
+    // A valid RFC 3339 timestamp before year 0001 in UTC: the contract's invalidTimestamp example.
+    const early = await list(root.client, { since: "0001-01-01T00:00:00+01:00" });
+    expectError(early, 400, "INVALID_TIMESTAMP");
+    expect((early.error as { message: string }).message).toBe("query.since: must be in years 0001 to 9999 (UTC)");
     expectError(await list(root.client, { target_kind: "AUDIT_TARGET_KIND_NOPE" as never }), 400, "INVALID_ARGUMENT");
+    const t = await userRow();
+    for (let i = 1; i <= 11; i++) unwrap(await f().setLimit(t.userId, t.appId, { limit: amount(String(i)), period: "PERIOD_KIND_MONTHLY" }));
     const page = unwrap(await list(root.client, { page_size: 10 }));
     expect(page.nextPageToken).not.toBe("");
     expectError(await list(root.client, { page_size: 10, page_token: page.nextPageToken, target_kind: "AUDIT_TARGET_KIND_USER" }), 400, "INVALID_PAGE_TOKEN");
