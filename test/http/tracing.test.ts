@@ -95,11 +95,11 @@ async function call(url: string, method: string, path: string, body?: unknown, h
 const traceparent = (traceId = randomUUID().replaceAll("-", ""), spanId = randomUUID().replaceAll("-", "").slice(0, 16)) => ({ traceId, spanId, header: `00-${traceId}-${spanId}-01` });
 
 /** The one span of `traceId` named `name` (waits for it). */
-async function spanOf(traceId: string, name: string): Promise<ReceivedSpan> {
+async function spanOf(traceId: string, name: string, timeoutMs?: number): Promise<ReceivedSpan> {
   const [span] = await receiver.waitFor((spans) => {
     const found = spans.filter((s) => s.traceId === traceId && s.name === name);
     return found.length > 0 ? found : undefined;
-  });
+  }, timeoutMs);
   return span!;
 }
 
@@ -270,7 +270,8 @@ describe(`traces over OTLP/HTTP, on ${testDialect()}`, () => {
     const parent = traceparent();
     const delivered = await deliver(accepting.url + automation.path, automation.secret, JSON.stringify({ n: 2 }), { traceparent: parent.header });
     expect(delivered.status).toBe(200);
-    const execution = await spanOf(parent.traceId, EXECUTION_SPAN);
+    // Run by the other instance's next poll, exported with its next batch: on a loaded machine, more than the default wait.
+    const execution = await spanOf(parent.traceId, EXECUTION_SPAN, 40_000);
     expect((await stopped).code).toBe(0);
     // Exported only by the flush at shutdown: its batch delay is an hour.
     const request = await spanOf(parent.traceId, RECEIVE);
@@ -283,7 +284,7 @@ describe(`traces over OTLP/HTTP, on ${testDialect()}`, () => {
     const stopping = receiver.spans.filter((s) => s.resource["service.instance.id"] === request.resource["service.instance.id"] && s.name === UNMATCHED_SPAN && s.attributes["http.response.status_code"] === 503);
     expect(stopping.length).toBeGreaterThan(0);
     for (const span of stopping) expect(span.status.code).toBe(StatusCode.ERROR);
-  });
+  }, 90_000);
 
   it("nothing exported names a secret, a token, an email address, an id or a body of the run", async () => {
     const secrets: string[] = [ADMIN.clientSecret, token];
