@@ -24,7 +24,8 @@ async function start(env: Record<string, string>) {
   return serve({ command: process.execPath, args: ["--import", "tsx", join(root, "src/main.ts")], url: `http://127.0.0.1:${port}`, probePath: "/healthz", env: { ...CLEAN, PORT: String(port), HOST: "127.0.0.1", LOG_LEVEL: "warn", ...env } });
 }
 
-describe("the server process", () => {
+// Each start compiles the server with tsx: under the full suite's load a start takes tens of seconds.
+describe("the server process", { timeout: 120_000 }, () => {
   it("refuses a bad configuration with a message naming the variable, and exit code 2", { timeout: 120_000 }, () => {
     for (const [name, value] of [["PORT", "eighty"], ["FUND_CURRENCY", "dollars"], ["DATABASE_URL", "mysql://x"], ["LOG_LEVEL", "loud"], ["BASE_URL", "not a url"], ["HEAP_GROWTH_PERCENT", "1000"], ["SHUTDOWN_TIMEOUT_SECONDS", "0"], ["SHUTDOWN_DRAIN_SECONDS", "25"], ["EXECUTION_LEASE_SECONDS", "9"], ["SIGNING_KEY_ROTATION_DAYS", "3651"], ["EXECUTION_RETENTION_DAYS", "6"], ["EXECUTION_RETENTION_COUNT", "0"], ["EXECUTION_RETENTION_SWEEP_SECONDS", "0"], ["AUDIT_RETENTION_DAYS", "29"], ["AUDIT_RETENTION_DAYS", "forever"], ["METRICS_PORT", "nine"], ["METRICS_PORT", "8080"]] as const) {
       const r = spawnSync(tsx, [join(root, "src/main.ts")], { env: { ...process.env, ...CLEAN, [name]: value }, encoding: "utf8" });

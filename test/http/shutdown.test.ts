@@ -274,12 +274,25 @@ describe(`shutdown of a server process on ${testDialect()}`, () => {
   }, 60_000);
 
   it("a second signal, a second or more after the first, exits at once (code 1); the same signal repeated within a second does not", async () => {
-    const s = await startOne(database, { SHUTDOWN_DRAIN_SECONDS: "20", SHUTDOWN_TIMEOUT_SECONDS: "30" });
-    const exited = exitOf(s);
-    s.child.kill("SIGINT");
-    await sleep(100);
-    // As npm forwards a terminal's Ctrl-C that the server got too.
-    s.child.kill("SIGINT");
+    // As npm forwards a terminal's Ctrl-C that the server got too: the same signal a moment later.
+    // A starved test process may send it over a second later, which is a second signal: that start
+    // proves nothing, and another is tried.
+    let s: Served | undefined;
+    let exited: ReturnType<typeof exitOf> | undefined;
+    for (let attempt = 0; attempt < 3 && !s; attempt++) {
+      const started = await startOne(database, { SHUTDOWN_DRAIN_SECONDS: "20", SHUTDOWN_TIMEOUT_SECONDS: "30" });
+      const ended = exitOf(started);
+      const firstAt = performance.now();
+      started.child.kill("SIGINT");
+      await sleep(100);
+      started.child.kill("SIGINT");
+      if (performance.now() - firstAt < 500) [s, exited] = [started, ended];
+      else {
+        started.child.kill("SIGKILL");
+        await ended;
+      }
+    }
+    if (!s || !exited) throw new Error("the machine never let two signals go within half a second");
     await sleep(1400);
     expect(s.child.exitCode).toBeNull();
     expect((await send(`${s.url}/readyz`, { agent: false })).status).toBe(503);
@@ -291,7 +304,7 @@ describe(`shutdown of a server process on ${testDialect()}`, () => {
     expect(code).toBe(1);
     expect(at - signalledAt).toBeLessThan(1500);
     expect(logged(s, "second signal: exiting at once")).toMatchObject([{ signal: "SIGTERM", requests: [], executions: [] }]);
-  }, 60_000);
+  }, 180_000);
 });
 
 /**

@@ -30,6 +30,8 @@ const DB_SYSTEM = testDialect() === "postgres" ? "postgresql" : "sqlite";
 const dir = mkdtempSync(join(tmpdir(), "tenant-tracing-"));
 let receiver: OtlpReceiver;
 let database: TestDatabase;
+/** The untraced server's own: its worker must not run the traced servers' executions, unseen. */
+let untracedDatabase: TestDatabase;
 /** Exports every 100 ms: what the tests read. */
 let server: Served;
 /** Exports only when it shuts down (its batch delay is an hour): the flush at shutdown is what brings its spans. */
@@ -37,17 +39,18 @@ let accepting: Served;
 /** Traces off: no OTEL_* variable. */
 let untraced: Served;
 let token: string;
+let untracedToken: string;
 
 /** Preloaded into every server here: reports on stderr an AsyncLocalStorage or async hook enabled (test/support/async-hook-probe.mjs). */
 const PROBE = { NODE_OPTIONS: [process.env.NODE_OPTIONS, `--import=${pathToFileURL(join(import.meta.dirname, "../support/async-hook-probe.mjs")).href}`].filter(Boolean).join(" ") };
 const PROBE_ARMED = "async-hook-probe: armed";
 const PROBE_REPORT = /async-hook-probe: .* enabled/;
 
-function startOne(env: Record<string, string>): Promise<Served> {
+function startOne(env: Record<string, string>, on: TestDatabase = database): Promise<Served> {
   return serveRelease({
     ...PROBE,
     BASE_URL,
-    DATABASE_URL: database.url,
+    DATABASE_URL: on.url,
     SECRETS_KEY: TEST_SECRETS_KEY,
     BOOTSTRAP_CLIENT_ID: ADMIN.clientId,
     BOOTSTRAP_CLIENT_SECRET: ADMIN.clientSecret,
@@ -65,19 +68,26 @@ beforeAll(async () => {
   database = await createTestDatabase(dir);
   server = await startOne({ OTEL_SERVICE_NAME: "tenant-api-traced", OTEL_RESOURCE_ATTRIBUTES: "deployment.environment.name=test" });
   accepting = await startOne({ OTEL_BSP_SCHEDULE_DELAY: "3600000", SHUTDOWN_DRAIN_SECONDS: "5" });
-  untraced = await startOne({ OTEL_EXPORTER_OTLP_ENDPOINT: "" });
-  const answer = await fetch(`${server.url}/auth/v1/token`, {
+  untracedDatabase = await createTestDatabase(mkdtempSync(join(dir, "untraced-")));
+  untraced = await startOne({ OTEL_EXPORTER_OTLP_ENDPOINT: "" }, untracedDatabase);
+  token = await adminToken(server);
+  untracedToken = await adminToken(untraced);
+}, 180_000);
+
+async function adminToken(of: Served): Promise<string> {
+  const answer = await fetch(`${of.url}/auth/v1/token`, {
     method: "POST",
     headers: { "Content-Type": "application/x-www-form-urlencoded" },
     body: new URLSearchParams({ grant_type: "client_credentials", client_id: ADMIN.clientId, client_secret: ADMIN.clientSecret }),
   });
-  token = ((await answer.json()) as { access_token: string }).access_token;
-}, 180_000);
+  return ((await answer.json()) as { access_token: string }).access_token;
+}
 
 afterAll(async () => {
   await Promise.all([server, accepting, untraced].filter(Boolean).map((s) => s.stop()));
   await receiver?.close();
   await database?.drop();
+  await untracedDatabase?.drop();
   rmSync(dir, { recursive: true, force: true });
 });
 
@@ -243,8 +253,8 @@ describe(`traces over OTLP/HTTP, on ${testDialect()}`, () => {
   it("an untraced server's log lines carry no trace fields, even for a request that sends a traceparent", async () => {
     const parent = traceparent();
     const answers = [
-      await call(untraced.url, "GET", "/api/v1/users?page_size=1", undefined, { traceparent: parent.header }),
-      await call(untraced.url, "GET", `/api/v1/users/usr_${randomUUID().replaceAll("-", "").slice(0, 16)}`),
+      await call(untraced.url, "GET", "/api/v1/users?page_size=1", undefined, { Authorization: `Bearer ${untracedToken}`, traceparent: parent.header }),
+      await call(untraced.url, "GET", `/api/v1/users/usr_${randomUUID().replaceAll("-", "").slice(0, 16)}`, undefined, { Authorization: `Bearer ${untracedToken}` }),
     ];
     // Written once each answer is sent, read from the process's output a moment later.
     const linesOf = () =>
