@@ -1580,6 +1580,12 @@ export interface paths {
          *     Paginated by `page_size` and `page_token`: default 25; a value below 10 is read as 10, above 100
          *     as 100; an empty `nextPageToken` means the end of the results. A page token is bound to the
          *     filters and the caller it was issued for; a forged, malformed or foreign token is 400.
+         *
+         *     A page may hold fewer than `page_size` events when they are large (an automation's states
+         *     before and after): it stops before the event that would take its events past 8 MiB
+         *     (8,388,608 characters of `before` and `after` as stored), and always holds at least one. A
+         *     non-empty `nextPageToken` continues after the last one served, so walking the pages still
+         *     lists every event once.
          */
         get: operations["svc.api.audit.v1.AuditService.List"];
         put?: never;

@@ -1,9 +1,10 @@
 // AuditService.List: the audit trail newest first (id descending: ids are time-ordered), filtered
 // by target, actor, operation and time range, within what the caller may see. Keyset pages whose
 // tokens are bound to the caller and the filters.
+import { sql } from "kysely";
 import type { components } from "../../generated/api.js";
 import { invalidField, permissionDenied } from "../core/errors.js";
-import { pageSize, type Page, type PageTokens } from "../core/pagination.js";
+import { pageSize, servedWithin, type Page, type PageTokens } from "../core/pagination.js";
 import { parseTimestamp } from "../funds/timestamp.js";
 import type { Storage } from "../storage/connect.js";
 import type { AuditEventsTable } from "../storage/schema.js";
@@ -85,7 +86,12 @@ export class AuditTrail {
     // A kind the caller may not see, asked for, is nothing to see.
     if (kind && kinds && !kinds.includes(kind)) return { items: [], nextPageToken: "" };
 
-    let q = this.storage.db.selectFrom("audit_events").selectAll();
+    // The page's ids and sizes first, then only the events that fit (PAGE_STORED_CHARS_MAX): an
+    // automation's states before and after may be a few hundred KB each.
+    let q = this.storage.db
+      .selectFrom("audit_events")
+      .select("id")
+      .select(sql<number>`coalesce(length(before_state), 0) + coalesce(length(after_state), 0)`.as("stored"));
     if (kind) q = q.where("target_kind", "=", kind);
     else if (kinds) q = q.where("target_kind", "in", kinds);
     if (filters.targetId !== undefined) q = q.where("target_id", "=", filters.targetId);
@@ -97,7 +103,14 @@ export class AuditTrail {
     if (since !== undefined) q = q.where("id", ">=", firstIdAt(since));
     if (until !== undefined) q = q.where("id", "<", firstIdAt(until));
     if (after) q = q.where("id", "<", String(after[0]));
-    const rows = await q.orderBy("id", "desc").limit(limit + 1).execute();
-    return this.pageTokens.page(scope, rows, limit, (r) => [r.id], toAuditEvent);
+    const found = await q.orderBy("id", "desc").limit(limit + 1).execute();
+    const served = found.slice(0, servedWithin(found.map((k) => Number(k.stored)), limit));
+    const rows = served.length === 0 ? [] : await this.storage.db.selectFrom("audit_events").selectAll().where("id", "in", served.map((k) => k.id)).orderBy("id", "desc").execute();
+    const last = served[served.length - 1];
+    return {
+      // Events are never deleted but by retention: one swept between the two reads is left out.
+      items: rows.map(toAuditEvent),
+      nextPageToken: found.length > served.length && last ? this.pageTokens.encode(scope, [last.id]) : "",
+    };
   }
 }

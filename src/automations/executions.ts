@@ -6,7 +6,7 @@ import type { KnownAutomationExecutionOrigin, KnownAutomationExecutionState, Kno
 import { notFound } from "../core/errors.js";
 import { timeOrderedId } from "../core/ids.js";
 import type { Origin } from "../core/origin.js";
-import { pageSize, type Page, type PageTokens } from "../core/pagination.js";
+import { pageSize, servedWithin, type Page, type PageTokens } from "../core/pagination.js";
 import type { Storage } from "../storage/connect.js";
 import type { AutomationExecutionsTable } from "../storage/schema.js";
 import type { AutomationStep } from "./automation-input.js";
@@ -85,26 +85,6 @@ function selectExecutions(storage: Storage) {
         .whereRef("redrive.redrive_of", "=", "automation_executions.id")
         .as("redriven_by"),
     );
-}
-
-/**
- * The stored characters a page of executions answers at most (always one execution, whatever its
- * size). An execution holds up to about 1.1 MB (its trigger, steps and step results within the
- * resource budget), so a hundred of them would take over 100 MB to read and serialize for one
- * request; a page stops short of `page_size` instead, and its token continues after it.
- */
-export const PAGE_STORED_CHARS_MAX = 8 * 1024 * 1024;
-
-/** How many of `sizes` (in order) one page serves: at most `limit`, at least one, within PAGE_STORED_CHARS_MAX together. */
-export function servedWithin(sizes: readonly number[], limit: number): number {
-  let total = 0;
-  let served = 0;
-  for (const size of sizes.slice(0, limit)) {
-    total += size;
-    if (served > 0 && total > PAGE_STORED_CHARS_MAX) break;
-    served++;
-  }
-  return served;
 }
 
 /**

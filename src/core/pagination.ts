@@ -18,6 +18,26 @@ export function pageSize(requested: number | undefined | null): number {
   return Math.min(PAGE_SIZE_MAX, Math.max(PAGE_SIZE_MIN, Math.trunc(requested)));
 }
 
+/**
+ * The stored characters one page answers at most, for lists whose items may be large (executions:
+ * up to about 1.1 MB each, their trigger, steps and step results; audit events: the states before
+ * and after): a hundred of them could take over 100 MB to read and serialize for one request. A
+ * page stops short of `page_size` instead, and its token continues after the last item served.
+ */
+export const PAGE_STORED_CHARS_MAX = 8 * 1024 * 1024;
+
+/** How many of `sizes` (in order) one page serves: at most `limit`, at least one, within PAGE_STORED_CHARS_MAX together. */
+export function servedWithin(sizes: readonly number[], limit: number): number {
+  let total = 0;
+  let served = 0;
+  for (const size of sizes.slice(0, limit)) {
+    total += size;
+    if (served > 0 && total > PAGE_STORED_CHARS_MAX) break;
+    served++;
+  }
+  return served;
+}
+
 export type SortKey = readonly (string | number)[];
 
 /**

@@ -1110,6 +1110,18 @@ const m0025 = (text: TextType, dialect: "sqlite" | "postgres"): Migration => ({
 });
 
 /**
+ * The audit trail's other filters, each served by an index of its own rather than a walk of the
+ * whole trail newest first: an operation's events, an execution's changes, an app's targets.
+ */
+const m0026: Migration = {
+  async up(db: Kysely<any>) {
+    await db.schema.createIndex("audit_events_by_operation").on("audit_events").columns(["operation_id", "id"]).execute();
+    await db.schema.createIndex("audit_events_by_execution").on("audit_events").columns(["actor_execution_id", "id"]).execute();
+    await db.schema.createIndex("audit_events_by_app").on("audit_events").columns(["target_app_id", "id"]).execute();
+  },
+};
+
+/**
  * The signing secrets of automations' `notify` steps (src/automations/notification-secrets.ts), sealed
  * with SECRETS_KEY and bound to their automation: the current one (expires_at null) and the one a
  * rotation replaced, which keeps signing beside it until expires_at.
@@ -1175,6 +1187,7 @@ export interface MigrationStep {
  *   later release is a step kind it does not know: it cannot show or run that automation, which it
  *   could not have made; its other automations are unaffected.)
  * - 0025: a table it does not know of: it runs (its changes are not audited).
+ * - 0026: indexes it does not know of: it runs.
  */
 export function migrationSteps(dialect: "sqlite" | "postgres"): MigrationStep[] {
   const text: TextType = dialect === "postgres" ? sql`text collate "C"` : "text";
@@ -1204,6 +1217,7 @@ export function migrationSteps(dialect: "sqlite" | "postgres"): MigrationStep[] 
     ["0023_execution_reruns", m0023(text), RUNS],
     ["0024_notification_secrets", m0024(text), RUNS],
     ["0025_audit_events", m0025(text, dialect), RUNS],
+    ["0026_audit_filter_indexes", m0026, RUNS],
   ];
   return steps.map(([name, migration, earlier]) => ({ name, migration, earlierReleaseRuns: earlier[dialect] }));
 }

@@ -339,11 +339,41 @@ describe("filters, order and pages", () => {
     const window = await allEvents(root.client, { target_id: t.id, since: iso(start + 3_000), until: iso(start + 6_000) });
     expect(window.map((e) => e.createdAt)).toEqual([iso(start + 5_000), iso(start + 4_000), iso(start + 3_000)]);
     expect(await allEvents(root.client, { target_id: t.id, actor_user_id: root.userId })).toHaveLength(12);
+    expect((await allEvents(root.client, { app_id: t.appId })).map((e) => e.id)).toEqual(ids);
+    expect((await allEvents(root.client, { app_id: t.appId, operation_id: "svc.api.funds.v1.SubjectAppLimitService.SetLimit" })).map((e) => e.id)).toEqual(ids);
     expect(await allEvents(root.client, { target_id: t.id, actor_user_id: t.userId })).toEqual([]);
     expect(await allEvents(root.client, { target_id: t.id, operation_id: "svc.api.funds.v1.SubjectAppLimitService.Suspend" })).toEqual([]);
     expect(await allEvents(root.client, { target_id: t.id, since: "9999-12-31T23:59:59Z" })).toEqual([]);
     expect(await allEvents(root.client, { target_id: t.id, until: "0001-01-01T00:00:00Z" })).toEqual([]);
   });
+
+  it("a page stops before 8 MiB of states before and after, holding at least one; the pages still list each event once", async () => {
+    // 48 expressions of 4,000 characters: an automation of about 192 KB, recorded before and after each rename.
+    const expressions = Array.from({ length: 48 }, (_, i) => ({ name: `e${i}`, expression: `'${String(i % 10).repeat(3_996)}'` }));
+    const automation = unwrap(await automationsApi(root.client).create({ displayName: "Large", isDraft: true, enabled: false, triggers: [{ webhook: { hmac: {} } }], automationSteps: [{ stepName: "big", evaluateExpressions: { expressions } }] })).automation;
+    const renames = 24;
+    for (let i = 1; i <= renames; i++) unwrap(await automationsApi(root.client).update(automation.id!, { displayName: `Large ${i}` }, "displayName"));
+    const pages: AuditEvent[][] = [];
+    let token: string | undefined;
+    do {
+      const page = unwrap(await list(root.client, { target_id: automation.id!, page_size: 100, ...(token ? { page_token: token } : {}) }));
+      pages.push(page.list.map((i) => i.auditEvent));
+      token = page.nextPageToken || undefined;
+    } while (token);
+    const stored = (e: AuditEvent) => (e.before ? JSON.stringify(e.before).length : 0) + (e.after ? JSON.stringify(e.after).length : 0);
+    expect(pages.length).toBeGreaterThan(1);
+    for (const page of pages) {
+      expect(page.length).toBeGreaterThan(0);
+      expect(page.reduce((sum, e) => sum + stored(e), 0)).toBeLessThanOrEqual(8 * 1024 * 1024);
+    }
+    // The first page stopped short because the next event would not fit, not before.
+    const [first, second] = pages as [AuditEvent[], AuditEvent[]];
+    expect(first.reduce((sum, e) => sum + stored(e), 0) + stored(second[0]!)).toBeGreaterThan(8 * 1024 * 1024);
+    const events = pages.flat();
+    expect(events).toHaveLength(renames + 1);
+    expect(new Set(events.map((e) => e.id)).size).toBe(renames + 1);
+    expect(events.map((e) => e.operationId).at(-1)).toBe("svc.api.automations.v1.AutomationService.CreateAutomation");
+  }, 120_000);
 
   it("refuses the zero kind, a timestamp out of range, and a page token of other filters or another caller", async () => {
     expectError(await list(root.client, { target_kind: "AUDIT_TARGET_KIND_UNSPECIFIED" }), 400, "INVALID_ARGUMENT");
