@@ -16,10 +16,15 @@ export interface RunResult {
   stderr: string;
 }
 
-/** Runs `command args` to its end (or SIGTERM after `timeoutMs`: code null); answers its exit code and its output. */
-export function runToEnd(command: string, args: string[], env: NodeJS.ProcessEnv = {}, options: { cwd?: string; timeoutMs?: number } = {}): Promise<RunResult> {
+/**
+ * Runs `command args` to its end (or SIGTERM after `timeoutMs`: code null), with `input` on its
+ * standard input (empty when not given); answers its exit code and its output.
+ */
+export function runToEnd(command: string, args: string[], env: NodeJS.ProcessEnv = {}, options: { cwd?: string; timeoutMs?: number; input?: string } = {}): Promise<RunResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(command, args, { env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"], ...(options.cwd ? { cwd: options.cwd } : {}), ...(options.timeoutMs ? { timeout: options.timeoutMs } : {}) });
+    const child = spawn(command, args, { env: { ...process.env, ...env }, stdio: ["pipe", "pipe", "pipe"], ...(options.cwd ? { cwd: options.cwd } : {}), ...(options.timeoutMs ? { timeout: options.timeoutMs } : {}) });
+    // A child that exits without reading its input is not an error of the run.
+    child.stdin.on("error", () => undefined).end(options.input);
     let out = "";
     let stdout = "";
     let stderr = "";
