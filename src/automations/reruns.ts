@@ -30,6 +30,8 @@ interface Source {
   context: string;
   origin: (typeof ExecutionOrigin)["REDRIVE" | "REPLAY"];
   redriveOf: string | null;
+  /** How many fund events led to the source's event (fund-triggers.ts): a redrive of a fund event's execution counts toward the same bound. */
+  depth: number;
 }
 
 /** A rerun's request: its operation (as audited), its kept answer, and who asked for it. */
@@ -48,7 +50,7 @@ export class ExecutionReruns {
     if (!found) throw executionNotFound(executionId);
     const operation = "svc.api.automations.v1.AutomationExecutionService.Redrive";
     return this.record(found.automation_id, `automation_executions:redrive:${executionId}`, { operation, beforeCommit, origin }, async (db) => {
-      const failed = await db.selectFrom("automation_executions").select(["state", "event_id", "context"]).where("id", "=", executionId).executeTakeFirst();
+      const failed = await db.selectFrom("automation_executions").select(["state", "event_id", "context", "depth"]).where("id", "=", executionId).executeTakeFirst();
       // Removed by retention since the read above.
       if (!failed) throw executionNotFound(executionId);
       if (failed.state !== ExecutionState.ERROR) {
@@ -58,7 +60,7 @@ export class ExecutionReruns {
       if (redrive) {
         throw failedPrecondition("EXECUTION_ALREADY_REDRIVEN", "this execution was redriven already; redrive that execution if it failed too", { metadata: { redrivenBy: redrive.id } });
       }
-      return { eventId: failed.event_id, context: failed.context, origin: ExecutionOrigin.REDRIVE, redriveOf: executionId };
+      return { eventId: failed.event_id, context: failed.context, origin: ExecutionOrigin.REDRIVE, redriveOf: executionId, depth: failed.depth ?? 0 };
     });
   }
 
@@ -93,7 +95,8 @@ export class ExecutionReruns {
           metadata: { automationExecutionId: live.id },
         });
       }
-      return { eventId: event.event_id, context: kept.context, origin: ExecutionOrigin.REPLAY, redriveOf: null };
+      // A delivery-log event is a webhook's: it starts a chain of fund events.
+      return { eventId: event.event_id, context: kept.context, origin: ExecutionOrigin.REPLAY, redriveOf: null, depth: 0 };
     });
   }
 
@@ -118,7 +121,7 @@ export class ExecutionReruns {
         const now = clock.now();
         const at = new Date(now).toISOString();
         // The hand-off's executions are a webhook event's; a rerun keeps its source's event id as it is.
-        execution = { ...handOff.newExecution(automationId, from.eventId ?? "", trigger, automation.steps, at, origin), event_id: from.eventId, origin: from.origin, redrive_of: from.redriveOf };
+        execution = { ...handOff.newExecution(automationId, from.eventId ?? "", trigger, automation.steps, at, origin), event_id: from.eventId, origin: from.origin, redrive_of: from.redriveOf, depth: from.depth };
         await db.insertInto("automation_executions").values(execution).execute();
         const view = toExecution({ ...execution, redriven_by: null });
         await recordAudit(db, origin, now, { operationId: made.operation, target: executionTarget(execution.id), before: null, after: view });

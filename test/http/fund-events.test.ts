@@ -208,4 +208,26 @@ describe(`fund-event triggers on ${testDialect()}`, () => {
     expect(unwrap(await server.admin.get(userId, appId)).limit.controls!.suspension).toMatchObject({ reason: "loop" });
     await stillExecutions(server.ts.admin, id, 4, 1_000);
   });
+
+  it("a redrive of a fund event's failed execution keeps its depth: the changes the rerun makes are one deeper", async () => {
+    const { appId, only } = await limitedApp("100");
+    const { userId } = server.subject;
+    const unsuspend = { stepName: "lift", unsuspendAppLimit: { userIdCel: "ctx.trigger.userId", appIdCel: "ctx.trigger.appId" } };
+    const lifter = await fundAutomation(server.ts.admin, { eventTypes: ["FUND_EVENT_TYPE_LIMIT_SUSPENDED"], conditionCel: only }, [unsuspend]);
+    // Runs on the lifter's unsuspension (depth 1) and fails; fixed, its redrive suspends the row again.
+    const follower = await fundAutomation(server.ts.admin, { eventTypes: ["FUND_EVENT_TYPE_LIMIT_UNSUSPENDED"], conditionCel: only }, [
+      { stepName: "read", evaluateExpressions: { expressions: [{ name: "v", expression: "ctx.trigger.missing.deeper" }] } },
+    ]);
+    unwrap(await server.admin.suspend(userId, appId, { reason: "start" }));
+    const [failed] = await settledExecutions([server.ts.admin], follower, 1);
+    expect(failed!.state).toBe("AUTOMATION_EXECUTION_STATE_ERROR");
+    expect(eventOf(failed!).depth).toBe(1);
+    const suspend = { stepName: "freeze", suspendAppLimit: { userIdCel: "ctx.trigger.userId", appIdCel: "ctx.trigger.appId", reasonCel: '"redriven"' } };
+    unwrap(await server.ts.admin.POST("/api/v1/automations/{id}", { params: { path: { id: follower } }, body: { automation: { displayName: "follower, fixed", automationSteps: [suspend] }, updateMask: "automationSteps" } as never }));
+    tick();
+    const rerun = unwrap(await server.ts.admin.POST("/api/v1/automation_executions/{id}/redrive", { params: { path: { id: failed!.id! } }, body: {} })).automationExecution;
+    // The rerun's suspension is an event of depth 2 (not 1, as a rerun of depth 0 would make it), which the lifter runs on.
+    const lifts = await settledExecutions([server.ts.admin], lifter, 2);
+    expect(eventOf(lifts[1]!)).toMatchObject({ depth: 2, causedBy: { automationId: follower, executionId: rerun.id } });
+  });
 });
