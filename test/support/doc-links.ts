@@ -119,13 +119,21 @@ function* strings(value: unknown, key = ""): Generator<[key: string, text: strin
  */
 export function brokenContractLinks(files: Files, paths: readonly string[]): BrokenLink[] {
   const broken: BrokenLink[] = [];
+  const parsed = new Map<string, unknown>();
+  /** The file's document, parsed once; undefined when there is no such file. */
+  const documentOf = (file: string): unknown => {
+    if (!parsed.has(file)) {
+      const text = files.read(file);
+      parsed.set(file, text === undefined ? undefined : parse(text));
+    }
+    return parsed.get(file);
+  };
   for (const from of paths) {
-    const document: unknown = parse(files.read(from) ?? "");
-    for (const [key, text] of strings(document)) {
+    for (const [key, text] of strings(documentOf(from))) {
       if (key === "$ref") {
         const [path = "", pointer] = text.split("#");
         const file = path === "" ? from : normalize(join(dirname(from), decodeURI(path)));
-        const target = path === "" ? document : files.read(file) === undefined ? undefined : parse(files.read(file)!);
+        const target = documentOf(file);
         if (target === undefined) broken.push({ from, target: text, why: `no file ${file}` });
         else if (pointer !== undefined && atPointer(target, pointer) === undefined) broken.push({ from, target: text, why: `${file} holds no #${pointer}` });
         continue;
