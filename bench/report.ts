@@ -678,10 +678,13 @@ export function disturbance(m: Measured): string | undefined {
   return `During the ${m.key === "baseline-post" ? "POST" : "GET"} baseline, other processes took ${formatCores(cores)} cores (more than ${QUIET_CORES}): the machine was not quiet, the baseline read low, and the ratios to it read high.`;
 }
 
-/** Marks the start of hand-written notes in RESULTS.md (profiles, before/after); a new run keeps them. */
+/**
+ * Marks the start of the hand-written analysis in RESULTS.md (where the time goes), which a new run
+ * keeps as it is: one current analysis, revised when the figures change, not a log of runs.
+ */
 export const NOTES_MARKER = "<!-- notes: everything below this line is kept when the bench rewrites the file -->";
 
-/** The new results followed by the notes section of the previous file, if it had one. */
+/** The new results followed by the previous file's hand-written analysis, if it had one. */
 export function withKeptNotes(rendered: string, previous: string | undefined): string {
   const at = previous?.indexOf(NOTES_MARKER) ?? -1;
   const notes = at >= 0 ? previous!.slice(at) : `${NOTES_MARKER}\n`;

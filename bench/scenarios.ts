@@ -301,7 +301,7 @@ export async function runDatabase(dialect: Dialect, settings: BenchSettings, dri
         await on.stop();
       }
     }
-    // Traces: one in ten new traces sampled (parentbased_traceidratio, 0.1), as the README advises,
+    // Traces: one in ten new traces sampled (parentbased_traceidratio, 0.1), as docs/operating.md advises,
     // exported over OTLP/HTTP (protobuf) to a receiver in the bench that answers as a collector does.
     let traceExports: Section["traceExports"];
     if (wanted(...TRACES_KEYS)) {

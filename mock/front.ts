@@ -2,7 +2,7 @@
 // token endpoint's guard, the bearer token's presence and shape, the webhook intake's checks that need
 // no listener, the body parsers and the contract validator, the error body), so that the mock refuses
 // what the server refuses with the same status, reason and message; what passes goes to Prism, whose
-// example-based answer comes back (prism-answer.ts). What it cannot check is listed in README "Mock".
+// example-based answer comes back (prism-answer.ts). What it cannot check is listed in docs/partners.md "Mock".
 import express, { type Express, type NextFunction, type Request, type Response } from "express";
 import { operationRoutes } from "../generated/server.js";
 import { systemClock } from "../src/core/clock.js";

@@ -1,6 +1,6 @@
 #!/usr/bin/env -S npx tsx
 // Signs and sends one event to a webhook listener, and prints what was sent and the answer.
-// `--help` prints the options (USAGE below); the README shows both kinds of authentication.
+// `--help` prints the options (USAGE below); docs/senders.md shows both kinds of authentication.
 import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import type { JWK } from "jose";

@@ -1,7 +1,7 @@
 #!/usr/bin/env -S npx tsx
 // Spends from the shell, for partners trying the flow: authorizes, captures, releases, reverses,
 // gets and lists spend authorizations with client credentials, and prints the JSON answer.
-// `--help` prints the options (USAGE below); the README's "Spend flow" shows a session.
+// `--help` prints the options (USAGE below); docs/spends.md's "Spend flow" shows a session.
 import { randomUUID } from "node:crypto";
 import { parseArgs } from "node:util";
 import { createApiClient, TokenError, type ApiClient, type components } from "../src/client/index.js";

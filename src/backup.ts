@@ -1,5 +1,5 @@
 // `npm run backup -- <file> [--force]`: writes a backup of the SQLite database of DATABASE_URL to
-// <file>, safe while servers run on it (README "Backups and restore").
+// <file>, safe while servers run on it (docs/operating.md "Backups and restore").
 import { ConfigError, secretsKey } from "./config.js";
 import { runSqliteFileCommand } from "./sqlite-command.js";
 import { backupSqlite } from "./storage/sqlite-backup.js";
@@ -19,7 +19,7 @@ runSqliteFileCommand({
   name: "backup",
   usage: "npm run backup -- <file> [--force]",
   flags: ["--force"],
-  onPostgres: "DATABASE_URL names a PostgreSQL database: back it up with pg_dump (or pg_basebackup, or your provider's snapshots), and SECRETS_KEY with it (README \"Backups and restore\")",
+  onPostgres: "DATABASE_URL names a PostgreSQL database: back it up with pg_dump (or pg_basebackup, or your provider's snapshots), and SECRETS_KEY with it (docs/operating.md \"Backups and restore\")",
   async run(file, databasePath, flags) {
     const written = await backupSqlite(databasePath, file, { replace: flags.has("--force") });
     return [

@@ -1,5 +1,5 @@
 // `npm run migrate`: applies this release's pending migrations to the database of DATABASE_URL and
-// exits, for deployments that start the server with MIGRATE_AT_START=0 (README "Upgrading").
+// exits, for deployments that start the server with MIGRATE_AT_START=0 (docs/operating.md "Upgrading").
 import { configOrExit, exitRefused, loadDatabaseConfig } from "./config.js";
 import { runCommand } from "./command.js";
 import { migrateStorage } from "./storage/connect.js";

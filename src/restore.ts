@@ -1,6 +1,6 @@
 // `npm run restore -- <file>`: puts a backup (`npm run backup`) in place of the SQLite database of
 // DATABASE_URL, which no server may have open; the database it replaces is kept beside it
-// (README "Backups and restore").
+// (docs/operating.md "Backups and restore").
 import { runSqliteFileCommand } from "./sqlite-command.js";
 import { restoreSqlite } from "./storage/sqlite-backup.js";
 
@@ -8,7 +8,7 @@ runSqliteFileCommand({
   name: "restore",
   usage: "npm run restore -- <file>",
   flags: [],
-  onPostgres: "DATABASE_URL names a PostgreSQL database: restore it with pg_restore or psql (or your provider's tools), then start with the SECRETS_KEY of the backup (README \"Backups and restore\")",
+  onPostgres: "DATABASE_URL names a PostgreSQL database: restore it with pg_restore or psql (or your provider's tools), then start with the SECRETS_KEY of the backup (docs/operating.md \"Backups and restore\")",
   async run(file, databasePath) {
     const restored = await restoreSqlite(file, databasePath);
     const { pending } = restored;

@@ -1,6 +1,6 @@
 // `npm run rotate-signing-key`: makes a new access-token signing key, which every instance signs
 // with within two minutes, while the key before verifies until the tokens it signed have expired
-// (README "Token signing keys"). It reads DATABASE_URL and SECRETS_KEY (or SECRETS_KEY_FILE), and
+// (docs/operating.md "Token signing keys"). It reads DATABASE_URL and SECRETS_KEY (or SECRETS_KEY_FILE), and
 // prints the new key's kid, never key material. Exit 2 on a configuration, database or key it must
 // not run with (as the server refuses them), 1 on any other failure.
 import { configOrExit, exitRefused, loadKeyCommandConfig } from "./config.js";

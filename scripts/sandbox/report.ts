@@ -11,7 +11,7 @@ export interface SandboxInfo extends Seeded {
 /** Reads the access token from a token answer on stdin (Node, so that no jq is needed). */
 const READ_TOKEN = `node -p 'JSON.parse(require("fs").readFileSync(0, "utf8")).access_token'`;
 
-/** The README's curl recipe for a signed HMAC event, filled in. */
+/** The curl recipe for a signed HMAC event (docs/senders.md), filled in. */
 function curlHmac(info: SandboxInfo, body: string): string {
   return [
     `BODY='${body}'; TS=$(date +%s); ID=$(node -e 'console.log(crypto.randomUUID())')`,
@@ -81,7 +81,7 @@ export function report(info: SandboxInfo): string {
     ``,
     `Spend authorizations (newest last), made by the fund admin:`,
     ...info.authorizations.map((a) => `  ${a.id}  ${nameOf(a.userId)} / ${a.appId}  ${a.state.replace("SPEND_AUTHORIZATION_STATE_", "").toLowerCase().padEnd(8)}  ${a.shows}`),
-    `  from the shell (see the README's Spend flow), e.g. as the fund admin:`,
+    `  from the shell (see Spend flow in docs/spends.md), e.g. as the fund admin:`,
     indented(shown.spend, 4),
     ``,
     `The listeners' automations suspend the limit named by a card.lost event; the events below suspend ${nameOf(suspended.userId)} / ${suspended.appId}.`,

@@ -3,7 +3,7 @@
 // outputs are added (runner.ts, step-check.ts), never after the fact. The CEL cost budget bounds the
 // work of an evaluation; these bound what it can make: with a 64 KB payload, no expression can have
 // the server hold more than a small multiple of MAX_VALUE_BYTES, nor store more than
-// MAX_EXECUTION_OUTPUT_BYTES of outputs for one execution. The contract and the README state them.
+// MAX_EXECUTION_OUTPUT_BYTES of outputs for one execution. The contract and docs/senders.md state them.
 import { CelEvaluationError } from "./cel-errors.js";
 import { jsonSize, jsonStringSize } from "./json-size.js";
 

@@ -3,8 +3,7 @@
 // promotes each request's objects to the old generation (a bare Express route does too: 3 to 5 MB
 // per young collection in the bench), so the server's heap swung between about 100 and 166 MiB over
 // a live 40 to 55 MiB, and its RSS with it. At 1.5 the RSS stays about 175 MiB; the cheapest read
-// costs about 8% more CPU, the others no measurable more (bench/RESULTS.md, 2026-11-26, third
-// session).
+// costs about 8% more CPU, the others no measurable more (bench/RESULTS.md, "Memory").
 import { setFlagsFromString } from "node:v8";
 
 /** The default growth: 50% past the live heap. */

@@ -8,7 +8,7 @@
 // RequestContext, an execution's by the worker, each a parent handed to the transactions it makes
 // (an Origin, ./origin.ts). Nothing here keeps an "active" span: a context propagated across awaits
 // would take an AsyncLocalStorage, and on Node 20 an enabled one makes Node call a hook at every
-// promise created in the process, traced or not (bench/RESULTS.md, "traces on vs off").
+// promise created in the process, traced or not (bench/RESULTS.md, "Metrics and traces").
 
 export type SpanKind = "server" | "consumer" | "internal";
 export type AttributeValue = string | number | boolean;

@@ -1,6 +1,6 @@
 // The writes of a spend decision or change under its window's lock, where the dialects differ. On
 // SQLite one statement each, under the database's write lock. On PostgreSQL each round trip costs
-// the server more CPU than the statements themselves (bench/RESULTS.md), so: the window's lock
+// the server more CPU than the statements themselves (bench/RESULTS.md, "Spend decisions"), so: the window's lock
 // with what is read after it is one function call, sent with the transaction's BEGIN; every write
 // of the decision or change is one more (migration 0012), with the request's kept answer inserted
 // in the same statement.

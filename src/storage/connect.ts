@@ -29,7 +29,7 @@ const STATEMENT_CACHE_SIZE = 500;
 
 /**
  * Kysely's SQLite driver prepares every query anew; preparing is a measurable share of a request
- * (see bench/RESULTS.md). Statements are reusable, and the driver runs one query at a time on the
+ * (bench/RESULTS.md, "The webhook intake"). Statements are reusable, and the driver runs one query at a time on the
  * connection, so a bounded cache keyed by SQL text serves them again.
  */
 function cachePreparedStatements(database: SQLite.Database): void {

@@ -1,7 +1,7 @@
 // Schema migrations, written once with Kysely's schema builder so that they run on SQLite and on
 // PostgreSQL alike. Append new migrations; never edit one that has shipped.
 //
-// Upgrades and rollbacks (README "Upgrading"). During a rolling upgrade the instances of the release
+// Upgrades and rollbacks (docs/operating.md "Upgrading"). During a rolling upgrade the instances of the release
 // before (N-1) keep serving on the database release N has migrated, and a rollback starts N-1 again
 // on it. So every schema change is expand-then-contract across two releases: release N adds what it
 // needs (tables, columns with defaults, indexes, functions with the signatures N-1 calls) and keeps
@@ -1029,7 +1029,7 @@ const m0019 = (text: TextType, dialect: "sqlite" | "postgres"): Migration => ({
 // the sweep by count (the newest N of an automation read from the index alone). Partial: a pending
 // or running execution is in neither, so the intake's insert writes no entry; the final save writes
 // both. `if not exists`: on a large table an operator may build them first without blocking writes
-// (PostgreSQL's CREATE INDEX CONCURRENTLY, README "Upgrading"), and the migration then finds them.
+// (PostgreSQL's CREATE INDEX CONCURRENTLY, docs/operating.md "Upgrading"), and the migration then finds them.
 const m0020: Migration = {
   async up(db: Kysely<any>) {
     await sql`create index if not exists automation_executions_finished on automation_executions (completed_at) where completed_at is not null`.execute(db);

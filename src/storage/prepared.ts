@@ -1,7 +1,7 @@
 // Queries of the hot paths (the webhook intake, the execution worker), built with Kysely's typed
 // builder once and compiled once per dialect; each run binds its values in the places the compiled
 // SQL has for them. Building and compiling a small query costs more CPU and garbage than SQLite
-// takes to run it (bench/RESULTS.md, third round). On PostgreSQL their texts are sent as named
+// takes to run it (bench/RESULTS.md, "The webhook intake"). On PostgreSQL their texts are sent as named
 // statements (./pg-named-statements.ts).
 //
 // The builder receives stand-ins for the values, marked strings that are found again among the

@@ -1,5 +1,5 @@
-// Backup and restore of the embedded SQLite database (`npm run backup`, `npm run restore`; README
-// "Backups and restore"). A backup is a whole, consistent copy taken while servers run and write;
+// Backup and restore of the embedded SQLite database (`npm run backup`, `npm run restore`;
+// docs/operating.md "Backups and restore"). A backup is a whole, consistent copy taken while servers run and write;
 // a restore puts one in place of a database no process has open, keeping the file it replaces.
 // Either way a file at the path named is complete: it is written beside it and renamed onto it.
 import { randomBytes } from "node:crypto";

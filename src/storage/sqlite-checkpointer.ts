@@ -2,7 +2,7 @@
 // file in a checkpoint. By default the connection whose commit takes the log past 1,000 pages runs
 // that checkpoint itself, inside the commit: on the one thread that answers every request, it
 // copies about 4 MB and waits for two fsyncs, and every request of the batch waits with it
-// (bench/RESULTS.md: about half of the group commit's time under the webhook intake's load).
+// (bench/RESULTS.md, "The webhook intake": about half of the group commit's time under its load).
 //
 // Here a worker thread with a connection of its own checkpoints instead, PASSIVE (it never waits on
 // the writer or a reader, nor makes them wait), every `intervalMs`. SQLite restarts the log only at

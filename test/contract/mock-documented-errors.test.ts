@@ -82,7 +82,7 @@ describe("Prefer: code=N alone answers the operation's first documented example 
   for (const d of firsts) {
     it(`${d.operationId.replace(/^svc\.api\./, "")} ${d.status}: ${d.name}`, () => expectForced(d, `code=${d.status}`));
   }
-  it("as the README shows it: the app cap of an app without one is 404 APP_CAP_NOT_FOUND", async () => {
+  it("as docs/partners.md shows it: the app cap of an app without one is 404 APP_CAP_NOT_FOUND", async () => {
     const answer = await fetch(`${mock.url}/api/v1/funds/app-caps/app-github`, { headers: { Authorization: "Bearer a.b.c", Prefer: "code=404" } });
     expect(answer.status).toBe(404);
     const body = (await answer.json()) as Node;

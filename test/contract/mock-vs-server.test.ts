@@ -1,9 +1,9 @@
 // The mock refuses what the real server refuses, in the same words. The same invalid requests go to
 // the mock (`npm run mock`) and to a real server, with the same X-Request-Id; both answers must be
 // identical (status, X-Request-Id, and the whole Status body: code, message, reason, field
-// violations), except for the cases README.md's "What the mock cannot reproduce" table names: for
+// violations), except for the cases docs/partners.md's "What the mock cannot reproduce" table names: for
 // those, the test checks that the answers differ exactly as the table says. A row naming no case
-// here fails too, so the README and this list cannot drift apart.
+// here fails too, so the documentation and this list cannot drift apart.
 import { readFileSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { hmacSignature } from "../../src/client/webhook-sender.js";
@@ -23,24 +23,24 @@ interface Case {
   twice?: boolean;
 }
 
-/** The README's rows: case name → the answers it states for the mock and for the server. */
+/** The documented table's rows: case name → the answers it states for the mock and for the server. */
 interface StatedDifference {
   mock: { status: number; reason?: string };
   server: { status: number; reason?: string };
 }
 
-const README = readFileSync(new URL("../../README.md", import.meta.url), "utf8");
+const PARTNERS = readFileSync(new URL("../../docs/partners.md", import.meta.url), "utf8");
 
 /** `200` or ``400 `CURRENCY_MISMATCH` `` → status and reason. */
 function statedAnswer(cell: string): { status: number; reason?: string } {
   const m = /^(\d{3})(?:\s+`([A-Z_]+)`)?/.exec(cell.trim());
-  if (!m) throw new Error(`README: "${cell}" is not "<status> \`REASON\`"`);
+  if (!m) throw new Error(`docs/partners.md: "${cell}" is not "<status> \`REASON\`"`);
   return { status: Number(m[1]), ...(m[2] ? { reason: m[2] } : {}) };
 }
 
 function statedDifferences(): Map<string, StatedDifference> {
-  const section = README.split(/^### What the mock cannot reproduce$/m)[1]?.split(/^#{2,3} /m)[0];
-  if (!section) throw new Error('README.md has no "### What the mock cannot reproduce" section');
+  const section = PARTNERS.split(/^### What the mock cannot reproduce$/m)[1]?.split(/^#{2,3} /m)[0];
+  if (!section) throw new Error('docs/partners.md has no "### What the mock cannot reproduce" section');
   const rows = new Map<string, StatedDifference>();
   for (const line of section.split("\n")) {
     const cells = line.split("|").slice(1, -1);
@@ -94,7 +94,7 @@ function webhook(over: { body?: string; headers?: Record<string, string | undefi
 const limitPath = "/api/v1/funds/my/app-limits/app-github/limit";
 
 /**
- * Every case, by the name the README's table uses. Requests are built when the case runs, once the
+ * Every case, by the name the documented table uses. Requests are built when the case runs, once the
  * server is up (tokens, the listener, the current time).
  */
 const CASES: Record<string, () => Case> = {
@@ -226,7 +226,7 @@ beforeAll(async () => {
 afterAll(async () => Promise.all([mock?.stop(), ts?.stop()]));
 
 describe("the mock and the server answer the same invalid requests alike", () => {
-  it("covers at least 28 invalid requests, and the README names only cases that exist", () => {
+  it("covers at least 28 invalid requests, and the documentation names only cases that exist", () => {
     const names = Object.keys(CASES);
     expect(names.length).toBeGreaterThanOrEqual(28);
     expect([...statedDifferences().keys()].filter((n) => !names.includes(n))).toEqual([]);

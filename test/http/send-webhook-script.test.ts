@@ -33,7 +33,7 @@ describe("scripts/send-webhook.ts", () => {
     expect(again.code).toBe(1);
   }, 60_000);
 
-  it("takes a secret that begins with a dash as the secret, as the README passes it", async () => {
+  it("takes a secret that begins with a dash as the secret, as docs/senders.md passes it", async () => {
     const { automation } = unwrap(await ts.admin.POST("/api/v1/automations", { body: { automation: { displayName: "dash", isDraft: false, enabled: true, triggers: [{ webhook: { hmac: {} } }] } } }));
     const r = await run(["--url", webhookTrigger(automation)!.url!, "--secret=-not-the-secret", "--body", "{}"]);
     expect(r.out).toContain("=> 401");

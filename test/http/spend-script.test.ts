@@ -28,7 +28,7 @@ beforeAll(async () => {
 }, 120_000);
 afterAll(async () => ts?.stop());
 
-/** Runs the command with the credentials in the environment, as the README's session does. */
+/** Runs the command with the credentials in the environment, as docs/spends.md's session does. */
 const spend = (...args: string[]) => runSpend(["--base-url", ts.url, ...args], { CLIENT_ID: admin.clientId, CLIENT_SECRET: admin.clientSecret });
 const authorizationOf = (stdout: string) => (JSON.parse(stdout) as { authorization: Authorization }).authorization;
 const usd = (units: string, nanos = 0) => ({ currencyCode: "USD", units, nanos });

@@ -360,8 +360,8 @@ describe(`traces over OTLP/HTTP, on ${testDialect()}`, () => {
 
   // Last: after the tests above made every kind of span, on both traced servers (the stopping one
   // has exited: its check at exit ran too). On Node 20 an enabled AsyncLocalStorage makes Node call
-  // a hook at every promise the process creates, traced or not: what tracing cost before its spans
-  // were carried explicitly (bench/RESULTS.md, "traces on vs off").
+  // a hook at every promise the process creates, traced or not: what tracing would cost were its spans
+  // not carried explicitly (bench/RESULTS.md, "Metrics and traces").
   it("tracing enables no AsyncLocalStorage, no async hook and no global context manager", async () => {
     for (const served of [server, accepting, untraced]) {
       expect(served.output()).toContain(PROBE_ARMED);

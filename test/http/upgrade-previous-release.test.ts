@@ -7,7 +7,7 @@
 // window lock makes the dropped usage row anew with nothing spent, and approves past the limit.
 // This release seals the signing key under it, which its running server does not notice. (The
 // previous release predates the records, so it also refuses to start again on the migrated
-// database: from this release on, a rollback starts on the records' word, see README "Upgrading";
+// database: from this release on, a rollback starts on the records' word, see docs/operating.md "Upgrading";
 // and it could not read the sealed key.)
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";

@@ -1,8 +1,8 @@
-// README.md's "Spend flow" session, as written: every `sh` block of the section, in order, run by
-// bash against a real server (only the base URL and the credential lines are replaced by the test
-// server's). It must end without an error and print what the README says it prints. Bash runs with
+// docs/spends.md's "Spend flow" session, as written: every `sh` block of the section, in order, run
+// by bash against a real server (only the base URL and the credential lines are replaced by the test
+// server's). It must end without an error and print what the section says it prints. Bash runs with
 // its default options, as a user's shell does (no `pipefail`), stopping at the first failure. The
-// token block of "Commands" likewise: the token it gets calls the API.
+// token block of README.md's "Commands" likewise: the token it gets calls the API.
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -10,14 +10,12 @@ import { runToEnd } from "../support/process.js";
 import { BOOTSTRAP, startTestServer, type TestServer } from "../support/server.js";
 
 const root = fileURLToPath(new URL("../..", import.meta.url));
-const README = readFileSync(new URL("../../README.md", import.meta.url), "utf8");
-
-/** The `sh` blocks of the section headed `heading`, up to the next heading of its level or above (outside code blocks). */
-function shBlocks(heading: string): string[] {
+/** The `sh` blocks of the section of `file` headed `heading`, up to the next heading of its level or above (outside code blocks). */
+function shBlocks(file: string, heading: string): string[] {
   const level = heading.indexOf(" ");
-  const lines = README.split("\n");
+  const lines = readFileSync(new URL(`../../${file}`, import.meta.url), "utf8").split("\n");
   const start = lines.indexOf(heading);
-  if (start < 0) throw new Error(`README.md has no "${heading}" section`);
+  if (start < 0) throw new Error(`${file} has no "${heading}" section`);
   const blocks: string[] = [];
   let fence: string | undefined; // the open code block's language
   let body: string[] = [];
@@ -43,9 +41,9 @@ beforeAll(async () => {
 });
 afterAll(async () => ts?.stop());
 
-describe("README: Spend flow", () => {
-  it("runs as written: token, authorize, capture, usage, reverse, then the command's authorize, release, decline and list", async () => {
-    const script = shBlocks("### Spend flow").join("\n");
+describe("the documented shell sessions", () => {
+  it("docs/spends.md's Spend flow runs as written: token, authorize, capture, usage, reverse, then the command's authorize, release, decline and list", async () => {
+    const script = shBlocks("docs/spends.md", "## Spend flow").join("\n");
     for (const variable of ["BASE", "CLIENT_ID", "CLIENT_SECRET"]) expect(script, variable).toMatch(new RegExp(`^${variable}=`, "m"));
     const ours = script
       .replace(/^BASE=.*$/m, `BASE=${ts.url}`)
@@ -81,8 +79,8 @@ describe("README: Spend flow", () => {
     expect(run.stderr.match(/^Idempotency-Key: [0-9a-f-]{36}$/gm)).toHaveLength(3);
   }, 120_000);
 
-  it("the token block of Commands, as written, sets ACCESS_TOKEN and calls the API with it", async () => {
-    const block = shBlocks("## Commands").find((b) => b.includes("/auth/v1/token"));
+  it("the token block of README.md's Commands, as written, sets ACCESS_TOKEN and calls the API with it", async () => {
+    const block = shBlocks("README.md", "## Commands").find((b) => b.includes("/auth/v1/token"));
     expect(block).toContain("ACCESS_TOKEN=");
     const run = await bash(block!.replaceAll("http://localhost:8080", ts.url), { CLIENT_ID: BOOTSTRAP.clientId, CLIENT_SECRET: BOOTSTRAP.clientSecret });
     expect(run.code, run.out).toBe(0);
