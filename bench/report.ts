@@ -35,16 +35,24 @@ export type ScenarioKey =
   | "traces-get-off"
   | "traces-get-on"
   | "traces-hmac-off"
-  | "traces-hmac-on";
+  | "traces-hmac-on"
+  | "audit-set-limit-off"
+  | "audit-set-limit-on"
+  | "audit-suspend-off"
+  | "audit-suspend-on"
+  | "spend-authorize-fired";
 
 /** Selections of --only that name several scenarios. */
 export const SCENARIO_GROUPS: Readonly<Record<string, readonly ScenarioKey[]>> = { pruning: ["pruning-off", "pruning-on"] };
 
 /** The spend scenarios: their ratios are to the POST baseline (a bare `express.json()` route). */
-export const SPEND_KEYS: readonly ScenarioKey[] = ["spend-authorize-approved", "spend-authorize-declined", "spend-authorize-threshold", "spend-capture", "spend-get-effective"];
+export const SPEND_KEYS: readonly ScenarioKey[] = ["spend-authorize-approved", "spend-authorize-declined", "spend-authorize-threshold", "spend-authorize-fired", "spend-capture", "spend-get-effective"];
 
 /** Issue 31: Authorize with a usage-threshold trigger on every window keeps at least this share of its rate without one. */
 export const FUND_EVENTS_SHARE = 0.85;
+
+/** Issue 31: a fund event's execution is done within this p99 of the decision that fired it, at half Authorize's maximum rate. */
+export const FUND_EVENT_P99_MS = 100;
 
 /**
  * What the database holds after the spend scenarios, read straight from it: the decisions made, and
@@ -122,6 +130,8 @@ export interface Section {
   executionWait?: ExecutionWait;
   /** Scenario 1b: HMAC intake at a fixed rate (half of scenario 1's), its executions only. */
   steadyWait?: ExecutionWait & { rate: number };
+  /** Scenario 9: Authorize at half its maximum rate, each decision firing an automation on authorized spends: those executions. */
+  fundEventWait?: ExecutionWait & { rate: number };
   /** RSS of the main server after every scenario of the section, and the most any server of it reached. */
   memory?: { afterMiB: number; maxMiB: number };
   soak?: Soak;
@@ -201,7 +211,7 @@ const VALIDATION_BUDGET = 0.1;
 /** The share of throughput response validation costs: 1 - on/off (0.1 = 10% fewer requests/s). */
 export const validationCost = (off: LoadResult, on: LoadResult): number => (off.requestsPerSecond > 0 ? 1 - on.requestsPerSecond / off.requestsPerSecond : Number.NaN);
 
-type InTurnRuns = Record<"hmac" | "get", { name: string; off: ScenarioKey; on: ScenarioKey }>;
+type InTurnRuns = Record<string, { name: string; off: ScenarioKey; on: ScenarioKey }>;
 
 /** Scenario 10: what metrics on may cost (issue 30), and its runs by request and setting. */
 const METRICS_BUDGET = 0.03;
@@ -219,6 +229,14 @@ export const TRACES_RUNS = {
 } as const satisfies InTurnRuns;
 export const TRACES_KEYS: readonly ScenarioKey[] = Object.values(TRACES_RUNS).flatMap((r) => [r.off, r.on]);
 
+/** Scenario 13: what the audit record may cost a change (issue 31), and its runs likewise. */
+const AUDIT_BUDGET = 0.1;
+export const AUDIT_RUNS = {
+  setLimit: { name: "MyFundLimitsService.SetLimit", off: "audit-set-limit-off", on: "audit-set-limit-on" },
+  suspend: { name: "SubjectAppLimitService.Suspend", off: "audit-suspend-off", on: "audit-suspend-on" },
+} as const satisfies InTurnRuns;
+export const AUDIT_KEYS: readonly ScenarioKey[] = Object.values(AUDIT_RUNS).flatMap((r) => [r.off, r.on]);
+
 /** The settings measured in turn against themselves off, on two servers started together (bench/scenarios.ts). */
 const IN_TURN = [
   { scenario: 10, setting: "metrics on", budget: METRICS_BUDGET, runs: METRICS_RUNS, title: "Metrics on vs off", how: "two servers started together, one with METRICS_PORT and scraped every second meanwhile" },
@@ -229,6 +247,14 @@ const IN_TURN = [
     runs: TRACES_RUNS,
     title: "Traces on at 10% sampling vs off",
     how: "two servers started together, one exporting traces over OTLP/HTTP (protobuf) to a receiver in the bench, OTEL_TRACES_SAMPLER=parentbased_traceidratio, OTEL_TRACES_SAMPLER_ARG=0.1",
+  },
+  {
+    scenario: 13,
+    setting: "the audit record",
+    budget: AUDIT_BUDGET,
+    runs: AUDIT_RUNS,
+    title: "The audit record on vs off",
+    how: "one server; off, a trigger the bench adds to the database drops each audit event's insert (the server still builds it and sends it in the change's statement), so what is compared is the record's storage: its row, its six indexes and its share of the commit",
   },
 ] as const;
 
@@ -523,6 +549,10 @@ export function checkTargets(section: Section, baselineRps: number, postBaseline
     checks.push({ target: `Authorize (approved) with a usage-threshold trigger ≥ ${FUND_EVENTS_SHARE * 100}% of its req/s without (fund events cost ≤ ${Math.round((1 - FUND_EVENTS_SHARE) * 100)}%)`, measured: formatPercent(r), met: r >= FUND_EVENTS_SHARE });
     checks.push({ target: "Authorize with a usage-threshold trigger: no error", measured: String(totalErrors(withTrigger.result)), met: totalErrors(withTrigger.result) === 0 });
   }
+  if (section.fundEventWait) {
+    const w = section.fundEventWait;
+    checks.push({ target: `a fund event → its execution done p99 < ${FUND_EVENT_P99_MS} ms at half Authorize's maximum (${formatRps(w.rate)} decisions/s)`, measured: `${formatMs(w.p99Ms)} ms`, met: w.p99Ms < FUND_EVENT_P99_MS && !w.notDone });
+  }
   if (section.spends) {
     checks.push({ target: "Authorize: 0 overspend (every approved decision and every window within its limit)", measured: String(section.spends.overspent), met: section.spends.overspent === 0 });
     checks.push({ target: "Authorize: no decline while the limit had room", measured: String(section.spends.wronglyDeclined), met: section.spends.wronglyDeclined === 0 });
@@ -545,6 +575,8 @@ function sectionMarkdown(section: Section, baseline: Measured, postBaseline: Mea
   if (w) facts.push(`Accepted → execution done at saturation, under scenario 1's load (automation_executions.completed_at − created_at, ${w.count.toLocaleString("en-US")} executions): p50 ${formatMs(w.p50Ms)} ms, p99 ${formatMs(w.p99Ms)} ms, max ${formatMs(w.maxMs)} ms. The backlog drained ${formatDuration(w.drainMs)} after the load stopped (target: within ${formatDuration(EXECUTION_TARGETS.drainMs)}).${notDone(w)}`);
   const steady = section.steadyWait;
   if (steady) facts.push(`Accepted → execution done at a steady ${formatRps(steady.rate)} events/s, half of scenario 1's intake (scenario 1b, ${steady.count.toLocaleString("en-US")} executions): p50 ${formatMs(steady.p50Ms)} ms, p99 ${formatMs(steady.p99Ms)} ms (target: under ${EXECUTION_TARGETS.steadyP99Ms} ms), max ${formatMs(steady.maxMs)} ms; drained ${formatDuration(steady.drainMs)} after the load stopped.${notDone(steady)}`);
+  const fired = section.fundEventWait;
+  if (fired) facts.push(`A fund event → its execution done, Authorize at a steady ${formatRps(fired.rate)} decisions/s, half scenario 9's approved rate, each firing an automation on authorized spends (${fired.count.toLocaleString("en-US")} executions; completed_at − created_at, the execution made in the decision's transaction): p50 ${formatMs(fired.p50Ms)} ms, p99 ${formatMs(fired.p99Ms)} ms (target: under ${FUND_EVENT_P99_MS} ms), max ${formatMs(fired.maxMs)} ms; drained ${formatDuration(fired.drainMs)} after the load stopped.${notDone(fired)}`);
   if (section.memory) facts.push(`Server RSS after the full bench: ${formatMiB(section.memory.afterMiB)} MiB (the main server, after its last scenario); the most seen (any server of this database at the end of a scenario, and the soak's samples): ${formatMiB(section.memory.maxMiB)} MiB (target: under 250 MB, ${formatMiB(RSS_BUDGET_MIB)} MiB).`);
   const soak = section.soak;
   if (soak) {

@@ -4,6 +4,7 @@ import type { JsonWebKey } from "node:crypto";
 import { randomUUID } from "node:crypto";
 import { rmSync } from "node:fs";
 import { join } from "node:path";
+import { sql } from "kysely";
 import { hmacSignature } from "../src/client/webhook-sender.js";
 import { openStorage, type Storage } from "../src/storage/connect.js";
 import { Api, type Credentials } from "./api.js";
@@ -11,7 +12,7 @@ import { createBenchDatabase, type Dialect } from "./database.js";
 import type { LoadSpec, RequestSpec } from "./load.js";
 import { startOtlpSink } from "./otlp-sink.js";
 import { freePort, ROOT, startDriver, startNode, type Driver, type NodeProcess } from "./processes.js";
-import { METRICS_KEYS, METRICS_RUNS, percentile, TRACES_KEYS, TRACES_RUNS, SPEND_KEYS, type ExecutionWait, type Measured, type ScenarioKey, type Section, type SpendCheck } from "./report.js";
+import { AUDIT_KEYS, AUDIT_RUNS, METRICS_KEYS, METRICS_RUNS, percentile, TRACES_KEYS, TRACES_RUNS, SPEND_KEYS, type ExecutionWait, type Measured, type ScenarioKey, type Section, type SpendCheck } from "./report.js";
 import { measurePruning } from "./pruning.js";
 import { countRoundTrips, type Operation } from "./round-trips.js";
 import { seedSubjectAppLimits } from "./seed.js";
@@ -61,8 +62,25 @@ const FLOOD_RATE = 10 * CREDENTIAL_QUOTA;
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-/** The runs of scenarios 10 and 12, the setting measured on or off. */
+/** The runs of scenarios 10, 12 and 13, the setting measured on or off. */
 const IN_TURN_ORDER = [false, true, true, false, false, true, true, false];
+
+/**
+ * Scenario 13's switch: with `dropped`, a trigger makes the database skip every insert into
+ * audit_events (SQLite's RAISE(IGNORE), a PostgreSQL row trigger answering NULL); without, it is gone.
+ */
+async function auditInsertsDropped(storage: Storage, dialect: Dialect, dropped: boolean): Promise<void> {
+  const { db } = storage;
+  if (dialect === "sqlite") {
+    await sql`drop trigger if exists bench_audit_dropped`.execute(db);
+    if (dropped) await sql`create trigger bench_audit_dropped before insert on audit_events begin select raise(ignore); end`.execute(db);
+    return;
+  }
+  await sql`drop trigger if exists bench_audit_dropped on audit_events`.execute(db);
+  if (!dropped) return;
+  await sql`create or replace function bench_audit_dropped() returns trigger language plpgsql as $$ begin return null; end $$`.execute(db);
+  await sql`create trigger bench_audit_dropped before insert on audit_events for each row execute function bench_audit_dropped()`.execute(db);
+}
 
 /** Fetches `url` every second until stopped, as a scraper would; a failed scrape is the server's to report. */
 function scrapeEverySecond(url: string): { stop(): Promise<void> } {
@@ -253,8 +271,10 @@ export async function runDatabase(dialect: Dialect, settings: BenchSettings, dri
       await api.call("POST", `/api/v1/funds/subject-app-limits/${subject}/app-${k}/limit`, { limit: { amount: money(String(100 + k)) }, period: "PERIOD_KIND_MONTHLY" });
     }
     const headers = api.headers;
-    await measure("my-set-limit", "4. MyFundLimitsService.SetLimit", { kind: "varying", method: "POST", path: "/api/v1/funds/my/app-limits/app-{k}/limit", headers, body: JSON.stringify({ limit: { amount: money("{r}") } }), keys: APP_KEYS });
-    await measure("suspend", "4. SubjectAppLimitService.Suspend", { kind: "varying", method: "POST", path: `/api/v1/funds/subject-app-limits/${subject}/susp-{k}/suspension`, headers, body: JSON.stringify({ reason: "bench {r}" }), keys: APP_KEYS });
+    const setLimitRequest: RequestSpec = { kind: "varying", method: "POST", path: "/api/v1/funds/my/app-limits/app-{k}/limit", headers, body: JSON.stringify({ limit: { amount: money("{r}") } }), keys: APP_KEYS };
+    const suspendRequest: RequestSpec = { kind: "varying", method: "POST", path: `/api/v1/funds/subject-app-limits/${subject}/susp-{k}/suspension`, headers, body: JSON.stringify({ reason: "bench {r}" }), keys: APP_KEYS };
+    await measure("my-set-limit", "4. MyFundLimitsService.SetLimit", setLimitRequest);
+    await measure("suspend", "4. SubjectAppLimitService.Suspend", suspendRequest);
 
     // ---- 5. GetEffective ----------------------------------------------------------------------
     await measure("get-effective", "5. SubjectAppLimitService.GetEffective", { kind: "varying", method: "GET", path: `/api/v1/funds/subject-app-limits/${subject}/app-{k}/effective`, headers, keys: APP_KEYS });
@@ -269,25 +289,31 @@ export async function runDatabase(dialect: Dialect, settings: BenchSettings, dri
       await validating.stop();
     }
 
-    // ---- 10 and 12. Metrics on vs off, traces on vs off: the HMAC intake and SubjectAppLimitService.Get
-    // Two servers started together, alike but for the setting. Each request is measured in turn
-    // off, on, on, off, twice, so that whatever else loads the machine over the runs (a bench machine
-    // shared with other work) weighs on both alike; `whileOn` goes on while the server with the
-    // setting is measured.
-    const measureInTurn = async (scenario: number, setting: string, runs: typeof METRICS_RUNS | typeof TRACES_RUNS, off: NodeProcess, on: NodeProcess, whileOn?: () => { stop(): Promise<void> }) => {
-      const automation = await api.createWebhookAutomation(`bench ${setting}`, { hmac: {} });
-      const requests = { hmac: hmacRequest(automation), get: getRow };
-      for (const [kind, run] of Object.entries(runs) as [keyof typeof runs, (typeof runs)[keyof typeof runs]][]) {
+    // ---- 10, 12 and 13. A setting on vs off: metrics and traces (the HMAC intake and
+    // SubjectAppLimitService.Get), the audit record (SetLimit and Suspend). Each request is measured
+    // in turn off, on, on, off, twice, so that whatever else loads the machine over the runs (a
+    // bench machine shared with other work) weighs on both alike: on two servers started together,
+    // alike but for the setting, or on one whose database `toggle` changes for the runs off.
+    type InTurn = { off: NodeProcess; on: NodeProcess; whileOn?: () => { stop(): Promise<void> }; toggle?: (on: boolean) => Promise<void>; after?: () => Promise<void> };
+    const measureInTurn = async <R extends Record<string, { name: string; off: ScenarioKey; on: ScenarioKey }>>(scenario: number, setting: string, runs: R, requests: Record<keyof R, RequestSpec>, turn: InTurn) => {
+      for (const [kind, run] of Object.entries(runs) as [keyof R, R[keyof R]][]) {
         for (const [n, isOn] of IN_TURN_ORDER.entries()) {
-          const during = isOn ? whileOn?.() : undefined;
+          await turn.toggle?.(isOn);
+          const during = isOn ? turn.whileOn?.() : undefined;
           try {
-            await measure(isOn ? run.on : run.off, `${scenario}. ${kind === "hmac" ? "Webhook intake, HMAC" : "SubjectAppLimitService.Get"}, ${setting} ${isOn ? "on" : "off"} (run ${n + 1} of ${IN_TURN_ORDER.length})`, requests[kind], { target: isOn ? on : off });
+            await measure(isOn ? run.on : run.off, `${scenario}. ${run.name}, ${setting} ${isOn ? "on" : "off"} (run ${n + 1} of ${IN_TURN_ORDER.length})`, requests[kind], { target: isOn ? turn.on : turn.off });
           } finally {
             await during?.stop();
           }
-          if (kind === "hmac") await drain(db, automation.id);
+          await turn.after?.();
         }
       }
+      await turn.toggle?.(true);
+    };
+    /** Scenarios 10 and 12's requests: an automation of their own, drained after each run. */
+    const intakeAndGet = async (setting: string) => {
+      const automation = await api.createWebhookAutomation(`bench ${setting}`, { hmac: {} });
+      return { requests: { hmac: hmacRequest(automation), get: getRow }, after: () => drain(db, automation.id).then(() => undefined) };
     };
     // Metrics: the server with them scraped every second while measured (Prometheus's default is
     // every minute, 15 s in most setups).
@@ -295,7 +321,8 @@ export async function runDatabase(dialect: Dialect, settings: BenchSettings, dri
       const metricsPort = await freePort();
       const [off, on] = await Promise.all([start("0", await freePort()), start("0", await freePort(), { METRICS_PORT: String(metricsPort) })]);
       try {
-        await measureInTurn(10, "metrics", METRICS_RUNS, off, on, () => scrapeEverySecond(`http://127.0.0.1:${metricsPort}/metrics`));
+        const { requests, after } = await intakeAndGet("metrics");
+        await measureInTurn(10, "metrics", METRICS_RUNS, requests, { off, on, after, whileOn: () => scrapeEverySecond(`http://127.0.0.1:${metricsPort}/metrics`) });
       } finally {
         await off.stop();
         await on.stop();
@@ -309,13 +336,22 @@ export async function runDatabase(dialect: Dialect, settings: BenchSettings, dri
       const traced = { OTEL_EXPORTER_OTLP_ENDPOINT: sink.url, OTEL_TRACES_SAMPLER: "parentbased_traceidratio", OTEL_TRACES_SAMPLER_ARG: "0.1" };
       const [off, on] = await Promise.all([start("0", await freePort()), start("0", await freePort(), traced)]);
       try {
-        await measureInTurn(12, "traces", TRACES_RUNS, off, on);
+        const { requests, after } = await intakeAndGet("traces");
+        await measureInTurn(12, "traces", TRACES_RUNS, requests, { off, on, after });
       } finally {
         await off.stop();
         await on.stop();
         traceExports = sink.received();
         await sink.close();
       }
+    }
+
+    // ---- 13. The audit record: scenario 4's writes with their audit events stored, and dropped ----
+    // Off, a trigger drops each insert into audit_events: the server does all it does (the event is
+    // built and sent in the change's own statement), the database stores nothing of it.
+    if (wanted(...AUDIT_KEYS)) {
+      const requests = { setLimit: setLimitRequest, suspend: suspendRequest };
+      await measureInTurn(13, "audit record", AUDIT_RUNS, requests, { off: server, on: server, toggle: (on) => auditInsertsDropped(db, dialect, !on) });
     }
 
     // ---- 8. Rate limits: a credential flooding over its limit, and another's latency ----------
@@ -353,6 +389,7 @@ export async function runDatabase(dialect: Dialect, settings: BenchSettings, dri
     // scenario left, each captured whole once. GetEffective: the open apps, whose windows now
     // hold spent and held amounts. Then the overspend check, straight from the database.
     let spends: SpendCheck | undefined;
+    let fundEventWait: Section["fundEventWait"];
     let spender: string | undefined;
     if (wanted(...SPEND_KEYS)) {
       spender = await setUpSpends(api);
@@ -371,6 +408,23 @@ export async function runDatabase(dialect: Dialect, settings: BenchSettings, dri
           },
         });
         await measure("spend-authorize-threshold", "9. SpendService.Authorize, approved, with a usage-threshold trigger", authorizeRequest(spender, "spend", headers));
+        await api.call("DELETE", `/api/v1/automations/${automation.id}`);
+      }
+      if (wanted("spend-authorize-fired") && approved) {
+        // Issue 31: every decision fires an automation on authorized spends, at half the approved
+        // rate (not at saturation): how long from the decision, which makes the execution in its own
+        // transaction, to the execution done.
+        const rate = Math.max(1, Math.round(approved.result.requestsPerSecond / 2));
+        const { automation } = await api.call<{ automation: { id: string } }>("POST", "/api/v1/automations", {
+          automation: {
+            displayName: "bench authorized spends",
+            isDraft: false,
+            triggers: [{ fundEvents: { eventTypes: ["FUND_EVENT_TYPE_SPEND_AUTHORIZED"] } }],
+            automationSteps: [{ stepName: "amount", evaluateExpressions: { expressions: [{ name: "units", expression: "ctx.trigger.amount.units" }] } }],
+          },
+        });
+        await measure("spend-authorize-fired", `9. SpendService.Authorize, approved, each firing an automation, at half the maximum (${rate} decisions/s)`, authorizeRequest(spender, "spend", headers), { rate, warmupSeconds: 0 });
+        fundEventWait = { ...(await executionsOf(automation.id, "scenario 9, fund events")), rate };
         await api.call("DELETE", `/api/v1/automations/${automation.id}`);
       }
       if (wanted("spend-capture")) {
@@ -469,9 +523,9 @@ export async function runDatabase(dialect: Dialect, settings: BenchSettings, dri
     }
 
     const order: ScenarioKey[] = ["hmac", "hmac-steady", "jwt-es256", "jwt-eddsa", "duplicate", "my-set-limit", "suspend", "get-effective", "policy-get", "list-first", "list-deep", "validation-off", "validation-on", "rate-limit-alone", "rate-limit-flooded", "rate-limit-flood", ...SPEND_KEYS, "pruning-off", "pruning-on"];
-    // Stable: the runs of scenarios 10 and 12 keep their order, after the others.
+    // Stable: the runs of scenarios 10, 12 and 13 keep their order, after the others.
     scenarios.sort((a, b) => (order.indexOf(a.key) + 1 || order.length + 1) - (order.indexOf(b.key) + 1 || order.length + 1));
-    return { dialect, database: description, scenarios, memory, ...(executionWaitFigures ? { executionWait: executionWaitFigures } : {}), ...(steadyWait ? { steadyWait } : {}), ...(soaked ? { soak: soaked } : {}), ...(roundTrips ? { roundTrips } : {}), ...(seed ? { seed } : {}), ...(walk ? { walk } : {}), ...(spends ? { spends } : {}), ...(traceExports ? { traceExports } : {}) };
+    return { dialect, database: description, scenarios, memory, ...(executionWaitFigures ? { executionWait: executionWaitFigures } : {}), ...(steadyWait ? { steadyWait } : {}), ...(fundEventWait ? { fundEventWait } : {}), ...(soaked ? { soak: soaked } : {}), ...(roundTrips ? { roundTrips } : {}), ...(seed ? { seed } : {}), ...(walk ? { walk } : {}), ...(spends ? { spends } : {}), ...(traceExports ? { traceExports } : {}) };
   } finally {
     await storage?.close();
     for (const p of processes.reverse()) await p.stop();
