@@ -2,8 +2,8 @@
 // an automation on fund events (the event types offered are the contract's, the thresholds asked
 // only with the usage-threshold type), the server's refusals are shown next to the form, the saved
 // trigger is what the API answers, and it is edited, also from a webhook trigger to fund events.
-// The sandbox's usage-threshold automation is shown with a fund event as its steps' sample; a
-// notify step's secret is shown once and rotated.
+// The sandbox's usage-threshold automation is shown with a fund event as its steps' sample, and the
+// execution a spend past its threshold starts; a notify step's secret is shown once and rotated.
 import type { Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { FundEventTypeValues } from "../../generated/enums.js";
@@ -131,7 +131,7 @@ describe("fund-event triggers in the console", () => {
     await context.close();
   }, 60_000);
 
-  it("shows the sandbox's usage-threshold automation, its steps checked against a sample fund event", async () => {
+  it("shows the sandbox's usage-threshold automation, its steps checked against a sample fund event, and its executions", async () => {
     const made = unwrap(await ts.admin.POST("/api/v1/automations", { body: { automation: THRESHOLD_AUTOMATION } }));
     const { context, page } = await openConsole(browser, "desktop", ts.url, BOOTSTRAP);
     const row = page.getByRole("row").filter({ hasText: THRESHOLD_AUTOMATION.displayName });
@@ -145,8 +145,20 @@ describe("fund-event triggers in the console", () => {
     await page.getByText("The steps pass the checks of a save.").waitFor();
     const usage = page.locator(`[data-path="automationSteps[0].evaluateExpressions.expressions[1].expression"]`);
     await usage.getByText(/"remaining":\{[^}]*"units":"15"/).waitFor();
-    await screenshot(page, "automation-threshold-desktop");
     expect(made.automation.id).toBe(new URL(page.url()).hash.replace("#/automations/", ""));
+
+    // A spend that takes a subject's Salesforce month to 85 % of its limit: the execution it started is listed.
+    await page.getByText("No execution yet.").waitFor();
+    const subject = await ts.userClient(["ROLE_USER"], "Near the limit");
+    const usd = (units: string) => ({ currencyCode: "USD", units, nanos: 0 });
+    unwrap(await ts.admin.POST("/api/v1/funds/subject-app-limits/{user_id}/{app_id}/limit", { params: { path: { user_id: subject.userId, app_id: "app-salesforce" } }, body: { limit: { amount: { money: usd("100") } }, period: "PERIOD_KIND_MONTHLY" } }));
+    const body = { userId: subject.userId, appId: "app-salesforce", amount: usd("85") };
+    unwrap(await ts.admin.POST("/api/v1/funds/spend-authorizations", { params: { header: { "Idempotency-Key": crypto.randomUUID() } }, body }));
+    const execution = page.getByTestId("fund-execution").first();
+    await execution.getByTestId("execution-state").getByText("done").waitFor();
+    expect(await execution.getByTestId("event-type").textContent()).toBe("Usage threshold crossed");
+    expect(await execution.getByTestId("step-result").first().textContent()).toContain(`"userId": "${subject.userId}"`);
+    await screenshot(page, "automation-threshold-desktop");
     await context.close();
   }, 60_000);
 

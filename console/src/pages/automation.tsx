@@ -1,12 +1,12 @@
 // One automation: its state (publish, unpublish, the trigger toggle), its trigger (a webhook's
-// listener: URL, secret once, example requests, rotate; or its fund events), its steps and its
-// delivery log.
+// listener: URL, secret once, example requests, rotate; or its fund events), its steps, and its
+// delivery log (or, on fund events, its executions).
 import { useEffect, useState } from "preact/hooks";
 import { call, type Schemas, type Session } from "../api.js";
 import { ErrorText, useAction } from "../components.js";
 import { href, navigate } from "../route.js";
 import { takeSecret } from "../secrets.js";
-import { DeliveryLog } from "./deliveries.js";
+import { DeliveryLog, ExecutionLog } from "./deliveries.js";
 import { stateLabel } from "./automations.js";
 import { StepsEditor } from "./steps.js";
 import { draftOf, triggerOf, TriggerInputs, TriggerPanel, webhookOf } from "./trigger.js";
@@ -52,6 +52,7 @@ export function AutomationPage({ session, id }: { session: Session; id: string }
   const webhook = webhookOf(automation);
   const published = automation.isDraft === false;
   const enabled = automation.enabled !== false;
+  const onFundEvents = !!automation.triggers?.[0]?.fundEvents;
 
   return (
     <article>
@@ -76,7 +77,9 @@ export function AutomationPage({ session, id }: { session: Session; id: string }
           Delete
         </button>
       </div>
-      {published && enabled ? null : <p class="hint">Events are accepted but not run until the automation is published and its trigger is on.</p>}
+      {published && enabled ? null : (
+        <p class="hint">{onFundEvents ? "Fund events start nothing" : "Events are accepted but not run"} until the automation is published and its trigger is on.</p>
+      )}
       <ErrorText error={update.error ?? remove.error} />
 
       <section aria-label="Trigger">
@@ -117,7 +120,7 @@ export function AutomationPage({ session, id }: { session: Session; id: string }
       </section>
 
       <StepsEditor session={session} automation={automation} onSaved={setAutomation} />
-      <DeliveryLog session={session} automationId={id} />
+      {onFundEvents ? <ExecutionLog session={session} automationId={id} /> : <DeliveryLog session={session} automationId={id} />}
     </article>
   );
 }
