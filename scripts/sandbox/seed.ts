@@ -37,6 +37,16 @@ export interface Seeded {
   thresholdAutomationId: string;
 }
 
+/** The automation on a usage threshold, published (the console's tests show it as the sandbox has it). */
+export const THRESHOLD_AUTOMATION = {
+  displayName: "Salesforce usage at 80 % of the limit",
+  description: "When a subject's Salesforce usage reaches 80 % of the month's limit, note who and how much.",
+  isDraft: false,
+  enabled: true,
+  triggers: [{ fundEvents: { eventTypes: ["FUND_EVENT_TYPE_USAGE_THRESHOLD_CROSSED"], usageThresholdPercents: [80], conditionCel: 'ctx.trigger.appId == "app-salesforce"' } }],
+  automationSteps: [{ stepName: "note", evaluateExpressions: { expressions: [{ name: "userId", expression: "ctx.trigger.userId" }, { name: "usage", expression: "ctx.trigger.usageThreshold.usage" }] } }],
+};
+
 const usd = (units: string) => ({ amount: { money: { currencyCode: "USD", units, nanos: 0 } } });
 const DAY_MS = 86_400_000;
 
@@ -142,20 +152,7 @@ export async function seed(options: {
   unwrap(await adaClient.POST("/api/v1/funds/my/app-limits/{app_id}/limit", { params: { path: { app_id: "app-github" } }, body: { limit: usd("40"), period: "PERIOD_KIND_WEEKLY" } }));
 
   // Before the spends: those that take a subject's Salesforce window to 80 % of its limit start it.
-  const threshold = unwrap(
-    await admin.POST("/api/v1/automations", {
-      body: {
-        automation: {
-          displayName: "Salesforce usage at 80 % of the limit",
-          description: "When a subject's Salesforce usage reaches 80 % of the month's limit, note who and how much.",
-          isDraft: false,
-          enabled: true,
-          triggers: [{ fundEvents: { eventTypes: ["FUND_EVENT_TYPE_USAGE_THRESHOLD_CROSSED"], usageThresholdPercents: [80], conditionCel: 'ctx.trigger.appId == "app-salesforce"' } }],
-          automationSteps: [{ stepName: "note", evaluateExpressions: { expressions: [{ name: "userId", expression: "ctx.trigger.userId" }, { name: "usage", expression: "ctx.trigger.usageThreshold.usage" }] } }],
-        },
-      },
-    }),
-  );
+  const threshold = unwrap(await admin.POST("/api/v1/automations", { body: { automation: THRESHOLD_AUTOMATION } }));
   const authorizations = await addSpends(funds, ada, sam);
 
   const hmac = await addListener(admin, "Suspend the app limit when a card is lost (HMAC)", { hmac: {} });

@@ -1,14 +1,15 @@
-// One automation: its state (publish, unpublish, the trigger toggle), its trigger and listener
-// (URL, secret once, example requests, rotate), its steps and its delivery log.
+// One automation: its state (publish, unpublish, the trigger toggle), its trigger (a webhook's
+// listener: URL, secret once, example requests, rotate; or its fund events), its steps, and its
+// delivery log (or, on fund events, its executions).
 import { useEffect, useState } from "preact/hooks";
 import { call, type Schemas, type Session } from "../api.js";
 import { ErrorText, useAction } from "../components.js";
 import { href, navigate } from "../route.js";
 import { takeSecret } from "../secrets.js";
-import { DeliveryLog } from "./deliveries.js";
+import { DeliveryLog, ExecutionLog } from "./deliveries.js";
 import { stateLabel } from "./automations.js";
 import { StepsEditor } from "./steps.js";
-import { draftOf, ListenerPanel, triggerOf, TriggerInputs, webhookOf } from "./trigger.js";
+import { draftOf, triggerOf, TriggerInputs, TriggerPanel, webhookOf } from "./trigger.js";
 
 type Automation = Schemas["Automation"];
 type Mask = "isDraft" | "enabled" | "triggers";
@@ -26,12 +27,15 @@ export function AutomationPage({ session, id }: { session: Session; id: string }
     call(session.client.GET("/api/v1/automations/{id}", path)).then((r) => setAutomation(r.automation), setLoadError);
   }, [id]);
 
-  const update = useAction(async (change: Change, updateMask: Mask) => {
+  const save = async (change: Change, updateMask: Mask) => {
     const saved = await call(session.client.POST("/api/v1/automations/{id}", { ...path, body: { automation: { displayName: automation?.displayName ?? "", ...change }, updateMask } }));
     setAutomation(saved.automation);
     if (saved.webhookSecret) setSecret(saved.webhookSecret);
     setEditingTrigger(false);
-  });
+  };
+  const update = useAction(save);
+  // The draft is read inside the action: one that cannot be sent (thresholds typed wrong) is shown as its error.
+  const saveTrigger = useAction(() => save({ triggers: [triggerOf(trigger)] }, "triggers"));
   const rotate = useAction(async () => {
     const rotated = await call(session.client.POST("/api/v1/automations/{id}/webhook-secret", { ...path, body: {} }));
     setAutomation(rotated.automation);
@@ -48,6 +52,7 @@ export function AutomationPage({ session, id }: { session: Session; id: string }
   const webhook = webhookOf(automation);
   const published = automation.isDraft === false;
   const enabled = automation.enabled !== false;
+  const onFundEvents = !!automation.triggers?.[0]?.fundEvents;
 
   return (
     <article>
@@ -72,12 +77,14 @@ export function AutomationPage({ session, id }: { session: Session; id: string }
           Delete
         </button>
       </div>
-      {published && enabled ? null : <p class="hint">Events are accepted but not run until the automation is published and its trigger is on.</p>}
+      {published && enabled ? null : (
+        <p class="hint">{onFundEvents ? "Fund events start nothing" : "Events are accepted but not run"} until the automation is published and its trigger is on.</p>
+      )}
       <ErrorText error={update.error ?? remove.error} />
 
       <section aria-label="Trigger">
         <h2>Trigger</h2>
-        {webhook ? <ListenerPanel webhook={webhook} secret={secret} /> : <p>No trigger: the automation never runs.</p>}
+        <TriggerPanel trigger={automation.triggers?.[0]} secret={secret} />
         <div class="actions">
           {webhook && !("jwt" in webhook && webhook.jwt) ? (
             <button type="button" disabled={rotate.busy} onClick={() => void rotate.run()}>
@@ -88,10 +95,11 @@ export function AutomationPage({ session, id }: { session: Session; id: string }
             type="button"
             onClick={() => {
               setTrigger(draftOf(automation.triggers?.[0]));
+              saveTrigger.setError(null);
               setEditingTrigger(!editingTrigger);
             }}
           >
-            {editingTrigger ? "Cancel" : webhook ? "Change trigger" : "Add trigger"}
+            {editingTrigger ? "Cancel" : automation.triggers?.length ? "Change trigger" : "Add trigger"}
           </button>
         </div>
         <ErrorText error={rotate.error} />
@@ -99,19 +107,20 @@ export function AutomationPage({ session, id }: { session: Session; id: string }
           <form
             onSubmit={(e) => {
               e.preventDefault();
-              void update.run({ triggers: [triggerOf(trigger)] }, "triggers");
+              void saveTrigger.run();
             }}
           >
-            <TriggerInputs draft={trigger} onChange={setTrigger} />
-            <button type="submit" disabled={update.busy}>
+            <TriggerInputs draft={trigger} onChange={setTrigger} hasListener={webhook !== undefined} />
+            <button type="submit" disabled={saveTrigger.busy}>
               Save trigger
             </button>
+            <ErrorText error={saveTrigger.error} />
           </form>
         ) : null}
       </section>
 
       <StepsEditor session={session} automation={automation} onSaved={setAutomation} />
-      <DeliveryLog session={session} automationId={id} />
+      {onFundEvents ? <ExecutionLog session={session} automationId={id} /> : <DeliveryLog session={session} automationId={id} />}
     </article>
   );
 }

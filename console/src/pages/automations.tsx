@@ -1,10 +1,10 @@
-// The automation list and the form that creates one with its incoming-webhook trigger.
+// The automation list and the form that creates one with its trigger (an incoming webhook or fund events).
 import { useState } from "preact/hooks";
 import { call, type Schemas, type Session } from "../api.js";
 import { ErrorText, Field, ListStatus, Table, useAction, usePaged, When } from "../components.js";
 import { href, navigate } from "../route.js";
 import { revealSecret } from "../secrets.js";
-import { draftOf, triggerOf, TriggerInputs, webhookOf } from "./trigger.js";
+import { draftOf, triggerOf, TriggerInputs, triggerSummary } from "./trigger.js";
 
 export function stateLabel(a: Schemas["Automation"]): string {
   return `${a.isDraft === false ? "Published" : "Draft"}, trigger ${a.enabled === false ? "off" : "on"}`;
@@ -22,21 +22,18 @@ export function AutomationList({ session }: { session: Session }) {
       </header>
       <ListStatus error={error} loaded={loaded} count={items.length} empty="No automations yet." />
       <Table headers={["Name", "State", "Trigger", "Last run"]}>
-      {items.map(({ automation: a }) => {
-        const webhook = webhookOf(a);
-        return (
-          <tr key={a.id}>
-            <td>
-              <a href={href("automations", a.id ?? "")}>{a.displayName}</a>
-            </td>
-            <td>{stateLabel(a)}</td>
-            <td>{webhook ? ("jwt" in webhook && webhook.jwt ? "Webhook, JWT" : "Webhook, HMAC") : "None"}</td>
-            <td>
-              <When at={a.lastExecutedAt} />
-            </td>
-          </tr>
-        );
-      })}
+      {items.map(({ automation: a }) => (
+        <tr key={a.id}>
+          <td>
+            <a href={href("automations", a.id ?? "")}>{a.displayName}</a>
+          </td>
+          <td>{stateLabel(a)}</td>
+          <td data-testid="automation-trigger">{triggerSummary(a)}</td>
+          <td>
+            <When at={a.lastExecutedAt} />
+          </td>
+        </tr>
+      ))}
       </Table>
       {pager}
     </section>

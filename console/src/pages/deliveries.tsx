@@ -1,7 +1,10 @@
 // The delivery log of an automation, newest first: each accepted event with its outcome and, when it
-// ran, its execution with each step's state, output and error. Reloads while the page is open.
+// ran, its execution with each step's state, output and error; for an automation on fund events,
+// which receives no webhook, its executions, each with the fund event that started it. Both reload
+// while the page is open.
 import { call, type Schemas, type Session } from "../api.js";
 import { ErrorText, Json, usePaged, When } from "../components.js";
+import { eventTypeLabel } from "./fund-trigger.js";
 
 const REFRESH_MS = 2_000;
 const PAGE_SIZE = 10;
@@ -70,6 +73,42 @@ export function DeliveryLog({ session, automationId }: { session: Session; autom
             {execution ? <ExecutionView execution={execution} /> : null}
           </li>
         ))}
+      </ul>
+      {pager}
+    </section>
+  );
+}
+
+/** The fund event's type, from the execution's `ctx.trigger`. */
+function eventType(execution: Execution): string | null {
+  const trigger = execution.context.trigger;
+  return trigger && typeof trigger === "object" && "type" in trigger && typeof trigger.type === "string" ? trigger.type : null;
+}
+
+export function ExecutionLog({ session, automationId }: { session: Session; automationId: string }) {
+  const { items, loaded, error, pager } = usePaged(
+    (page_token) => call(session.client.GET("/api/v1/automation_executions", { params: { query: { automation_id: automationId, page_size: PAGE_SIZE, page_token } } })),
+    REFRESH_MS,
+  );
+  return (
+    <section aria-label="Executions">
+      <h2>Executions</h2>
+      <p class="hint">Each fund event the trigger matched, newest first; refreshed every {REFRESH_MS / 1000} s.</p>
+      <ErrorText error={error} />
+      {loaded && items.length === 0 ? <p>No execution yet.</p> : null}
+      <ul class="deliveries">
+        {items.map(({ automationExecution: execution }) => {
+          const type = eventType(execution);
+          return (
+            <li key={execution.id} data-testid="fund-execution">
+              <p>
+                <When at={execution.createdAt} /> · event <code>{execution.eventId ?? "—"}</code>
+                {type ? <> · <strong data-testid="event-type">{eventTypeLabel(type)}</strong></> : null}
+              </p>
+              <ExecutionView execution={execution} />
+            </li>
+          );
+        })}
       </ul>
       {pager}
     </section>

@@ -1,10 +1,12 @@
 // The steps of an automation: add, reorder and remove steps, each CEL expression checked by the
 // server (CheckAutomationSteps, the same checks as a save) against a sample payload as it is typed,
-// with its problem or its value shown under it.
+// with its problem or its value shown under it (the sample is a webhook body, or a fund event for a
+// fund-event trigger). The notification secret of `notify` steps is shown once and can be rotated.
 import { useEffect, useRef, useState } from "preact/hooks";
 import { call, type Schemas, type Session } from "../api.js";
 import { Copyable, ErrorText, Field, Json, useAction } from "../components.js";
 import { parseAmount } from "../money.js";
+import { FUND_EVENT_EXAMPLE } from "../fund-event-example.js";
 import { EXAMPLE_BODY } from "../webhook-example.js";
 
 type Step = Schemas["AutomationStep"];
@@ -157,7 +159,7 @@ function CelInput(props: { label: string; path: string; value: string; onInput: 
 
 export function StepsEditor({ session, automation, onSaved }: { session: Session; automation: Schemas["Automation"]; onSaved: (a: Schemas["Automation"]) => void }) {
   const [drafts, setDrafts] = useState<Draft[]>(() => (automation.automationSteps ?? []).map(fromStep));
-  const [sample, setSample] = useState(() => JSON.stringify(JSON.parse(EXAMPLE_BODY), null, 2));
+  const [sample, setSample] = useState(() => JSON.stringify(automation.triggers?.[0]?.fundEvents ? FUND_EVENT_EXAMPLE : JSON.parse(EXAMPLE_BODY), null, 2));
   const [newKind, setNewKind] = useState<Kind>("evaluateExpressions");
   const { report, error, sampleError } = useCheck(session, drafts, sample);
   const [saved, setSaved] = useState(false);
@@ -172,6 +174,12 @@ export function StepsEditor({ session, automation, onSaved }: { session: Session
     if (answer.notificationSecret) setNotificationSecret(answer.notificationSecret);
     setSaved(true);
   });
+  const rotate = useAction(async () => {
+    const answer = await call(session.client.POST("/api/v1/automations/{id}/notification-secret", { params: { path: { id: automation.id ?? "" } }, body: {} }));
+    onSaved(answer.automation);
+    setNotificationSecret(answer.notificationSecret);
+  });
+  const notifies = (automation.automationSteps ?? []).some((step) => "notify" in step && step.notify);
 
   const update = (i: number, change: Partial<Draft>) => setDrafts((ds) => ds.map((d, j) => (j === i ? { ...d, ...change } : d)));
   const move = (i: number, by: number) =>
@@ -289,13 +297,22 @@ export function StepsEditor({ session, automation, onSaved }: { session: Session
         </button>
         {saved ? <span class="ok">Steps saved.</span> : null}
       </div>
+      <ErrorText error={save.error} />
       {notificationSecret ? (
         <div class="secret">
           <Copyable label="Notification signing secret" value={notificationSecret} testId="notification-secret" />
           <p class="warning">Shown once: copy it now. Receivers verify notifications with it (Standard Webhooks).</p>
         </div>
       ) : null}
-      <ErrorText error={save.error} />
+      {notifies ? (
+        <div class="actions">
+          <button type="button" disabled={rotate.busy} onClick={() => void rotate.run()}>
+            Rotate notification secret
+          </button>
+          <span class="hint">The secret it replaces keeps signing beside the new one for a grace period.</span>
+        </div>
+      ) : null}
+      <ErrorText error={rotate.error} />
       {report && report.evaluations.length > 0 ? (
         <details>
           <summary>Every value with the sample</summary>

@@ -1,32 +1,68 @@
-// The incoming-webhook trigger: the form that chooses HMAC or JWT (with its JWKS URL) and the
-// allowed source CIDRs, and the listener panel shown after a save: the complete URL and, once, the
-// HMAC secret, each with a copy button, and ready-to-paste example requests.
+// An automation's trigger: the form that chooses its kind, an incoming webhook (HMAC or JWT with
+// its JWKS URL, the allowed source CIDRs) or fund events (./fund-trigger.tsx), and the listener
+// panel shown after a save: the complete URL and, once, the HMAC secret, each with a copy button,
+// and ready-to-paste example requests.
 import { useState } from "preact/hooks";
 import type { Schemas } from "../api.js";
 import { Copyable, CopyButton, Field } from "../components.js";
 import { curlCommand, senderCommand } from "../webhook-example.js";
+import { FundEventInputs, FundEventsPanel, fundEventsDraftOf, fundEventsOf, fundEventsSummary, type FundEventsDraft } from "./fund-trigger.js";
 
 type Trigger = Schemas["AutomationTrigger"];
 type Webhook = Schemas["IncomingWebhookTrigger"];
 
 export interface TriggerDraft {
+  kind: "webhook" | "fundEvents";
   method: "hmac" | "jwt";
   jwksUrl: string;
   cidrs: string;
+  fundEvents: FundEventsDraft;
 }
 
 export function draftOf(trigger: Trigger | undefined): TriggerDraft {
   const webhook = trigger?.webhook;
   const jwt = webhook && "jwt" in webhook && webhook.jwt ? webhook.jwt : null;
-  return { method: jwt ? "jwt" : "hmac", jwksUrl: jwt?.jwksUrl ?? "", cidrs: (webhook?.allowedSourceCidrs ?? []).join("\n") };
+  return {
+    kind: trigger?.fundEvents ? "fundEvents" : "webhook",
+    method: jwt ? "jwt" : "hmac",
+    jwksUrl: jwt?.jwksUrl ?? "",
+    cidrs: (webhook?.allowedSourceCidrs ?? []).join("\n"),
+    fundEvents: fundEventsDraftOf(trigger?.fundEvents),
+  };
 }
 
+/** The contract's trigger of a draft (thresholds that are not whole numbers throw, shown next to Save). */
 export function triggerOf(draft: TriggerDraft) {
+  if (draft.kind === "fundEvents") return { fundEvents: fundEventsOf(draft.fundEvents) };
   const allowedSourceCidrs = draft.cidrs.split(/[\s,]+/).filter(Boolean);
   return { webhook: draft.method === "jwt" ? { jwt: { jwksUrl: draft.jwksUrl.trim() }, allowedSourceCidrs } : { hmac: {}, allowedSourceCidrs } };
 }
 
-export function TriggerInputs({ draft, onChange }: { draft: TriggerDraft; onChange: (d: TriggerDraft) => void }) {
+/** `hasListener`: the automation has a webhook listener now, which choosing fund events removes. */
+export function TriggerInputs({ draft, onChange, hasListener = false }: { draft: TriggerDraft; onChange: (d: TriggerDraft) => void; hasListener?: boolean }) {
+  return (
+    <>
+      <div class="row" role="radiogroup" aria-label="Trigger kind">
+        <label class="choice">
+          <input type="radio" name="trigger-kind" checked={draft.kind === "webhook"} onChange={() => onChange({ ...draft, kind: "webhook" })} /> Incoming webhook
+        </label>
+        <label class="choice">
+          <input type="radio" name="trigger-kind" checked={draft.kind === "fundEvents"} onChange={() => onChange({ ...draft, kind: "fundEvents" })} /> Fund events
+        </label>
+      </div>
+      {draft.kind === "fundEvents" ? (
+        <>
+          {hasListener ? <p class="warning">Saving removes the webhook listener: its URL stops answering.</p> : null}
+          <FundEventInputs draft={draft.fundEvents} onChange={(fundEvents) => onChange({ ...draft, fundEvents })} />
+        </>
+      ) : (
+        <WebhookInputs draft={draft} onChange={onChange} />
+      )}
+    </>
+  );
+}
+
+function WebhookInputs({ draft, onChange }: { draft: TriggerDraft; onChange: (d: TriggerDraft) => void }) {
   return (
     <fieldset>
       <legend>Incoming-webhook trigger</legend>
@@ -54,8 +90,25 @@ export function webhookOf(automation: Schemas["Automation"]): Webhook | undefine
   return automation.triggers?.[0]?.webhook ?? undefined;
 }
 
+/** The trigger in one line, for the automation list. */
+export function triggerSummary(automation: Schemas["Automation"]): string {
+  const trigger = automation.triggers?.[0];
+  if (!trigger) return "None";
+  if (trigger.webhook) return "jwt" in trigger.webhook && trigger.webhook.jwt ? "Webhook, JWT" : "Webhook, HMAC";
+  if (trigger.fundEvents) return fundEventsSummary(trigger.fundEvents);
+  return "Of a kind this console does not know";
+}
+
+/** An automation's trigger, whatever its kind: the listener of a webhook, the events and condition of fund events. */
+export function TriggerPanel({ trigger, secret }: { trigger: Trigger | undefined; secret: string | undefined }) {
+  if (!trigger) return <p>No trigger: the automation never runs.</p>;
+  if (trigger.webhook) return <ListenerPanel webhook={trigger.webhook} secret={secret} />;
+  if (trigger.fundEvents) return <FundEventsPanel trigger={trigger.fundEvents} />;
+  return <p>A trigger of a kind this console does not know; the API shows it.</p>;
+}
+
 /** The listener's URL, the secret when it has just been issued, and example requests. */
-export function ListenerPanel({ webhook, secret }: { webhook: Webhook; secret: string | undefined }) {
+function ListenerPanel({ webhook, secret }: { webhook: Webhook; secret: string | undefined }) {
   const [tab, setTab] = useState<"sender" | "curl">("sender");
   const method = "jwt" in webhook && webhook.jwt ? "jwt" : "hmac";
   const url = webhook.url ?? "";
