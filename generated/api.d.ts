@@ -1766,7 +1766,9 @@ export interface components {
          *     these parameter names, and standard OAuth 2.0 client libraries send them verbatim.
          *     As RFC 6749 section 3.2 requires, parameters this endpoint does not know are ignored, and a
          *     parameter sent with an empty value is treated as omitted; a parameter sent more than once
-         *     is refused (`invalid_request`).
+         *     is refused (`invalid_request`). The form body holds at most 16 KB (16,384 bytes), so no value is
+         *     longer than 16,384 characters: that is the bound of the values this schema does not bound
+         *     tighter.
          * @example {
          *       "grant_type": "client_credentials",
          *       "client_id": "c1_2Qk3mN8rT1vX9yZ0ab",
