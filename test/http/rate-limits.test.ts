@@ -140,6 +140,19 @@ describe("per source address (3 requests per 10 s; 127.0.0.2 is a trusted proxy)
     expect((await token(ts, BOOTSTRAP, "127.0.0.4")).status).toBe(200);
   });
 
+  it("a refusal other than 429 carries the RateLimit fields too, as the contract declares on every 4xx answer", async () => {
+    const refusals = [
+      await call(ts, "GET", POLICY, {}, undefined, "127.0.0.6"),
+      await call(ts, "POST", "/auth/v1/token", { "Content-Type": "application/x-www-form-urlencoded" }, "grant_type=password", "127.0.0.6"),
+      await call(ts, "POST", "/auth/v1/token", { "Content-Type": "text/plain" }, "grant_type=client_credentials", "127.0.0.6"),
+    ];
+    expect(refusals.map((a) => a.status)).toEqual([401, 400, 415]);
+    for (const [i, answer] of refusals.entries()) {
+      expect(answer.headers["ratelimit-policy"]).toBe('"source";q=3;w=10');
+      expect(answer.headers.ratelimit).toMatch(new RegExp(`^"source";r=${2 - i};t=\\d+$`));
+    }
+  });
+
   it("X-Forwarded-For is believed only from a trusted proxy: a client cannot leave its limit behind with it", async () => {
     for (let i = 0; i < 4; i++) await call(ts, "GET", POLICY, {}, undefined, "127.0.0.5");
     expectRateLimited(await call(ts, "GET", POLICY, { "X-Forwarded-For": "198.51.100.7" }, undefined, "127.0.0.5"), "source", 4);

@@ -104,6 +104,22 @@ describe("a query is read as RFC 3986 writes it, on every operation that takes q
   }
 });
 
+describe("a date-time in a request is at most 64 characters", () => {
+  // RFC 3339 admits any number of fraction digits: 43 make 64 characters with `Z`.
+  const ofLength = (n: number) => `2026-11-01T00:00:00.${"0".repeat(n - 21)}Z`;
+
+  it("window_start of 64 characters is read; of 65, 400 INVALID_ARGUMENT naming it", async () => {
+    expect(ofLength(64)).toHaveLength(64);
+    const read = await get(`${LIST}?window_start=${ofLength(64)}`);
+    expect(read.status, described(read)).toBe(200);
+    const refused = await get(`${LIST}?window_start=${ofLength(65)}`);
+    expect(refused.status, described(refused)).toBe(400);
+    const body = JSON.parse(refused.text) as { message: string; details: { reason?: string }[] };
+    expect(body.details[0]?.reason).toBe("INVALID_ARGUMENT");
+    expect(body.message).toContain("query.window_start");
+  });
+});
+
 describe("output-only fields of an object read from an answer are ignored when it is sent back", () => {
   it("FundPolicyService.Update: the policy read, sent back as it is, is 200 and changes nothing; a sent updatedAt is never stored", async () => {
     // Never updated yet: updatedAt null.
