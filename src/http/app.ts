@@ -146,8 +146,7 @@ export function createApp(options: AppOptions): Express {
   app.set("etag", false);
   leanJsonAnswers(app);
 
-  if (tracingOn()) app.use(requestSpan);
-  app.use(series(requestId, observeRequests([accessLog(logger), ...(options.requestObservers ?? [])]), limitHeaderFields));
+  app.use(series(...(tracingOn() ? [requestSpan] : []), requestId, observeRequests([accessLog(logger), ...(options.requestObservers ?? [])]), limitHeaderFields));
 
   app.get("/healthz", (_req, res) => void res.json({ status: "ok" }));
   app.get("/readyz", async (_req, res, next) => {

@@ -2,12 +2,12 @@
 // observes requests (the access log, the metrics) is told of each once its answer is sent, with what
 // the steps after this one learned of it (res.locals): its operation, its refusal's reason, the rate
 // limit that refused it, the webhook listener's authentication method. (A trace's span per
-// request is ./request-span.ts, mounted before it only when traces are on.)
+// request is ./request-span.ts, the step before it only when traces are on; it is ended here.)
 import type { NextFunction, Request, Response } from "express";
 import type { ErrorReason } from "../core/errors.js";
 import type { RatePolicyName } from "../core/rate-limiter.js";
 import type { Span } from "../core/tracing.js";
-import { spanOf } from "./request-span.js";
+import { endRequestSpan, spanOf } from "./request-span.js";
 
 export interface RequestOutcome {
   requestId: string;
@@ -37,7 +37,12 @@ export interface RequestObserver {
 export function observeRequests(observers: readonly RequestObserver[]) {
   return (req: Request, res: Response, next: NextFunction): void => {
     const started = process.hrtime.bigint();
-    res.on("finish", () => {
+    // "close" follows "finish" once the answer is sent, and comes alone when the connection closed
+    // first: one listener a request, which also ends the request's span when traced.
+    res.once("close", () => {
+      const span = spanOf(res);
+      if (span) endRequestSpan(span, res);
+      if (!res.writableFinished) return;
       const { locals } = res;
       const outcome: RequestOutcome = {
         requestId: locals.requestId as string,
@@ -50,7 +55,7 @@ export function observeRequests(observers: readonly RequestObserver[]) {
         webhookAuth: locals.webhookAuth as RequestOutcome["webhookAuth"],
         userId: (locals.principal as { userId?: string } | undefined)?.userId,
         durationMs: Number((process.hrtime.bigint() - started) / 1000n) / 1000,
-        span: spanOf(res),
+        span,
       };
       for (const observer of observers) observer.answered(outcome);
     });

@@ -2,8 +2,8 @@
 // contract's operation id (UNMATCHED_SPAN for what no operation takes), continuing the caller's W3C
 // `traceparent` when it sends a well-formed one. Its attributes are bounded and name nothing the
 // caller sent: the method, the contract's path template (never the path itself), the status, and
-// the contract's reason of a refusal or failure. A 5xx fails it. Added to the app only when traces
-// are on (they are started before the app is made): off, requests do not pass through it at all.
+// the contract's reason of a refusal or failure. A 5xx fails it. The first step of every request only
+// when traces are on (they are started before the app is made): off, requests do not pass through it.
 // The span goes with the request explicitly (res.locals.span): its RequestContext hands it to the
 // services as the Origin of their changes, and the request's log lines carry its ids.
 import type { NextFunction, Request, Response } from "express";
@@ -19,11 +19,9 @@ export function requestSpan(req: Request, res: Response, next: NextFunction): vo
   if (route) attributes["http.route"] = route.path;
   const continues = { traceparent: req.get("traceparent"), tracestate: req.get("tracestate") };
   const span = startSpan(route?.operationId ?? UNMATCHED_SPAN, { kind: "server", continues, attributes });
-  // No span when traces stopped meanwhile (a server of the process that closed them).
-  if (span) {
-    res.locals.span = span;
-    res.once("close", () => ended(span, res));
-  }
+  // No span when traces stopped meanwhile (a server of the process that closed them). It is ended
+  // by the one listener every request has, on its response's "close" (./request-outcome.ts).
+  if (span) res.locals.span = span;
   next();
 }
 
@@ -33,8 +31,8 @@ export function requestSpan(req: Request, res: Response, next: NextFunction): vo
  */
 export const spanOf = (res: object): Span | undefined => (res as { locals?: { span?: Span } }).locals?.span;
 
-/** On "close", which follows "finish" when the answer was sent, and comes alone when the connection closed first. */
-function ended(span: Span, res: Response): void {
+/** Ends the request's span on its response's "close", which follows "finish" when the answer was sent, and comes alone when the connection closed first. */
+export function endRequestSpan(span: Span, res: Response): void {
   if (res.headersSent) span.setAttribute("http.response.status_code", res.statusCode);
   const reason = res.locals.errorReason as string | undefined;
   if (reason) span.setAttribute("error.type", reason);

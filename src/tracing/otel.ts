@@ -1,5 +1,6 @@
 // The Tracer of src/core/tracing.ts over OpenTelemetry's SDK: spans sampled as configured, batched
-// and exported over OTLP/HTTP. Imported only when traces are on (./start.ts). The SDK's base
+// and exported over OTLP/HTTP from a worker thread (./worker-exporter.ts). Imported only when
+// traces are on (./start.ts). The SDK's base
 // provider, not the Node one: that one's only addition is a global registration with an
 // AsyncLocalStorage context manager, which this process never has (every parent is explicit).
 //
@@ -14,6 +15,7 @@ import { AlwaysOffSampler, AlwaysOnSampler, BasicTracerProvider, BatchSpanProces
 import type { TracingConfig } from "../config.js";
 import type { Logger } from "../core/logger.js";
 import type { AttributeValue, LogIds, Span, SpanKind as Kind, SpanOptions, Tracer } from "../core/tracing.js";
+import { WorkerSpanExporter } from "./worker-exporter.js";
 
 const KINDS: Record<Kind, SpanKind> = { server: SpanKind.SERVER, consumer: SpanKind.CONSUMER, internal: SpanKind.INTERNAL };
 
@@ -23,12 +25,6 @@ const EXPORT_FAILURE_LOG_MS = 60_000;
 function sampler({ sampler, ratio }: TracingConfig): Sampler {
   const root = sampler.endsWith("traceidratio") ? new TraceIdRatioBasedSampler(ratio) : sampler.endsWith("always_off") ? new AlwaysOffSampler() : new AlwaysOnSampler();
   return sampler.startsWith("parentbased_") ? new ParentBasedSampler({ root }) : root;
-}
-
-async function exporter({ url, protocol }: TracingConfig) {
-  // Headers, timeout and compression: OTEL_EXPORTER_OTLP_(TRACES_)HEADERS, _TIMEOUT, _COMPRESSION, read by the exporter.
-  if (protocol === "http/json") return new (await import("@opentelemetry/exporter-trace-otlp-http")).OTLPTraceExporter({ url });
-  return new (await import("@opentelemetry/exporter-trace-otlp-proto")).OTLPTraceExporter({ url });
 }
 
 /** The W3C Trace Context propagator, over the explicit carriers of a request's headers and an execution's stored `traceparent`. */
@@ -98,7 +94,7 @@ export async function startOpenTelemetry(config: TracingConfig, service: { name:
   const resource = defaultResource()
     .merge(resourceFromAttributes({ "service.name": service.name, "service.version": service.version, "service.instance.id": randomUUID() }))
     .merge(detectResources({ detectors: [envDetector] }));
-  const provider = new BasicTracerProvider({ resource, sampler: sampler(config), spanProcessors: [new BatchSpanProcessor(await exporter(config))] });
+  const provider = new BasicTracerProvider({ resource, sampler: sampler(config), spanProcessors: [new BatchSpanProcessor(new WorkerSpanExporter({ url: config.url, protocol: config.protocol }))] });
   // Not registered globally: no context manager is installed (the Node SDK's would be an
   // AsyncLocalStorage), and every span is started from an explicit parent (src/core/tracing.ts).
   const otelTracer = provider.getTracer(service.name, service.version);

@@ -1,0 +1,55 @@
+// The worker thread that exports spans over OTLP/HTTP with OpenTelemetry's own exporter
+// (./worker-exporter.ts hands it the spans). Its HTTP client runs in an isolate of its own: in the
+// server's, the exporter's requests and answers went through the same functions of Node's http and
+// stream modules as the API's, which then saw objects of twice as many shapes and ran slower for every
+// request (bench/RESULTS.md, "Where the time goes": traces).
+import { parentPort, workerData } from "node:worker_threads";
+import { ExportResultCode, TraceState } from "@opentelemetry/core";
+import { resourceFromAttributes, type Resource } from "@opentelemetry/resources";
+import type { ReadableSpan, SpanExporter } from "@opentelemetry/sdk-trace-base";
+import type { ExportWorkerData, SpanRecord, ToWorker } from "./export-messages.js";
+
+const { url, protocol } = workerData as ExportWorkerData;
+
+async function exporter(): Promise<SpanExporter> {
+  // Headers, timeout and compression: the OTEL_* variables, read by the exporter from the environment this thread shares.
+  if (protocol === "http/json") return new (await import("@opentelemetry/exporter-trace-otlp-http")).OTLPTraceExporter({ url });
+  return new (await import("@opentelemetry/exporter-trace-otlp-proto")).OTLPTraceExporter({ url });
+}
+
+/** One Resource per set of attributes: the transformer groups spans by the Resource object. */
+const resources = new Map<string, Resource>();
+function resourceOf(attributes: SpanRecord["resource"]): Resource {
+  const key = JSON.stringify(attributes);
+  let resource = resources.get(key);
+  if (!resource) resources.set(key, (resource = resourceFromAttributes(attributes)));
+  return resource;
+}
+
+function readable(record: SpanRecord): ReadableSpan {
+  const { spanContext, parentSpanContext, resource, traceState, parentTraceState, ...rest } = record;
+  const context = { ...spanContext, ...(traceState === undefined ? {} : { traceState: new TraceState(traceState) }) };
+  return {
+    ...rest,
+    spanContext: () => context,
+    ...(parentSpanContext ? { parentSpanContext: { ...parentSpanContext, ...(parentTraceState === undefined ? {} : { traceState: new TraceState(parentTraceState) }) } } : {}),
+    resource: resourceOf(resource),
+  };
+}
+
+const port = parentPort!;
+const made = exporter();
+port.on("message", (message: ToWorker) => {
+  void made.then(async (e) => {
+    if (message.kind === "export") {
+      e.export(message.spans.map(readable), ({ code, error }) => port.postMessage({ id: message.id, ok: code === ExportResultCode.SUCCESS, error: error?.message }));
+      return;
+    }
+    try {
+      await (message.kind === "flush" ? e.forceFlush?.() : e.shutdown());
+      port.postMessage({ id: message.id, ok: true });
+    } catch (err) {
+      port.postMessage({ id: message.id, ok: false, error: err instanceof Error ? err.message : String(err) });
+    }
+  });
+});

@@ -1,0 +1,99 @@
+// A SpanExporter that hands each batch to a worker thread (./export-worker.ts), where OpenTelemetry's
+// OTLP/HTTP exporter sends it: the batch is copied over as plain values, and the HTTP client, the
+// serialization and the retries run off the server's thread and out of its isolate.
+import { Worker } from "node:worker_threads";
+import type { SpanContext } from "@opentelemetry/api";
+import { ExportResultCode, type ExportResult } from "@opentelemetry/core";
+import type { ReadableSpan, SpanExporter } from "@opentelemetry/sdk-trace-base";
+import type { ExportWorkerData, FromWorker, SpanRecord, ToWorker } from "./export-messages.js";
+
+const plain = ({ traceState: _, ...context }: SpanContext) => context;
+
+function record(span: ReadableSpan): SpanRecord {
+  const context = span.spanContext();
+  const parent = span.parentSpanContext;
+  return {
+    name: span.name,
+    kind: span.kind,
+    spanContext: plain(context),
+    traceState: context.traceState?.serialize(),
+    parentSpanContext: parent ? plain(parent) : undefined,
+    parentTraceState: parent?.traceState?.serialize(),
+    startTime: span.startTime,
+    endTime: span.endTime,
+    duration: span.duration,
+    ended: span.ended,
+    status: span.status,
+    attributes: span.attributes,
+    links: span.links.map((l) => ({ ...l, context: plain(l.context) })),
+    events: span.events,
+    resource: span.resource.attributes,
+    instrumentationScope: span.instrumentationScope,
+    droppedAttributesCount: span.droppedAttributesCount,
+    droppedEventsCount: span.droppedEventsCount,
+    droppedLinksCount: span.droppedLinksCount,
+  };
+}
+
+/**
+ * The worker's entry: built, the .js beside this file. Run from the sources under tsx (as the tests
+ * and the scripts run them), a worker does not inherit tsx's loader: it registers it, then loads the .ts.
+ */
+function workerEntry(): URL {
+  if (!import.meta.url.endsWith(".ts")) return new URL("./export-worker.js", import.meta.url);
+  const source = new URL("./export-worker.ts", import.meta.url).href;
+  const code = `import { register } from ${JSON.stringify(import.meta.resolve("tsx/esm/api"))}; register(); await import(${JSON.stringify(source)});`;
+  return new URL(`data:text/javascript,${encodeURIComponent(code)}`);
+}
+
+export class WorkerSpanExporter implements SpanExporter {
+  private readonly worker: Worker;
+  private readonly pending = new Map<number, (answer: FromWorker) => void>();
+  private nextId = 0;
+  private stopped: string | undefined;
+
+  constructor(data: ExportWorkerData) {
+    this.worker = new Worker(workerEntry(), { workerData: data });
+    // The process's exit is not held up by it: a shutdown flushes through it first (./start.ts).
+    this.worker.unref();
+    this.worker.on("message", (answer: FromWorker) => {
+      this.pending.get(answer.id)?.(answer);
+      this.pending.delete(answer.id);
+    });
+    this.worker.on("error", (err) => this.fail(`the export worker failed: ${err.message}`));
+    this.worker.on("exit", () => this.fail("the export worker stopped"));
+  }
+
+  private fail(reason: string): void {
+    this.stopped ??= reason;
+    for (const answer of this.pending.values()) answer({ id: -1, ok: false, error: reason });
+    this.pending.clear();
+  }
+
+  private ask(message: Omit<ToWorker, "id">): Promise<FromWorker> {
+    if (this.stopped) return Promise.resolve({ id: -1, ok: false, error: this.stopped });
+    const id = this.nextId++;
+    return new Promise((resolve) => {
+      this.pending.set(id, resolve);
+      this.worker.postMessage({ ...message, id });
+    });
+  }
+
+  export(spans: ReadableSpan[], resultCallback: (result: ExportResult) => void): void {
+    void this.ask({ kind: "export", spans: spans.map(record) } as Omit<ToWorker, "id">).then(({ ok, error }) =>
+      resultCallback(ok ? { code: ExportResultCode.SUCCESS } : { code: ExportResultCode.FAILED, error: new Error(error ?? "export failed") }),
+    );
+  }
+
+  async forceFlush(): Promise<void> {
+    const { ok, error } = await this.ask({ kind: "flush" });
+    if (!ok) throw new Error(error);
+  }
+
+  async shutdown(): Promise<void> {
+    if (this.stopped) return;
+    await this.ask({ kind: "shutdown" });
+    this.stopped = "shut down";
+    await this.worker.terminate();
+  }
+}
