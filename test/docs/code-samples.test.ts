@@ -42,11 +42,8 @@ const EXAMPLE_IDS = {
 
 type Ids = Record<keyof typeof EXAMPLE_IDS, string>;
 
-/** Operations that end what others read: they run after every other one. */
-const RUN_LAST = (operationId: string, method: string) => method === "delete" || operationId.endsWith("CredentialService.Revoke");
-
-/** The samples in the order they run. */
-const ordered = [...operations].sort((a, b) => Number(RUN_LAST(a.operationId, a.method)) - Number(RUN_LAST(b.operationId, b.method)));
+/** The samples in the order they run: the contract's, with the deletes, which end what others read, last. */
+const ordered = [...operations].sort((a, b) => Number(a.method === "delete") - Number(b.method === "delete"));
 
 /** The reader's credential and token: a user's for the operations on the caller's own limits, the super admin's for the rest. */
 interface Caller {
@@ -77,7 +74,7 @@ async function callerOf(baseUrl: string, user: { clientId: string; clientSecret:
  * authorization (Capture takes the seeded one, Release this one), a credential to revoke, a failed
  * execution to redrive, an automation whose webhook secret is rotated and that is deleted (the seeded
  * listener keeps accepting the intake's sample), and one with a notify step, as the example of
- * rotating a notification secret shows.
+ * rotating a notification secret shows, listed after the others.
  */
 async function prepare(): Promise<Prepared> {
   const dir = mkdtempSync(join(tmpdir(), "code-samples-"));
@@ -131,7 +128,14 @@ async function ownObjects(admin: ApiClient, info: SandboxInfo, userId: string) {
   const automation = async (displayName: string, step: typeof parse | typeof tell) =>
     unwrap(await admin.POST("/api/v1/automations", { body: { automation: { displayName, isDraft: false, enabled: true, triggers: [{ webhook: { hmac: {} } }], automationSteps: [step] } } })).automation.id!;
   const rotated = await automation("Rotated and deleted by the samples", parse);
-  const notifying = await automation("Notifies, rotated by the samples", tell);
+  // Lists are by id, and the list's example shows automations of other kinds: this one goes last.
+  let notifying = await automation("Notifies, rotated by the samples", tell);
+  const listed = async () => unwrap(await admin.GET("/api/v1/automations", { params: { query: { page_size: 100 } } })).list.map((a) => a.automation.id!);
+  for (let tries = 1; (await listed()).at(-1) !== notifying; tries++) {
+    if (tries === 50) throw new Error("no automation id sorted last in 50 tries");
+    unwrap(await admin.DELETE("/api/v1/automations/{id}", { params: { path: { id: notifying } } }));
+    notifying = await automation("Notifies, rotated by the samples", tell);
+  }
   // A lost card of a user that does not exist: the seeded listener's suspend step fails.
   const sent = await sendWebhookEvent({ url: info.hmac.listenerUrl, body: JSON.stringify({ event: "card.lost", userId: "no-such-user", appId: "app-github" }), auth: { hmac: { secret: info.hmac.webhookSecret } } });
   const failedExecutionId = (sent.response as { webhookEvent: { automationExecutionId: string } }).webhookEvent.automationExecutionId;
@@ -248,11 +252,11 @@ let clientAnswers: Map<string, Answer>;
 beforeAll(async () => {
   [curlSide, clientSide] = await Promise.all([prepare(), prepare()]);
   const clientDir = writeClientSamples(clientSide);
-  [curlAnswers, typecheck] = await Promise.all([
+  [curlAnswers, typecheck, clientAnswers] = await Promise.all([
     runCurlSamples(curlSide),
     runToEnd(join(root, "node_modules/.bin/tsc"), ["-p", join(clientDir, "tsconfig.json")], {}, { timeoutMs: 120_000 }),
+    runClientSamples(clientSide, clientDir),
   ]);
-  clientAnswers = await runClientSamples(clientSide, clientDir);
 }, 240_000);
 
 afterAll(async () => {
