@@ -74,7 +74,7 @@ async function callerOf(baseUrl: string, user: { clientId: string; clientSecret:
  * authorization (Capture takes the seeded one, Release this one), a credential to revoke, a failed
  * execution to redrive, an automation whose webhook secret is rotated and that is deleted (the seeded
  * listener keeps accepting the intake's sample), and one with a notify step, as the example of
- * rotating a notification secret shows, listed after the others.
+ * rotating a notification secret shows, not listed first.
  */
 async function prepare(): Promise<Prepared> {
   const dir = mkdtempSync(join(tmpdir(), "code-samples-"));
@@ -128,11 +128,12 @@ async function ownObjects(admin: ApiClient, info: SandboxInfo, userId: string) {
   const automation = async (displayName: string, step: typeof parse | typeof tell) =>
     unwrap(await admin.POST("/api/v1/automations", { body: { automation: { displayName, isDraft: false, enabled: true, triggers: [{ webhook: { hmac: {} } }], automationSteps: [step] } } })).automation.id!;
   const rotated = await automation("Rotated and deleted by the samples", parse);
-  // Lists are by id, and the list's example shows automations of other kinds: this one goes last.
+  // Lists are by id, random, and the list's example shows automations of other kinds first: this one is not among them.
+  const shown = (example200("svc.api.automations.v1.AutomationService.ListAutomations") as { list: unknown[] }).list.length;
+  const listedFirst = async () => unwrap(await admin.GET("/api/v1/automations", {})).list.slice(0, shown).map((a) => a.automation.id);
   let notifying = await automation("Notifies, rotated by the samples", tell);
-  const listed = async () => unwrap(await admin.GET("/api/v1/automations", { params: { query: { page_size: 100 } } })).list.map((a) => a.automation.id!);
-  for (let tries = 1; (await listed()).at(-1) !== notifying; tries++) {
-    if (tries === 50) throw new Error("no automation id sorted last in 50 tries");
+  for (let tries = 1; (await listedFirst()).includes(notifying); tries++) {
+    if (tries === 20) throw new Error(`the notify automation was listed first in 20 tries`);
     unwrap(await admin.DELETE("/api/v1/automations/{id}", { params: { path: { id: notifying } } }));
     notifying = await automation("Notifies, rotated by the samples", tell);
   }
