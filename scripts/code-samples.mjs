@@ -37,7 +37,6 @@ function requestOf(spec, path, method, item, op) {
   return {
     method,
     path,
-    operationId: op.operationId,
     pathParams: byPlace("path"),
     query: byPlace("query"),
     // The webhook intake's headers are made by the signing, not copied from examples.
