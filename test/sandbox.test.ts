@@ -4,7 +4,6 @@
 // the seeded limits, spend authorizations and executions are there; the printed commands work in
 // the order printed; a restart starts again from nothing; SIGTERM to the npm process alone (as a
 // process manager sends it) stops the sandbox, its server and its JWKS server.
-import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -13,40 +12,11 @@ import type { JWK } from "jose";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createApiClient, unwrap, type ApiClient } from "../src/client/index.js";
 import { sendWebhookEvent } from "../src/client/webhook-sender.js";
-import { recipes, report, type SandboxInfo } from "../scripts/sandbox/report.js";
-import { accepting, freePort, runToEnd, terminate, type Terminated } from "./support/process.js";
+import { recipes, report } from "../scripts/sandbox/report.js";
+import { accepting, freePort, runToEnd } from "./support/process.js";
+import { startSandbox, type RunningSandbox } from "./support/sandbox.js";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
-
-interface RunningSandbox {
-  info: SandboxInfo;
-  printed: string;
-  /** SIGTERM to the npm process alone; answers how it ended. */
-  stop: () => Promise<Terminated>;
-}
-
-/** Starts the sandbox with npm (--silent: no banner before the JSON) and resolves with what it printed once seeding is done. */
-async function startSandbox(port: number, dir: string): Promise<RunningSandbox> {
-  const child: ChildProcess = spawn("npm", ["run", "--silent", "sandbox", "--", "--port", String(port), "--dir", dir, "--json"], {
-    cwd: root,
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  let out = "";
-  let err = "";
-  child.stderr!.on("data", (d: Buffer) => (err += d.toString()));
-  const info = await new Promise<SandboxInfo>((resolve, reject) => {
-    child.stdout!.on("data", (d: Buffer) => {
-      out += d.toString();
-      try {
-        resolve(JSON.parse(out) as SandboxInfo);
-      } catch {
-        // not all of it yet
-      }
-    });
-    child.once("exit", (code) => reject(new Error(`the sandbox exited (${code}):\n${out}\n${err}`)));
-  });
-  return { info, printed: out, stop: () => terminate(child) };
-}
 
 let dir: string;
 let port: number;

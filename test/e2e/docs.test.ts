@@ -1,7 +1,8 @@
 // The Redoc page works with no other origin: served at /docs, and opened from disk
 // (generated/docs.html). Every request to another origin is aborted and counted (none may even be
 // attempted), and the policy's refusals are collected; then the search finds an operation, a menu
-// link opens the operation's section under its URL fragment, and a response sample opens and expands.
+// link opens the operation's section under its URL fragment, its request samples show the curl and
+// the typed-client sample, and a response sample opens and expands.
 import { readFileSync } from "node:fs";
 import { pathToFileURL } from "node:url";
 import type { BrowserContext, Page } from "playwright-core";
@@ -64,6 +65,13 @@ async function useTheReference(page: Page): Promise<void> {
   const section = page.locator(`[id="${SUSPEND}"][data-section-id="/${SUSPEND}"]`);
   await expect.poll(async () => Math.abs((await section.boundingBox())?.y ?? 1e6), { timeout: 10_000 }).toBeLessThan(100);
   expect(await section.innerText()).toContain(SUSPEND_PATH);
+
+  // The request samples (x-codeSamples, scripts/code-samples.mjs): curl shown first, the typed client chosen from the list.
+  const requestSamples = section.locator(".panel-request-samples");
+  await requestSamples.getByText('curl -X POST "$BASE_URL/api/v1/funds/subject-app-limits/').waitFor();
+  await requestSamples.getByRole("button", { name: "curl", exact: true }).click();
+  await page.getByRole("menuitem", { name: "Typed client" }).click();
+  await requestSamples.getByText('await client.POST("/api/v1/funds/subject-app-limits/{user_id}/{app_id}/suspension"').waitFor();
 
   // A response sample: the 404's Status body, whose nested values open with "Expand all".
   const samples = section.locator(".panel-response-samples");

@@ -6,41 +6,13 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { unwrap } from "../../src/client/index.js";
 import { contract, deref, operations } from "../support/contract.js";
+import { example200, isObject, keyDifferences } from "../support/example-keys.js";
 import { BOOTSTRAP, startTestServer, type TestServer } from "../support/server.js";
 import { amount, DAY, funds, money, newAppId, type Funds } from "./funds-helpers.js";
 import { spends } from "./spends-helpers.js";
 import { automationsApi, createHooked, evaluateStep, sendHmac, settled, type AutomationsApi, type Hooked, type Step } from "./webhooks-helpers.js";
 
 type Node = Record<string, any>;
-
-const isObject = (v: unknown): v is Node => typeof v === "object" && v !== null && !Array.isArray(v);
-
-/** The 200 example of an operation, as the mock serves it and the docs show it. */
-function example200(operationId: string): unknown {
-  const op = operations.find((o) => o.operationId === operationId)!.op;
-  const media = deref(op.responses["200"]).content["application/json"] as Node;
-  return media.example ?? Object.values((media.examples ?? {}) as Node)[0]?.value ?? deref(media.schema).example;
-}
-
-/** Where the key sets of `example` and `real` differ; a value that is not an object on either side (null) ends the comparison there. */
-function keyDifferences(example: unknown, real: unknown, at = "$"): string[] {
-  if (Array.isArray(example) && Array.isArray(real)) {
-    if (!isObject(example[0])) return [];
-    if (real.length === 0) return [`${at}: the real answer's list is empty, so its items cannot be compared (set up state)`];
-    // Item by item as far as both go: the first at least, and each step of an execution.
-    return real.slice(0, example.length).flatMap((item, i) => keyDifferences(example[i], item, `${at}[${i}]`));
-  }
-  if (!isObject(example) || !isObject(real)) return [];
-  const exampleKeys = Object.keys(example).sort();
-  const realKeys = Object.keys(real).sort();
-  const problems: string[] = [];
-  const onlyExample = exampleKeys.filter((k) => !realKeys.includes(k));
-  const onlyReal = realKeys.filter((k) => !exampleKeys.includes(k));
-  if (onlyExample.length > 0) problems.push(`${at}: only in the example: ${onlyExample.join(", ")}`);
-  if (onlyReal.length > 0) problems.push(`${at}: only in the real answer: ${onlyReal.join(", ")}`);
-  for (const key of exampleKeys.filter((k) => realKeys.includes(k))) problems.push(...keyDifferences(example[key], real[key], `${at}.${key}`));
-  return problems;
-}
 
 const admitsNull = (node: Node | undefined): boolean => {
   const s = deref(node);
