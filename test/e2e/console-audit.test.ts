@@ -1,22 +1,18 @@
 // The audit trail in the console, in a real browser against a real server: a fund administrator
 // suspends a row and sees the change in the row's history (who, before and after); the audit page
 // lists the changes, filtered by target; a user sees the audit page with their own rows only.
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { unwrap } from "../../src/client/index.js";
-import { launchBrowser, screenshot, type TestBrowser } from "../support/browser.js";
-import { startTestServer, type TestServer } from "../support/server.js";
+import { serverAndBrowserForFile, screenshot, type TestBrowser } from "../support/browser.js";
+import type { TestServer } from "../support/server.js";
 import { expectNoHorizontalScroll, openConsole } from "./console-helpers.js";
 
 let ts: TestServer;
 let browser: TestBrowser;
 
-beforeAll(async () => {
-  ts = await startTestServer();
-  browser = await launchBrowser();
-});
-afterAll(async () => {
-  await browser?.close();
-  await ts?.stop();
+serverAndBrowserForFile((server, opened) => {
+  ts = server;
+  browser = opened;
 });
 
 const usd = (units: string) => ({ amount: { money: { currencyCode: "USD", units, nanos: 0 } } });

@@ -5,24 +5,20 @@
 // The sandbox's usage-threshold automation is shown with a fund event as its steps' sample, and the
 // execution a spend past its threshold starts; a notify step's secret is shown once and rotated.
 import type { Page } from "playwright-core";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { FundEventTypeValues } from "../../generated/enums.js";
 import { THRESHOLD_AUTOMATION } from "../../scripts/sandbox/seed.js";
 import { unwrap } from "../../src/client/index.js";
-import { launchBrowser, screenshot, type TestBrowser } from "../support/browser.js";
-import { BOOTSTRAP, startTestServer, type TestServer } from "../support/server.js";
+import { serverAndBrowserForFile, screenshot, type TestBrowser } from "../support/browser.js";
+import { BOOTSTRAP, type TestServer } from "../support/server.js";
 import { expectNoHorizontalScroll, openConsole } from "./console-helpers.js";
 
 let ts: TestServer;
 let browser: TestBrowser;
 
-beforeAll(async () => {
-  ts = await startTestServer();
-  browser = await launchBrowser();
-});
-afterAll(async () => {
-  await browser?.close();
-  await ts?.stop();
+serverAndBrowserForFile((server, opened) => {
+  ts = server;
+  browser = opened;
 });
 
 const THRESHOLD = "FUND_EVENT_TYPE_USAGE_THRESHOLD_CROSSED";

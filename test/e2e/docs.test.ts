@@ -6,21 +6,17 @@
 import { readFileSync } from "node:fs";
 import { pathToFileURL } from "node:url";
 import type { BrowserContext, Page } from "playwright-core";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { docsPath } from "../../src/core/package-root.js";
-import { launchBrowser, type TestBrowser } from "../support/browser.js";
+import { serverAndBrowserForFile, type TestBrowser } from "../support/browser.js";
 import { rawRequest } from "../support/raw-http.js";
-import { startTestServer, type TestServer } from "../support/server.js";
+import type { TestServer } from "../support/server.js";
 
 let ts: TestServer;
 let browser: TestBrowser;
-beforeAll(async () => {
-  ts = await startTestServer();
-  browser = await launchBrowser();
-});
-afterAll(async () => {
-  await browser?.close();
-  await ts?.stop();
+serverAndBrowserForFile((server, opened) => {
+  ts = server;
+  browser = opened;
 });
 
 const SUSPEND = "subjectapplimits/svc.api.funds.v1.subjectapplimitservice.suspend";

@@ -5,6 +5,8 @@ import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core";
+import { afterAll, beforeAll } from "vitest";
+import { startTestServer, type TestServer } from "./server.js";
 
 export const CHROMIUM_PATH = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
 export const ARTIFACTS = fileURLToPath(new URL("../artifacts/", import.meta.url));
@@ -56,4 +58,19 @@ export async function screenshot(page: Page, name: string): Promise<void> {
 /** What the page's last copy button put on the clipboard. */
 export function clipboard(page: Page): Promise<string> {
   return page.evaluate<string>("navigator.clipboard.readText()");
+}
+
+/** A test server and a browser for the file's tests: started before them, closed after. */
+export function serverAndBrowserForFile(use: (ts: TestServer, browser: TestBrowser) => void): void {
+  let ts: TestServer | undefined;
+  let browser: TestBrowser | undefined;
+  beforeAll(async () => {
+    ts = await startTestServer();
+    browser = await launchBrowser();
+    use(ts, browser);
+  });
+  afterAll(async () => {
+    await browser?.close();
+    await ts?.stop();
+  });
 }
