@@ -420,7 +420,7 @@ export async function runDatabase(dialect: Dialect, settings: BenchSettings, dri
             displayName: "bench authorized spends",
             isDraft: false,
             triggers: [{ fundEvents: { eventTypes: ["FUND_EVENT_TYPE_SPEND_AUTHORIZED"] } }],
-            automationSteps: [{ stepName: "amount", evaluateExpressions: { expressions: [{ name: "units", expression: "ctx.trigger.amount.units" }] } }],
+            automationSteps: [{ stepName: "amount", evaluateExpressions: { expressions: [{ name: "units", expression: "ctx.trigger.authorization.amount.units" }] } }],
           },
         });
         await measure("spend-authorize-fired", `9. SpendService.Authorize, approved, each firing an automation, at half the maximum (${rate} decisions/s)`, authorizeRequest(spender, "spend", headers), { rate, warmupSeconds: 0 });
