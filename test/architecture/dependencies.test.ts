@@ -3,8 +3,8 @@
 // webhooks/for-automations.ts, the intake's hand-off included. Domain code does not import Express,
 // neither directly nor through src/http. Only src/metrics imports prom-client, and no room but the
 // composition root (src/server.ts) imports src/metrics: the others report through interfaces of
-// their own. OpenTelemetry is imported by src/tracing/otel.ts alone, which src/tracing/start.ts
-// imports when traces are on: off, none of it is loaded. Read from the import statements of every
+// their own. OpenTelemetry is imported by src/tracing/otel.ts (and the export worker's modules it
+// loads) alone, which src/tracing/start.ts imports when traces are on: off, none of it is loaded. Read from the import statements of every
 // module of src/.
 import { readdirSync, readFileSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
@@ -15,6 +15,8 @@ const ROOT = resolve(import.meta.dirname, "../..");
 const SRC = join(ROOT, "src");
 const DOMAIN = ["funds", "webhooks", "automations", "identity"];
 const WEBHOOKS_INTERFACE = "src/webhooks/for-automations.ts";
+/** The modules that may import OpenTelemetry: its Tracer, and the exporter's worker (its entry, its messages' types, its main-thread side). */
+const OTEL_MODULES = ["src/tracing/otel.ts", "src/tracing/worker-exporter.ts", "src/tracing/export-worker.ts", "src/tracing/export-messages.ts"];
 
 interface Edge {
   /** The importing module, relative to the repository: `src/webhooks/intake.ts`. */
@@ -68,9 +70,12 @@ describe("dependencies between the rooms of src/", () => {
     expect(show(edges.filter((e) => DOMAIN.some((room) => inRoom(e.from, room)) && express(e.to)))).toEqual([]);
   });
 
-  it("OpenTelemetry is imported by src/tracing/otel.ts alone, and that module only on demand (a dynamic import)", () => {
-    expect(show(edges.filter((e) => e.to.startsWith("@opentelemetry/") && e.from !== "src/tracing/otel.ts"))).toEqual([]);
+  it("OpenTelemetry is imported by src/tracing/otel.ts and the export worker's modules alone, and otel.ts only on demand (a dynamic import)", () => {
+    expect(show(edges.filter((e) => e.to.startsWith("@opentelemetry/") && !OTEL_MODULES.includes(e.from)))).toEqual([]);
     expect(show(edges.filter((e) => e.to === "src/tracing/otel.ts"))).toEqual(["src/tracing/start.ts -> src/tracing/otel.ts"]);
+    // The worker's exporter is made by otel.ts alone; the worker's entry is loaded by no import (a Worker runs it).
+    expect(show(edges.filter((e) => e.to === "src/tracing/worker-exporter.ts"))).toEqual(["src/tracing/otel.ts -> src/tracing/worker-exporter.ts"]);
+    expect(show(edges.filter((e) => e.to === "src/tracing/export-worker.ts"))).toEqual([]);
     const start = readFileSync(join(SRC, "tracing/start.ts"), "utf8");
     expect(start).toMatch(/await import\("\.\/otel\.js"\)/);
     expect(start).not.toMatch(/from "\.\/otel\.js"/);
