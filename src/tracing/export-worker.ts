@@ -39,17 +39,18 @@ function readable(record: SpanRecord): ReadableSpan {
 
 const port = parentPort!;
 const made = exporter();
+const failed = (id: number, err: unknown) => port.postMessage({ id, ok: false, error: err instanceof Error ? err.message : String(err) });
+// Every message is answered, a failure included (the exporter not made, a span it could not read):
+// the server's thread keeps each question until its answer.
 port.on("message", (message: ToWorker) => {
-  void made.then(async (e) => {
-    if (message.kind === "export") {
-      e.export(message.spans.map(readable), ({ code, error }) => port.postMessage({ id: message.id, ok: code === ExportResultCode.SUCCESS, error: error?.message }));
-      return;
-    }
-    try {
+  made
+    .then(async (e) => {
+      if (message.kind === "export") {
+        e.export(message.spans.map(readable), ({ code, error }) => port.postMessage({ id: message.id, ok: code === ExportResultCode.SUCCESS, error: error?.message }));
+        return;
+      }
       await (message.kind === "flush" ? e.forceFlush?.() : e.shutdown());
       port.postMessage({ id: message.id, ok: true });
-    } catch (err) {
-      port.postMessage({ id: message.id, ok: false, error: err instanceof Error ? err.message : String(err) });
-    }
-  });
+    })
+    .catch((err: unknown) => failed(message.id, err));
 });
