@@ -254,7 +254,7 @@ const IN_TURN = [
     budget: AUDIT_BUDGET,
     runs: AUDIT_RUNS,
     title: "The audit record on vs off",
-    how: "one server; off, a trigger the bench adds to the database drops each audit event's insert (the server still builds it and sends it in the change's statement), so what is compared is the record's storage: its row, its six indexes and its share of the commit",
+    how: "one server; off, a trigger the bench adds to the database drops each audit event's insert (the server still builds it and sends it in the change's statement), so what is compared is the record's storage: its row, its six indexes and its share of the commit (on SQLite, its row in the inbox and its share of the batches that move the inbox into the trail)",
   },
 ] as const;
 

@@ -66,14 +66,15 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const IN_TURN_ORDER = [false, true, true, false, false, true, true, false];
 
 /**
- * Scenario 13's switch: with `dropped`, a trigger makes the database skip every insert into
- * audit_events (SQLite's RAISE(IGNORE), a PostgreSQL row trigger answering NULL); without, it is gone.
+ * Scenario 13's switch: with `dropped`, a trigger makes the database skip every event a change
+ * records: on SQLite its insert into the inbox (SQLite's RAISE(IGNORE); the move then has nothing to
+ * move), on PostgreSQL into audit_events (a row trigger answering NULL); without, it is gone.
  */
 async function auditInsertsDropped(storage: Storage, dialect: Dialect, dropped: boolean): Promise<void> {
   const { db } = storage;
   if (dialect === "sqlite") {
     await sql`drop trigger if exists bench_audit_dropped`.execute(db);
-    if (dropped) await sql`create trigger bench_audit_dropped before insert on audit_events begin select raise(ignore); end`.execute(db);
+    if (dropped) await sql`create trigger bench_audit_dropped before insert on audit_inbox begin select raise(ignore); end`.execute(db);
     return;
   }
   await sql`drop trigger if exists bench_audit_dropped on audit_events`.execute(db);

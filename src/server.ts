@@ -25,6 +25,7 @@ import { identityHandlers } from "./http/handlers/identity.js";
 import { automationHandlers } from "./http/handlers/automations.js";
 import { auditHandlers } from "./http/handlers/audit.js";
 import { AuditTrail } from "./audit/audit-trail.js";
+import { moveAuditInbox } from "./audit/audit-inbox.js";
 import { pruneAuditEvents } from "./audit/audit-retention.js";
 import { AccessTokens } from "./identity/access-tokens.js";
 import { bootstrapAdmin, type BootstrapResult } from "./identity/bootstrap.js";
@@ -68,6 +69,13 @@ const IDEMPOTENCY_SWEEP_MS = 10 * 60_000;
 /** How often audit events past AUDIT_RETENTION_DAYS are removed, when it is set. */
 const AUDIT_SWEEP_MS = 10 * 60_000;
 
+/**
+ * How often, on SQLite, the audit inbox is moved into the trail (src/audit/audit-inbox.ts): often
+ * enough to keep the inbox, which lists read whole, small; seldom enough that a move's batch shares
+ * the index pages of many events.
+ */
+const AUDIT_INBOX_MOVE_MS = 1_000;
+
 /** How often the firings of usage thresholds in windows that ended (an hour ago at least) are removed. */
 const FIRINGS_SWEEP_MS = 60 * 60_000;
 
@@ -100,6 +108,8 @@ export interface ServerOptions {
   signingKeysReloadMs?: number;
   /** How the sweep of executions past their retention goes, beyond the configuration (tests: small batches). */
   retentionPace?: Partial<RetentionPace>;
+  /** How often the audit inbox is moved into the trail on SQLite (tests: often, or never). */
+  auditInboxMoveMs?: number;
 }
 
 export interface RunningServer {
@@ -288,6 +298,16 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
           ),
         );
   auditSweep?.start();
+  const auditInbox =
+    storage.dialect === "sqlite"
+      ? new BackgroundTask(options.auditInboxMoveMs ?? AUDIT_INBOX_MOVE_MS, () =>
+          moveAuditInbox(storage).then(
+            () => undefined,
+            (err: unknown) => logBackgroundFailure(logger, "audit inbox move failed", err),
+          ),
+        )
+      : undefined;
+  auditInbox?.start();
   // A threshold's firing is needed only while its window can still have spends decided in it.
   const firingsSweep = new BackgroundTask(FIRINGS_SWEEP_MS, () =>
     fundTriggers.sweep(new Date(clock.now() - FIRINGS_SWEEP_MS).toISOString()).then(
@@ -326,6 +346,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       await worker.stop();
       await sweep.stop();
       await auditSweep?.stop();
+      await auditInbox?.stop();
       await firingsSweep.stop();
       await keyUpkeep.stop();
       await retention.stop();

@@ -36,9 +36,12 @@ export function auditRow(origin: Origin | undefined, now: number, change: Change
   };
 }
 
-/** Inserts `row` (from auditRow) in the transaction `db` of its change. */
+/**
+ * Inserts `row` (from auditRow) in the transaction `db` of its change, into the inbox: on SQLite a
+ * table the server moves into the trail in batches (./audit-inbox.ts), on PostgreSQL the trail itself.
+ */
 export async function insertAudit(db: Db, row: AuditEventsTable | null): Promise<void> {
-  if (row) await db.insertInto("audit_events").values(row).execute();
+  if (row) await db.insertInto("audit_inbox").values(row).execute();
 }
 
 /** Records `change` in the transaction `db` that makes it. */

@@ -1,13 +1,13 @@
 // AuditService.List: the audit trail newest first (id descending: ids are time-ordered), filtered
 // by target, actor, operation and time range, within what the caller may see. Keyset pages whose
 // tokens are bound to the caller and the filters.
-import { sql } from "kysely";
+import { sql, type SelectQueryBuilder } from "kysely";
 import type { components } from "../../generated/api.js";
 import { invalidField, permissionDenied } from "../core/errors.js";
 import { pageSize, servedWithin, type Page, type PageTokens } from "../core/pagination.js";
 import { parseTimestamp } from "../funds/timestamp.js";
 import type { Storage } from "../storage/connect.js";
-import type { AuditEventsTable } from "../storage/schema.js";
+import type { AuditEventsTable, Database } from "../storage/schema.js";
 import { firstAuditIdAt } from "./audit-ids.js";
 import type { TargetKind } from "./change.js";
 
@@ -60,11 +60,23 @@ export function toAuditEvent(row: AuditEventsTable): AuditEvent {
   };
 }
 
+type AuditTable = "audit_events" | "audit_inbox";
+
 export class AuditTrail {
   constructor(
     private readonly storage: Storage,
     private readonly pageTokens: PageTokens,
   ) {}
+
+  /**
+   * `query` of the trail, and on SQLite of its inbox too (./audit-inbox.ts), in one statement: one
+   * snapshot, in which a move has put each event in one of the two. On PostgreSQL the inbox is a
+   * view of the trail.
+   */
+  private inTrailAndInbox<O extends { id: string }>(query: (table: AuditTable) => SelectQueryBuilder<Database, AuditTable, O>) {
+    const trail = this.storage.db.selectFrom(query("audit_events").as("trail")).selectAll();
+    return this.storage.dialect === "sqlite" ? trail.unionAll(this.storage.db.selectFrom(query("audit_inbox").as("inbox")).selectAll()) : trail;
+  }
 
   /** `callerId` binds the page tokens to the caller who was given them. */
   async list(access: AuditAccess, callerId: string, query: AuditQuery): Promise<Page<AuditEvent>> {
@@ -88,24 +100,28 @@ export class AuditTrail {
 
     // The page's ids and sizes first, then only the events that fit (PAGE_STORED_CHARS_MAX): an
     // automation's states before and after may be a few hundred KB each.
-    let q = this.storage.db
-      .selectFrom("audit_events")
-      .select("id")
-      .select(sql<number>`coalesce(length(before_state), 0) + coalesce(length(after_state), 0)`.as("stored"));
-    if (kind) q = q.where("target_kind", "=", kind);
-    else if (kinds) q = q.where("target_kind", "in", kinds);
-    if (filters.targetId !== undefined) q = q.where("target_id", "=", filters.targetId);
-    if (userId !== undefined) q = q.where("target_user_id", "=", userId);
-    if (filters.appId !== undefined) q = q.where("target_app_id", "=", filters.appId);
-    if (filters.actorUserId !== undefined) q = q.where("actor_user_id", "=", filters.actorUserId);
-    if (filters.actorExecutionId !== undefined) q = q.where("actor_execution_id", "=", filters.actorExecutionId);
-    if (filters.operationId !== undefined) q = q.where("operation_id", "=", filters.operationId);
-    if (since !== undefined) q = q.where("id", ">=", firstIdAt(since));
-    if (until !== undefined) q = q.where("id", "<", firstIdAt(until));
-    if (after) q = q.where("id", "<", String(after[0]));
-    const found = await q.orderBy("id", "desc").limit(limit + 1).execute();
+    const newest = (table: AuditTable) => {
+      let q = this.storage.db
+        .selectFrom(table)
+        .select("id")
+        .select(sql<number>`coalesce(length(before_state), 0) + coalesce(length(after_state), 0)`.as("stored"));
+      if (kind) q = q.where("target_kind", "=", kind);
+      else if (kinds) q = q.where("target_kind", "in", kinds);
+      if (filters.targetId !== undefined) q = q.where("target_id", "=", filters.targetId);
+      if (userId !== undefined) q = q.where("target_user_id", "=", userId);
+      if (filters.appId !== undefined) q = q.where("target_app_id", "=", filters.appId);
+      if (filters.actorUserId !== undefined) q = q.where("actor_user_id", "=", filters.actorUserId);
+      if (filters.actorExecutionId !== undefined) q = q.where("actor_execution_id", "=", filters.actorExecutionId);
+      if (filters.operationId !== undefined) q = q.where("operation_id", "=", filters.operationId);
+      if (since !== undefined) q = q.where("id", ">=", firstIdAt(since));
+      if (until !== undefined) q = q.where("id", "<", firstIdAt(until));
+      if (after) q = q.where("id", "<", String(after[0]));
+      return q.orderBy("id", "desc").limit(limit + 1);
+    };
+    const found = await this.inTrailAndInbox(newest).orderBy("id", "desc").limit(limit + 1).execute();
     const served = found.slice(0, servedWithin(found.map((k) => Number(k.stored)), limit));
-    const rows = served.length === 0 ? [] : await this.storage.db.selectFrom("audit_events").selectAll().where("id", "in", served.map((k) => k.id)).orderBy("id", "desc").execute();
+    const ids = served.map((k) => k.id);
+    const rows = ids.length === 0 ? [] : await this.inTrailAndInbox((table) => this.storage.db.selectFrom(table).selectAll().where("id", "in", ids)).orderBy("id", "desc").execute();
     const last = served[served.length - 1];
     return {
       // Events are never deleted but by retention: one swept between the two reads is left out.

@@ -1090,13 +1090,18 @@ const m0023 = (text: TextType): Migration => ({
  * three filters an index serves: a target's history, a target user's rows (a user reading their
  * own limits' history), and an actor's changes. Append-only: a trigger refuses every UPDATE.
  */
+/** The columns of an audit event, in the order of audit_events and of the SQLite inbox (0027) alike. */
+async function createAuditTable(db: Kysely<any>, text: TextType, name: string): Promise<void> {
+  let table = db.schema.createTable(name).addColumn("id", text, (c) => c.primaryKey());
+  for (const column of ["operation_id", "target_kind", "target_id", "target_user_id", "target_app_id", "actor_kind", "actor_user_id", "actor_credential_id", "actor_automation_id", "actor_execution_id", "actor_event_id", "request_id"]) {
+    table = table.addColumn(column, text, (c) => c.notNull());
+  }
+  await table.addColumn("before_state", text).addColumn("after_state", text).addColumn("created_at", text, (c) => c.notNull()).execute();
+}
+
 const m0025 = (text: TextType, dialect: "sqlite" | "postgres"): Migration => ({
   async up(db: Kysely<any>) {
-    let table = db.schema.createTable("audit_events").addColumn("id", text, (c) => c.primaryKey());
-    for (const column of ["operation_id", "target_kind", "target_id", "target_user_id", "target_app_id", "actor_kind", "actor_user_id", "actor_credential_id", "actor_automation_id", "actor_execution_id", "actor_event_id", "request_id"]) {
-      table = table.addColumn(column, text, (c) => c.notNull());
-    }
-    await table.addColumn("before_state", text).addColumn("after_state", text).addColumn("created_at", text, (c) => c.notNull()).execute();
+    await createAuditTable(db, text, "audit_events");
     await db.schema.createIndex("audit_events_by_target").on("audit_events").columns(["target_kind", "target_id", "id"]).execute();
     await db.schema.createIndex("audit_events_by_target_user").on("audit_events").columns(["target_user_id", "id"]).execute();
     await db.schema.createIndex("audit_events_by_actor").on("audit_events").columns(["actor_user_id", "id"]).execute();
@@ -1120,6 +1125,27 @@ const m0026: Migration = {
     await db.schema.createIndex("audit_events_by_app").on("audit_events").columns(["target_app_id", "id"]).execute();
   },
 };
+
+/**
+ * The audit inbox, where every change records its event (src/audit/audit-record.ts).
+ * - SQLite: a table. An event is an append to its two B-trees, in the change's transaction; the
+ *   server moves the inbox into audit_events, with its six filter indexes, in batches
+ *   (src/audit/audit-inbox.ts), so that an index page a batch touches is written once for the batch
+ *   rather than once per commit. Lists read both. Append-only as the trail is: rows leave it only by
+ *   the move, which inserts them into audit_events in the same transaction.
+ * - PostgreSQL: a view of audit_events that inserts write through, straight into the trail (an
+ *   index costs little there next to a change's round trips: bench scenario 13).
+ */
+const m0027 = (text: TextType, dialect: "sqlite" | "postgres"): Migration => ({
+  async up(db: Kysely<any>) {
+    if (dialect === "postgres") {
+      await sql`create view audit_inbox as select * from audit_events`.execute(db);
+      return;
+    }
+    await createAuditTable(db, text, "audit_inbox");
+    await sql`create trigger audit_inbox_append_only before update on audit_inbox begin select raise(abort, 'audit events are append-only'); end`.execute(db);
+  },
+});
 
 /**
  * The signing secrets of automations' `notify` steps (src/automations/notification-secrets.ts), sealed
@@ -1188,6 +1214,9 @@ export interface MigrationStep {
  *   could not have made; its other automations are unaffected.)
  * - 0025: a table it does not know of: it runs (its changes are not audited).
  * - 0026: indexes it does not know of: it runs.
+ * - 0027: a table (SQLite) or a view (PostgreSQL) it does not know of: it runs, recording its
+ *   changes into audit_events itself. On SQLite its lists do not show the events still in the
+ *   inbox, which an instance of this release moves into audit_events within a second.
  */
 export function migrationSteps(dialect: "sqlite" | "postgres"): MigrationStep[] {
   const text: TextType = dialect === "postgres" ? sql`text collate "C"` : "text";
@@ -1218,6 +1247,7 @@ export function migrationSteps(dialect: "sqlite" | "postgres"): MigrationStep[] 
     ["0024_notification_secrets", m0024(text), RUNS],
     ["0025_audit_events", m0025(text, dialect), RUNS],
     ["0026_audit_filter_indexes", m0026, RUNS],
+    ["0027_audit_inbox", m0027(text, dialect), RUNS],
   ];
   return steps.map(([name, migration, earlier]) => ({ name, migration, earlierReleaseRuns: earlier[dialect] }));
 }

@@ -95,6 +95,8 @@ export interface Database {
   spend_usage: SpendUsageTable;
   change_versions: ChangeVersionsTable;
   audit_events: AuditEventsTable;
+  /** Where changes record their events (migration 0027): on SQLite, those not yet moved into audit_events (src/audit/audit-inbox.ts); on PostgreSQL, a view writing through to it. */
+  audit_inbox: AuditEventsTable;
   fund_threshold_firings: FundThresholdFiringsTable;
 }
 

@@ -8,6 +8,9 @@ import type { paths } from "../../generated/api.js";
 import type { KnownAuditTargetKind } from "../../generated/enums.js";
 import { paginate, unwrap, type ApiClient } from "../../src/client/index.js";
 import { sql } from "kysely";
+import { moveAuditInbox } from "../../src/audit/audit-inbox.js";
+import { loadConfig } from "../../src/config.js";
+import { openStorage, type Storage } from "../../src/storage/connect.js";
 import { contract, operations } from "../support/contract.js";
 import { withDatabase } from "../support/old-database.js";
 import { startTestServer, type TestServer, type TestUser } from "../support/server.js";
@@ -27,6 +30,16 @@ beforeAll(async () => {
   rootCredentialId = (await credentialsOf(root.userId))[0]!.id!;
 });
 afterAll(async () => ts?.stop());
+
+/** Runs `use` on a storage of its own opened on `server`'s database, as another process of the release would. */
+async function withStorage<T>(server: TestServer, use: (storage: Storage) => Promise<T>): Promise<T> {
+  const storage = await openStorage(loadConfig({ DATABASE_URL: server.databaseUrl }).database);
+  try {
+    return await use(storage);
+  } finally {
+    await storage.close();
+  }
+}
 
 const list = (client: ApiClient, query: Query = {}) => client.GET("/api/v1/audit-events", { params: { query } });
 
@@ -396,7 +409,8 @@ describe("the event and its change commit together, and events are never changed
   async function refusingAudits(during: () => Promise<void>): Promise<void> {
     await withDatabase(ts.databaseUrl, async (db, dialect) => {
       if (dialect === "sqlite") {
-        await sql`create trigger audit_events_refused before insert on audit_events begin select raise(abort, 'refused by the test'); end`.execute(db);
+        // SQLite records into the inbox (src/audit/audit-inbox.ts); PostgreSQL's inbox writes through to audit_events.
+        await sql`create trigger audit_events_refused before insert on audit_inbox begin select raise(abort, 'refused by the test'); end`.execute(db);
       } else {
         await sql`create function audit_events_refused() returns trigger language plpgsql as $$ begin raise exception 'refused by the test'; end $$`.execute(db);
         await sql`create trigger audit_events_refused before insert on audit_events for each row execute function audit_events_refused()`.execute(db);
@@ -436,9 +450,57 @@ describe("the event and its change commit together, and events are never changed
   it("the database refuses to update an audit event", async () => {
     const t = await limitedRow();
     const [event] = await allEvents(root.client, { target_id: t.id });
+    // In the trail: on SQLite, moved there from the inbox now rather than within a second.
+    await withStorage(ts, moveAuditInbox);
     await withDatabase(ts.databaseUrl, async (db) => {
       await expect(db.updateTable("audit_events").set({ after_state: "{}" }).where("id", "=", event!.id).execute()).rejects.toThrow(/append-only/);
     });
     expect(await allEvents(root.client, { target_id: t.id })).toEqual([event]);
+  });
+});
+
+describe("on SQLite, events are recorded into an inbox that the server moves into the trail in batches", () => {
+  it("lists show them the same before, across and after their move, each once, newest first", async () => {
+    // A server that would move its inbox only in an hour: the test moves it itself, when it means to.
+    const held = await startTestServer({}, undefined, { auditInboxMoveMs: 3_600_000 });
+    await withStorage(held, async (storage) => {
+      const admin = await held.userClient(["ROLE_SUPER_ADMIN"]);
+      const t = limitTarget((await held.userClient(["ROLE_USER"])).userId, newAppId());
+      const setLimits = async (from: number, to: number) => {
+        for (let i = from; i <= to; i++) {
+          held.clock.advance(1_000);
+          unwrap(await funds(held.admin).setLimit(t.userId, t.appId, { limit: amount(String(i)), period: "PERIOD_KIND_MONTHLY" }));
+        }
+      };
+      const history = () => allEvents(admin.client, { target_id: t.id, page_size: 4 });
+      const inbox = () => storage.db.selectFrom("audit_inbox").select("id").execute();
+      const ofTarget = (ids: { id: string }[], events: AuditEvent[]) => events.filter((e) => ids.some((r) => r.id === e.id));
+      const sqlite = storage.dialect === "sqlite";
+
+      await setLimits(1, 6);
+      const recorded = await history();
+      expect(recorded.map((e) => (e.after as { controls: Schemas["SpendControls"] }).controls.limit?.amount?.money?.units)).toEqual(["6", "5", "4", "3", "2", "1"]);
+      const waiting = await inbox();
+      if (sqlite) {
+        expect(ofTarget(waiting, recorded)).toEqual(recorded);
+        // Append-only in the inbox too.
+        await expect(storage.db.updateTable("audit_inbox").set({ after_state: "{}" }).where("id", "=", recorded[0]!.id).execute()).rejects.toThrow(/append-only/);
+      }
+
+      expect(await moveAuditInbox(storage)).toBe(sqlite ? waiting.length : 0);
+      if (sqlite) expect(await inbox()).toHaveLength(0);
+      expect(await history()).toEqual(recorded);
+
+      // Six in the trail, five in the inbox: pages of four cross from one to the other.
+      await setLimits(7, 11);
+      const across = await history();
+      expect(across).toHaveLength(11);
+      expect(across.slice(5)).toEqual(recorded);
+      expect(across.map((e) => e.id)).toEqual(across.map((e) => e.id).sort().reverse());
+      if (sqlite) expect(ofTarget(await inbox(), across)).toEqual(across.slice(0, 5));
+
+      await moveAuditInbox(storage);
+      expect(await history()).toEqual(across);
+    }).finally(() => held.stop());
   });
 });
