@@ -24,36 +24,55 @@ export const authorizeRequest = (userId: string, prefix: string, headers: Record
 /** The POST baseline: the same body (a user id of the same length) and a fresh Idempotency-Key, to a bare `express.json()` route. */
 export const spendPostBaseline = (): RequestSpec => ({ kind: "varying", method: "POST", path: "/", headers: { "Content-Type": "application/json" }, body: authorizeBody("0123456789abcdef", "spend"), keys: SPEND_APPS, freshIdempotencyKey: true });
 
-/** The subject of the spends, its apps `spend-*` (open limit) and `decline-*` (tight limit). */
+/** The spender's monthly limits, in units: `spend-*` (open) and `decline-*` (tight), the floor's as the server's. */
+export const spendLimits = (): { appId: string; units: bigint }[] =>
+  Array.from({ length: SPEND_APPS }, (_, k) => [
+    { appId: `spend-${k}`, units: OPEN_LIMIT_UNITS },
+    { appId: `decline-${k}`, units: TIGHT_LIMIT_UNITS },
+  ]).flat();
+
+/** The subject of the spends, with its `spendLimits`. */
 export async function setUpSpends(api: Api): Promise<string> {
   const spender = await api.createUser("Bench spender", "bench-spender@bench.example");
-  const limit = (units: bigint) => ({ limit: { amount: { money: { currencyCode: "USD", units: String(units), nanos: 0 } } }, period: "PERIOD_KIND_MONTHLY" });
-  for (let k = 0; k < SPEND_APPS; k++) {
-    await api.call("POST", `/api/v1/funds/subject-app-limits/${spender}/spend-${k}/limit`, limit(OPEN_LIMIT_UNITS));
-    await api.call("POST", `/api/v1/funds/subject-app-limits/${spender}/decline-${k}/limit`, limit(TIGHT_LIMIT_UNITS));
+  for (const { appId, units } of spendLimits()) {
+    await api.call("POST", `/api/v1/funds/subject-app-limits/${spender}/${appId}/limit`, { limit: { amount: { money: { currencyCode: "USD", units: String(units), nanos: 0 } } }, period: "PERIOD_KIND_MONTHLY" });
   }
   return spender;
 }
 
+/** Where the Capture scenario's holds come from: a server's pending ones, and its Authorize to make more. */
+export interface Holds {
+  /** Up to `count` pending authorizations of the spender's open apps. */
+  pending(count: number): Promise<string[]>;
+  origin: string;
+  headers: Record<string, string>;
+}
+
+/** The server's pending holds of the spender's open apps, read from its database. */
+export const serverHolds = (storage: Storage, api: Api, spender: string): Holds => ({
+  pending: async (count) =>
+    (await storage.db.selectFrom("spend_authorizations").select("id").where("user_id", "=", spender).where("app_id", "like", "spend-%").where("state", "=", "PENDING").limit(count).execute()).map((r) => r.id),
+  origin: api.origin,
+  headers: api.headers,
+});
+
 /**
  * `count` pending authorizations of the open apps for the Capture scenario: those the approved
- * scenario left, topped up through the API (20 at a time) when it left fewer.
+ * scenario left, topped up through Authorize (20 at a time) when it left fewer.
  */
-export async function pendingToCapture(storage: Storage, api: Api, spender: string, count: number): Promise<string[]> {
-  const pending = () =>
-    storage.db.selectFrom("spend_authorizations").select("id").where("user_id", "=", spender).where("app_id", "like", "spend-%").where("state", "=", "PENDING").limit(count).execute();
-  let ids = (await pending()).map((r) => r.id);
+export async function pendingToCapture(holds: Holds, spender: string, count: number): Promise<string[]> {
+  let ids = await holds.pending(count);
   let k = 0;
   const missing = count - ids.length;
   await Promise.all(
     Array.from({ length: 20 }, async (_, w) => {
       for (let i = w; i < missing; i += 20) {
-        const r = await fetch(api.origin + AUTHORIZE_PATH, { method: "POST", headers: { ...api.headers, "Idempotency-Key": randomUUID() }, body: authorizeBody(spender, "spend").replace("{k}", String(k++ % SPEND_APPS)) });
+        const r = await fetch(holds.origin + AUTHORIZE_PATH, { method: "POST", headers: { ...holds.headers, "Idempotency-Key": randomUUID() }, body: authorizeBody(spender, "spend").replace("{k}", String(k++ % SPEND_APPS)) });
         if (r.status !== 200) throw new Error(`Authorize answered ${r.status}: ${await r.text()}`);
       }
     }),
   );
-  if (missing > 0) ids = (await pending()).map((r) => r.id);
+  if (missing > 0) ids = await holds.pending(count);
   return ids;
 }
 
