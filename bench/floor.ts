@@ -7,7 +7,7 @@ import type { BenchDatabase } from "./database.js";
 import { freePort, ROOT, startNode, type NodeProcess } from "./processes.js";
 import { openFloorStore } from "./servers/floor-open.js";
 import type { FloorStore } from "./servers/floor-store.js";
-import { spendLimits, type Holds } from "./spends.js";
+import { spendLimits, type Authorizations } from "./spends.js";
 
 const NANOS = 1_000_000_000n;
 
@@ -17,8 +17,8 @@ export interface Floor {
   seedSpends(spender: string): Promise<void>;
   /** Copies a webhook listener's path and secret to the floor. */
   seedListener(path: string, secret: string): Promise<void>;
-  /** The floor's holds of the spender, for its capture scenario. */
-  holds(spender: string): Holds;
+  /** The floor's authorizations of the spender, for its capture scenario. */
+  authorizations(spender: string): Authorizations;
   stop(): Promise<void>;
 }
 
@@ -42,7 +42,7 @@ export async function startFloor(database: BenchDatabase, workDir: string, nodeA
     server,
     seedSpends: (spender) => store.seed({ currencyCode: "USD", limits: spendLimits().map((l) => ({ userId: spender, appId: l.appId, limitNanos: l.units * NANOS })) }),
     seedListener: (path, secret) => store.seed({ currencyCode: "USD", listeners: [{ path, listenerId: path.split("/").pop() ?? path, secret }] }),
-    holds: (spender) => ({ pending: (count) => store.pending(spender, "spend-", count), origin: server.url, headers: { "Content-Type": "application/json" } }),
+    authorizations: (spender) => ({ inState: (state, count) => store.inState(spender, "spend-", state, count), origin: server.url, headers: { "Content-Type": "application/json" } }),
     stop: async () => {
       await server.stop();
       await store.close();

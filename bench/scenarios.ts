@@ -18,7 +18,7 @@ import { measurePruning } from "./pruning.js";
 import { countRoundTrips, type Operation } from "./round-trips.js";
 import { seedSubjectAppLimits } from "./seed.js";
 import { soak } from "./soak.js";
-import { AUTHORIZE_PATH, authorizeRequest, checkSpends, pendingToCapture, serverHolds, setUpSpends, SPEND_APPS } from "./spends.js";
+import { AUTHORIZE_PATH, authorizationsToChange, authorizeRequest, checkSpends, serverAuthorizations, setUpSpends, SPEND_APPS, type ChangeableState } from "./spends.js";
 
 export interface BenchSettings {
   connections: number;
@@ -64,11 +64,18 @@ const FLOOD_RATE = 10 * CREDENTIAL_QUOTA;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** The spend operations measured against a floor, with their floors. */
-const SPEND_FLOORED = ["spend-authorize-approved", "spend-authorize-declined", "spend-capture"] as const;
+const SPEND_FLOORED = ["spend-authorize-approved", "spend-authorize-declined", "spend-capture", "spend-release", "spend-reverse"] as const;
 const SPEND_FLOORED_KEYS: readonly ScenarioKey[] = SPEND_FLOORED.flatMap((k) => [k, FLOORS[k]]);
 
-/** As many holds as a capture run may take: a capture costs less than a decision (up to 2.6× the approved rate seen), so three times that rate, and 200 more. */
-const holdsFor = (approved: Measured | undefined, settings: BenchSettings) => Math.ceil((approved?.result.requestsPerSecond ?? 1000) * 3 * (settings.durationSeconds + settings.warmupSeconds)) + 200;
+/** The change scenarios of an authorization: each changes authorizations of one state, each once. */
+const CHANGES = [
+  { key: "spend-capture", action: "capture", state: "PENDING", label: "9. SpendService.Capture, the whole hold" },
+  { key: "spend-release", action: "release", state: "PENDING", label: "9. SpendService.Release, the whole hold" },
+  { key: "spend-reverse", action: "reverse", state: "CAPTURED", label: "9. SpendService.Reverse, the whole capture" },
+] as const satisfies readonly { key: ScenarioKey; action: string; state: ChangeableState; label: string }[];
+
+/** As many authorizations as a change run may take: a change costs less than a decision (a capture up to 2.6× the approved rate seen), so three times that rate, and 200 more. */
+const toChangeFor = (approved: Measured | undefined, settings: BenchSettings) => Math.ceil((approved?.result.requestsPerSecond ?? 1000) * 3 * (settings.durationSeconds + settings.warmupSeconds)) + 200;
 
 /** The runs of scenarios 10, 12 and 13, the setting measured on or off. */
 const IN_TURN_ORDER = [false, true, true, false, false, true, true, false];
@@ -221,7 +228,8 @@ export async function runDatabase(dialect: Dialect, settings: BenchSettings, dri
     // Started when first needed, once for the database; measured whenever the operation or its floor is.
     const floorServer = async () => (floor ??= await startFloor(database, settings.workDir, profileArgs(`${dialect}-floor`)));
     const measureFloor = async (key: keyof typeof FLOORS, label: string, request: (floor: Floor) => Promise<RequestSpec>): Promise<Measured | undefined> => {
-      if (!wanted(key, FLOORS[key])) return undefined;
+      const heldToIt = (Object.keys(FLOORS) as (keyof typeof FLOORS)[]).filter((k) => FLOORS[k] === FLOORS[key]);
+      if (!wanted(...heldToIt, FLOORS[key])) return undefined;
       const f = await floorServer();
       return measure(FLOORS[key], `Floor: ${label}`, await request(f), { target: f.server, needed: true });
     };
@@ -448,13 +456,15 @@ export async function runDatabase(dialect: Dialect, settings: BenchSettings, dri
         fundEventWait = { ...(await executionsOf(automation.id, "scenario 9, fund events")), rate };
         await api.call("DELETE", `/api/v1/automations/${automation.id}`);
       }
-      const captureRequest = (ids: string[]): RequestSpec => ({ kind: "each", method: "POST", path: `${AUTHORIZE_PATH}/{id}/capture`, headers, body: "{}", ids });
-      if (wanted("spend-capture")) {
-        const ids = await pendingToCapture(serverHolds(db, api, spender), spender, holdsFor(approved, settings));
-        log(`${dialect}: ${ids.length.toLocaleString("en-US")} pending authorizations to capture`);
-        await measure("spend-capture", "9. SpendService.Capture, the whole hold", captureRequest(ids));
+      const changeRequest = (action: string, ids: string[]): RequestSpec => ({ kind: "each", method: "POST", path: `${AUTHORIZE_PATH}/{id}/${action}`, headers, body: "{}", ids });
+      for (const change of CHANGES) {
+        if (!wanted(change.key)) continue;
+        const ids = await authorizationsToChange(serverAuthorizations(db, api, spending), spending, change.state, toChangeFor(approved, settings));
+        log(`${dialect}: ${ids.length.toLocaleString("en-US")} authorizations to ${change.action}`);
+        await measure(change.key, change.label, changeRequest(change.action, ids));
       }
-      await measureFloor("spend-capture", "Capture, the whole hold", async (f) => captureRequest(await pendingToCapture(f.holds(spending), spending, holdsFor(floorApproved, settings))));
+      // Release and Reverse are held against the capture floor too: it is measured after them.
+      await measureFloor("spend-capture", "Capture, the whole hold", async (f) => changeRequest("capture", await authorizationsToChange(f.authorizations(spending), spending, "PENDING", toChangeFor(floorApproved, settings))));
       await measure("spend-get-effective", "9. SubjectAppLimitService.GetEffective, with usage", { kind: "varying", method: "GET", path: `/api/v1/funds/subject-app-limits/${spender}/spend-{k}/effective`, headers, keys: SPEND_APPS });
       spends = await checkSpends(db, spender, Date.now());
       log(`${dialect}: spends: ${spends.approved} approved, ${spends.declined} declined, ${spends.captured} captured; overspend ${spends.overspent}${spends.samples.length ? `: ${spends.samples.join("; ")}` : ""}`);
@@ -533,8 +543,15 @@ export async function runDatabase(dialect: Dialect, settings: BenchSettings, dri
           const op = operations.get(key);
           if (op) operations.set(key, { ...op, request: signed() });
         }
-        const capture = operations.get("spend-capture");
-        if (capture?.request.kind === "each" && spender) operations.set("spend-capture", { ...capture, request: { ...capture.request, ids: await pendingToCapture(serverHolds(db, api, spender), spender, 40) } });
+        // The change operations take fresh authorizations, 40 each, none taken by two of them.
+        for (const state of ["PENDING", "CAPTURED"] as const) {
+          const changes = CHANGES.filter((c) => c.state === state && operations.get(c.key)?.request.kind === "each");
+          const ids = spender && changes.length ? await authorizationsToChange(serverAuthorizations(db, api, spender), spender, state, 40 * changes.length) : [];
+          for (const [i, change] of changes.entries()) {
+            const op = operations.get(change.key);
+            if (op?.request.kind === "each") operations.set(change.key, { ...op, request: { ...op.request, ids: ids.slice(40 * i, 40 * (i + 1)) } });
+          }
+        }
         roundTrips = await countRoundTrips(driver, counting, file, [...operations.values()]);
         for (const r of roundTrips) log(`${dialect}: round trips: ${r.operation}: ${r.roundTrips} (${r.inTransaction} in ${r.transactions} transaction(s)), ${r.after} after the answer`);
       } finally {

@@ -115,8 +115,8 @@ export async function openFloorPostgres(url: string, poolSize = 10): Promise<Flo
       for (const l of s.limits ?? []) await pool.query("insert into subject_app_limits (user_id, app_id, limit_nanos) values ($1, $2, $3) on conflict (user_id, app_id) do update set limit_nanos = excluded.limit_nanos", [l.userId, l.appId, String(l.limitNanos)]);
       for (const l of s.listeners ?? []) await pool.query("insert into webhook_listeners (path, listener_id, secret) values ($1, $2, $3) on conflict (path) do update set secret = excluded.secret", [l.path, l.listenerId, l.secret]);
     },
-    pending: async (userId, appPrefix, count) =>
-      (await pool.query<{ id: string }>("select id from spend_authorizations where user_id = $1 and app_id like $2 and state = 'PENDING' limit $3", [userId, `${appPrefix}%`, count])).rows.map((r) => r.id),
+    inState: async (userId, appPrefix, state, count) =>
+      (await pool.query<{ id: string }>("select id from spend_authorizations where user_id = $1 and app_id like $2 and state = $3 limit $4", [userId, `${appPrefix}%`, state, count])).rows.map((r) => r.id),
     window: async (userId, appId) => {
       const usage = (await pool.query<{ spent: string; held: string }>("select spent_nanos::text as spent, held_nanos::text as held from spend_usage where user_id = $1 and app_id = $2", [userId, appId])).rows[0];
       if (!usage) return undefined;

@@ -96,8 +96,8 @@ export function openFloorSqlite(path: string): FloorStore {
       return row && { listenerId: row.listener_id, secret: row.secret };
     },
     seed: async (seeded) => void seed.immediate(seeded),
-    pending: async (userId, appPrefix, count) =>
-      (db.prepare("select id from spend_authorizations where user_id = ? and app_id like ? and state = 'PENDING' limit ?").all(userId, `${appPrefix}%`, count) as { id: string }[]).map((r) => r.id),
+    inState: async (userId, appPrefix, state, count) =>
+      (db.prepare("select id from spend_authorizations where user_id = ? and app_id like ? and state = ? limit ?").all(userId, `${appPrefix}%`, state, count) as { id: string }[]).map((r) => r.id),
     window: async (userId, appId) => {
       const usage = db.prepare("select spent_nanos, held_nanos from spend_usage where user_id = ? and app_id = ?").get(userId, appId) as { spent_nanos: bigint; held_nanos: bigint } | undefined;
       if (!usage) return undefined;
