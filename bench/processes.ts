@@ -34,7 +34,7 @@ function newest(paths: readonly string[]): number {
 
 /**
  * Builds what is out of date: `npm run build` (the server) when a source is newer than
- * dist/src/main.js, and the bench's compiled servers (the baseline) likewise. `force` builds both.
+ * dist/src/main.js, and the bench's compiled servers (the baseline, the floor servers) likewise. `force` builds both.
  */
 export function build(force: boolean): string[] {
   const built: string[] = [];
@@ -45,7 +45,7 @@ export function build(force: boolean): string[] {
   }
   if (stale("dist/bench/servers/baseline.js", ["bench/servers", "bench/tsconfig.build.json", "tsconfig.json"])) {
     execFileSync(join(ROOT, "node_modules/.bin/tsc"), ["-p", join(ROOT, "bench/tsconfig.build.json")], { cwd: ROOT, stdio: "inherit" });
-    built.push("baseline (bench/tsconfig.build.json)");
+    built.push("baseline and floor servers (bench/tsconfig.build.json)");
   }
   return built;
 }

@@ -11,8 +11,9 @@
 // under a minute once built); its results (and those of --only) go to
 // bench/RESULTS.quick.md unless --out says otherwise. --profile: the servers write V8 CPU profiles
 // (--cpu-prof) to bench/profiles/. --only: measure these scenarios alone (keys in bench/report.ts;
-// `pruning` names both of scenario 11's). --backlog: the expired executions scenario 11 seeds
-// (300,000; 20,000 with --quick).
+// `pruning` names both of scenario 11's, `floor` the floor servers' four; an operation held against
+// a floor brings its floor). --backlog: the expired executions scenario 11 seeds (300,000; 20,000
+// with --quick).
 // --soak: after the scenarios, HMAC intake for this many seconds at half scenario 1's rate (or
 // --soak-rate events a second), the server's RSS sampled meanwhile (off unless given). On
 // PostgreSQL the round trips of each operation measured are counted, on a server of their own

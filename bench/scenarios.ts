@@ -11,13 +11,14 @@ import { Api, type Credentials } from "./api.js";
 import { createBenchDatabase, type Dialect } from "./database.js";
 import type { LoadSpec, RequestSpec } from "./load.js";
 import { startOtlpSink } from "./otlp-sink.js";
+import { startFloor, type Floor } from "./floor.js";
 import { freePort, ROOT, startDriver, startNode, type Driver, type NodeProcess } from "./processes.js";
-import { AUDIT_KEYS, AUDIT_RUNS, METRICS_KEYS, METRICS_RUNS, percentile, TRACES_KEYS, TRACES_RUNS, SPEND_KEYS, type ExecutionWait, type Measured, type ScenarioKey, type Section, type SpendCheck } from "./report.js";
+import { AUDIT_KEYS, AUDIT_RUNS, FLOOR_KEYS, FLOORS, METRICS_KEYS, METRICS_RUNS, percentile, TRACES_KEYS, TRACES_RUNS, SPEND_KEYS, type ExecutionWait, type Measured, type ScenarioKey, type Section, type SpendCheck } from "./report.js";
 import { measurePruning } from "./pruning.js";
 import { countRoundTrips, type Operation } from "./round-trips.js";
 import { seedSubjectAppLimits } from "./seed.js";
 import { soak } from "./soak.js";
-import { AUTHORIZE_PATH, authorizeRequest, checkSpends, pendingToCapture, setUpSpends, SPEND_APPS } from "./spends.js";
+import { AUTHORIZE_PATH, authorizationsToChange, authorizeRequest, checkSpends, serverAuthorizations, setUpSpends, SPEND_APPS, type ChangeableState } from "./spends.js";
 
 export interface BenchSettings {
   connections: number;
@@ -61,6 +62,20 @@ const CREDENTIAL_QUOTA = 100;
 const FLOOD_RATE = 10 * CREDENTIAL_QUOTA;
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** The spend operations measured against a floor, with their floors. */
+const SPEND_FLOORED = ["spend-authorize-approved", "spend-authorize-declined", "spend-capture", "spend-release", "spend-reverse"] as const;
+const SPEND_FLOORED_KEYS: readonly ScenarioKey[] = SPEND_FLOORED.flatMap((k) => [k, FLOORS[k]]);
+
+/** The change scenarios of an authorization: each changes authorizations of one state, each once. */
+const CHANGES = [
+  { key: "spend-capture", action: "capture", state: "PENDING", label: "9. SpendService.Capture, the whole hold" },
+  { key: "spend-release", action: "release", state: "PENDING", label: "9. SpendService.Release, the whole hold" },
+  { key: "spend-reverse", action: "reverse", state: "CAPTURED", label: "9. SpendService.Reverse, the whole capture" },
+] as const satisfies readonly { key: ScenarioKey; action: string; state: ChangeableState; label: string }[];
+
+/** As many authorizations as a change run may take: a change costs less than a decision (a capture up to 2.6× the approved rate seen), so three times that rate, and 200 more. */
+const toChangeFor = (approved: Measured | undefined, settings: BenchSettings) => Math.ceil((approved?.result.requestsPerSecond ?? 1000) * 3 * (settings.durationSeconds + settings.warmupSeconds)) + 200;
 
 /** The runs of scenarios 10, 12 and 13, the setting measured on or off. */
 const IN_TURN_ORDER = [false, true, true, false, false, true, true, false];
@@ -147,6 +162,7 @@ export async function runDatabase(dialect: Dialect, settings: BenchSettings, dri
   const description = await database.describe();
   const processes: NodeProcess[] = [];
   let storage: Storage | undefined;
+  let floor: Floor | undefined;
   try {
     const port = await freePort();
     const origin = `http://127.0.0.1:${port}`;
@@ -169,9 +185,9 @@ export async function runDatabase(dialect: Dialect, settings: BenchSettings, dri
       // Nothing is removed but by scenario 11's own server (the others would sweep its backlog).
       EXECUTION_RETENTION_DAYS: "3650",
     });
+    const profileArgs = (name: string) => (settings.profileDir ? ["--cpu-prof", `--cpu-prof-dir=${settings.profileDir}`, `--cpu-prof-name=${name}-${new Date().toISOString().replace(/[-:.]/g, "")}.cpuprofile`] : []);
     const start = async (validate: "0" | "1", listenPort: number, env: Record<string, string> = {}, extraNodeArgs: string[] = []) => {
-      const name = `${dialect}-validate${validate}-${new Date().toISOString().replace(/[-:.]/g, "")}`;
-      const nodeArgs = [...extraNodeArgs, ...(settings.profileDir ? ["--cpu-prof", `--cpu-prof-dir=${settings.profileDir}`, `--cpu-prof-name=${name}.cpuprofile`] : [])];
+      const nodeArgs = [...extraNodeArgs, ...profileArgs(`${dialect}-validate${validate}`)];
       const p = await startNode({ script: join(ROOT, "dist/src/main.js"), env: { ...serverEnv(validate), ...env }, port: listenPort, probePath: "/readyz", logFile: join(settings.workDir, `server-${dialect}-${listenPort}.log`), nodeArgs });
       processes.push(p);
       return p;
@@ -209,6 +225,15 @@ export async function runDatabase(dialect: Dialect, settings: BenchSettings, dri
       log(`${dialect}: ${label}: ${Math.round(result.requestsPerSecond)} req/s, p50 ${result.latencyMs.p50.toFixed(2)} ms, p99 ${result.latencyMs.p99.toFixed(2)} ms, statuses ${JSON.stringify(result.statuses)}, errors ${result.errors.socket + result.errors.timeouts}, RSS ${Math.round(m.rssMiB)} MiB`);
       return m;
     };
+    // ---- Issue 33: the floor of an operation, measured right after it, on the floor server -------
+    // Started when first needed, once for the database; measured whenever the operation or its floor is.
+    const floorServer = async () => (floor ??= await startFloor(database, settings.workDir, profileArgs(`${dialect}-floor`)));
+    const measureFloor = async (key: keyof typeof FLOORS, label: string, request: (floor: Floor) => Promise<RequestSpec>): Promise<Measured | undefined> => {
+      const heldToIt = (Object.keys(FLOORS) as (keyof typeof FLOORS)[]).filter((k) => FLOORS[k] === FLOORS[key]);
+      if (!wanted(...heldToIt, FLOORS[key])) return undefined;
+      const f = await floorServer();
+      return measure(FLOORS[key], `Floor: ${label}`, await request(f), { target: f.server, needed: true });
+    };
 
     // ---- 1. HMAC intake, a fresh event id per request --------------------------------------
     // Its rate is the maximum intake that scenario 1b and the soak send half of.
@@ -224,6 +249,7 @@ export async function runDatabase(dialect: Dialect, settings: BenchSettings, dri
       return failedCount > 0 ? { ...figures, notDone: { count: failedCount, sample: sample ?? "" } } : figures;
     };
     const executionWaitFigures = hmacRun ? await executionsOf(hmac.id, "scenario 1") : undefined;
+    await measureFloor("hmac", "webhook intake, HMAC, fresh event ids", async (f) => (await f.seedListener(hmac.path, hmac.secret!), hmacRequest(hmac)));
     const halfIntake = hmacRun ? Math.max(1, Math.round(hmacRun.result.requestsPerSecond / 2)) : undefined;
 
     // ---- 1b. HMAC intake at half the maximum: accepted → done, not at saturation --------------
@@ -392,10 +418,13 @@ export async function runDatabase(dialect: Dialect, settings: BenchSettings, dri
     let spends: SpendCheck | undefined;
     let fundEventWait: Section["fundEventWait"];
     let spender: string | undefined;
-    if (wanted(...SPEND_KEYS)) {
-      spender = await setUpSpends(api);
+    if (wanted(...SPEND_KEYS, ...SPEND_FLOORED_KEYS)) {
+      const spending = (spender = await setUpSpends(api));
+      if (wanted(...SPEND_FLOORED_KEYS)) await (await floorServer()).seedSpends(spending);
       const approved = await measure("spend-authorize-approved", "9. SpendService.Authorize, approved (a hold)", authorizeRequest(spender, "spend", headers));
+      const floorApproved = await measureFloor("spend-authorize-approved", "Authorize, approved (a hold)", async () => authorizeRequest(spending, "spend", headers));
       await measure("spend-authorize-declined", "9. SpendService.Authorize, declined (limit exceeded)", authorizeRequest(spender, "decline", headers));
+      await measureFloor("spend-authorize-declined", "Authorize, declined (limit exceeded)", async () => authorizeRequest(spending, "decline", headers));
       if (wanted("spend-authorize-threshold")) {
         // Issue 31: the approved decisions again, under an automation on usage thresholds of every
         // window (80 % and 100 %: far from reached, as a threshold is nearly always): what the
@@ -428,14 +457,15 @@ export async function runDatabase(dialect: Dialect, settings: BenchSettings, dri
         fundEventWait = { ...(await executionsOf(automation.id, "scenario 9, fund events")), rate };
         await api.call("DELETE", `/api/v1/automations/${automation.id}`);
       }
-      if (wanted("spend-capture")) {
-        // As many holds as the capture run may take: a capture costs less than a decision (up to
-        // 2.6× the approved scenario's rate seen), so three times that rate, and 200 more.
-        const rate = approved?.result.requestsPerSecond ?? 1000;
-        const ids = await pendingToCapture(db, api, spender, Math.ceil(rate * 3 * (settings.durationSeconds + settings.warmupSeconds)) + 200);
-        log(`${dialect}: ${ids.length.toLocaleString("en-US")} pending authorizations to capture`);
-        await measure("spend-capture", "9. SpendService.Capture, the whole hold", { kind: "each", method: "POST", path: `${AUTHORIZE_PATH}/{id}/capture`, headers, body: "{}", ids });
+      const changeRequest = (action: string, ids: string[]): RequestSpec => ({ kind: "each", method: "POST", path: `${AUTHORIZE_PATH}/{id}/${action}`, headers, body: "{}", ids });
+      for (const change of CHANGES) {
+        if (!wanted(change.key)) continue;
+        const ids = await authorizationsToChange(serverAuthorizations(db, api, spending), spending, change.state, toChangeFor(approved, settings));
+        log(`${dialect}: ${ids.length.toLocaleString("en-US")} authorizations to ${change.action}`);
+        await measure(change.key, change.label, changeRequest(change.action, ids));
       }
+      // Release and Reverse are held against the capture floor too: it is measured after them.
+      await measureFloor("spend-capture", "Capture, the whole hold", async (f) => changeRequest("capture", await authorizationsToChange(f.authorizations(spending), spending, "PENDING", toChangeFor(floorApproved, settings))));
       await measure("spend-get-effective", "9. SubjectAppLimitService.GetEffective, with usage", { kind: "varying", method: "GET", path: `/api/v1/funds/subject-app-limits/${spender}/spend-{k}/effective`, headers, keys: SPEND_APPS });
       spends = await checkSpends(db, spender, Date.now());
       log(`${dialect}: spends: ${spends.approved} approved, ${spends.declined} declined, ${spends.captured} captured; overspend ${spends.overspent}${spends.samples.length ? `: ${spends.samples.join("; ")}` : ""}`);
@@ -514,8 +544,15 @@ export async function runDatabase(dialect: Dialect, settings: BenchSettings, dri
           const op = operations.get(key);
           if (op) operations.set(key, { ...op, request: signed() });
         }
-        const capture = operations.get("spend-capture");
-        if (capture?.request.kind === "each" && spender) operations.set("spend-capture", { ...capture, request: { ...capture.request, ids: await pendingToCapture(db, api, spender, 40) } });
+        // The change operations take fresh authorizations, 40 each, none taken by two of them.
+        for (const state of ["PENDING", "CAPTURED"] as const) {
+          const changes = CHANGES.filter((c) => c.state === state && operations.get(c.key)?.request.kind === "each");
+          const ids = spender && changes.length ? await authorizationsToChange(serverAuthorizations(db, api, spender), spender, state, 40 * changes.length) : [];
+          for (const [i, change] of changes.entries()) {
+            const op = operations.get(change.key);
+            if (op?.request.kind === "each") operations.set(change.key, { ...op, request: { ...op.request, ids: ids.slice(40 * i, 40 * (i + 1)) } });
+          }
+        }
         roundTrips = await countRoundTrips(driver, counting, file, [...operations.values()]);
         for (const r of roundTrips) log(`${dialect}: round trips: ${r.operation}: ${r.roundTrips} (${r.inTransaction} in ${r.transactions} transaction(s)), ${r.after} after the answer`);
       } finally {
@@ -523,12 +560,13 @@ export async function runDatabase(dialect: Dialect, settings: BenchSettings, dri
       }
     }
 
-    const order: ScenarioKey[] = ["hmac", "hmac-steady", "jwt-es256", "jwt-eddsa", "duplicate", "my-set-limit", "suspend", "get-effective", "policy-get", "list-first", "list-deep", "validation-off", "validation-on", "rate-limit-alone", "rate-limit-flooded", "rate-limit-flood", ...SPEND_KEYS, "pruning-off", "pruning-on"];
+    const order: ScenarioKey[] = ["hmac", "hmac-steady", "jwt-es256", "jwt-eddsa", "duplicate", "my-set-limit", "suspend", "get-effective", "policy-get", "list-first", "list-deep", "validation-off", "validation-on", "rate-limit-alone", "rate-limit-flooded", "rate-limit-flood", ...SPEND_KEYS, ...FLOOR_KEYS, "pruning-off", "pruning-on"];
     // Stable: the runs of scenarios 10, 12 and 13 keep their order, after the others.
     scenarios.sort((a, b) => (order.indexOf(a.key) + 1 || order.length + 1) - (order.indexOf(b.key) + 1 || order.length + 1));
     return { dialect, database: description, scenarios, memory, ...(executionWaitFigures ? { executionWait: executionWaitFigures } : {}), ...(steadyWait ? { steadyWait } : {}), ...(fundEventWait ? { fundEventWait } : {}), ...(soaked ? { soak: soaked } : {}), ...(roundTrips ? { roundTrips } : {}), ...(seed ? { seed } : {}), ...(walk ? { walk } : {}), ...(spends ? { spends } : {}), ...(traceExports ? { traceExports } : {}) };
   } finally {
     await storage?.close();
+    await floor?.stop();
     for (const p of processes.reverse()) await p.stop();
     await database.drop();
   }

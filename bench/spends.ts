@@ -15,8 +15,9 @@ const OPEN_LIMIT_UNITS = 10_000_000n;
 /** The declined scenario's apps: 5.00 a month, so that each app approves exactly five spends of 1.00 and declines every other. */
 const TIGHT_LIMIT_UNITS = 5n;
 
-/** The Authorize body: a spend of 1.00 by app `<prefix>-{k}` (k over the apps). */
-export const authorizeBody = (userId: string, prefix: string) => JSON.stringify({ userId, appId: `${prefix}-{k}`, amount: { currencyCode: "USD", units: "1", nanos: 0 }, metadata: { orderId: "bench" } });
+/** The Authorize body: a spend of 1.00 by app `<prefix>-{k}` (k over the apps), held, or with `capture` spent at once. */
+export const authorizeBody = (userId: string, prefix: string, capture = false) =>
+  JSON.stringify({ userId, appId: `${prefix}-{k}`, amount: { currencyCode: "USD", units: "1", nanos: 0 }, ...(capture ? { capture: true } : {}), metadata: { orderId: "bench" } });
 
 /** An Authorize per request, a fresh Idempotency-Key each, over the apps `<prefix>-0..99`. */
 export const authorizeRequest = (userId: string, prefix: string, headers: Record<string, string>): RequestSpec => ({ kind: "varying", method: "POST", path: AUTHORIZE_PATH, headers, body: authorizeBody(userId, prefix), keys: SPEND_APPS, freshIdempotencyKey: true });
@@ -24,36 +25,70 @@ export const authorizeRequest = (userId: string, prefix: string, headers: Record
 /** The POST baseline: the same body (a user id of the same length) and a fresh Idempotency-Key, to a bare `express.json()` route. */
 export const spendPostBaseline = (): RequestSpec => ({ kind: "varying", method: "POST", path: "/", headers: { "Content-Type": "application/json" }, body: authorizeBody("0123456789abcdef", "spend"), keys: SPEND_APPS, freshIdempotencyKey: true });
 
-/** The subject of the spends, its apps `spend-*` (open limit) and `decline-*` (tight limit). */
+/** The spender's monthly limits, in units: `spend-*` (open) and `decline-*` (tight), the floor's as the server's. */
+export const spendLimits = (): { appId: string; units: bigint }[] =>
+  Array.from({ length: SPEND_APPS }, (_, k) => [
+    { appId: `spend-${k}`, units: OPEN_LIMIT_UNITS },
+    { appId: `decline-${k}`, units: TIGHT_LIMIT_UNITS },
+  ]).flat();
+
+/** The subject of the spends, with its `spendLimits`. */
 export async function setUpSpends(api: Api): Promise<string> {
   const spender = await api.createUser("Bench spender", "bench-spender@bench.example");
-  const limit = (units: bigint) => ({ limit: { amount: { money: { currencyCode: "USD", units: String(units), nanos: 0 } } }, period: "PERIOD_KIND_MONTHLY" });
-  for (let k = 0; k < SPEND_APPS; k++) {
-    await api.call("POST", `/api/v1/funds/subject-app-limits/${spender}/spend-${k}/limit`, limit(OPEN_LIMIT_UNITS));
-    await api.call("POST", `/api/v1/funds/subject-app-limits/${spender}/decline-${k}/limit`, limit(TIGHT_LIMIT_UNITS));
+  for (const { appId, units } of spendLimits()) {
+    await api.call("POST", `/api/v1/funds/subject-app-limits/${spender}/${appId}/limit`, { limit: { amount: { money: { currencyCode: "USD", units: String(units), nanos: 0 } } }, period: "PERIOD_KIND_MONTHLY" });
   }
   return spender;
 }
 
+/** The states a scenario changes: pending holds (Capture, Release), captures with nothing reversed yet (Reverse). */
+export type ChangeableState = "PENDING" | "CAPTURED";
+
+/** Where the change scenarios' authorizations come from: a server's, and its Authorize to make more. */
+export interface Authorizations {
+  /** Up to `count` of the spender's open apps' authorizations in `state`, none of it reversed. */
+  inState(state: ChangeableState, count: number): Promise<string[]>;
+  origin: string;
+  headers: Record<string, string>;
+}
+
+/** The server's authorizations of the spender's open apps, read from its database. */
+export const serverAuthorizations = (storage: Storage, api: Api, spender: string): Authorizations => ({
+  inState: async (state, count) =>
+    (
+      await storage.db
+        .selectFrom("spend_authorizations")
+        .select("id")
+        .where("user_id", "=", spender)
+        .where("app_id", "like", "spend-%")
+        .where("state", "=", state)
+        .where(sql<boolean>`reversed_nanos = 0`)
+        .limit(count)
+        .execute()
+    ).map((r) => r.id),
+  origin: api.origin,
+  headers: api.headers,
+});
+
 /**
- * `count` pending authorizations of the open apps for the Capture scenario: those the approved
- * scenario left, topped up through the API (20 at a time) when it left fewer.
+ * `count` authorizations of the open apps in `state` for a change scenario: those the earlier
+ * scenarios left, topped up through Authorize (20 at a time; captured at once for CAPTURED) when
+ * they left fewer.
  */
-export async function pendingToCapture(storage: Storage, api: Api, spender: string, count: number): Promise<string[]> {
-  const pending = () =>
-    storage.db.selectFrom("spend_authorizations").select("id").where("user_id", "=", spender).where("app_id", "like", "spend-%").where("state", "=", "PENDING").limit(count).execute();
-  let ids = (await pending()).map((r) => r.id);
+export async function authorizationsToChange(source: Authorizations, spender: string, state: ChangeableState, count: number): Promise<string[]> {
+  let ids = await source.inState(state, count);
   let k = 0;
   const missing = count - ids.length;
   await Promise.all(
     Array.from({ length: 20 }, async (_, w) => {
       for (let i = w; i < missing; i += 20) {
-        const r = await fetch(api.origin + AUTHORIZE_PATH, { method: "POST", headers: { ...api.headers, "Idempotency-Key": randomUUID() }, body: authorizeBody(spender, "spend").replace("{k}", String(k++ % SPEND_APPS)) });
+        const body = authorizeBody(spender, "spend", state === "CAPTURED").replace("{k}", String(k++ % SPEND_APPS));
+        const r = await fetch(source.origin + AUTHORIZE_PATH, { method: "POST", headers: { ...source.headers, "Idempotency-Key": randomUUID() }, body });
         if (r.status !== 200) throw new Error(`Authorize answered ${r.status}: ${await r.text()}`);
       }
     }),
   );
-  if (missing > 0) ids = (await pending()).map((r) => r.id);
+  if (missing > 0) ids = await source.inState(state, count);
   return ids;
 }
 
