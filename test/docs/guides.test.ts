@@ -4,7 +4,8 @@
 // what an earlier one set), with the real curl, jq and openssl; every `ts` block typechecked
 // against the client package's types and run by tsx. The environment gives them what a reader
 // exports (BASE_URL, CLIENT_ID, CLIENT_SECRET: the super admin's; TOKEN; LISTENER_URL and
-// WEBHOOK_SECRET: the sandbox's HMAC listener). Each block must end without an error, its
+// WEBHOOK_SECRET: the sandbox's HMAC listener; JWT_LISTENER_URL, PRIVATE_JWK_FILE and JWT_KID: its
+// JWT listener and key). Each block must end without an error, its
 // requests answer 2xx (or the status and reason its `# Answers` comment declares, for its last
 // request), and each `json` or `text` block after it must be what it printed (guide-blocks.ts).
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -143,7 +144,15 @@ beforeAll(async () => {
   sandbox = await startSandbox(await freePort(), join(dir, "sandbox"));
   const { info } = sandbox;
   const superAdmin = info.users.find((u) => u.role === "ROLE_SUPER_ADMIN")!;
-  const env = { BASE_URL: info.baseUrl, ...(await callerOf(info.baseUrl, superAdmin)), LISTENER_URL: info.hmac.listenerUrl, WEBHOOK_SECRET: info.hmac.webhookSecret };
+  const env = {
+    BASE_URL: info.baseUrl,
+    ...(await callerOf(info.baseUrl, superAdmin)),
+    LISTENER_URL: info.hmac.listenerUrl,
+    WEBHOOK_SECRET: info.hmac.webhookSecret,
+    JWT_LISTENER_URL: info.jwt.listenerUrl,
+    PRIVATE_JWK_FILE: info.jwtKey.privateJwkFile,
+    JWT_KID: info.jwtKey.kid,
+  };
   const shell = (async () => {
     for (const [g, guide] of guides.entries()) {
       mkdirSync(join(dir, `sh-${g}`));
