@@ -15,7 +15,7 @@ import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { contract, operations } from "../support/contract.js";
 import { callerOf, RECORDING_CURL, recordedRequests, runClientProgram, typecheckClientProject, writeClientProject, type RecordedRequest } from "../support/doc-code.js";
-import { declaredRefusal, fencedBlocks, missingLines, shownDifferences, type Block } from "../support/guide-blocks.js";
+import { declaredRefusal, fencedBlocks, isRunnable, missingLines, shownDifferences, type Block } from "../support/guide-blocks.js";
 import { freePort, runToEnd } from "../support/process.js";
 import { startSandbox, type RunningSandbox } from "../support/sandbox.js";
 
@@ -172,9 +172,8 @@ afterAll(async () => {
 /** Every block of every guide with the runnable block whose output it shows. */
 const cases = guides.flatMap((guide) =>
   guide.blocks.map((block, i) => {
-    const runnable = block.lang === "sh" || block.lang === "ts";
-    const source = runnable ? block : guide.blocks.slice(0, i).reverse().find((b) => b.lang === "sh" || b.lang === "ts");
-    return [`${guide.file}:${block.line} (${block.lang})`, { block, runnable, source }] as const;
+    const source = isRunnable(block) ? block : guide.blocks.slice(0, i).reverse().find(isRunnable);
+    return [`${guide.file}:${block.line} (${block.lang})`, { block, source }] as const;
   }),
 );
 
@@ -218,8 +217,8 @@ describe("the guides of the reference", () => {
     expect(typecheck).toBe("");
   });
 
-  it.each(cases)("%s", (_, { block, runnable, source }) => {
+  it.each(cases)("%s", (_, { block, source }) => {
     const ran = source ? ranBlocks.get(source) : undefined;
-    expect(runnable ? runProblems(block, ran) : shownProblems(block, ran), `${block.code}\n--- printed:\n${ran?.stdout ?? ""}`).toEqual([]);
+    expect(isRunnable(block) ? runProblems(block, ran) : shownProblems(block, ran), `${block.code}\n--- printed:\n${ran?.stdout ?? ""}`).toEqual([]);
   });
 });

@@ -15,8 +15,11 @@ export interface Block {
   line: number;
 }
 
-export const RUNNABLE: readonly string[] = ["sh", "ts"];
-export const SHOWN: readonly string[] = ["json", "text"];
+const RUNNABLE: readonly string[] = ["sh", "ts"];
+const SHOWN: readonly string[] = ["json", "text"];
+
+/** Code a reader runs, as opposed to what it prints. */
+export const isRunnable = (block: Block): block is Block & { lang: RunnableLanguage } => RUNNABLE.includes(block.lang);
 
 /** The fenced blocks of `markdown`, in order; throws on a block of a language the test does not run or compare. */
 export function fencedBlocks(markdown: string, file: string): Block[] {
