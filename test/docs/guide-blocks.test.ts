@@ -43,6 +43,12 @@ describe("comparing an answer shown with the real one", () => {
     expect(shownDifferences(shown, real)).toEqual([]);
   });
 
+  it("compares a URL by its path, ids aside, on any server", () => {
+    const url = "http://127.0.0.1:8080/api/v1/webhooks/incoming/wh_7Hq2Lr9sVx3mNc8K";
+    expect(shownDifferences({ url }, { url: "https://tenant.example.com/api/v1/webhooks/incoming/wh_MFnMyIsyoyAXAzKd" })).toEqual([]);
+    expect(shownDifferences({ url }, { url: "http://127.0.0.1:8080/api/v1/automations/aut_ADc1v0gn9zPQQSCZ" })).toHaveLength(1);
+  });
+
   it("reports another state, amount or trace, a key shown or answered alone, and a list of another length", () => {
     expect(shownDifferences(shown, { ...real, state: "SPEND_AUTHORIZATION_STATE_DECLINED" })).toEqual([
       '$.state: shown "SPEND_AUTHORIZATION_STATE_PENDING", answered "SPEND_AUTHORIZATION_STATE_DECLINED"',
