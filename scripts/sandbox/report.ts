@@ -11,7 +11,7 @@ export interface SandboxInfo extends Seeded {
 /** Reads the access token from a token answer on stdin (Node, so that no jq is needed). */
 const READ_TOKEN = `node -p 'JSON.parse(require("fs").readFileSync(0, "utf8")).access_token'`;
 
-/** The curl recipe for a signed HMAC event (docs/senders.md), filled in. */
+/** The curl recipe for a signed HMAC event (the reference's guide openapi/guides/webhooks.md), filled in. */
 function curlHmac(info: SandboxInfo, body: string): string {
   return [
     `BODY='${body}'; TS=$(date +%s); ID=$(node -e 'console.log(crypto.randomUUID())')`,

@@ -9,17 +9,16 @@
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { createApiClient, unwrap, type ApiClient } from "../../src/client/index.js";
 import { sendWebhookEvent } from "../../src/client/webhook-sender.js";
 import type { SandboxInfo } from "../../scripts/sandbox/report.js";
 import { operations, responseErrors } from "../support/contract.js";
 import { example200, keyDifferences } from "../support/example-keys.js";
+import { callerOf, RECORDING_CURL, recordedRequests, runClientProgram, typecheckClientProject, writeClientProject, type Caller } from "../support/doc-code.js";
 import { freePort, runToEnd } from "../support/process.js";
 import { startSandbox, type RunningSandbox } from "../support/sandbox.js";
 
-const root = fileURLToPath(new URL("../..", import.meta.url));
 
 interface CodeSample {
   lang: string;
@@ -45,28 +44,14 @@ type Ids = Record<keyof typeof EXAMPLE_IDS, string>;
 /** The samples in the order they run: the contract's, with the deletes, which end what others read, last. */
 const ordered = [...operations].sort((a, b) => Number(a.method === "delete") - Number(b.method === "delete"));
 
-/** The reader's credential and token: a user's for the operations on the caller's own limits, the super admin's for the rest. */
-interface Caller {
-  CLIENT_ID: string;
-  CLIENT_SECRET: string;
-  TOKEN: string;
-}
-
 /** A sandbox, and the ids and the caller each operation's sample is to use. */
 interface Prepared {
   sandbox: RunningSandbox;
   dir: string;
   env: { BASE_URL: string; WEBHOOK_SECRET: string };
+  /** The reader's credential and token: a user's for the operations on the caller's own limits, the super admin's for the rest. */
   callerFor: (operationId: string) => Caller;
   idsFor: (operationId: string) => Ids;
-}
-
-async function callerOf(baseUrl: string, user: { clientId: string; clientSecret: string }): Promise<Caller> {
-  const answer = await fetch(`${baseUrl}/auth/v1/token`, {
-    method: "POST",
-    body: new URLSearchParams({ grant_type: "client_credentials", client_id: user.clientId, client_secret: user.clientSecret }),
-  });
-  return { CLIENT_ID: user.clientId, CLIENT_SECRET: user.clientSecret, TOKEN: ((await answer.json()) as { access_token: string }).access_token };
 }
 
 /**
@@ -164,27 +149,24 @@ interface Answer {
   failure?: string;
 }
 
-/** Runs every curl sample in one bash process, in order; `curl` there writes the body to a file and prints the status. */
+/** Runs every curl sample in one bash process, in order, each recording its request in a folder of its own. */
 async function runCurlSamples(prepared: Prepared): Promise<Map<string, Answer>> {
   const dir = join(prepared.dir, "curl");
-  mkdirSync(dir);
-  const script = ["curl() { command curl -sS -o \"$ANSWER\" -w '%{http_code}' \"$@\"; }"];
+  const script = [RECORDING_CURL];
   ordered.forEach((o, i) => {
     const sample = samplesOf(o.op).find((s) => s.lang === "Shell")!;
+    mkdirSync(join(dir, String(i)), { recursive: true });
     writeFileSync(join(dir, `${i}.sh`), withIds(sample.source, prepared.idsFor(o.operationId)));
     const caller = Object.entries(prepared.callerFor(o.operationId)).map(([name, value]) => `${name}='${value}'`);
-    script.push(`(ANSWER='${dir}/${i}.json' ${caller.join(" ")}; . '${dir}/${i}.sh') >'${dir}/${i}.status' 2>'${dir}/${i}.err'`);
+    script.push(`(RECORDS='${dir}/${i}' ${caller.join(" ")}; . '${dir}/${i}.sh') >/dev/null 2>'${dir}/${i}.err'`);
   });
   const run = await runToEnd("bash", ["-c", script.join("\n")], prepared.env, { timeoutMs: 120_000 });
   expect(run.code, run.out).toBe(0);
   return new Map(
     ordered.map((o, i) => {
-      const read = (ext: string) => readFileSync(join(dir, `${i}.${ext}`), "utf8");
-      try {
-        return [o.operationId, { status: Number(read("status")), body: JSON.parse(read("json")) as unknown }];
-      } catch (error) {
-        return [o.operationId, { status: 0, body: undefined, failure: `${String(error)}\n${read("err")}` }];
-      }
+      const requests = recordedRequests(join(dir, String(i)));
+      const answer = requests.length === 1 && requests[0]!.status > 0 ? { ...requests[0]! } : { status: 0, body: undefined, failure: `${requests.length} requests\n${readFileSync(join(dir, `${i}.err`), "utf8")}` };
+      return [o.operationId, answer];
     }),
   );
 }
@@ -192,25 +174,7 @@ async function runCurlSamples(prepared: Prepared): Promise<Map<string, Answer>> 
 /** Writes every client sample as a file of a TypeScript project that imports the package by its name. */
 function writeClientSamples(prepared: Prepared): string {
   const dir = join(prepared.dir, "client");
-  mkdirSync(dir);
-  writeFileSync(join(dir, "package.json"), JSON.stringify({ type: "module" }));
-  writeFileSync(
-    join(dir, "tsconfig.json"),
-    JSON.stringify({
-      extends: join(root, "tsconfig.json"),
-      compilerOptions: {
-        noEmit: true,
-        rootDir: "/",
-        typeRoots: [join(root, "node_modules/@types")],
-        // The package's entry points, as scripts/pack-client.mjs packs them.
-        paths: {
-          "@tenant/access-api-client": [join(root, "src/client/index.ts")],
-          "@tenant/access-api-client/webhook-sender": [join(root, "src/client/webhook-sender.ts")],
-        },
-      },
-      include: [join(dir, "*.ts")],
-    }),
-  );
+  writeClientProject(dir);
   ordered.forEach((o, i) => {
     const sample = samplesOf(o.op).find((s) => s.lang === "TypeScript")!;
     writeFileSync(join(dir, `sample-${i}.ts`), withIds(sample.source, prepared.idsFor(o.operationId)));
@@ -222,7 +186,7 @@ function writeClientSamples(prepared: Prepared): string {
 async function runClientSamples(prepared: Prepared, dir: string): Promise<Map<string, Answer>> {
   const answers = new Map<string, Answer>();
   for (const [i, o] of ordered.entries()) {
-    const run = await runToEnd(join(root, "node_modules/.bin/tsx"), ["--tsconfig", join(dir, "tsconfig.json"), join(dir, `sample-${i}.ts`)], { ...prepared.env, ...prepared.callerFor(o.operationId) }, { cwd: dir, timeoutMs: 30_000 });
+    const run = await runClientProgram(dir, `sample-${i}.ts`, { ...prepared.env, ...prepared.callerFor(o.operationId) });
     try {
       if (run.code !== 0) throw new Error(`exit ${run.code}`);
       answers.set(o.operationId, { status: successStatus(o.op), body: JSON.parse(run.stdout) as unknown });
@@ -255,7 +219,7 @@ beforeAll(async () => {
   const clientDir = writeClientSamples(clientSide);
   [curlAnswers, typecheck, clientAnswers] = await Promise.all([
     runCurlSamples(curlSide),
-    runToEnd(join(root, "node_modules/.bin/tsc"), ["-p", join(clientDir, "tsconfig.json")], {}, { timeoutMs: 120_000 }),
+    typecheckClientProject(clientDir),
     runClientSamples(clientSide, clientDir),
   ]);
 }, 240_000);

@@ -77,8 +77,12 @@ describe("the link checker", () => {
         "  /f: { $ref: '#/components/none' }",
         "info:",
         "  description: 'See [guide](../docs/a.md#doc), [gone](../docs/none.md), [section](#section/Intro).'",
+        "tags:",
+        "  - { name: Guide, description: { $ref: guides/g.md } }",
+        "  - { name: Gone, description: { $ref: guides/none.md } }",
       ].join("\n"),
       "openapi/paths/a.yaml": "get: {}\n",
+      "openapi/guides/g.md": "- a list, not YAML: [errors](#/errors) [doc](../../docs/a.md#twice) [gone](../../docs/gone.md)\n",
     });
     expect(brokenMarkdownLinks(files, ["README.md", "docs/a.md"]).map(({ from, target }) => `${from} → ${target}`)).toEqual([
       "README.md → docs/missing.md",
@@ -91,6 +95,8 @@ describe("the link checker", () => {
       "paths/a.yaml#/put",
       "#/components/none",
       "../docs/none.md",
+      "../../docs/gone.md",
+      "guides/none.md",
     ]);
   });
 

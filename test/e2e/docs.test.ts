@@ -2,7 +2,8 @@
 // (generated/docs.html). Every request to another origin is aborted and counted (none may even be
 // attempted), and the policy's refusals are collected; then the search finds an operation, a menu
 // link opens the operation's section under its URL fragment, its request samples show the curl and
-// the typed-client sample, and a response sample opens and expands.
+// the typed-client sample, a response sample opens and expands, and a guide's entry of the menu's
+// Guides group and one of its headings open that part of the guide.
 import { readFileSync } from "node:fs";
 import { pathToFileURL } from "node:url";
 import type { BrowserContext, Page } from "playwright-core";
@@ -80,6 +81,16 @@ async function useTheReference(page: Page): Promise<void> {
   const expanded = await code.innerText();
   expect(expanded).toContain('"@type": "type.googleapis.com/google.rpc.ErrorInfo"');
   expect(expanded).toContain('"reason"');
+
+  // A guide (openapi/guides/, a tag with no operations): an entry of the menu's Guides group, and
+  // each of its headings one below it, whose section shows that part of the guide, tables included.
+  const menu = page.locator("[data-component-name='Menu/Menu']");
+  await menu.getByText("Guides", { exact: true }).waitFor();
+  await menu.getByText("Errors", { exact: true }).click();
+  await page.waitForURL("**#/errors");
+  await menu.getByText("Idempotency, users and credentials", { exact: true }).click();
+  await page.waitForURL("**#/errors/idempotency-users-and-credentials");
+  await page.getByRole("cell", { name: "IDEMPOTENCY_KEY_REUSED", exact: true }).waitFor({ timeout: 10_000 });
 }
 
 describe("the docs page", () => {

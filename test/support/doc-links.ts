@@ -114,20 +114,28 @@ function* strings(value: unknown, key = ""): Generator<[key: string, text: strin
 
 /**
  * The broken links of the contract's YAML files: a `$ref` to a file that does not exist or a
- * pointer it does not hold, and the relative Markdown links of its descriptions. A link that is an
+ * pointer it does not hold, and the relative Markdown links of its descriptions, those of the
+ * Markdown files a `$ref` brings in as a description's text included. A link that is an
  * anchor alone addresses the rendered reference (Redoc's page), not a file, and is not checked here.
  */
 export function brokenContractLinks(files: Files, paths: readonly string[]): BrokenLink[] {
   const broken: BrokenLink[] = [];
   const parsed = new Map<string, unknown>();
-  /** The file's document, parsed once; undefined when there is no such file. */
+  /** The file's document, parsed once (a Markdown file, the text of a description, as its text); undefined when there is no such file. */
   const documentOf = (file: string): unknown => {
     if (!parsed.has(file)) {
       const text = files.read(file);
-      parsed.set(file, text === undefined ? undefined : parse(text));
+      parsed.set(file, text === undefined || /\.md$/i.test(file) ? text : parse(text));
     }
     return parsed.get(file);
   };
+  const linkProblems = (from: string, text: string) =>
+    markdownLinks(text)
+      .filter((target) => !external(target) && !target.startsWith("#"))
+      .flatMap((target) => {
+        const why = markdownLinkProblem(files, from, target);
+        return why ? [{ from, target, why }] : [];
+      });
   for (const from of paths) {
     for (const [key, text] of strings(documentOf(from))) {
       if (key === "$ref") {
@@ -135,14 +143,11 @@ export function brokenContractLinks(files: Files, paths: readonly string[]): Bro
         const file = path === "" ? from : normalize(join(dirname(from), decodeURI(path)));
         const target = documentOf(file);
         if (target === undefined) broken.push({ from, target: text, why: `no file ${file}` });
+        else if (typeof target === "string") broken.push(...linkProblems(file, target));
         else if (pointer !== undefined && atPointer(target, pointer) === undefined) broken.push({ from, target: text, why: `${file} holds no #${pointer}` });
         continue;
       }
-      for (const target of markdownLinks(text)) {
-        if (external(target) || target.startsWith("#")) continue;
-        const why = markdownLinkProblem(files, from, target);
-        if (why) broken.push({ from, target, why });
-      }
+      broken.push(...linkProblems(from, text));
     }
   }
   return broken;
