@@ -218,11 +218,16 @@ export class Worker {
   }
 
   /** Logs a failure: the database unavailable once per outage, as a warning naming the cause only; anything else as an error. */
-  private failed(msg: string, err: unknown): void {
+  /** Logs `err`; answers whether it was the database's being unavailable for now (it pauses the executions). */
+  private failed(msg: string, err: unknown): boolean {
     const cause = databaseUnavailable(err);
-    if (cause === undefined) return void this.deps.logger.error({ msg, err });
+    if (cause === undefined) {
+      this.deps.logger.error({ msg, err });
+      return false;
+    }
     if (this.pausedBy === undefined) this.deps.logger.warn({ msg: "executions paused: database unavailable", cause });
     this.pausedBy = cause;
+    return true;
   }
 
   /**
@@ -251,7 +256,8 @@ export class Worker {
       } else if (interrupted(err)) {
         span?.fail("database unavailable");
         this.endLeaseLater(execution);
-        return this.failed("execution run failed", err);
+        this.failed("execution run failed", err);
+        return;
       } else {
         span?.fail("run failed");
         this.deps.logger.error(withLogIds({ msg: "execution run failed", executionId: execution.id, err }, span));
@@ -278,8 +284,10 @@ export class Worker {
         try {
           claimed = await claimExecutions(storage, new Date(now).toISOString(), this.leaseFrom(now), claimBatch);
         } catch (err) {
-          this.claimFailing = true;
-          this.failed("claiming executions failed", err);
+          // Only claims the database cannot answer for now count towards `stuck`. A claim failing
+          // for a fault of ours (a schema changed under this release mid-deploy) fails on every
+          // instance alike: taking them all out of service together would run no more executions.
+          this.claimFailing = this.failed("claiming executions failed", err);
           return;
         }
         this.claimFailing = false;

@@ -2,7 +2,9 @@
 // (TEST_DATABASE), with a runner of the test's: a run the database failed under is claimed again
 // as soon as the database answers (its lease ended), not when the lease would have lapsed (the
 // test's clock does not move); so is an execution leased at insert whose record failed (it may have
-// committed). A run that makes no progress while runs are due makes the worker stuck, until it does.
+// committed). A run that makes no progress while runs are due makes the worker stuck, until it does;
+// claims failing for a fault that is not the database's being unavailable do not.
+import { sql } from "kysely";
 import { afterEach, beforeEach, expect, it } from "vitest";
 import { newExecution } from "../../src/automations/executions.js";
 import type { ExecutionRunner } from "../../src/automations/runner.js";
@@ -93,4 +95,19 @@ it("stuck while a run makes no progress past stuckMs, not once it ends", async (
   await until(() => worker.stuck(), "the worker to be stuck");
   finish();
   await until(() => !worker.stuck(), "the worker to progress");
+});
+
+it("claims failing for a fault of ours (a schema that changed under it) do not make it stuck; it claims again once they pass", async () => {
+  const column = (from: string, to: string) => sql`alter table automation_executions rename column ${sql.ref(from)} to ${sql.ref(to)}`.execute(fresh.storage.db);
+  await column("lease_until", "lease_until_renamed");
+  worker.start();
+  worker.notify();
+  // Polls every 50 ms; stuck would hold past 300 ms.
+  await new Promise((resolve) => setTimeout(resolve, 900));
+  expect(worker.stuck()).toBe(false);
+  expect(runs).toEqual([]);
+  await column("lease_until_renamed", "lease_until");
+  await fresh.storage.db.insertInto("automation_executions").values(newExecution("aut_x", "evt_1", {}, STEPS, new Date(T0).toISOString())).execute();
+  worker.notify();
+  await until(() => runs.length === 1, "the execution to run");
 });
