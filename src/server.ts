@@ -266,18 +266,30 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   // Every header field is kept, none dropped past a count; limitHeaderFields refuses too many.
   server.maxHeadersCount = 0;
   // First: a metrics port that is taken stops the start before the API takes any traffic.
-  const scrapes = await metrics?.listen({
-    storage,
-    clock,
-    runs: () => worker.runs(),
-    reasons: () => unreadyReasons(reachability.reachableAtLastPing(), worker.stuck()),
-    stopping: () => stopping,
-    stalledMs: () => worker.stalledMs(),
-  });
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(config.port, config.host, () => resolve());
-  });
+  let scrapes: Awaited<ReturnType<Metrics["listen"]>> | undefined;
+  try {
+    scrapes = await metrics?.listen({
+      storage,
+      clock,
+      runs: () => worker.runs(),
+      reasons: () => unreadyReasons(reachability.reachableAtLastPing(), worker.stuck()),
+      stopping: () => stopping,
+      stalledMs: () => worker.stalledMs(),
+    });
+    await new Promise<void>((resolve, reject) => {
+      server.once("error", reject);
+      server.listen(config.port, config.host, () => resolve());
+    });
+  } catch (e) {
+    // A start that fails here leaves nothing running: in a process that goes on (a test, an
+    // embedding), neither traces nor the polls nor the database of a server that never served.
+    await scrapes?.close();
+    for (const watch of [principals, fundPolicyChanges, fundTriggerChanges, listenerChanges]) await watch.stop();
+    await instances.stop();
+    await tracing?.stop();
+    await storage.close();
+    throw e;
+  }
   worker.start();
   reachability.start();
   const sweep = new BackgroundTask(IDEMPOTENCY_SWEEP_MS, () =>

@@ -16,10 +16,12 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { hmacSignature } from "../../src/client/webhook-sender.js";
 import { ConfigError, loadConfig } from "../../src/config.js";
 import { EXECUTION_SPAN } from "../../src/automations/worker.js";
+import { tracingOn } from "../../src/core/tracing.js";
 import { UNMATCHED_SPAN } from "../../src/http/request-span.js";
 import { createTestDatabase, testDialect, type TestDatabase } from "../support/database.js";
 import { startOtlpReceiver, SpanKind, StatusCode, type OtlpReceiver, type ReceivedSpan } from "../support/otlp-receiver.js";
 import { runToEnd, terminate, type Served } from "../support/process.js";
+import { startTestServer } from "../support/server.js";
 import { root, serveRelease, TEST_SECRETS_KEY } from "../support/release.js";
 
 const ADMIN = { clientId: "tracing-admin", clientSecret: "tracing-admin-secret-0123456789" };
@@ -399,18 +401,22 @@ describe("a collector that does not answer", () => {
     await new Promise<void>((resolve) => silent.close(() => resolve()));
   });
 
-  it("fails no request, and delays the shutdown by the flush's bound at most", async () => {
-    const stuck = await startOne({ OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${port}` });
+  it("fails no request, and delays the shutdown by the flush's bound, not by the exporter's timeout", async () => {
+    // An export would wait 60 s for the collector; the flush at shutdown gives up after TRACES_FLUSH_MS (2 s).
+    const stuck = await startOne({ OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${port}`, OTEL_EXPORTER_OTLP_TIMEOUT: "60000" });
     // Past the batch delay: exports are under way (and hang) while requests go on.
     for (let i = 0; i < 20; i++) {
       const answer = await fetch(`${stuck.url}/api/v1/users?page_size=1`, { headers: { Authorization: `Bearer ${token}` }, signal: AbortSignal.timeout(5_000) });
       expect(answer.status).toBe(200);
       await new Promise((r) => setTimeout(r, 50));
     }
+    const signalled = performance.now();
     const { code } = await terminate(stuck.child);
     expect(code).toBe(0);
-    // The flush gave up at its bound, where the exporter would have waited out its own timeout.
+    // The flush gave up at its bound, where the exporter would have waited out its own timeout:
+    // the whole shutdown (its drain included, under a loaded test run) took well under that timeout.
     expect(stuck.output()).toContain("traces not flushed at shutdown");
+    expect(performance.now() - signalled).toBeLessThan(30_000);
   });
 });
 
@@ -448,6 +454,25 @@ describe("the OTEL_* configuration", () => {
       const env = { ...on, OTEL_TRACES_SAMPLER: "traceidratio", [name]: value };
       expect(() => loadConfig(env), name).toThrow(ConfigError);
       expect(() => loadConfig(env), name).toThrow(name);
+    }
+  });
+});
+
+describe("a start that fails after traces began", () => {
+  it("stops them: a process that goes on (a test, an embedding) is left untraced", async () => {
+    const taken = createServer();
+    await new Promise<void>((resolve) => taken.listen(0, "127.0.0.1", resolve));
+    try {
+      const port = String((taken.address() as { port: number }).port);
+      const receiver = await startOtlpReceiver();
+      try {
+        await expect(startTestServer({ PORT: port, OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url })).rejects.toThrow(/EADDRINUSE/);
+        expect(tracingOn()).toBe(false);
+      } finally {
+        await receiver.close();
+      }
+    } finally {
+      await new Promise<void>((resolve) => taken.close(() => resolve()));
     }
   });
 });
