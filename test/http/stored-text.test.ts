@@ -13,10 +13,11 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { unwrap } from "../../src/client/index.js";
 import { deref, operations } from "../support/contract.js";
 import { testDialect } from "../support/database.js";
-import { startTestServer, type TestServer } from "../support/server.js";
-import { amount, funds, HOUR, iso, money, newAppId, reasonOf, type Answer, type Funds } from "./funds-helpers.js";
-import { spends, type Spends } from "./spends-helpers.js";
-import { automationsApi, createHooked, expectAccepted, sendHmac, settled, type AutomationsApi, type Hooked, type Step } from "./webhooks-helpers.js";
+import type { TestServer } from "../support/server.js";
+import { amount, HOUR, iso, money, newAppId, reasonOf, type Answer, type Funds } from "./funds-helpers.js";
+import type { Spends } from "./spends-helpers.js";
+import { startTextServer } from "./text-helpers.js";
+import { createHooked, expectAccepted, sendHmac, settled, type AutomationsApi, type Hooked, type Step } from "./webhooks-helpers.js";
 import { webhookTrigger } from "../support/triggers.js";
 
 const SEED = Number(process.env.FC_SEED ?? 20_261_128);
@@ -140,12 +141,7 @@ let fallback: Hooked;
 let written = 0;
 
 beforeAll(async () => {
-  ts = await startTestServer();
-  admin = funds(ts.admin);
-  spend = spends(ts.admin);
-  api = automationsApi(ts.admin);
-  const user = await ts.userClient(["ROLE_USER"], "Subject");
-  subject = { userId: user.userId, f: funds(user.client) };
+  ({ ts, admin, spend, api, subject } = await startTextServer());
   fallback = await createHooked(ts, { steps: steps("") });
 });
 afterAll(async () => ts?.stop());

@@ -8,10 +8,11 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { unwrap } from "../../src/client/index.js";
 import { withDatabase } from "../support/old-database.js";
-import { amount, expectError, funds, HOUR, iso, money, newAppId, type Answer, type Funds } from "./funds-helpers.js";
-import { spends, type Spends } from "./spends-helpers.js";
-import { startTestServer, type TestServer } from "../support/server.js";
-import { automationsApi, createHooked, expectAccepted, sendHmac, settled, type AutomationsApi, type Execution, type Hooked } from "./webhooks-helpers.js";
+import { amount, expectError, HOUR, iso, money, newAppId, type Answer, type Funds } from "./funds-helpers.js";
+import type { Spends } from "./spends-helpers.js";
+import { startTextServer } from "./text-helpers.js";
+import type { TestServer } from "../support/server.js";
+import { createHooked, expectAccepted, sendHmac, settled, type AutomationsApi, type Execution, type Hooked } from "./webhooks-helpers.js";
 
 const CONTROLS = "\u0001".repeat(100);
 const REFUSED = /^must not contain control characters \(U\+0000 to U\+001F, U\+007F to U\+009F\) other than tab and newline, or unpaired surrogates$/;
@@ -24,12 +25,7 @@ let api: AutomationsApi;
 let subject: { userId: string; f: Funds };
 
 beforeAll(async () => {
-  ts = await startTestServer();
-  admin = funds(ts.admin);
-  spend = spends(ts.admin);
-  api = automationsApi(ts.admin);
-  const user = await ts.userClient(["ROLE_USER"], "Subject");
-  subject = { userId: user.userId, f: funds(user.client) };
+  ({ ts, admin, spend, api, subject } = await startTextServer());
 });
 afterAll(async () => ts?.stop());
 
