@@ -3,6 +3,7 @@
 import { call, type Schemas, type Session } from "../api.js";
 import { Field, Json, ListStatus, Table, usePaged, useSearch, When } from "../components.js";
 import { AuditTargetKindValues } from "../../../generated/enums.js";
+import { UserName, type UserNames } from "../users.js";
 
 type AuditEvent = Schemas["AuditEvent"];
 
@@ -32,7 +33,7 @@ function differences(before: unknown, after: unknown, path = ""): string[] {
 /** `svc.api.funds.v1.SubjectAppLimitService.Suspend` → `SubjectAppLimitService.Suspend`. */
 const operation = (id: string) => id.split(".").slice(-2).join(".");
 
-function Actor({ actor }: { actor: AuditEvent["actor"] }) {
+function Actor({ actor, names }: { actor: AuditEvent["actor"]; names: UserNames }) {
   if (actor.kind === "AUDIT_ACTOR_KIND_AUTOMATION_EXECUTION") {
     return (
       <span>
@@ -42,7 +43,19 @@ function Actor({ actor }: { actor: AuditEvent["actor"] }) {
   }
   return (
     <span>
-      user <code>{actor.userId}</code> (credential <code>{actor.credentialId}</code>)
+      <UserName names={names} id={actor.userId} /> (credential <code>{actor.credentialId}</code>)
+    </span>
+  );
+}
+
+/** What was changed: its kind, then its user by name (and its app) where it has them, else its id. */
+function Target({ target, names }: { target: AuditEvent["target"]; names: UserNames }) {
+  const kind = words(target.kind, "AUDIT_TARGET_KIND_");
+  if (!target.userId) return <span>{kind} <code>{target.id}</code></span>;
+  return (
+    <span title={target.id}>
+      {kind} <UserName names={names} id={target.userId} />
+      {target.appId ? <> · {target.appId}</> : null}
     </span>
   );
 }
@@ -64,11 +77,11 @@ function Events({ session, filters, withTarget }: { session: Session; filters: F
             <td>{operation(e.operationId)}</td>
             {withTarget ? (
               <td>
-                {words(e.target.kind, "AUDIT_TARGET_KIND_")} <code>{e.target.id}</code>
+                <Target target={e.target} names={session.names} />
               </td>
             ) : null}
             <td>
-              <Actor actor={e.actor} />
+              <Actor actor={e.actor} names={session.names} />
             </td>
             <td class="change">
               <details>
