@@ -63,6 +63,14 @@ describe("a new administrator's first hour in the console", () => {
     await page.getByRole("region", { name: "Effective limit" }).getByText("USD 300 a month", { exact: false }).waitFor();
     const history = page.getByRole("region", { name: "History" });
     await history.getByTestId("audit-event").first().getByText("Grace Hopper").waitFor();
+    expect(await history.getByTestId("limit-change").textContent()).toBe("Limit: — → USD 300 a month");
+    // A change of the limit and its period, said in words in the row and in its history.
+    const base = page.getByRole("region", { name: "Base limit" });
+    await base.getByLabel("Amount (USD)").fill("350.5");
+    await base.getByLabel("Period").selectOption("PERIOD_KIND_WEEKLY");
+    await base.getByRole("button", { name: "Set limit" }).click();
+    await page.getByTestId("controls-limit").getByText("USD 350.50 a week").waitFor();
+    await history.getByTestId("limit-change").getByText("Limit: USD 300 a month → USD 350.50 a week").waitFor();
 
     // The audit page: who made the change and whose row it was, by name.
     await page.getByRole("link", { name: "Audit trail" }).click();

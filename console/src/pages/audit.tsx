@@ -3,6 +3,7 @@
 import { call, type Schemas, type Session } from "../api.js";
 import { Field, Json, ListStatus, Table, usePaged, useSearch, When } from "../components.js";
 import { AuditTargetKindValues } from "../../../generated/enums.js";
+import { formatLimitPer } from "../money.js";
 import { UserName, type UserNames } from "../users.js";
 
 type AuditEvent = Schemas["AuditEvent"];
@@ -28,6 +29,33 @@ function differences(before: unknown, after: unknown, path = ""): string[] {
   const was = JSON.stringify(before ?? null);
   const now = JSON.stringify(after ?? null);
   return was === now ? [] : [`${path}: ${was} → ${now}`];
+}
+
+/** The controls of a target that has them: a limit row's or an app cap's, the policy's default; else undefined. */
+function controlsOf(target: unknown): Schemas["SpendControls"] | null | undefined {
+  if (!isObject(target)) return undefined;
+  const controls = "controls" in target ? target.controls : "defaultControls" in target ? target.defaultControls : undefined;
+  if (controls === undefined) return undefined;
+  return isObject(controls) ? (controls as Schemas["SpendControls"]) : null;
+}
+
+/**
+ * A change of a limit or an extension said in words ("Limit: USD 250 a month → USD 300 a month"),
+ * for the targets that carry controls; the other changes read from the differences.
+ */
+function limitChanges(before: unknown, after: unknown): string[] {
+  const was = controlsOf(before);
+  const now = controlsOf(after);
+  if (was === undefined && now === undefined) return [];
+  const said = (label: string, of: (c: Schemas["SpendControls"] | null | undefined) => string) => {
+    const [from, to] = [of(was), of(now)];
+    return from === to ? [] : [`${label}: ${from} → ${to}`];
+  };
+  return [
+    ...said("Limit", (c) => formatLimitPer(c?.limit, c?.period)),
+    // An extension keeps the row's period.
+    ...said("Extension", (c) => (c?.extension ? formatLimitPer(c.extension.limit, c.period) : "none")),
+  ];
 }
 
 /** `svc.api.funds.v1.SubjectAppLimitService.Suspend` → `SubjectAppLimitService.Suspend`. */
@@ -84,6 +112,11 @@ function Events({ session, filters, withTarget }: { session: Session; filters: F
               <Actor actor={e.actor} names={session.names} />
             </td>
             <td class="change">
+              {limitChanges(e.before, e.after).map((line) => (
+                <p class="limit-change" data-testid="limit-change">
+                  {line}
+                </p>
+              ))}
               <details>
                 <summary>{e.before === null ? "created" : e.after === null ? "removed" : "changed"}</summary>
                 {e.before !== null && e.after !== null ? (
