@@ -12,6 +12,8 @@ export interface UserNames {
   get(id: string): Promise<User | null>;
   /** The user of `id` when already read: a list drawn again shows names at once, not ids first. */
   known(id: string): User | undefined;
+  /** Every user read so far (the first page, and those read by id), by name. */
+  all(): User[];
 }
 
 /** How many users sign-in reads at once (the contract's largest page): a small tenant's every name. */
@@ -23,7 +25,7 @@ export async function userNames(client: ApiClient): Promise<UserNames> {
   // Each id asked once: its answer, or the request under way.
   const cache = new Map<string, Promise<User | null>>();
   const { data, response } = await client.GET("/api/v1/users", { params: { query: { page_size: FIRST_PAGE } } });
-  if (response.status === 403) return { get: () => Promise.resolve(null), known: () => undefined };
+  if (response.status === 403) return { get: () => Promise.resolve(null), known: () => undefined, all: () => [] };
   if (!data) throw new ApiRequestError(response, undefined);
   for (const { user } of data.list) {
     read.set(user.id, user);
@@ -48,6 +50,7 @@ export async function userNames(client: ApiClient): Promise<UserNames> {
       return user;
     },
     known: (id) => read.get(id),
+    all: () => [...read.values()].sort((a, b) => a.displayName.localeCompare(b.displayName)),
   };
 }
 
@@ -78,4 +81,23 @@ export function UserName({ names, id }: { names: UserNames; id: string }) {
 /** The display name, or the id, as text (a heading, a sentence). */
 export function useUserLabel(names: UserNames, id: string): string {
   return useUser(names, id)?.displayName ?? id;
+}
+
+/** The id of the datalist that user id inputs name in `list`. */
+export const USER_CHOICES = "user-choices";
+
+/**
+ * The users read so far as choices of a user id input (`list={USER_CHOICES}`): typing a name
+ * offers its id, since the API filters by id only. Nothing when the role may not read users.
+ */
+export function UserChoices({ names }: { names: UserNames }) {
+  const users = names.all();
+  if (users.length === 0) return null;
+  return (
+    <datalist id={USER_CHOICES}>
+      {users.map((u) => (
+        <option value={u.id} label={`${u.displayName} (${u.email})`} />
+      ))}
+    </datalist>
+  );
 }

@@ -29,6 +29,10 @@ async function authorize(userId: string, appId: string, amount: ReturnType<typeo
   return unwrap(await ts.admin.POST("/api/v1/funds/spend-authorizations", { params: { header: { "Idempotency-Key": crypto.randomUUID() } }, body })).authorization;
 }
 
+async function userEmail(userId: string): Promise<string> {
+  return unwrap(await ts.admin.GET("/api/v1/users/{user_id}", { params: { path: { user_id: userId } } })).user.email;
+}
+
 describe("a new administrator's first hour in the console", () => {
   it("shows users by name and limits as 'USD 300 a month', and lists every spend authorization with filters and pages", async () => {
     const grace = await ts.userClient(["ROLE_SUPER_ADMIN"], "Grace Hopper");
@@ -93,6 +97,10 @@ describe("a new administrator's first hour in the console", () => {
     expect(await rows.count()).toBe(3);
     expect(await rows.getByTestId("user-name").allTextContents()).toEqual(["Ada Lovelace", "Ada Lovelace", "Ada Lovelace"]);
     await screenshot(page, "first-hour-spends-desktop");
+
+    // The API filters by user id: the user id input offers the users read so far, a name typed finding its id.
+    expect(await spends.getByLabel("User id", { exact: true }).getAttribute("list")).toBe("user-choices");
+    expect(await page.locator(`datalist#user-choices option[value="${ada.userId}"]`).getAttribute("label")).toBe(`Ada Lovelace (${await userEmail(ada.userId)})`);
 
     // Filters: by user, then also by state; by app; by the window an authorization was decided in.
     const filter = async (fields: { user?: string; app?: string; state?: string; window?: string }) => {

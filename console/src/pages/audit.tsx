@@ -4,7 +4,7 @@ import { call, type Schemas, type Session } from "../api.js";
 import { Field, Json, ListStatus, Table, usePaged, useSearch, When } from "../components.js";
 import { AuditTargetKindValues } from "../../../generated/enums.js";
 import { formatLimitPer } from "../money.js";
-import { UserName, type UserNames } from "../users.js";
+import { USER_CHOICES, UserChoices, UserName, type UserNames } from "../users.js";
 
 type AuditEvent = Schemas["AuditEvent"];
 
@@ -152,9 +152,9 @@ export function LimitHistory({ session, userId, appId }: { session: Session; use
 
 export function AuditPage({ session }: { session: Session }) {
   const { form, setForm, filters, generation, submit } = useSearch<Filters>({});
-  const input = (name: keyof Filters, label: string, placeholder: string) => (
+  const input = (name: keyof Filters, label: string, placeholder: string, list?: string) => (
     <Field label={label}>
-      <input value={form[name] ?? ""} placeholder={placeholder} onInput={(e) => setForm({ ...form, [name]: e.currentTarget.value.trim() })} />
+      <input value={form[name] ?? ""} placeholder={placeholder} list={list} onInput={(e) => setForm({ ...form, [name]: e.currentTarget.value.trim() })} />
     </Field>
   );
   return (
@@ -170,9 +170,10 @@ export function AuditPage({ session }: { session: Session }) {
             ))}
           </select>
         </Field>
-        {input("user_id", "User id", "2Qk3mN8rT1vX9yZ0")}
+        {input("user_id", "User id", "2Qk3mN8rT1vX9yZ0", USER_CHOICES)}
         {input("app_id", "App id", "app-salesforce")}
-        {input("actor_user_id", "Changed by (user id)", "7Hd2Kq9Lm4Np1Rs8")}
+        {input("actor_user_id", "Changed by (user id)", "7Hd2Kq9Lm4Np1Rs8", USER_CHOICES)}
+        <UserChoices names={session.names} />
         <button type="submit">Filter</button>
       </form>
       <Events key={generation} session={session} filters={filters} withTarget />

@@ -9,7 +9,7 @@ import { href } from "../route.js";
 import { ControlsView, EffectiveView } from "./effective.js";
 import { LimitHistory } from "./audit.js";
 import { Authorizations } from "./spends.js";
-import { UserName, useUserLabel } from "../users.js";
+import { USER_CHOICES, UserChoices, UserName, useUserLabel } from "../users.js";
 
 const ids = (text: string) => text.split(/[\s,]+/).filter(Boolean);
 
@@ -60,7 +60,7 @@ export function LimitSearch({ session }: { session: Session }) {
       <h1>Fund limits</h1>
       <form class="row" role="search" onSubmit={submit}>
         <Field label="User ids">
-          <input value={form.users} placeholder="2Qk3mN8rT1vX9yZ0" onInput={(e) => setForm({ ...form, users: e.currentTarget.value })} />
+          <input value={form.users} placeholder="2Qk3mN8rT1vX9yZ0" list={USER_CHOICES} onInput={(e) => setForm({ ...form, users: e.currentTarget.value })} />
         </Field>
         <Field label="App ids">
           <input value={form.apps} placeholder="app-salesforce" onInput={(e) => setForm({ ...form, apps: e.currentTarget.value })} />
@@ -72,6 +72,7 @@ export function LimitSearch({ session }: { session: Session }) {
             <option value="false">not suspended</option>
           </select>
         </Field>
+        <UserChoices names={session.names} />
         <button type="submit">Search</button>
       </form>
       <Results key={generation} session={session} filters={filters} />
