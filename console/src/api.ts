@@ -2,6 +2,7 @@
 // credentials and its access token in memory only (no storage, no cookie: closing or reloading the
 // page signs out), and what the caller may do, learned by asking the API.
 import { ApiRequestError, createApiClient, TokenError, unwrap, type ApiClient, type components } from "../../src/client/index.js";
+import { userNames, type UserNames } from "./users.js";
 
 export type Schemas = components["schemas"];
 
@@ -12,6 +13,8 @@ export interface Session {
   can: { automations: boolean; subjectLimits: boolean; myLimits: boolean; audit: boolean };
   /** The fund policy's currency: every amount the console sends is in it. */
   currencyCode: string;
+  /** Users' display names, for every place a user id is shown. */
+  names: UserNames;
 }
 
 /** The body of a successful answer; otherwise throws the client's ApiRequestError (status, reason, body). */
@@ -46,12 +49,13 @@ export async function signIn(clientId: string, clientSecret: string): Promise<Se
   const client = createApiClient({ baseUrl: window.location.origin, credentials: { clientId, clientSecret } });
   // Every role may read the policy: this also obtains the first token, so bad credentials fail here.
   const { fundPolicy } = await call(client.GET("/api/v1/funds/policy"));
-  const [automations, subjectLimits, myLimits, audit] = await Promise.all([
+  const [automations, subjectLimits, myLimits, audit, users] = await Promise.all([
     allowed(client.GET("/api/v1/automations", { params: { query: { page_size: 10 } } })),
     allowed(client.POST("/api/v1/funds/subject-app-limits/search", { body: { pageSize: 10 } })),
     // An app's backend (ROLE_APP_SERVICE) has no fund of its own.
     allowed(client.GET("/api/v1/funds/my/app-limits", { params: { query: { page_size: 10 } } })),
     allowed(client.GET("/api/v1/audit-events", { params: { query: { page_size: 10 } } })),
+    userNames(client),
   ]);
-  return { client, clientId, can: { automations, subjectLimits, myLimits, audit }, currencyCode: fundPolicy.currencyCode };
+  return { client, clientId, can: { automations, subjectLimits, myLimits, audit }, currencyCode: fundPolicy.currencyCode, names: users };
 }

@@ -8,6 +8,7 @@ import { AutomationList, NewAutomation } from "./pages/automations.js";
 import { CapsAndPolicy } from "./pages/caps.js";
 import { LimitRow, LimitSearch, OpenRow } from "./pages/limits.js";
 import { MyLimits } from "./pages/my-limits.js";
+import { SpendsPage } from "./pages/spends.js";
 import { href, useRoute } from "./route.js";
 
 function SignIn({ onSignedIn }: { onSignedIn: (s: Session) => void }) {
@@ -52,6 +53,7 @@ function View({ session, route }: { session: Session; route: string[] }) {
     if (a && b) return <LimitRow key={`${a}/${b}`} session={session} userId={a} appId={b} />;
     return <LimitSearch session={session} />;
   }
+  if (area === "spends" && can.subjectLimits) return <SpendsPage session={session} canAct />;
   if (area === "caps" && can.subjectLimits) return <CapsAndPolicy session={session} />;
   if (area === "my" && can.myLimits) return <MyLimits session={session} />;
   if (area === "audit" && can.audit) return <AuditPage session={session} />;
@@ -79,6 +81,7 @@ export function App() {
   const links: [string, string, boolean][] = [
     ["automations", "Automations", session.can.automations],
     ["limits", "Fund limits", session.can.subjectLimits],
+    ["spends", "Spends", session.can.subjectLimits],
     ["caps", "Caps and policy", session.can.subjectLimits],
     ["my", "My limits", session.can.myLimits],
     ["audit", "Audit trail", session.can.audit],

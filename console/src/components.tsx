@@ -238,10 +238,15 @@ export function useSearch<F>(initial: F) {
   const [form, setForm] = useState<F>(initial);
   const [filters, setFilters] = useState<F>(initial);
   const [generation, setGeneration] = useState(0);
-  const submit = (e: Event) => {
-    e.preventDefault();
-    setFilters(form);
+  /** Searches for `next`, shown in the form too (a filter chosen from the results). */
+  const apply = (next: F) => {
+    setForm(next);
+    setFilters(next);
     setGeneration((g) => g + 1);
   };
-  return { form, setForm, filters, generation, submit };
+  const submit = (e: Event) => {
+    e.preventDefault();
+    apply(form);
+  };
+  return { form, setForm, filters, generation, submit, apply };
 }

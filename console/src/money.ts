@@ -35,6 +35,28 @@ export function formatLimit(limit: SpendLimit | null | undefined): string {
   return "—";
 }
 
+/** The words after an amount: "a month" for PERIOD_KIND_MONTHLY; a period this console does not know, in its own words. */
+export function formatPeriod(period: string): string {
+  const known: Record<string, string> = {
+    PERIOD_KIND_DAILY: "a day",
+    PERIOD_KIND_WEEKLY: "a week",
+    PERIOD_KIND_MONTHLY: "a month",
+    PERIOD_KIND_QUARTERLY: "a quarter",
+    PERIOD_KIND_YEARLY: "a year",
+  };
+  return known[period] ?? `per ${period.replace("PERIOD_KIND_", "").toLowerCase().replace(/_/g, " ")}`;
+}
+
+/**
+ * A limit as people say it: "USD 300 a month". The period is said only with an amount (a blocked or
+ * unlimited limit has none) and only when one is set.
+ */
+export function formatLimitPer(limit: SpendLimit | null | undefined, period: string | null | undefined): string {
+  const amount = formatLimit(limit);
+  const hasAmount = !!limit && "amount" in limit && !!limit.amount;
+  return hasAmount && period && period !== "PERIOD_KIND_UNSPECIFIED" ? `${amount} ${formatPeriod(period)}` : amount;
+}
+
 export type LimitArm = "amount" | "blocked" | "unlimited";
 
 /** The SpendLimit of a form's arm and amount text. */

@@ -64,7 +64,7 @@ describe("the audit trail in the console", () => {
     await page.getByRole("heading", { name: "Audit trail" }).waitFor();
     await page.getByTestId("audit-event").first().waitFor();
     expect(await page.getByTestId("audit-event").count()).toBe(1);
-    expect(await page.getByTestId("audit-event").first().textContent()).toContain(`${subject.userId}/app-github`);
+    expect(await page.getByTestId("audit-event").first().textContent()).toContain(`${subject.userId} · app-github`);
     await expectNoHorizontalScroll(page);
     await screenshot(page, "audit-page-phone");
     await context.close();

@@ -153,6 +153,8 @@ describe("fund-event triggers in the console", () => {
     const execution = page.getByTestId("fund-execution").first();
     await execution.getByTestId("execution-state").getByText("done").waitFor();
     expect(await execution.getByTestId("event-type").textContent()).toBe("Usage threshold crossed");
+    // The subject of the event, by name (a user made after sign-in: read by id).
+    await execution.getByTestId("user-name").getByText("Near the limit").waitFor();
     expect(await execution.getByTestId("step-result").first().textContent()).toContain(`"userId": "${subject.userId}"`);
     await screenshot(page, "automation-threshold-desktop");
     await context.close();

@@ -54,7 +54,7 @@ describe("fund limits in the console", () => {
     await page.getByRole("link", { name: subject.userId }).click();
 
     await page.getByTestId("effective-decision").getByText("limit").waitFor();
-    expect(await page.getByTestId("controls-limit").textContent()).toBe("USD 250 per monthly");
+    expect(await page.getByTestId("controls-limit").textContent()).toBe("USD 250 a month");
     const suspension = page.getByRole("region", { name: "Suspension" });
     await suspension.getByLabel("Reason").fill("Card reported lost");
     await suspension.getByRole("button", { name: "Suspend" }).click();
@@ -65,7 +65,7 @@ describe("fund limits in the console", () => {
 
     await suspension.getByRole("button", { name: "Unsuspend" }).click();
     await page.getByTestId("effective-decision").getByText("limit").waitFor();
-    expect(await page.getByTestId("controls-limit").textContent()).toBe("USD 250 per monthly");
+    expect(await page.getByTestId("controls-limit").textContent()).toBe("USD 250 a month");
 
     // An extension in a week: the effective limit is the extension's; then cleared.
     const extension = page.getByRole("region", { name: "Extension" });
@@ -242,7 +242,7 @@ describe("fund limits in the console", () => {
     await page.getByRole("button", { name: "Set my limit" }).click();
     await page.getByRole("heading", { name: "app-github" }).waitFor();
     await page.getByTestId("effective-decision").getByText("limit").waitFor();
-    expect(await page.getByTestId("controls-limit").textContent()).toBe("USD 75.50 per monthly");
+    expect(await page.getByTestId("controls-limit").textContent()).toBe("USD 75.50 a month");
     const mine = unwrap(await user.client.GET("/api/v1/funds/my/app-limits/{app_id}", { params: { path: { app_id: "app-github" } } }));
     expect(mine.limit.controls?.limit).toEqual({ amount: { money: { currencyCode: "USD", units: "75", nanos: 500_000_000 } }, blocked: null, unlimited: null });
     await page.getByTestId("usage-remaining").getByText("USD 75.50").waitFor();

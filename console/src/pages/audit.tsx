@@ -3,6 +3,8 @@
 import { call, type Schemas, type Session } from "../api.js";
 import { Field, Json, ListStatus, Table, usePaged, useSearch, When } from "../components.js";
 import { AuditTargetKindValues } from "../../../generated/enums.js";
+import { formatLimitPer } from "../money.js";
+import { USER_CHOICES, UserChoices, UserName, type UserNames } from "../users.js";
 
 type AuditEvent = Schemas["AuditEvent"];
 
@@ -29,10 +31,37 @@ function differences(before: unknown, after: unknown, path = ""): string[] {
   return was === now ? [] : [`${path}: ${was} → ${now}`];
 }
 
+/** The controls of a target that has them: a limit row's or an app cap's, the policy's default; else undefined. */
+function controlsOf(target: unknown): Schemas["SpendControls"] | null | undefined {
+  if (!isObject(target)) return undefined;
+  const controls = "controls" in target ? target.controls : "defaultControls" in target ? target.defaultControls : undefined;
+  if (controls === undefined) return undefined;
+  return isObject(controls) ? (controls as Schemas["SpendControls"]) : null;
+}
+
+/**
+ * A change of a limit or an extension said in words ("Limit: USD 250 a month → USD 300 a month"),
+ * for the targets that carry controls; the other changes read from the differences.
+ */
+function limitChanges(before: unknown, after: unknown): string[] {
+  const was = controlsOf(before);
+  const now = controlsOf(after);
+  if (was === undefined && now === undefined) return [];
+  const said = (label: string, of: (c: Schemas["SpendControls"] | null | undefined) => string) => {
+    const [from, to] = [of(was), of(now)];
+    return from === to ? [] : [`${label}: ${from} → ${to}`];
+  };
+  return [
+    ...said("Limit", (c) => formatLimitPer(c?.limit, c?.period)),
+    // An extension keeps the row's period.
+    ...said("Extension", (c) => (c?.extension ? formatLimitPer(c.extension.limit, c.period) : "none")),
+  ];
+}
+
 /** `svc.api.funds.v1.SubjectAppLimitService.Suspend` → `SubjectAppLimitService.Suspend`. */
 const operation = (id: string) => id.split(".").slice(-2).join(".");
 
-function Actor({ actor }: { actor: AuditEvent["actor"] }) {
+function Actor({ actor, names }: { actor: AuditEvent["actor"]; names: UserNames }) {
   if (actor.kind === "AUDIT_ACTOR_KIND_AUTOMATION_EXECUTION") {
     return (
       <span>
@@ -42,7 +71,19 @@ function Actor({ actor }: { actor: AuditEvent["actor"] }) {
   }
   return (
     <span>
-      user <code>{actor.userId}</code> (credential <code>{actor.credentialId}</code>)
+      <UserName names={names} id={actor.userId} /> (credential <code>{actor.credentialId}</code>)
+    </span>
+  );
+}
+
+/** What was changed: its kind, then its user by name (and its app) where it has them, else its id. */
+function Target({ target, names }: { target: AuditEvent["target"]; names: UserNames }) {
+  const kind = words(target.kind, "AUDIT_TARGET_KIND_");
+  if (!target.userId) return <span>{kind} <code>{target.id}</code></span>;
+  return (
+    <span title={target.id}>
+      {kind} <UserName names={names} id={target.userId} />
+      {target.appId ? <> · {target.appId}</> : null}
     </span>
   );
 }
@@ -64,13 +105,18 @@ function Events({ session, filters, withTarget }: { session: Session; filters: F
             <td>{operation(e.operationId)}</td>
             {withTarget ? (
               <td>
-                {words(e.target.kind, "AUDIT_TARGET_KIND_")} <code>{e.target.id}</code>
+                <Target target={e.target} names={session.names} />
               </td>
             ) : null}
             <td>
-              <Actor actor={e.actor} />
+              <Actor actor={e.actor} names={session.names} />
             </td>
             <td class="change">
+              {limitChanges(e.before, e.after).map((line) => (
+                <p class="limit-change" data-testid="limit-change">
+                  {line}
+                </p>
+              ))}
               <details>
                 <summary>{e.before === null ? "created" : e.after === null ? "removed" : "changed"}</summary>
                 {e.before !== null && e.after !== null ? (
@@ -106,9 +152,9 @@ export function LimitHistory({ session, userId, appId }: { session: Session; use
 
 export function AuditPage({ session }: { session: Session }) {
   const { form, setForm, filters, generation, submit } = useSearch<Filters>({});
-  const input = (name: keyof Filters, label: string, placeholder: string) => (
+  const input = (name: keyof Filters, label: string, placeholder: string, list?: string) => (
     <Field label={label}>
-      <input value={form[name] ?? ""} placeholder={placeholder} onInput={(e) => setForm({ ...form, [name]: e.currentTarget.value.trim() })} />
+      <input value={form[name] ?? ""} placeholder={placeholder} list={list} onInput={(e) => setForm({ ...form, [name]: e.currentTarget.value.trim() })} />
     </Field>
   );
   return (
@@ -124,9 +170,10 @@ export function AuditPage({ session }: { session: Session }) {
             ))}
           </select>
         </Field>
-        {input("user_id", "User id", "2Qk3mN8rT1vX9yZ0")}
+        {input("user_id", "User id", "2Qk3mN8rT1vX9yZ0", USER_CHOICES)}
         {input("app_id", "App id", "app-salesforce")}
-        {input("actor_user_id", "Changed by (user id)", "7Hd2Kq9Lm4Np1Rs8")}
+        {input("actor_user_id", "Changed by (user id)", "7Hd2Kq9Lm4Np1Rs8", USER_CHOICES)}
+        <UserChoices names={session.names} />
         <button type="submit">Filter</button>
       </form>
       <Events key={generation} session={session} filters={filters} withTarget />

@@ -4,6 +4,7 @@
 // while the page is open.
 import { call, type Schemas, type Session } from "../api.js";
 import { ErrorText, Json, usePaged, When } from "../components.js";
+import { UserName } from "../users.js";
 import { eventTypeLabel } from "./fund-trigger.js";
 
 const REFRESH_MS = 2_000;
@@ -79,10 +80,12 @@ export function DeliveryLog({ session, automationId }: { session: Session; autom
   );
 }
 
-/** The fund event's type, from the execution's `ctx.trigger`. */
-function eventType(execution: Execution): string | null {
-  const trigger = execution.context.trigger;
-  return trigger && typeof trigger === "object" && "type" in trigger && typeof trigger.type === "string" ? trigger.type : null;
+/** A string field of the fund event (`type`, `userId`, `appId`), from the execution's `ctx.trigger`. */
+function eventField(execution: Execution, field: string): string | null {
+  const trigger: unknown = execution.context.trigger;
+  if (!trigger || typeof trigger !== "object" || !(field in trigger)) return null;
+  const value: unknown = (trigger as Record<string, unknown>)[field];
+  return typeof value === "string" && value ? value : null;
 }
 
 export function ExecutionLog({ session, automationId }: { session: Session; automationId: string }) {
@@ -98,12 +101,21 @@ export function ExecutionLog({ session, automationId }: { session: Session; auto
       {loaded && items.length === 0 ? <p>No execution yet.</p> : null}
       <ul class="deliveries">
         {items.map(({ automationExecution: execution }) => {
-          const type = eventType(execution);
+          const type = eventField(execution, "type");
+          const userId = eventField(execution, "userId");
+          const appId = eventField(execution, "appId");
           return (
             <li key={execution.id} data-testid="fund-execution">
               <p>
                 <When at={execution.createdAt} /> · event <code>{execution.eventId ?? "—"}</code>
                 {type ? <> · <strong data-testid="event-type">{eventTypeLabel(type)}</strong></> : null}
+                {userId ? (
+                  <>
+                    {" "}
+                    · <UserName names={session.names} id={userId} />
+                    {appId ? ` · ${appId}` : ""}
+                  </>
+                ) : null}
               </p>
               <ExecutionView execution={execution} />
             </li>

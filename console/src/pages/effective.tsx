@@ -2,7 +2,7 @@
 // window's usage, as shown for a subject's row, for the caller's own rows, for app caps and the policy.
 import type { Schemas } from "../api.js";
 import { When } from "../components.js";
-import { formatLimit } from "../money.js";
+import { formatLimitPer } from "../money.js";
 import { UsageView } from "./spends.js";
 
 const words = (value: string | null | undefined, prefix: string) => (value ? value.replace(prefix, "").toLowerCase().replace(/_/g, " ") : "—");
@@ -13,14 +13,14 @@ export function ControlsView({ controls }: { controls: Schemas["SpendControls"] 
     <dl class="controls">
       <dt>Limit</dt>
       <dd data-testid="controls-limit">
-        {formatLimit(controls.limit)}
-        {controls.period && controls.period !== "PERIOD_KIND_UNSPECIFIED" ? ` per ${words(controls.period, "PERIOD_KIND_")}` : ""}
+        {formatLimitPer(controls.limit, controls.period)}
       </dd>
       <dt>Extension</dt>
       <dd data-testid="controls-extension">
         {controls.extension ? (
           <>
-            {formatLimit(controls.extension.limit)} until <When at={controls.extension.expiresAt} />
+            {/* An extension replaces the total, never the period. */}
+            {formatLimitPer(controls.extension.limit, controls.period)} until <When at={controls.extension.expiresAt} />
             {controls.extension.reason ? ` (${controls.extension.reason})` : ""}
           </>
         ) : (
@@ -49,8 +49,7 @@ export function EffectiveView({ effective }: { effective: Schemas["EffectiveLimi
       <h3>Effective limit</h3>
       <p>
         <strong data-testid="effective-decision">{words(effective.decision, "EFFECTIVE_DECISION_")}</strong>
-        {effective.limit ? ` · ${formatLimit(effective.limit)}` : ""}
-        {effective.period ? ` per ${words(effective.period, "PERIOD_KIND_")}` : ""} · by {words(effective.scope, "SCOPE_")} ({words(effective.cause, "CAUSE_")})
+        {effective.limit ? ` · ${formatLimitPer(effective.limit, effective.period)}` : ""} · by {words(effective.scope, "SCOPE_")} ({words(effective.cause, "CAUSE_")})
       </p>
       <ol class="trace" aria-label="Resolution trace">
         {effective.trace.map((line) => (

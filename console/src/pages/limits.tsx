@@ -4,11 +4,12 @@
 import { useEffect, useState } from "preact/hooks";
 import { call, type Schemas, type Session } from "../api.js";
 import { emptyLimitDraft, ErrorText, Field, LimitInputs, ListStatus, Table, useAction, usePaged, useSearch, When, type LimitDraft } from "../components.js";
-import { formatLimit, spendLimit } from "../money.js";
+import { formatLimitPer, spendLimit } from "../money.js";
 import { href } from "../route.js";
 import { ControlsView, EffectiveView } from "./effective.js";
 import { LimitHistory } from "./audit.js";
 import { Authorizations } from "./spends.js";
+import { USER_CHOICES, UserChoices, UserName, useUserLabel } from "../users.js";
 
 const ids = (text: string) => text.split(/[\s,]+/).filter(Boolean);
 
@@ -33,11 +34,13 @@ function Results({ session, filters }: { session: Session; filters: Filters }) {
       {items.map(({ limit: row }) => (
         <tr key={`${row.userId}/${row.appId}`}>
           <td>
-            <a href={href("limits", row.userId, row.appId)}>{row.userId}</a>
+            <a href={href("limits", row.userId, row.appId)}>
+              <UserName names={session.names} id={row.userId} />
+            </a>
           </td>
           <td>{row.appId}</td>
-          <td>{formatLimit(row.controls?.limit)}</td>
-          <td>{row.controls?.extension ? formatLimit(row.controls.extension.limit) : "—"}</td>
+          <td>{formatLimitPer(row.controls?.limit, row.controls?.period)}</td>
+          <td>{row.controls?.extension ? formatLimitPer(row.controls.extension.limit, row.controls.period) : "—"}</td>
           <td>{row.controls?.suspension ? "yes" : "no"}</td>
           <td>
             <When at={row.updatedAt} />
@@ -57,7 +60,7 @@ export function LimitSearch({ session }: { session: Session }) {
       <h1>Fund limits</h1>
       <form class="row" role="search" onSubmit={submit}>
         <Field label="User ids">
-          <input value={form.users} placeholder="2Qk3mN8rT1vX9yZ0" onInput={(e) => setForm({ ...form, users: e.currentTarget.value })} />
+          <input value={form.users} placeholder="2Qk3mN8rT1vX9yZ0" list={USER_CHOICES} onInput={(e) => setForm({ ...form, users: e.currentTarget.value })} />
         </Field>
         <Field label="App ids">
           <input value={form.apps} placeholder="app-salesforce" onInput={(e) => setForm({ ...form, apps: e.currentTarget.value })} />
@@ -69,6 +72,7 @@ export function LimitSearch({ session }: { session: Session }) {
             <option value="false">not suspended</option>
           </select>
         </Field>
+        <UserChoices names={session.names} />
         <button type="submit">Search</button>
       </form>
       <Results key={generation} session={session} filters={filters} />
@@ -111,6 +115,7 @@ export function LimitRow({ session, userId, appId }: { session: Session; userId:
   const [extension, setExtension] = useState<LimitDraft & { expiresAt: string; reason: string }>({ ...emptyLimitDraft, expiresAt: "", reason: "" });
   const path = { params: { path: { user_id: userId, app_id: appId } } };
   const { client, currencyCode } = session;
+  const who = useUserLabel(session.names, userId);
 
   // Both read before either is shown: the row and its effective limit never disagree on the page.
   const load = async () => {
@@ -155,9 +160,14 @@ export function LimitRow({ session, userId, appId }: { session: Session; userId:
       <p>
         <a href={href("limits")}>← Fund limits</a>
       </p>
-      <h1>
-        {userId} · {appId}
+      <h1 title={userId}>
+        {who} · {appId}
       </h1>
+      {who !== userId ? (
+        <p class="hint">
+          User <code data-testid="row-user-id">{userId}</code>
+        </p>
+      ) : null}
       <ErrorText error={loadError} />
       {row === null ? <p>No row yet: the app cap and the tenant default decide. Setting a limit creates the row.</p> : <ControlsView controls={row?.controls} />}
       <EffectiveView effective={effective} />

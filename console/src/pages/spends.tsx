@@ -1,14 +1,25 @@
-// Spends of one subject and app: the current window's usage (spent, held, remaining) as a bar with
-// its figures, and the authorizations, newest first, from which a fund administrator releases a
+// Spends: the current window's usage (spent, held, remaining) as a bar with its figures; the
+// authorizations of one subject and app, newest first; and the page of every authorization,
+// filtered by what SpendService.List filters on. From either list a fund administrator releases a
 // pending hold or reverses a captured spend, each after a confirmation.
 import { useState } from "preact/hooks";
 import { SpendAuthorizationStateValues } from "../../../generated/enums.js";
 import { call, type Schemas, type Session } from "../api.js";
-import { ErrorText, Field, ListStatus, Table, useAction, usePaged, When } from "../components.js";
+import { ErrorText, Field, ListStatus, Table, useAction, usePaged, useSearch, When } from "../components.js";
 import { formatDecimal, formatMoney, fromNanos, parseAmount, percentOf, toNanos } from "../money.js";
+import { href } from "../route.js";
+import { USER_CHOICES, UserChoices, UserName } from "../users.js";
 
 type Authorization = Schemas["SpendAuthorization"];
-const PAGE_SIZE = 10;
+
+/** What SpendService.List filters on; an empty one does not filter. */
+interface Query {
+  userId: string;
+  appId: string;
+  state: string;
+  /** RFC 3339, the `windowStart` of the authorizations wanted. */
+  windowStart: string;
+}
 
 const words = (value: string, prefix: string) => value.replace(prefix, "").toLowerCase().replace(/_/g, " ");
 const stateWords = (state: string) => words(state, "SPEND_AUTHORIZATION_STATE_");
@@ -131,19 +142,25 @@ function Confirm({ session, pending, onAmount, onDone, onCancel }: { session: Se
   );
 }
 
-function Page({ session, userId, appId, state, canAct, onChange }: { session: Session; userId: string; appId: string; state: string; canAct: boolean; onChange: () => void }) {
+/**
+ * One filtered list of authorizations, paged. `withSubject` adds the user and app columns (the
+ * page of all authorizations; a row's own list has them in its heading) and the window start,
+ * which `onWindow` turns into a filter.
+ */
+function Page(props: { session: Session; query: Query; pageSize: number; withSubject: boolean; canAct: boolean; onChange: () => void; onWindow?: (windowStart: string) => void }) {
+  const { session, query, pageSize, withSubject, canAct, onChange, onWindow } = props;
   const { client } = session;
-  const { items, loaded, error, pager, reload } = usePaged((page_token) =>
-    call(client.GET("/api/v1/funds/spend-authorizations", { params: { query: { user_id: userId, app_id: appId, ...(state ? { state } : {}), page_size: PAGE_SIZE, page_token } } })),
-  );
+  const { userId, appId, state, windowStart } = query;
+  const filters = { ...(userId ? { user_id: userId } : {}), ...(appId ? { app_id: appId } : {}), ...(state ? { state } : {}), ...(windowStart ? { window_start: windowStart } : {}) };
+  const { items, loaded, error, pager, reload } = usePaged((page_token) => call(client.GET("/api/v1/funds/spend-authorizations", { params: { query: { ...filters, page_size: pageSize, page_token } } })));
   const [pending, setPending] = useState<Pending | null>(null);
   const [done, setDone] = useState("");
   const ask = (kind: Pending["kind"], authorization: Authorization) => {
     setDone("");
     setPending({ kind, authorization, key: newKey(), amount: formatDecimal(fromNanos(reversible(authorization), authorization.amount.currencyCode)) });
   };
-  // What a reader scans for first (amount, state, what may be done) comes first: on a phone the rest scrolls.
-  const headers = ["Amount", "State", ...(canAct ? ["Action"] : []), "Created", "Captured", "Reversed", "Hold expires", "Id"];
+  // What a reader scans for first (whose, amount, state, what may be done) comes first: on a phone the rest scrolls.
+  const headers = [...(withSubject ? ["User"] : []), "Amount", "State", ...(canAct ? ["Action"] : []), ...(withSubject ? ["App"] : []), "Created", "Captured", "Reversed", "Hold expires", ...(withSubject ? ["Window start"] : []), "Id"];
   return (
     <>
       <ListStatus error={error} loaded={loaded} count={items.length} empty="No authorization." />
@@ -152,6 +169,13 @@ function Page({ session, userId, appId, state, canAct, onChange }: { session: Se
           <Table headers={headers}>
             {items.map(({ authorization: a }) => (
               <tr key={a.id} data-testid="authorization">
+                {withSubject ? (
+                  <td data-testid="authorization-user">
+                    <a href={href("limits", a.userId, a.appId)}>
+                      <UserName names={session.names} id={a.userId} />
+                    </a>
+                  </td>
+                ) : null}
                 <td data-testid="authorization-amount">{formatMoney(a.amount)}</td>
                 <td>
                   <span data-testid="authorization-state" class={`state ${stateWords(a.state)}`}>
@@ -173,6 +197,7 @@ function Page({ session, userId, appId, state, canAct, onChange }: { session: Se
                     ) : null}
                   </td>
                 ) : null}
+                {withSubject ? <td>{a.appId}</td> : null}
                 <td>
                   <When at={a.createdAt} />
                 </td>
@@ -181,6 +206,13 @@ function Page({ session, userId, appId, state, canAct, onChange }: { session: Se
                 <td>
                   <When at={a.expiresAt} />
                 </td>
+                {withSubject ? (
+                  <td>
+                    <button type="button" class="link" title={`Only the window of ${a.windowStart} to ${a.windowEnd}`} onClick={() => onWindow?.(a.windowStart)}>
+                      <When at={a.windowStart} />
+                    </button>
+                  </td>
+                ) : null}
                 <td>
                   <code>{a.id}</code>
                 </td>
@@ -220,20 +252,54 @@ function Page({ session, userId, appId, state, canAct, onChange }: { session: Se
  */
 export function Authorizations(props: { session: Session; userId: string; appId: string; canAct: boolean; onChange?: () => void }) {
   const [state, setState] = useState("");
+  const query = { userId: props.userId, appId: props.appId, state, windowStart: "" };
   return (
     <section aria-label="Authorizations">
       <h3>Authorizations</h3>
       <div class="row">
-        <Field label="State">
-          <select value={state} onChange={(e) => setState(e.currentTarget.value)}>
-            <option value="">any</option>
-            {SpendAuthorizationStateValues.filter((s) => s !== "SPEND_AUTHORIZATION_STATE_UNSPECIFIED").map((s) => (
-              <option value={s}>{stateWords(s)}</option>
-            ))}
-          </select>
-        </Field>
+        <StateSelect value={state} onChange={setState} />
       </div>
-      <Page key={state} session={props.session} userId={props.userId} appId={props.appId} state={state} canAct={props.canAct} onChange={props.onChange ?? (() => undefined)} />
+      <Page key={state} session={props.session} query={query} pageSize={10} withSubject={false} canAct={props.canAct} onChange={props.onChange ?? (() => undefined)} />
+    </section>
+  );
+}
+
+function StateSelect({ value, onChange }: { value: string; onChange: (state: string) => void }) {
+  return (
+    <Field label="State">
+      <select value={value} onChange={(e) => onChange(e.currentTarget.value)}>
+        <option value="">any</option>
+        {SpendAuthorizationStateValues.filter((s) => s !== "SPEND_AUTHORIZATION_STATE_UNSPECIFIED").map((s) => (
+          <option value={s}>{stateWords(s)}</option>
+        ))}
+      </select>
+    </Field>
+  );
+}
+
+/** Every spend authorization the caller may read, newest first, filtered, 25 a page. */
+export function SpendsPage({ session, canAct }: { session: Session; canAct: boolean }) {
+  const empty: Query = { userId: "", appId: "", state: "", windowStart: "" };
+  const { form, setForm, filters, generation, submit, apply } = useSearch<Query>(empty);
+  const input = (name: "userId" | "appId" | "windowStart", label: string, placeholder: string, list?: string) => (
+    <Field label={label}>
+      <input value={form[name]} placeholder={placeholder} list={list} onInput={(e) => setForm({ ...form, [name]: e.currentTarget.value.trim() })} />
+    </Field>
+  );
+  return (
+    <section aria-label="Spend authorizations">
+      <h1>Spend authorizations</h1>
+      <p class="hint">Every authorization, newest first. A window start keeps those decided in the spend window starting at that instant: choose a row's to see its window.</p>
+      <form class="row" role="search" onSubmit={submit}>
+        {input("userId", "User id", "2Qk3mN8rT1vX9yZ0", USER_CHOICES)}
+        <UserChoices names={session.names} />
+        {input("appId", "App id", "app-salesforce")}
+        <StateSelect value={form.state} onChange={(state) => setForm({ ...form, state })} />
+        {/* The server checks the instant (400 INVALID_TIMESTAMP, said under the form). */}
+        {input("windowStart", "Window start (RFC 3339)", "2026-11-01T00:00:00Z")}
+        <button type="submit">Filter</button>
+      </form>
+      <Page key={generation} session={session} query={filters} pageSize={25} withSubject canAct={canAct} onChange={() => undefined} onWindow={(windowStart) => apply({ ...filters, windowStart })} />
     </section>
   );
 }
