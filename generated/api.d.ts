@@ -70,7 +70,8 @@ export interface paths {
          *     endpoint (OAuth 2.0 client credentials, token URL `{base_url}/auth/v1/token`, credentials
          *     in the request body, not in headers; no scopes are defined).
          *
-         *     Only `ROLE_SUPER_ADMIN` may call this operation; other roles get 403.
+         *     `ROLE_SUPER_ADMIN` and `ROLE_FUND_ADMIN` may call this operation (a fund administrator reads
+         *     users to know whose limits and spends it manages, and changes none); other roles get 403.
          */
         get: operations["svc.api.iam.v1.UserService.List"];
         put?: never;
@@ -111,7 +112,8 @@ export interface paths {
          *
          *     Returns one user by id. An unknown user id is 404.
          *
-         *     Only `ROLE_SUPER_ADMIN` may call this operation; other roles get 403.
+         *     `ROLE_SUPER_ADMIN` and `ROLE_FUND_ADMIN` may call this operation (a fund administrator reads
+         *     users to know whose limits and spends it manages, and changes none); other roles get 403.
          */
         get: operations["svc.api.iam.v1.UserService.Get"];
         put?: never;

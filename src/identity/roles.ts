@@ -33,8 +33,9 @@ const SPEND_READERS: readonly Role[] = [...SPENDERS, "ROLE_USER"];
 
 export const ALLOWED_ROLES: Record<Exclude<OperationId, Unsecured>, readonly Role[]> = {
   "svc.api.iam.v1.UserService.Create": SUPER,
-  "svc.api.iam.v1.UserService.Get": SUPER,
-  "svc.api.iam.v1.UserService.List": SUPER,
+  // A fund administrator reads users to know whose limits and spends it manages; it changes none.
+  "svc.api.iam.v1.UserService.Get": FUNDS_ADMIN,
+  "svc.api.iam.v1.UserService.List": FUNDS_ADMIN,
   "svc.api.iam.v1.CredentialService.Create": SUPER,
   "svc.api.iam.v1.CredentialService.List": SUPER,
   "svc.api.iam.v1.CredentialService.Revoke": SUPER,

@@ -34,8 +34,8 @@ const INTAKE: Expect[] = [200, 200, 200, 200, 200, 200, 200];
 const TABLE: Record<string, Expect[]> = {
   "svc.api.iam.v1.TokenService.CreateToken": TOKEN,
   "svc.api.iam.v1.UserService.Create": SUPER,
-  "svc.api.iam.v1.UserService.Get": SUPER,
-  "svc.api.iam.v1.UserService.List": SUPER,
+  "svc.api.iam.v1.UserService.Get": FUNDS_ADMIN,
+  "svc.api.iam.v1.UserService.List": FUNDS_ADMIN,
   "svc.api.iam.v1.CredentialService.Create": SUPER,
   "svc.api.iam.v1.CredentialService.List": SUPER,
   "svc.api.iam.v1.CredentialService.Revoke": SUPER,
