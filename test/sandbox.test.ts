@@ -64,7 +64,7 @@ describe("npm run sandbox", () => {
     };
     const expected = {
       ROLE_SUPER_ADMIN: { users: 200, search: 200, mine: 200 },
-      ROLE_FUND_ADMIN: { users: 403, search: 200, mine: 200 },
+      ROLE_FUND_ADMIN: { users: 200, search: 200, mine: 200 },
       ROLE_USER: { users: 403, search: 403, mine: 200 },
       ROLE_APP_SERVICE: { users: 403, search: 403, mine: 403 },
     };

@@ -1,6 +1,6 @@
 // Who may do what in the funds area: ROLE_USER only its own rows through MyFundLimitsService (each
 // operation tried against another user's row), every administrator operation 403 for it;
-// ROLE_FUND_ADMIN manages limits, caps and the policy but not users; no token is 401.
+// ROLE_FUND_ADMIN manages limits, caps and the policy and reads users, changing none; no token is 401.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { unwrap, type ApiClient } from "../../src/client/index.js";
 import { startTestServer, type TestServer } from "../support/server.js";
@@ -142,7 +142,7 @@ describe("a ROLE_USER can never read or change another user's row", () => {
   });
 });
 
-describe("ROLE_FUND_ADMIN manages limits, caps and the policy, not users", () => {
+describe("ROLE_FUND_ADMIN manages limits, caps and the policy, and reads users without changing them", () => {
   it("may call every funds operation", async () => {
     const app = newAppId();
     const f = fundAdmin.f;
@@ -167,11 +167,11 @@ describe("ROLE_FUND_ADMIN manages limits, caps and the policy, not users", () =>
     expect(unwrap(await admin.get(fundAdmin.userId, app)).limit.controls).toEqual(shown({ limit: amount("2") }));
   });
 
-  it("is 403 on users and credentials", async () => {
+  it("reads users, and is 403 on changing them and on credentials", async () => {
     const c = fundAdmin.client;
+    expect(unwrap(await c.GET("/api/v1/users/{user_id}", { params: { path: { user_id: alice.userId } } })).user.id).toBe(alice.userId);
+    expect(unwrap(await c.GET("/api/v1/users")).list.length).toBeGreaterThan(0);
     for (const r of [
-      await c.GET("/api/v1/users"),
-      await c.GET("/api/v1/users/{user_id}", { params: { path: { user_id: alice.userId } } }),
       await c.POST("/api/v1/users", { body: { displayName: "X", email: "x@example.com", roles: ["ROLE_SUPER_ADMIN"] } }),
       await c.GET("/api/v1/users/{user_id}/credentials", { params: { path: { user_id: alice.userId } } }),
       await c.POST("/api/v1/users/{user_id}/credentials", { params: { path: { user_id: fundAdmin.userId } }, body: {} }),
