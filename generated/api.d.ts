@@ -7190,7 +7190,7 @@ export interface operations {
                      *           }
                      *         }
                      *       ],
-                     *       "nextPageToken": ""
+                     *       "nextPageToken": "WyI3SHAyTHc5UXg0UmI2TmMxIl0.E5zrcnr8AjqHY6Kt-AGK-hvs98OVJS8JLDv-hmRyP-c"
                      *     }
                      */
                     "application/json": components["schemas"]["UserServiceListResponse"];
@@ -7490,7 +7490,7 @@ export interface operations {
                      *           }
                      *         }
                      *       ],
-                     *       "nextPageToken": ""
+                     *       "nextPageToken": "WyIyMDI2LTExLTIwVDExOjE1OjAwWiIsIkZ4M2pXN3NMMWhaOWdZMmUiXQ.V5ppcm45bRDKY81fRqa5E9luIxDJbH_PatJeLBiUo0M"
                      *     }
                      */
                     "application/json": components["schemas"]["CredentialServiceListResponse"];
@@ -7811,7 +7811,7 @@ export interface operations {
                      *           }
                      *         }
                      *       ],
-                     *       "nextPageToken": ""
+                     *       "nextPageToken": "WyIyUWszbU44clQxdlg5eVowIiwiYXBwLXNhbGVzZm9yY2UiXQ.3ApHKZ009OR3Giir927l-YTtszaYpbpgx9R5MjuZRZ4"
                      *     }
                      */
                     "application/json": components["schemas"]["SubjectAppLimitServiceSearchResponse"];
@@ -8709,7 +8709,7 @@ export interface operations {
                      *           }
                      *         }
                      *       ],
-                     *       "nextPageToken": ""
+                     *       "nextPageToken": "WyJhcHAtc2FsZXNmb3JjZSJd.OhPYSCH76nsyA70XXZ6JQiuQ3r_fKLZgRtHJ5UFBSFI"
                      *     }
                      */
                     "application/json": components["schemas"]["MyFundLimitsServiceListResponse"];
@@ -9165,7 +9165,7 @@ export interface operations {
                      *           }
                      *         }
                      *       ],
-                     *       "nextPageToken": ""
+                     *       "nextPageToken": "WyJhcHAtc2FsZXNmb3JjZSJd.H_uwwthxdiYQ5FZo7O6rWIAXbwSqj12P_Vc6pMXTPGs"
                      *     }
                      */
                     "application/json": components["schemas"]["AppCapServiceListResponse"];
@@ -9795,7 +9795,7 @@ export interface operations {
                      *           }
                      *         }
                      *       ],
-                     *       "nextPageToken": ""
+                     *       "nextPageToken": "WyJTYTRrUDltVzJ4UTdyVDVuIl0.FsgEtU6fHwbGX8Xa_0o-UiunoZETXTwHNjsfAeCQujk"
                      *     }
                      */
                     "application/json": components["schemas"]["SpendServiceListResponse"];
@@ -10799,7 +10799,7 @@ export interface operations {
                      *           }
                      *         }
                      *       ],
-                     *       "nextPageToken": ""
+                     *       "nextPageToken": "WyJhdXRfOEN3NEpkMU5zNlJ0MllrOSJd.cf-VqaeH-Ut0s0b9J6QPBHUj_7U5TFOaBuWbFPpvxgA"
                      *     }
                      */
                     "application/json": components["schemas"]["AutomationServiceListAutomationsResponse"];
@@ -11687,7 +11687,7 @@ export interface operations {
                      *           }
                      *         }
                      *       ],
-                     *       "nextPageToken": ""
+                     *       "nextPageToken": "WyIyMDI2LTExLTIwVDA5OjEyOjQ1WiIsIjlkNGE2YzJlLTViOGYtNGUxZC1hN2MzLTJmNmI4ZTBkNGE5MSJd.e-Dey1oENrhGK43fHCNMnvWG6xXe805Yi2aPK1ZMONE"
                      *     }
                      */
                     "application/json": components["schemas"]["WebhookEventServiceListWebhookEventsResponse"];
@@ -12142,7 +12142,7 @@ export interface operations {
                      *           }
                      *         }
                      *       ],
-                     *       "nextPageToken": ""
+                     *       "nextPageToken": "WyIyMDI2LTExLTIwVDA5OjMwOjAwWiIsImV4ZV85VGczSHM2V3ExWmM0TnY4Il0.SSIjOh_a69SPpptFqbT9T48vWPyGVUGlKvVpa7JcuO8"
                      *     }
                      */
                     "application/json": components["schemas"]["AutomationExecutionServiceListAutomationExecutionsResponse"];
@@ -12582,7 +12582,7 @@ export interface operations {
                      *           }
                      *         }
                      *       ],
-                     *       "nextPageToken": ""
+                     *       "nextPageToken": "WyJhdWRfMFV0N0txMlo0TG03UHoxWG4yQnEiXQ.HRoCei5SJIBRdL8yEsuU845W0X-NKzDLiqGgR5EYAiM"
                      *     }
                      */
                     "application/json": components["schemas"]["AuditServiceListResponse"];
