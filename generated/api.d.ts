@@ -7192,7 +7192,7 @@ export interface operations {
                      *           }
                      *         }
                      *       ],
-                     *       "nextPageToken": ""
+                     *       "nextPageToken": "WyI3SHAyTHc5UXg0UmI2TmMxIl0.E5zrcnr8AjqHY6Kt-AGK-hvs98OVJS8JLDv-hmRyP-c"
                      *     }
                      */
                     "application/json": components["schemas"]["UserServiceListResponse"];
@@ -7492,7 +7492,7 @@ export interface operations {
                      *           }
                      *         }
                      *       ],
-                     *       "nextPageToken": ""
+                     *       "nextPageToken": "WyIyMDI2LTExLTIwVDExOjE1OjAwWiIsIkZ4M2pXN3NMMWhaOWdZMmUiXQ.V5ppcm45bRDKY81fRqa5E9luIxDJbH_PatJeLBiUo0M"
                      *     }
                      */
                     "application/json": components["schemas"]["CredentialServiceListResponse"];
@@ -7813,7 +7813,7 @@ export interface operations {
                      *           }
                      *         }
                      *       ],
-                     *       "nextPageToken": ""
+                     *       "nextPageToken": "WyIyUWszbU44clQxdlg5eVowIiwiYXBwLXNhbGVzZm9yY2UiXQ.3ApHKZ009OR3Giir927l-YTtszaYpbpgx9R5MjuZRZ4"
                      *     }
                      */
                     "application/json": components["schemas"]["SubjectAppLimitServiceSearchResponse"];
@@ -8711,7 +8711,7 @@ export interface operations {
                      *           }
                      *         }
                      *       ],
-                     *       "nextPageToken": ""
+                     *       "nextPageToken": "WyJhcHAtc2FsZXNmb3JjZSJd.OhPYSCH76nsyA70XXZ6JQiuQ3r_fKLZgRtHJ5UFBSFI"
                      *     }
                      */
                     "application/json": components["schemas"]["MyFundLimitsServiceListResponse"];
@@ -9167,7 +9167,7 @@ export interface operations {
                      *           }
                      *         }
                      *       ],
-                     *       "nextPageToken": ""
+                     *       "nextPageToken": "WyJhcHAtc2FsZXNmb3JjZSJd.H_uwwthxdiYQ5FZo7O6rWIAXbwSqj12P_Vc6pMXTPGs"
                      *     }
                      */
                     "application/json": components["schemas"]["AppCapServiceListResponse"];
@@ -9797,7 +9797,7 @@ export interface operations {
                      *           }
                      *         }
                      *       ],
-                     *       "nextPageToken": ""
+                     *       "nextPageToken": "WyJTYTRrUDltVzJ4UTdyVDVuIl0.FsgEtU6fHwbGX8Xa_0o-UiunoZETXTwHNjsfAeCQujk"
                      *     }
                      */
                     "application/json": components["schemas"]["SpendServiceListResponse"];
@@ -10801,7 +10801,7 @@ export interface operations {
                      *           }
                      *         }
                      *       ],
-                     *       "nextPageToken": ""
+                     *       "nextPageToken": "WyJhdXRfOEN3NEpkMU5zNlJ0MllrOSJd.cf-VqaeH-Ut0s0b9J6QPBHUj_7U5TFOaBuWbFPpvxgA"
                      *     }
                      */
                     "application/json": components["schemas"]["AutomationServiceListAutomationsResponse"];
@@ -11689,7 +11689,7 @@ export interface operations {
                      *           }
                      *         }
                      *       ],
-                     *       "nextPageToken": ""
+                     *       "nextPageToken": "WyIyMDI2LTExLTIwVDA5OjEyOjQ1WiIsIjlkNGE2YzJlLTViOGYtNGUxZC1hN2MzLTJmNmI4ZTBkNGE5MSJd.e-Dey1oENrhGK43fHCNMnvWG6xXe805Yi2aPK1ZMONE"
                      *     }
                      */
                     "application/json": components["schemas"]["WebhookEventServiceListWebhookEventsResponse"];
@@ -12144,7 +12144,7 @@ export interface operations {
                      *           }
                      *         }
                      *       ],
-                     *       "nextPageToken": ""
+                     *       "nextPageToken": "WyIyMDI2LTExLTIwVDA5OjMwOjAwWiIsImV4ZV85VGczSHM2V3ExWmM0TnY4Il0.SSIjOh_a69SPpptFqbT9T48vWPyGVUGlKvVpa7JcuO8"
                      *     }
                      */
                     "application/json": components["schemas"]["AutomationExecutionServiceListAutomationExecutionsResponse"];
@@ -12584,7 +12584,7 @@ export interface operations {
                      *           }
                      *         }
                      *       ],
-                     *       "nextPageToken": ""
+                     *       "nextPageToken": "WyJhdWRfMFV0N0txMlo0TG03UHoxWG4yQnEiXQ.HRoCei5SJIBRdL8yEsuU845W0X-NKzDLiqGgR5EYAiM"
                      *     }
                      */
                     "application/json": components["schemas"]["AuditServiceListResponse"];

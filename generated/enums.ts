@@ -5,45 +5,60 @@
 
 export const AuditActorKindValues = ["AUDIT_ACTOR_KIND_UNSPECIFIED","AUDIT_ACTOR_KIND_USER","AUDIT_ACTOR_KIND_AUTOMATION_EXECUTION"] as const;
 export type KnownAuditActorKind = (typeof AuditActorKindValues)[number];
+export type AuditActorKind = KnownAuditActorKind | (string & {});
 
 export const AuditTargetKindValues = ["AUDIT_TARGET_KIND_UNSPECIFIED","AUDIT_TARGET_KIND_SUBJECT_APP_LIMIT","AUDIT_TARGET_KIND_APP_CAP","AUDIT_TARGET_KIND_FUND_POLICY","AUDIT_TARGET_KIND_USER","AUDIT_TARGET_KIND_CREDENTIAL","AUDIT_TARGET_KIND_AUTOMATION","AUDIT_TARGET_KIND_WEBHOOK_SECRET","AUDIT_TARGET_KIND_AUTOMATION_EXECUTION","AUDIT_TARGET_KIND_NOTIFICATION_SECRET"] as const;
 export type KnownAuditTargetKind = (typeof AuditTargetKindValues)[number];
+export type AuditTargetKind = KnownAuditTargetKind | (string & {});
 
 export const AutomationExecutionOriginValues = ["AUTOMATION_EXECUTION_ORIGIN_UNSPECIFIED","AUTOMATION_EXECUTION_ORIGIN_TRIGGER","AUTOMATION_EXECUTION_ORIGIN_REDRIVE","AUTOMATION_EXECUTION_ORIGIN_REPLAY"] as const;
 export type KnownAutomationExecutionOrigin = (typeof AutomationExecutionOriginValues)[number];
+export type AutomationExecutionOrigin = KnownAutomationExecutionOrigin | (string & {});
 
 export const AutomationExecutionStateValues = ["AUTOMATION_EXECUTION_STATE_UNSPECIFIED","AUTOMATION_EXECUTION_STATE_PENDING","AUTOMATION_EXECUTION_STATE_RUNNING","AUTOMATION_EXECUTION_STATE_DONE","AUTOMATION_EXECUTION_STATE_ERROR"] as const;
 export type KnownAutomationExecutionState = (typeof AutomationExecutionStateValues)[number];
+export type AutomationExecutionState = KnownAutomationExecutionState | (string & {});
 
 export const EffectiveCauseValues = ["CAUSE_UNSPECIFIED","CAUSE_SUSPENSION","CAUSE_BLOCKED","CAUSE_EXTENSION","CAUSE_LIMIT","CAUSE_NO_LIMIT"] as const;
 export type KnownEffectiveCause = (typeof EffectiveCauseValues)[number];
+export type EffectiveCause = KnownEffectiveCause | (string & {});
 
 export const EffectiveDecisionValues = ["EFFECTIVE_DECISION_UNSPECIFIED","EFFECTIVE_DECISION_DENY","EFFECTIVE_DECISION_LIMIT","EFFECTIVE_DECISION_UNLIMITED"] as const;
 export type KnownEffectiveDecision = (typeof EffectiveDecisionValues)[number];
+export type EffectiveDecision = KnownEffectiveDecision | (string & {});
 
 export const ErrorReasonValues = ["INVALID_ARGUMENT","MALFORMED_BODY","MALFORMED_PATH","MALFORMED_HTTP_REQUEST","REQUEST_TIMEOUT","HEADERS_TOO_LARGE","ROUTE_NOT_FOUND","METHOD_NOT_ALLOWED","PAYLOAD_TOO_LARGE","UNSUPPORTED_MEDIA_TYPE","INTERNAL","UNAVAILABLE","MISSING_ACCESS_TOKEN","INVALID_ACCESS_TOKEN","ROLE_NOT_ALLOWED","INVALID_REQUEST","UNSUPPORTED_GRANT_TYPE","INVALID_SCOPE","INVALID_CLIENT","TOO_MANY_FAILED_ATTEMPTS","RATE_LIMITED","INVALID_PAGE_TOKEN","EMAIL_TAKEN","USER_NOT_FOUND","CREDENTIAL_NOT_FOUND","APP_IDS_REQUIRED","APP_IDS_NOT_ALLOWED","ROW_NOT_FOUND","APP_CAP_NOT_FOUND","INVALID_UPDATE_MASK","INVALID_CURRENCY","INVALID_TIME_ZONE","CURRENCY_IN_USE","CURRENCY_MISMATCH","INVALID_MONEY","MONEY_OUT_OF_RANGE","INVALID_TIMESTAMP","INVALID_PERIOD","PERIOD_WITHOUT_LIMIT","LIMIT_MISSING","LIMIT_KIND_MISSING","LIMIT_ONEOF_VIOLATION","LIMIT_ARM_NOT_ALLOWED","LIMIT_MONEY_MISSING","EXTENSION_LIMIT_MISSING","EXTENSION_EXPIRY_MISSING","EXTENSION_EXPIRY_NOT_IN_FUTURE","CONTROLS_EMPTY","AUTOMATION_NOT_FOUND","EXECUTION_NOT_FOUND","EXECUTION_NOT_FAILED","EXECUTION_ALREADY_REDRIVEN","AUTOMATION_IS_DRAFT","WEBHOOK_EVENT_NOT_FOUND","EVENT_BODY_NOT_KEPT","REPLAY_IN_PROGRESS","NOT_HMAC_TRIGGER","DUPLICATE_STEP_NAME","DUPLICATE_EXPRESSION_NAME","CEL_INVALID","INVALID_JWKS_URL","INVALID_NOTIFICATION_URL","INVALID_CIDR","LISTENER_NOT_FOUND","SOURCE_NOT_ALLOWED","MISSING_HEADER","INVALID_HEADER","UNSUPPORTED_CONTENT_TYPE","TIMESTAMP_OUT_OF_WINDOW","INVALID_EVENT_ID","MISSING_SIGNATURE","INVALID_SIGNATURE","MISSING_AUTHORIZATION","INVALID_JWT","JWKS_UNAVAILABLE","DUPLICATE_EVENT","APP_NOT_ALLOWED","SUBJECT_NOT_ALLOWED","AUTHORIZATION_NOT_FOUND","AMOUNT_NOT_POSITIVE","HOLD_WITH_CAPTURE","AMOUNT_EXCEEDS_HOLD","AMOUNT_EXCEEDS_CAPTURED","AUTHORIZATION_NOT_PENDING","AUTHORIZATION_NOT_CAPTURED","NOTHING_TO_REVERSE","USAGE_OUT_OF_RANGE","IDEMPOTENCY_KEY_REUSED","IDEMPOTENCY_KEY_IN_USE","CONSOLE_NOT_BUILT","DOCS_NOT_BUILT","NOT_FOUND"] as const;
 export type KnownErrorReason = (typeof ErrorReasonValues)[number];
+export type ErrorReason = KnownErrorReason | (string & {});
 
 export const FundEventTypeValues = ["FUND_EVENT_TYPE_UNSPECIFIED","FUND_EVENT_TYPE_SPEND_AUTHORIZED","FUND_EVENT_TYPE_SPEND_DECLINED","FUND_EVENT_TYPE_SPEND_CAPTURED","FUND_EVENT_TYPE_SPEND_RELEASED","FUND_EVENT_TYPE_SPEND_REVERSED","FUND_EVENT_TYPE_USAGE_THRESHOLD_CROSSED","FUND_EVENT_TYPE_LIMIT_SUSPENDED","FUND_EVENT_TYPE_LIMIT_UNSUSPENDED","FUND_EVENT_TYPE_LIMIT_CHANGED"] as const;
 export type KnownFundEventType = (typeof FundEventTypeValues)[number];
+export type FundEventType = KnownFundEventType | (string & {});
 
 export const LimitScopeValues = ["SCOPE_UNSPECIFIED","SCOPE_SUBJECT_APP","SCOPE_APP_CAP","SCOPE_TENANT_DEFAULT"] as const;
 export type KnownLimitScope = (typeof LimitScopeValues)[number];
+export type LimitScope = KnownLimitScope | (string & {});
 
 export const PeriodKindValues = ["PERIOD_KIND_UNSPECIFIED","PERIOD_KIND_DAILY","PERIOD_KIND_WEEKLY","PERIOD_KIND_MONTHLY","PERIOD_KIND_QUARTERLY","PERIOD_KIND_YEARLY"] as const;
 export type KnownPeriodKind = (typeof PeriodKindValues)[number];
+export type PeriodKind = KnownPeriodKind | (string & {});
 
 export const RoleValues = ["ROLE_UNSPECIFIED","ROLE_SUPER_ADMIN","ROLE_FUND_ADMIN","ROLE_USER","ROLE_APP_SERVICE"] as const;
 export type KnownRole = (typeof RoleValues)[number];
+export type Role = KnownRole | (string & {});
 
 export const SpendAuthorizationStateValues = ["SPEND_AUTHORIZATION_STATE_UNSPECIFIED","SPEND_AUTHORIZATION_STATE_PENDING","SPEND_AUTHORIZATION_STATE_CAPTURED","SPEND_AUTHORIZATION_STATE_RELEASED","SPEND_AUTHORIZATION_STATE_EXPIRED","SPEND_AUTHORIZATION_STATE_DECLINED"] as const;
 export type KnownSpendAuthorizationState = (typeof SpendAuthorizationStateValues)[number];
+export type SpendAuthorizationState = KnownSpendAuthorizationState | (string & {});
 
 export const SpendDeclineCauseValues = ["SPEND_DECLINE_CAUSE_UNSPECIFIED","SPEND_DECLINE_CAUSE_SUSPENDED","SPEND_DECLINE_CAUSE_BLOCKED","SPEND_DECLINE_CAUSE_NO_LIMIT","SPEND_DECLINE_CAUSE_LIMIT_EXCEEDED"] as const;
 export type KnownSpendDeclineCause = (typeof SpendDeclineCauseValues)[number];
+export type SpendDeclineCause = KnownSpendDeclineCause | (string & {});
 
 export const StepStateValues = ["STEP_STATE_UNSPECIFIED","STEP_STATE_PENDING","STEP_STATE_DONE","STEP_STATE_SKIPPED","STEP_STATE_ERROR"] as const;
 export type KnownStepState = (typeof StepStateValues)[number];
+export type StepState = KnownStepState | (string & {});
 
 export const WebhookEventOutcomeValues = ["WEBHOOK_EVENT_OUTCOME_UNSPECIFIED","WEBHOOK_EVENT_OUTCOME_EXECUTED","WEBHOOK_EVENT_OUTCOME_NOT_RUN_DRAFT","WEBHOOK_EVENT_OUTCOME_NOT_RUN_DISABLED"] as const;
 export type KnownWebhookEventOutcome = (typeof WebhookEventOutcomeValues)[number];
+export type WebhookEventOutcome = KnownWebhookEventOutcome | (string & {});

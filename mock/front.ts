@@ -19,6 +19,7 @@ import { parseJsonBody } from "../src/webhooks/body.js";
 import { parseWebhookHeaders, type HeaderBag } from "../src/webhooks/headers.js";
 import { SIGNATURE_HEADER, verifyHmac } from "../src/webhooks/hmac.js";
 import { bearerToken } from "../src/webhooks/jwt.js";
+import { asLastPage } from "./last-page.js";
 import { prismRefusal } from "./prism-answer.js";
 import { preferForPrism } from "./prefer.js";
 
@@ -61,7 +62,9 @@ export function createMockApp(options: { prismUrl: string; logger: Logger }): Ex
     const answer = await fetch(options.prismUrl + req.originalUrl, { method, headers, ...(body === undefined ? {} : { body }) });
     const text = await answer.text();
     if (answer.status >= 400) throw prismRefusal(answer.status, answer.headers, text, req.get("prefer") !== undefined);
-    res.status(answer.status).type(answer.headers.get("content-type") ?? "application/json").send(text);
+    // A GET list's page token is in its query, a search's in its body.
+    const pageToken = req.query.page_token ?? (req.body as { pageToken?: unknown } | undefined)?.pageToken;
+    res.status(answer.status).type(answer.headers.get("content-type") ?? "application/json").send(asLastPage(text, pageToken));
   }
 
   const app = express();

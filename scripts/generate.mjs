@@ -46,10 +46,12 @@ const bundledText = bundle.toString({ lineWidth: 0 });
 writeFileSync(bundledPath, bundledText);
 const spec = parse(bundledText);
 
-// 2. Types. Enums marked x-extensible-enum may gain values (seed section 9), so their types are
+// 2. Types. Enums marked x-extensible-enum may gain values (seed section 9), so their types here are
 // plain `string`: a client must hold a value it does not know. (A `"A" | (string & {})` union would
-// keep completions, but openapi-fetch's Readable/Writable helpers turn `string & {}` into an object
-// type.) The known values are exported as constants and literal types in generated/enums.ts.
+// keep completions, but openapi-fetch's Readable/Writable helpers, which every answer's type goes
+// through, turn `string & {}` into an object type: no type accepts every string and keeps the
+// literals through them.) generated/enums.ts exports the known values, as constants and literal
+// types, and each extensible enum as that union (`KnownX | (string & {})`) for a client's own code.
 const ast = await openapiTS(new URL(`file://${bundledPath}`), {
   exportType: false,
   alphabetize: false,
@@ -68,7 +70,10 @@ const enumLines = [TS_HEADER, "// The known values of every enumeration of the c
 for (const [name, schema] of Object.entries(spec.components?.schemas ?? {}).sort(([a], [b]) => a.localeCompare(b))) {
   if (!Array.isArray(schema.enum)) continue;
   enumLines.push(`export const ${name}Values = ${JSON.stringify(schema.enum)} as const;`);
-  enumLines.push(`export type Known${name} = (typeof ${name}Values)[number];`, "");
+  enumLines.push(`export type Known${name} = (typeof ${name}Values)[number];`);
+  // What a client holds: a known value, named for completion and narrowing, or one added since.
+  if (schema["x-extensible-enum"] === true) enumLines.push(`export type ${name} = Known${name} | (string & {});`);
+  enumLines.push("");
 }
 writeFileSync(join(outDir, "enums.ts"), enumLines.join("\n"));
 

@@ -118,6 +118,19 @@ describe("npm run sandbox", () => {
     expect(row(ada!.userId, "app-github")?.controls?.suspension).toBeTruthy();
   });
 
+  it("the users list runs past its smallest page: a next page token, which gives the rest, colleagues included", async () => {
+    const admin = clients.get("ROLE_SUPER_ADMIN")!;
+    // page_size below 10 reads as 10: the smallest page there is.
+    const first = unwrap(await admin.GET("/api/v1/users", { params: { query: { page_size: 1 } } }));
+    expect(first.list).toHaveLength(10);
+    expect(first.nextPageToken).not.toBe("");
+    const second = unwrap(await admin.GET("/api/v1/users", { params: { query: { page_size: 1, page_token: first.nextPageToken } } }));
+    const ids = [...first.list, ...second.list].map((u) => u.user.id);
+    expect(new Set(ids).size).toBe(ids.length);
+    expect(ids).toEqual(expect.arrayContaining([...sandbox.info.users.map((u) => u.userId), ...sandbox.info.teamUserIds]));
+    expect(report(sandbox.info)).toContain(`${sandbox.info.teamUserIds.length} colleagues with no credential`);
+  });
+
   it("the seeded spend authorizations are there in each state, and Ada's usage adds them up", async () => {
     const funds = clients.get("ROLE_FUND_ADMIN")!;
     const [, ada, sam] = sandbox.info.users.slice(1);
@@ -206,7 +219,7 @@ describe("npm run sandbox", () => {
     const after = sandbox.info;
     const users = unwrap(await clientOf("ROLE_SUPER_ADMIN").GET("/api/v1/users", { params: { query: { page_size: 100 } } })).list.map((u) => u.user.id);
     expect(users).not.toContain(extra.user.id);
-    expect(users.sort()).toEqual(after.users.map((u) => u.userId).sort());
+    expect(users.sort()).toEqual([...after.users.map((u) => u.userId), ...after.teamUserIds].sort());
     const oldFundAdmin = before.users.find((u) => u.role === "ROLE_FUND_ADMIN")!;
     const token = await fetch(`${after.baseUrl}/auth/v1/token`, {
       method: "POST",

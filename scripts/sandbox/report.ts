@@ -72,6 +72,7 @@ export function report(info: SandboxInfo): string {
         `  ${u.role.padEnd(17)} ${u.displayName.padEnd(24)} user ${u.userId}  client_id ${u.clientId}  client_secret=${u.clientSecret}` +
         (u.appIds.length > 0 ? `  (acts for ${u.appIds.join(", ")})` : ""),
     ),
+    `  and ${info.teamUserIds.length} colleagues with no credential: GET ${info.baseUrl}/api/v1/users?page_size=10 answers a nextPageToken for the next page.`,
     `  a token, and a call with it:`,
     indented(shown.token, 4),
     ``,

@@ -1,5 +1,5 @@
 // What the sandbox holds, made through the real API with the typed client, as a tenant would make
-// it: users of each role with their credentials, limits on every layer, spend authorizations in each
+// it: users of each role with their credentials and a team past one page of users, limits on every layer, spend authorizations in each
 // state, an automation on a usage threshold, an HMAC and a JWT listener, and a few events through the real intake with the executions
 // they ran.
 import type { JWK } from "jose";
@@ -25,6 +25,8 @@ export interface Seeded {
   /** The fund policy's IANA time zone: spend windows follow its calendar. */
   timeZone: string;
   appCaps: string[];
+  /** Users without a credential, enough that the users list runs past its smallest page (10). */
+  teamUserIds: string[];
   /** The rows seeded on subject-app limits, by what they show. */
   limits: { userId: string; appId: string; shows: string }[];
   /** The spend authorizations seeded, by what they show. */
@@ -58,6 +60,18 @@ async function addUser(admin: ApiClient, baseUrl: string, displayName: string, e
     await admin.POST("/api/v1/users/{user_id}/credentials", { params: { path: { user_id: userId } }, body: { displayName: "sandbox", ...(appIds.length > 0 ? { appIds } : {}) } }),
   );
   return { userId, displayName, role, clientId: made.credential.clientId, clientSecret: made.clientSecret, appIds: made.credential.appIds };
+}
+
+/** Ada's and Sam's colleagues: users with no credential, so that `GET /api/v1/users` shows a next page even at its smallest page size. */
+const TEAM = ["Grace Hopper", "Alan Turing", "Katherine Johnson", "Edsger Dijkstra", "Barbara Liskov", "Donald Knuth", "Frances Allen", "John Backus"];
+
+async function addTeam(admin: ApiClient): Promise<string[]> {
+  const ids: string[] = [];
+  for (const displayName of TEAM) {
+    const email = `${displayName.split(" ")[0]!.toLowerCase()}@sandbox.example`;
+    ids.push(unwrap(await admin.POST("/api/v1/users", { body: { displayName, email, roles: ["ROLE_USER"] } })).user.id!);
+  }
+  return ids;
 }
 
 /** Suspends the app limit of `ctx.trigger.userId` for `ctx.trigger.appId` when the event is `card.lost`. */
@@ -126,6 +140,7 @@ export async function seed(options: {
   const sam = await addUser(admin, baseUrl, "Sam User", "sam@sandbox.example", "ROLE_USER");
   // An app's backend: it spends the subjects' funds for the apps its credential is bound to.
   const billing = await addUser(admin, baseUrl, "Billing backend", "billing@sandbox.example", "ROLE_APP_SERVICE", ["app-salesforce", "app-github"]);
+  const teamUserIds = await addTeam(admin);
 
   // The three layers: the fund policy's default, app caps, subject-app rows (set by the fund admin and by a user).
   const funds = createApiClient({ baseUrl, credentials: fundAdmin });
@@ -180,6 +195,7 @@ export async function seed(options: {
     currencyCode: policy.currencyCode,
     timeZone: policy.timeZone ?? "UTC",
     appCaps: ["app-salesforce", "app-zoom"],
+    teamUserIds,
     limits: [
       { userId: ada.userId, appId: "app-salesforce", shows: "a limit of 250 a month" },
       { userId: ada.userId, appId: "app-github", shows: "a limit Ada set herself (40 a week), suspended by the seeded card.lost event" },

@@ -1,6 +1,7 @@
 // What a failed call looks like to a caller: every non-2xx answer of the API is the `Status` body,
 // whose ErrorInfo carries the stable `reason` and whose RequestInfo the request id to quote to
 // support. The body is read defensively: a proxy in between may answer with anything.
+import type { ErrorReason } from "../../generated/enums.js";
 
 const ERROR_INFO = "type.googleapis.com/google.rpc.ErrorInfo";
 const REQUEST_INFO = "type.googleapis.com/google.rpc.RequestInfo";
@@ -15,8 +16,8 @@ function detail(body: unknown, type: string, field: string): string | undefined 
   return undefined;
 }
 
-/** The stable `reason` of a `Status` body (its ErrorInfo detail), if the body is one. */
-export const errorReason = (body: unknown): string | undefined => detail(body, ERROR_INFO, "reason");
+/** The stable `reason` of a `Status` body (its ErrorInfo detail), if the body is one: a known reason, or one added since. */
+export const errorReason = (body: unknown): ErrorReason | undefined => detail(body, ERROR_INFO, "reason");
 
 /** The request id of a failed answer: the body's RequestInfo, else the `X-Request-Id` header. */
 export const errorRequestId = (body: unknown, response: Response): string | undefined => detail(body, REQUEST_INFO, "requestId") ?? response.headers.get("x-request-id") ?? undefined;
@@ -25,8 +26,11 @@ export const errorRequestId = (body: unknown, response: Response): string | unde
 export class ApiRequestError extends Error {
   /** The HTTP status. */
   readonly status: number;
-  /** The ErrorInfo reason (e.g. `ROLE_NOT_ALLOWED`): what to branch on. Undefined when the body is not a `Status`. */
-  readonly reason: string | undefined;
+  /**
+   * The ErrorInfo reason (e.g. `ROLE_NOT_ALLOWED`): what to branch on. One of `ErrorReasonValues`, or a
+   * reason added since (handle it by `status`). Undefined when the body is not a `Status`.
+   */
+  readonly reason: ErrorReason | undefined;
   /** The request id, to quote when asking for support. */
   readonly requestId: string | undefined;
   /** The answer's body as received: the `Status` body (`components["schemas"]["Status"]`), or whatever a proxy sent. */

@@ -2,6 +2,8 @@
 // project of its own. Its dependency tree is the client and openapi-fetch only; a consumer's
 // TypeScript is checked against the installed declarations (strictly, the declarations included),
 // compiled, and run against a real server: a token, a call, a list, and failures with their reason.
+// The package's README sets up a project of its own (ESM, NodeNext): its files, as written, compile
+// and the example runs.
 import { execFile } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -14,6 +16,7 @@ import { BOOTSTRAP, startTestServer, type TestServer } from "../support/server.j
 const run = promisify(execFile);
 const root = fileURLToPath(new URL("../..", import.meta.url));
 const scratch = mkdtempSync(join(tmpdir(), "client-package-"));
+const readmeProject = mkdtempSync(join(tmpdir(), "client-readme-"));
 const { version } = JSON.parse(readFileSync(join(root, "package.json"), "utf8")) as { version: string };
 
 let ts: TestServer;
@@ -26,7 +29,12 @@ beforeAll(async () => {
 afterAll(async () => {
   await ts?.stop();
   rmSync(scratch, { recursive: true, force: true });
+  rmSync(readmeProject, { recursive: true, force: true });
 });
+
+/** The files a README names and shows: a line opening with `name` and the code block after it. */
+const filesOf = (readme: string): Record<string, string> =>
+  Object.fromEntries([...readme.matchAll(/^`([\w.]+)`[\s\S]*?\n```(?:json|ts)\n([\s\S]*?)\n```/gm)].map((m) => [m[1]!, `${m[2]!}\n`]));
 
 const CONSUMER = `
 import { ApiRequestError, createApiClient, createTokenSource, paginate, RoleValues, TokenError, unwrap, type components } from "@tenant/access-api-client";
@@ -111,5 +119,21 @@ describe("npm run pack:client", () => {
     expect(result.refused).toMatchObject({ name: "TokenError", status: 401, reason: "INVALID_CLIENT", tokenError: true });
     expect(result.refused.message).toContain("401 INVALID_CLIENT");
     expect(result.refused.message).not.toContain("not-the-secret");
+  }, 120_000);
+
+  it("its README's setup compiles as written (ESM, NodeNext, @types/node) and its example calls a real server", async () => {
+    const files = filesOf(readFileSync(join(scratch, "node_modules/@tenant/access-api-client/README.md"), "utf8"));
+    expect(Object.keys(files)).toEqual(["package.json", "tsconfig.json", "index.ts"]);
+    for (const [name, text] of Object.entries(files)) writeFileSync(join(readmeProject, name), text);
+    // The README's `npm install`s: the package, and @types/node (the version this repository uses, which the npm cache holds).
+    const { version: typesNode } = JSON.parse(readFileSync(join(root, "node_modules/@types/node/package.json"), "utf8")) as { version: string };
+    await run("npm", ["install", "--prefer-offline", "--no-audit", "--no-fund", tarball, `@types/node@${typesNode}`], { cwd: readmeProject });
+    await run(join(root, "node_modules/.bin/tsc"), ["-p", join(readmeProject, "tsconfig.json")], { cwd: readmeProject }).catch((e: { stdout: string }) => {
+      throw new Error(`the README's project does not type-check:\n${e.stdout}`);
+    });
+    const env = { ...process.env, BASE_URL: ts.url, CLIENT_ID: BOOTSTRAP.clientId, CLIENT_SECRET: BOOTSTRAP.clientSecret };
+    expect((await run(process.execPath, [join(readmeProject, "dist/index.js")], { cwd: readmeProject, env })).stdout).toBe("the fund's currency: USD\n");
+    const refused = await run(process.execPath, [join(readmeProject, "dist/index.js")], { cwd: readmeProject, env: { ...env, CLIENT_SECRET: "not-the-secret" } });
+    expect(refused.stderr).toBe("check CLIENT_ID and CLIENT_SECRET\n");
   }, 120_000);
 });

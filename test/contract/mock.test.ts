@@ -3,7 +3,7 @@
 // types, each answer valid against the contract. The last test checks that none was left out.
 import type { Middleware } from "openapi-fetch";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createApiClient, type ApiClient } from "../../src/client/index.js";
+import { createApiClient, paginate, type ApiClient } from "../../src/client/index.js";
 import { operations, responseErrors } from "../support/contract.js";
 import { startMock } from "../support/mock.js";
 import { accepting, terminate, type Served } from "../support/process.js";
@@ -268,6 +268,20 @@ describe("the mock refuses what the contract refuses, with the contract's error 
     });
     expect(r.response.status).toBe(400);
     expect(r.error?.message).toBe("body.limit.amount.money.units: must be string");
+  });
+});
+
+describe("a pagination loop written against the mock ends", () => {
+  it("a list's example shows a next page; its token sent back answers the example as the last page, in the query and in a Search body", async () => {
+    const first = ok("svc.api.iam.v1.UserService.List", await api.GET("/api/v1/users", {}));
+    expect(first.nextPageToken).not.toBe("");
+    const users = [];
+    for await (const { user } of paginate(async (page_token) => ok("svc.api.iam.v1.UserService.List", await api.GET("/api/v1/users", { params: { query: { page_token } } })))) users.push(user);
+    expect(users).toEqual([...first.list, ...first.list].map((u) => u.user));
+    const search = async (pageToken: string) => ok("svc.api.funds.v1.SubjectAppLimitService.Search", await api.POST("/api/v1/funds/subject-app-limits/search", { body: { pageToken } }));
+    const token = (await search("")).nextPageToken;
+    expect(token).not.toBe("");
+    expect((await search(token)).nextPageToken).toBe("");
   });
 });
 

@@ -2,7 +2,8 @@
 // (generated/docs.html). Every request to another origin is aborted and counted (none may even be
 // attempted), and the policy's refusals are collected; then the search finds an operation, a menu
 // link opens the operation's section under its URL fragment, its request samples show the curl and
-// the typed-client sample, a response sample opens and expands, and a guide's entry of the menu's
+// the typed-client sample, a response sample opens and expands, the error reasons' descriptions
+// render as text (not as numbered list items), and a guide's entry of the menu's
 // Guides group and one of its headings open that part of the guide.
 import { readFileSync } from "node:fs";
 import { pathToFileURL } from "node:url";
@@ -81,6 +82,18 @@ async function useTheReference(page: Page): Promise<void> {
   const expanded = await code.innerText();
   expect(expanded).toContain('"@type": "type.googleapis.com/google.rpc.ErrorInfo"');
   expect(expanded).toContain('"reason"');
+
+  // The reasons, where an operation's error answer documents them (Responses → 404 → details →
+  // ErrorInfo → reason): each description reads as text, its status first. A description opening
+  // with "400." was Markdown for an ordered list, shown as a list item numbered 400.
+  await section.getByRole("button", { name: "404", exact: true }).first().click(); // the Responses' tab; the samples' comes after
+  await section.getByText("details", { exact: true }).first().click();
+  await section.getByText("Show 4 properties").first().click(); // ErrorInfo, the first arm of StatusDetail
+  const reasons = section.locator("table").filter({ has: page.getByRole("cell", { name: "INVALID_ARGUMENT", exact: true }) });
+  await reasons.waitFor({ timeout: 10_000 });
+  expect(await reasons.locator("ol, li").count()).toBe(0);
+  const described = reasons.getByRole("row").filter({ has: page.getByRole("cell", { name: "ROLE_NOT_ALLOWED", exact: true }) }).locator("td p");
+  expect(await described.innerText()).toBe("HTTP 403. The caller's roles may not call this operation.");
 
   // A guide (openapi/guides/, a tag with no operations): an entry of the menu's Guides group, and
   // each of its headings one below it, whose section shows that part of the guide, tables included.
