@@ -1841,7 +1841,8 @@ export interface components {
          * @description The stable, machine-readable cause of an error: `ErrorInfo.reason` of every non-2xx answer.
          *     Clients branch on it, never on `message`. A reason never changes meaning once published.
          *     Each operation's error examples show the reasons that operation can answer; the table below
-         *     lists every reason with the HTTP status it comes with.
+         *     lists every reason with the HTTP status it comes with, and the [Errors guide](#/errors)
+         *     groups them with what a client should do about each.
          *
          *     This enumeration may gain values: clients must handle reasons they do not know, by their
          *     HTTP status (`code` in the body).
