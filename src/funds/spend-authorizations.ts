@@ -15,7 +15,7 @@ import { timeOrderedId } from "../core/ids.js";
 import type { Storage } from "../storage/connect.js";
 import { writeTransaction, type BeforeCommit } from "../storage/transactions.js";
 import type { EffectiveLimits } from "./effective.js";
-import { spendChangeEvent, withFundEvents, type FundEventRecorder, type FundEventType } from "./fund-events.js";
+import { spendChangeEvent, withFundEvents, type FundEventBatch, type FundEventRecorder, type FundEventType } from "./fund-events.js";
 import { FUND_POLICY_LOCK } from "./fund-policy.js";
 import { isSet } from "./guards.js";
 import { parseMoney, toNanos } from "./money.js";
@@ -25,10 +25,13 @@ import type { SpendObserver } from "./spend-observer.js";
 import { ledgerEntry } from "./spend-ledger.js";
 import { answeredState, authorizationView, rowById, windowOf, type SpendAuthorization, type SpendRow, type StoredState } from "./spend-rows.js";
 import { lockWindow, usageView } from "./spend-usage.js";
-import { lockedRow, recordAuthorization, recordChange, type ChangeWrites } from "./spend-writes.js";
+import { changeInOneCall, lockedRow, recordAuthorization, recordChange, type ChangeWrites } from "./spend-writes.js";
 
 type AuthorizeRequest = components["schemas"]["SpendServiceAuthorizeRequest"];
 
+
+/** A change as decided on an authorization's row at `now`: the row as it becomes and what that writes. */
+type DecideChange = (row: SpendRow, now: number) => { row: SpendRow; writes: ChangeWrites | null };
 
 /** How long an approved hold counts when the request does not say. */
 export const DEFAULT_HOLD_SECONDS = 600;
@@ -179,11 +182,55 @@ export class SpendAuthorizations {
    */
   private async change(
     found: SpendRow,
-    decide: (row: SpendRow, now: number) => { row: SpendRow; writes: ChangeWrites | null },
+    decide: DecideChange,
     beforeCommit?: BeforeCommit<SpendAuthorization>,
     origin?: Origin,
   ): Promise<SpendAuthorization> {
-    return withFundEvents(this.events, CHANGE_EVENTS, (events) => writeTransaction(this.storage, { exclusive: [] }, async (db) => {
+    return withFundEvents(this.events, CHANGE_EVENTS, async (events) => {
+      if (!events && this.storage.dialect === "postgres") {
+        const answered = await this.changeInOneCall(found, decide, beforeCommit, origin);
+        if (answered) return answered;
+      }
+      return this.changeInTransaction(found, decide, events, beforeCommit, origin);
+    });
+  }
+
+  /**
+   * PostgreSQL, without fund events to record: the change decided on `found` and written in one
+   * round trip, if the row is still `found` under the lock. Undefined when it is not, when the
+   * change is refused or writes nothing, or when the answer is kept by a statement of its own (a
+   * claimed key): the transaction decides it then, on the row read under the lock.
+   */
+  private async changeInOneCall(
+    found: SpendRow,
+    decide: DecideChange,
+    beforeCommit?: BeforeCommit<SpendAuthorization>,
+    origin?: Origin,
+  ): Promise<SpendAuthorization | undefined> {
+    if (beforeCommit && !beforeCommit.asWrite) return undefined;
+    const now = this.clock.now();
+    let decided: ReturnType<DecideChange>;
+    try {
+      decided = decide(found, now);
+    } catch {
+      // Refused on a row that may be stale: refused again, or not, on the row under the lock.
+      return undefined;
+    }
+    const { row, writes } = decided;
+    if (!writes) return undefined;
+    const answer = authorizationView(row, iso(now));
+    return (await changeInOneCall(this.storage, found, row, writes, now, beforeCommit?.asWrite?.(answer), origin)) ? answer : undefined;
+  }
+
+  /** The change in a transaction, decided on the row as it is under the window's lock, with its fund events. */
+  private changeInTransaction(
+    found: SpendRow,
+    decide: DecideChange,
+    events: FundEventBatch | undefined,
+    beforeCommit?: BeforeCommit<SpendAuthorization>,
+    origin?: Origin,
+  ): Promise<SpendAuthorization> {
+    return writeTransaction(this.storage, { exclusive: [] }, async (db) => {
       const current = await lockedRow(this.storage, db, windowOf(found), found.id);
       const now = this.clock.now();
       if (!current) throw new Error(`spend authorization ${found.id} vanished`);
@@ -193,7 +240,7 @@ export class SpendAuthorizations {
       const event = events && writes && spendChangeEvent(answer, writes.entries[0]);
       if (event) await events.record(db, [event]);
       return answer;
-    }, { origin }));
+    }, { origin });
   }
 
   /** The authorization if `access` may see it, else 404 as if it did not exist. */

@@ -8,7 +8,8 @@ import { sql, type RawBuilder } from "kysely";
 import type { Storage } from "../storage/connect.js";
 import { keepInsertBound, keptBindings, type KeptBindings } from "../storage/idempotency-records.js";
 import { prepared, type Prepared } from "../storage/prepared.js";
-import type { BeforeCommit, Db } from "../storage/transactions.js";
+import { writeStatement, type AnswerWrite, type BeforeCommit, type Db } from "../storage/transactions.js";
+import type { Origin } from "../core/origin.js";
 import { insertEntry, ledgerEntry, type LedgerEntry, type LedgerKind } from "./spend-ledger.js";
 import { rowById, toRow, windowOf, type Selected, type SpendAuthorization, type SpendRow, type StoredState } from "./spend-rows.js";
 import { addSpent, type WindowKey } from "./spend-usage.js";
@@ -170,4 +171,60 @@ export async function recordChange(storage: Storage, db: Db, row: SpendRow, writ
   for (const entry of entries) await insertEntry.execute(db, entry);
   if (writes.spent !== 0n) await addSpent(db, row.user_id, row.app_id, row.created_at, writes.spent);
   await beforeCommit?.(db, view);
+}
+
+type OneCallChange = Changed & { was_state: string; was_captured: bigint; was_reversed: bigint } & { [K in keyof KeptBindings]: KeptBindings[K] | null };
+
+/** PostgreSQL: spend_change (migration 0028). */
+const oneCallChange = prepared((db, v: OneCallChange) =>
+  db.selectNoFrom(
+    sql<"changed" | "stale" | "taken">`spend_change(${v.id}, ${v.user_id}, ${v.app_id}, ${v.window_start}, ${v.window_end}, ${v.was_state}, ${v.was_captured}, ${v.was_reversed},
+      ${v.state}, ${v.captured}, ${v.reversed}, ${v.at}, ${v.first_id}, ${v.first_kind}, ${v.first_amount}, ${v.second_id}, ${v.second_kind}, ${v.second_amount}, ${v.spent},
+      ${v.kept_id}, ${v.kept_fingerprint}, ${v.kept_owner}, ${v.kept_answer}, ${v.kept_created_at}, ${v.kept_retained})`.as("outcome"),
+  ),
+);
+
+const NO_ANSWER = { kept_id: null, kept_fingerprint: null, kept_owner: null, kept_answer: null, kept_created_at: null, kept_retained: null };
+
+/**
+ * PostgreSQL: change `was` (the row as read before any lock) into `row` with `writes`, and keep
+ * `answer`, in one round trip (spend_change, a transaction by itself): the lock, the check that the
+ * row is still `was`, then the writes. False, with nothing written, when the row changed meanwhile:
+ * the caller decides again under the lock in a transaction (`lockedRow`). Settles `answer`.
+ */
+export async function changeInOneCall(storage: Storage, was: SpendRow, row: SpendRow, writes: ChangeWrites, now: number, answer: AnswerWrite | undefined, origin?: Origin): Promise<boolean> {
+  const window = windowOf(row);
+  const [first, second, ...more] = writes.entries.map((e) => ledgerEntry(row.id, window, e.kind, e.amount, now));
+  if (!first || more.length > 0) throw new Error("spend_change takes one or two ledger entries");
+  const { rows } = await writeStatement(
+    storage,
+    (db) =>
+      oneCallChange.execute(db, {
+        id: row.id,
+        user_id: row.user_id,
+        app_id: row.app_id,
+        window_start: row.window_start,
+        window_end: row.window_end,
+        was_state: was.state,
+        was_captured: was.captured,
+        was_reversed: was.reversed,
+        state: row.state,
+        captured: row.captured,
+        reversed: row.reversed,
+        at: row.updated_at,
+        first_id: first.id,
+        first_kind: first.kind,
+        first_amount: first.amount_nanos,
+        second_id: second?.id ?? null,
+        second_kind: second?.kind ?? null,
+        second_amount: second?.amount_nanos ?? null,
+        spent: writes.spent,
+        ...(answer ? keptBindings(answer.record) : NO_ANSWER),
+      }),
+    origin,
+  );
+  const outcome = rows[0]?.outcome;
+  if (outcome === "stale") return false;
+  answer?.settle(outcome === "changed");
+  return true;
 }

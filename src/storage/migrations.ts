@@ -1166,6 +1166,50 @@ const m0024 = (text: TextType): Migration => ({
   },
 });
 
+// PostgreSQL only: a Capture, Release or Reverse in one round trip (src/funds/spend-writes.ts
+// changeInOneCall). The server decides the change on the row it read before (the read that finds
+// whether the caller may see it) and sends the whole change as one call, a transaction by itself in
+// autocommit: the subject-app's lock, then the check that the row is still as it was decided on
+// (its state and amounts; else 'stale', nothing written, and the server runs the change in a
+// transaction as before), then the kept answer's insert (else 'taken': another attempt holds the
+// key, nothing written), then spend_record_change's writes. The answer's insert is
+// IdempotencyRecords' keepInsert, the same upsert.
+const m0028 = (dialect: "sqlite" | "postgres"): Migration => ({
+  async up(db: Kysely<any>) {
+    if (dialect !== "postgres") return;
+    await sql`
+      create function spend_change(
+        p_id text, p_user_id text, p_app_id text, p_window_start text, p_window_end text,
+        p_was_state text, p_was_captured bigint, p_was_reversed bigint,
+        p_state text, p_captured bigint, p_reversed bigint, p_at text,
+        p_first_id text, p_first_kind text, p_first_amount bigint, p_second_id text, p_second_kind text, p_second_amount bigint, p_spent_delta bigint,
+        p_kept_id text, p_kept_fingerprint text, p_kept_owner text, p_kept_answer text, p_kept_created_at text, p_kept_retained text)
+      returns text language plpgsql volatile as $$
+      begin
+        perform spend_lock_subject_app(p_user_id, p_app_id);
+        perform 1 from spend_authorizations a
+        where a.id = p_id and a.state = p_was_state and a.captured_nanos = p_was_captured and a.reversed_nanos = p_was_reversed;
+        if not found then
+          return 'stale';
+        end if;
+        if p_kept_id is not null then
+          insert into idempotency_records as r (id, fingerprint, owner, locked_until, answer, created_at)
+          values (p_kept_id, p_kept_fingerprint, p_kept_owner, null, p_kept_answer, p_kept_created_at)
+          on conflict (id) do update set fingerprint = excluded.fingerprint, owner = excluded.owner, locked_until = null,
+            answer = excluded.answer, created_at = excluded.created_at
+          where r.created_at <= p_kept_retained or (r.answer is null and r.locked_until <= p_kept_created_at);
+          if not found then
+            return 'taken';
+          end if;
+        end if;
+        perform spend_record_change(p_id, p_state, p_captured, p_reversed, p_at, p_user_id, p_app_id, p_window_start, p_window_end,
+          p_first_id, p_first_kind, p_first_amount, p_second_id, p_second_kind, p_second_amount, p_spent_delta, null, null, null);
+        return 'changed';
+      end
+      $$`.execute(db);
+  },
+});
+
 /** Whether an instance of the release before the one that adds a migration keeps working on a database it was applied to. */
 interface EarlierRelease {
   sqlite: boolean;
@@ -1217,6 +1261,7 @@ export interface MigrationStep {
  * - 0027: a table (SQLite) or a view (PostgreSQL) it does not know of: it runs, recording its
  *   changes into audit_events itself. On SQLite its lists do not show the events still in the
  *   inbox, which an instance of this release moves into audit_events within a second.
+ * - 0028: a function it does not know of (PostgreSQL; nothing on SQLite): it runs.
  */
 export function migrationSteps(dialect: "sqlite" | "postgres"): MigrationStep[] {
   const text: TextType = dialect === "postgres" ? sql`text collate "C"` : "text";
@@ -1248,6 +1293,7 @@ export function migrationSteps(dialect: "sqlite" | "postgres"): MigrationStep[] 
     ["0025_audit_events", m0025(text, dialect), RUNS],
     ["0026_audit_filter_indexes", m0026, RUNS],
     ["0027_audit_inbox", m0027(text, dialect), RUNS],
+    ["0028_spend_change_in_one_call", m0028(dialect), RUNS],
   ];
   return steps.map(([name, migration, earlier]) => ({ name, migration, earlierReleaseRuns: earlier[dialect] }));
 }

@@ -13,7 +13,7 @@ import { appWithLimit, authorized, money, watchingQueries } from "./spends-helpe
 const watched = watchingQueries();
 const { sent } = watched;
 
-describe.skipIf(testDialect() !== "postgres")("Authorize's and Capture's round trips (PostgreSQL)", () => {
+describe.skipIf(testDialect() !== "postgres")("Authorize's, Capture's, Release's and Reverse's round trips (PostgreSQL)", () => {
 
   /** The texts sent on the transaction's connection, from its BEGIN to its COMMIT. */
   function transaction(): string[] {
@@ -45,21 +45,32 @@ describe.skipIf(testDialect() !== "postgres")("Authorize's and Capture's round t
     expect(decision).toContain(keyed[0]);
   });
 
-  // Before the change: the authorization's read (who may see it). The change's
-  // transaction: BEGIN with the window's lock and the row read after it (one simple query), the
-  // row's update with its ledger entries, the spent counter and the idempotent answer (one call), COMMIT.
+  // The authorization's read (who may see it), then the whole change as one call, a transaction by
+  // itself: the window's lock, the check that the row is as read, the kept answer, the row's update
+  // with its ledger entries and the spent counter (spend_change). No BEGIN, no COMMIT.
   it.each([
-    { what: "whole", body: {} },
+    { what: "a whole capture", change: (id: string) => watched.server.spend.capture(id, {}, randomUUID()) },
     // A second ledger entry (the rest released), in the same call.
-    { what: "partial", body: { amount: money("0", 400_000_000) } },
-  ])("a $what capture: the change in 3 round trips, one transaction", async ({ body }) => {
+    { what: "a partial capture", change: (id: string) => watched.server.spend.capture(id, { amount: money("0", 400_000_000) }, randomUUID()) },
+    { what: "a release", change: (id: string) => watched.server.spend.release(id, {}, randomUUID()) },
+    { what: "a reversal", change: async (id: string) => {
+      await watched.server.spend.capture(id, {}, randomUUID());
+      return watched.server.spend.reverse(id, {}, randomUUID());
+    } },
+  ])("$what: the read, then the change in one round trip", async ({ what, change }) => {
     const { admin, spend, subject } = watched.server;
     const app = await appWithLimit(admin, subject.userId, "100");
     const hold = await authorized(spend, { userId: subject.userId, appId: app, amount: money("1") });
     sent.length = 0;
-    const answer = await spend.capture(hold.id, body, randomUUID());
+    const answer = await change(hold.id);
     expect(answer.response.status).toBe(200);
-    const change = transaction();
-    expect(change.length, change.join("\n")).toBe(3);
+    const texts = sent.map((s) => s.text);
+    expect(texts.filter((t) => /^(begin|commit)/i.test(t))).toEqual([]);
+    const calls = texts.filter((t) => /spend_change\(/.test(t));
+    const reads = texts.filter((t) => /from "spend_authorizations"/.test(t));
+    // A reversal is preceded by its capture: two of each.
+    const changes = what === "a reversal" ? 2 : 1;
+    expect(calls, texts.join("\n")).toHaveLength(changes);
+    expect(reads, texts.join("\n")).toHaveLength(changes);
   });
 });
