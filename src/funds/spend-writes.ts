@@ -12,7 +12,8 @@ import { writeStatement, type AnswerWrite, type BeforeCommit, type Db } from "..
 import type { Origin } from "../core/origin.js";
 import { insertEntry, ledgerEntry, type LedgerEntry, type LedgerKind } from "./spend-ledger.js";
 import { rowById, toRow, windowOf, type Selected, type SpendAuthorization, type SpendRow, type StoredState } from "./spend-rows.js";
-import { addSpent, type WindowKey } from "./spend-usage.js";
+import { addSpent, type Usage, type WindowKey } from "./spend-usage.js";
+import type { FundPolicyTable } from "../storage/schema.js";
 
 /** What a change of an authorization writes; none when it changes nothing (a release of a released hold). */
 export interface ChangeWrites {
@@ -227,4 +228,70 @@ export async function changeInOneCall(storage: Storage, was: SpendRow, row: Spen
   if (outcome === "stale") return false;
   answer?.settle(outcome === "changed");
   return true;
+}
+
+/** What a one-call decision is checked against under its locks: the policy's row and the window's usage it was decided on. */
+export interface DecidedOn {
+  policy: FundPolicyTable;
+  /** Undefined when none was read (the window had no row). */
+  usage: Usage | undefined;
+}
+
+/** What became of a one-call decision: recorded, or not because the policy or the usage (as it is now) is not what it was decided on. */
+export type OneCallDecision = { outcome: "recorded" } | { outcome: "policy" } | { outcome: "usage"; usage: Usage };
+
+type OneCallAuthorize = SpendRow & { lock: string; tenant_id: string; policy_currency: string; time_zone: string; default_controls: string | null; policy_updated_at: string | null } & {
+  spent: bigint | null;
+  held: bigint | null;
+  entry_id: string | null;
+  entry_kind: string | null;
+  entry_amount: bigint | null;
+} & { [K in keyof KeptBindings]: KeptBindings[K] | null };
+
+/** PostgreSQL: spend_authorize (migration 0028). */
+const oneCallAuthorize = prepared((db, v: OneCallAuthorize) =>
+  db
+    .selectFrom(
+      sql<{ outcome: "recorded" | "policy" | "usage" | "taken"; spent: string | null; held: string | null }>`spend_authorize(${v.lock}, ${v.tenant_id}, ${v.policy_currency}, ${v.time_zone}, ${v.default_controls}, ${v.policy_updated_at},
+        ${v.spent}, ${v.held}, ${v.created_at}, ${v.id}, ${v.user_id}, ${v.app_id}, ${v.amount}, ${v.captured}, ${v.state}, ${v.expires_at}, ${v.window_start}, ${v.window_end},
+        ${v.decision}, ${v.metadata}, ${v.entry_id}, ${v.entry_kind}, ${v.entry_amount},
+        ${v.kept_id}, ${v.kept_fingerprint}, ${v.kept_owner}, ${v.kept_answer}, ${v.kept_created_at}, ${v.kept_retained})`.as("d"),
+    )
+    .selectAll(),
+);
+
+/**
+ * PostgreSQL: records new authorization `row` (made at its created_at, not yet reversed) with its
+ * first ledger entry and `answer`, in one round trip (spend_authorize, a transaction by itself):
+ * under the policy's shared lock (`lock`) and the window's, if the policy and the window's usage
+ * are still `on`; else nothing is written. Settles `answer`.
+ */
+export async function authorizeInOneCall(storage: Storage, lock: string, on: DecidedOn, row: SpendRow, entry: LedgerEntry | null, answer: AnswerWrite | undefined, origin?: Origin): Promise<OneCallDecision> {
+  const { policy } = on;
+  const { rows } = await writeStatement(
+    storage,
+    (db) =>
+      oneCallAuthorize.execute(db, {
+        ...row,
+        lock,
+        tenant_id: policy.tenant_id,
+        policy_currency: policy.currency_code,
+        time_zone: policy.time_zone,
+        default_controls: policy.default_controls,
+        policy_updated_at: policy.updated_at,
+        spent: on.usage?.spent ?? null,
+        held: on.usage?.held ?? null,
+        entry_id: entry?.id ?? null,
+        entry_kind: entry?.kind ?? null,
+        entry_amount: entry?.amount_nanos ?? null,
+        ...(answer ? keptBindings(answer.record) : NO_ANSWER),
+      }),
+    origin,
+  );
+  const found = rows[0];
+  if (!found) throw new Error("spend_authorize returned no row");
+  if (found.outcome === "policy") return { outcome: "policy" };
+  if (found.outcome === "usage") return { outcome: "usage", usage: { spent: BigInt(found.spent ?? "0"), held: BigInt(found.held ?? "0") } };
+  answer?.settle(found.outcome === "recorded");
+  return { outcome: "recorded" };
 }
