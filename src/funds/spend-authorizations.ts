@@ -149,11 +149,12 @@ export class SpendAuthorizations {
     if (beforeCommit && !beforeCommit.asWrite) return undefined;
     const now = this.clock.now();
     const { force, usage: read, policy } = await this.effective.snapshot(request.userId, request.appId, now, true);
-    let usage = read;
+    // A window without its row yet most often has no spends (its first decision): the call seeds the row and checks.
+    let usage = read ?? NOTHING_USED;
     for (let attempt = 0; attempt < ONE_CALL_ATTEMPTS; attempt++) {
       let decided: Decision;
       try {
-        decided = decide(request, force, usage ?? NOTHING_USED, now);
+        decided = decide(request, force, usage, now);
       } catch {
         return undefined;
       }

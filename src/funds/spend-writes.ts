@@ -233,16 +233,15 @@ export async function changeInOneCall(storage: Storage, was: SpendRow, row: Spen
 /** What a one-call decision is checked against under its locks: the policy's row and the window's usage it was decided on. */
 export interface DecidedOn {
   policy: FundPolicyTable;
-  /** Undefined when none was read (the window had no row). */
-  usage: Usage | undefined;
+  usage: Usage;
 }
 
 /** What became of a one-call decision: recorded, or not because the policy or the usage (as it is now) is not what it was decided on. */
 export type OneCallDecision = { outcome: "recorded" } | { outcome: "policy" } | { outcome: "usage"; usage: Usage };
 
 type OneCallAuthorize = SpendRow & { lock: string; tenant_id: string; policy_currency: string; time_zone: string; default_controls: string | null; policy_updated_at: string | null } & {
-  spent: bigint | null;
-  held: bigint | null;
+  spent: bigint;
+  held: bigint;
   entry_id: string | null;
   entry_kind: string | null;
   entry_amount: bigint | null;
@@ -279,8 +278,8 @@ export async function authorizeInOneCall(storage: Storage, lock: string, on: Dec
         time_zone: policy.time_zone,
         default_controls: policy.default_controls,
         policy_updated_at: policy.updated_at,
-        spent: on.usage?.spent ?? null,
-        held: on.usage?.held ?? null,
+        spent: on.usage.spent,
+        held: on.usage.held,
         entry_id: entry?.id ?? null,
         entry_kind: entry?.kind ?? null,
         entry_amount: entry?.amount_nanos ?? null,

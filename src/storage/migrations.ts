@@ -1194,8 +1194,8 @@ const m0028 = (dialect: "sqlite" | "postgres"): Migration => ({
       end
       $$`.execute(db);
     // A decision: the policy's lock shared and the check that the policy is the row decided on; the
-    // window's lock and usage (spend_lock_window, its sweep included) and the check that it is the
-    // usage decided on (null: none was read, the window had no row); the answer; the authorization.
+    // window's lock and usage (spend_lock_window, its sweep included, its row seeded when it has
+    // none) and the check that it is the usage decided on; the answer; the authorization.
     await sql`
       create function spend_authorize(
         p_lock text, p_tenant_id text, p_currency_code text, p_time_zone text, p_default_controls text, p_policy_updated_at text,
@@ -1217,7 +1217,7 @@ const m0028 = (dialect: "sqlite" | "postgres"): Migration => ({
           return;
         end if;
         select w.spent::bigint, w.held::bigint into v_spent, v_held from spend_lock_window(p_user_id, p_app_id, p_window_start, p_window_end, p_now) w;
-        if p_spent is null or v_spent <> p_spent or v_held <> p_held then
+        if v_spent <> p_spent or v_held <> p_held then
           return query select 'usage', v_spent::text, v_held::text;
           return;
         end if;
