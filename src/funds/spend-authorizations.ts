@@ -251,9 +251,9 @@ export class SpendAuthorizations {
   }
 
   /**
-   * A change of one authorization under its window's lock. The row is read again after the lock:
-   * the state seen before it may have changed (a concurrent capture, release or reversal). `decide`
-   * answers the row as it becomes and what that writes.
+   * A change of one authorization under its window's lock, decided on the row as it is under the
+   * lock: the state seen before it may have changed (a concurrent capture, release or reversal).
+   * `decide` answers the row as it becomes and what that writes.
    */
   private async change(
     found: SpendRow,

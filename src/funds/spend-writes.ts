@@ -1,9 +1,12 @@
 // The writes of a spend decision or change under its window's lock, where the dialects differ. On
 // SQLite one statement each, under the database's write lock. On PostgreSQL each round trip costs
-// the server more CPU than the statements themselves (bench/RESULTS.md, "Spend decisions"), so: the window's lock
-// with what is read after it is one function call, sent with the transaction's BEGIN; every write
-// of the decision or change is one more (migration 0012), with the request's kept answer inserted
-// in the same statement.
+// the server more CPU than the statements themselves (bench/RESULTS.md, "Spend decisions"), so a
+// decision or change decided on what was read before its lock is one function call, a transaction
+// by itself, that checks what was decided on under the lock and writes it with the kept answer
+// (migration 0028: `authorizeInOneCall`, `changeInOneCall`). In a transaction (fund events to
+// record, or a check that failed): the window's lock with what is read after it is one function
+// call, sent with the transaction's BEGIN; every write is one more (migration 0012), with the
+// request's kept answer inserted in the same statement.
 import { sql, type RawBuilder } from "kysely";
 import type { Storage } from "../storage/connect.js";
 import { keepInsertBound, keptBindings, type KeptBindings } from "../storage/idempotency-records.js";
