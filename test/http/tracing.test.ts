@@ -420,6 +420,29 @@ describe("a collector that does not answer", () => {
   });
 });
 
+describe("a collector that refuses connections", () => {
+  it("fails no request; failed exports are logged, once a minute at most", async () => {
+    const closed = createServer();
+    await new Promise<void>((resolve) => closed.listen(0, "127.0.0.1", resolve));
+    const port = (closed.address() as { port: number }).port;
+    await new Promise<void>((resolve) => closed.close(() => resolve()));
+    const refused = await startOne({ OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${port}`, OTEL_TRACES_SAMPLER: "always_on" });
+    try {
+      const bearer = await adminToken(refused);
+      for (let i = 0; i < 3; i++) {
+        const answer = await fetch(`${refused.url}/api/v1/users?page_size=1`, { headers: { Authorization: `Bearer ${bearer}` } });
+        expect(answer.status).toBe(200);
+        await new Promise((r) => setTimeout(r, 400));
+      }
+      const deadline = Date.now() + 20_000;
+      while (!refused.output().includes('"traces not exported"') && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+      expect(refused.output().match(/"traces not exported"/g)).toHaveLength(1);
+    } finally {
+      await refused.stop();
+    }
+  });
+});
+
 describe("the OTEL_* configuration", () => {
   it("leaves traces off without an OTLP endpoint, or with OTEL_SDK_DISABLED=true", () => {
     expect(loadConfig({}).tracing).toBeNull();
