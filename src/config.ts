@@ -71,6 +71,13 @@ export interface TracingConfig {
   sampler: TraceSampler;
   /** OTEL_TRACES_SAMPLER_ARG: the share of new traces the ratio samplers keep, 0 to 1. */
   ratio: number;
+  /**
+   * OTEL_BSP_SCHEDULE_DELAY: how long finished spans wait on the server's thread for their batch,
+   * in ms. Briefly by default: held for the SDK's own default of 5 s, sampled spans outlived the
+   * young generation and the server's garbage collection per request nearly doubled
+   * (bench/RESULTS.md, "Metrics and traces").
+   */
+  batchDelayMs: number;
 }
 
 /**
@@ -304,7 +311,13 @@ function tracing(env: NodeJS.ProcessEnv): TracingConfig | null {
   const protocolVariable = env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL ? "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL" : "OTEL_EXPORTER_OTLP_PROTOCOL";
   const protocol = oneOf(env, protocolVariable, TRACE_PROTOCOLS, "http/protobuf");
   const sampler = oneOf(env, "OTEL_TRACES_SAMPLER", TRACE_SAMPLERS, "parentbased_always_on");
-  return { url: collector, protocol, sampler, ratio: sampler.endsWith("traceidratio") ? samplerRatio(env.OTEL_TRACES_SAMPLER_ARG) : 1 };
+  return {
+    url: collector,
+    protocol,
+    sampler,
+    ratio: sampler.endsWith("traceidratio") ? samplerRatio(env.OTEL_TRACES_SAMPLER_ARG) : 1,
+    batchDelayMs: integer(env, "OTEL_BSP_SCHEDULE_DELAY", 200, 1, 3_600_000),
+  };
 }
 
 function samplerRatio(raw: string | undefined): number {

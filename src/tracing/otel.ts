@@ -19,15 +19,6 @@ import { WorkerSpanExporter } from "./worker-exporter.js";
 
 const KINDS: Record<Kind, SpanKind> = { server: SpanKind.SERVER, consumer: SpanKind.CONSUMER, internal: SpanKind.INTERNAL };
 
-/**
- * How long finished spans wait on the server's thread for their batch, unless
- * OTEL_BSP_SCHEDULE_DELAY says otherwise: briefly. Held for the SDK's default 5 s, sampled spans
- * outlived the young generation, and the server's garbage collection per request nearly doubled
- * (bench/RESULTS.md, "Metrics and traces"). A busy server sends a batch (512 spans at most) five
- * times a second; an idle one sends none.
- */
-const BATCH_DELAY_MS = 200;
-
 /** A failed export is logged once a minute at most: a collector down for an hour is one line a minute, not one per batch. */
 const EXPORT_FAILURE_LOG_MS = 60_000;
 
@@ -105,8 +96,8 @@ export async function startOpenTelemetry(config: TracingConfig, service: { name:
     .merge(resourceFromAttributes({ "service.name": service.name, "service.version": service.version, "service.instance.id": randomUUID() }))
     .merge(detectResources({ detectors: [envDetector] }));
   const exporter = new WorkerSpanExporter({ url: config.url, protocol: config.protocol });
-  // The other OTEL_BSP_* variables, and this one when set, are the SDK's to read.
-  const batches = new BatchSpanProcessor(exporter, process.env.OTEL_BSP_SCHEDULE_DELAY ? {} : { scheduledDelayMillis: BATCH_DELAY_MS });
+  // The other OTEL_BSP_* variables (the queue's and a batch's sizes, the export's timeout) are the SDK's to read.
+  const batches = new BatchSpanProcessor(exporter, { scheduledDelayMillis: config.batchDelayMs });
   const provider = new BasicTracerProvider({ resource, sampler: sampler(config), spanProcessors: [batches] });
   // Not registered globally: no context manager is installed (the Node SDK's would be an
   // AsyncLocalStorage), and every span is started from an explicit parent (src/core/tracing.ts).

@@ -46,36 +46,61 @@ function workerEntry(): URL {
   return new URL(`data:text/javascript,${encodeURIComponent(code)}`);
 }
 
+/** The worker's heap, bounded: a batch it cannot hold ends the worker (started again), never the server. */
+const WORKER_HEAP_MB = 64;
+
+/** A worker that died is started again at the next export, no sooner than this after it died; doubled while each new one dies before an export succeeds. */
+const RESTART_DELAY_MS = { first: 1_000, max: 60_000 };
+
 export class WorkerSpanExporter implements SpanExporter {
-  private readonly worker: Worker;
+  private worker: Worker | undefined;
   private readonly pending = new Map<number, (answer: FromWorker) => void>();
   private nextId = 0;
-  private stopped: string | undefined;
+  private shutDown = false;
+  /** Why the last worker ended, while no other is started. */
+  private died: string | undefined;
+  private restartAt = 0;
+  private restartDelayMs = RESTART_DELAY_MS.first;
 
-  constructor(data: ExportWorkerData) {
-    this.worker = new Worker(workerEntry(), { workerData: data });
+  constructor(private readonly data: ExportWorkerData) {
+    this.start();
+  }
+
+  private start(): Worker {
+    const worker = new Worker(workerEntry(), { workerData: this.data, resourceLimits: { maxOldGenerationSizeMb: WORKER_HEAP_MB } });
     // The process's exit is not held up by it: a shutdown flushes through it first (./start.ts).
-    this.worker.unref();
-    this.worker.on("message", (answer: FromWorker) => {
+    worker.unref();
+    worker.on("message", (answer: FromWorker) => {
+      if (answer.ok) this.restartDelayMs = RESTART_DELAY_MS.first;
       this.pending.get(answer.id)?.(answer);
       this.pending.delete(answer.id);
     });
-    this.worker.on("error", (err) => this.fail(`the export worker failed: ${err.message}`));
-    this.worker.on("exit", () => this.fail("the export worker stopped"));
+    worker.on("error", (err) => this.lost(worker, `the export worker failed: ${err.message}`));
+    worker.on("exit", () => this.lost(worker, "the export worker stopped"));
+    this.worker = worker;
+    this.died = undefined;
+    return worker;
   }
 
-  private fail(reason: string): void {
-    this.stopped ??= reason;
+  /** Its questions are answered failed; the next export after the delay starts another. */
+  private lost(worker: Worker, reason: string): void {
+    if (worker !== this.worker) return;
+    this.worker = undefined;
+    this.died = reason;
+    this.restartAt = performance.now() + this.restartDelayMs;
+    this.restartDelayMs = Math.min(this.restartDelayMs * 2, RESTART_DELAY_MS.max);
     for (const answer of this.pending.values()) answer({ id: -1, ok: false, error: reason });
     this.pending.clear();
   }
 
   private ask(message: Omit<ToWorker, "id">): Promise<FromWorker> {
-    if (this.stopped) return Promise.resolve({ id: -1, ok: false, error: this.stopped });
+    if (this.shutDown) return Promise.resolve({ id: -1, ok: false, error: "shut down" });
+    const worker = this.worker ?? (performance.now() >= this.restartAt ? this.start() : undefined);
+    if (!worker) return Promise.resolve({ id: -1, ok: false, error: this.died });
     const id = this.nextId++;
     return new Promise((resolve) => {
       this.pending.set(id, resolve);
-      this.worker.postMessage({ ...message, id });
+      worker.postMessage({ ...message, id });
     });
   }
 
@@ -91,9 +116,11 @@ export class WorkerSpanExporter implements SpanExporter {
   }
 
   async shutdown(): Promise<void> {
-    if (this.stopped) return;
-    await this.ask({ kind: "shutdown" });
-    this.stopped = "shut down";
-    await this.worker.terminate();
+    if (this.shutDown) return;
+    const worker = this.worker;
+    if (worker) await this.ask({ kind: "shutdown" });
+    this.shutDown = true;
+    this.worker = undefined;
+    await worker?.terminate();
   }
 }

@@ -451,7 +451,7 @@ describe("the OTEL_* configuration", () => {
   });
 
   it("reads the standard variables: the endpoint (with /v1/traces) or the traces endpoint as given, the protocol, the sampler and its ratio", () => {
-    expect(loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://collector:4318/" }).tracing).toEqual({ url: "http://collector:4318/v1/traces", protocol: "http/protobuf", sampler: "parentbased_always_on", ratio: 1 });
+    expect(loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://collector:4318/" }).tracing).toEqual({ url: "http://collector:4318/v1/traces", protocol: "http/protobuf", sampler: "parentbased_always_on", ratio: 1, batchDelayMs: 200 });
     expect(
       loadConfig({
         OTEL_EXPORTER_OTLP_ENDPOINT: "http://ignored:4318",
@@ -461,7 +461,7 @@ describe("the OTEL_* configuration", () => {
         OTEL_TRACES_SAMPLER: "parentbased_traceidratio",
         OTEL_TRACES_SAMPLER_ARG: "0.1",
       }).tracing,
-    ).toEqual({ url: "https://collector.example.com/otlp/traces", protocol: "http/json", sampler: "parentbased_traceidratio", ratio: 0.1 });
+    ).toEqual({ url: "https://collector.example.com/otlp/traces", protocol: "http/json", sampler: "parentbased_traceidratio", ratio: 0.1, batchDelayMs: 200 });
   });
 
   it("refuses a bad value with a ConfigError naming its variable, instead of the SDK's fallback of keeping every trace", () => {
@@ -473,6 +473,8 @@ describe("the OTEL_* configuration", () => {
       ["OTEL_TRACES_SAMPLER", "parentbased_ratio"],
       ["OTEL_TRACES_SAMPLER_ARG", "10%"],
       ["OTEL_TRACES_SAMPLER_ARG", "1.5"],
+      ["OTEL_BSP_SCHEDULE_DELAY", "0"],
+      ["OTEL_BSP_SCHEDULE_DELAY", "5s"],
     ] as const) {
       const env = { ...on, OTEL_TRACES_SAMPLER: "traceidratio", [name]: value };
       expect(() => loadConfig(env), name).toThrow(ConfigError);
