@@ -314,7 +314,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     storage.dialect === "sqlite"
       ? new BackgroundTask(options.auditInboxMoveMs ?? AUDIT_INBOX_MOVE_MS, () =>
           moveAuditInbox(storage).then(
-            () => undefined,
+            ({ moved, caughtUp }) => metrics?.database.auditInboxMoved(moved, caughtUp, clock.now()),
             (err: unknown) => logBackgroundFailure(logger, "audit inbox move failed", err),
           ),
         )

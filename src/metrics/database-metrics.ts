@@ -1,6 +1,8 @@
 // The database as this process sees it: transactions it failed, and per dialect what bounds its
 // waits. PostgreSQL: the pool's connections (read when scraped) and the statements that met a
-// timeout; SQLite: how long each write waited for the write lock (busy_timeout bounds it).
+// timeout; SQLite: how long each write waited for the write lock (busy_timeout bounds it), and the
+// audit inbox's moves into the trail (src/audit/audit-inbox.ts), whose stall an alert must see
+// before the inbox holds days of events the trail's lists still read.
 import { Counter, Gauge, Histogram, type Registry } from "prom-client";
 import type { Storage } from "../storage/connect.js";
 import type { DatabaseObserver, PoolCounts } from "../storage/database-observer.js";
@@ -12,6 +14,8 @@ export class DatabaseMetrics implements DatabaseObserver {
   private readonly failed: Counter<"cause">;
   private readonly timeouts: Counter<"timeout"> | undefined;
   private readonly lockWaits: Histogram | undefined;
+  private readonly inboxMoved: Counter | undefined;
+  private readonly inboxCaughtUp: Gauge | undefined;
 
   constructor(
     private readonly registry: Registry,
@@ -23,6 +27,8 @@ export class DatabaseMetrics implements DatabaseObserver {
       this.timeouts = new Counter({ name: "tenant_api_db_statement_timeouts_total", help: "PostgreSQL statements cancelled past DATABASE_STATEMENT_TIMEOUT_MS (statement), or left unanswered past DATABASE_QUERY_TIMEOUT_MS (query).", labelNames: ["timeout"], registers });
     } else {
       this.lockWaits = new Histogram({ name: "tenant_api_sqlite_write_lock_wait_seconds", help: "SQLite: how long each write transaction waited for the database's write lock (another process's write), up to SQLITE_BUSY_TIMEOUT_MS.", buckets: LOCK_WAIT_BUCKETS, registers });
+      this.inboxMoved = new Counter({ name: "tenant_api_sqlite_audit_inbox_moved_total", help: "SQLite: audit events this process moved from the inbox into the trail.", registers });
+      this.inboxCaughtUp = new Gauge({ name: "tenant_api_sqlite_audit_inbox_caught_up_timestamp_seconds", help: "SQLite: when this process last found the audit inbox empty or emptied it (Unix time); 0 before its first move, about a second after the start. It stops advancing while moves fail or fall behind.", registers });
     }
   }
 
@@ -36,6 +42,12 @@ export class DatabaseMetrics implements DatabaseObserver {
 
   waitedForWriteLock(seconds: number): void {
     this.lockWaits?.observe(seconds);
+  }
+
+  /** SQLite: a move of the audit inbox ended at `at` (ms since the epoch). */
+  auditInboxMoved(moved: number, caughtUp: boolean, at: number): void {
+    this.inboxMoved?.inc(moved);
+    if (caughtUp) this.inboxCaughtUp?.set(at / 1000);
   }
 
   /** PostgreSQL: adds the pool's gauges, read when scraped. */

@@ -296,7 +296,8 @@ describe("what the database failed, waited for and resumed", () => {
   });
 
   it.runIf(testDialect() === "sqlite")("SQLite: counts a write's wait for another process's write lock, and the write failed past the busy timeout", async () => {
-    const busy = await startTestServer({ METRICS_PORT: String(await freePort()), SQLITE_BUSY_TIMEOUT_MS: "200", RATE_LIMIT: "off" });
+    // Its audit inbox is not moved while the test holds the lock: the one write that waits is the request's.
+    const busy = await startTestServer({ METRICS_PORT: String(await freePort()), SQLITE_BUSY_TIMEOUT_MS: "200", RATE_LIMIT: "off" }, undefined, { auditInboxMoveMs: 3_600_000 });
     const other = new SQLite(busy.databaseUrl.replace(/^sqlite:/, ""));
     try {
       const { userId } = await busy.userClient(["ROLE_USER"]);
@@ -321,6 +322,38 @@ describe("what the database failed, waited for and resumed", () => {
       other.close();
       await busy.stop();
     }
+  });
+  it.runIf(testDialect() === "sqlite")("SQLite: counts the audit events moved from the inbox; the caught-up time stops while another process holds the write lock, and advances once it is released", async () => {
+    const busy = await startTestServer({ METRICS_PORT: String(await freePort()), SQLITE_BUSY_TIMEOUT_MS: "100", RATE_LIMIT: "off" }, undefined, { auditInboxMoveMs: 200 });
+    const other = new SQLite(busy.databaseUrl.replace(/^sqlite:/, ""));
+    const url = busy.server.metricsUrl!;
+    const caughtUpMs = async () => ((await scrape(url)).value("tenant_api_sqlite_audit_inbox_caught_up_timestamp_seconds") ?? 0) * 1000;
+    const movedTotal = async () => (await scrape(url)).value("tenant_api_sqlite_audit_inbox_moved_total") ?? 0;
+    try {
+      const { userId } = await busy.userClient(["ROLE_USER"]);
+      await until(async () => (await caughtUpMs()) === busy.clock.now(), "the first move");
+      const movedBefore = await movedTotal();
+
+      // An event in the inbox, and the write lock taken before (or just after) the next move.
+      unwrap(await funds(busy.admin).setLimit(userId, newAppId("inbox"), { limit: amount("100") }));
+      other.exec("begin immediate");
+      const locked = busy.clock.now();
+      busy.clock.advance(60_000);
+      await new Promise((r) => setTimeout(r, 1_000));
+      expect(await caughtUpMs()).toBeLessThanOrEqual(locked);
+
+      other.exec("rollback");
+      await until(async () => (await caughtUpMs()) === locked + 60_000, "a move once the lock is released");
+      expect((await movedTotal()) - movedBefore).toBeGreaterThanOrEqual(1);
+    } finally {
+      if (other.inTransaction) other.exec("rollback");
+      other.close();
+      await busy.stop();
+    }
+  });
+
+  it.runIf(testDialect() === "postgres")("PostgreSQL: has no audit inbox series (events are written to the trail directly)", async () => {
+    expect((await scrape(metricsUrl)).text).not.toContain("tenant_api_sqlite_audit_inbox");
   });
 });
 
