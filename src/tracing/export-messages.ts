@@ -7,11 +7,14 @@ import type { TimedEvent } from "@opentelemetry/sdk-trace-base";
 export interface ExportWorkerData {
   url: string;
   protocol: "http/protobuf" | "http/json";
+  /** The provider's resource and its one tracer's scope: the same for every span, sent once rather than with each. */
+  resource: Attributes;
+  scope: InstrumentationScope;
 }
 
 type PlainContext = Omit<SpanContext, "traceState">;
 
-/** A ReadableSpan's values; its trace states serialized, its resource by its attributes. */
+/** A ReadableSpan's values but its resource and scope (./ExportWorkerData); its trace states serialized. */
 export interface SpanRecord {
   name: string;
   kind: SpanKind;
@@ -22,13 +25,10 @@ export interface SpanRecord {
   startTime: HrTime;
   endTime: HrTime;
   duration: HrTime;
-  ended: boolean;
   status: SpanStatus;
   attributes: Attributes;
   links: Link[];
   events: TimedEvent[];
-  resource: Attributes;
-  instrumentationScope: InstrumentationScope;
   droppedAttributesCount: number;
   droppedEventsCount: number;
   droppedLinksCount: number;

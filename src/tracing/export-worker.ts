@@ -5,40 +5,35 @@
 // request (bench/RESULTS.md, "Where the time goes": traces).
 import { parentPort, workerData } from "node:worker_threads";
 import { ExportResultCode, TraceState } from "@opentelemetry/core";
-import { resourceFromAttributes, type Resource } from "@opentelemetry/resources";
+import { resourceFromAttributes } from "@opentelemetry/resources";
 import type { ReadableSpan, SpanExporter } from "@opentelemetry/sdk-trace-base";
 import type { ExportWorkerData, SpanRecord, ToWorker } from "./export-messages.js";
 
-const { url, protocol } = workerData as ExportWorkerData;
-
-async function exporter(): Promise<SpanExporter> {
+async function exporter({ url, protocol }: ExportWorkerData): Promise<SpanExporter> {
   // Headers, timeout and compression: the OTEL_* variables, read by the exporter from the environment this thread shares.
   if (protocol === "http/json") return new (await import("@opentelemetry/exporter-trace-otlp-http")).OTLPTraceExporter({ url });
   return new (await import("@opentelemetry/exporter-trace-otlp-proto")).OTLPTraceExporter({ url });
 }
 
-/** One Resource per set of attributes: the transformer groups spans by the Resource object. */
-const resources = new Map<string, Resource>();
-function resourceOf(attributes: SpanRecord["resource"]): Resource {
-  const key = JSON.stringify(attributes);
-  let resource = resources.get(key);
-  if (!resource) resources.set(key, (resource = resourceFromAttributes(attributes)));
-  return resource;
-}
+const data = workerData as ExportWorkerData;
+/** One object for every span: the transformer groups spans by their Resource object. */
+const resource = resourceFromAttributes(data.resource);
 
 function readable(record: SpanRecord): ReadableSpan {
-  const { spanContext, parentSpanContext, resource, traceState, parentTraceState, ...rest } = record;
+  const { spanContext, parentSpanContext, traceState, parentTraceState, ...rest } = record;
   const context = { ...spanContext, ...(traceState === undefined ? {} : { traceState: new TraceState(traceState) }) };
   return {
     ...rest,
+    ended: true,
     spanContext: () => context,
     ...(parentSpanContext ? { parentSpanContext: { ...parentSpanContext, ...(parentTraceState === undefined ? {} : { traceState: new TraceState(parentTraceState) }) } } : {}),
-    resource: resourceOf(resource),
+    resource,
+    instrumentationScope: data.scope,
   };
 }
 
 const port = parentPort!;
-const made = exporter();
+const made = exporter(data);
 const failed = (id: number, err: unknown) => port.postMessage({ id, ok: false, error: err instanceof Error ? err.message : String(err) });
 // Every message is answered, a failure included (the exporter not made, a span it could not read):
 // the server's thread keeps each question until its answer.

@@ -95,13 +95,14 @@ export async function startOpenTelemetry(config: TracingConfig, service: { name:
   const resource = defaultResource()
     .merge(resourceFromAttributes({ "service.name": service.name, "service.version": service.version, "service.instance.id": randomUUID() }))
     .merge(detectResources({ detectors: [envDetector] }));
-  const exporter = new WorkerSpanExporter({ url: config.url, protocol: config.protocol });
+  const scope = { name: service.name, version: service.version };
+  const exporter = new WorkerSpanExporter({ url: config.url, protocol: config.protocol, resource: resource.attributes, scope });
   // The other OTEL_BSP_* variables (the queue's and a batch's sizes, the export's timeout) are the SDK's to read.
   const batches = new BatchSpanProcessor(exporter, { scheduledDelayMillis: config.batchDelayMs });
   const provider = new BasicTracerProvider({ resource, sampler: sampler(config), spanProcessors: [batches] });
   // Not registered globally: no context manager is installed (the Node SDK's would be an
   // AsyncLocalStorage), and every span is started from an explicit parent (src/core/tracing.ts).
-  const otelTracer = provider.getTracer(service.name, service.version);
+  const otelTracer = provider.getTracer(scope.name, scope.version);
   const tracer: Tracer = {
     start(name, options) {
       const attributes = options.attributes ? { attributes: options.attributes } : {};

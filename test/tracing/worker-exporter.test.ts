@@ -25,7 +25,7 @@ afterAll(() => receiver.close());
 
 describe("the trace export worker", () => {
   it("dies of a batch it cannot hold, not the server; the next export after the delay starts another worker, which delivers", async () => {
-    const exporter = new WorkerSpanExporter({ url: `${receiver.url}/v1/traces`, protocol: "http/protobuf" });
+    const exporter = new WorkerSpanExporter({ url: `${receiver.url}/v1/traces`, protocol: "http/protobuf", resource: { "service.name": "test" }, scope: { name: "test" } });
     try {
       expect((await exported(exporter, spans({ size: "small" }))).code).toBe(ExportResultCode.SUCCESS);
 
