@@ -17,8 +17,9 @@ export function requestSpan(req: Request, res: Response, next: NextFunction): vo
   const route = routeOf(req);
   const attributes: Record<string, AttributeValue> = { "http.request.method": req.method };
   if (route) attributes["http.route"] = route.path;
-  const continues = { traceparent: req.get("traceparent"), tracestate: req.get("tracestate") };
-  const span = startSpan(route?.operationId ?? UNMATCHED_SPAN, { kind: "server", continues, attributes });
+  // Node names headers in lower case and joins a repeated one (a malformed traceparent, then: ignored).
+  const { traceparent, tracestate } = req.headers as { traceparent?: string; tracestate?: string };
+  const span = startSpan(route?.operationId ?? UNMATCHED_SPAN, { kind: "server", ...(traceparent ? { continues: { traceparent, tracestate } } : {}), attributes });
   // No span when traces stopped meanwhile (a server of the process that closed them). It is ended
   // by the one listener every request has, on its response's "close" (./request-outcome.ts).
   if (span) res.locals.span = span;
