@@ -1849,7 +1849,7 @@ export interface components {
          * @example INVALID_ARGUMENT
          * @enum {string}
          */
-        ErrorReason: string;
+        ErrorReason: "INVALID_ARGUMENT" | "MALFORMED_BODY" | "MALFORMED_PATH" | "MALFORMED_HTTP_REQUEST" | "REQUEST_TIMEOUT" | "HEADERS_TOO_LARGE" | "ROUTE_NOT_FOUND" | "METHOD_NOT_ALLOWED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "INTERNAL" | "UNAVAILABLE" | "MISSING_ACCESS_TOKEN" | "INVALID_ACCESS_TOKEN" | "ROLE_NOT_ALLOWED" | "INVALID_REQUEST" | "UNSUPPORTED_GRANT_TYPE" | "INVALID_SCOPE" | "INVALID_CLIENT" | "TOO_MANY_FAILED_ATTEMPTS" | "RATE_LIMITED" | "INVALID_PAGE_TOKEN" | "EMAIL_TAKEN" | "USER_NOT_FOUND" | "CREDENTIAL_NOT_FOUND" | "APP_IDS_REQUIRED" | "APP_IDS_NOT_ALLOWED" | "ROW_NOT_FOUND" | "APP_CAP_NOT_FOUND" | "INVALID_UPDATE_MASK" | "INVALID_CURRENCY" | "INVALID_TIME_ZONE" | "CURRENCY_IN_USE" | "CURRENCY_MISMATCH" | "INVALID_MONEY" | "MONEY_OUT_OF_RANGE" | "INVALID_TIMESTAMP" | "INVALID_PERIOD" | "PERIOD_WITHOUT_LIMIT" | "LIMIT_MISSING" | "LIMIT_KIND_MISSING" | "LIMIT_ONEOF_VIOLATION" | "LIMIT_ARM_NOT_ALLOWED" | "LIMIT_MONEY_MISSING" | "EXTENSION_LIMIT_MISSING" | "EXTENSION_EXPIRY_MISSING" | "EXTENSION_EXPIRY_NOT_IN_FUTURE" | "CONTROLS_EMPTY" | "AUTOMATION_NOT_FOUND" | "EXECUTION_NOT_FOUND" | "EXECUTION_NOT_FAILED" | "EXECUTION_ALREADY_REDRIVEN" | "AUTOMATION_IS_DRAFT" | "WEBHOOK_EVENT_NOT_FOUND" | "EVENT_BODY_NOT_KEPT" | "REPLAY_IN_PROGRESS" | "NOT_HMAC_TRIGGER" | "DUPLICATE_STEP_NAME" | "DUPLICATE_EXPRESSION_NAME" | "CEL_INVALID" | "INVALID_JWKS_URL" | "INVALID_NOTIFICATION_URL" | "INVALID_CIDR" | "LISTENER_NOT_FOUND" | "SOURCE_NOT_ALLOWED" | "MISSING_HEADER" | "INVALID_HEADER" | "UNSUPPORTED_CONTENT_TYPE" | "TIMESTAMP_OUT_OF_WINDOW" | "INVALID_EVENT_ID" | "MISSING_SIGNATURE" | "INVALID_SIGNATURE" | "MISSING_AUTHORIZATION" | "INVALID_JWT" | "JWKS_UNAVAILABLE" | "DUPLICATE_EVENT" | "APP_NOT_ALLOWED" | "SUBJECT_NOT_ALLOWED" | "AUTHORIZATION_NOT_FOUND" | "AMOUNT_NOT_POSITIVE" | "HOLD_WITH_CAPTURE" | "AMOUNT_EXCEEDS_HOLD" | "AMOUNT_EXCEEDS_CAPTURED" | "AUTHORIZATION_NOT_PENDING" | "AUTHORIZATION_NOT_CAPTURED" | "NOTHING_TO_REVERSE" | "USAGE_OUT_OF_RANGE" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEY_IN_USE" | "CONSOLE_NOT_BUILT" | "DOCS_NOT_BUILT" | "NOT_FOUND" | (string & {});
         /**
          * @description AIP-193 `ErrorInfo`: the stable, machine-readable cause of an error. `reason` is
          *     UPPER_SNAKE_CASE and never changes meaning once published; `metadata` adds context
@@ -2026,7 +2026,7 @@ export interface components {
          * @example ROLE_USER
          * @enum {string}
          */
-        Role: string;
+        Role: "ROLE_UNSPECIFIED" | "ROLE_SUPER_ADMIN" | "ROLE_FUND_ADMIN" | "ROLE_USER" | "ROLE_APP_SERVICE" | (string & {});
         /**
          * @description A user of this tenant: a person or a service that calls the API with the credentials
          *     (`Credential`) issued to it, with the rights of its roles. Users are the subjects of the
@@ -2558,7 +2558,7 @@ export interface components {
          * @example PERIOD_KIND_MONTHLY
          * @enum {string}
          */
-        PeriodKind: string;
+        PeriodKind: "PERIOD_KIND_UNSPECIFIED" | "PERIOD_KIND_DAILY" | "PERIOD_KIND_WEEKLY" | "PERIOD_KIND_MONTHLY" | "PERIOD_KIND_QUARTERLY" | "PERIOD_KIND_YEARLY" | (string & {});
         /**
          * @description Replaces the row's total with a temporary one until `expiresAt`. It never changes the period
          *     and never expresses a refusal (its `limit` is never `blocked`); a temporary refusal is a
@@ -3105,7 +3105,7 @@ export interface components {
          * @example EFFECTIVE_DECISION_LIMIT
          * @enum {string}
          */
-        EffectiveDecision: string;
+        EffectiveDecision: "EFFECTIVE_DECISION_UNSPECIFIED" | "EFFECTIVE_DECISION_DENY" | "EFFECTIVE_DECISION_LIMIT" | "EFFECTIVE_DECISION_UNLIMITED" | (string & {});
         /**
          * @description The authority scope (resolution layer) that decided, most specific first.
          *
@@ -3122,7 +3122,7 @@ export interface components {
          * @example SCOPE_SUBJECT_APP
          * @enum {string}
          */
-        LimitScope: string;
+        LimitScope: "SCOPE_UNSPECIFIED" | "SCOPE_SUBJECT_APP" | "SCOPE_APP_CAP" | "SCOPE_TENANT_DEFAULT" | (string & {});
         /**
          * @description Why the deciding layer decided as it did (the step of the per-row resolution that applied).
          *
@@ -3140,7 +3140,7 @@ export interface components {
          * @example CAUSE_LIMIT
          * @enum {string}
          */
-        EffectiveCause: string;
+        EffectiveCause: "CAUSE_UNSPECIFIED" | "CAUSE_SUSPENSION" | "CAUSE_BLOCKED" | "CAUSE_EXTENSION" | "CAUSE_LIMIT" | "CAUSE_NO_LIMIT" | (string & {});
         /**
          * @description The accounting of one subject, one app and one spend window, at one instant.
          *
@@ -4056,7 +4056,7 @@ export interface components {
          * @example SPEND_AUTHORIZATION_STATE_PENDING
          * @enum {string}
          */
-        SpendAuthorizationState: string;
+        SpendAuthorizationState: "SPEND_AUTHORIZATION_STATE_UNSPECIFIED" | "SPEND_AUTHORIZATION_STATE_PENDING" | "SPEND_AUTHORIZATION_STATE_CAPTURED" | "SPEND_AUTHORIZATION_STATE_RELEASED" | "SPEND_AUTHORIZATION_STATE_EXPIRED" | "SPEND_AUTHORIZATION_STATE_DECLINED" | (string & {});
         /**
          * @description Why a spend was declined; `SPEND_DECLINE_CAUSE_UNSPECIFIED` when it was approved.
          *
@@ -4073,7 +4073,7 @@ export interface components {
          * @example SPEND_DECLINE_CAUSE_LIMIT_EXCEEDED
          * @enum {string}
          */
-        SpendDeclineCause: string;
+        SpendDeclineCause: "SPEND_DECLINE_CAUSE_UNSPECIFIED" | "SPEND_DECLINE_CAUSE_SUSPENDED" | "SPEND_DECLINE_CAUSE_BLOCKED" | "SPEND_DECLINE_CAUSE_NO_LIMIT" | "SPEND_DECLINE_CAUSE_LIMIT_EXCEEDED" | (string & {});
         /**
          * @description How an authorization was decided, at its `createdAt`. The limit in force is resolved by
          *     exactly the rule of `SubjectAppLimitService.GetEffective` (layers, per-row rule, period):
@@ -4500,7 +4500,7 @@ export interface components {
          * @example FUND_EVENT_TYPE_USAGE_THRESHOLD_CROSSED
          * @enum {string}
          */
-        FundEventType: string;
+        FundEventType: "FUND_EVENT_TYPE_UNSPECIFIED" | "FUND_EVENT_TYPE_SPEND_AUTHORIZED" | "FUND_EVENT_TYPE_SPEND_DECLINED" | "FUND_EVENT_TYPE_SPEND_CAPTURED" | "FUND_EVENT_TYPE_SPEND_RELEASED" | "FUND_EVENT_TYPE_SPEND_REVERSED" | "FUND_EVENT_TYPE_USAGE_THRESHOLD_CROSSED" | "FUND_EVENT_TYPE_LIMIT_SUSPENDED" | "FUND_EVENT_TYPE_LIMIT_UNSUSPENDED" | "FUND_EVENT_TYPE_LIMIT_CHANGED" | (string & {});
         /**
          * @description A fund-event trigger: the automation runs on events of the fund (`FundEvent`), those of
          *     `eventTypes` for which `conditionCel` holds. Each event is recorded in the same transaction as
@@ -5519,7 +5519,7 @@ export interface components {
          * @example WEBHOOK_EVENT_OUTCOME_EXECUTED
          * @enum {string}
          */
-        WebhookEventOutcome: string;
+        WebhookEventOutcome: "WEBHOOK_EVENT_OUTCOME_UNSPECIFIED" | "WEBHOOK_EVENT_OUTCOME_EXECUTED" | "WEBHOOK_EVENT_OUTCOME_NOT_RUN_DRAFT" | "WEBHOOK_EVENT_OUTCOME_NOT_RUN_DISABLED" | (string & {});
         /**
          * @description One accepted inbound webhook event: an entry of the delivery log. An event is identified by
          *     its event id (UUID v4) within its listener. Event records are kept for 7 days; a second
@@ -5647,7 +5647,7 @@ export interface components {
          * @example AUTOMATION_EXECUTION_STATE_DONE
          * @enum {string}
          */
-        AutomationExecutionState: string;
+        AutomationExecutionState: "AUTOMATION_EXECUTION_STATE_UNSPECIFIED" | "AUTOMATION_EXECUTION_STATE_PENDING" | "AUTOMATION_EXECUTION_STATE_RUNNING" | "AUTOMATION_EXECUTION_STATE_DONE" | "AUTOMATION_EXECUTION_STATE_ERROR" | (string & {});
         /**
          * @description Any valid JSON value (an object, an array, a string, a bare number, `true`, `false` or
          *     `null`), at most 64 KB (65,536 bytes); passed to the automation as context data, available
@@ -5857,7 +5857,7 @@ export interface components {
          * @example AUTOMATION_EXECUTION_ORIGIN_TRIGGER
          * @enum {string}
          */
-        AutomationExecutionOrigin: string;
+        AutomationExecutionOrigin: "AUTOMATION_EXECUTION_ORIGIN_UNSPECIFIED" | "AUTOMATION_EXECUTION_ORIGIN_TRIGGER" | "AUTOMATION_EXECUTION_ORIGIN_REDRIVE" | "AUTOMATION_EXECUTION_ORIGIN_REPLAY" | (string & {});
         /**
          * @description The state of one step of an automation execution.
          *
@@ -5873,7 +5873,7 @@ export interface components {
          * @example STEP_STATE_DONE
          * @enum {string}
          */
-        StepState: string;
+        StepState: "STEP_STATE_UNSPECIFIED" | "STEP_STATE_PENDING" | "STEP_STATE_DONE" | "STEP_STATE_SKIPPED" | "STEP_STATE_ERROR" | (string & {});
         /**
          * @description The result of one step of an execution.
          * @example {
@@ -6458,7 +6458,7 @@ export interface components {
          * @example AUDIT_TARGET_KIND_SUBJECT_APP_LIMIT
          * @enum {string}
          */
-        AuditTargetKind: string;
+        AuditTargetKind: "AUDIT_TARGET_KIND_UNSPECIFIED" | "AUDIT_TARGET_KIND_SUBJECT_APP_LIMIT" | "AUDIT_TARGET_KIND_APP_CAP" | "AUDIT_TARGET_KIND_FUND_POLICY" | "AUDIT_TARGET_KIND_USER" | "AUDIT_TARGET_KIND_CREDENTIAL" | "AUDIT_TARGET_KIND_AUTOMATION" | "AUDIT_TARGET_KIND_WEBHOOK_SECRET" | "AUDIT_TARGET_KIND_AUTOMATION_EXECUTION" | "AUDIT_TARGET_KIND_NOTIFICATION_SECRET" | (string & {});
         /**
          * @description What a change was made to. `userId` and `appId` are the target's subject and app where it has them, else empty.
          * @example {
@@ -6490,7 +6490,7 @@ export interface components {
          * @example AUDIT_ACTOR_KIND_USER
          * @enum {string}
          */
-        AuditActorKind: string;
+        AuditActorKind: "AUDIT_ACTOR_KIND_UNSPECIFIED" | "AUDIT_ACTOR_KIND_USER" | "AUDIT_ACTOR_KIND_AUTOMATION_EXECUTION" | (string & {});
         /**
          * @description Who made a change. The fields that do not apply to the actor's kind are empty.
          * @example {

@@ -46,21 +46,24 @@ const bundledText = bundle.toString({ lineWidth: 0 });
 writeFileSync(bundledPath, bundledText);
 const spec = parse(bundledText);
 
-// 2. Types. Enums marked x-extensible-enum may gain values (seed section 9), so their types here are
-// plain `string`: a client must hold a value it does not know. (A `"A" | (string & {})` union would
-// keep completions, but openapi-fetch's Readable/Writable helpers, which every answer's type goes
-// through, turn `string & {}` into an object type: no type accepts every string and keeps the
-// literals through them.) generated/enums.ts exports the known values, as constants and literal
-// types, and each extensible enum as that union (`KnownX | (string & {})`) for a client's own code.
+// 2. Types. Enums marked x-extensible-enum may gain values (seed section 9): a client must hold a
+// value it does not know. Their types are the known values or any other string, `"A" | (string & {})`
+// (plain `string` would swallow the literals): completions and narrowing, and a value added later
+// still type-checks. The same union is generated/enums.ts' type of each (`KnownX | (string & {})`),
+// next to the known values as constants. openapi-fetch's own answer types would turn `string & {}`
+// into an object: the client's types (src/client/fetch-types.ts) keep it whole.
+const openEnum = (values) =>
+  ts.factory.createUnionTypeNode([
+    ...values.map((v) => ts.factory.createLiteralTypeNode(ts.factory.createStringLiteral(v))),
+    ts.factory.createIntersectionTypeNode([ts.factory.createKeywordTypeNode(ts.SyntaxKind.StringKeyword), ts.factory.createTypeLiteralNode([])]),
+  ]);
 const ast = await openapiTS(new URL(`file://${bundledPath}`), {
   exportType: false,
   alphabetize: false,
   // A property with a default is optional to send (Search's pageSize): the server applies the default.
   defaultNonNullable: false,
   transform(schema) {
-    if (schema["x-extensible-enum"] === true && Array.isArray(schema.enum)) {
-      return ts.factory.createKeywordTypeNode(ts.SyntaxKind.StringKeyword);
-    }
+    if (schema["x-extensible-enum"] === true && Array.isArray(schema.enum)) return openEnum(schema.enum);
     return undefined;
   },
 });

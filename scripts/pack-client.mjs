@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // Makes the typed client (src/client) an installable package of its own, @tenant/access-api-client:
 // compiled ES modules and their declarations, the generated types, an `exports` map, and only
-// openapi-fetch as a dependency (this repository's server dependencies stay out). The webhook
+// openapi-fetch and the helper types its client type is built on (which openapi-fetch depends on
+// too) as dependencies (this repository's server dependencies stay out). The webhook
 // sender is a sub-path export whose one extra dependency, jose, is an optional peer.
 //   npm run pack:client   → dist/client/tenant-access-api-client-<version>.tgz (npm's name for a scoped package)
 // Prints the tarball's path on its last line.
@@ -34,7 +35,8 @@ const manifest = {
   sideEffects: false,
   exports: { ".": entry("index"), "./webhook-sender": entry("webhook-sender"), "./package.json": "./package.json" },
   types: "./src/client/index.d.ts",
-  dependencies: { "openapi-fetch": repo.dependencies["openapi-fetch"] },
+  // The helpers are types only, hence a development dependency here; the client's declarations import them (src/client/fetch-types.ts).
+  dependencies: { "openapi-fetch": repo.dependencies["openapi-fetch"], "openapi-typescript-helpers": repo.devDependencies["openapi-typescript-helpers"] },
   peerDependencies: { jose: repo.dependencies.jose },
   peerDependenciesMeta: { jose: { optional: true } },
 };

@@ -2,8 +2,9 @@
 // an access token obtained by the client-credentials grant (see token-source.ts), `paginate` walks
 // any list, and `unwrap` turns a failed answer into an ApiRequestError. Browser-safe (the console
 // uses it); `npm run pack:client` makes it the installable package @tenant/access-api-client.
-import createClient, { type Client, type Middleware } from "openapi-fetch";
+import createClient, { type Middleware } from "openapi-fetch";
 import type { paths } from "../../generated/api.js";
+import type { Client } from "./fetch-types.js";
 import { createTokenSource, TOKEN_PATH, type ClientCredentials } from "./token-source.js";
 
 export type { paths, components, operations } from "../../generated/api.js";
@@ -11,6 +12,7 @@ export * from "../../generated/enums.js";
 export { ApiRequestError, errorReason, unwrap } from "./errors.js";
 export { createTokenSource, TokenError, type ClientCredentials, type TokenSource, type TokenSourceOptions } from "./token-source.js";
 
+/** The answers' and bodies' extensible enumerations are their known values or any other string (see fetch-types.ts). */
 export type ApiClient = Client<paths>;
 
 export interface ApiClientOptions {
@@ -27,7 +29,8 @@ const UNAUTHENTICATED_PATHS = [TOKEN_PATH, "/api/v1/webhooks/incoming/"];
 
 export function createApiClient(options: ApiClientOptions): ApiClient {
   const fetchOption = options.fetch ? { fetch: options.fetch } : {};
-  const client = createClient<paths>({ baseUrl: options.baseUrl, ...fetchOption });
+  // The same object: only its type differs from openapi-fetch's, by the fixed Readable and Writable.
+  const client = createClient<paths>({ baseUrl: options.baseUrl, ...fetchOption }) as ApiClient;
   if (!options.credentials) return client;
   const tokens = createTokenSource({
     baseUrl: options.baseUrl,

@@ -1,5 +1,5 @@
 // The client as a partner gets it: `npm run pack:client` makes a tarball, installed into a scratch
-// project of its own. Its dependency tree is the client and openapi-fetch only; a consumer's
+// project of its own. Its dependency tree is the client, openapi-fetch and its helper types only; a consumer's
 // TypeScript is checked against the installed declarations (strictly, the declarations included),
 // compiled, and run against a real server: a token, a call, a list, and failures with their reason.
 // The package's README sets up a project of its own (ESM, NodeNext): its files, as written, compile
@@ -69,13 +69,16 @@ export function typeErrors(): void {
   void api.GET("/api/v1/no-such-path");
   // @ts-expect-error a FundPolicy has no such field
   void policy.noSuchField;
+  // An answer's enumeration is still a string (openapi-fetch's own answer types would make it an object).
+  const period: string | undefined = policy.defaultControls?.period;
+  void period;
 }
 
 console.log(JSON.stringify({ currencyCode: policy.currencyCode, userIds, tokenLength: token.length, roles: RoleValues, notFound, refused }));
 `;
 
 describe("npm run pack:client", () => {
-  it("makes a tarball that installs with openapi-fetch as its only dependency", async () => {
+  it("makes a tarball that installs with openapi-fetch and its helper types as its only dependencies", async () => {
     expect(tarball).toBe(join(root, "dist/client", `tenant-access-api-client-${version}.tgz`));
     writeFileSync(join(scratch, "package.json"), JSON.stringify({ name: "partner-scratch", private: true, type: "module" }));
     // npm 11 resolves a range from the full registry document, which `npm ci` does not cache:
@@ -85,11 +88,11 @@ describe("npm run pack:client", () => {
     expect(Object.keys(lock.packages).filter((p) => p !== "").sort()).toEqual([
       "node_modules/@tenant/access-api-client",
       "node_modules/openapi-fetch",
-      "node_modules/openapi-typescript-helpers", // openapi-fetch's own dependency (types only)
+      "node_modules/openapi-typescript-helpers", // types only, openapi-fetch's dependency and the client's
     ]);
     const manifest = JSON.parse(readFileSync(join(scratch, "node_modules/@tenant/access-api-client/package.json"), "utf8"));
     expect(manifest).toMatchObject({ name: "@tenant/access-api-client", version, type: "module", peerDependenciesMeta: { jose: { optional: true } } });
-    expect(Object.keys(manifest.dependencies)).toEqual(["openapi-fetch"]);
+    expect(Object.keys(manifest.dependencies)).toEqual(["openapi-fetch", "openapi-typescript-helpers"]);
     expect(Object.keys(manifest.exports)).toEqual([".", "./webhook-sender", "./package.json"]);
   }, 120_000);
 
