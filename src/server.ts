@@ -20,7 +20,7 @@ import { Connections, type UnfinishedRequest } from "./http/connections.js";
 import { Idempotency } from "./http/idempotency.js";
 import { RateLimits } from "./http/rate-limit.js";
 import { fundsHandlers } from "./http/handlers/funds.js";
-import { spendHandlers } from "./http/handlers/spends.js";
+import { spendHandlers, spendKeptReferences } from "./http/handlers/spends.js";
 import { identityHandlers } from "./http/handlers/identity.js";
 import { automationHandlers } from "./http/handlers/automations.js";
 import { auditHandlers } from "./http/handlers/audit.js";
@@ -234,7 +234,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   let stopping = false;
   const app = createApp({
     logger,
-    idempotency: new Idempotency(idempotencyRecords, new SecretBox(secretsKey)),
+    idempotency: new Idempotency(idempotencyRecords, new SecretBox(secretsKey), spendKeptReferences(spends)),
     rateLimits,
     accessTokens,
     contractPath,

@@ -23,7 +23,7 @@ import { covers, requireApp, type SpendAccess } from "./spend-access.js";
 import { decideSpend } from "./spend-decision.js";
 import type { SpendObserver } from "./spend-observer.js";
 import { ledgerEntry } from "./spend-ledger.js";
-import { answeredState, authorizationView, rowById, windowOf, type SpendAuthorization, type SpendRow, type StoredState } from "./spend-rows.js";
+import { answeredState, asCreated, authorizationView, rowById, windowOf, type SpendAuthorization, type SpendRow, type StoredState } from "./spend-rows.js";
 import { lockWindow, usageView } from "./spend-usage.js";
 import { lockedRow, recordAuthorization, recordChange, type ChangeWrites } from "./spend-writes.js";
 
@@ -116,6 +116,13 @@ export class SpendAuthorizations {
   async get(access: SpendAccess, id: string): Promise<SpendAuthorization> {
     const row = await this.visibleRow(access, id);
     return authorizationView(row, iso(this.clock.now()));
+  }
+
+  /** The authorization as Authorize answered it when it was decided (a replay's answer), whatever happened to it since. */
+  async asAuthorized(id: string): Promise<SpendAuthorization> {
+    const row = await rowById(this.storage.db, id);
+    if (!row) throw new Error(`spend authorization ${id} vanished`);
+    return authorizationView(asCreated(row), row.created_at);
   }
 
   /** Posts all of a pending hold, or `body.amount` of it (the rest is released). */

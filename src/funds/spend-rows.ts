@@ -53,6 +53,16 @@ export async function rowById(db: Db, id: string): Promise<SpendRow | undefined>
   return rows[0] && toRow(rows[0]);
 }
 
+/**
+ * The row as its decision created it. Later changes set its state, captured and reversed amounts
+ * and update time, never its expiry: a decision left it PENDING exactly when it gave it an expiry,
+ * DECLINED stays, and any other approved one was captured whole at once (Authorize with `capture`).
+ */
+export function asCreated(row: SpendRow): SpendRow {
+  const state: StoredState = row.expires_at !== null ? "PENDING" : row.state === "DECLINED" ? "DECLINED" : "CAPTURED";
+  return { ...row, state, captured: state === "CAPTURED" ? row.amount : 0n, reversed: 0n, updated_at: row.created_at };
+}
+
 export const windowOf = (row: SpendRow): WindowKey => ({ userId: row.user_id, appId: row.app_id, windowStart: row.window_start, windowEnd: row.window_end });
 
 /** The state as of `nowIso`: a pending hold whose expiry has come is expired from that instant. */

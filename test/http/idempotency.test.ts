@@ -157,19 +157,41 @@ describe("a retry with the same key and request answers the first answer and doe
     }
   });
 
-  it("a spend's kept answer holds no secret and is kept as JSON; its replay is the same answer", async () => {
+  it("Authorize keeps its 200 as the authorization's id; a replay after the hold was captured, or ran out, or a capture reversed, is still the first answer", async () => {
     const userId = await subject();
     const appId = await appWithLimit(funds(ts.admin), userId, "100");
     const spend = spends(ts.admin);
+    const keptFor = async (id: string) => (await storage.db.selectFrom("idempotency_records").select("answer").where("answer", "like", `%${id}%`).execute()).map((r) => r.answer);
+    const cases = [
+      { body: { userId, appId, amount: money("5"), metadata: { order: "A-1" } }, then: (id: string) => spend.capture(id, { amount: money("2") }) },
+      { body: { userId, appId, amount: money("6"), holdSeconds: 1 }, then: async () => ts.clock.advance(5_000) },
+      { body: { userId, appId, amount: money("7"), capture: true }, then: (id: string) => spend.reverse(id, { amount: money("3") }) },
+      { body: { userId, appId, amount: money("1000") }, then: async () => undefined },
+    ];
+    for (const { body, then } of cases) {
+      const key = newKey();
+      const first = unwrap(await spend.authorize(body, key));
+      expect(await keptFor(first.authorization.id)).toEqual([`@${first.authorization.id}`]);
+      await then(first.authorization.id);
+      const again = await spend.authorize(body, key);
+      expect(replayed(again)).toBe("true");
+      expect(unwrap(again)).toEqual(first);
+    }
+  });
+
+  it("Capture's kept answer holds no secret and is kept as JSON; its replay is the same answer", async () => {
+    const userId = await subject();
+    const appId = await appWithLimit(funds(ts.admin), userId, "100");
+    const spend = spends(ts.admin);
+    const { authorization } = unwrap(await spend.authorize({ userId, appId, amount: money("5") }));
     const key = newKey();
-    const body = { userId, appId, amount: money("5") };
-    const first = unwrap(await spend.authorize(body, key));
-    const again = await spend.authorize(body, key);
+    const first = unwrap(await spend.capture(authorization.id, {}, key));
+    const again = await spend.capture(authorization.id, {}, key);
     expect(replayed(again)).toBe("true");
     expect(unwrap(again)).toEqual(first);
-    const kept = await storage.db.selectFrom("idempotency_records").select("answer").where("answer", "like", `%${first.authorization.id}%`).execute();
-    expect(kept).toHaveLength(1);
-    expect(JSON.parse(kept[0]!.answer!)).toEqual({ status: 200, headers: {}, body: first });
+    // Its Authorize's record (its key a fresh one) holds the reference; the capture's, the answer.
+    const kept = await storage.db.selectFrom("idempotency_records").select("answer").where("answer", "like", `{%${authorization.id}%`).execute();
+    expect(kept.map((r) => JSON.parse(r.answer!))).toEqual([{ status: 200, headers: {}, body: first }]);
   });
 
   it("CreateAutomation: the same automation and webhookSecret, one automation created", async () => {

@@ -1,10 +1,12 @@
 // Handlers of SpendService: the caller's access scope from its principal, then delegate and wrap.
-import type { ServiceHandlers } from "../../../generated/server.js";
+import type { OperationId, ServiceHandlers } from "../../../generated/server.js";
 import type { SpendAccess } from "../../funds/spend-access.js";
 import type { SpendAuthorizations } from "../../funds/spend-authorizations.js";
+import type { SpendAuthorization } from "../../funds/spend-rows.js";
 import type { SpendList } from "../../funds/spend-list.js";
 import type { Principal } from "../../identity/roles.js";
 import { callerOf, keepAnswer, type RequestContext } from "../context.js";
+import type { KeptByReference } from "../idempotency.js";
 
 type SpendHandlers = Pick<ServiceHandlers<RequestContext>, "SpendService">;
 
@@ -14,6 +16,19 @@ export function spendAccess(principal: Principal): SpendAccess {
   if (roles.includes("ROLE_SUPER_ADMIN") || roles.includes("ROLE_FUND_ADMIN")) return { kind: "all" };
   if (roles.includes("ROLE_APP_SERVICE")) return { kind: "apps", appIds: principal.appIds };
   return { kind: "subject", userId: principal.userId };
+}
+
+/**
+ * Authorize's 200 is kept as the authorization's id (see ../idempotency.ts): its row holds all of
+ * the answer, which is rebuilt as first answered on a replay.
+ */
+export function spendKeptReferences(spends: SpendAuthorizations): Partial<Record<OperationId, KeptByReference>> {
+  return {
+    "svc.api.funds.v1.SpendService.Authorize": {
+      refer: (body) => (body as { authorization: SpendAuthorization }).authorization.id,
+      answer: async (id) => ({ authorization: await spends.asAuthorized(id) }),
+    },
+  };
 }
 
 export function spendHandlers(deps: { spends: SpendAuthorizations; list: SpendList }): SpendHandlers {
