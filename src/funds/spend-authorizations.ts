@@ -5,9 +5,10 @@
 // instances, on SQLite the database's write lock. What is written is what was decided on the state
 // under that lock: either read after it in a transaction, or, on PostgreSQL, read before it and
 // checked unchanged under it by the one call that writes (a decision or a change in one round trip,
-// migration 0028; when the check fails the server decides again). Authorize also holds the fund
-// policy's lock shared (./fund-policy.ts), as every writer of an amount does: a currency change
-// waits for it, or it for the change, and never stores a spend in a currency the policy has just left.
+// migration 0028; when the check fails the server decides again; the call never waits for a lock:
+// held, the transaction decides, and waits for it). Authorize also holds the fund policy's lock
+// shared (./fund-policy.ts), as every writer of an amount does: a currency change waits for it, or
+// it for the change, and never stores a spend in a currency the policy has just left.
 import type { components } from "../../generated/api.js";
 import type { Clock } from "../core/clock.js";
 import type { Origin } from "../core/origin.js";
@@ -141,9 +142,9 @@ export class SpendAuthorizations {
    * PostgreSQL, without fund events to record: the decision on the kept policy, the layers and the
    * window's usage read without a lock (one statement), recorded in one round trip if under the
    * locks the policy and the usage are still those; decided again on the usage as it is then, a few
-   * times. Undefined when the policy changed, when the usage kept changing, when the decision is
-   * refused on what was read (refused again, or not, under the locks), or when the answer is kept
-   * by a statement of its own (a claimed key): the transaction decides it then.
+   * times. Undefined when a lock is held, when the policy changed, when the usage kept changing,
+   * when the decision is refused on what was read (refused again, or not, under the locks), or when
+   * the answer is kept by a statement of its own (a claimed key): the transaction decides it then.
    */
   private async authorizeOnSnapshot(request: DecisionRequest, beforeCommit: BeforeCommit<SpendAuthorization> | undefined, origin: Origin | undefined): Promise<Decision | undefined> {
     if (beforeCommit && !beforeCommit.asWrite) return undefined;
@@ -160,7 +161,7 @@ export class SpendAuthorizations {
       }
       const result = await authorizeInOneCall(this.storage, FUND_POLICY_LOCK, { policy, usage }, decided.created, decided.entry, beforeCommit?.asWrite?.(decided.view), origin);
       if (result.outcome === "recorded") return decided;
-      if (result.outcome === "policy") return undefined;
+      if (result.outcome === "policy" || result.outcome === "busy") return undefined;
       usage = result.usage;
     }
     return undefined;
@@ -272,9 +273,9 @@ export class SpendAuthorizations {
 
   /**
    * PostgreSQL, without fund events to record: the change decided on `found` and written in one
-   * round trip, if the row is still `found` under the lock. Undefined when it is not, when the
-   * change is refused or writes nothing, or when the answer is kept by a statement of its own (a
-   * claimed key): the transaction decides it then, on the row read under the lock.
+   * round trip, if the lock is free and the row is still `found` under it. Undefined when it is
+   * not, when the change is refused or writes nothing, or when the answer is kept by a statement
+   * of its own (a claimed key): the transaction decides it then, on the row read under the lock.
    */
   private async changeOnRead(
     found: SpendRow,

@@ -3,10 +3,12 @@
 // the server more CPU than the statements themselves (bench/RESULTS.md, "Spend decisions"), so a
 // decision or change decided on what was read before its lock is one function call, a transaction
 // by itself, that checks what was decided on under the lock and writes it with the kept answer
-// (migration 0028: `authorizeInOneCall`, `changeInOneCall`). In a transaction (fund events to
-// record, or a check that failed): the window's lock with what is read after it is one function
-// call, sent with the transaction's BEGIN; every write is one more (migration 0012), with the
-// request's kept answer inserted in the same statement.
+// (migration 0028: `authorizeInOneCall`, `changeInOneCall`). The call takes its locks only if they
+// are free: a statement that waited on one would commit once it got it even with its connection
+// lost meanwhile, and a request answered 503 would have taken effect. In a transaction (fund events
+// to record, a check that failed, a lock held): the window's lock with what is read after it is one
+// function call, sent with the transaction's BEGIN; every write is one more (migration 0012), with
+// the request's kept answer inserted in the same statement.
 import { sql, type RawBuilder } from "kysely";
 import type { Storage } from "../storage/connect.js";
 import { keepInsertBound, keptBindings, type KeptBindings } from "../storage/idempotency-records.js";
@@ -182,7 +184,7 @@ type OneCallChange = Changed & { was_state: string; was_captured: bigint; was_re
 /** PostgreSQL: spend_change (migration 0028). */
 const oneCallChange = prepared((db, v: OneCallChange) =>
   db.selectNoFrom(
-    sql<"changed" | "stale" | "taken">`spend_change(${v.id}, ${v.user_id}, ${v.app_id}, ${v.window_start}, ${v.window_end}, ${v.was_state}, ${v.was_captured}, ${v.was_reversed},
+    sql<"changed" | "stale" | "busy" | "taken">`spend_change(${v.id}, ${v.user_id}, ${v.app_id}, ${v.window_start}, ${v.window_end}, ${v.was_state}, ${v.was_captured}, ${v.was_reversed},
       ${v.state}, ${v.captured}, ${v.reversed}, ${v.at}, ${v.first_id}, ${v.first_kind}, ${v.first_amount}, ${v.second_id}, ${v.second_kind}, ${v.second_amount}, ${v.spent},
       ${v.kept_id}, ${v.kept_fingerprint}, ${v.kept_owner}, ${v.kept_answer}, ${v.kept_created_at}, ${v.kept_retained})`.as("outcome"),
   ),
@@ -192,9 +194,10 @@ const NO_ANSWER = { kept_id: null, kept_fingerprint: null, kept_owner: null, kep
 
 /**
  * PostgreSQL: change `was` (the row as read before any lock) into `row` with `writes`, and keep
- * `answer`, in one round trip (spend_change, a transaction by itself): the lock, the check that the
- * row is still `was`, then the writes. False, with nothing written, when the row changed meanwhile:
- * the caller decides again under the lock in a transaction (`lockedRow`). Settles `answer`.
+ * `answer`, in one round trip (spend_change, a transaction by itself): the lock if it is free, the
+ * check that the row is still `was`, then the writes. False, with nothing written, when the lock is
+ * held or the row changed meanwhile: the caller decides again under the lock in a transaction
+ * (`lockedRow`). Settles `answer`.
  */
 export async function changeInOneCall(storage: Storage, was: SpendRow, row: SpendRow, writes: ChangeWrites, now: number, answer: AnswerWrite | undefined, origin?: Origin): Promise<boolean> {
   const window = windowOf(row);
@@ -228,7 +231,7 @@ export async function changeInOneCall(storage: Storage, was: SpendRow, row: Spen
     origin,
   );
   const outcome = rows[0]?.outcome;
-  if (outcome === "stale") return false;
+  if (outcome === "stale" || outcome === "busy") return false;
   answer?.settle(outcome === "changed");
   return true;
 }
@@ -239,8 +242,11 @@ export interface DecidedOn {
   usage: Usage;
 }
 
-/** What became of a one-call decision: recorded, or not because the policy or the usage (as it is now) is not what it was decided on. */
-export type OneCallDecision = { outcome: "recorded" } | { outcome: "policy" } | { outcome: "usage"; usage: Usage };
+/**
+ * What became of a one-call decision: recorded, or not because a lock was held ("busy"), or the
+ * policy or the usage (as it is now) is not what it was decided on.
+ */
+export type OneCallDecision = { outcome: "recorded" } | { outcome: "busy" } | { outcome: "policy" } | { outcome: "usage"; usage: Usage };
 
 type OneCallAuthorize = SpendRow & { lock: string; tenant_id: string; policy_currency: string; time_zone: string; default_controls: string | null; policy_updated_at: string | null } & {
   spent: bigint;
@@ -254,7 +260,7 @@ type OneCallAuthorize = SpendRow & { lock: string; tenant_id: string; policy_cur
 const oneCallAuthorize = prepared((db, v: OneCallAuthorize) =>
   db
     .selectFrom(
-      sql<{ outcome: "recorded" | "policy" | "usage" | "taken"; spent: string | null; held: string | null }>`spend_authorize(${v.lock}, ${v.tenant_id}, ${v.policy_currency}, ${v.time_zone}, ${v.default_controls}, ${v.policy_updated_at},
+      sql<{ outcome: "recorded" | "busy" | "policy" | "usage" | "taken"; spent: string | null; held: string | null }>`spend_authorize(${v.lock}, ${v.tenant_id}, ${v.policy_currency}, ${v.time_zone}, ${v.default_controls}, ${v.policy_updated_at},
         ${v.spent}, ${v.held}, ${v.created_at}, ${v.id}, ${v.user_id}, ${v.app_id}, ${v.amount}, ${v.captured}, ${v.state}, ${v.expires_at}, ${v.window_start}, ${v.window_end},
         ${v.decision}, ${v.metadata}, ${v.entry_id}, ${v.entry_kind}, ${v.entry_amount},
         ${v.kept_id}, ${v.kept_fingerprint}, ${v.kept_owner}, ${v.kept_answer}, ${v.kept_created_at}, ${v.kept_retained})`.as("d"),
@@ -265,8 +271,8 @@ const oneCallAuthorize = prepared((db, v: OneCallAuthorize) =>
 /**
  * PostgreSQL: records new authorization `row` (made at its created_at, not yet reversed) with its
  * first ledger entry and `answer`, in one round trip (spend_authorize, a transaction by itself):
- * under the policy's shared lock (`lock`) and the window's, if the policy and the window's usage
- * are still `on`; else nothing is written. Settles `answer`.
+ * under the policy's shared lock (`lock`) and the window's, if both are free and the policy and the
+ * window's usage are still `on`; else nothing is written. Settles `answer`.
  */
 export async function authorizeInOneCall(storage: Storage, lock: string, on: DecidedOn, row: SpendRow, entry: LedgerEntry | null, answer: AnswerWrite | undefined, origin?: Origin): Promise<OneCallDecision> {
   const { policy } = on;
@@ -292,7 +298,7 @@ export async function authorizeInOneCall(storage: Storage, lock: string, on: Dec
   );
   const found = rows[0];
   if (!found) throw new Error("spend_authorize returned no row");
-  if (found.outcome === "policy") return { outcome: "policy" };
+  if (found.outcome === "policy" || found.outcome === "busy") return { outcome: found.outcome };
   if (found.outcome === "usage") return { outcome: "usage", usage: { spent: BigInt(found.spent ?? "0"), held: BigInt(found.held ?? "0") } };
   answer?.settle(found.outcome === "recorded");
   return { outcome: "recorded" };

@@ -1174,9 +1174,19 @@ const m0024 = (text: TextType): Migration => ({
 // it is) with nothing written, and the server decides again. Then the kept answer's insert (else
 // 'taken': another attempt holds the key, nothing written; IdempotencyRecords' keepInsert, the same
 // upsert), then the writes of spend_record_authorization or spend_record_change.
+// The call never waits for a lock: held by another, it answers 'busy' with nothing written and the
+// server decides in a transaction, which waits. A statement that waited would commit once it got the
+// lock even if its connection was lost meanwhile (PostgreSQL learns of that only when it answers,
+// after the commit): a decision answered 503 would have been kept. A transaction whose connection
+// is lost never commits.
 const m0028 = (dialect: "sqlite" | "postgres"): Migration => ({
   async up(db: Kysely<any>) {
     if (dialect !== "postgres") return;
+    // spend_lock_subject_app's lock if it is free at once.
+    await sql`
+      create function spend_try_lock_subject_app(p_user_id text, p_app_id text) returns boolean language sql volatile as $$
+        select pg_try_advisory_xact_lock(hashtextextended('spend_usage:' || p_user_id || ':' || p_app_id, 0))
+      $$`.execute(db);
     // True when the answer is kept (or there is none to keep).
     await sql`
       create function spend_keep_answer(p_id text, p_fingerprint text, p_owner text, p_answer text, p_created_at text, p_retained text)
@@ -1209,11 +1219,19 @@ const m0028 = (dialect: "sqlite" | "postgres"): Migration => ({
         v_spent bigint;
         v_held bigint;
       begin
-        perform pg_advisory_xact_lock_shared(hashtextextended(p_lock, 0));
+        if not pg_try_advisory_xact_lock_shared(hashtextextended(p_lock, 0)) then
+          return query select 'busy', null::text, null::text;
+          return;
+        end if;
         perform 1 from fund_policy p where p.tenant_id = p_tenant_id and p.currency_code = p_currency_code and p.time_zone = p_time_zone
           and p.default_controls is not distinct from p_default_controls and p.updated_at is not distinct from p_policy_updated_at;
         if not found then
           return query select 'policy', null::text, null::text;
+          return;
+        end if;
+        -- Held now, it is held again (at once) by spend_lock_window.
+        if not spend_try_lock_subject_app(p_user_id, p_app_id) then
+          return query select 'busy', null::text, null::text;
           return;
         end if;
         select w.spent::bigint, w.held::bigint into v_spent, v_held from spend_lock_window(p_user_id, p_app_id, p_window_start, p_window_end, p_now) w;
@@ -1239,7 +1257,9 @@ const m0028 = (dialect: "sqlite" | "postgres"): Migration => ({
         p_kept_id text, p_kept_fingerprint text, p_kept_owner text, p_kept_answer text, p_kept_created_at text, p_kept_retained text)
       returns text language plpgsql volatile as $$
       begin
-        perform spend_lock_subject_app(p_user_id, p_app_id);
+        if not spend_try_lock_subject_app(p_user_id, p_app_id) then
+          return 'busy';
+        end if;
         perform 1 from spend_authorizations a
         where a.id = p_id and a.state = p_was_state and a.captured_nanos = p_was_captured and a.reversed_nanos = p_was_reversed;
         if not found then

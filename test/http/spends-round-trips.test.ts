@@ -7,8 +7,10 @@
 // check that the usage is the one read, the idempotent answer, the authorization with its ledger
 // entry and the spent counter of a direct spend). No BEGIN, no COMMIT.
 import { randomUUID } from "node:crypto";
+import pg from "pg";
 import { describe, expect, it } from "vitest";
 import { testDialect } from "../support/database.js";
+import { unwrap } from "../../src/client/index.js";
 import { appWithLimit, authorized, money, watchingQueries } from "./spends-helpers.js";
 
 const watched = watchingQueries();
@@ -33,6 +35,34 @@ describe.skipIf(testDialect() !== "postgres")("Authorize's, Capture's, Release's
     // The Idempotency-Key takes no round trip of its own: its record is inserted by the decision's call.
     const keyed = sent.filter((s) => /idempotency_records/.test(s.text));
     expect(keyed).toHaveLength(0);
+  });
+
+  // The call never waits for a lock (a statement that waited would commit once it got it, even with
+  // its connection lost meanwhile): held, it writes nothing and the decision runs in a transaction,
+  // which waits for it and decides on the usage read after it.
+  it("the subject and app's lock held: the call writes nothing, then the transaction waits and decides", async () => {
+    const { admin, spend, subject, ts } = watched.server;
+    const app = await appWithLimit(admin, subject.userId, "100");
+    await authorized(spend, { userId: subject.userId, appId: app, amount: money("1") });
+    const locker = new pg.Client({ connectionString: ts.databaseUrl });
+    await locker.connect();
+    try {
+      await locker.query("begin");
+      await locker.query("select spend_lock_subject_app($1, $2)", [subject.userId, app]);
+      let answer: Awaited<ReturnType<typeof spend.authorize>> | undefined;
+      const trips = await watched.roundTrips(/spend_authorize\(|spend_lock_window\(/, async () => {
+        const pending = spend.authorize({ userId: subject.userId, appId: app, amount: money("1") });
+        const waiting = "select 1 from pg_locks where locktype = 'advisory' and not granted and database = (select oid from pg_database where datname = current_database())";
+        while ((await locker.query(waiting)).rowCount === 0) await new Promise((resolve) => setTimeout(resolve, 20));
+        await locker.query("rollback");
+        return (answer = await pending);
+      });
+      expect(trips.filter((t) => /spend_authorize\(/.test(t)), trips.join("\n")).toHaveLength(1);
+      for (const step of [/^begin/i, /spend_lock_window\(/, /^commit/i]) expect(trips.filter((t) => step.test(t)), trips.join("\n")).toHaveLength(1);
+      expect(answer && unwrap(answer).authorization.decision.usage.held).toEqual(money("2"));
+    } finally {
+      await locker.end();
+    }
   });
 
   // The authorization's read (who may see it), then the whole change as one call, a transaction by
