@@ -156,16 +156,27 @@ export class EffectiveLimits {
     return writeTransaction(this.storage, { exclusive: [] }, (db) => lockWindow(db, this.storage.dialect, window, new Date(now).toISOString()), { origin });
   }
 
-  private async resolve(userId: string, appId: string, requireUser: boolean, origin: Origin | undefined): Promise<EffectiveLimitView> {
-    const now = this.clock.now();
+  /**
+   * The limit in force at `now` and its window's usage (undefined when the window has no row yet),
+   * read without a lock in one statement (GetEffective's), with the kept policy's row as stored: a
+   * one-call decision decides on them and checks under the locks that they are still so.
+   */
+  async snapshot(userId: string, appId: string, now: number, requireUser: boolean): Promise<{ force: LimitInForce; usage: Usage | undefined; policy: FundPolicyTable }> {
     // Not under the policy's lock: the kept policy, as FundPolicyService.Get answers it.
-    const policy = await this.policy.current();
+    const { policy, row: policyRow } = await this.policy.currentWithRow();
     const windows = spendWindowBounds(policy.timeZone, now);
     const bounds = Object.fromEntries(WINDOW_PERIODS.flatMap((p) => [[p, windows[p].windowStart], [`${p}.end`, windows[p].windowEnd]])) as Record<WindowPeriod | `${WindowPeriod}.end`, string>;
     const { rows } = await layersAndUsageStatement.execute(this.storage.db, { userId, appId, now: new Date(now).toISOString(), ...bounds });
     const row = rows[0]!;
     const force = this.resolved(policy, row, userId, appId, now, requireUser, windows);
-    const usage = usageOf(row, force.resolution.windowPeriod) ?? (await this.unwrittenUsage(force.window, now, origin));
+    return { force, usage: usageOf(row, force.resolution.windowPeriod), policy: { ...policyRow, tenant_id: this.policy.tenantId } };
+  }
+
+  private async resolve(userId: string, appId: string, requireUser: boolean, origin: Origin | undefined): Promise<EffectiveLimitView> {
+    const now = this.clock.now();
+    const snapshot = await this.snapshot(userId, appId, now, requireUser);
+    const { force } = snapshot;
+    const usage = snapshot.usage ?? (await this.unwrittenUsage(force.window, now, origin));
     const { effective } = force.resolution;
     return {
       ...effective,

@@ -42,7 +42,10 @@ export interface StoredPolicy {
  * layers). Its zone by its canonical name: releases before this one stored names as sent (`utc`,
  * `Europe/paris`); a name the runtime no longer knows stays as stored.
  */
-export const storedPolicy = (row: Omit<FundPolicyTable, "tenant_id">): StoredPolicy => ({
+/** The policy's row as stored. */
+export type FundPolicyRow = Omit<FundPolicyTable, "tenant_id">;
+
+export const storedPolicy = (row: FundPolicyRow): StoredPolicy => ({
   currencyCode: row.currency_code,
   timeZone: canonicalTimeZone(row.time_zone) ?? row.time_zone,
   defaultControls: row.default_controls === null ? null : (JSON.parse(row.default_controls) as SpendControls),
@@ -72,8 +75,8 @@ function parseMask(mask: string | undefined | null, timeZoneSent: boolean): Set<
 }
 
 export class FundPolicies {
-  /** The policy as last read, with the watch's generation taken before the read. */
-  private kept: { policy: StoredPolicy; generation: number } | undefined;
+  /** The policy as last read (and its row as stored), with the watch's generation taken before the read. */
+  private kept: { policy: StoredPolicy; row: FundPolicyRow; generation: number } | undefined;
 
   constructor(
     private readonly storage: Storage,
@@ -93,9 +96,13 @@ export class FundPolicies {
 
   /** The policy as stored; `db` is a transaction's connection when the caller is in one. */
   async load(db: Db = this.storage.db): Promise<StoredPolicy> {
-    const row = await db.selectFrom("fund_policy").selectAll().where("tenant_id", "=", this.tenantId).executeTakeFirst();
+    return storedPolicy(await this.loadRow(db));
+  }
+
+  private async loadRow(db: Db): Promise<FundPolicyRow> {
+    const row = await db.selectFrom("fund_policy").select(["currency_code", "time_zone", "default_controls", "updated_at"]).where("tenant_id", "=", this.tenantId).executeTakeFirst();
     if (!row) throw new Error(`no fund policy for tenant ${this.tenantId}; FundPolicies.ensure runs at start`);
-    return storedPolicy(row);
+    return row;
   }
 
   /**
@@ -103,13 +110,18 @@ export class FundPolicies {
    * read (and kept). A change by any instance replaces it within 1 s, by this one at once.
    */
   async current(): Promise<StoredPolicy> {
+    return (await this.currentWithRow()).policy;
+  }
+
+  /** `current`, with its row as stored: a one-call decision checks under the policy's lock that it is still the row. */
+  async currentWithRow(): Promise<{ policy: StoredPolicy; row: FundPolicyRow }> {
     const kept = this.kept;
-    if (kept && this.changes.trusts(kept.generation)) return kept.policy;
+    if (kept && this.changes.trusts(kept.generation)) return kept;
     // Taken before the read: a change seen while it runs leaves what it read untrusted.
     const generation = this.changes.generation;
-    const policy = await this.load();
-    this.kept = { policy, generation };
-    return policy;
+    const row = await this.loadRow(this.storage.db);
+    this.kept = { policy: storedPolicy(row), row, generation };
+    return this.kept;
   }
 
   /** The currency every amount must be stated in. */

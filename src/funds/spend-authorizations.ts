@@ -1,12 +1,14 @@
 // Spend authorizations (SpendService): Authorize decides a spend against the limit in force and
 // holds it (or records it at once), Capture posts a hold, Release voids it, Reverse refunds a
-// capture, Get answers one. Every decision and change runs in one write transaction that first
-// locks the usage row of the authorization's window (./spend-usage.ts): on PostgreSQL a row lock
-// that serializes the window across instances, on SQLite the database's write lock. What is read
-// after the lock is what the decision and the write rely on; nothing is decided on a read taken
-// before it. Authorize also holds the fund policy's lock shared (./fund-policy.ts), as every writer
-// of an amount does: a currency change waits for it, or it for the change, and never stores a
-// spend in a currency the policy has just left.
+// capture, Get answers one. Every decision and change is written under the lock of its subject and
+// app (./spend-usage.ts): on PostgreSQL an advisory lock that serializes the window across
+// instances, on SQLite the database's write lock. What is written is what was decided on the state
+// under that lock: either read after it in a transaction, or, on PostgreSQL, read before it and
+// checked unchanged under it by the one call that writes (a decision or a change in one round trip,
+// migration 0028; when the check fails the server decides again; the call never waits for a lock:
+// held, the transaction decides, and waits for it). Authorize also holds the fund policy's lock
+// shared (./fund-policy.ts), as every writer of an amount does: a currency change waits for it, or
+// it for the change, and never stores a spend in a currency the policy has just left.
 import type { components } from "../../generated/api.js";
 import type { Clock } from "../core/clock.js";
 import type { Origin } from "../core/origin.js";
@@ -14,21 +16,87 @@ import { failedPrecondition, invalidField, notFound } from "../core/errors.js";
 import { timeOrderedId } from "../core/ids.js";
 import type { Storage } from "../storage/connect.js";
 import { writeTransaction, type BeforeCommit } from "../storage/transactions.js";
-import type { EffectiveLimits } from "./effective.js";
-import { spendChangeEvent, withFundEvents, type FundEventRecorder, type FundEventType } from "./fund-events.js";
+import type { EffectiveLimits, LimitInForce } from "./effective.js";
+import { spendChangeEvent, withFundEvents, type FundEventBatch, type FundEventRecorder, type FundEventType } from "./fund-events.js";
 import { FUND_POLICY_LOCK } from "./fund-policy.js";
 import { isSet } from "./guards.js";
 import { parseMoney, toNanos } from "./money.js";
 import { covers, requireApp, type SpendAccess } from "./spend-access.js";
-import { decideSpend } from "./spend-decision.js";
+import { decideSpend, type DeclineCause } from "./spend-decision.js";
 import type { SpendObserver } from "./spend-observer.js";
-import { ledgerEntry } from "./spend-ledger.js";
+import { ledgerEntry, type LedgerEntry } from "./spend-ledger.js";
 import { answeredState, asCreated, authorizationView, rowById, windowOf, type SpendAuthorization, type SpendRow, type StoredState } from "./spend-rows.js";
-import { lockWindow, usageView } from "./spend-usage.js";
-import { lockedRow, recordAuthorization, recordChange, type ChangeWrites } from "./spend-writes.js";
+import { lockWindow, usageView, type Usage } from "./spend-usage.js";
+import { authorizeInOneCall, changeInOneCall, lockedRow, recordAuthorization, recordChange, type ChangeWrites } from "./spend-writes.js";
 
 type AuthorizeRequest = components["schemas"]["SpendServiceAuthorizeRequest"];
 
+
+/** An Authorize as the request asks it, validated but for its amount (whose currency is the policy's). */
+interface DecisionRequest {
+  userId: string;
+  appId: string;
+  amount: unknown;
+  capture: boolean;
+  holdSeconds: number;
+  metadata: object;
+}
+
+/** A decision: the authorization to insert, its first ledger entry (none for a decline), its answer, the window's usage after it. */
+interface Decision {
+  created: SpendRow;
+  entry: LedgerEntry | null;
+  view: SpendAuthorization;
+  after: Usage;
+  cause: DeclineCause;
+}
+
+/** How many times a one-call decision is decided again on the usage its call found before the transaction decides it. */
+const ONE_CALL_ATTEMPTS = 3;
+const NOTHING_USED: Usage = { spent: 0n, held: 0n };
+
+/**
+ * Decides `request` at `now` against the limit in force and the window's usage before it (pure).
+ * Throws for an amount not in the fund's currency or not positive, and as decideSpend does.
+ */
+function decide(request: DecisionRequest, force: LimitInForce, usage: Usage, now: number): Decision {
+  const amount = positiveAmount(request.amount, force.currencyCode);
+  const { window } = force;
+  const verdict = decideSpend(force, usage, amount);
+  const state: StoredState = !verdict.approved ? "DECLINED" : request.capture ? "CAPTURED" : "PENDING";
+  const after = { spent: usage.spent + (state === "CAPTURED" ? amount : 0n), held: usage.held + (state === "PENDING" ? amount : 0n) };
+  const decision = {
+    approved: verdict.approved,
+    cause: verdict.cause,
+    scope: force.resolution.effective.scope,
+    period: force.resolution.windowPeriod,
+    trace: verdict.trace,
+    usage: usageView(window, after, force.limit, force.currencyCode),
+  };
+  const created: SpendRow = {
+    id: timeOrderedId(now, 8),
+    user_id: request.userId,
+    app_id: request.appId,
+    currency_code: force.currencyCode,
+    amount,
+    captured: state === "CAPTURED" ? amount : 0n,
+    reversed: 0n,
+    state,
+    expires_at: state === "PENDING" ? iso(now + request.holdSeconds * 1000) : null,
+    window_start: window.windowStart,
+    window_end: window.windowEnd,
+    decision: JSON.stringify(decision),
+    metadata: JSON.stringify(request.metadata),
+    created_at: iso(now),
+    updated_at: iso(now),
+  };
+  const entry = state === "DECLINED" ? null : ledgerEntry(created.id, window, state === "PENDING" ? "HOLD" : "CAPTURE", amount, now);
+  const view = authorizationView(created, created.created_at, { decision, metadata: request.metadata as SpendAuthorization["metadata"] });
+  return { created, entry, view, after, cause: verdict.cause };
+}
+
+/** A change as decided on an authorization's row at `now`: the row as it becomes and what that writes. */
+type DecideChange = (row: SpendRow, now: number) => { row: SpendRow; writes: ChangeWrites | null };
 
 /** How long an approved hold counts when the request does not say. */
 export const DEFAULT_HOLD_SECONDS = 600;
@@ -58,59 +126,70 @@ export class SpendAuthorizations {
     if (!Number.isInteger(holdSeconds) || holdSeconds < 1) throw invalidField("body.holdSeconds", "must be >= 1");
     if (holdSeconds > MAX_HOLD_SECONDS) throw invalidField("body.holdSeconds", `must be <= ${MAX_HOLD_SECONDS}`);
 
-    const { view, cause } = await withFundEvents(this.events, DECISION_EVENTS, (events) => writeTransaction(this.storage, { exclusive: [] }, async (db) => {
+    const request: DecisionRequest = { userId, appId, amount: body.amount, capture, holdSeconds, metadata: body.metadata ?? {} };
+    const { view, cause } = await withFundEvents(this.events, DECISION_EVENTS, async (events) => {
+      if (!events && this.storage.dialect === "postgres") {
+        const decided = await this.authorizeOnSnapshot(request, beforeCommit, origin);
+        if (decided) return decided;
+      }
+      return this.authorizeInTransaction(request, events, beforeCommit, origin);
+    });
+    this.observer?.decided(view.decision.approved, cause);
+    return view;
+  }
+
+  /**
+   * PostgreSQL, without fund events to record: the decision on the kept policy, the layers and the
+   * window's usage read without a lock (one statement), recorded in one round trip if under the
+   * locks the policy and the usage are still those; decided again on the usage as it is then, a few
+   * times. Undefined when a lock is held, when the policy changed, when the usage kept changing,
+   * when the decision is refused on what was read (refused again, or not, under the locks), or when
+   * the answer is kept by a statement of its own (a claimed key): the transaction decides it then.
+   */
+  private async authorizeOnSnapshot(request: DecisionRequest, beforeCommit: BeforeCommit<SpendAuthorization> | undefined, origin: Origin | undefined): Promise<Decision | undefined> {
+    if (beforeCommit && !beforeCommit.asWrite) return undefined;
+    const now = this.clock.now();
+    const { force, usage: read, policy } = await this.effective.snapshot(request.userId, request.appId, now, true);
+    // A window without its row yet most often has no spends (its first decision): the call seeds the row and checks.
+    let usage = read ?? NOTHING_USED;
+    for (let attempt = 0; attempt < ONE_CALL_ATTEMPTS; attempt++) {
+      let decided: Decision;
+      try {
+        decided = decide(request, force, usage, now);
+      } catch {
+        return undefined;
+      }
+      const result = await authorizeInOneCall(this.storage, FUND_POLICY_LOCK, { policy, usage }, decided.created, decided.entry, beforeCommit?.asWrite?.(decided.view), origin);
+      if (result.outcome === "recorded") return decided;
+      if (result.outcome === "policy" || result.outcome === "busy") return undefined;
+      usage = result.usage;
+    }
+    return undefined;
+  }
+
+  /** The decision in a transaction: the policy and the layers read under the policy's shared lock, the usage under the window's lock, with its fund events. */
+  private authorizeInTransaction(request: DecisionRequest, events: FundEventBatch | undefined, beforeCommit: BeforeCommit<SpendAuthorization> | undefined, origin: Origin | undefined): Promise<Decision> {
+    return writeTransaction(this.storage, { exclusive: [] }, async (db) => {
       const now = this.clock.now();
       // The user's existence (404 USER_NOT_FOUND), the policy and the layers in one read, after the
       // policy's shared lock (the currency stays until commit; taken with the read, one round trip)
       // and before the window's.
-      const force = await this.effective.inForce(db, userId, appId, now, true, FUND_POLICY_LOCK);
-      const amount = positiveAmount(body.amount, force.currencyCode);
-      const window = force.window;
-
+      const force = await this.effective.inForce(db, request.userId, request.appId, now, true, FUND_POLICY_LOCK);
+      // The amount's currency before the window's lock.
+      positiveAmount(request.amount, force.currencyCode);
       // The lock, then the usage it protects.
-      const { spent, held } = await lockWindow(db, this.storage.dialect, window, iso(now));
-      const verdict = decideSpend(force, { spent, held }, amount);
-
-      const state: StoredState = !verdict.approved ? "DECLINED" : capture ? "CAPTURED" : "PENDING";
-      const after = { spent: spent + (state === "CAPTURED" ? amount : 0n), held: held + (state === "PENDING" ? amount : 0n) };
-      const decision = {
-        approved: verdict.approved,
-        cause: verdict.cause,
-        scope: force.resolution.effective.scope,
-        period: force.resolution.windowPeriod,
-        trace: verdict.trace,
-        usage: usageView(window, after, force.limit, force.currencyCode),
-      };
-      const metadata = body.metadata ?? {};
-      const created: SpendRow = {
-        id: timeOrderedId(now, 8),
-        user_id: userId,
-        app_id: appId,
-        currency_code: force.currencyCode,
-        amount,
-        captured: state === "CAPTURED" ? amount : 0n,
-        reversed: 0n,
-        state,
-        expires_at: state === "PENDING" ? iso(now + holdSeconds * 1000) : null,
-        window_start: window.windowStart,
-        window_end: window.windowEnd,
-        decision: JSON.stringify(decision),
-        metadata: JSON.stringify(metadata),
-        created_at: iso(now),
-        updated_at: iso(now),
-      };
-      const entry = state === "DECLINED" ? null : ledgerEntry(created.id, window, state === "PENDING" ? "HOLD" : "CAPTURE", amount, now);
-      const view = authorizationView(created, created.created_at, { decision, metadata });
+      const usage = await lockWindow(db, this.storage.dialect, force.window, iso(now));
+      const decided = decide(request, force, usage, now);
+      const { created, entry, view, after } = decided;
       await recordAuthorization(this.storage, db, created, entry, view, beforeCommit);
       if (events) {
+        const { userId, appId } = request;
         const occurredAt = view.createdAt;
-        await events.record(db, [{ type: verdict.approved ? "FUND_EVENT_TYPE_SPEND_AUTHORIZED" : "FUND_EVENT_TYPE_SPEND_DECLINED", occurredAt, userId, appId, authorization: view }]);
-        if (verdict.approved) await events.usage(db, { authorization: view, occurredAt, used: after.spent + after.held, limit: force.limit });
+        await events.record(db, [{ type: view.decision.approved ? "FUND_EVENT_TYPE_SPEND_AUTHORIZED" : "FUND_EVENT_TYPE_SPEND_DECLINED", occurredAt, userId, appId, authorization: view }]);
+        if (view.decision.approved) await events.usage(db, { authorization: view, occurredAt, used: after.spent + after.held, limit: force.limit });
       }
-      return { view, cause: verdict.cause };
-    }, { origin }));
-    this.observer?.decided(view.decision.approved, cause);
-    return view;
+      return decided;
+    }, { origin });
   }
 
   async get(access: SpendAccess, id: string): Promise<SpendAuthorization> {
@@ -180,17 +259,61 @@ export class SpendAuthorizations {
   }
 
   /**
-   * A change of one authorization under its window's lock. The row is read again after the lock:
-   * the state seen before it may have changed (a concurrent capture, release or reversal). `decide`
-   * answers the row as it becomes and what that writes.
+   * A change of one authorization under its window's lock, decided on the row as it is under the
+   * lock: the state seen before it may have changed (a concurrent capture, release or reversal).
+   * `decide` answers the row as it becomes and what that writes.
    */
   private async change(
     found: SpendRow,
-    decide: (row: SpendRow, now: number) => { row: SpendRow; writes: ChangeWrites | null },
+    decide: DecideChange,
     beforeCommit?: BeforeCommit<SpendAuthorization>,
     origin?: Origin,
   ): Promise<SpendAuthorization> {
-    return withFundEvents(this.events, CHANGE_EVENTS, (events) => writeTransaction(this.storage, { exclusive: [] }, async (db) => {
+    return withFundEvents(this.events, CHANGE_EVENTS, async (events) => {
+      if (!events && this.storage.dialect === "postgres") {
+        const answered = await this.changeOnRead(found, decide, beforeCommit, origin);
+        if (answered) return answered;
+      }
+      return this.changeInTransaction(found, decide, events, beforeCommit, origin);
+    });
+  }
+
+  /**
+   * PostgreSQL, without fund events to record: the change decided on `found` and written in one
+   * round trip, if the lock is free and the row is still `found` under it. Undefined when it is
+   * not, when the change is refused or writes nothing, or when the answer is kept by a statement
+   * of its own (a claimed key): the transaction decides it then, on the row read under the lock.
+   */
+  private async changeOnRead(
+    found: SpendRow,
+    decide: DecideChange,
+    beforeCommit?: BeforeCommit<SpendAuthorization>,
+    origin?: Origin,
+  ): Promise<SpendAuthorization | undefined> {
+    if (beforeCommit && !beforeCommit.asWrite) return undefined;
+    const now = this.clock.now();
+    let decided: ReturnType<DecideChange>;
+    try {
+      decided = decide(found, now);
+    } catch {
+      // Refused on a row that may be stale: refused again, or not, on the row under the lock.
+      return undefined;
+    }
+    const { row, writes } = decided;
+    if (!writes) return undefined;
+    const answer = authorizationView(row, iso(now));
+    return (await changeInOneCall(this.storage, found, row, writes, now, beforeCommit?.asWrite?.(answer), origin)) ? answer : undefined;
+  }
+
+  /** The change in a transaction, decided on the row as it is under the window's lock, with its fund events. */
+  private changeInTransaction(
+    found: SpendRow,
+    decide: DecideChange,
+    events: FundEventBatch | undefined,
+    beforeCommit?: BeforeCommit<SpendAuthorization>,
+    origin?: Origin,
+  ): Promise<SpendAuthorization> {
+    return writeTransaction(this.storage, { exclusive: [] }, async (db) => {
       const current = await lockedRow(this.storage, db, windowOf(found), found.id);
       const now = this.clock.now();
       if (!current) throw new Error(`spend authorization ${found.id} vanished`);
@@ -200,7 +323,7 @@ export class SpendAuthorizations {
       const event = events && writes && spendChangeEvent(answer, writes.entries[0]);
       if (event) await events.record(db, [event]);
       return answer;
-    }, { origin }));
+    }, { origin });
   }
 
   /** The authorization if `access` may see it, else 404 as if it did not exist. */

@@ -1,17 +1,24 @@
 // The writes of a spend decision or change under its window's lock, where the dialects differ. On
 // SQLite one statement each, under the database's write lock. On PostgreSQL each round trip costs
-// the server more CPU than the statements themselves (bench/RESULTS.md, "Spend decisions"), so: the window's lock
-// with what is read after it is one function call, sent with the transaction's BEGIN; every write
-// of the decision or change is one more (migration 0012), with the request's kept answer inserted
-// in the same statement.
+// the server more CPU than the statements themselves (bench/RESULTS.md, "Spend decisions"), so a
+// decision or change decided on what was read before its lock is one function call, a transaction
+// by itself, that checks what was decided on under the lock and writes it with the kept answer
+// (migration 0028: `authorizeInOneCall`, `changeInOneCall`). The call takes its locks only if they
+// are free: a statement that waited on one would commit once it got it even with its connection
+// lost meanwhile, and a request answered 503 would have taken effect. In a transaction (fund events
+// to record, a check that failed, a lock held): the window's lock with what is read after it is one
+// function call, sent with the transaction's BEGIN; every write is one more (migration 0012), with
+// the request's kept answer inserted in the same statement.
 import { sql, type RawBuilder } from "kysely";
 import type { Storage } from "../storage/connect.js";
 import { keepInsertBound, keptBindings, type KeptBindings } from "../storage/idempotency-records.js";
 import { prepared, type Prepared } from "../storage/prepared.js";
-import type { BeforeCommit, Db } from "../storage/transactions.js";
+import { writeStatement, type AnswerWrite, type BeforeCommit, type Db } from "../storage/transactions.js";
+import type { Origin } from "../core/origin.js";
 import { insertEntry, ledgerEntry, type LedgerEntry, type LedgerKind } from "./spend-ledger.js";
 import { rowById, toRow, windowOf, type Selected, type SpendAuthorization, type SpendRow, type StoredState } from "./spend-rows.js";
-import { addSpent, type WindowKey } from "./spend-usage.js";
+import { addSpent, type Usage, type WindowKey } from "./spend-usage.js";
+import type { FundPolicyTable } from "../storage/schema.js";
 
 /** What a change of an authorization writes; none when it changes nothing (a release of a released hold). */
 export interface ChangeWrites {
@@ -170,4 +177,129 @@ export async function recordChange(storage: Storage, db: Db, row: SpendRow, writ
   for (const entry of entries) await insertEntry.execute(db, entry);
   if (writes.spent !== 0n) await addSpent(db, row.user_id, row.app_id, row.created_at, writes.spent);
   await beforeCommit?.(db, view);
+}
+
+type OneCallChange = Changed & { was_state: string; was_captured: bigint; was_reversed: bigint } & { [K in keyof KeptBindings]: KeptBindings[K] | null };
+
+/** PostgreSQL: spend_change (migration 0028). */
+const oneCallChange = prepared((db, v: OneCallChange) =>
+  db.selectNoFrom(
+    sql<"changed" | "stale" | "busy" | "taken">`spend_change(${v.id}, ${v.user_id}, ${v.app_id}, ${v.window_start}, ${v.window_end}, ${v.was_state}, ${v.was_captured}, ${v.was_reversed},
+      ${v.state}, ${v.captured}, ${v.reversed}, ${v.at}, ${v.first_id}, ${v.first_kind}, ${v.first_amount}, ${v.second_id}, ${v.second_kind}, ${v.second_amount}, ${v.spent},
+      ${v.kept_id}, ${v.kept_fingerprint}, ${v.kept_owner}, ${v.kept_answer}, ${v.kept_created_at}, ${v.kept_retained})`.as("outcome"),
+  ),
+);
+
+const NO_ANSWER = { kept_id: null, kept_fingerprint: null, kept_owner: null, kept_answer: null, kept_created_at: null, kept_retained: null };
+
+/**
+ * PostgreSQL: change `was` (the row as read before any lock) into `row` with `writes`, and keep
+ * `answer`, in one round trip (spend_change, a transaction by itself): the lock if it is free, the
+ * check that the row is still `was`, then the writes. False, with nothing written, when the lock is
+ * held or the row changed meanwhile: the caller decides again under the lock in a transaction
+ * (`lockedRow`). Settles `answer`.
+ */
+export async function changeInOneCall(storage: Storage, was: SpendRow, row: SpendRow, writes: ChangeWrites, now: number, answer: AnswerWrite | undefined, origin?: Origin): Promise<boolean> {
+  const window = windowOf(row);
+  const [first, second, ...more] = writes.entries.map((e) => ledgerEntry(row.id, window, e.kind, e.amount, now));
+  if (!first || more.length > 0) throw new Error("spend_change takes one or two ledger entries");
+  const { rows } = await writeStatement(
+    storage,
+    (db) =>
+      oneCallChange.execute(db, {
+        id: row.id,
+        user_id: row.user_id,
+        app_id: row.app_id,
+        window_start: row.window_start,
+        window_end: row.window_end,
+        was_state: was.state,
+        was_captured: was.captured,
+        was_reversed: was.reversed,
+        state: row.state,
+        captured: row.captured,
+        reversed: row.reversed,
+        at: row.updated_at,
+        first_id: first.id,
+        first_kind: first.kind,
+        first_amount: first.amount_nanos,
+        second_id: second?.id ?? null,
+        second_kind: second?.kind ?? null,
+        second_amount: second?.amount_nanos ?? null,
+        spent: writes.spent,
+        ...(answer ? keptBindings(answer.record) : NO_ANSWER),
+      }),
+    origin,
+  );
+  const outcome = rows[0]?.outcome;
+  if (outcome === "stale" || outcome === "busy") return false;
+  answer?.settle(outcome === "changed");
+  return true;
+}
+
+/** What a one-call decision is checked against under its locks: the policy's row and the window's usage it was decided on. */
+export interface DecidedOn {
+  policy: FundPolicyTable;
+  usage: Usage;
+}
+
+/**
+ * What became of a one-call decision: recorded, or not because a lock was held ("busy"), or the
+ * policy or the usage (as it is now) is not what it was decided on.
+ */
+export type OneCallDecision = { outcome: "recorded" } | { outcome: "busy" } | { outcome: "policy" } | { outcome: "usage"; usage: Usage };
+
+type OneCallAuthorize = SpendRow & { lock: string; tenant_id: string; policy_currency: string; time_zone: string; default_controls: string | null; policy_updated_at: string | null } & {
+  spent: bigint;
+  held: bigint;
+  entry_id: string | null;
+  entry_kind: string | null;
+  entry_amount: bigint | null;
+} & { [K in keyof KeptBindings]: KeptBindings[K] | null };
+
+/** PostgreSQL: spend_authorize (migration 0028). */
+const oneCallAuthorize = prepared((db, v: OneCallAuthorize) =>
+  db
+    .selectFrom(
+      sql<{ outcome: "recorded" | "busy" | "policy" | "usage" | "taken"; spent: string | null; held: string | null }>`spend_authorize(${v.lock}, ${v.tenant_id}, ${v.policy_currency}, ${v.time_zone}, ${v.default_controls}, ${v.policy_updated_at},
+        ${v.spent}, ${v.held}, ${v.created_at}, ${v.id}, ${v.user_id}, ${v.app_id}, ${v.amount}, ${v.captured}, ${v.state}, ${v.expires_at}, ${v.window_start}, ${v.window_end},
+        ${v.decision}, ${v.metadata}, ${v.entry_id}, ${v.entry_kind}, ${v.entry_amount},
+        ${v.kept_id}, ${v.kept_fingerprint}, ${v.kept_owner}, ${v.kept_answer}, ${v.kept_created_at}, ${v.kept_retained})`.as("d"),
+    )
+    .selectAll(),
+);
+
+/**
+ * PostgreSQL: records new authorization `row` (made at its created_at, not yet reversed) with its
+ * first ledger entry and `answer`, in one round trip (spend_authorize, a transaction by itself):
+ * under the policy's shared lock (`lock`) and the window's, if both are free and the policy and the
+ * window's usage are still `on`; else nothing is written. Settles `answer`.
+ */
+export async function authorizeInOneCall(storage: Storage, lock: string, on: DecidedOn, row: SpendRow, entry: LedgerEntry | null, answer: AnswerWrite | undefined, origin?: Origin): Promise<OneCallDecision> {
+  const { policy } = on;
+  const { rows } = await writeStatement(
+    storage,
+    (db) =>
+      oneCallAuthorize.execute(db, {
+        ...row,
+        lock,
+        tenant_id: policy.tenant_id,
+        policy_currency: policy.currency_code,
+        time_zone: policy.time_zone,
+        default_controls: policy.default_controls,
+        policy_updated_at: policy.updated_at,
+        spent: on.usage.spent,
+        held: on.usage.held,
+        entry_id: entry?.id ?? null,
+        entry_kind: entry?.kind ?? null,
+        entry_amount: entry?.amount_nanos ?? null,
+        ...(answer ? keptBindings(answer.record) : NO_ANSWER),
+      }),
+    origin,
+  );
+  const found = rows[0];
+  if (!found) throw new Error("spend_authorize returned no row");
+  if (found.outcome === "policy" || found.outcome === "busy") return { outcome: found.outcome };
+  if (found.outcome === "usage") return { outcome: "usage", usage: { spent: BigInt(found.spent ?? "0"), held: BigInt(found.held ?? "0") } };
+  answer?.settle(found.outcome === "recorded");
+  return { outcome: "recorded" };
 }

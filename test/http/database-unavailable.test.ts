@@ -5,8 +5,9 @@
 //   until they hold every connection of a small pool; the next requests wait for a connection past
 //   the pool's timeout. One waiting authorization's backend is then terminated (57P01).
 // - PostgreSQL, down: the server reaches its database through the test's TCP proxy, which the test
-//   closes (connections reset, new ones refused) and opens again; or that loses the reply to a
-//   COMMIT, after which the retry with the same Idempotency-Key must replay, not spend again.
+//   closes (connections reset, new ones refused) and opens again; or that loses the reply to the
+//   statement that committed a decision (its one call, or a transaction's COMMIT), after which the
+//   retry with the same Idempotency-Key must replay, not spend again.
 // - PostgreSQL, frozen: the proxy keeps every connection open but lets nothing through (a dead host,
 //   a network dropping everything), then lets new connections through (a failover): requests in
 //   flight are answered within the timeouts, /readyz says why it is not ready, and the execution
@@ -20,7 +21,8 @@ import { describe, expect, it } from "vitest";
 import { unwrap } from "../../src/client/index.js";
 import { POSTGRES_ADMIN_URL, testDialect } from "../support/database.js";
 import { BOOTSTRAP, logCapture, startTestServer } from "../support/server.js";
-import { TcpProxy } from "../support/tcp-proxy.js";
+import { COMMIT, TcpProxy } from "../support/tcp-proxy.js";
+import { fundAutomation } from "./fund-events-helpers.js";
 import { amount, expectError, funds, money, newAppId } from "./funds-helpers.js";
 import { spends } from "./spends-helpers.js";
 import { createHooked, evaluateStep, eventsOf, executionsOf, expectRefused, newEventId, sendHmac } from "./webhooks-helpers.js";
@@ -153,7 +155,9 @@ describe.runIf(testDialect() === "postgres")("PostgreSQL", () => {
       unwrap(await spend.authorize(body));
       expect(await (await fetch(`${ts.url}/readyz`)).json()).toEqual({ status: "ready" });
 
-      // An authorization waits on the spend lock (the test's own connection, not through the proxy, holds it) when the connections are reset.
+      // An authorization waits on the spend lock (the test's own connection, not through the proxy,
+      // holds it) when the connections are reset. It waits in a transaction (the one call does not
+      // wait for a held lock), whose COMMIT is never sent: nothing of it is kept.
       await locker.query("begin");
       await locker.query("select spend_lock_subject_app($1, $2)", [userId, appId]);
       const inFlight = spend.authorize(body);
@@ -165,6 +169,8 @@ describe.runIf(testDialect() === "postgres")("PostgreSQL", () => {
       expectUnavailable(await inFlight, ts.databaseUrl);
       await locker.query("rollback");
 
+      // The policy is served from what the instance keeps (the authorizations read it) until its polls fail (within a second), then refused.
+      await until(async () => (await admin.policyGet()).response.status !== 200, "the policy to be read from the database");
       expectUnavailable(await admin.policyGet(), ts.databaseUrl);
       expectUnavailable(await admin.policyUpdate({ fundPolicy: { currencyCode: "USD", timeZone: "Europe/Paris", defaultControls: null }, updateMask: "timeZone" }), ts.databaseUrl);
       const token = await tokenRequest(ts.url);
@@ -191,18 +197,23 @@ describe.runIf(testDialect() === "postgres")("PostgreSQL", () => {
     }
   });
 
-  it("a COMMIT whose answer is lost: 503 UNAVAILABLE, and the retry with the same Idempotency-Key replays the authorization committed, never a second one", async () => {
+  // The decision commits with its one call; with a fund-event trigger listening it runs in a transaction, which commits with its COMMIT.
+  it.each([
+    { what: "spend_authorize (the one call)", statement: /\bspend_authorize\(/, listened: false },
+    { what: "COMMIT (fund events listened to)", statement: COMMIT, listened: true },
+  ])("the answer to $what lost: 503 UNAVAILABLE, and the retry with the same Idempotency-Key replays the authorization committed, never a second one", async ({ statement, listened }) => {
     const proxy = new TcpProxy();
     const ts = await startTestServer({ RATE_LIMIT: "off" }, undefined, { reachDatabase: (url) => proxy.start(url) });
     try {
       const spend = spends(ts.admin);
       const { userId } = await ts.userClient(["ROLE_USER"]);
-      const appId = newAppId("commit-lost");
+      const appId = newAppId("answer-lost");
       unwrap(await funds(ts.admin).setLimit(userId, appId, { limit: amount("100") }));
+      if (listened) await fundAutomation(ts.admin, { eventTypes: ["FUND_EVENT_TYPE_SPEND_AUTHORIZED"], conditionCel: `ctx.trigger.appId == "${appId}"` });
       const body = { userId, appId, amount: money("1") };
       const key = randomUUID();
 
-      const lost = proxy.loseNextCommitAnswer();
+      const lost = proxy.loseNextAnswerTo(statement);
       expectUnavailable(await spend.authorize(body, key), ts.databaseUrl);
       await lost;
 

@@ -1,65 +1,96 @@
-// PostgreSQL round trips of one Authorize or Capture, counted at the pg client as the server (in this process)
-// sends them on the decision's connection (other connections poll for changes meanwhile). Nothing
-// before the decision (the caller's principal is cached; the Idempotency-Key takes no claim). The decision's
-// transaction: BEGIN with the fund policy's shared lock (its currency stays until commit) and the
-// layers' read after it (one simple query: BEGIN and one function call), the window's lock with the
-// sweep of its expired holds (one function call), the authorization with its ledger entry, the spent counter of a
-// direct spend and the idempotent answer (one function call), COMMIT.
+// PostgreSQL round trips of one Authorize, Capture, Release or Reverse, counted at the pg client as
+// the server (in this process) sends them (other connections poll for changes meanwhile). Nothing
+// before the decision (the caller's principal and the fund policy are kept; the Idempotency-Key takes
+// no claim). A decision: the layers and the window's usage read in one statement, then the whole
+// decision as one call, a transaction by itself (spend_authorize: the policy's shared lock and the
+// check that it is the kept one, the window's lock with the sweep of its expired holds and the
+// check that the usage is the one read, the idempotent answer, the authorization with its ledger
+// entry and the spent counter of a direct spend). No BEGIN, no COMMIT.
 import { randomUUID } from "node:crypto";
+import pg from "pg";
 import { describe, expect, it } from "vitest";
 import { testDialect } from "../support/database.js";
+import { unwrap } from "../../src/client/index.js";
 import { appWithLimit, authorized, money, watchingQueries } from "./spends-helpers.js";
 
 const watched = watchingQueries();
 const { sent } = watched;
 
-describe.skipIf(testDialect() !== "postgres")("Authorize's and Capture's round trips (PostgreSQL)", () => {
-
-  /** The texts sent on the transaction's connection, from its BEGIN to its COMMIT. */
-  function transaction(): string[] {
-    const begin = sent.find((s) => /^begin/i.test(s.text));
-    expect(begin).toBeDefined();
-    const onIt = sent.filter((s) => s.client === begin!.client).map((s) => s.text);
-    if (process.env.SHOW_ROUND_TRIPS) console.log(sent.map((s) => s.text.slice(0, 140)).join("\n"));
-    return onIt.slice(onIt.findIndex((s) => /^begin/i.test(s)), onIt.findIndex((s) => /^commit/i.test(s)) + 1);
-  }
+describe.skipIf(testDialect() !== "postgres")("Authorize's, Capture's, Release's and Reverse's round trips (PostgreSQL)", () => {
 
   it.each([
-    { what: "a hold", extra: {}, expected: 4 },
+    { what: "a hold", extra: {} },
     // The window's spent counter too, in the same call.
-    { what: "a direct spend", extra: { capture: true }, expected: 4 },
+    { what: "a direct spend", extra: { capture: true } },
     // The declined authorization is kept, without a ledger entry.
-    { what: "a decline", extra: { amount: money("1000") }, expected: 4 },
-  ])("$what: the decision in $expected round trips, one transaction", async ({ extra, expected }) => {
+    { what: "a decline", extra: { amount: money("1000") } },
+  ])("$what: the read, then the decision in one round trip", async ({ extra }) => {
     const { admin, spend, subject } = watched.server;
     const app = await appWithLimit(admin, subject.userId, "100");
     await authorized(spend, { userId: subject.userId, appId: app, amount: money("1") });
-    sent.length = 0;
-    const answer = await spend.authorize({ userId: subject.userId, appId: app, amount: money("1"), ...extra });
-    expect(answer.response.status).toBe(200);
-    const decision = transaction();
-    expect(decision.length, decision.join("\n")).toBe(expected);
-    // The Idempotency-Key takes no round trip of its own: its record is inserted by the decision's last call.
-    const keyed = sent.filter((s) => /idempotency_records/.test(s.text)).map((s) => s.text);
-    expect(keyed).toHaveLength(1);
-    expect(decision).toContain(keyed[0]);
+    const trips = await watched.roundTrips(/spend_authorize\(/, () => spend.authorize({ userId: subject.userId, appId: app, amount: money("1"), ...extra }));
+    expect(trips.filter((t) => /^(begin|commit)/i.test(t))).toEqual([]);
+    expect(trips.filter((t) => /spend_authorize\(/.test(t)), trips.join("\n")).toHaveLength(1);
+    expect(trips.filter((t) => /"spend_usage"/.test(t)), trips.join("\n")).toHaveLength(1);
+    // The Idempotency-Key takes no round trip of its own: its record is inserted by the decision's call.
+    const keyed = sent.filter((s) => /idempotency_records/.test(s.text));
+    expect(keyed).toHaveLength(0);
   });
 
-  // Before the change: the authorization's read (who may see it). The change's
-  // transaction: BEGIN with the window's lock and the row read after it (one simple query), the
-  // row's update with its ledger entries, the spent counter and the idempotent answer (one call), COMMIT.
+  // The call never waits for a lock (a statement that waited would commit once it got it, even with
+  // its connection lost meanwhile): held, it writes nothing and the decision runs in a transaction,
+  // which waits for it and decides on the usage read after it.
+  it("the subject and app's lock held: the call writes nothing, then the transaction waits and decides", async () => {
+    const { admin, spend, subject, ts } = watched.server;
+    const app = await appWithLimit(admin, subject.userId, "100");
+    await authorized(spend, { userId: subject.userId, appId: app, amount: money("1") });
+    const locker = new pg.Client({ connectionString: ts.databaseUrl });
+    await locker.connect();
+    try {
+      await locker.query("begin");
+      await locker.query("select spend_lock_subject_app($1, $2)", [subject.userId, app]);
+      let answer: Awaited<ReturnType<typeof spend.authorize>> | undefined;
+      const trips = await watched.roundTrips(/spend_authorize\(|spend_lock_window\(/, async () => {
+        const pending = spend.authorize({ userId: subject.userId, appId: app, amount: money("1") });
+        const waiting = "select 1 from pg_locks where locktype = 'advisory' and not granted and database = (select oid from pg_database where datname = current_database())";
+        while ((await locker.query(waiting)).rowCount === 0) await new Promise((resolve) => setTimeout(resolve, 20));
+        await locker.query("rollback");
+        return (answer = await pending);
+      });
+      expect(trips.filter((t) => /spend_authorize\(/.test(t)), trips.join("\n")).toHaveLength(1);
+      for (const step of [/^begin/i, /spend_lock_window\(/, /^commit/i]) expect(trips.filter((t) => step.test(t)), trips.join("\n")).toHaveLength(1);
+      expect(answer && unwrap(answer).authorization.decision.usage.held).toEqual(money("2"));
+    } finally {
+      await locker.end();
+    }
+  });
+
+  // The authorization's read (who may see it), then the whole change as one call, a transaction by
+  // itself: the window's lock, the check that the row is as read, the kept answer, the row's update
+  // with its ledger entries and the spent counter (spend_change). No BEGIN, no COMMIT.
   it.each([
-    { what: "whole", body: {} },
+    { what: "a whole capture", change: (id: string) => watched.server.spend.capture(id, {}, randomUUID()) },
     // A second ledger entry (the rest released), in the same call.
-    { what: "partial", body: { amount: money("0", 400_000_000) } },
-  ])("a $what capture: the change in 3 round trips, one transaction", async ({ body }) => {
+    { what: "a partial capture", change: (id: string) => watched.server.spend.capture(id, { amount: money("0", 400_000_000) }, randomUUID()) },
+    { what: "a release", change: (id: string) => watched.server.spend.release(id, {}, randomUUID()) },
+    { what: "a reversal", change: async (id: string) => {
+      await watched.server.spend.capture(id, {}, randomUUID());
+      return watched.server.spend.reverse(id, {}, randomUUID());
+    } },
+  ])("$what: the read, then the change in one round trip", async ({ what, change }) => {
     const { admin, spend, subject } = watched.server;
     const app = await appWithLimit(admin, subject.userId, "100");
     const hold = await authorized(spend, { userId: subject.userId, appId: app, amount: money("1") });
     sent.length = 0;
-    const answer = await spend.capture(hold.id, body, randomUUID());
+    const answer = await change(hold.id);
     expect(answer.response.status).toBe(200);
-    const change = transaction();
-    expect(change.length, change.join("\n")).toBe(3);
+    const texts = sent.map((s) => s.text);
+    expect(texts.filter((t) => /^(begin|commit)/i.test(t))).toEqual([]);
+    const calls = texts.filter((t) => /spend_change\(/.test(t));
+    const reads = texts.filter((t) => /from "spend_authorizations"/.test(t));
+    // A reversal is preceded by its capture: two of each.
+    const changes = what === "a reversal" ? 2 : 1;
+    expect(calls, texts.join("\n")).toHaveLength(changes);
+    expect(reads, texts.join("\n")).toHaveLength(changes);
   });
 });
