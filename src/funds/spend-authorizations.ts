@@ -15,7 +15,7 @@ import type { Origin } from "../core/origin.js";
 import { failedPrecondition, invalidField, notFound } from "../core/errors.js";
 import { timeOrderedId } from "../core/ids.js";
 import type { Storage } from "../storage/connect.js";
-import { writeTransaction, type BeforeCommit } from "../storage/transactions.js";
+import { writeStatement, writeTransaction, type BeforeCommit, type Db } from "../storage/transactions.js";
 import type { EffectiveLimits, LimitInForce } from "./effective.js";
 import { spendChangeEvent, withFundEvents, type FundEventBatch, type FundEventRecorder, type FundEventType } from "./fund-events.js";
 import { FUND_POLICY_LOCK } from "./fund-policy.js";
@@ -27,7 +27,7 @@ import type { SpendObserver } from "./spend-observer.js";
 import { ledgerEntry, type LedgerEntry } from "./spend-ledger.js";
 import { answeredState, asCreated, authorizationView, rowById, windowOf, type SpendAuthorization, type SpendRow, type StoredState } from "./spend-rows.js";
 import { lockWindow, usageView, type Usage } from "./spend-usage.js";
-import { authorizeInOneCall, changeInOneCall, lockedRow, recordAuthorization, recordChange, type ChangeWrites } from "./spend-writes.js";
+import { authorizeInOneCall, changeInOneCall, lockedRow, recordAuthorization, recordChange, type ChangeWrites, type DecidedOn } from "./spend-writes.js";
 
 type AuthorizeRequest = components["schemas"]["SpendServiceAuthorizeRequest"];
 
@@ -142,16 +142,28 @@ export class SpendAuthorizations {
    * PostgreSQL, without fund events to record: the decision on the kept policy, the layers and the
    * window's usage read without a lock (one statement), recorded in one round trip if under the
    * locks the policy and the usage are still those; decided again on the usage as it is then, a few
-   * times. Undefined when a lock is held, when the policy changed, when the usage kept changing,
-   * when the decision is refused on what was read (refused again, or not, under the locks), or when
-   * the answer is kept by a statement of its own (a claimed key): the transaction decides it then.
+   * times. A lock held: the same calls in a transaction that waits for it (BEGIN with the first).
+   * Undefined when the policy changed, when the usage kept changing, when the decision is refused on
+   * what was read (refused again, or not, under the locks), or when the answer is kept by a
+   * statement of its own (a claimed key): the transaction decides it then.
    */
   private async authorizeOnSnapshot(request: DecisionRequest, beforeCommit: BeforeCommit<SpendAuthorization> | undefined, origin: Origin | undefined): Promise<Decision | undefined> {
     if (beforeCommit && !beforeCommit.asWrite) return undefined;
     const now = this.clock.now();
-    const { force, usage: read, policy } = await this.effective.snapshot(request.userId, request.appId, now, true);
+    const { force, usage, policy } = await this.effective.snapshot(request.userId, request.appId, now, true);
     // A window without its row yet most often has no spends (its first decision): the call seeds the row and checks.
-    let usage = read ?? NOTHING_USED;
+    const read: DecidedOn = { policy, usage: usage ?? NOTHING_USED };
+    const calls = (db: Db, wait: boolean) => this.decideByCalls(db, request, force, read, now, beforeCommit, wait);
+    const decided = await writeStatement(this.storage, (db) => calls(db, false), origin);
+    if (decided !== "busy") return decided;
+    // A lock held: the same calls in a transaction, which waits for it.
+    const waited = await writeTransaction(this.storage, { exclusive: [] }, (db) => calls(db, true), { origin });
+    return waited === "busy" ? undefined : waited;
+  }
+
+  /** authorizeOnSnapshot's calls, each decided on the usage the one before found: "busy" when one found a lock held (`wait` false). */
+  private async decideByCalls(db: Db, request: DecisionRequest, force: LimitInForce, read: DecidedOn, now: number, beforeCommit: BeforeCommit<SpendAuthorization> | undefined, wait: boolean): Promise<Decision | undefined | "busy"> {
+    let { usage } = read;
     for (let attempt = 0; attempt < ONE_CALL_ATTEMPTS; attempt++) {
       let decided: Decision;
       try {
@@ -159,9 +171,10 @@ export class SpendAuthorizations {
       } catch {
         return undefined;
       }
-      const result = await authorizeInOneCall(this.storage, FUND_POLICY_LOCK, { policy, usage }, decided.created, decided.entry, beforeCommit?.asWrite?.(decided.view), origin);
+      const result = await authorizeInOneCall(db, FUND_POLICY_LOCK, { policy: read.policy, usage }, decided.created, decided.entry, beforeCommit?.asWrite?.(decided.view), wait);
       if (result.outcome === "recorded") return decided;
-      if (result.outcome === "policy" || result.outcome === "busy") return undefined;
+      if (result.outcome === "policy") return undefined;
+      if (result.outcome === "busy") return "busy";
       usage = result.usage;
     }
     return undefined;

@@ -3,17 +3,18 @@
 // the server more CPU than the statements themselves (bench/RESULTS.md, "Spend decisions"), so a
 // decision or change decided on what was read before its lock is one function call, a transaction
 // by itself, that checks what was decided on under the lock and writes it with the kept answer
-// (migration 0028: `authorizeInOneCall`, `changeInOneCall`). The call takes its locks only if they
-// are free: a statement that waited on one would commit once it got it even with its connection
-// lost meanwhile, and a request answered 503 would have taken effect. In a transaction (fund events
-// to record, a check that failed, a lock held): the window's lock with what is read after it is one
-// function call, sent with the transaction's BEGIN; every write is one more (migration 0012), with
-// the request's kept answer inserted in the same statement.
+// (migration 0028: `authorizeInOneCall`, `changeInOneCall`). In autocommit the call takes its locks
+// only if they are free: a statement that waited on one would commit once it got it even with its
+// connection lost meanwhile, and a request answered 503 would have taken effect. A lock held, the
+// same call runs in a transaction, which waits for it (BEGIN and the call in one round trip, then
+// COMMIT). In a transaction otherwise (fund events to record, a check that failed): the window's
+// lock with what is read after it is one function call, sent with the transaction's BEGIN; every
+// write is one more (migration 0012), with the request's kept answer inserted in the same statement.
 import { sql, type RawBuilder } from "kysely";
 import type { Storage } from "../storage/connect.js";
 import { keepInsertBound, keptBindings, type KeptBindings } from "../storage/idempotency-records.js";
 import { prepared, type Prepared } from "../storage/prepared.js";
-import { writeStatement, type AnswerWrite, type BeforeCommit, type Db } from "../storage/transactions.js";
+import { writeStatement, writeTransaction, type AnswerWrite, type BeforeCommit, type Db } from "../storage/transactions.js";
 import type { Origin } from "../core/origin.js";
 import { insertEntry, ledgerEntry, type LedgerEntry, type LedgerKind } from "./spend-ledger.js";
 import { rowById, toRow, windowOf, type Selected, type SpendAuthorization, type SpendRow, type StoredState } from "./spend-rows.js";
@@ -179,16 +180,24 @@ export async function recordChange(storage: Storage, db: Db, row: SpendRow, writ
   await beforeCommit?.(db, view);
 }
 
-type OneCallChange = Changed & { was_state: string; was_captured: bigint; was_reversed: bigint } & { [K in keyof KeptBindings]: KeptBindings[K] | null };
+type OneCallChange = Changed & { was_state: string; was_captured: bigint; was_reversed: bigint } & { [K in keyof KeptBindings]: KeptBindings[K] | null } & { wait: boolean };
 
 /** PostgreSQL: spend_change (migration 0028). */
 const oneCallChange = prepared((db, v: OneCallChange) =>
   db.selectNoFrom(
     sql<"changed" | "stale" | "busy" | "taken">`spend_change(${v.id}, ${v.user_id}, ${v.app_id}, ${v.window_start}, ${v.window_end}, ${v.was_state}, ${v.was_captured}, ${v.was_reversed},
       ${v.state}, ${v.captured}, ${v.reversed}, ${v.at}, ${v.first_id}, ${v.first_kind}, ${v.first_amount}, ${v.second_id}, ${v.second_kind}, ${v.second_amount}, ${v.spent},
-      ${v.kept_id}, ${v.kept_fingerprint}, ${v.kept_owner}, ${v.kept_answer}, ${v.kept_created_at}, ${v.kept_retained})`.as("outcome"),
+      ${v.kept_id}, ${v.kept_fingerprint}, ${v.kept_owner}, ${v.kept_answer}, ${v.kept_created_at}, ${v.kept_retained}, ${v.wait})`.as("outcome"),
   ),
 );
+
+/**
+ * A one-call statement: in autocommit, taking only free locks (`wait` false); else, in a
+ * transaction, waiting for them, its values inlined so that the statement carries the BEGIN.
+ */
+function oneCall<V extends { wait: boolean }, R>(statement: Prepared<V, R>, db: Db, values: V) {
+  return values.wait ? statement.executeInlined(db, values) : statement.execute(db, values);
+}
 
 const NO_ANSWER = { kept_id: null, kept_fingerprint: null, kept_owner: null, kept_answer: null, kept_created_at: null, kept_retained: null };
 
@@ -203,34 +212,32 @@ export async function changeInOneCall(storage: Storage, was: SpendRow, row: Spen
   const window = windowOf(row);
   const [first, second, ...more] = writes.entries.map((e) => ledgerEntry(row.id, window, e.kind, e.amount, now));
   if (!first || more.length > 0) throw new Error("spend_change takes one or two ledger entries");
-  const { rows } = await writeStatement(
-    storage,
-    (db) =>
-      oneCallChange.execute(db, {
-        id: row.id,
-        user_id: row.user_id,
-        app_id: row.app_id,
-        window_start: row.window_start,
-        window_end: row.window_end,
-        was_state: was.state,
-        was_captured: was.captured,
-        was_reversed: was.reversed,
-        state: row.state,
-        captured: row.captured,
-        reversed: row.reversed,
-        at: row.updated_at,
-        first_id: first.id,
-        first_kind: first.kind,
-        first_amount: first.amount_nanos,
-        second_id: second?.id ?? null,
-        second_kind: second?.kind ?? null,
-        second_amount: second?.amount_nanos ?? null,
-        spent: writes.spent,
-        ...(answer ? keptBindings(answer.record) : NO_ANSWER),
-      }),
-    origin,
-  );
-  const outcome = rows[0]?.outcome;
+  const values = {
+    id: row.id,
+    user_id: row.user_id,
+    app_id: row.app_id,
+    window_start: row.window_start,
+    window_end: row.window_end,
+    was_state: was.state,
+    was_captured: was.captured,
+    was_reversed: was.reversed,
+    state: row.state,
+    captured: row.captured,
+    reversed: row.reversed,
+    at: row.updated_at,
+    first_id: first.id,
+    first_kind: first.kind,
+    first_amount: first.amount_nanos,
+    second_id: second?.id ?? null,
+    second_kind: second?.kind ?? null,
+    second_amount: second?.amount_nanos ?? null,
+    spent: writes.spent,
+    ...(answer ? keptBindings(answer.record) : NO_ANSWER),
+  };
+  const change = async (db: Db, wait: boolean) => (await oneCall(oneCallChange, db, { ...values, wait })).rows[0]?.outcome;
+  let outcome = await writeStatement(storage, (db) => change(db, false), origin);
+  // A lock held: the same call in a transaction, which waits for it (two round trips, BEGIN with the call).
+  if (outcome === "busy") outcome = await writeTransaction(storage, { exclusive: [] }, (db) => change(db, true), { origin });
   if (outcome === "stale" || outcome === "busy") return false;
   answer?.settle(outcome === "changed");
   return true;
@@ -254,7 +261,7 @@ type OneCallAuthorize = SpendRow & { lock: string; tenant_id: string; policy_cur
   entry_id: string | null;
   entry_kind: string | null;
   entry_amount: bigint | null;
-} & { [K in keyof KeptBindings]: KeptBindings[K] | null };
+} & { [K in keyof KeptBindings]: KeptBindings[K] | null } & { wait: boolean };
 
 /** PostgreSQL: spend_authorize (migration 0028). */
 const oneCallAuthorize = prepared((db, v: OneCallAuthorize) =>
@@ -263,39 +270,36 @@ const oneCallAuthorize = prepared((db, v: OneCallAuthorize) =>
       sql<{ outcome: "recorded" | "busy" | "policy" | "usage" | "taken"; spent: string | null; held: string | null }>`spend_authorize(${v.lock}, ${v.tenant_id}, ${v.policy_currency}, ${v.time_zone}, ${v.default_controls}, ${v.policy_updated_at},
         ${v.spent}, ${v.held}, ${v.created_at}, ${v.id}, ${v.user_id}, ${v.app_id}, ${v.amount}, ${v.captured}, ${v.state}, ${v.expires_at}, ${v.window_start}, ${v.window_end},
         ${v.decision}, ${v.metadata}, ${v.entry_id}, ${v.entry_kind}, ${v.entry_amount},
-        ${v.kept_id}, ${v.kept_fingerprint}, ${v.kept_owner}, ${v.kept_answer}, ${v.kept_created_at}, ${v.kept_retained})`.as("d"),
+        ${v.kept_id}, ${v.kept_fingerprint}, ${v.kept_owner}, ${v.kept_answer}, ${v.kept_created_at}, ${v.kept_retained}, ${v.wait})`.as("d"),
     )
     .selectAll(),
 );
 
 /**
  * PostgreSQL: records new authorization `row` (made at its created_at, not yet reversed) with its
- * first ledger entry and `answer`, in one round trip (spend_authorize, a transaction by itself):
- * under the policy's shared lock (`lock`) and the window's, if both are free and the policy and the
- * window's usage are still `on`; else nothing is written. Settles `answer`.
+ * first ledger entry and `answer` by one call (spend_authorize): under the policy's shared lock
+ * (`lock`) and the window's, if the policy and the window's usage are still `on`; else nothing is
+ * written. `db`: the pool, where the call is a transaction by itself and takes only free locks
+ * ("busy" when one is held); or a transaction, where it waits for them. Settles `answer`.
  */
-export async function authorizeInOneCall(storage: Storage, lock: string, on: DecidedOn, row: SpendRow, entry: LedgerEntry | null, answer: AnswerWrite | undefined, origin?: Origin): Promise<OneCallDecision> {
+export async function authorizeInOneCall(db: Db, lock: string, on: DecidedOn, row: SpendRow, entry: LedgerEntry | null, answer: AnswerWrite | undefined, wait: boolean): Promise<OneCallDecision> {
   const { policy } = on;
-  const { rows } = await writeStatement(
-    storage,
-    (db) =>
-      oneCallAuthorize.execute(db, {
-        ...row,
-        lock,
-        tenant_id: policy.tenant_id,
-        policy_currency: policy.currency_code,
-        time_zone: policy.time_zone,
-        default_controls: policy.default_controls,
-        policy_updated_at: policy.updated_at,
-        spent: on.usage.spent,
-        held: on.usage.held,
-        entry_id: entry?.id ?? null,
-        entry_kind: entry?.kind ?? null,
-        entry_amount: entry?.amount_nanos ?? null,
-        ...(answer ? keptBindings(answer.record) : NO_ANSWER),
-      }),
-    origin,
-  );
+  const { rows } = await oneCall(oneCallAuthorize, db, {
+    ...row,
+    lock,
+    tenant_id: policy.tenant_id,
+    policy_currency: policy.currency_code,
+    time_zone: policy.time_zone,
+    default_controls: policy.default_controls,
+    policy_updated_at: policy.updated_at,
+    spent: on.usage.spent,
+    held: on.usage.held,
+    entry_id: entry?.id ?? null,
+    entry_kind: entry?.kind ?? null,
+    entry_amount: entry?.amount_nanos ?? null,
+    ...(answer ? keptBindings(answer.record) : NO_ANSWER),
+    wait,
+  });
   const found = rows[0];
   if (!found) throw new Error("spend_authorize returned no row");
   if (found.outcome === "policy" || found.outcome === "busy") return { outcome: found.outcome };

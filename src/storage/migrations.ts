@@ -1174,11 +1174,12 @@ const m0024 = (text: TextType): Migration => ({
 // it is) with nothing written, and the server decides again. Then the kept answer's insert (else
 // 'taken': another attempt holds the key, nothing written; IdempotencyRecords' keepInsert, the same
 // upsert), then the writes of spend_record_authorization or spend_record_change.
-// The call never waits for a lock: held by another, it answers 'busy' with nothing written and the
-// server decides in a transaction, which waits. A statement that waited would commit once it got the
-// lock even if its connection was lost meanwhile (PostgreSQL learns of that only when it answers,
-// after the commit): a decision answered 503 would have been kept. A transaction whose connection
-// is lost never commits.
+// In autocommit the call never waits for a lock: held by another, it answers 'busy' with nothing
+// written, and the server makes the same call with p_wait in a transaction, which waits (BEGIN and
+// the call in one round trip, then COMMIT). A statement that waited in autocommit would commit once
+// it got the lock even if its connection was lost meanwhile (PostgreSQL learns of that only when it
+// answers, after the commit): a decision answered 503 would have been kept. A transaction whose
+// connection is lost never commits.
 const m0028 = (dialect: "sqlite" | "postgres"): Migration => ({
   async up(db: Kysely<any>) {
     if (dialect !== "postgres") return;
@@ -1213,13 +1214,16 @@ const m0028 = (dialect: "sqlite" | "postgres"): Migration => ({
         p_id text, p_user_id text, p_app_id text, p_amount bigint, p_captured bigint,
         p_state text, p_expires_at text, p_window_start text, p_window_end text, p_decision text, p_metadata text,
         p_entry_id text, p_entry_kind text, p_entry_amount bigint,
-        p_kept_id text, p_kept_fingerprint text, p_kept_owner text, p_kept_answer text, p_kept_created_at text, p_kept_retained text)
+        p_kept_id text, p_kept_fingerprint text, p_kept_owner text, p_kept_answer text, p_kept_created_at text, p_kept_retained text,
+        p_wait boolean)
       returns table (outcome text, spent text, held text) language plpgsql volatile as $$
       declare
         v_spent bigint;
         v_held bigint;
       begin
-        if not pg_try_advisory_xact_lock_shared(hashtextextended(p_lock, 0)) then
+        if p_wait then
+          perform pg_advisory_xact_lock_shared(hashtextextended(p_lock, 0));
+        elsif not pg_try_advisory_xact_lock_shared(hashtextextended(p_lock, 0)) then
           return query select 'busy', null::text, null::text;
           return;
         end if;
@@ -1230,7 +1234,9 @@ const m0028 = (dialect: "sqlite" | "postgres"): Migration => ({
           return;
         end if;
         -- Held now, it is held again (at once) by spend_lock_window.
-        if not spend_try_lock_subject_app(p_user_id, p_app_id) then
+        if p_wait then
+          perform spend_lock_subject_app(p_user_id, p_app_id);
+        elsif not spend_try_lock_subject_app(p_user_id, p_app_id) then
           return query select 'busy', null::text, null::text;
           return;
         end if;
@@ -1254,10 +1260,13 @@ const m0028 = (dialect: "sqlite" | "postgres"): Migration => ({
         p_was_state text, p_was_captured bigint, p_was_reversed bigint,
         p_state text, p_captured bigint, p_reversed bigint, p_at text,
         p_first_id text, p_first_kind text, p_first_amount bigint, p_second_id text, p_second_kind text, p_second_amount bigint, p_spent_delta bigint,
-        p_kept_id text, p_kept_fingerprint text, p_kept_owner text, p_kept_answer text, p_kept_created_at text, p_kept_retained text)
+        p_kept_id text, p_kept_fingerprint text, p_kept_owner text, p_kept_answer text, p_kept_created_at text, p_kept_retained text,
+        p_wait boolean)
       returns text language plpgsql volatile as $$
       begin
-        if not spend_try_lock_subject_app(p_user_id, p_app_id) then
+        if p_wait then
+          perform spend_lock_subject_app(p_user_id, p_app_id);
+        elsif not spend_try_lock_subject_app(p_user_id, p_app_id) then
           return 'busy';
         end if;
         perform 1 from spend_authorizations a

@@ -68,13 +68,16 @@ function deferringClient(client: Connection): PostgresPoolClient {
 /**
  * `query` (compiled for PostgreSQL) with its parameters written into its text as quoted literals,
  * so that it can travel with a held-back BEGIN. Only for a statement of ours whose text has no `$`
- * other than its placeholders, and whose parameters are strings or nulls.
+ * other than its placeholders, and whose parameters are strings, bigints, booleans or nulls.
  */
 export function inlineParameters(query: CompiledQuery): CompiledQuery {
   const sql = query.sql.replace(/\$(\d+)/g, (_, n: string) => {
     const value = query.parameters[Number(n) - 1];
     if (value === null) return "null";
-    if (typeof value !== "string") throw new Error(`inlineParameters: parameter $${n} is not a string`);
+    if (typeof value === "boolean") return String(value);
+    // In parentheses: a negative amount stays one operand wherever it stands.
+    if (typeof value === "bigint") return `(${value})`;
+    if (typeof value !== "string") throw new Error(`inlineParameters: parameter $${n} is neither a string, a bigint nor a boolean`);
     return pg.escapeLiteral(value);
   });
   return { ...query, sql, parameters: [] };

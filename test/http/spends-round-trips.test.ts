@@ -11,7 +11,7 @@ import pg from "pg";
 import { describe, expect, it } from "vitest";
 import { testDialect } from "../support/database.js";
 import { unwrap } from "../../src/client/index.js";
-import { appWithLimit, authorized, money, watchingQueries } from "./spends-helpers.js";
+import { appWithLimit, authorized, money, watchingQueries, type WatchedServer } from "./spends-helpers.js";
 
 const watched = watchingQueries();
 const { sent } = watched;
@@ -40,29 +40,48 @@ describe.skipIf(testDialect() !== "postgres")("Authorize's, Capture's, Release's
   // The call never waits for a lock (a statement that waited would commit once it got it, even with
   // its connection lost meanwhile): held, it writes nothing and the decision runs in a transaction,
   // which waits for it and decides on the usage read after it.
-  it("the subject and app's lock held: the call writes nothing, then the transaction waits and decides", async () => {
-    const { admin, spend, subject, ts } = watched.server;
-    const app = await appWithLimit(admin, subject.userId, "100");
-    await authorized(spend, { userId: subject.userId, appId: app, amount: money("1") });
-    const locker = new pg.Client({ connectionString: ts.databaseUrl });
+  // A lock held: the call in autocommit writes nothing (it would commit after its wait even with its
+  // connection lost), and the same call runs again in a transaction, with BEGIN, and waits.
+  const whileLocked = async (userId: string, appId: string, call: RegExp, act: Parameters<WatchedServer["roundTrips"]>[1]) => {
+    const locker = new pg.Client({ connectionString: watched.server.ts.databaseUrl });
     await locker.connect();
     try {
       await locker.query("begin");
-      await locker.query("select spend_lock_subject_app($1, $2)", [subject.userId, app]);
-      let answer: Awaited<ReturnType<typeof spend.authorize>> | undefined;
-      const trips = await watched.roundTrips(/spend_authorize\(|spend_lock_window\(/, async () => {
-        const pending = spend.authorize({ userId: subject.userId, appId: app, amount: money("1") });
+      await locker.query("select spend_lock_subject_app($1, $2)", [userId, appId]);
+      const trips = await watched.roundTrips(call, async () => {
+        const pending = act();
         const waiting = "select 1 from pg_locks where locktype = 'advisory' and not granted and database = (select oid from pg_database where datname = current_database())";
         while ((await locker.query(waiting)).rowCount === 0) await new Promise((resolve) => setTimeout(resolve, 20));
         await locker.query("rollback");
-        return (answer = await pending);
+        return pending;
       });
-      expect(trips.filter((t) => /spend_authorize\(/.test(t)), trips.join("\n")).toHaveLength(1);
-      for (const step of [/^begin/i, /spend_lock_window\(/, /^commit/i]) expect(trips.filter((t) => step.test(t)), trips.join("\n")).toHaveLength(1);
-      expect(answer && unwrap(answer).authorization.decision.usage.held).toEqual(money("2"));
+      const calls = trips.filter((t) => call.test(t));
+      expect(calls, trips.join("\n")).toHaveLength(2);
+      expect(calls[0], trips.join("\n")).not.toMatch(/^begin/i);
+      expect(calls[1], trips.join("\n")).toMatch(/^begin;/i);
+      expect(trips.filter((t) => /^commit/i.test(t)), trips.join("\n")).toHaveLength(1);
+      expect(trips.filter((t) => /spend_lock_window\(|spend_lock_row\(/.test(t)), trips.join("\n")).toEqual([]);
     } finally {
       await locker.end();
     }
+  };
+
+  it("Authorize with the subject and app's lock held: the call writes nothing, then the same call in a transaction waits and decides", async () => {
+    const { admin, spend, subject } = watched.server;
+    const app = await appWithLimit(admin, subject.userId, "100");
+    await authorized(spend, { userId: subject.userId, appId: app, amount: money("1") });
+    let answer: Awaited<ReturnType<typeof spend.authorize>> | undefined;
+    await whileLocked(subject.userId, app, /spend_authorize\(/, async () => (answer = await spend.authorize({ userId: subject.userId, appId: app, amount: money("1") })));
+    expect(answer && unwrap(answer).authorization.decision.usage.held).toEqual(money("2"));
+  });
+
+  it("Capture with the subject and app's lock held: the same", async () => {
+    const { admin, spend, subject } = watched.server;
+    const app = await appWithLimit(admin, subject.userId, "100");
+    const hold = await authorized(spend, { userId: subject.userId, appId: app, amount: money("1") });
+    let answer: Awaited<ReturnType<typeof spend.capture>> | undefined;
+    await whileLocked(subject.userId, app, /spend_change\(/, async () => (answer = await spend.capture(hold.id, {}, randomUUID())));
+    expect(answer && unwrap(answer).authorization).toMatchObject({ state: "SPEND_AUTHORIZATION_STATE_CAPTURED", capturedAmount: money("1") });
   });
 
   // The authorization's read (who may see it), then the whole change as one call, a transaction by

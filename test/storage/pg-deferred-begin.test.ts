@@ -37,6 +37,13 @@ describe.skipIf(testDialect() !== "postgres")("deferred BEGIN (PostgreSQL)", () 
     expect(sent).toEqual(["begin;\nselect 'x'::text as v", "commit"]);
   });
 
+  it("inlines bigints (negative ones too) and booleans as what they are, next to strings and nulls", async () => {
+    const query = inlineParameters(sql<{ n: string; b: boolean; s: string; z: null }>`select ${-9007199254740993n}::bigint - ${1n} as n, ${true} and not ${false} as b, ${"it's"}::text as s, ${null}::text as z`.compile(db));
+    expect(query.parameters).toEqual([]);
+    const [row] = (await db.executeQuery(query)).rows;
+    expect(row).toEqual({ n: "-9007199254740994", b: true, s: "it's", z: null });
+  });
+
   it("a first statement with parameters: BEGIN alone first", async () => {
     await db.transaction().execute((trx) => sql`insert into t values (${"p"})`.execute(trx));
     expect(sent).toEqual(["begin", "insert into t values ($1)", "commit"]);
