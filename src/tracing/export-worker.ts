@@ -4,6 +4,7 @@
 // stream modules as the API's, which then saw objects of twice as many shapes and ran slower for every
 // request (bench/RESULTS.md, "Where the time goes": traces).
 import { parentPort, workerData } from "node:worker_threads";
+import type { SpanContext } from "@opentelemetry/api";
 import { ExportResultCode, TraceState } from "@opentelemetry/core";
 import { resourceFromAttributes } from "@opentelemetry/resources";
 import type { ReadableSpan, SpanExporter } from "@opentelemetry/sdk-trace-base";
@@ -19,16 +20,28 @@ const data = workerData as ExportWorkerData;
 /** One object for every span: the transformer groups spans by their Resource object. */
 const resource = resourceFromAttributes(data.resource);
 
-function readable(record: SpanRecord): ReadableSpan {
-  const { spanContext, parentSpanContext, traceState, parentTraceState, ...rest } = record;
-  const context = { ...spanContext, ...(traceState === undefined ? {} : { traceState: new TraceState(traceState) }) };
+/** Every span as the exporter reads it, each field written out: one object shape for all (spreads of the records made each a shape of its own). */
+function readable(r: SpanRecord): ReadableSpan {
+  const context: SpanContext = r.traceState === undefined ? r.spanContext : { ...r.spanContext, traceState: new TraceState(r.traceState) };
+  const parent = r.parentSpanContext && (r.parentTraceState === undefined ? r.parentSpanContext : { ...r.parentSpanContext, traceState: new TraceState(r.parentTraceState) });
   return {
-    ...rest,
-    ended: true,
+    name: r.name,
+    kind: r.kind,
     spanContext: () => context,
-    ...(parentSpanContext ? { parentSpanContext: { ...parentSpanContext, ...(parentTraceState === undefined ? {} : { traceState: new TraceState(parentTraceState) }) } } : {}),
+    parentSpanContext: parent,
+    startTime: r.startTime,
+    endTime: r.endTime,
+    duration: r.duration,
+    ended: true,
+    status: r.status,
+    attributes: r.attributes,
+    links: r.links,
+    events: r.events,
     resource,
     instrumentationScope: data.scope,
+    droppedAttributesCount: r.droppedAttributesCount,
+    droppedEventsCount: r.droppedEventsCount,
+    droppedLinksCount: r.droppedLinksCount,
   };
 }
 
