@@ -33,7 +33,8 @@
 //   trip on PostgreSQL), and a racing retry waits for the first answer instead of a 409.
 // - An operation's 200 may be kept by reference (KeptByReference): what a replay needs to build the
 //   answer again from the rows it was made of, rather than a second copy of them. Authorize's is
-//   the authorization's id: its answer is about 1 KB, and it was a third of a decision's writes.
+//   the authorization's id: its answer, about 1 KB, was as large as the row it copies, written
+//   with every decision (bench/RESULTS.md, "The kept answer").
 // - Answers can hold secrets shown once (a client secret, a webhook secret): they are sealed by the
 //   secret box under SECRETS_KEY, bound to their record. The answers of PLAIN_ANSWERS' operations
 //   hold none and are kept as JSON: sealing them (AES-GCM, a random IV) was 4% of Authorize's CPU
