@@ -5,8 +5,8 @@
 // instances, on SQLite the database's write lock. What is written is what was decided on the state
 // under that lock: either read after it in a transaction, or, on PostgreSQL, read before it and
 // checked unchanged under it by the one call that writes (a decision or a change in one round trip,
-// migration 0028; when the check fails the server decides again; the call never waits for a lock:
-// held, the transaction decides, and waits for it). Authorize also holds the fund policy's lock
+// migration 0028; when the check fails the server decides again; in autocommit the call never waits
+// for a lock: held, the same call runs in a transaction, which waits). Authorize also holds the fund policy's lock
 // shared (./fund-policy.ts), as every writer of an amount does: a currency change waits for it, or
 // it for the change, and never stores a spend in a currency the policy has just left.
 import type { components } from "../../generated/api.js";
@@ -153,16 +153,16 @@ export class SpendAuthorizations {
     const { force, usage, policy } = await this.effective.snapshot(request.userId, request.appId, now, true);
     // A window without its row yet most often has no spends (its first decision): the call seeds the row and checks.
     const read: DecidedOn = { policy, usage: usage ?? NOTHING_USED };
-    const calls = (db: Db, wait: boolean) => this.decideByCalls(db, request, force, read, now, beforeCommit, wait);
-    const decided = await writeStatement(this.storage, (db) => calls(db, false), origin);
+    const calls = (db: Db) => this.decideByCalls(db, request, force, read, now, beforeCommit);
+    const decided = await writeStatement(this.storage, calls, origin);
     if (decided !== "busy") return decided;
     // A lock held: the same calls in a transaction, which waits for it.
-    const waited = await writeTransaction(this.storage, { exclusive: [] }, (db) => calls(db, true), { origin });
+    const waited = await writeTransaction(this.storage, { exclusive: [] }, calls, { origin });
     return waited === "busy" ? undefined : waited;
   }
 
-  /** authorizeOnSnapshot's calls, each decided on the usage the one before found: "busy" when one found a lock held (`wait` false). */
-  private async decideByCalls(db: Db, request: DecisionRequest, force: LimitInForce, read: DecidedOn, now: number, beforeCommit: BeforeCommit<SpendAuthorization> | undefined, wait: boolean): Promise<Decision | undefined | "busy"> {
+  /** authorizeOnSnapshot's calls on `db`, each decided on the usage the one before found: "busy" when one found a lock held (in autocommit). */
+  private async decideByCalls(db: Db, request: DecisionRequest, force: LimitInForce, read: DecidedOn, now: number, beforeCommit: BeforeCommit<SpendAuthorization> | undefined): Promise<Decision | undefined | "busy"> {
     let { usage } = read;
     for (let attempt = 0; attempt < ONE_CALL_ATTEMPTS; attempt++) {
       let decided: Decision;
@@ -171,7 +171,7 @@ export class SpendAuthorizations {
       } catch {
         return undefined;
       }
-      const result = await authorizeInOneCall(db, FUND_POLICY_LOCK, { policy: read.policy, usage }, decided.created, decided.entry, beforeCommit?.asWrite?.(decided.view), wait);
+      const result = await authorizeInOneCall(db, FUND_POLICY_LOCK, { policy: read.policy, usage }, decided.created, decided.entry, beforeCommit?.asWrite?.(decided.view));
       if (result.outcome === "recorded") return decided;
       if (result.outcome === "policy") return undefined;
       if (result.outcome === "busy") return "busy";

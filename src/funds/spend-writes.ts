@@ -192,11 +192,14 @@ const oneCallChange = prepared((db, v: OneCallChange) =>
 );
 
 /**
- * A one-call statement: in autocommit, taking only free locks (`wait` false); else, in a
- * transaction, waiting for them, its values inlined so that the statement carries the BEGIN.
+ * A one-call statement on `db`: the pool, where it is a transaction by itself and takes only free
+ * locks; or a transaction, where it waits for them, its values inlined so that it carries the BEGIN.
+ * Never a call that waits in autocommit: it would commit after a connection lost while it waited.
  */
-function oneCall<V extends { wait: boolean }, R>(statement: Prepared<V, R>, db: Db, values: V) {
-  return values.wait ? statement.executeInlined(db, values) : statement.execute(db, values);
+function oneCall<V extends { wait: boolean }, R>(statement: Prepared<V, R>, db: Db, values: Omit<V, "wait">) {
+  const wait = db.isTransaction;
+  const bound = { ...values, wait } as V;
+  return wait ? statement.executeInlined(db, bound) : statement.execute(db, bound);
 }
 
 const NO_ANSWER = { kept_id: null, kept_fingerprint: null, kept_owner: null, kept_answer: null, kept_created_at: null, kept_retained: null };
@@ -234,10 +237,10 @@ export async function changeInOneCall(storage: Storage, was: SpendRow, row: Spen
     spent: writes.spent,
     ...(answer ? keptBindings(answer.record) : NO_ANSWER),
   };
-  const change = async (db: Db, wait: boolean) => (await oneCall(oneCallChange, db, { ...values, wait })).rows[0]?.outcome;
-  let outcome = await writeStatement(storage, (db) => change(db, false), origin);
+  const change = async (db: Db) => (await oneCall(oneCallChange, db, values)).rows[0]?.outcome;
+  let outcome = await writeStatement(storage, change, origin);
   // A lock held: the same call in a transaction, which waits for it (two round trips, BEGIN with the call).
-  if (outcome === "busy") outcome = await writeTransaction(storage, { exclusive: [] }, (db) => change(db, true), { origin });
+  if (outcome === "busy") outcome = await writeTransaction(storage, { exclusive: [] }, change, { origin });
   if (outcome === "stale" || outcome === "busy") return false;
   answer?.settle(outcome === "changed");
   return true;
@@ -282,7 +285,7 @@ const oneCallAuthorize = prepared((db, v: OneCallAuthorize) =>
  * written. `db`: the pool, where the call is a transaction by itself and takes only free locks
  * ("busy" when one is held); or a transaction, where it waits for them. Settles `answer`.
  */
-export async function authorizeInOneCall(db: Db, lock: string, on: DecidedOn, row: SpendRow, entry: LedgerEntry | null, answer: AnswerWrite | undefined, wait: boolean): Promise<OneCallDecision> {
+export async function authorizeInOneCall(db: Db, lock: string, on: DecidedOn, row: SpendRow, entry: LedgerEntry | null, answer: AnswerWrite | undefined): Promise<OneCallDecision> {
   const { policy } = on;
   const { rows } = await oneCall(oneCallAuthorize, db, {
     ...row,
@@ -298,7 +301,6 @@ export async function authorizeInOneCall(db: Db, lock: string, on: DecidedOn, ro
     entry_kind: entry?.kind ?? null,
     entry_amount: entry?.amount_nanos ?? null,
     ...(answer ? keptBindings(answer.record) : NO_ANSWER),
-    wait,
   });
   const found = rows[0];
   if (!found) throw new Error("spend_authorize returned no row");
