@@ -11,6 +11,7 @@ import * as hdr from "hdr-histogram-js";
 import { hmacSignature } from "../src/client/webhook-sender.js";
 import type { DriverAnswer, DriverMessage, LoadResult, LoadSpec, RequestSpec } from "./load.js";
 import { cpuSeconds, cpuSecondsOf, cpuSecondsSince, machineCpu } from "./proc.js";
+import { readStatements, resetStatements } from "./statements.js";
 
 type AcRequest = Omit<autocannon.Request, "setupRequest"> & { setupRequest?: (req: autocannon.Request) => autocannon.Request };
 
@@ -131,6 +132,7 @@ function cannon(spec: LoadSpec, request: AcRequest, seconds: number, onLatency?:
 export async function runLoad(spec: LoadSpec, requestSpec: RequestSpec): Promise<LoadResult> {
   const built = buildRequest(requestSpec);
   if (spec.warmupSeconds > 0) await cannon(spec, built.request, spec.warmupSeconds);
+  if (spec.statements) await resetStatements(spec.statements);
   const micros = hdr.build({ lowestDiscernibleValue: 1, highestTrackableValue: 60_000_000, numberOfSignificantValueDigits: 3 });
   const serverBefore = cpuSeconds(spec.serverPid);
   const databaseBefore = cpuSecondsOf("postgres");
@@ -172,6 +174,7 @@ export async function runLoad(spec: LoadSpec, requestSpec: RequestSpec): Promise
       idleCores: (machineAfter.idle - machineBefore.idle) / wallSeconds,
     },
   };
+  if (spec.statements) out.statements = await readStatements(spec.statements, answered);
   if (built.tokens) out.tokens = { pregenerated: built.tokens.pregenerated, signedDuringRun: built.tokens.signedDuringRun() };
   return out;
 }

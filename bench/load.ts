@@ -1,6 +1,7 @@
 // What the orchestrator (bench/run.ts) asks of the load generator (bench/driver.ts, its own
 // process) and what it answers. Plain JSON both ways: the two talk over the child-process IPC channel.
 import type { JsonWebKey } from "node:crypto";
+import type { StatementCost, StatementsSource } from "./statements.js";
 
 /** How each request of a scenario is built. */
 export type RequestSpec =
@@ -38,6 +39,8 @@ export interface LoadSpec {
   rate?: number;
   /** The server process under load, whose CPU time is read around the measured run. */
   serverPid: number;
+  /** --statements: PostgreSQL's statements over the measured run (bench/statements.ts). */
+  statements?: StatementsSource;
 }
 
 export interface LoadResult {
@@ -68,6 +71,8 @@ export interface LoadResult {
   cpu: { serverMicrosPerRequest: number; serverCores: number; loadGeneratorMicrosPerRequest: number; databaseMicrosPerRequest: number; otherMicrosPerRequest: number; idleCores: number };
   /** JWT scenarios: tokens signed before the run, and signed during it once those ran out. */
   tokens?: { pregenerated: number; signedDuringRun: number };
+  /** With `LoadSpec.statements`: the costliest statements of the measured run, per answer. */
+  statements?: StatementCost[];
 }
 
 export const totalErrors = (r: LoadResult): number => r.errors.unexpectedStatus + r.errors.socket + r.errors.timeouts;

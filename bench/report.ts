@@ -631,6 +631,15 @@ export function floorTable(comparisons: readonly FloorComparison[], dialect: Sec
   );
 }
 
+/** --statements: a scenario's costliest statements on PostgreSQL, per answer of its measured run (bench/statements.ts). */
+export function statementsTable(m: Measured): string {
+  const text = (q: string) => (q.length > 110 ? `${q.slice(0, 107)}...` : q).replaceAll("|", "\\|").replaceAll("`", "'");
+  return markdownTable(
+    ["Statement", "run by", "calls/answer", "µs/call", "µs/answer"],
+    (m.result.statements ?? []).map((st) => [`\`${text(st.query)}\``, st.toplevel ? "the server" : "a function", st.callsPerAnswer.toFixed(2), st.microsPerCall.toFixed(1), st.microsPerAnswer.toFixed(1)]),
+  );
+}
+
 function sectionMarkdown(section: Section, baseline: Measured, postBaseline: Measured | undefined, cpus: number): string {
   const baselineRps = baseline.result.requestsPerSecond;
   const postRps = postBaseline?.result.requestsPerSecond ?? Number.NaN;
@@ -644,6 +653,11 @@ function sectionMarkdown(section: Section, baseline: Measured, postBaseline: Mea
   if (floors.length) out.push(`The floor servers (issue 33: bench/servers/floor.ts, the least a correct operation does, one ${section.dialect === "postgres" ? "round trip" : "transaction"} each), against the POST baseline:`, "", scenarioTable(floors, postRps, "× POST baseline"), "");
   const comparisons = floorComparisons(section);
   if (comparisons.length) out.push(floorTable(comparisons, section.dialect), "");
+  const withStatements = section.scenarios.filter((m) => m.result.statements?.length);
+  if (withStatements.length) {
+    out.push("PostgreSQL's statements per scenario (`--statements`: pg_stat_statements over the measured run, executor wall time, waits included; a function's time includes its statements'):", "");
+    for (const m of withStatements) out.push(`${m.label}:`, "", statementsTable(m), "");
+  }
   const facts: string[] = [];
   const w = section.executionWait;
   const notDone = (e: ExecutionWait) => (e.notDone ? ` ${e.notDone.count} execution(s) did not end DONE, e.g. \`${e.notDone.sample.slice(0, 300)}\`.` : "");

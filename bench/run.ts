@@ -4,7 +4,8 @@
 //   npm run bench -- [--db sqlite|postgres|both] [--quick] [--duration <s>] [--warmup <s>]
 //                    [--connections <n>] [--rows <n>] [--deep-page <n>] [--log-level <level>]
 //                    [--profile] [--only <key,key>] [--skip-build | --rebuild] [--out <file>]
-//                    [--soak <s>] [--soak-rate <n>] [--skip-round-trips] [--backlog <n>] [--help]
+//                    [--soak <s>] [--soak-rate <n>] [--skip-round-trips] [--backlog <n>] [--statements]
+//                    [--help]
 //
 // Builds what is out of date first (the server with `npm run build`, the baseline with
 // bench/tsconfig.build.json). --quick: a smoke run (20,000 rows, 1 s scenarios without warm-up,
@@ -17,18 +18,20 @@
 // --soak: after the scenarios, HMAC intake for this many seconds at half scenario 1's rate (or
 // --soak-rate events a second), the server's RSS sampled meanwhile (off unless given). On
 // PostgreSQL the round trips of each operation measured are counted, on a server of their own
-// (--skip-round-trips: not).
+// (--skip-round-trips: not). --statements (PostgreSQL): each scenario's costliest statements from
+// pg_stat_statements, which PostgreSQL must preload (docs/benchmarks.md).
 import { generateKeyPairSync } from "node:crypto";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, loadavg, platform, release, tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
-import type { Dialect } from "./database.js";
+import { POSTGRES_ADMIN_URL, type Dialect } from "./database.js";
 import { build, freePort, killAll, ROOT, startDriver, startJwksServer, startNode } from "./processes.js";
 import { renderMarkdown, SCENARIO_GROUPS, withKeptNotes, type Measured, type Report, type ScenarioKey, type Section } from "./report.js";
 import { runDatabase, type BenchSettings, type JwtKey } from "./scenarios.js";
 import { spendPostBaseline } from "./spends.js";
+import { checkStatements } from "./statements.js";
 
 function options() {
   const { values } = parseArgs({
@@ -49,6 +52,7 @@ function options() {
       soak: { type: "string" },
       "soak-rate": { type: "string" },
       "skip-round-trips": { type: "boolean", default: false },
+      statements: { type: "boolean", default: false },
       backlog: { type: "string" },
       help: { type: "boolean", default: false },
     },
@@ -89,6 +93,7 @@ function options() {
     out: values.out ?? join(ROOT, quick || values.only ? "bench/RESULTS.quick.md" : "bench/RESULTS.md"),
     ...(values.soak !== undefined ? { soak: { seconds: Math.round(number("soak", values.soak, 0)), ...(values["soak-rate"] !== undefined ? { rate: number("soak-rate", values["soak-rate"], 0) } : {}) } } : {}),
     roundTrips: !values["skip-round-trips"],
+    statements: values.statements,
     only: values.only ? new Set(values.only.split(",").flatMap((k) => SCENARIO_GROUPS[k.trim()] ?? [k.trim() as ScenarioKey])) : undefined,
     pruningBacklog: Math.round(number("backlog", values.backlog, quick ? 20_000 : 300_000)),
   };
@@ -111,6 +116,7 @@ async function main(): Promise<void> {
     const built = build(opts.rebuild);
     log(built.length ? `built: ${built.join(", ")}` : "compiled JS is up to date (--rebuild to build anyway)");
   }
+  if (opts.statements && opts.dbs.includes("postgres")) await checkStatements(POSTGRES_ADMIN_URL);
   const workDir = mkdtempSync(join(tmpdir(), "tenant-bench-"));
   const profileDir = opts.profile ? join(ROOT, "bench/profiles") : undefined;
   if (profileDir) mkdirSync(profileDir, { recursive: true });
@@ -138,6 +144,7 @@ async function main(): Promise<void> {
       ...(opts.only ? { only: opts.only } : {}),
       ...(opts.soak ? { soak: opts.soak } : {}),
       roundTrips: opts.roundTrips,
+      statements: opts.statements,
       pruningBacklog: opts.pruningBacklog,
     };
 

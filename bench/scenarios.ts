@@ -8,7 +8,7 @@ import { sql } from "kysely";
 import { hmacSignature } from "../src/client/webhook-sender.js";
 import { openStorage, type Storage } from "../src/storage/connect.js";
 import { Api, type Credentials } from "./api.js";
-import { createBenchDatabase, type Dialect } from "./database.js";
+import { createBenchDatabase, POSTGRES_ADMIN_URL, type Dialect } from "./database.js";
 import type { LoadSpec, RequestSpec } from "./load.js";
 import { startOtlpSink } from "./otlp-sink.js";
 import { startFloor, type Floor } from "./floor.js";
@@ -40,6 +40,8 @@ export interface BenchSettings {
   soak?: { seconds: number; rate?: number };
   /** PostgreSQL: count the round trips of each operation (a server of its own). */
   roundTrips: boolean;
+  /** PostgreSQL, with --statements: each scenario's costliest statements (bench/statements.ts). */
+  statements: boolean;
   /** Scenario 11: the expired executions seeded for the sweep to remove. */
   pruningBacklog: number;
 }
@@ -199,6 +201,7 @@ export async function runDatabase(dialect: Dialect, settings: BenchSettings, dri
     log(`${dialect}: server pid ${server.pid} on ${origin} (${description})`);
 
     const scenarios: Measured[] = [];
+    const statementsSource = settings.statements && dialect === "postgres" ? { adminUrl: POSTGRES_ADMIN_URL, database: new URL(database.url).pathname.slice(1) } : undefined;
     const wanted = (...keys: ScenarioKey[]) => !settings.only || keys.some((k) => settings.only!.has(k));
     // The requests of the operations measured on the main server, for the round-trip count.
     const operations = new Map<ScenarioKey, Operation>();
@@ -218,6 +221,7 @@ export async function runDatabase(dialect: Dialect, settings: BenchSettings, dri
         expectStatus: opts.expectStatus ?? 200,
         serverPid: target.pid,
         ...(opts.rate ? { rate: opts.rate } : {}),
+        ...(statementsSource ? { statements: statementsSource } : {}),
       };
       const result = await (opts.driver ?? driver).run(spec, request);
       const m: Measured = { key, label, result, rssMiB: target.rssMiB() };
@@ -420,6 +424,8 @@ export async function runDatabase(dialect: Dialect, settings: BenchSettings, dri
     let spender: string | undefined;
     if (wanted(...SPEND_KEYS, ...SPEND_FLOORED_KEYS)) {
       const spending = (spender = await setUpSpends(api));
+      // Autovacuum would analyze the rows just made within a minute; the scenarios start at once.
+      if (dialect === "postgres") await sql`analyze users, subject_app_limits`.execute(db.db);
       if (wanted(...SPEND_FLOORED_KEYS)) await (await floorServer()).seedSpends(spending);
       const approved = await measure("spend-authorize-approved", "9. SpendService.Authorize, approved (a hold)", authorizeRequest(spender, "spend", headers));
       const floorApproved = await measureFloor("spend-authorize-approved", "Authorize, approved (a hold)", async () => authorizeRequest(spending, "spend", headers));

@@ -63,6 +63,9 @@ export const serverAuthorizations = (storage: Storage, api: Api, spender: string
         .where("app_id", "like", "spend-%")
         .where("state", "=", state)
         .where(sql<boolean>`reversed_nanos = 0`)
+        // In the order they were made, apps interleaved as the floor's are: an order by app (the held
+        // index's) would send the connections' changes to one subject and app at a time, to wait on its lock.
+        .orderBy("id")
         .limit(count)
         .execute()
     ).map((r) => r.id),

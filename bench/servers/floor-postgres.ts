@@ -116,7 +116,7 @@ export async function openFloorPostgres(url: string, poolSize = 10): Promise<Flo
       for (const l of s.listeners ?? []) await pool.query("insert into webhook_listeners (path, listener_id, secret) values ($1, $2, $3) on conflict (path) do update set secret = excluded.secret", [l.path, l.listenerId, l.secret]);
     },
     inState: async (userId, appPrefix, state, count) =>
-      (await pool.query<{ id: string }>("select id from spend_authorizations where user_id = $1 and app_id like $2 and state = $3 limit $4", [userId, `${appPrefix}%`, state, count])).rows.map((r) => r.id),
+      (await pool.query<{ id: string }>("select id from spend_authorizations where user_id = $1 and app_id like $2 and state = $3 order by id limit $4", [userId, `${appPrefix}%`, state, count])).rows.map((r) => r.id),
     window: async (userId, appId) => {
       const usage = (await pool.query<{ spent: string; held: string }>("select spent_nanos::text as spent, held_nanos::text as held from spend_usage where user_id = $1 and app_id = $2", [userId, appId])).rows[0];
       if (!usage) return undefined;

@@ -97,7 +97,7 @@ export function openFloorSqlite(path: string): FloorStore {
     },
     seed: async (seeded) => void seed.immediate(seeded),
     inState: async (userId, appPrefix, state, count) =>
-      (db.prepare("select id from spend_authorizations where user_id = ? and app_id like ? and state = ? limit ?").all(userId, `${appPrefix}%`, state, count) as { id: string }[]).map((r) => r.id),
+      (db.prepare("select id from spend_authorizations where user_id = ? and app_id like ? and state = ? order by id limit ?").all(userId, `${appPrefix}%`, state, count) as { id: string }[]).map((r) => r.id),
     window: async (userId, appId) => {
       const usage = db.prepare("select spent_nanos, held_nanos from spend_usage where user_id = ? and app_id = ?").get(userId, appId) as { spent_nanos: bigint; held_nanos: bigint } | undefined;
       if (!usage) return undefined;

@@ -52,7 +52,7 @@ export interface FloorStore {
   /** The listener of a webhook path, with its secret; undefined when there is none. */
   listener(path: string): Promise<{ listenerId: string; secret: string } | undefined>;
   seed(s: FloorSeed): Promise<void>;
-  /** Ids of authorizations in `state` of the user's apps starting with `appPrefix` (the capture scenario's). */
+  /** Ids of authorizations in `state` of the user's apps starting with `appPrefix` (the capture scenario's), in the order they were made. */
   inState(userId: string, appPrefix: string, state: "PENDING" | "CAPTURED", count: number): Promise<string[]>;
   /** What a window's usage row holds, and the decisions made in it (the exactness test). */
   window(userId: string, appId: string): Promise<{ spentNanos: bigint; heldNanos: bigint; approved: number; declined: number; approvedNanos: bigint } | undefined>;
