@@ -409,6 +409,21 @@ describe("the report", () => {
     expect(md).not.toContain("During the GET baseline");
   });
 
+  it("gives each scenario's statements with --statements, per answer, a function's apart from the server's", () => {
+    const authorize = measured("spend-authorize-approved", 1500);
+    authorize.result.statements = [
+      { query: "select * from spend_authorize($1, $2)", toplevel: true, callsPerAnswer: 1, microsPerCall: 278.04, microsPerAnswer: 278.1 },
+      { query: "select a | b from `t`", toplevel: false, callsPerAnswer: 0.5, microsPerCall: 20, microsPerAnswer: 10 },
+    ];
+    const section: Section = { dialect: "postgres", database: "PostgreSQL 15", scenarios: [authorize, measured("hmac", 2500)] };
+    const md = renderMarkdown({ ...report, sections: [section] });
+    expect(md).toContain("spend-authorize-approved:");
+    expect(md).toMatch(/\| `select \* from spend_authorize\(\$1, \$2\)` +\| +the server \| +1\.00 \| +278\.0 \| +278\.1 \|/);
+    // A pipe or a backtick in a statement does not break the table.
+    expect(md).toMatch(/\| `select a \\\| b from 't'` +\| +a function \| +0\.50 \| +20\.0 \| +10\.0 \|/);
+    expect(renderMarkdown(report)).not.toContain("PostgreSQL's statements per scenario");
+  });
+
   it("keeps the hand-written notes of the previous file", () => {
     expect(withKeptNotes("# New\n", undefined)).toBe(`# New\n\n${NOTES_MARKER}\n`);
     const previous = `# Old figures\n\n${NOTES_MARKER}\n\n## Profiles\nbefore/after\n`;
