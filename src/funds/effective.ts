@@ -63,7 +63,8 @@ const policyAndLayersStatement = prepared((db, v: LayerValues & { tenantId: stri
     .where("fund_policy.tenant_id", "=", v.tenantId),
 );
 
-interface Layers {
+/** The user's id (null when there is no such user) and the live subject-app row's and app cap's controls, as stored. */
+export interface Layers {
   user_id: string | null;
   row_controls: string | null;
   cap_controls: string | null;
@@ -161,7 +162,7 @@ export class EffectiveLimits {
    * read without a lock in one statement (GetEffective's), with the kept policy's row as stored: a
    * one-call decision decides on them and checks under the locks that they are still so.
    */
-  async snapshot(userId: string, appId: string, now: number, requireUser: boolean): Promise<{ force: LimitInForce; usage: Usage | undefined; policy: FundPolicyTable }> {
+  async snapshot(userId: string, appId: string, now: number, requireUser: boolean): Promise<{ force: LimitInForce; usage: Usage | undefined; policy: FundPolicyTable; layers: Layers }> {
     // Not under the policy's lock: the kept policy, as FundPolicyService.Get answers it.
     const { policy, row: policyRow } = await this.policy.currentWithRow();
     const windows = spendWindowBounds(policy.timeZone, now);
@@ -169,7 +170,18 @@ export class EffectiveLimits {
     const { rows } = await layersAndUsageStatement.execute(this.storage.db, { userId, appId, now: new Date(now).toISOString(), ...bounds });
     const row = rows[0]!;
     const force = this.resolved(policy, row, userId, appId, now, requireUser, windows);
-    return { force, usage: usageOf(row, force.resolution.windowPeriod), policy: { ...policyRow, tenant_id: this.policy.tenantId } };
+    const layers = { user_id: row.user_id, row_controls: row.row_controls, cap_controls: row.cap_controls };
+    return { force, usage: usageOf(row, force.resolution.windowPeriod), policy: { ...policyRow, tenant_id: this.policy.tenantId }, layers };
+  }
+
+  /**
+   * The limit in force at `now` on `layers` read earlier, with the kept policy as `snapshot` takes
+   * it: a one-call decision on them checks under its locks that the layers are still those.
+   */
+  async onLayers(layers: Layers, userId: string, appId: string, now: number): Promise<{ force: LimitInForce; policy: FundPolicyTable }> {
+    const { policy, row: policyRow } = await this.policy.currentWithRow();
+    const force = this.resolved(policy, layers, userId, appId, now, true, spendWindowBounds(policy.timeZone, now));
+    return { force, policy: { ...policyRow, tenant_id: this.policy.tenantId } };
   }
 
   private async resolve(userId: string, appId: string, requireUser: boolean, origin: Origin | undefined): Promise<EffectiveLimitView> {

@@ -11,12 +11,13 @@
 // it for the change, and never stores a spend in a currency the policy has just left.
 import type { components } from "../../generated/api.js";
 import type { Clock } from "../core/clock.js";
+import { BoundedMap } from "../core/bounded-map.js";
 import type { Origin } from "../core/origin.js";
 import { failedPrecondition, invalidField, notFound } from "../core/errors.js";
 import { timeOrderedId } from "../core/ids.js";
 import type { Storage } from "../storage/connect.js";
 import { writeStatement, writeTransaction, type BeforeCommit, type Db } from "../storage/transactions.js";
-import type { EffectiveLimits, LimitInForce } from "./effective.js";
+import type { EffectiveLimits, Layers, LimitInForce } from "./effective.js";
 import { spendChangeEvent, withFundEvents, type FundEventBatch, type FundEventRecorder, type FundEventType } from "./fund-events.js";
 import { FUND_POLICY_LOCK } from "./fund-policy.js";
 import { isSet } from "./guards.js";
@@ -26,7 +27,7 @@ import { decideSpend, type DeclineCause } from "./spend-decision.js";
 import type { SpendObserver } from "./spend-observer.js";
 import { ledgerEntry, type LedgerEntry } from "./spend-ledger.js";
 import { answeredState, asCreated, authorizationView, rowById, windowOf, type SpendAuthorization, type SpendRow, type StoredState } from "./spend-rows.js";
-import { lockWindow, usageView, type Usage } from "./spend-usage.js";
+import { lockWindow, usageView, type Usage, type WindowKey } from "./spend-usage.js";
 import { authorizeInOneCall, changeInOneCall, lockedRow, recordAuthorization, recordChange, type ChangeWrites, type DecidedOn } from "./spend-writes.js";
 
 type AuthorizeRequest = components["schemas"]["SpendServiceAuthorizeRequest"];
@@ -54,6 +55,23 @@ interface Decision {
 /** How many times a one-call decision is decided again on the usage its call found before the transaction decides it. */
 const ONE_CALL_ATTEMPTS = 3;
 const NOTHING_USED: Usage = { spent: 0n, held: 0n };
+
+/** What this process last decided a subject and app's spend on: the layers, and the window's usage after the decision. */
+interface Seen {
+  layers: Layers;
+  window: WindowKey;
+  usage: Usage;
+}
+
+/** The subjects and apps whose `Seen` a process keeps, and the characters of their layers' controls, the least recently decided forgotten first. */
+const SEEN_LIMITS = { entries: 10_000, size: 4_000_000 };
+
+/** What a one-call decision decides on, and the layers it is decided on as read (kept as `Seen` once recorded). */
+interface Basis {
+  force: LimitInForce;
+  read: DecidedOn;
+  layers: Layers;
+}
 
 /**
  * Decides `request` at `now` against the limit in force and the window's usage before it (pure).
@@ -109,6 +127,8 @@ const DECISION_EVENTS: readonly FundEventType[] = ["FUND_EVENT_TYPE_SPEND_AUTHOR
 const CHANGE_EVENTS: readonly FundEventType[] = ["FUND_EVENT_TYPE_SPEND_CAPTURED", "FUND_EVENT_TYPE_SPEND_RELEASED", "FUND_EVENT_TYPE_SPEND_REVERSED"];
 
 export class SpendAuthorizations {
+  private readonly seen = new BoundedMap<string, Seen>(SEEN_LIMITS);
+
   constructor(
     private readonly storage: Storage,
     private readonly clock: Clock,
@@ -139,30 +159,65 @@ export class SpendAuthorizations {
   }
 
   /**
-   * PostgreSQL, without fund events to record: the decision on the kept policy, the layers and the
-   * window's usage read without a lock (one statement), recorded in one round trip if under the
-   * locks the policy and the usage are still those; decided again on the usage as it is then, a few
-   * times. A lock held: the same calls in a transaction that waits for it (BEGIN with the first).
-   * Undefined when the policy changed, when the usage kept changing, when the decision is refused on
-   * what was read (refused again, or not, under the locks), or when the answer is kept by a
-   * statement of its own (a claimed key): the transaction decides it then.
+   * PostgreSQL, without fund events to record: the decision on the kept policy and on the layers and
+   * the window's usage this process last decided the subject and app's spend on (one round trip), or
+   * else read without a lock (one statement, then the call); recorded in one call if under the locks
+   * the policy, the layers and the usage are still those; decided again on the usage as it is then,
+   * a few times, and on a read of the layers when they changed. A lock held: the same calls in a
+   * transaction that waits for it (BEGIN with the first). Undefined when the policy changed, when the
+   * usage kept changing, when the decision is refused on what was read (refused again, or not, under
+   * the locks), or when the answer is kept by a statement of its own (a claimed key): the
+   * transaction decides it then. What was seen is only a guess at what is: every part of it is
+   * checked under the locks, so that another instance's decisions and changes cost a call more, never
+   * an inexact decision.
    */
   private async authorizeOnSnapshot(request: DecisionRequest, beforeCommit: BeforeCommit<SpendAuthorization> | undefined, origin: Origin | undefined): Promise<Decision | undefined> {
     if (beforeCommit && !beforeCommit.asWrite) return undefined;
     const now = this.clock.now();
-    const { force, usage, policy } = await this.effective.snapshot(request.userId, request.appId, now, true);
+    const key = `${request.userId}\u0000${request.appId}`;
+    let basis = await this.basis(key, request, now, true);
+    let decided = await this.decideInOneCall(request, basis, now, beforeCommit, origin);
+    // The layers changed since this process saw them: decided again on a read of them.
+    if (decided === "layers") decided = await this.decideInOneCall(request, (basis = await this.basis(key, request, now, false)), now, beforeCommit, origin);
+    if (decided === undefined || decided === "layers") {
+      this.seen.delete(key);
+      return undefined;
+    }
+    const { row_controls, cap_controls } = basis.layers;
+    this.seen.set(key, { layers: basis.layers, window: basis.force.window, usage: decided.after }, (row_controls?.length ?? 0) + (cap_controls?.length ?? 0));
+    return decided;
+  }
+
+  /**
+   * What a one-call decision of `key` at `now` decides on: with `seen`, what this process last saw
+   * of the subject and app (the layers, and the usage its last decision left), when the window in
+   * force on them is still that one, and the call checks the layers too; else the layers and the
+   * usage read without a lock in one statement.
+   */
+  private async basis(key: string, request: DecisionRequest, now: number, seen: boolean): Promise<Basis> {
+    const last = seen ? this.seen.touch(key) : undefined;
+    if (last) {
+      const { force, policy } = await this.effective.onLayers(last.layers, request.userId, request.appId, now);
+      if (force.window.windowStart === last.window.windowStart && force.window.windowEnd === last.window.windowEnd) {
+        return { force, layers: last.layers, read: { policy, usage: last.usage, layers: { row: last.layers.row_controls, cap: last.layers.cap_controls } } };
+      }
+    }
+    const { force, usage, policy, layers } = await this.effective.snapshot(request.userId, request.appId, now, true);
     // A window without its row yet most often has no spends (its first decision): the call seeds the row and checks.
-    const read: DecidedOn = { policy, usage: usage ?? NOTHING_USED };
-    const calls = (db: Db) => this.decideByCalls(db, request, force, read, now, beforeCommit);
+    return { force, layers, read: { policy, usage: usage ?? NOTHING_USED } };
+  }
+
+  /** The calls of a decision on `basis`; a lock held, the same calls in a transaction, which waits for it. */
+  private async decideInOneCall(request: DecisionRequest, basis: Basis, now: number, beforeCommit: BeforeCommit<SpendAuthorization> | undefined, origin: Origin | undefined): Promise<Decision | undefined | "layers"> {
+    const calls = (db: Db) => this.decideByCalls(db, request, basis.force, basis.read, now, beforeCommit);
     const decided = await writeStatement(this.storage, calls, origin);
     if (decided !== "busy") return decided;
-    // A lock held: the same calls in a transaction, which waits for it.
     const waited = await writeTransaction(this.storage, { exclusive: [] }, calls, { origin });
     return waited === "busy" ? undefined : waited;
   }
 
   /** authorizeOnSnapshot's calls on `db`, each decided on the usage the one before found: "busy" when one found a lock held (in autocommit). */
-  private async decideByCalls(db: Db, request: DecisionRequest, force: LimitInForce, read: DecidedOn, now: number, beforeCommit: BeforeCommit<SpendAuthorization> | undefined): Promise<Decision | undefined | "busy"> {
+  private async decideByCalls(db: Db, request: DecisionRequest, force: LimitInForce, read: DecidedOn, now: number, beforeCommit: BeforeCommit<SpendAuthorization> | undefined): Promise<Decision | undefined | "busy" | "layers"> {
     let { usage } = read;
     for (let attempt = 0; attempt < ONE_CALL_ATTEMPTS; attempt++) {
       let decided: Decision;
@@ -171,10 +226,10 @@ export class SpendAuthorizations {
       } catch {
         return undefined;
       }
-      const result = await authorizeInOneCall(db, FUND_POLICY_LOCK, { policy: read.policy, usage }, decided.created, decided.entry, beforeCommit?.asWrite?.(decided.view));
+      const result = await authorizeInOneCall(db, FUND_POLICY_LOCK, { ...read, usage }, decided.created, decided.entry, beforeCommit?.asWrite?.(decided.view));
       if (result.outcome === "recorded") return decided;
       if (result.outcome === "policy") return undefined;
-      if (result.outcome === "busy") return "busy";
+      if (result.outcome === "busy" || result.outcome === "layers") return result.outcome;
       usage = result.usage;
     }
     return undefined;

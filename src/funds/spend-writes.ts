@@ -246,17 +246,27 @@ export async function changeInOneCall(storage: Storage, was: SpendRow, row: Spen
   return true;
 }
 
-/** What a one-call decision is checked against under its locks: the policy's row and the window's usage it was decided on. */
+/** The controls of the live subject-app row and app cap, as stored (null: no such row). */
+export interface LayerControls {
+  row: string | null;
+  cap: string | null;
+}
+
+/**
+ * What a one-call decision is checked against under its locks: the policy's row and the window's
+ * usage it was decided on; and the layers, when they were not read with the usage just before.
+ */
 export interface DecidedOn {
   policy: FundPolicyTable;
   usage: Usage;
+  layers?: LayerControls;
 }
 
 /**
  * What became of a one-call decision: recorded, or not because a lock was held ("busy"), or the
- * policy or the usage (as it is now) is not what it was decided on.
+ * policy, the layers or the usage (as it is now) is not what it was decided on.
  */
-export type OneCallDecision = { outcome: "recorded" } | { outcome: "busy" } | { outcome: "policy" } | { outcome: "usage"; usage: Usage };
+export type OneCallDecision = { outcome: "recorded" } | { outcome: "busy" } | { outcome: "policy" } | { outcome: "layers" } | { outcome: "usage"; usage: Usage };
 
 type OneCallAuthorize = SpendRow & { lock: string; tenant_id: string; policy_currency: string; time_zone: string; default_controls: string | null; policy_updated_at: string | null } & {
   spent: bigint;
@@ -264,16 +274,16 @@ type OneCallAuthorize = SpendRow & { lock: string; tenant_id: string; policy_cur
   entry_id: string | null;
   entry_kind: string | null;
   entry_amount: bigint | null;
-} & { [K in keyof KeptBindings]: KeptBindings[K] | null } & { wait: boolean };
+} & { [K in keyof KeptBindings]: KeptBindings[K] | null } & { wait: boolean; check_layers: boolean; row_controls: string | null; cap_controls: string | null };
 
-/** PostgreSQL: spend_authorize (migration 0028). */
+/** PostgreSQL: spend_authorize (migration 0030). */
 const oneCallAuthorize = prepared((db, v: OneCallAuthorize) =>
   db
     .selectFrom(
-      sql<{ outcome: "recorded" | "busy" | "policy" | "usage" | "taken"; spent: string | null; held: string | null }>`spend_authorize(${v.lock}, ${v.tenant_id}, ${v.policy_currency}, ${v.time_zone}, ${v.default_controls}, ${v.policy_updated_at},
+      sql<{ outcome: "recorded" | "busy" | "policy" | "layers" | "usage" | "taken"; spent: string | null; held: string | null }>`spend_authorize(${v.lock}, ${v.tenant_id}, ${v.policy_currency}, ${v.time_zone}, ${v.default_controls}, ${v.policy_updated_at},
         ${v.spent}, ${v.held}, ${v.created_at}, ${v.id}, ${v.user_id}, ${v.app_id}, ${v.amount}, ${v.captured}, ${v.state}, ${v.expires_at}, ${v.window_start}, ${v.window_end},
         ${v.decision}, ${v.metadata}, ${v.entry_id}, ${v.entry_kind}, ${v.entry_amount},
-        ${v.kept_id}, ${v.kept_fingerprint}, ${v.kept_owner}, ${v.kept_answer}, ${v.kept_created_at}, ${v.kept_retained}, ${v.wait})`.as("d"),
+        ${v.kept_id}, ${v.kept_fingerprint}, ${v.kept_owner}, ${v.kept_answer}, ${v.kept_created_at}, ${v.kept_retained}, ${v.wait}, ${v.check_layers}, ${v.row_controls}, ${v.cap_controls})`.as("d"),
     )
     .selectAll(),
 );
@@ -281,8 +291,8 @@ const oneCallAuthorize = prepared((db, v: OneCallAuthorize) =>
 /**
  * PostgreSQL: records new authorization `row` (made at its created_at, not yet reversed) with its
  * first ledger entry and `answer` by one call (spend_authorize): under the policy's shared lock
- * (`lock`) and the window's, if the policy and the window's usage are still `on`; else nothing is
- * written. `db`: the pool, where the call is a transaction by itself and takes only free locks
+ * (`lock`) and the window's, if the policy, the layers (when `on` has them) and the window's usage
+ * are still `on`; else nothing is written. `db`: the pool, where the call is a transaction by itself and takes only free locks
  * ("busy" when one is held); or a transaction, where it waits for them. Settles `answer`.
  */
 export async function authorizeInOneCall(db: Db, lock: string, on: DecidedOn, row: SpendRow, entry: LedgerEntry | null, answer: AnswerWrite | undefined): Promise<OneCallDecision> {
@@ -301,10 +311,13 @@ export async function authorizeInOneCall(db: Db, lock: string, on: DecidedOn, ro
     entry_kind: entry?.kind ?? null,
     entry_amount: entry?.amount_nanos ?? null,
     ...(answer ? keptBindings(answer.record) : NO_ANSWER),
+    check_layers: on.layers !== undefined,
+    row_controls: on.layers?.row ?? null,
+    cap_controls: on.layers?.cap ?? null,
   });
   const found = rows[0];
   if (!found) throw new Error("spend_authorize returned no row");
-  if (found.outcome === "policy" || found.outcome === "busy") return { outcome: found.outcome };
+  if (found.outcome === "policy" || found.outcome === "busy" || found.outcome === "layers") return { outcome: found.outcome };
   if (found.outcome === "usage") return { outcome: "usage", usage: { spent: BigInt(found.spent ?? "0"), held: BigInt(found.held ?? "0") } };
   answer?.settle(found.outcome === "recorded");
   return { outcome: "recorded" };

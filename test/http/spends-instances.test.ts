@@ -95,6 +95,35 @@ describe(`spend admission on three instances on one ${testDialect()} database`, 
       await expectUsageMatchesStates(s[0]!, userId, appId, LIMIT);
     }), 120_000);
 
+  // On PostgreSQL an instance decides a subject and app's next spend on what its last decision of
+  // them saw (one round trip); what changed since, on another instance, must decide it all the same.
+  it("an instance's next decision of a subject and app follows what another changed since its last: the limit, a spend, a suspension, the cap and the row's removal", () =>
+    counts.check(async () => {
+      const appId = await limitedApp("10");
+      const admin = funds(cluster!.clients[1]!);
+      const decide = async (i: number, nanos: bigint) => unwrap(await s[i]!.authorize({ userId, appId, amount: usd(nanos) })).authorization.decision;
+      expect((await decide(0, 4n * NANOS)).approved).toBe(true);
+      unwrap(await admin.setLimit(userId, appId, { limit: amount("5"), period: "PERIOD_KIND_MONTHLY" }));
+      expect(await decide(0, 2n * NANOS)).toMatchObject({ approved: false, cause: "SPEND_DECLINE_CAUSE_LIMIT_EXCEEDED" });
+      // Another instance's spend fills the window: instance 0 saw 4.00 of 5.00 used.
+      expect((await decide(2, NANOS)).approved).toBe(true);
+      expect(await decide(0, NANOS / 2n)).toMatchObject({ approved: false, cause: "SPEND_DECLINE_CAUSE_LIMIT_EXCEEDED", usage: { held: usd(5n * NANOS) } });
+      unwrap(await admin.setLimit(userId, appId, { limit: amount("50"), period: "PERIOD_KIND_MONTHLY" }));
+      expect((await decide(0, NANOS)).approved).toBe(true);
+      unwrap(await admin.suspend(userId, appId, { reason: "card reported lost" }));
+      expect(await decide(0, NANOS)).toMatchObject({ approved: false, cause: "SPEND_DECLINE_CAUSE_SUSPENDED" });
+      unwrap(await admin.unsuspend(userId, appId));
+      expect((await decide(0, NANOS)).approved).toBe(true);
+      // 7.00 used. A cap of the app, then the subject-app row removed: the cap decides (the first layer with an opinion).
+      unwrap(await admin.capSet(appId, { controls: { limit: amount("8"), period: "PERIOD_KIND_MONTHLY" } }));
+      unwrap(await admin.delete(userId, appId));
+      expect(await decide(0, NANOS)).toMatchObject({ approved: true, scope: "SCOPE_APP_CAP" });
+      expect(await decide(0, NANOS / 100n)).toMatchObject({ approved: false, cause: "SPEND_DECLINE_CAUSE_LIMIT_EXCEEDED", scope: "SCOPE_APP_CAP" });
+      unwrap(await admin.capSet(appId, { controls: { limit: amount("9"), period: "PERIOD_KIND_MONTHLY" } }));
+      expect(await decide(0, NANOS)).toMatchObject({ approved: true, scope: "SCOPE_APP_CAP" });
+      await expectUsageMatchesStates(s[1]!, userId, appId, 9n * NANOS);
+    }), 120_000);
+
   it("captures, releases, reversals and holds expiring by the clock, interleaved across the instances: every decision exact, usage = the sum over the states, then the window fills exactly", () =>
     counts.check(async () => {
       // 60.00: the first half's 75 authorizations (about 97.00 asked) fill it whatever is released meanwhile.
