@@ -3,7 +3,7 @@
 // run them). The load generator resets the counters when the measured run starts and reads them when
 // it ends, so that warm-up is not in them. Times are the executor's, in wall time: under the bench's
 // load they include waits for locks and for a core, and a function's includes the statements it runs.
-import pg from "pg";
+import { withAdminClient } from "../scripts/scratch-database.js";
 
 /** Where the counters are read: the database the extension is created in, and the one measured. */
 export interface StatementsSource {
@@ -24,19 +24,9 @@ export interface StatementCost {
 /** How many of a scenario's statements are kept, the costliest: enough to say where its time goes. */
 const SHOWN = 16;
 
-async function withClient<T>(url: string, fn: (c: pg.Client) => Promise<T>): Promise<T> {
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  try {
-    return await fn(client);
-  } finally {
-    await client.end();
-  }
-}
-
 /** Refuses to start a run that could not report its statements: the extension needs the server's preload list. */
 export async function checkStatements(adminUrl: string): Promise<void> {
-  await withClient(adminUrl, async (c) => {
+  await withAdminClient(adminUrl, async (c) => {
     const { rows } = await c.query<{ preload: string; track: string | null }>(
       "select current_setting('shared_preload_libraries') as preload, current_setting('pg_stat_statements.track', true) as track",
     );
@@ -50,13 +40,13 @@ export async function checkStatements(adminUrl: string): Promise<void> {
 }
 
 export const resetStatements = (source: StatementsSource): Promise<void> =>
-  withClient(source.adminUrl, async (c) => {
+  withAdminClient(source.adminUrl, async (c) => {
     await c.query("select pg_stat_statements_reset()");
   });
 
 /** The measured database's statements since the reset, the costliest first, per answer of the run. */
 export const readStatements = (source: StatementsSource, answers: number): Promise<StatementCost[]> =>
-  withClient(source.adminUrl, async (c) => {
+  withAdminClient(source.adminUrl, async (c) => {
     const { rows } = await c.query<{ query: string; toplevel: boolean; calls: string; total_ms: number }>(
       `select regexp_replace(s.query, '\\s+', ' ', 'g') as query, s.toplevel, s.calls::text as calls, s.total_exec_time as total_ms
        from pg_stat_statements s join pg_database d on d.oid = s.dbid
