@@ -4,8 +4,9 @@
 // app (./spend-usage.ts): on PostgreSQL an advisory lock that serializes the window across
 // instances, on SQLite the database's write lock. What is written is what was decided on the state
 // under that lock: either read after it in a transaction, or, on PostgreSQL, read before it and
-// checked unchanged under it by the one call that writes (a decision or a change in one round trip,
-// migration 0028; when the check fails the server decides again; in autocommit the call never waits
+// checked unchanged under it by the one call that writes (a change in one call after its read,
+// migration 0028; a decision in one call on what the instance's last decision of the subject and
+// app saw, or after a read, migration 0030; when the check fails the server decides again; in autocommit the call never waits
 // for a lock: held, the same call runs in a transaction, which waits). Authorize also holds the fund policy's lock
 // shared (./fund-policy.ts), as every writer of an amount does: a currency change waits for it, or
 // it for the change, and never stores a spend in a currency the policy has just left.

@@ -3,7 +3,8 @@
 // the server more CPU than the statements themselves (bench/RESULTS.md, "Spend decisions"), so a
 // decision or change decided on what was read before its lock is one function call, a transaction
 // by itself, that checks what was decided on under the lock and writes it with the kept answer
-// (migration 0028: `authorizeInOneCall`, `changeInOneCall`). In autocommit the call takes its locks
+// (`authorizeInOneCall`, migration 0030, which checks the layers too; `changeInOneCall`, migration
+// 0028). In autocommit the call takes its locks
 // only if they are free: a statement that waited on one would commit once it got it even with its
 // connection lost meanwhile, and a request answered 503 would have taken effect. A lock held, the
 // same call runs in a transaction, which waits for it (BEGIN and the call in one round trip, then
