@@ -139,7 +139,14 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const clock = options.clock ?? systemClock;
   const logger = options.logger ?? createLogger(config.logLevel);
   const metrics = config.metrics ? new Metrics(config.metrics, config.database.kind, await currentBuild()) : undefined;
-  const storage = await openStorage(config.database, { migrate: config.migrateAtStart, observer: metrics?.database });
+  const storage = await openStorage(config.database, {
+    migrate: config.migrateAtStart,
+    observer: metrics?.database,
+    migrations: {
+      onApplied: (migration) => logger.info({ msg: "migration applied", migration }),
+      onRetry: ({ step, attempt, attempts, cause, pauseMs }) => logger.warn({ msg: "migration did not get its locks: trying again", migration: step, cause, attempt, attempts, pauseMs }),
+    },
+  });
   let secretsKey: Buffer;
   try {
     secretsKey = loadSecretsKey(config.secretsKey);

@@ -8,7 +8,8 @@ import { Kysely, PostgresDialect, SqliteDialect } from "kysely";
 import pg from "pg";
 import { ConfigError, DATABASE_DEFAULTS, type DatabaseConfig } from "../config.js";
 import { BoundedMap } from "../core/bounded-map.js";
-import { migrateDatabase } from "./migrate.js";
+import { migrateDatabase, type MigrateOptions } from "./migrate.js";
+import { MIGRATION_TRANSACTION_DEFAULTS } from "./migration-transaction.js";
 import type { DatabaseObserver, PoolCounts } from "./database-observer.js";
 import { closingLostConnections } from "./pg-connection-faults.js";
 import { deferringBegin } from "./pg-deferred-begin.js";
@@ -128,9 +129,9 @@ function openPostgres(config: PostgresConfig, forMigrations = false, observer?: 
   };
 }
 
-async function open(config: DatabaseConfig, observer?: DatabaseObserver): Promise<Opened & { dialect: Storage["dialect"] }> {
+async function open(config: DatabaseConfig, observer?: DatabaseObserver, forMigrations = false): Promise<Opened & { dialect: Storage["dialect"] }> {
   if (config.kind === "sqlite") return { ...(await openSqlite(config.path, config.busyTimeoutMs ?? DATABASE_DEFAULTS.sqliteBusyTimeoutMs)), dialect: "sqlite" };
-  return { ...openPostgres(config, false, observer), dialect: "postgres" };
+  return { ...openPostgres(config, forMigrations, observer), dialect: "postgres" };
 }
 
 /**
@@ -140,11 +141,11 @@ async function open(config: DatabaseConfig, observer?: DatabaseObserver): Promis
  * without the statement timeouts: a migration, or the wait for another instance's, may be long.
  * `observer` is told of what the database fails at and waits for once the schema is up to date.
  */
-export async function openStorage(config: DatabaseConfig, options: { migrate?: boolean; observer?: DatabaseObserver } = {}): Promise<Storage> {
+export async function openStorage(config: DatabaseConfig, options: { migrate?: boolean; observer?: DatabaseObserver; migrations?: Partial<MigrateOptions> } = {}): Promise<Storage> {
   const { db, dialect, startWorkers, poolCounts } = await open(config, options.observer);
   const migrating = config.kind === "postgres" ? openPostgres(config, true).db : db;
   try {
-    await migrateDatabase(migrating, dialect, options.migrate ?? true).finally(() => migrating !== db && migrating.destroy());
+    await migrateDatabase(migrating, dialect, options.migrate ?? true, undefined, { ...MIGRATION_TRANSACTION_DEFAULTS, ...options.migrations }).finally(() => migrating !== db && migrating.destroy());
   } catch (e) {
     await db.destroy();
     throw e;
@@ -163,10 +164,10 @@ export async function openStorage(config: DatabaseConfig, options: { migrate?: b
 }
 
 /** `npm run migrate`: applies the pending migrations and closes; answers their names. */
-export async function migrateStorage(config: DatabaseConfig): Promise<string[]> {
-  const { db, dialect } = await open(config);
+export async function migrateStorage(config: DatabaseConfig, options: Partial<MigrateOptions> = {}): Promise<string[]> {
+  const { db, dialect } = await open(config, undefined, true);
   try {
-    return await migrateDatabase(db, dialect, true);
+    return await migrateDatabase(db, dialect, true, undefined, { ...MIGRATION_TRANSACTION_DEFAULTS, ...options });
   } finally {
     await db.destroy();
   }

@@ -907,6 +907,22 @@ const m0019 = (text: TextType, dialect: "sqlite" | "postgres"): Migration => ({
         return v_out;
       end
       $$`.execute(db);
+    // A row is seeded by whoever inserts it, here rather than by the insert: a statement of the
+    // release before that was waiting for this migration's locks when it committed (its function's
+    // body as it was when it was called) inserts a window's row as that release did, with nothing
+    // spent, into this table, and decides on what it returns.
+    await sql`
+      create function spend_usage_seeded() returns trigger language plpgsql as $$
+      begin
+        select coalesce(sum(a.captured_nanos - a.reversed_nanos), 0),
+          coalesce(sum(a.amount_nanos) filter (where a.state = 'PENDING' and a.expires_at > new.held_through), 0)
+        into new.spent_nanos, new.held_nanos
+        from spend_authorizations a
+        where a.user_id = new.user_id and a.app_id = new.app_id and a.id >= spend_id_prefix(new.window_start) and a.id < spend_id_prefix(new.window_end);
+        return new;
+      end
+      $$`.execute(db);
+    await sql`create trigger spend_usage_seeded before insert on spend_usage for each row execute function spend_usage_seeded()`.execute(db);
     await sql`
       create function spend_lock_subject_app(p_user_id text, p_app_id text) returns void language sql volatile as $$
         select pg_advisory_xact_lock(hashtextextended('spend_usage:' || p_user_id || ':' || p_app_id, 0))
@@ -936,13 +952,16 @@ const m0019 = (text: TextType, dialect: "sqlite" | "postgres"): Migration => ({
         where u.user_id = p_user_id and u.app_id = p_app_id and u.window_start = p_window_start and u.window_end = p_window_end;
         if not found then
           insert into spend_usage (user_id, app_id, window_start, window_end, spent_nanos, held_nanos, held_through)
-          select p_user_id, p_app_id, p_window_start, p_window_end, coalesce(sum(a.captured_nanos - a.reversed_nanos), 0),
-            coalesce(sum(a.amount_nanos) filter (where a.state = 'PENDING' and a.expires_at > p_now), 0), p_now
-          from spend_authorizations a
-          where a.user_id = p_user_id and a.app_id = p_app_id and a.id >= spend_id_prefix(p_window_start) and a.id < spend_id_prefix(p_window_end)
+          values (p_user_id, p_app_id, p_window_start, p_window_end, 0, 0, p_now)
+          on conflict do nothing
           returning spent_nanos, held_nanos into v_spent, v_held;
-          return query select v_spent::text, v_held::text;
-          return;
+          if found then
+            return query select v_spent::text, v_held::text;
+            return;
+          end if;
+          -- Inserted meanwhile by a statement of the release before, which takes no subject-app lock.
+          select u.spent_nanos, u.held_nanos, u.held_through into v_spent, v_held, v_through from spend_usage u
+          where u.user_id = p_user_id and u.app_id = p_app_id and u.window_start = p_window_start and u.window_end = p_window_end;
         end if;
         select coalesce(sum(a.amount_nanos), 0) into v_moved from spend_authorizations a
         where a.user_id = p_user_id and a.app_id = p_app_id and a.state = 'PENDING'
@@ -1377,6 +1396,13 @@ export interface MigrationStep {
   migration: Migration;
   /** An instance of the release before the one that adds it keeps working on a database it was applied to, on this dialect. */
   earlierReleaseRuns: boolean;
+  /**
+   * PostgreSQL: every table that existed before it and that it locks in a mode other than ACCESS
+   * SHARE, locked ACCESS EXCLUSIVE before its work (./migration-transaction.ts), so that it never
+   * waits for a lock while holding one; test/storage/migration-locks.test.ts holds the list to what
+   * the migration takes.
+   */
+  locks: readonly string[];
 }
 
 /**
@@ -1420,39 +1446,39 @@ export interface MigrationStep {
  */
 export function migrationSteps(dialect: "sqlite" | "postgres"): MigrationStep[] {
   const text: TextType = dialect === "postgres" ? sql`text collate "C"` : "text";
-  const steps: Array<[string, Migration, EarlierRelease]> = [
+  const steps: Array<[string, Migration, EarlierRelease, (readonly string[])?]> = [
     ["0001_identity_and_funds", m0001(text), RUNS],
     ["0002_automations_and_webhooks", m0002(text), RUNS],
-    ["0003_execution_queue_index", m0003, RUNS],
-    ["0004_lighter_event_writes", m0004, STOPS],
+    ["0003_execution_queue_index", m0003, RUNS, ["automation_executions"]],
+    ["0004_lighter_event_writes", m0004, STOPS, ["automation_executions", "automations"]],
     ["0005_token_failures", m0005(text), RUNS],
     ["0006_idempotency_records", m0006(text), RUNS],
     ["0007_instance_heartbeats", m0007(text), RUNS],
-    ["0008_app_service_and_time_zone", m0008(text), RUNS],
-    ["0009_spend_authorizations", m0009(text, dialect), RUNS],
+    ["0008_app_service_and_time_zone", m0008(text), RUNS, ["credentials", "fund_policy"]],
+    ["0009_spend_authorizations", m0009(text, dialect), RUNS, ["users"]],
     ["0010_change_versions", m0010(text), RUNS],
-    ["0011_fund_policy_version", m0011, RUNS],
+    ["0011_fund_policy_version", m0011, RUNS, ["change_versions"]],
     ["0012_spend_round_trips", m0012(dialect), RUNS],
     ["0013_controls_row_write", m0013(dialect), RUNS],
     ["0014_controls_row_static", m0014(dialect), RUNS],
-    ["0015_listeners_version", m0015, RUNS],
-    ["0016_spend_held_counter", m0016(text, dialect), RUNS],
-    ["0017_spends_currency_index_dropped", m0017, RUNS],
-    ["0018_spend_windows_by_start_and_end", m0018(text, dialect), RUNS_ON_POSTGRES],
-    ["0019_spend_usage_by_instant", m0019(text, dialect), RUNS_ON_POSTGRES],
-    ["0020_finished_executions_indexes", m0020, RUNS],
-    ["0021_execution_trace_context", m0021(text), RUNS],
-    ["0022_fund_event_triggers", m0022(text), RUNS],
-    ["0023_execution_reruns", m0023(text), RUNS],
+    ["0015_listeners_version", m0015, RUNS, ["change_versions"]],
+    ["0016_spend_held_counter", m0016(text, dialect), RUNS, ["spend_authorizations", "spend_usage"]],
+    ["0017_spends_currency_index_dropped", m0017, RUNS, ["spend_authorizations"]],
+    ["0018_spend_windows_by_start_and_end", m0018(text, dialect), RUNS_ON_POSTGRES, ["spend_authorizations", "spend_usage"]],
+    ["0019_spend_usage_by_instant", m0019(text, dialect), RUNS_ON_POSTGRES, ["spend_authorizations", "spend_usage"]],
+    ["0020_finished_executions_indexes", m0020, RUNS, ["automation_executions"]],
+    ["0021_execution_trace_context", m0021(text), RUNS, ["automation_executions"]],
+    ["0022_fund_event_triggers", m0022(text), RUNS, ["automation_executions", "automations", "change_versions"]],
+    ["0023_execution_reruns", m0023(text), RUNS, ["automation_executions"]],
     ["0024_notification_secrets", m0024(text), RUNS],
     ["0025_audit_events", m0025(text, dialect), RUNS],
-    ["0026_audit_filter_indexes", m0026, RUNS],
+    ["0026_audit_filter_indexes", m0026, RUNS, ["audit_events"]],
     ["0027_audit_inbox", m0027(text, dialect), RUNS],
     ["0028_spend_decisions_in_one_call", m0028(dialect), RUNS],
-    ["0029_spend_foreign_keys_dropped", m0029(dialect), RUNS],
+    ["0029_spend_foreign_keys_dropped", m0029(dialect), RUNS, ["spend_authorizations", "spend_ledger", "users"]],
     ["0030_spend_decisions_on_seen_layers", m0030(dialect), RUNS],
   ];
-  return steps.map(([name, migration, earlier]) => ({ name, migration, earlierReleaseRuns: earlier[dialect] }));
+  return steps.map(([name, migration, earlier, locks = []]) => ({ name, migration, earlierReleaseRuns: earlier[dialect], locks: dialect === "postgres" ? locks : [] }));
 }
 
 /** This release's migrations as Kysely's Migrator takes them (./migrate.ts runs them; tests migrate part way with it). */

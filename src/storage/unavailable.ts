@@ -1,7 +1,8 @@
 // Which failures of the database mean "not now" rather than "wrong": the server could not get or
-// keep a connection, the database refused it for the moment, or a statement or the connection timed
-// out, so a retry can succeed. Everything else (a constraint, a syntax error, a deadlock, a disk
-// full) stays a fault of the server. The answer is a short label naming the cause for the log,
+// keep a connection, the database refused it for the moment, a statement or the connection timed
+// out, or a transaction lost to another's locks (a deadlock, a lock wait past lock_timeout: a
+// migration running beside the server, an administrator's LOCK TABLE), so a retry can succeed.
+// Everything else (a constraint, a syntax error, a disk full) stays a fault of the server. The answer is a short label naming the cause for the log,
 // never the error's message, which may carry an address or a user name.
 import type { Logger } from "../core/logger.js";
 
@@ -18,6 +19,8 @@ const SESSION_ENDING_STATES = new Set([
 /** PostgreSQL SQLSTATEs outside class 08 (connection exception) that a retry can get past. */
 const POSTGRES_STATES = new Set([
   ...SESSION_ENDING_STATES,
+  "40001", // serialization_failure
+  "40P01", // deadlock_detected: this transaction was chosen to end a cycle of lock waits
   "53300", // too_many_connections
   "55P03", // lock_not_available (lock_timeout, NOWAIT)
   "57014", // query_canceled: statement_timeout (or an administrator's pg_cancel_backend)

@@ -38,7 +38,7 @@ const records = (url: string) => withDatabase(url, async (db) => Object.fromEntr
 /** A later release's migration, the one after ours: written to run with this release (`runsWithUs`) or not. */
 function laterStep(offset: number, runsWithUs: boolean, up: (db: Kysely<any>) => Promise<void>): MigrationStep {
   const name = `${String(Number(lastOfOurs.slice(0, 4)) + offset).padStart(4, "0")}_a_later_release${runsWithUs ? "" : "_contract"}`;
-  return { name, migration: { up }, earlierReleaseRuns: runsWithUs };
+  return { name, migration: { up }, earlierReleaseRuns: runsWithUs, locks: [] };
 }
 
 /** Migrates the database as the release after this one would: our migrations, then `later`, this release recorded as released. */
@@ -65,7 +65,7 @@ describe("MIGRATE_AT_START=0 and npm run migrate", () => {
   it("npm run migrate applies them, with their records; then the server starts with MIGRATE_AT_START=0 and serves", { timeout: 120_000 }, async () => {
     const migrated = await runMigrate({ DATABASE_URL: database.url });
     expect(migrated.code, migrated.out).toBe(0);
-    expect(migrated.stdout).toBe(`migrations applied: ${ours.map((s) => s.name).join(", ")}\n`);
+    expect(migrated.stdout).toBe(ours.map((s) => `applied ${s.name}\n`).join("") + `migrations applied: ${ours.map((s) => s.name).join(", ")}\n`);
     expect(await applied(database.url)).toEqual(ours.map((s) => s.name));
     // 0019 is recorded as running with the release before it on PostgreSQL only (see migrations.ts).
     const recorded = await records(database.url);

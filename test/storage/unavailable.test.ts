@@ -96,7 +96,7 @@ describe("the classification", () => {
     expect(databaseUnavailable(coded(code, `connect ${code} 10.0.0.1:5432`))).toBe(code);
   });
 
-  it.each(["08000", "08003", "08006", "08001", "08004", "08P01", "53300", "57P01", "57P02", "57P03", "55P03", "57014"])("SQLSTATE %s is unavailable", (state) => {
+  it.each(["08000", "08003", "08006", "08001", "08004", "08P01", "53300", "57P01", "57P02", "57P03", "55P03", "57014", "40P01", "40001"])("SQLSTATE %s is unavailable", (state) => {
     expect(databaseUnavailable(coded(state))).toBe(`sqlstate ${state}`);
   });
 
@@ -114,6 +114,7 @@ describe("the classification", () => {
     ["the pool's wait for a connection", new Error("timeout exceeded when trying to connect"), false],
     ["statement_timeout", coded("57014"), false],
     ["lock_timeout", coded("55P03"), false],
+    ["a deadlock", coded("40P01"), false],
     ["SQLite busy", coded("SQLITE_BUSY"), false],
     ["a constraint", coded("23505"), false],
   ])("%s: the connection is lost, %s", (_name, error, lost) => {
@@ -132,8 +133,6 @@ describe("the classification", () => {
 
   it.each([
     ["unique_violation", coded("23505")],
-    ["serialization_failure", coded("40001")],
-    ["deadlock_detected", coded("40P01")],
     ["undefined_table", coded("42P01")],
     ["disk_full", coded("53100")],
     ["out_of_memory", coded("53200")],

@@ -1,0 +1,104 @@
+// `npm run migrate` as a process, on the test database (SQLite, or PostgreSQL in that leg):
+// - each migration is applied in a transaction of its own: one that fails rolls back alone, the
+//   ones before it stay applied (and say so), and the command run again once the cause is mended
+//   applies the rest;
+// - a migration that finds its tables locked by others waits for them at most lock_timeout at a
+//   time (PostgreSQL) or busy_timeout (SQLite), says so, tries again, and applies once they are free;
+// - a database of another application (tables, and no record of this service's migrations) is
+//   refused, unchanged, by the command and by a server's start.
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { sql } from "kysely";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { migrationSteps } from "../../src/storage/migrations.js";
+import { createTestDatabase, testDialect, type TestDatabase } from "../support/database.js";
+import { withDatabase, writeOldDatabase } from "../support/old-database.js";
+import { runMigrate, startToEnd, TEST_SECRETS_KEY } from "../support/release.js";
+
+const steps = migrationSteps(testDialect()).map((s) => s.name);
+const AUDIT = "0025_audit_events";
+const before = (name: string) => steps[steps.indexOf(name) - 1]!;
+
+let dir: string;
+let database: TestDatabase;
+beforeEach(async () => {
+  dir = mkdtempSync(join(tmpdir(), "tenant-migrations-steps-"));
+  database = await createTestDatabase(dir);
+});
+afterEach(async () => {
+  await database.drop();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+const applied = () => withDatabase(database.url, async (db) => (await db.selectFrom("kysely_migration").select("name").orderBy("name").execute()).map((r) => r.name as string));
+
+describe("npm run migrate, a migration at a time", () => {
+  it("a migration that fails rolls back alone; those before it stay applied; run again once mended, it applies the rest", { timeout: 120_000 }, async () => {
+    // An object in the way of migration 0025's table, as a hand-made table of an operator's would be.
+    await writeOldDatabase(database.url, before(AUDIT), (db) => sql`create table audit_events (id text)`.execute(db).then(() => undefined));
+    const failed = await runMigrate({ DATABASE_URL: database.url });
+    expect(failed.code, failed.out).toBe(1);
+    expect(failed.stderr).toContain(`migration failed: database migration ${AUDIT} failed, rolled back:`);
+    expect(failed.stderr).toContain(`the migrations before it are applied (up to ${before(AUDIT)}): run the migrations again once the cause is mended`);
+    expect(await applied()).toEqual(steps.slice(0, steps.indexOf(AUDIT)));
+
+    await withDatabase(database.url, (db) => sql`drop table audit_events`.execute(db));
+    const again = await runMigrate({ DATABASE_URL: database.url });
+    expect(again.code, again.out).toBe(0);
+    expect(again.stdout).toContain(`applied ${AUDIT}\n`);
+    expect(await applied()).toEqual(steps);
+  });
+
+  it("a migration whose tables others hold waits, says so, tries again, and applies once they are free", { timeout: 120_000 }, async () => {
+    const target = "0029_spend_foreign_keys_dropped";
+    const blocked = testDialect() === "postgres" ? target : AUDIT;
+    // In WAL mode, as a server leaves an SQLite file (the command's switch to it would wait on the holder).
+    await writeOldDatabase(database.url, before(blocked), async (db) => {
+      if (testDialect() === "sqlite") await sql`pragma journal_mode = wal`.execute(db);
+    });
+    // Held past the command's first attempts: a transaction that reads the table (PostgreSQL) or
+    // holds the write lock (SQLite), released after eight seconds (the command takes a few to start).
+    const env = { DATABASE_URL: database.url, SQLITE_BUSY_TIMEOUT_MS: "500" };
+    const run = await withDatabase(database.url, async (db, dialect) =>
+      db.connection().execute(async (holder) => {
+        await sql`begin`.execute(holder);
+        if (dialect === "postgres") await sql`lock table spend_ledger in access share mode`.execute(holder);
+        else await sql`insert into settings (key, value) values ('held', 'by the test')`.execute(holder);
+        const migrating = runMigrate(env);
+        await new Promise((r) => setTimeout(r, 8_000));
+        await sql`rollback`.execute(holder);
+        return migrating;
+      }),
+    );
+    expect(run.code, run.out).toBe(0);
+    // SQLite's write lock is the whole database's: the first write of the command waits for it.
+    const waiter = testDialect() === "postgres" ? blocked : "\\(the records of migrations\\)";
+    expect(run.stderr).toMatch(new RegExp(`migration ${waiter} did not get its locks \\((sqlstate 55P03|SQLITE_BUSY); attempt 1 of 60\\)`));
+    expect(run.stdout).toContain(`applied ${blocked}\n`);
+    expect(await applied()).toEqual(steps);
+  });
+});
+
+describe("a database that is not this service's", () => {
+  it("is refused by npm run migrate and by a server's start (exit 2), and left as it was", { timeout: 120_000 }, async () => {
+    await withDatabase(database.url, async (db) => {
+      await sql`create table invoices (id integer primary key, total integer)`.execute(db);
+      await sql`insert into invoices (id, total) values (1, 100)`.execute(db);
+    });
+    const tables = () =>
+      withDatabase(database.url, async (db, dialect) =>
+        (dialect === "sqlite"
+          ? await sql<{ name: string }>`select name from sqlite_master where type = 'table' order by name`.execute(db)
+          : await sql<{ name: string }>`select table_name as name from information_schema.tables where table_schema = current_schema() order by 1`.execute(db)
+        ).rows.map((r) => r.name),
+      );
+    const migrated = await runMigrate({ DATABASE_URL: database.url });
+    expect(migrated.code, migrated.out).toBe(2);
+    expect(migrated.stderr).toContain("refusing to start: the database is not this service's: it holds tables (invoices) and no record of this service's migrations");
+    const started = await startToEnd({ DATABASE_URL: database.url, SECRETS_KEY: TEST_SECRETS_KEY });
+    expect(started.code, started.out).toBe(2);
+    expect(started.stderr).toContain("the database is not this service's");
+    expect(await tables()).toEqual(["invoices"]);
+  });
+});
