@@ -39,6 +39,12 @@ export interface Config {
   notificationAllowInsecure: boolean;
   /** TRUST_PROXY: CIDRs of proxies whose X-Forwarded-For is honoured; empty trusts none. */
   trustProxy: string[];
+  /**
+   * TRACE_CONTEXT_TRUSTED: CIDRs of the peers (a socket's, not a forwarded client's) whose trace
+   * context a request that authenticated continues (http/request-span.ts); empty trusts none;
+   * null (unset): TRUST_PROXY's.
+   */
+  traceContextTrusted: string[] | null;
   /** RATE_LIMIT_SOURCE, _CREDENTIAL, _LISTENER, _LISTENER_FAILURES (each null when off; all null with RATE_LIMIT=off). */
   rateLimits: RateLimitQuotas;
   /** HEAP_GROWTH_PERCENT: how far V8's heap grows past its live part before a full collection; 0 leaves V8's own choice. */
@@ -259,6 +265,17 @@ function trustProxy(raw: string | undefined): string[] {
   }
 }
 
+/** Unset: null, for TRUST_PROXY's proxies (the context of their clients comes through them); `none`: no peer. */
+function traceContextTrusted(raw: string | undefined): string[] | null {
+  if (raw === undefined || raw === "") return null;
+  if (raw.trim() === "none") return [];
+  try {
+    return parseTrustProxy(raw, "TRACE_CONTEXT_TRUSTED");
+  } catch (e) {
+    throw new ConfigError(e instanceof Error ? e.message : String(e));
+  }
+}
+
 /**
  * The defaults: a steady 200, 100 and 200 requests a second, and a minute's worth at once; a
  * sender's failed authentications on a listener, one a second and 60 at once.
@@ -401,6 +418,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     jwksAllowInsecure: flag(env, "JWKS_ALLOW_INSECURE"),
     notificationAllowInsecure: flag(env, "NOTIFICATION_ALLOW_INSECURE"),
     trustProxy: trustProxy(env.TRUST_PROXY),
+    traceContextTrusted: traceContextTrusted(env.TRACE_CONTEXT_TRUSTED),
     rateLimits: rateLimits(env),
     heapGrowthPercent: integer(env, "HEAP_GROWTH_PERCENT", DEFAULT_HEAP_GROWTH_PERCENT, 0, 300),
     shutdown: shutdown(env),

@@ -248,6 +248,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     docsPath,
     consoleDir,
     validateResponses: config.validateResponses,
+    traceContextTrusted: config.traceContextTrusted ?? config.trustProxy,
     requestObservers: metrics?.requestObservers,
     unready: async () => unreadyReasons(await reachability.check(), worker.stuck()),
     stopping: () => stopping,

@@ -9,6 +9,9 @@
 // (an Origin, ./origin.ts). Nothing here keeps an "active" span: a context propagated across awaits
 // would take an AsyncLocalStorage, and on Node 20 an enabled one makes Node call a hook at every
 // promise created in the process, traced or not (bench/RESULTS.md, "Metrics and traces").
+//
+// Times given to spans are readings of performance.now(): for a span started after its work
+// began (./deferred-span.ts).
 
 export type SpanKind = "server" | "consumer" | "internal";
 export type AttributeValue = string | number | boolean;
@@ -26,6 +29,13 @@ export interface SpanOptions {
    * none, or a malformed one, starts a new trace.
    */
   continues?: { traceparent: string | null | undefined; tracestate?: string | undefined };
+  /**
+   * A `traceparent` the span links to without joining its trace (a caller's whose context is not
+   * continued): the link holds its ids alone, never a `tracestate`; a malformed one is left out.
+   */
+  linked?: string | undefined;
+  /** When the span's work began, if before now. */
+  startTime?: number | undefined;
   attributes?: Record<string, AttributeValue>;
 }
 
@@ -36,12 +46,13 @@ export interface Span {
   readonly logIds: LogIds | undefined;
   /** Its `traceparent`, to carry the context with work that another process may do (an execution). */
   traceparent(): string | undefined;
-  /** Starts a span whose parent is this one; the caller ends it. */
-  child(name: string, attributes: Record<string, AttributeValue>): Span;
+  /** Starts a span whose parent is this one (its work began at `startTime`, if before now); the caller ends it. */
+  child(name: string, attributes: Record<string, AttributeValue>, startTime?: number): Span;
   setAttribute(name: string, value: AttributeValue): void;
   /** Marks the span failed, with a message that names no value of the request. */
   fail(message?: string): void;
-  end(): void;
+  /** Ends the span now, or at `endTime`. */
+  end(endTime?: number): void;
 }
 
 /** What src/tracing/otel.ts implements over OpenTelemetry. */

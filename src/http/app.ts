@@ -25,7 +25,7 @@ import { outputOnlyIgnored } from "./output-only.js";
 import { JSON_LIMIT_BYTES, notingEmptyBody, rawBodyLimit, readRawBody, refuseDeclaredOversize, requiredBody, unlessBodyless, verifyJson, wholeRequest } from "./request-body.js";
 import { requestId } from "./request-id.js";
 import { observeRequests, type RequestObserver } from "./request-outcome.js";
-import { requestSpan, spanOf } from "./request-span.js";
+import { onAuthenticated, requestSpan, spanOf } from "./request-span.js";
 import { RequestShapes } from "./request-shapes.js";
 import { isRawPath, methodsAt, pathParametersOf, routeOf } from "./route-table.js";
 import { series } from "./series.js";
@@ -54,6 +54,8 @@ export interface AppOptions {
   rateLimits: RateLimits;
   /** Told of each request once answered, besides the access log (the metrics). */
   requestObservers?: readonly RequestObserver[];
+  /** TRACE_CONTEXT_TRUSTED: the peers whose trace context a request that authenticated continues (request-span.ts). */
+  traceContextTrusted: readonly string[];
 }
 
 const FORM_LIMIT = "16kb";
@@ -146,7 +148,7 @@ export function createApp(options: AppOptions): Express {
   app.set("etag", false);
   leanJsonAnswers(app);
 
-  app.use(series(...(tracingOn() ? [requestSpan] : []), requestId, observeRequests([accessLog(logger), ...(options.requestObservers ?? [])]), limitHeaderFields));
+  app.use(series(...(tracingOn() ? [requestSpan(options.traceContextTrusted)] : []), requestId, observeRequests([accessLog(logger), ...(options.requestObservers ?? [])]), limitHeaderFields));
 
   app.get("/healthz", (_req, res) => void res.json({ status: "ok" }));
   app.get("/readyz", async (_req, res, next) => {
@@ -174,6 +176,7 @@ export function createApp(options: AppOptions): Express {
       if (!route.secured) return next();
       const principal = await accessTokens.authenticate(req.get("authorization"), (credentialId) => options.rateLimits.admitCredential(credentialId, res));
       res.locals.principal = principal;
+      onAuthenticated(res)?.();
       if (!mayCall(principal, route.operationId)) {
         throw permissionDenied("ROLE_NOT_ALLOWED", "the caller's role may not call this operation");
       }
@@ -209,6 +212,7 @@ export function createApp(options: AppOptions): Express {
             peer: peerOf(req),
             intakeLimits: options.rateLimits.forIntake(req, res),
             intakeAuthenticatesWith: (method) => void (res.locals.webhookAuth = method),
+            callerAuthenticated: onAuthenticated(res),
           },
         );
         res.status(200).json(body);
@@ -230,7 +234,7 @@ export function createApp(options: AppOptions): Express {
         const request = { path: req.params, query: req.query, body: req.body } as unknown as OperationRequest<typeof route.operationId>;
         const requestId = res.locals.requestId as string;
         const principal = res.locals.principal as RequestContext["principal"];
-        const ctx: RequestContext = { requestId, principal, actor: principal && { kind: "user", userId: principal.userId, credentialId: principal.credentialId, requestId }, span: spanOf(res), peer: peerOf(req) };
+        const ctx: RequestContext = { requestId, principal, actor: principal && { kind: "user", userId: principal.userId, credentialId: principal.credentialId, requestId }, span: spanOf(res), peer: peerOf(req), callerAuthenticated: onAuthenticated(res) };
         const execute = (commitAnswer?: CommitAnswer) => handler(request as never, commitAnswer ? { ...ctx, commitAnswer } : ctx);
         if (route.idempotencyKey !== null && req.get(IDEMPOTENCY_KEY_HEADER) !== undefined) {
           await options.idempotency.respond(req, res, route.operationId, callerOf(ctx).userId, execute, ctx);

@@ -20,6 +20,12 @@ export interface RequestContext extends Origin {
   /** Set on the webhook intake's requests: told the listener's authentication method (IncomingRequest.authenticatesWith). */
   intakeAuthenticatesWith?: IncomingRequest["authenticatesWith"];
   /**
+   * Told by an operation that authenticates its caller itself (the token endpoint, the webhook
+   * intake) once it did: the request's trace may then continue the caller's (./request-span.ts).
+   * Set only when it may.
+   */
+  callerAuthenticated?: (() => void) | undefined;
+  /**
    * Set for a request made with an Idempotency-Key: keeps `body` as the request's answer in the
    * transaction `db` of its effect. An operation whose effect is one transaction calls it there, so
    * that a crash can never leave the effect without its kept answer (a retry would run it again).

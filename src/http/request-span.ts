@@ -1,30 +1,65 @@
 // A span per request when traces are on (src/core/tracing.ts): of kind SERVER, named by the
-// contract's operation id (UNMATCHED_SPAN for what no operation takes), continuing the caller's W3C
-// `traceparent` when it sends a well-formed one. Its attributes are bounded and name nothing the
-// caller sent: the method, the contract's path template (never the path itself), the status, and
-// the contract's reason of a refusal or failure. A 5xx fails it. The first step of every request only
-// when traces are on (they are started before the app is made): off, requests do not pass through it.
-// The span goes with the request explicitly (res.locals.span): its RequestContext hands it to the
-// services as the Origin of their changes, and the request's log lines carry its ids.
+// contract's operation id (UNMATCHED_SPAN for what no operation takes). Its attributes are bounded
+// and name nothing the caller sent: the method, the contract's path template (never the path
+// itself), the status, and the contract's reason of a refusal or failure. A 5xx fails it. The first
+// step of every request only when traces are on (they are started before the app is made): off,
+// requests do not pass through it. The span goes with the request explicitly (res.locals.span): its
+// RequestContext hands it to the services as the Origin of their changes, and the request's log
+// lines carry its ids.
+//
+// Whose trace it joins: a caller's `traceparent` chooses a trace id and, under a parent-based
+// sampler, whether it is kept; its `tracestate` is text for the trace store. So they are continued
+// only from a peer TRACE_CONTEXT_TRUSTED names (by default TRUST_PROXY's), for a request that
+// authenticated (an access token, a webhook signature or JWT, a granted token request). The socket's
+// peer, not the client X-Forwarded-For names: the operator vouches for the peer, which sent the
+// header as it is; the clients behind it are told apart by authentication. Any other request starts
+// a trace of its own, linked to the caller's span by its ids alone. Authentication comes after the
+// span's work began: the span of a request that may continue starts late (core/deferred-span.ts).
 import type { NextFunction, Request, Response } from "express";
+import { DeferredSpan } from "../core/deferred-span.js";
 import { startSpan, type AttributeValue, type Span } from "../core/tracing.js";
+import { inAddressRanges } from "../webhooks/source-ip.js";
 import { routeOf } from "./route-table.js";
 
 /** The span name of a request no operation of the contract takes: 404 and 405 answers, /healthz, /readyz, /docs, the console. */
 export const UNMATCHED_SPAN = "http.unmatched";
 
-export function requestSpan(req: Request, res: Response, next: NextFunction): void {
-  const route = routeOf(req);
-  const attributes: Record<string, AttributeValue> = { "http.request.method": req.method };
-  if (route) attributes["http.route"] = route.path;
-  // Node names headers in lower case and joins a repeated one (a malformed traceparent, then: ignored).
-  const { traceparent, tracestate } = req.headers as { traceparent?: string; tracestate?: string };
-  const span = startSpan(route?.operationId ?? UNMATCHED_SPAN, { kind: "server", ...(traceparent ? { continues: { traceparent, tracestate } } : {}), attributes });
-  // No span when traces stopped meanwhile (a server of the process that closed them). It is ended
-  // by the one listener every request has, on its response's "close" (./request-outcome.ts).
-  if (span) res.locals.span = span;
-  next();
+/** `trusted`: the CIDRs of the peers whose trace context an authenticated request continues. */
+export function requestSpan(trusted: readonly string[]) {
+  const isTrusted = inAddressRanges(trusted);
+  return (req: Request, res: Response, next: NextFunction): void => {
+    const route = routeOf(req);
+    const name = route?.operationId ?? UNMATCHED_SPAN;
+    const attributes: Record<string, AttributeValue> = { "http.request.method": req.method };
+    if (route) attributes["http.route"] = route.path;
+    // Node names headers in lower case and joins a repeated one (a malformed traceparent, then: ignored).
+    const { traceparent, tracestate } = req.headers as { traceparent?: string; tracestate?: string };
+    let span: Span | undefined;
+    if (!traceparent || !isTrusted(req.socket.remoteAddress)) {
+      span = startSpan(name, { kind: "server", linked: traceparent, attributes });
+    } else {
+      let authenticated = false;
+      const deferred = new DeferredSpan((startTime) =>
+        startSpan(name, authenticated ? { kind: "server", continues: { traceparent, tracestate }, startTime, attributes } : { kind: "server", linked: traceparent, startTime, attributes }),
+      );
+      res.locals.callerAuthenticated = () => {
+        authenticated = true;
+        deferred.start();
+      };
+      span = deferred;
+    }
+    // No span when traces stopped meanwhile (a server of the process that closed them). It is ended
+    // by the one listener every request has, on its response's "close" (./request-outcome.ts).
+    if (span) res.locals.span = span;
+    next();
+  };
 }
+
+/**
+ * What to tell once the request's caller authenticated, when its span may then continue the
+ * caller's trace (a trusted peer sent one); undefined otherwise.
+ */
+export const onAuthenticated = (res: Response): (() => void) | undefined => res.locals.callerAuthenticated as (() => void) | undefined;
 
 /**
  * The request's span, when traced, from its response: for what sees the response only (the access

@@ -8,7 +8,7 @@
 // OTEL_BSP_MAX_QUEUE_SIZE, 2048; past it they are dropped) and exported in the background, each
 // export bounded by OTEL_EXPORTER_OTLP_TIMEOUT (10 s).
 import { randomUUID } from "node:crypto";
-import { isSpanContextValid, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Context, type Span as OtelSpan, type Tracer as OtelTracer } from "@opentelemetry/api";
+import { isSpanContextValid, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Context, type Link, type Span as OtelSpan, type Tracer as OtelTracer } from "@opentelemetry/api";
 import { setGlobalErrorHandler, W3CTraceContextPropagator } from "@opentelemetry/core";
 import { defaultResource, detectResources, envDetector, resourceFromAttributes } from "@opentelemetry/resources";
 import { AlwaysOffSampler, AlwaysOnSampler, BasicTracerProvider, BatchSpanProcessor, ParentBasedSampler, TraceIdRatioBasedSampler, type Sampler } from "@opentelemetry/sdk-trace-base";
@@ -39,6 +39,13 @@ function continued(continues: SpanOptions["continues"]): Context {
   return propagator.extract(ROOT_CONTEXT, { traceparent: continues.traceparent, tracestate: continues.tracestate }, getter);
 }
 
+/** The link to `traceparent`'s span: its ids and flags, of a fixed size (no tracestate is read); none when it is malformed. */
+function linkTo(traceparent: string | undefined): Link[] | undefined {
+  if (!traceparent) return undefined;
+  const linked = trace.getSpanContext(propagator.extract(ROOT_CONTEXT, { traceparent }, getter));
+  return linked && isSpanContextValid(linked) ? [{ context: { traceId: linked.traceId, spanId: linked.spanId, traceFlags: linked.traceFlags, isRemote: true } }] : undefined;
+}
+
 class SpanHandle implements Span {
   readonly recording: boolean;
   readonly logIds: LogIds | undefined;
@@ -59,8 +66,8 @@ class SpanHandle implements Span {
     propagator.inject(this.context(), carrier, setter);
     return carrier.traceparent;
   }
-  child(name: string, attributes: Record<string, AttributeValue>): Span {
-    return new SpanHandle(this.tracer, this.tracer.startSpan(name, { kind: SpanKind.INTERNAL, attributes }, this.context()));
+  child(name: string, attributes: Record<string, AttributeValue>, startTime?: number): Span {
+    return new SpanHandle(this.tracer, this.tracer.startSpan(name, { kind: SpanKind.INTERNAL, attributes, startTime }, this.context()));
   }
   setAttribute(name: string, value: AttributeValue): void {
     this.span.setAttribute(name, value);
@@ -68,8 +75,8 @@ class SpanHandle implements Span {
   fail(message?: string): void {
     this.span.setStatus(message === undefined ? { code: SpanStatusCode.ERROR } : { code: SpanStatusCode.ERROR, message });
   }
-  end(): void {
-    this.span.end();
+  end(endTime?: number): void {
+    this.span.end(endTime);
   }
 }
 
@@ -105,8 +112,8 @@ export async function startOpenTelemetry(config: TracingConfig, service: { name:
   const otelTracer = provider.getTracer(scope.name, scope.version);
   const tracer: Tracer = {
     start(name, options) {
-      const attributes = options.attributes ? { attributes: options.attributes } : {};
-      return new SpanHandle(otelTracer, otelTracer.startSpan(name, { kind: KINDS[options.kind ?? "internal"], ...attributes }, continued(options.continues)));
+      const { kind = "internal", attributes, startTime, linked, continues } = options;
+      return new SpanHandle(otelTracer, otelTracer.startSpan(name, { kind: KINDS[kind], attributes, startTime, links: linkTo(linked) }, continued(continues)));
     },
   };
   return {

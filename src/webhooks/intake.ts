@@ -28,6 +28,8 @@ export interface IncomingRequest {
   limits: IntakeLimits;
   /** Told the listener's authentication method once the listener is found: the HTTP layer labels the delivery's metrics with it. */
   authenticatesWith?: (method: IntakeListener["method"]) => void;
+  /** Told once the delivery authenticated: only then may the request's trace continue the sender's (http/request-span.ts). */
+  authenticated?: (() => void) | undefined;
 }
 
 /**
@@ -101,6 +103,7 @@ export class WebhookIntake {
       if (e instanceof ApiError && e.status === 401) request.limits.failed(request.listenerId);
       throw e;
     }
+    request.authenticated?.();
     request.limits.authenticated(request.listenerId);
     // A read that answers most duplicates where it spares a write; the record settles the rest.
     if (await this.deps.events.seen(listener.id, eventId)) throw duplicate();

@@ -92,17 +92,27 @@ export function isAllowed(cidrs: readonly string[], peerAddress: string | undefi
 
 /**
  * TRUST_PROXY: a comma-separated list of CIDR ranges (or single addresses) of the proxies whose
- * X-Forwarded-For is believed. Unset or empty: none. Throws an Error naming the bad entry.
+ * X-Forwarded-For is believed (or of another variable of that form, named `variable`). Unset or
+ * empty: none. Throws an Error naming the bad entry.
  */
-export function parseTrustProxy(raw: string | undefined): string[] {
+export function parseTrustProxy(raw: string | undefined, variable = "TRUST_PROXY"): string[] {
   if (raw === undefined || raw.trim() === "") return [];
   return raw.split(",").map((part, i) => {
     const text = part.trim();
     const single = normalizeAddress(text);
     const result = !text.includes("/") && single ? { cidr: `${single.toString()}/${single instanceof ipaddr.IPv4 ? 32 : 128}` } : parseCidr(text);
-    if ("error" in result) throw new Error(`TRUST_PROXY entry ${i + 1} ("${text}") ${result.error}`);
+    if ("error" in result) throw new Error(`${variable} entry ${i + 1} ("${text}") ${result.error}`);
     return result.cidr;
   });
+}
+
+/** Whether an address (a socket's peer) is in `cidrs`, with the ranges parsed once; an empty list holds none. */
+export function inAddressRanges(cidrs: readonly string[]): (address: string | undefined) => boolean {
+  const list = ranges(cidrs);
+  return (address) => {
+    const ip = list.length > 0 ? normalizeAddress(address) : undefined;
+    return ip !== undefined && inRanges(ip, list);
+  };
 }
 
 /**

@@ -1,9 +1,11 @@
 // Traces, as a collector receives them: server processes export over OTLP/HTTP (protobuf, the
 // default) to a receiver in this test, two instances on one database (SQLite, or PostgreSQL in that
 // leg). A request's span is named by its operation and carries its status and reason; database
-// transactions are its children; a caller's traceparent is continued and a malformed one ignored;
-// the execution of an accepted webhook event continues the accepting request's trace, also when
-// another instance runs it; log lines carry the trace (and an untraced server's carry none);
+// transactions are its children; a caller's traceparent is continued only from a trusted peer
+// (TRACE_CONTEXT_TRUSTED, by default TRUST_PROXY's) for a request that authenticated, else a new
+// trace starts, linked to the caller's, its tracestate not exported and its sampled flag not
+// followed; a malformed traceparent is ignored; the execution of an accepted webhook event
+// continues the accepting request's trace, also when another instance runs it; log lines carry the trace (and an untraced server's carry none);
 // tracing enables no AsyncLocalStorage nor async hook; nothing exported names a secret or an id;
 // a collector that does not answer costs requests nothing.
 import { randomUUID } from "node:crypto";
@@ -22,12 +24,17 @@ import { createTestDatabase, testDialect, type TestDatabase } from "../support/d
 import { startOtlpReceiver, SpanKind, StatusCode, type OtlpReceiver, type ReceivedSpan } from "../support/otlp-receiver.js";
 import { runToEnd, terminate, type Served } from "../support/process.js";
 import { startTestServer } from "../support/server.js";
+import { rawRequest } from "../support/raw-http.js";
 import { root, serveRelease, TEST_SECRETS_KEY } from "../support/release.js";
 
 const ADMIN = { clientId: "tracing-admin", clientSecret: "tracing-admin-secret-0123456789" };
 const BASE_URL = "http://tenant.example.test";
 const RECEIVE = "svc.api.webhooks.v1.IncomingWebhookService.Receive";
 const DB_SYSTEM = testDialect() === "postgres" ? "postgresql" : "sqlite";
+/** The test's own address (fetch's), the one peer the traced servers trust with their trace context. */
+const TRUSTED = "127.0.0.1";
+/** Another address of the loopback, which no server here trusts: requests sent from it (rawRequest's `from`). */
+const UNTRUSTED = "127.0.0.2";
 
 const dir = mkdtempSync(join(tmpdir(), "tenant-tracing-"));
 let receiver: OtlpReceiver;
@@ -61,6 +68,7 @@ function startOne(env: Record<string, string>, on: TestDatabase = database): Pro
     SHUTDOWN_DRAIN_SECONDS: "0",
     OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
     OTEL_BSP_SCHEDULE_DELAY: "100",
+    TRACE_CONTEXT_TRUSTED: `${TRUSTED}/32`,
     ...env,
   });
 }
@@ -105,6 +113,16 @@ async function call(url: string, method: string, path: string, body?: unknown, h
 }
 
 const traceparent = (traceId = randomUUID().replaceAll("-", ""), spanId = randomUUID().replaceAll("-", "").slice(0, 16)) => ({ traceId, spanId, header: `00-${traceId}-${spanId}-01` });
+type Caller = ReturnType<typeof traceparent>;
+
+/** A `tracestate` of one member whose value is unique: found in the exported bytes if it reached them. */
+const tracestate = () => {
+  const marker = `m${randomUUID().replaceAll("-", "")}`;
+  return { marker, header: `congo=${marker}` };
+};
+
+/** Whether some exported payload holds `text`. */
+const inExportedBytes = (text: string) => Buffer.concat(receiver.payloads).includes(text);
 
 /** The one span of `traceId` named `name` (waits for it). */
 async function spanOf(traceId: string, name: string, timeoutMs?: number): Promise<ReceivedSpan> {
@@ -112,6 +130,21 @@ async function spanOf(traceId: string, name: string, timeoutMs?: number): Promis
     const found = spans.filter((s) => s.traceId === traceId && s.name === name);
     return found.length > 0 ? found : undefined;
   }, timeoutMs);
+  return span!;
+}
+
+const linksTo = (span: ReceivedSpan, caller: Caller) => span.links.some((l) => l.traceId === caller.traceId && l.spanId === caller.spanId);
+
+/** The span named `name` of a request whose caller's context was not continued: a root of a new trace, linked to the caller's span (waits for it). */
+async function notContinued(caller: Caller, name: string): Promise<ReceivedSpan> {
+  const [span] = await receiver.waitFor((spans) => {
+    const found = spans.filter((s) => s.name === name && linksTo(s, caller));
+    return found.length > 0 ? found : undefined;
+  });
+  expect(span!.traceId).not.toBe(caller.traceId);
+  expect(span!.parentSpanId).toBe("");
+  expect(span!.links).toEqual([{ traceId: caller.traceId, spanId: caller.spanId }]);
+  expect(receiver.spans.filter((s) => s.traceId === caller.traceId)).toEqual([]);
   return span!;
 }
 
@@ -129,14 +162,14 @@ async function hmacAutomation(): Promise<{ path: string; secret: string; id: str
   return { path: new URL(created.body.automation.triggers[0].webhook.url as string).pathname, secret: created.body.webhookSecret as string, id: created.body.automation.id as string };
 }
 
-function deliver(url: string, secret: string, body: string, headers: Record<string, string> = {}) {
+/** A delivery signed with `secret`, sent from `from` (the test's own address unless given). */
+async function deliver(url: string, secret: string, body: string, headers: Record<string, string> = {}, from?: string) {
   const eventId = randomUUID();
   const timestamp = String(Math.floor(Date.now() / 1000));
-  return fetch(url, {
-    method: "POST",
-    headers: { "Content-Type": "application/json", "Webhook-Timestamp": timestamp, "Webhook-Event-Id": eventId, "Webhook-Signature": hmacSignature(secret, timestamp, eventId, body), ...headers },
-    body,
-  }).then(async (r) => ({ status: r.status, eventId, body: (await r.json()) as any }));
+  const { origin, pathname } = new URL(url);
+  const signed = { "Content-Type": "application/json", "Webhook-Timestamp": timestamp, "Webhook-Event-Id": eventId, "Webhook-Signature": hmacSignature(secret, timestamp, eventId, body), ...headers };
+  const answer = await rawRequest(origin, "POST", pathname, signed, Buffer.from(body), from);
+  return { status: answer.status, eventId, body: JSON.parse(answer.text) as any };
 }
 
 describe(`traces over OTLP/HTTP, on ${testDialect()}`, () => {
@@ -152,17 +185,22 @@ describe(`traces over OTLP/HTTP, on ${testDialect()}`, () => {
     expect(span.status.code).toBe(StatusCode.UNSET);
     expect(JSON.stringify(span)).not.toContain(missing);
 
+    // No operation took it, none authenticated it: a trace of its own.
     const unmatched = traceparent();
     expect((await call(server.url, "GET", "/api/v1/no-such-route", undefined, { traceparent: unmatched.header })).status).toBe(404);
-    const other = await spanOf(unmatched.traceId, UNMATCHED_SPAN);
+    const other = await notContinued(unmatched, UNMATCHED_SPAN);
     expect(other.attributes).toEqual({ "http.request.method": "GET", "http.response.status_code": 404, "error.type": "ROUTE_NOT_FOUND" });
   });
 
-  it("a caller's traceparent is continued; a malformed one is ignored (a new trace)", async () => {
+  it("a trusted peer's traceparent and tracestate are continued by a request that authenticated; a malformed traceparent is ignored (a new trace)", async () => {
     const parent = traceparent();
-    expect((await call(server.url, "GET", "/api/v1/users?page_size=1", undefined, { traceparent: parent.header })).status).toBe(200);
+    const state = tracestate();
+    expect((await call(server.url, "GET", "/api/v1/users?page_size=1", undefined, { traceparent: parent.header, tracestate: state.header })).status).toBe(200);
     const continued = await spanOf(parent.traceId, "svc.api.iam.v1.UserService.List");
     expect(continued.parentSpanId).toBe(parent.spanId);
+    expect(continued.links).toEqual([]);
+    // A trusted caller's tracestate is carried on: the scans of the tests below would see one that was.
+    expect(inExportedBytes(state.marker)).toBe(true);
 
     for (const malformed of [`00-${"0".repeat(32)}-${parent.spanId}-01`, `00-${parent.traceId}-${parent.spanId}`, `zz-${parent.traceId}-${parent.spanId}-01`]) {
       const seenBefore = receiver.spans.length;
@@ -179,25 +217,81 @@ describe(`traces over OTLP/HTTP, on ${testDialect()}`, () => {
     }
   });
 
+  it("from a peer TRACE_CONTEXT_TRUSTED does not name, an authenticated request starts a trace of its own, linked to the caller's span, without its tracestate", async () => {
+    const caller = traceparent();
+    const state = tracestate();
+    const answer = await rawRequest(server.url, "GET", "/api/v1/users?page_size=1", { Authorization: `Bearer ${token}`, traceparent: caller.header, tracestate: state.header }, undefined, UNTRUSTED);
+    expect(answer.status).toBe(200);
+    await notContinued(caller, "svc.api.iam.v1.UserService.List");
+    expect(inExportedBytes(state.marker)).toBe(false);
+  });
+
+  it("from a trusted peer, a request that did not authenticate starts a trace of its own: no token, a bad token, a webhook delivery with a bad signature, a wrong client secret", async () => {
+    const automation = await hmacAutomation();
+    // The token with its signature's last characters changed.
+    const badToken = token.slice(0, -2) + (token.endsWith("xx") ? "yy" : "xx");
+    const attempts: Array<[string, (headers: Record<string, string>) => Promise<number>]> = [
+      ["svc.api.iam.v1.UserService.List", (headers) => fetch(`${server.url}/api/v1/users`, { headers }).then((r) => r.status)],
+      ["svc.api.iam.v1.UserService.List", (headers) => fetch(`${server.url}/api/v1/users`, { headers: { Authorization: `Bearer ${badToken}`, ...headers } }).then((r) => r.status)],
+      [RECEIVE, async (headers) => (await deliver(server.url + automation.path, `not-the-secret-${randomUUID()}`, JSON.stringify({ n: 1 }), headers)).status],
+      [
+        "svc.api.iam.v1.TokenService.CreateToken",
+        (headers) =>
+          fetch(`${server.url}/auth/v1/token`, {
+            method: "POST",
+            headers: { "Content-Type": "application/x-www-form-urlencoded", ...headers },
+            body: new URLSearchParams({ grant_type: "client_credentials", client_id: ADMIN.clientId, client_secret: `wrong-${randomUUID()}` }),
+          }).then((r) => r.status),
+      ],
+    ];
+    for (const [name, attempt] of attempts) {
+      const caller = traceparent();
+      const state = tracestate();
+      expect(await attempt({ traceparent: caller.header, tracestate: state.header }), name).toBe(401);
+      await notContinued(caller, name);
+      expect(inExportedBytes(state.marker), name).toBe(false);
+    }
+  });
+
+  it("a webhook delivery from an untrusted peer: its event's execution continues the accepting request's own trace, not the caller's", async () => {
+    const automation = await hmacAutomation();
+    const caller = traceparent();
+    const delivered = await deliver(server.url + automation.path, automation.secret, JSON.stringify({ n: 4 }), { traceparent: caller.header }, UNTRUSTED);
+    expect(delivered.status).toBe(200);
+    const request = await notContinued(caller, RECEIVE);
+    // The traceparent stored with the execution is the request's span's, this server's.
+    const execution = await spanOf(request.traceId, EXECUTION_SPAN);
+    expect(execution.parentSpanId).toBe(request.spanId);
+  });
+
   it(`database transactions are child spans of the request's (db.system.name ${DB_SYSTEM}), their statements never recorded`, async () => {
-    /** The request's span, named `operation`, and the transactions of its trace, all its children. */
-    const childTransactions = async (parent: ReturnType<typeof traceparent>, operation: string) => {
-      const request = await spanOf(parent.traceId, operation);
+    /** The transactions of the request's trace, all children of its span and within its time. */
+    const childTransactions = async (request: ReceivedSpan) => {
       const transactions = await receiver.waitFor((spans) => {
-        const found = spans.filter((s) => s.traceId === parent.traceId && s.name === "db.transaction");
+        const found = spans.filter((s) => s.traceId === request.traceId && s.name === "db.transaction");
         return found.length > 0 ? found : undefined;
       });
+      // Each span reads the wall clock for itself, to the millisecond.
+      const ms = 1_000_000n;
       for (const t of transactions) {
         expect(t.parentSpanId).toBe(request.spanId);
         expect(t.kind).toBe(SpanKind.INTERNAL);
         expect(t.attributes).toEqual({ "db.system.name": DB_SYSTEM });
+        expect(BigInt(t.startTimeUnixNano)).toBeGreaterThanOrEqual(BigInt(request.startTimeUnixNano) - ms);
+        expect(BigInt(t.endTimeUnixNano)).toBeLessThanOrEqual(BigInt(request.endTimeUnixNano) + ms);
       }
+    };
+    /** The request's span, named `operation`, continuing `parent`. */
+    const continuing = async (parent: Caller, operation: string) => {
+      const request = await spanOf(parent.traceId, operation);
+      expect(request.parentSpanId).toBe(parent.spanId);
+      return request;
     };
     const parent = traceparent();
     const email = `traced-${randomUUID()}@example.com`;
     const created = await call(server.url, "POST", "/api/v1/users", { displayName: "Traced", email, roles: ["ROLE_USER"] }, { traceparent: parent.header });
     expect(created.status).toBe(200);
-    await childTransactions(parent, "svc.api.iam.v1.UserService.Create");
+    await childTransactions(await continuing(parent, "svc.api.iam.v1.UserService.Create"));
 
     // Each operation hands its request's span to the services it calls, down to their transactions:
     // an options object, an idempotency record, a refusal's throttle.
@@ -205,10 +299,10 @@ describe(`traces over OTLP/HTTP, on ${testDialect()}`, () => {
     const credentialCreate = traceparent();
     const credential = await call(server.url, "POST", `/api/v1/users/${userId}/credentials`, {}, { traceparent: credentialCreate.header, "Idempotency-Key": randomUUID() });
     expect(credential.status).toBe(200);
-    await childTransactions(credentialCreate, "svc.api.iam.v1.CredentialService.Create");
+    await childTransactions(await continuing(credentialCreate, "svc.api.iam.v1.CredentialService.Create"));
     const revoke = traceparent();
     expect((await call(server.url, "POST", `/api/v1/users/${userId}/credentials/${credential.body.credential.id}/revoke`, {}, { traceparent: revoke.header })).status).toBe(200);
-    await childTransactions(revoke, "svc.api.iam.v1.CredentialService.Revoke");
+    await childTransactions(await continuing(revoke, "svc.api.iam.v1.CredentialService.Revoke"));
     const refused = traceparent();
     const wrongSecret = await fetch(`${server.url}/auth/v1/token`, {
       method: "POST",
@@ -216,7 +310,19 @@ describe(`traces over OTLP/HTTP, on ${testDialect()}`, () => {
       body: new URLSearchParams({ grant_type: "client_credentials", client_id: credential.body.credential.clientId, client_secret: `wrong-${randomUUID()}` }),
     });
     expect(wrongSecret.status).toBe(401);
-    await childTransactions(refused, "svc.api.iam.v1.TokenService.CreateToken");
+    // Refused, it does not continue the caller's trace; the throttle's transactions are in its own.
+    await childTransactions(await notContinued(refused, "svc.api.iam.v1.TokenService.CreateToken"));
+    // A token request continues the caller's trace once the credentials proved right: its span
+    // starts then, at the request's arrival, and the throttle's transaction made before the check
+    // is its child, at its own time.
+    const issued = traceparent();
+    const granted = await fetch(`${server.url}/auth/v1/token`, {
+      method: "POST",
+      headers: { "Content-Type": "application/x-www-form-urlencoded", traceparent: issued.header },
+      body: new URLSearchParams({ grant_type: "client_credentials", client_id: ADMIN.clientId, client_secret: ADMIN.clientSecret }),
+    });
+    expect(granted.status).toBe(200);
+    await childTransactions(await continuing(issued, "svc.api.iam.v1.TokenService.CreateToken"));
   });
 
   it("an accepted event's execution is a child span of the accepting request, with the intake's own transactions", async () => {
@@ -372,6 +478,41 @@ describe(`traces over OTLP/HTTP, on ${testDialect()}`, () => {
   });
 });
 
+describe.each([
+  ["parentbased_always_off", {}],
+  ["parentbased_traceidratio", { OTEL_TRACES_SAMPLER_ARG: "0" }],
+])("under %s (keeping no new trace), a caller's sampled flag", (sampler, env) => {
+  let strict: Served;
+  /** Its own: its worker must not run the other servers' executions. */
+  let strictDatabase: TestDatabase;
+  let bearer: string;
+  beforeAll(async () => {
+    strictDatabase = await createTestDatabase(mkdtempSync(join(dir, "strict-")));
+    // TRACE_CONTEXT_TRUSTED unset: the peers trusted are TRUST_PROXY's, the test's address.
+    strict = await startOne({ OTEL_TRACES_SAMPLER: sampler, ...env, TRACE_CONTEXT_TRUSTED: "", TRUST_PROXY: `${TRUSTED}/32` }, strictDatabase);
+    bearer = await adminToken(strict);
+  }, 120_000);
+  afterAll(async () => {
+    await strict?.stop();
+    await strictDatabase?.drop();
+  });
+
+  it("is not followed from an untrusted peer, nor from a trusted one without authentication; it is from a trusted peer that authenticated", async () => {
+    const untrusted = traceparent();
+    const unauthenticated = traceparent();
+    const trusted = traceparent();
+    const list = "/api/v1/users?page_size=1";
+    expect((await rawRequest(strict.url, "GET", list, { Authorization: `Bearer ${bearer}`, traceparent: untrusted.header }, undefined, UNTRUSTED)).status).toBe(200);
+    expect((await fetch(strict.url + list, { headers: { traceparent: unauthenticated.header } })).status).toBe(401);
+    expect((await fetch(strict.url + list, { headers: { Authorization: `Bearer ${bearer}`, traceparent: trusted.header } })).status).toBe(200);
+    const followed = await spanOf(trusted.traceId, "svc.api.iam.v1.UserService.List");
+    expect(followed.parentSpanId).toBe(trusted.spanId);
+    // Spans are exported in the order they ended: had the first two been sampled, they would be here by now.
+    const forced = receiver.spans.filter((s) => [untrusted, unauthenticated].some((caller) => s.traceId === caller.traceId || linksTo(s, caller)));
+    expect(forced).toEqual([]);
+  });
+});
+
 describe("the async hook probe the traced servers run with", () => {
   it("reports an AsyncLocalStorage, an async hook and an OpenTelemetry context manager, which a traced server must not enable", async () => {
     const script = [
@@ -479,6 +620,18 @@ describe("the OTEL_* configuration", () => {
       const env = { ...on, OTEL_TRACES_SAMPLER: "traceidratio", [name]: value };
       expect(() => loadConfig(env), name).toThrow(ConfigError);
       expect(() => loadConfig(env), name).toThrow(name);
+    }
+  });
+});
+
+describe("TRACE_CONTEXT_TRUSTED", () => {
+  it("is a list of CIDRs or addresses, or none; unset, TRUST_PROXY's proxies are trusted; a bad entry is a ConfigError naming it", () => {
+    expect(loadConfig({}).traceContextTrusted).toBeNull();
+    expect(loadConfig({ TRACE_CONTEXT_TRUSTED: "10.0.0.0/8, 192.0.2.7,fd00::/8" }).traceContextTrusted).toEqual(["10.0.0.0/8", "192.0.2.7/32", "fd00::/8"]);
+    expect(loadConfig({ TRACE_CONTEXT_TRUSTED: "none", TRUST_PROXY: "10.0.0.0/8" }).traceContextTrusted).toEqual([]);
+    for (const bad of ["10.0.0.1/8", "proxy.internal", "10.0.0.0/8,"]) {
+      expect(() => loadConfig({ TRACE_CONTEXT_TRUSTED: bad }), bad).toThrow(ConfigError);
+      expect(() => loadConfig({ TRACE_CONTEXT_TRUSTED: bad }), bad).toThrow(/^TRACE_CONTEXT_TRUSTED entry \d/);
     }
   });
 });

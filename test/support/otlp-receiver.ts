@@ -18,6 +18,9 @@ export interface ReceivedSpan {
   /** StatusCode: 0 unset, 1 ok, 2 error. */
   status: { code: number; message: string };
   links: Array<{ traceId: string; spanId: string }>;
+  /** Its start and end, in nanoseconds since the epoch (decimal: beyond a double's precision). */
+  startTimeUnixNano: string;
+  endTimeUnixNano: string;
   /** The attributes of the resource that exported it (service.name, service.instance.id, ...). */
   resource: Record<string, unknown>;
 }
@@ -122,6 +125,7 @@ const bytesOf = (fields: Field[], no: number): Buffer[] => fields.filter((f) => 
 const firstBytes = (fields: Field[], no: number): Buffer | undefined => bytesOf(fields, no)[0];
 const text = (fields: Field[], no: number): string => firstBytes(fields, no)?.toString("utf8") ?? "";
 const hex = (fields: Field[], no: number): string => firstBytes(fields, no)?.toString("hex") ?? "";
+const fixed64 = (fields: Field[], no: number): string => (fields.find((f) => f.no === no && f.wire === 1)?.value as Buffer | undefined)?.readBigUInt64LE(0).toString() ?? "0";
 const varint = (fields: Field[], no: number): number => Number((fields.find((f) => f.no === no && f.wire === 0)?.value as bigint | undefined) ?? 0n);
 
 /** AnyValue: string 1, bool 2, int 3, double 4, array 5, kvlist 6, bytes 7. */
@@ -176,6 +180,8 @@ function decodeProtobuf(body: Buffer): ReceivedSpan[] {
           attributes: keyValues(bytesOf(s, 9)),
           status: { code: varint(status, 3), message: text(status, 2) },
           links: bytesOf(s, 13).map((l) => ({ traceId: hex(fieldsOf(l), 1), spanId: hex(fieldsOf(l), 2) })),
+          startTimeUnixNano: fixed64(s, 7),
+          endTimeUnixNano: fixed64(s, 8),
           resource,
         });
       }
@@ -202,7 +208,7 @@ function jsonValue(v: Record<string, unknown>): unknown {
 const jsonAttributes = (list: JsonKeyValue[] | undefined): Record<string, unknown> => Object.fromEntries((list ?? []).map((kv) => [kv.key, jsonValue(kv.value)]));
 
 function decodeJson(body: Buffer): ReceivedSpan[] {
-  type JsonSpan = { traceId: string; spanId: string; parentSpanId?: string; name: string; kind: number; attributes?: JsonKeyValue[]; status?: { code?: number; message?: string }; links?: Array<{ traceId: string; spanId: string }> };
+  type JsonSpan = { traceId: string; spanId: string; parentSpanId?: string; name: string; kind: number; startTimeUnixNano?: string | number; endTimeUnixNano?: string | number; attributes?: JsonKeyValue[]; status?: { code?: number; message?: string }; links?: Array<{ traceId: string; spanId: string }> };
   const request = JSON.parse(body.toString("utf8")) as { resourceSpans?: Array<{ resource?: { attributes?: JsonKeyValue[] }; scopeSpans?: Array<{ spans?: JsonSpan[] }> }> };
   return (request.resourceSpans ?? []).flatMap((rs) =>
     (rs.scopeSpans ?? []).flatMap((ss) =>
@@ -215,6 +221,8 @@ function decodeJson(body: Buffer): ReceivedSpan[] {
         attributes: jsonAttributes(s.attributes),
         status: { code: s.status?.code ?? 0, message: s.status?.message ?? "" },
         links: (s.links ?? []).map((l) => ({ traceId: l.traceId, spanId: l.spanId })),
+        startTimeUnixNano: String(s.startTimeUnixNano ?? "0"),
+        endTimeUnixNano: String(s.endTimeUnixNano ?? "0"),
         resource: jsonAttributes(rs.resource?.attributes),
       })),
     ),

@@ -49,7 +49,10 @@ export function automationHandlers(deps: { automations: Automations; executions:
     IncomingWebhookService: {
       Receive: async ({ path, headers, readBody, remoteAddress, forwardedFor }, ctx) => ({
         // app.ts sets the limits on every raw request.
-        webhookEvent: await intake.receive({ listenerId: path.listener_id, headers, readBody, remoteAddress, forwardedFor, limits: ctx.intakeLimits!, authenticatesWith: ctx.intakeAuthenticatesWith }, ctx),
+        webhookEvent: await intake.receive(
+          { listenerId: path.listener_id, headers, readBody, remoteAddress, forwardedFor, limits: ctx.intakeLimits!, authenticatesWith: ctx.intakeAuthenticatesWith, authenticated: ctx.callerAuthenticated },
+          ctx,
+        ),
       }),
     },
   };

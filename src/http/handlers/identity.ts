@@ -12,7 +12,12 @@ export function identityHandlers(deps: { grant: ClientCredentialsGrant; users: U
   const { grant, users, credentials, trustProxy } = deps;
   return {
     TokenService: {
-      CreateToken: async ({ body }, ctx) => grant.exchange(body, clientAddress(ctx.peer.remoteAddress, ctx.peer.forwardedFor, trustProxy) ?? "", ctx),
+      CreateToken: async ({ body }, ctx) => {
+        const answer = await grant.exchange(body, clientAddress(ctx.peer.remoteAddress, ctx.peer.forwardedFor, trustProxy) ?? "", ctx);
+        // A token issued: the client's credentials were right.
+        ctx.callerAuthenticated?.();
+        return answer;
+      },
     },
     UserService: {
       Create: async ({ body }, ctx) => ({ user: await users.create(body, keepAnswer(ctx, (user) => ({ user })), ctx) }),
