@@ -27,7 +27,7 @@ import { covers, requireApp, type SpendAccess } from "./spend-access.js";
 import { decideSpend, type DeclineCause } from "./spend-decision.js";
 import type { SpendObserver } from "./spend-observer.js";
 import { ledgerEntry, type LedgerEntry } from "./spend-ledger.js";
-import { answeredState, asCreated, authorizationView, rowById, windowOf, type SpendAuthorization, type SpendRow, type StoredState } from "./spend-rows.js";
+import { answeredState, asAuthorizedIn, authorizationView, rowById, windowOf, type SpendAuthorization, type SpendRow, type StoredState } from "./spend-rows.js";
 import { lockWindow, usageView, type Usage, type WindowKey } from "./spend-usage.js";
 import { authorizeInOneCall, changeInOneCall, lockedRow, recordAuthorization, recordChange, type ChangeWrites, type DecidedOn } from "./spend-writes.js";
 
@@ -267,10 +267,8 @@ export class SpendAuthorizations {
   }
 
   /** The authorization as Authorize answered it when it was decided (a replay's answer), whatever happened to it since. */
-  async asAuthorized(id: string): Promise<SpendAuthorization> {
-    const row = await rowById(this.storage.db, id);
-    if (!row) throw new Error(`spend authorization ${id} vanished`);
-    return authorizationView(asCreated(row), row.created_at);
+  asAuthorized(id: string): Promise<SpendAuthorization> {
+    return asAuthorizedIn(this.storage.db, id);
   }
 
   /** Posts all of a pending hold, or `body.amount` of it (the rest is released). */

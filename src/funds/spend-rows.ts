@@ -53,6 +53,13 @@ export async function rowById(db: Db, id: string): Promise<SpendRow | undefined>
   return rows[0] && toRow(rows[0]);
 }
 
+/** Authorization `id` as Authorize answered it when it was decided (a replay's answer), whatever happened to it since. */
+export async function asAuthorizedIn(db: Db, id: string): Promise<SpendAuthorization> {
+  const row = await rowById(db, id);
+  if (!row) throw new Error(`spend authorization ${id} vanished`);
+  return authorizationView(asCreated(row), row.created_at);
+}
+
 /**
  * The row as its decision created it. Later changes set its state, captured and reversed amounts
  * and update time, never its expiry: a decision left it PENDING exactly when it gave it an expiry,

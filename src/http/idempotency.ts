@@ -267,6 +267,22 @@ const keyInUse = () =>
 /** A sealed answer opens only on its own record. */
 const sealContext = (id: string) => `idempotency:${id}`;
 
+/**
+ * For a rollback to a release that reads kept answers whole only (storage/releases.ts): every 200
+ * kept by reference is kept whole instead, as that release kept it (JSON), built as a replay
+ * answers it. Every reference is of the one operation of `byReference` (Authorize's).
+ */
+export async function keepAnswersWhole(db: Db, byReference: Partial<Record<OperationId, KeptByReference>>): Promise<number> {
+  const [operation, more] = Object.values(byReference);
+  if (!operation || more) throw new Error("kept references of one operation are made whole, and only one keeps any");
+  const kept = await db.selectFrom("idempotency_records").select(["id", "answer"]).where("answer", "like", `${REFERENCE}%`).execute();
+  for (const { id, answer } of kept) {
+    const whole: Answer = { status: 200, headers: {}, body: await operation.answer(answer!.slice(REFERENCE.length)) };
+    await db.updateTable("idempotency_records").set({ answer: JSON.stringify(whole) }).where("id", "=", id).where("answer", "=", answer).execute();
+  }
+  return kept.length;
+}
+
 /** One kept answer as sealed, for the secrets key's check at start (kept answers last a day: most databases have none). */
 export async function sealedAnswerSample(storage: Storage): Promise<Sealed | undefined> {
   const row = await storage.db.selectFrom("idempotency_records").select(["id", "answer"]).where("answer", "not like", "{%").where("answer", "not like", `${REFERENCE}%`).limit(1).executeTakeFirst();

@@ -199,6 +199,18 @@ async function sealPlainKeys(storage: Storage, box: Box): Promise<void> {
 }
 
 /**
+ * For a rollback to a release that reads the private parts as plain JSON only (storage/releases.ts):
+ * opens every sealed key in place; the next start of a release that seals them seals them again.
+ */
+export async function unsealSigningKeys(db: Db, box: Box): Promise<number> {
+  const sealed = await db.selectFrom("signing_keys").select(["kid", "private_jwk"]).where("private_jwk", "not like", PLAIN).execute();
+  for (const { kid, private_jwk } of sealed) {
+    await db.updateTable("signing_keys").set({ private_jwk: box.open(private_jwk, sealContext(kid)) }).where("kid", "=", kid).execute();
+  }
+  return sealed.length;
+}
+
+/**
  * `npm run rotate-signing-key`: a new key, which every instance signs with within STALE_MS.
  * Commands run at once make one key: each answers its kid, and whether it made it.
  */

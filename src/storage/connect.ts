@@ -8,7 +8,9 @@ import { Kysely, PostgresDialect, SqliteDialect } from "kysely";
 import pg from "pg";
 import { ConfigError, DATABASE_DEFAULTS, type DatabaseConfig } from "../config.js";
 import { BoundedMap } from "../core/bounded-map.js";
-import { migrateDatabase, type MigrateOptions } from "./migrate.js";
+import { migrateDatabase, planFor, type MigrateOptions } from "./migrate.js";
+import { migrateDownTo, type DownOptions, type DownTo } from "./migrate-down.js";
+import type { Release } from "./releases.js";
 import { MIGRATION_TRANSACTION_DEFAULTS } from "./migration-transaction.js";
 import type { DatabaseObserver, PoolCounts } from "./database-observer.js";
 import { closingLostConnections } from "./pg-connection-faults.js";
@@ -168,6 +170,20 @@ export async function migrateStorage(config: DatabaseConfig, options: Partial<Mi
   const { db, dialect } = await open(config, undefined, true);
   try {
     return await migrateDatabase(db, dialect, true, undefined, { ...MIGRATION_TRANSACTION_DEFAULTS, ...options });
+  } finally {
+    await db.destroy();
+  }
+}
+
+/**
+ * `npm run migrate -- --down-to <release>`: makes the database one `release` runs on (./migrate-down.ts)
+ * and closes; `prepare` runs first, on the database as it is (the secrets key's check).
+ */
+export async function rollBackStorage(config: DatabaseConfig, release: Release, options: Partial<DownOptions> & { prepare?: (storage: Storage) => Promise<void> } = {}): Promise<DownTo> {
+  const { db, dialect } = await open(config, undefined, true);
+  try {
+    await options.prepare?.({ db, dialect, close: () => db.destroy() });
+    return await migrateDownTo(db, dialect, release, planFor(dialect), { ...MIGRATION_TRANSACTION_DEFAULTS, ...options });
   } finally {
     await db.destroy();
   }

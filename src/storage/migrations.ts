@@ -571,19 +571,7 @@ const m0016 = (text: TextType, dialect: "sqlite" | "postgres"): Migration => ({
         where a.user_id = spend_usage.user_id and a.app_id = spend_usage.app_id and a.window_start = spend_usage.window_start and a.state = 'PENDING')`.execute(db);
     const counted = (row: "new" | "old") =>
       sql.raw(`user_id = ${row}.user_id and app_id = ${row}.app_id and window_start = ${row}.window_start and held_through < ${row}.expires_at`);
-    if (dialect === "sqlite") {
-      await sql`
-        create trigger spend_held_created after insert on spend_authorizations when new.state = 'PENDING'
-        begin
-          update spend_usage set held_nanos = held_nanos + new.amount_nanos where ${counted("new")};
-        end`.execute(db);
-      await sql`
-        create trigger spend_held_left after update of state on spend_authorizations when old.state = 'PENDING' and new.state <> 'PENDING'
-        begin
-          update spend_usage set held_nanos = held_nanos - old.amount_nanos where ${counted("old")};
-        end`.execute(db);
-      return;
-    }
+    if (dialect === "sqlite") return sqliteHeldTriggers(db, counted);
     await sql`
       create function spend_held_counter() returns trigger language plpgsql as $$
       begin
@@ -657,24 +645,57 @@ const m0017: Migration = {
 // earlier overloads of spend_settle and spend_record_change, which stay and add a capture or a
 // reversal to every window of its start (right but where two windows share one). On SQLite its
 // window lock's upsert names the old key and fails: stop it before this release opens the file.
+/** The held counter's triggers on spend_authorizations go (SQLite writes a renamed table's new name into the triggers that write it: they go first). */
+async function dropHeldTriggers(db: Kysely<any>, dialect: "sqlite" | "postgres"): Promise<void> {
+  await sql`drop trigger spend_held_created${sql.raw(dialect === "postgres" ? " on spend_authorizations" : "")}`.execute(db);
+  await sql`drop trigger spend_held_left${sql.raw(dialect === "postgres" ? " on spend_authorizations" : "")}`.execute(db);
+}
+
+/** The usage table, its primary key in `key`'s order. */
+async function createUsageTable(db: Kysely<any>, text: TextType, dialect: "sqlite" | "postgres", key: Array<"user_id" | "app_id" | "window_start" | "window_end">): Promise<void> {
+  const table = db.schema
+    .createTable("spend_usage")
+    .addColumn("user_id", text, (c) => c.notNull())
+    .addColumn("app_id", text, (c) => c.notNull())
+    .addColumn("window_start", text, (c) => c.notNull())
+    .addColumn("window_end", text, (c) => c.notNull())
+    .addColumn("spent_nanos", "bigint", (c) => c.notNull())
+    .addColumn("held_nanos", "bigint", (c) => c.notNull().defaultTo(0))
+    .addColumn("held_through", text, (c) => c.notNull().defaultTo(""))
+    .addPrimaryKeyConstraint("spend_usage_pk", key);
+  await (dialect === "sqlite" ? table.modifyEnd(sql`without rowid`) : table).execute();
+}
+
+/** 0018's held index and SQLite's held counter triggers: a window's holds by its start and end. */
+async function holdsByWindowKey(db: Kysely<any>, dialect: "sqlite" | "postgres"): Promise<void> {
+  await sql`create index spend_authorizations_held on spend_authorizations (user_id, app_id, window_start, window_end, expires_at, amount_nanos) where state = 'PENDING'`.execute(db);
+  if (dialect === "sqlite") await sqliteHeldTriggers(db, windowKeyRows);
+}
+
+/** The usage rows a held counter's trigger changes for the authorization `row`, by its window's start and end (0018). */
+const windowKeyRows = (row: "new" | "old") =>
+  sql.raw(`user_id = ${row}.user_id and app_id = ${row}.app_id and window_start = ${row}.window_start and window_end = ${row}.window_end and held_through < ${row}.expires_at`);
+
+/** SQLite's held counter: a hold adds to, and its end takes from, the usage rows `rows` names. */
+async function sqliteHeldTriggers(db: Kysely<any>, rows: (row: "new" | "old") => RawBuilder<unknown>): Promise<void> {
+  await sql`
+    create trigger spend_held_created after insert on spend_authorizations when new.state = 'PENDING'
+    begin
+      update spend_usage set held_nanos = held_nanos + new.amount_nanos where ${rows("new")};
+    end`.execute(db);
+  await sql`
+    create trigger spend_held_left after update of state on spend_authorizations when old.state = 'PENDING' and new.state <> 'PENDING'
+    begin
+      update spend_usage set held_nanos = held_nanos - old.amount_nanos where ${rows("old")};
+    end`.execute(db);
+}
+
 const m0018 = (text: TextType, dialect: "sqlite" | "postgres"): Migration => ({
   async up(db: Kysely<any>) {
-    // SQLite writes a renamed table's new name into the triggers that write it: they go first.
-    await sql`drop trigger spend_held_created${sql.raw(dialect === "postgres" ? " on spend_authorizations" : "")}`.execute(db);
-    await sql`drop trigger spend_held_left${sql.raw(dialect === "postgres" ? " on spend_authorizations" : "")}`.execute(db);
+    await dropHeldTriggers(db, dialect);
     await sql`alter table spend_usage rename to spend_usage_0017`.execute(db);
     if (dialect === "postgres") await sql`alter table spend_usage_0017 rename constraint spend_usage_pk to spend_usage_0017_pk`.execute(db);
-    const table = db.schema
-      .createTable("spend_usage")
-      .addColumn("user_id", text, (c) => c.notNull())
-      .addColumn("app_id", text, (c) => c.notNull())
-      .addColumn("window_start", text, (c) => c.notNull())
-      .addColumn("window_end", text, (c) => c.notNull())
-      .addColumn("spent_nanos", "bigint", (c) => c.notNull())
-      .addColumn("held_nanos", "bigint", (c) => c.notNull().defaultTo(0))
-      .addColumn("held_through", text, (c) => c.notNull().defaultTo(""))
-      .addPrimaryKeyConstraint("spend_usage_pk", ["user_id", "app_id", "window_start", "window_end"]);
-    await (dialect === "sqlite" ? table.modifyEnd(sql`without rowid`) : table).execute();
+    await createUsageTable(db, text, dialect, ["user_id", "app_id", "window_start", "window_end"]);
     await sql`
       insert into spend_usage (user_id, app_id, window_start, window_end, spent_nanos, held_nanos, held_through)
       select a.user_id, a.app_id, a.window_start, a.window_end,
@@ -691,29 +712,15 @@ const m0018 = (text: TextType, dialect: "sqlite" | "postgres"): Migration => ({
       where not exists (select 1 from spend_authorizations a where a.user_id = u.user_id and a.app_id = u.app_id and a.window_start = u.window_start)`.execute(db);
     await db.schema.dropTable("spend_usage_0017").execute();
     await db.schema.dropIndex("spend_authorizations_held").execute();
-    await sql`create index spend_authorizations_held on spend_authorizations (user_id, app_id, window_start, window_end, expires_at, amount_nanos) where state = 'PENDING'`.execute(db);
-    const counted = (row: "new" | "old") =>
-      sql.raw(`user_id = ${row}.user_id and app_id = ${row}.app_id and window_start = ${row}.window_start and window_end = ${row}.window_end and held_through < ${row}.expires_at`);
-    if (dialect === "sqlite") {
-      await sql`
-        create trigger spend_held_created after insert on spend_authorizations when new.state = 'PENDING'
-        begin
-          update spend_usage set held_nanos = held_nanos + new.amount_nanos where ${counted("new")};
-        end`.execute(db);
-      await sql`
-        create trigger spend_held_left after update of state on spend_authorizations when old.state = 'PENDING' and new.state <> 'PENDING'
-        begin
-          update spend_usage set held_nanos = held_nanos - old.amount_nanos where ${counted("old")};
-        end`.execute(db);
-      return;
-    }
+    await holdsByWindowKey(db, dialect);
+    if (dialect === "sqlite") return;
     await sql`
       create or replace function spend_held_counter() returns trigger language plpgsql as $$
       begin
         if tg_op = 'INSERT' then
-          update spend_usage set held_nanos = held_nanos + new.amount_nanos where ${counted("new")};
+          update spend_usage set held_nanos = held_nanos + new.amount_nanos where ${windowKeyRows("new")};
         else
-          update spend_usage set held_nanos = held_nanos - old.amount_nanos where ${counted("old")};
+          update spend_usage set held_nanos = held_nanos - old.amount_nanos where ${windowKeyRows("old")};
         end if;
         return null;
       end
@@ -843,39 +850,17 @@ const m0018 = (text: TextType, dialect: "sqlite" | "postgres"): Migration => ({
 // are the record. PostgreSQL functions keep their signatures, so an instance of the earlier release
 // calls these ones during a rolling upgrade; on SQLite, stop it before this release opens the file.
 const m0019 = (text: TextType, dialect: "sqlite" | "postgres"): Migration => ({
+  ...(dialect === "sqlite" ? { down: (db: Kysely<any>) => usageByWindowKeyAgain(db, text) } : {}),
   async up(db: Kysely<any>) {
-    await sql`drop trigger spend_held_created${sql.raw(dialect === "postgres" ? " on spend_authorizations" : "")}`.execute(db);
-    await sql`drop trigger spend_held_left${sql.raw(dialect === "postgres" ? " on spend_authorizations" : "")}`.execute(db);
+    await dropHeldTriggers(db, dialect);
     await db.schema.dropTable("spend_usage").execute();
-    const table = db.schema
-      .createTable("spend_usage")
-      .addColumn("user_id", text, (c) => c.notNull())
-      .addColumn("app_id", text, (c) => c.notNull())
-      .addColumn("window_start", text, (c) => c.notNull())
-      .addColumn("window_end", text, (c) => c.notNull())
-      .addColumn("spent_nanos", "bigint", (c) => c.notNull())
-      .addColumn("held_nanos", "bigint", (c) => c.notNull().defaultTo(0))
-      .addColumn("held_through", text, (c) => c.notNull().defaultTo(""))
-      .addPrimaryKeyConstraint("spend_usage_pk", ["user_id", "app_id", "window_end", "window_start"]);
-    await (dialect === "sqlite" ? table.modifyEnd(sql`without rowid`) : table).execute();
+    await createUsageTable(db, text, dialect, ["user_id", "app_id", "window_end", "window_start"]);
     // A window's holds by instant: the pending holds of a subject and app expiring in a range, their instants and amounts in the index.
     await db.schema.dropIndex("spend_authorizations_held").execute();
     await sql`create index spend_authorizations_held on spend_authorizations (user_id, app_id, expires_at, created_at, amount_nanos) where state = 'PENDING'`.execute(db);
     const holding = (row: "new" | "old") =>
       sql.raw(`user_id = ${row}.user_id and app_id = ${row}.app_id and window_end > ${row}.created_at and window_start <= ${row}.created_at and held_through < ${row}.expires_at`);
-    if (dialect === "sqlite") {
-      await sql`
-        create trigger spend_held_created after insert on spend_authorizations when new.state = 'PENDING'
-        begin
-          update spend_usage set held_nanos = held_nanos + new.amount_nanos where ${holding("new")};
-        end`.execute(db);
-      await sql`
-        create trigger spend_held_left after update of state on spend_authorizations when old.state = 'PENDING' and new.state <> 'PENDING'
-        begin
-          update spend_usage set held_nanos = held_nanos - old.amount_nanos where ${holding("old")};
-        end`.execute(db);
-      return;
-    }
+    if (dialect === "sqlite") return sqliteHeldTriggers(db, holding);
     await sql`
       create or replace function spend_held_counter() returns trigger language plpgsql as $$
       begin
@@ -1042,6 +1027,24 @@ const m0019 = (text: TextType, dialect: "sqlite" | "postgres"): Migration => ({
     }
   },
 });
+
+/**
+ * 0019 undone on SQLite, for a rollback to the release before it (src/storage/migrate-down.ts),
+ * which does not run on its table: 0018's table, index and triggers again, each window's row
+ * rebuilt from its authorizations as 0018 did, every pending hold counted (held_through '') until
+ * the window's first sweep (0016).
+ */
+async function usageByWindowKeyAgain(db: Kysely<any>, text: TextType): Promise<void> {
+  await dropHeldTriggers(db, "sqlite");
+  await db.schema.dropTable("spend_usage").execute();
+  await db.schema.dropIndex("spend_authorizations_held").execute();
+  await createUsageTable(db, text, "sqlite", ["user_id", "app_id", "window_start", "window_end"]);
+  await sql`
+    insert into spend_usage (user_id, app_id, window_start, window_end, spent_nanos, held_nanos, held_through)
+    select user_id, app_id, window_start, window_end, sum(captured_nanos - reversed_nanos), sum(case when state = 'PENDING' then amount_nanos else 0 end), ''
+    from spend_authorizations group by user_id, app_id, window_start, window_end`.execute(db);
+  await holdsByWindowKey(db, "sqlite");
+}
 
 // Bounded storage of executions (src/automations/execution-retention.ts): the finished ones by when
 // they finished, for the sweep by age (one range, oldest first), and by automation newest first, for

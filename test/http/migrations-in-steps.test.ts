@@ -5,16 +5,22 @@
 // - a migration that finds its tables locked by others waits for them at most lock_timeout at a
 //   time (PostgreSQL) or busy_timeout (SQLite), says so, tries again, and applies once they are free;
 // - a database of another application (tables, and no record of this service's migrations) is
-//   refused, unchanged, by the command and by a server's start.
+//   refused, unchanged, by the command and by a server's start;
+// - `--down-to` refuses, changing nothing: a name that is no release's, a migration the release does
+//   not run with and that cannot be undone, and (SQLite) a file a server has open. The way back
+//   itself is test/http/upgrade-previous-release.test.ts's.
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { sql } from "kysely";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { migrationSteps } from "../../src/storage/migrations.js";
+import { migrateDatabase } from "../../src/storage/migrate.js";
+import { migrateDownTo } from "../../src/storage/migrate-down.js";
+import { migrationSteps, type MigrationStep } from "../../src/storage/migrations.js";
+import { RELEASES } from "../../src/storage/releases.js";
 import { createTestDatabase, testDialect, type TestDatabase } from "../support/database.js";
 import { withDatabase, writeOldDatabase } from "../support/old-database.js";
-import { runMigrate, startToEnd, TEST_SECRETS_KEY } from "../support/release.js";
+import { runCommand, runMigrate, serveRelease, startToEnd, TEST_SECRETS_KEY } from "../support/release.js";
 
 const steps = migrationSteps(testDialect()).map((s) => s.name);
 const AUDIT = "0025_audit_events";
@@ -100,5 +106,38 @@ describe("a database that is not this service's", () => {
     expect(started.code, started.out).toBe(2);
     expect(started.stderr).toContain("the database is not this service's");
     expect(await tables()).toEqual(["invoices"]);
+  });
+});
+
+describe("npm run migrate -- --down-to, refused", () => {
+  const downTo = (release: string) => runCommand("src/migrate.ts", ["--down-to", release], { DATABASE_URL: database.url, SECRETS_KEY: TEST_SECRETS_KEY });
+
+  it("a name that is no release's (exit 2, naming the releases)", { timeout: 60_000 }, async () => {
+    const run = await downTo("0000000");
+    expect(run.code, run.out).toBe(2);
+    expect(run.stderr).toContain(`configuration error: --down-to names no release of this one's record (src/storage/releases.ts) by its commit: ${RELEASES.map((r) => r.commit.slice(0, 7)).join(", ")}`);
+  });
+
+  it("a migration the release does not run with, which cannot be undone: named, and nothing changes", { timeout: 60_000 }, async () => {
+    const ours = migrationSteps(testDialect());
+    const later: MigrationStep = { name: "9001_a_contract", migration: { up: (db) => sql`create table contracted (id text)`.execute(db).then(() => undefined) }, earlierReleaseRuns: false, locks: [] };
+    const thisRelease = { commit: "1111111111111111111111111111111111111111", lastMigration: ours.at(-1)!.name };
+    const plan = { steps: [...ours, later], releases: [...RELEASES, thisRelease] };
+    await withDatabase(database.url, (db, dialect) => migrateDatabase(db, dialect, true, plan), 2);
+    const refused = await withDatabase(database.url, (db, dialect) => migrateDownTo(db, dialect, thisRelease, plan).then(() => "done", (e: Error) => e.message), 2);
+    expect(refused).toBe("release 1111111 does not run on a database where 9001_a_contract was applied, and it cannot be undone (src/storage/migrations.ts says why): restore the backup taken before the upgrade");
+    expect((await applied()).at(-1)).toBe("9001_a_contract");
+  });
+
+  it.skipIf(testDialect() !== "sqlite")("SQLite: a file a server has open", { timeout: 120_000 }, async () => {
+    const server = await serveRelease({ DATABASE_URL: database.url, SECRETS_KEY: TEST_SECRETS_KEY });
+    try {
+      const run = await downTo(RELEASES.at(-1)!.commit.slice(0, 7));
+      expect(run.code, run.out).toBe(2);
+      expect(run.stderr).toContain("refusing to start: the database is open in another process, a server most likely: stop every server on it, then roll back");
+      expect(await applied()).toEqual(steps);
+    } finally {
+      await server.stop();
+    }
   });
 });

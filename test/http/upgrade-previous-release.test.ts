@@ -5,22 +5,27 @@
 // since records about the release before it is what this shows: on PostgreSQL it runs; on SQLite
 // migration 0019 is recorded as not running with it, and this shows why: the previous release's
 // window lock makes the dropped usage row anew with nothing spent, and approves past the limit.
-// This release seals the signing key under it, which its running server does not notice. (The
-// previous release predates the records, so it also refuses to start again on the migrated
-// database: from this release on, a rollback starts on the records' word, see docs/operating.md "Upgrading";
-// and it could not read the sealed key.)
+// This release seals the signing key under it, which its running server does not notice.
+// Then the way back (docs/operating.md "Upgrading"): the previous release, which predates the
+// records, refuses to start on the migrated database until `npm run migrate -- --down-to <it>` has
+// made the database one it runs on (0019 undone on SQLite, the rest kept and hidden from its check;
+// the signing keys opened, kept answers made whole); it then serves exactly what both releases
+// wrote, replays an Authorize first answered by this release, and this release's `npm run migrate`
+// brings the database back.
+import { randomUUID } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { decodeProtectedHeader } from "jose";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { migrationSteps } from "../../src/storage/migrations.js";
 import { RELEASES } from "../../src/storage/releases.js";
 import { Acceptance } from "../support/acceptance.js";
 import { createTestDatabase, testDialect, type TestDatabase } from "../support/database.js";
 import { withDatabase } from "../support/old-database.js";
 import type { Served } from "../support/process.js";
 import { listUsers } from "./principal-cache-helpers.js";
-import { checkOutRelease, runMigrate, serveRelease, startToEnd, TEST_SECRETS_KEY } from "../support/release.js";
+import { checkOutRelease, runCommand, runMigrate, serveRelease, startToEnd, TEST_SECRETS_KEY } from "../support/release.js";
 
 const previous = RELEASES.at(-1)!;
 const dir = mkdtempSync(join(tmpdir(), "tenant-upgrade-"));
@@ -43,6 +48,11 @@ afterAll(async () => {
 });
 
 const approvedState = (answer: { body: any }) => answer.body?.authorization?.state;
+const stopAll = async () => {
+  for (const server of running.splice(0)) await server.stop();
+};
+/** What the tests after the first read of what it left. */
+const left = { another: "", replayKey: "", replayed: undefined as unknown, hook: undefined as Awaited<ReturnType<Acceptance["hook"]>> | undefined };
 
 describe(`a rolling upgrade from the previous release (${previous.commit.slice(0, 7)})`, () => {
   it("the previous release's server answers the acceptance flows on the database this release migrates under it", { timeout: 300_000 }, async () => {
@@ -87,6 +97,11 @@ describe(`a rolling upgrade from the previous release (${previous.commit.slice(0
     const now = new Acceptance(current.url, ADMIN);
     expect(await now.deliver(hook)).toEqual({ status: 200, execution: "AUTOMATION_EXECUTION_STATE_DONE" });
     expect((await now.effective(another, APP)).body.effective.usage.held).toMatchObject({ units: "20" });
+    // An Authorize this release answers, kept by reference, to be replayed after the way back.
+    Object.assign(left, { another, hook, replayKey: randomUUID() });
+    const first = await now.authorize(another, APP, 5, false, left.replayKey);
+    expect(approvedState(first)).toBe("SPEND_AUTHORIZATION_STATE_PENDING");
+    left.replayed = first.body;
     // This release sealed the signing key at its start. The previous release's server keeps it in
     // memory: both sign with it, and each takes its new tokens.
     const sealed = await withDatabase(database.url, (db) => db.selectFrom("signing_keys").select(["kid", "private_jwk"]).execute());
@@ -99,8 +114,50 @@ describe(`a rolling upgrade from the previous release (${previous.commit.slice(0
   });
 
   it("the previous release, which predates the records, refuses to start again on the migrated database", { timeout: 120_000 }, async () => {
+    await stopAll();
     const run = await startToEnd(env, release);
     expect(run.code, run.out).toBe(1);
     expect(run.stderr).toContain("previously executed migration 0019_spend_usage_by_instant is missing");
+  });
+
+  it("npm run migrate -- --down-to <it>: the previous release starts, serves exactly what both wrote, and replays this release's Authorize", { timeout: 300_000 }, async () => {
+    const down = await runCommand("src/migrate.ts", ["--down-to", previous.commit.slice(0, 7)], { DATABASE_URL: database.url, SECRETS_KEY: TEST_SECRETS_KEY });
+    expect(down.code, down.out).toBe(0);
+    if (testDialect() === "sqlite") expect(down.stdout).toContain("undone 0019_spend_usage_by_instant\n");
+    else expect(down.stdout).not.toContain("undone");
+    expect(down.stdout).toContain("kept (release 3753460 runs with them): ");
+    expect(down.stdout).toContain("signing keys opened for release 3753460, which reads them in the clear: 1");
+    expect(down.stdout).toContain("kept answers made whole: ");
+    const keys = await withDatabase(database.url, (db) => db.selectFrom("signing_keys").select("private_jwk").execute());
+    expect(keys.map((k) => (k.private_jwk as string).startsWith("{"))).toEqual([true]);
+
+    const old = await serveRelease(env, release);
+    running.push(old);
+    const api = new Acceptance(old.url, ADMIN);
+    expect((await api.token()).status).toBe(200);
+    // The hold of 20 the previous release made and this release's hold of 5, of the limit of 50.
+    expect((await api.effective(left.another, APP)).body.effective.usage.held).toMatchObject({ units: "25" });
+    expect(approvedState(await api.authorize(left.another, APP, 26))).toBe("SPEND_AUTHORIZATION_STATE_DECLINED");
+    expect(approvedState(await api.authorize(left.another, APP, 25))).toBe("SPEND_AUTHORIZATION_STATE_PENDING");
+    const replay = await api.authorize(left.another, APP, 5, false, left.replayKey);
+    expect(replay.status).toBe(200);
+    expect(replay.body).toEqual(left.replayed);
+    expect(await api.deliver(left.hook!)).toEqual({ status: 200, execution: "AUTOMATION_EXECUTION_STATE_DONE" });
+  });
+
+  it("this release's npm run migrate brings the database back: this release serves what the previous one wrote", { timeout: 300_000 }, async () => {
+    await stopAll();
+    const migrated = await runMigrate({ DATABASE_URL: database.url });
+    expect(migrated.code, migrated.out).toBe(0);
+    if (testDialect() === "sqlite") expect(migrated.stdout).toContain("applied 0019_spend_usage_by_instant\n");
+    const applied = await withDatabase(database.url, (db) => db.selectFrom("kysely_migration").select("name").orderBy("name").execute());
+    expect(applied.at(-1)?.name).toBe(migrationSteps(testDialect()).at(-1)!.name);
+    const current = await serveRelease({ ...env, MIGRATE_AT_START: "0" });
+    running.push(current);
+    const now = new Acceptance(current.url, ADMIN);
+    expect((await now.effective(left.another, APP)).body.effective.usage.held).toMatchObject({ units: "50" });
+    expect(approvedState(await now.authorize(left.another, APP, 1))).toBe("SPEND_AUTHORIZATION_STATE_DECLINED");
+    const keys = await withDatabase(database.url, (db) => db.selectFrom("signing_keys").select("private_jwk").execute());
+    expect(keys.map((k) => (k.private_jwk as string).startsWith("{"))).toEqual([false]);
   });
 });

@@ -59,8 +59,8 @@ export class Acceptance {
     return this.call("POST", `/api/v1/funds/subject-app-limits/${userId}/${appId}/limit`, { limit: { amount: { money: usd(units) } }, period: "PERIOD_KIND_MONTHLY" });
   }
 
-  async authorize(userId: string, appId: string, units: number, capture = false): Promise<Answer> {
-    return this.call("POST", "/api/v1/funds/spend-authorizations", { userId, appId, amount: usd(units), capture }, { "Idempotency-Key": randomUUID() });
+  async authorize(userId: string, appId: string, units: number, capture = false, key: string = randomUUID()): Promise<Answer> {
+    return this.call("POST", "/api/v1/funds/spend-authorizations", { userId, appId, amount: usd(units), capture }, { "Idempotency-Key": key });
   }
 
   async effective(userId: string, appId: string): Promise<Answer> {

@@ -22,7 +22,7 @@ export function spendAccess(principal: Principal): SpendAccess {
  * Authorize's 200 is kept as the authorization's id (see ../idempotency.ts): its row holds all of
  * the answer, which is rebuilt as first answered on a replay.
  */
-export function spendKeptReferences(spends: SpendAuthorizations): Partial<Record<OperationId, KeptByReference>> {
+export function spendKeptReferences(spends: Pick<SpendAuthorizations, "asAuthorized">): Partial<Record<OperationId, KeptByReference>> {
   return {
     "svc.api.funds.v1.SpendService.Authorize": {
       refer: (body) => (body as { authorization: SpendAuthorization }).authorization.id,
