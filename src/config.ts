@@ -106,6 +106,8 @@ export type DatabaseConfig =
       poolTimeoutMs?: number;
       /** DATABASE_STATEMENT_TIMEOUT_MS: PostgreSQL's statement_timeout, lock waits included (0: none). */
       statementTimeoutMs?: number;
+      /** DATABASE_LOCK_TIMEOUT_MS: PostgreSQL's lock_timeout, each wait for a lock (0: none). */
+      lockTimeoutMs?: number;
       /** DATABASE_QUERY_TIMEOUT_MS: how long this process waits for any answer of the database (0: for ever). */
       queryTimeoutMs?: number;
       /** DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS: PostgreSQL's idle_in_transaction_session_timeout (0: none). */
@@ -118,13 +120,16 @@ export type DatabaseConfig =
  * The statement timeout is well above any statement of a request (milliseconds, or a lock wait
  * under contention), and the query timeout above it: a statement that runs too long is cancelled
  * by the database, which keeps the connection; only a connection that no longer answers (a failover,
- * a dead host, a network that drops everything) reaches the query timeout, and is closed.
+ * a dead host, a network that drops everything) reaches the query timeout, and is closed. The lock
+ * timeout is below the statement timeout: a statement that waits for a table someone locked (an
+ * administrator's LOCK TABLE, a long migration) gives its connection back within it.
  */
 export const DATABASE_DEFAULTS = {
   sqliteBusyTimeoutMs: 5_000,
   poolSize: 10,
   poolTimeoutMs: 5_000,
   statementTimeoutMs: 15_000,
+  lockTimeoutMs: 2_000,
   queryTimeoutMs: 20_000,
   idleInTransactionTimeoutMs: 10_000,
   keepAliveMs: 10_000,
@@ -212,12 +217,25 @@ export function loadDatabaseConfig(env: NodeJS.ProcessEnv = process.env): Databa
       poolSize: integer(env, "DATABASE_POOL_SIZE", DATABASE_DEFAULTS.poolSize, 2, 1_000),
       poolTimeoutMs: integer(env, "DATABASE_POOL_TIMEOUT_MS", DATABASE_DEFAULTS.poolTimeoutMs, 1, 600_000),
       statementTimeoutMs: integer(env, "DATABASE_STATEMENT_TIMEOUT_MS", DATABASE_DEFAULTS.statementTimeoutMs, 0, 3_600_000),
+      lockTimeoutMs: lockTimeout(env),
       queryTimeoutMs: integer(env, "DATABASE_QUERY_TIMEOUT_MS", DATABASE_DEFAULTS.queryTimeoutMs, 0, 3_600_000),
       idleInTransactionTimeoutMs: integer(env, "DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS", DATABASE_DEFAULTS.idleInTransactionTimeoutMs, 0, 3_600_000),
       keepAliveMs: keepAlive(env),
     };
   }
   throw new ConfigError(`DATABASE_URL must start with sqlite: or postgres://`);
+}
+
+/**
+ * A lock wait ends before the statement does (0 for either: no bound of its own). Unset, the
+ * default, or none when the statement timeout is no longer (it bounds the wait then).
+ */
+function lockTimeout(env: NodeJS.ProcessEnv): number {
+  const statement = integer(env, "DATABASE_STATEMENT_TIMEOUT_MS", DATABASE_DEFAULTS.statementTimeoutMs, 0, 3_600_000);
+  const fallback = statement > 0 && statement <= DATABASE_DEFAULTS.lockTimeoutMs ? 0 : DATABASE_DEFAULTS.lockTimeoutMs;
+  const ms = integer(env, "DATABASE_LOCK_TIMEOUT_MS", fallback, 0, 3_600_000);
+  if (ms > 0 && statement > 0 && ms >= statement) throw new ConfigError(`DATABASE_LOCK_TIMEOUT_MS (${ms}) must be less than DATABASE_STATEMENT_TIMEOUT_MS (${statement}), or 0`);
+  return ms;
 }
 
 /** TCP counts keepalive's idle time in whole seconds: 0 (off) or a second at least. */

@@ -18,6 +18,7 @@ import { answerClientErrors } from "./http/client-error.js";
 import { createApp } from "./http/app.js";
 import { Connections, type UnfinishedRequest } from "./http/connections.js";
 import { Idempotency } from "./http/idempotency.js";
+import { LockShedding } from "./http/lock-shedding.js";
 import { RateLimits } from "./http/rate-limit.js";
 import { fundsHandlers } from "./http/handlers/funds.js";
 import { spendHandlers, spendKeptReferences } from "./http/handlers/spends.js";
@@ -47,7 +48,7 @@ import { Worker, WORKER_DEFAULTS } from "./automations/worker.js";
 import { Metrics } from "./metrics/metrics.js";
 import { currentBuild } from "./metrics/process-metrics.js";
 import { ChangeWatch, type PollTiming } from "./storage/change-versions.js";
-import { openStorage } from "./storage/connect.js";
+import { openStorage, type Storage } from "./storage/connect.js";
 import { IdempotencyRecords } from "./storage/idempotency-records.js";
 import { LiveInstances } from "./storage/live-instances.js";
 import { DatabaseReachability } from "./storage/reachability.js";
@@ -132,6 +133,13 @@ export interface RunningServer {
   close(drainMs?: number): Promise<void>;
   /** What `close` is still waiting for (the log names it when a shutdown is cut short). */
   unfinished(): { requests: UnfinishedRequest[]; arriving: number; executions: string[] };
+}
+
+/** PostgreSQL with a lock_timeout: what sheds the operations whose table is locked while their waits starve the pool (http/lock-shedding.ts). */
+function lockShedding(database: Config["database"], storage: Storage, logger: Logger): LockShedding | undefined {
+  if (database.kind !== "postgres") return undefined;
+  const holdMs = database.lockTimeoutMs ?? DATABASE_DEFAULTS.lockTimeoutMs;
+  return holdMs > 0 ? new LockShedding({ holdMs, poolShort: () => (storage.poolCounts?.().waiting ?? 0) > 0, logger }) : undefined;
 }
 
 export async function startServer(options: ServerOptions): Promise<RunningServer> {
@@ -249,6 +257,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     consoleDir,
     validateResponses: config.validateResponses,
     traceContextTrusted: config.traceContextTrusted ?? config.trustProxy,
+    lockShedding: lockShedding(config.database, storage, logger),
     requestObservers: metrics?.requestObservers,
     unready: async () => unreadyReasons(await reachability.check(), worker.stuck()),
     stopping: () => stopping,

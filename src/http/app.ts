@@ -17,6 +17,7 @@ import { errorResponse } from "./error-response.js";
 import { headAsGet } from "./head-as-get.js";
 import { limitHeaderFields } from "./header-count.js";
 import { IDEMPOTENCY_KEY_HEADER, type Idempotency } from "./idempotency.js";
+import type { LockShedding } from "./lock-shedding.js";
 import { leanJsonAnswers } from "./json-answer.js";
 import { narrowOneOfFailures } from "./one-of-issues.js";
 import { parameterForm } from "./parameter-form.js";
@@ -31,7 +32,7 @@ import { isRawPath, methodsAt, pathParametersOf, routeOf } from "./route-table.j
 import { series } from "./series.js";
 import { storableText } from "./storable-text.js";
 import { requireUtf8 } from "./strict-utf8.js";
-import { malformedPath } from "./to-api-error.js";
+import { malformedPath, unavailable } from "./to-api-error.js";
 
 export interface AppOptions {
   logger: Logger;
@@ -56,6 +57,18 @@ export interface AppOptions {
   requestObservers?: readonly RequestObserver[];
   /** TRACE_CONTEXT_TRUSTED: the peers whose trace context a request that authenticated continues (request-span.ts). */
   traceContextTrusted: readonly string[];
+  /** PostgreSQL with a lock_timeout: the operations answered 503 at once while a table they need is locked (lock-shedding.ts). */
+  lockShedding?: LockShedding;
+}
+
+/** Sheds a request of an operation whose table is locked (lock-shedding.ts); a probe tells how it ended. */
+function admitPastLocks(shedding: LockShedding, operationId: string, res: Response): void {
+  const admission = shedding.admit(operationId);
+  if (admission === "shed") throw unavailable(shedding.retryAfterSeconds);
+  if (admission !== "probe") return;
+  res.locals.lockProbe = true;
+  // A probe that lost to lock_timeout is told of by the error answer (error-response.ts).
+  res.once("close", () => res.locals.lostToLock === true || shedding.ended(operationId, false, true));
 }
 
 const FORM_LIMIT = "16kb";
@@ -173,6 +186,7 @@ export function createApp(options: AppOptions): Express {
     res.locals.operationId = route.operationId;
     try {
       options.rateLimits.admitSource(req, res);
+      if (options.lockShedding) admitPastLocks(options.lockShedding, route.operationId, res);
       if (!route.secured) return next();
       const principal = await accessTokens.authenticate(req.get("authorization"), (credentialId) => options.rateLimits.admitCredential(credentialId, res));
       res.locals.principal = principal;
@@ -248,6 +262,6 @@ export function createApp(options: AppOptions): Express {
   }
   app.use(dispatchTo(validatedHandlers));
 
-  app.use(errorResponse(logger));
+  app.use(errorResponse(logger, options.lockShedding));
   return app;
 }

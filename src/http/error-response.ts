@@ -8,6 +8,7 @@ import type { Logger } from "../core/logger.js";
 import { withLogIds } from "../core/tracing.js";
 import { wasRefused } from "./client-error.js";
 import { publishErrorAnswer } from "./error-answers.js";
+import { LOCK_TIMEOUT, type LockShedding } from "./lock-shedding.js";
 import { spanOf } from "./request-span.js";
 import { statusBody } from "./status-body.js";
 import { toApiError } from "./to-api-error.js";
@@ -19,7 +20,8 @@ const OAUTH_ERRORS: Partial<Record<ErrorReason, string>> = {
   INVALID_SCOPE: "invalid_scope",
 };
 
-export function errorResponse(logger: Logger) {
+/** `lockShedding` is told of each request that lost to lock_timeout (./lock-shedding.ts). */
+export function errorResponse(logger: Logger, lockShedding?: LockShedding) {
   // Express recognises error middleware by its four parameters.
   return (err: unknown, req: Request, res: Response, _next: NextFunction): void => {
     // The HTTP parser's refusal was this request's answer (client-error.ts): what failed after it,
@@ -29,6 +31,10 @@ export function errorResponse(logger: Logger) {
     const requestId = String(res.locals.requestId ?? "");
     if (internal) logger.error(withLogIds({ msg: "internal error", requestId, path: req.path, err }, spanOf(res)));
     if (unavailable !== undefined) logger.warn(withLogIds({ msg: "database unavailable", requestId, path: req.path, cause: unavailable }, spanOf(res)));
+    if (unavailable === LOCK_TIMEOUT && typeof res.locals.operationId === "string") {
+      res.locals.lostToLock = true;
+      lockShedding?.ended(res.locals.operationId, true, res.locals.lockProbe === true);
+    }
     res.locals.errorReason = error.reason;
     if (res.headersSent) {
       res.end();

@@ -52,9 +52,9 @@ function isJsonScalar(body: unknown): boolean {
 /** Seconds a client is told to wait when the database is unavailable: contention and reconnection pass in about that. */
 const UNAVAILABLE_RETRY_AFTER_SECONDS = 1;
 
-const unavailable = () =>
+export const unavailable = (retryAfterSeconds = UNAVAILABLE_RETRY_AFTER_SECONDS) =>
   new ApiError(503, GrpcCode.UNAVAILABLE, "UNAVAILABLE", "the service is temporarily unavailable; retry after the time in Retry-After", {
-    headers: { "Retry-After": String(UNAVAILABLE_RETRY_AFTER_SECONDS) },
+    headers: { "Retry-After": String(retryAfterSeconds) },
   });
 
 export interface Translated {

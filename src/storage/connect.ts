@@ -14,6 +14,7 @@ import type { Release } from "./releases.js";
 import { MIGRATION_TRANSACTION_DEFAULTS } from "./migration-transaction.js";
 import type { DatabaseObserver, PoolCounts } from "./database-observer.js";
 import { closingLostConnections } from "./pg-connection-faults.js";
+import { ProbeConnection } from "./probe-connection.js";
 import { deferringBegin } from "./pg-deferred-begin.js";
 import { startCheckpointer, type Checkpointer } from "./sqlite-checkpointer.js";
 import type { Database } from "./schema.js";
@@ -26,6 +27,8 @@ export interface Storage {
   observer?: DatabaseObserver;
   /** PostgreSQL: the pool's connections now. */
   poolCounts?: () => PoolCounts;
+  /** PostgreSQL: the reachability check's `select 1`, on a connection of its own (./probe-connection.ts). */
+  probe?: ProbeConnection;
 }
 
 const STATEMENT_CACHE_SIZE = 500;
@@ -51,6 +54,7 @@ function cachePreparedStatements(database: SQLite.Database): void {
 interface Opened {
   db: Kysely<Database>;
   poolCounts?: () => PoolCounts;
+  probe?: ProbeConnection;
   /** Starts what runs beside the connection once the schema is up to date. */
   startWorkers(): Promise<Checkpointer | undefined>;
 }
@@ -102,6 +106,7 @@ function postgresPool(config: PostgresConfig, forMigrations = false): pg.Pool {
     ? {}
     : {
         statement_timeout: config.statementTimeoutMs ?? d.statementTimeoutMs,
+        lock_timeout: config.lockTimeoutMs ?? d.lockTimeoutMs,
         query_timeout: config.queryTimeoutMs ?? d.queryTimeoutMs,
         idle_in_transaction_session_timeout: config.idleInTransactionTimeoutMs ?? d.idleInTransactionTimeoutMs,
       };
@@ -127,6 +132,7 @@ function openPostgres(config: PostgresConfig, forMigrations = false, observer?: 
   return {
     db: new Kysely<Database>({ dialect: new PostgresDialect({ pool: deferringBegin(closingLostConnections(pool, observer)) }) }),
     poolCounts: () => ({ open: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount, max: config.poolSize ?? DATABASE_DEFAULTS.poolSize }),
+    ...(forMigrations ? {} : { probe: new ProbeConnection({ url: config.url, connectTimeoutMs: config.poolTimeoutMs ?? DATABASE_DEFAULTS.poolTimeoutMs, keepAliveMs: config.keepAliveMs ?? DATABASE_DEFAULTS.keepAliveMs }) }),
     startWorkers: async () => undefined,
   };
 }
@@ -144,7 +150,7 @@ async function open(config: DatabaseConfig, observer?: DatabaseObserver, forMigr
  * `observer` is told of what the database fails at and waits for once the schema is up to date.
  */
 export async function openStorage(config: DatabaseConfig, options: { migrate?: boolean; observer?: DatabaseObserver; migrations?: Partial<MigrateOptions> } = {}): Promise<Storage> {
-  const { db, dialect, startWorkers, poolCounts } = await open(config, options.observer);
+  const { db, dialect, startWorkers, poolCounts, probe } = await open(config, options.observer);
   const migrating = config.kind === "postgres" ? openPostgres(config, true).db : db;
   try {
     await migrateDatabase(migrating, dialect, options.migrate ?? true, undefined, { ...MIGRATION_TRANSACTION_DEFAULTS, ...options.migrations }).finally(() => migrating !== db && migrating.destroy());
@@ -157,11 +163,13 @@ export async function openStorage(config: DatabaseConfig, options: { migrate?: b
     db,
     dialect,
     close: async () => {
+      probe?.drop();
       await checkpointer?.stop();
       await db.destroy();
     },
     ...(options.observer ? { observer: options.observer } : {}),
     ...(poolCounts ? { poolCounts } : {}),
+    ...(probe ? { probe } : {}),
   };
 }
 

@@ -55,8 +55,13 @@ export class DatabaseReachability {
     let timer: NodeJS.Timeout | undefined;
     const deadline = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(TIMED_OUT), this.timing.timeoutMs)));
     try {
-      // A query that loses the race fails later, by the query timeout (its connection is then closed).
-      await Promise.race([sql`select 1`.execute(this.storage.db), deadline]);
+      // PostgreSQL: on the probe's own connection, which a pool full of waiters cannot starve; a
+      // ping that loses the race drops it, and the next opens another.
+      const { probe } = this.storage;
+      await Promise.race([probe ? probe.ping() : sql`select 1`.execute(this.storage.db), deadline]).catch((e: unknown) => {
+        if (e === TIMED_OUT) probe?.drop();
+        throw e;
+      });
       this.answered();
       return true;
     } catch (err) {
