@@ -17,6 +17,7 @@ import { SubjectAppLimits } from "./funds/subject-app-limits.js";
 import { answerClientErrors } from "./http/client-error.js";
 import { createApp } from "./http/app.js";
 import { Connections, type UnfinishedRequest } from "./http/connections.js";
+import { apiConnectionCap, openFileLimit, reportRefusedConnections } from "./http/refused-connections.js";
 import { Idempotency } from "./http/idempotency.js";
 import { RateLimits } from "./http/rate-limit.js";
 import { fundsHandlers } from "./http/handlers/funds.js";
@@ -275,10 +276,13 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       reasons: () => unreadyReasons(reachability.reachableAtLastPing(), worker.stuck()),
       stopping: () => stopping,
       stalledMs: () => worker.stalledMs(),
-    });
+    }, logger);
     await new Promise<void>((resolve, reject) => {
       server.once("error", reject);
-      server.listen(config.port, config.host, () => resolve());
+      server.listen(config.port, config.host, () => {
+        server.off("error", reject);
+        resolve();
+      });
     });
   } catch (e) {
     // A start that fails here leaves nothing running: in a process that goes on (a test, an
@@ -290,6 +294,9 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     await storage.close();
     throw e;
   }
+  // Connections up to a cap below the open-file limit: the database's pool and the process's own files keep theirs.
+  const poolSize = config.database.kind === "postgres" ? (config.database.poolSize ?? DATABASE_DEFAULTS.poolSize) : 0;
+  reportRefusedConnections(server, "api", apiConnectionCap(openFileLimit(), poolSize), logger, metrics?.http);
   worker.start();
   reachability.start();
   /** A task run every `intervalMs` in the background, its failures logged once per run of them (storage/background-failures.ts). */
