@@ -5,20 +5,16 @@
 // descriptors), the metrics listener answers, and once the clients close theirs the API takes new
 // connections again. Before, libuv accepted and closed them on a descriptor of its own reserve
 // without Node hearing of it: no count, no log line, and the process itself out of descriptors.
-import { mkdtempSync, rmSync } from "node:fs";
 import { connect, type Socket } from "node:net";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { apiConnectionCap } from "../../src/http/refused-connections.js";
-import { createTestDatabase, testDialect, type TestDatabase } from "../support/database.js";
+import { testDialect } from "../support/database.js";
+import { startInstances, type Instances } from "../support/instances.js";
 import { parseMetrics } from "../support/metrics.js";
-import { freePort, running, serve, type Served } from "../support/process.js";
+import { freePort, running, type Served } from "../support/process.js";
 import { rawRequest } from "../support/raw-http.js";
 import { BOOTSTRAP } from "../support/server.js";
 
-const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const LIMIT = 256;
 /** More than the limit: some are refused whatever the cap. */
 const CLIENTS = 300;
@@ -78,8 +74,7 @@ interface Line {
 }
 
 describe(`a server process under an open-file limit of ${LIMIT}`, () => {
-  let dir: string;
-  let database: TestDatabase;
+  let cluster: Instances;
   let server: Served;
   let metricsPort: number;
   let apiPort: number;
@@ -92,37 +87,14 @@ describe(`a server process under an open-file limit of ${LIMIT}`, () => {
       .filter((l) => l.msg === "connections refused: out of file descriptors");
 
   beforeAll(async () => {
-    dir = mkdtempSync(join(tmpdir(), "tenant-open-files-"));
-    database = await createTestDatabase(dir);
-    apiPort = await freePort();
     metricsPort = await freePort();
-    server = await serve({
-      command: "sh",
-      // The limit is the shell's, then the server's: `exec` runs Node in its place (its PID is the server's).
-      args: ["-c", `ulimit -n ${LIMIT} && exec "$0" --import tsx src/main.ts`, process.execPath],
-      cwd: ROOT,
-      url: `http://127.0.0.1:${apiPort}`,
-      probePath: "/readyz",
-      env: {
-        PORT: String(apiPort),
-        METRICS_PORT: String(metricsPort),
-        HOST: "127.0.0.1",
-        BASE_URL: `http://127.0.0.1:${apiPort}`,
-        DATABASE_URL: database.url,
-        SECRETS_KEY: Buffer.alloc(32, 7).toString("base64url"),
-        BOOTSTRAP_CLIENT_ID: BOOTSTRAP.clientId,
-        BOOTSTRAP_CLIENT_SECRET: BOOTSTRAP.clientSecret,
-        LOG_LEVEL: "warn",
-        SHUTDOWN_DRAIN_SECONDS: "0",
-      },
-      timeoutMs: 90_000,
-    });
+    cluster = await startInstances(1, BOOTSTRAP, "http://tenant.example.test", { METRICS_PORT: String(metricsPort) }, { shell: `ulimit -n ${LIMIT}` });
+    server = cluster.instances[0]!;
+    apiPort = Number(new URL(server.url).port);
   }, 120_000);
 
   afterAll(async () => {
-    await server?.stop();
-    await database?.drop();
-    if (dir) rmSync(dir, { recursive: true, force: true });
+    await cluster?.stop();
   });
 
   it("refuses the API's connections past its cap, counts and logs them (a line at once, then one per 10 s with the count since), serves those it kept, and takes new ones once they close", { timeout: 60_000 }, async () => {
