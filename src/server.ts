@@ -275,6 +275,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       runs: () => worker.runs(),
       reasons: () => unreadyReasons(reachability.reachableAtLastPing(), worker.stuck()),
       stopping: () => stopping,
+      unansweredMs: () => reachability.unansweredMs(),
       stalledMs: () => worker.stalledMs(),
     }, logger);
     await new Promise<void>((resolve, reject) => {
