@@ -15,7 +15,7 @@ import type { Logger } from "../core/logger.js";
 export type ListenerName = "api" | "metrics";
 
 /** The reason of a connection closed at the listener's cap. */
-export const AT_CAP = "open-file-limit";
+const AT_CAP = "open-file-limit";
 
 export interface RefusedConnectionsObserver {
   /** `reason`: AT_CAP, or the code of the accept() that failed (EMFILE, ENFILE). */
