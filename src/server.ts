@@ -17,6 +17,7 @@ import { SubjectAppLimits } from "./funds/subject-app-limits.js";
 import { answerClientErrors } from "./http/client-error.js";
 import { createApp } from "./http/app.js";
 import { Connections, type UnfinishedRequest } from "./http/connections.js";
+import { apiConnectionCap, openFileLimit, reportRefusedConnections } from "./http/refused-connections.js";
 import { Idempotency } from "./http/idempotency.js";
 import { LockShedding } from "./http/lock-shedding.js";
 import { RateLimits } from "./http/rate-limit.js";
@@ -47,12 +48,12 @@ import { ExecutionRunner } from "./automations/runner.js";
 import { Worker, WORKER_DEFAULTS } from "./automations/worker.js";
 import { Metrics } from "./metrics/metrics.js";
 import { currentBuild } from "./metrics/process-metrics.js";
+import { BackgroundFailures } from "./storage/background-failures.js";
 import { ChangeWatch, type PollTiming } from "./storage/change-versions.js";
 import { openStorage, type Storage } from "./storage/connect.js";
 import { IdempotencyRecords } from "./storage/idempotency-records.js";
 import { LiveInstances } from "./storage/live-instances.js";
 import { DatabaseReachability } from "./storage/reachability.js";
-import { logBackgroundFailure } from "./storage/unavailable.js";
 import { checkSealedSecrets } from "./sealed-secrets.js";
 import { loadSecretsKey } from "./storage/secrets-key.js";
 import { WebhookEvents } from "./webhooks/events.js";
@@ -291,11 +292,15 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       runs: () => worker.runs(),
       reasons: () => unreadyReasons(reachability.reachableAtLastPing(), worker.stuck()),
       stopping: () => stopping,
+      unansweredMs: () => reachability.unansweredMs(),
       stalledMs: () => worker.stalledMs(),
-    });
+    }, logger);
     await new Promise<void>((resolve, reject) => {
       server.once("error", reject);
-      server.listen(config.port, config.host, () => resolve());
+      server.listen(config.port, config.host, () => {
+        server.off("error", reject);
+        resolve();
+      });
     });
   } catch (e) {
     // A start that fails here leaves nothing running: in a process that goes on (a test, an
@@ -307,53 +312,41 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     await storage.close();
     throw e;
   }
+  // Connections up to a cap below the open-file limit: the database's pool and the process's own files keep theirs.
+  const poolSize = config.database.kind === "postgres" ? (config.database.poolSize ?? DATABASE_DEFAULTS.poolSize) : 0;
+  reportRefusedConnections(server, "api", apiConnectionCap(openFileLimit(), poolSize), logger, metrics?.http);
   worker.start();
   reachability.start();
-  const sweep = new BackgroundTask(IDEMPOTENCY_SWEEP_MS, () =>
-    idempotencyRecords.sweep().then(
-      (removed) => void (removed > 0 && logger.info({ msg: "swept idempotency records", removed })),
-      (err: unknown) => logBackgroundFailure(logger, "idempotency record sweep failed", err),
-    ),
-  );
+  /** A task run every `intervalMs` in the background, its failures logged once per run of them (storage/background-failures.ts). */
+  const repeated = <T>(intervalMs: number, task: string, run: () => Promise<T>, then: (result: T) => void) => {
+    const failures = new BackgroundFailures(logger, task);
+    return new BackgroundTask(intervalMs, () => failures.attempt(run, then));
+  };
+  const sweep = repeated(IDEMPOTENCY_SWEEP_MS, "idempotency record sweep", () => idempotencyRecords.sweep(), (removed) => void (removed > 0 && logger.info({ msg: "swept idempotency records", removed })));
   sweep.start();
   const { auditRetentionDays } = config;
   const auditSweep =
     auditRetentionDays === null
       ? undefined
-      : new BackgroundTask(AUDIT_SWEEP_MS, () =>
-          pruneAuditEvents(storage, clock, auditRetentionDays).then(
-            (removed) => void (removed > 0 && logger.info({ msg: "swept audit events", removed })),
-            (err: unknown) => logBackgroundFailure(logger, "audit event sweep failed", err),
-          ),
-        );
+      : repeated(AUDIT_SWEEP_MS, "audit event sweep", () => pruneAuditEvents(storage, clock, auditRetentionDays), (removed) => void (removed > 0 && logger.info({ msg: "swept audit events", removed })));
   auditSweep?.start();
   const auditInbox =
     storage.dialect === "sqlite"
-      ? new BackgroundTask(options.auditInboxMoveMs ?? AUDIT_INBOX_MOVE_MS, () =>
-          moveAuditInbox(storage).then(
-            ({ moved, caughtUp }) => metrics?.database.auditInboxMoved(moved, caughtUp, clock.now()),
-            (err: unknown) => logBackgroundFailure(logger, "audit inbox move failed", err),
-          ),
-        )
+      ? repeated(options.auditInboxMoveMs ?? AUDIT_INBOX_MOVE_MS, "audit inbox move", () => moveAuditInbox(storage), ({ moved, caughtUp }) => metrics?.database.auditInboxMoved(moved, caughtUp, clock.now()))
       : undefined;
   auditInbox?.start();
   // A threshold's firing is needed only while its window can still have spends decided in it.
-  const firingsSweep = new BackgroundTask(FIRINGS_SWEEP_MS, () =>
-    fundTriggers.sweep(new Date(clock.now() - FIRINGS_SWEEP_MS).toISOString()).then(
-      (removed) => void (removed > 0 && logger.info({ msg: "swept fund threshold firings of ended windows", removed })),
-      (err: unknown) => logBackgroundFailure(logger, "fund threshold firing sweep failed", err),
-    ),
+  const firingsSweep = repeated(
+    FIRINGS_SWEEP_MS,
+    "fund threshold firing sweep",
+    () => fundTriggers.sweep(new Date(clock.now() - FIRINGS_SWEEP_MS).toISOString()),
+    (removed) => void (removed > 0 && logger.info({ msg: "swept fund threshold firings of ended windows", removed })),
   );
   firingsSweep.start();
-  const keyUpkeep = new BackgroundTask(options.signingKeysReloadMs ?? SIGNING_KEYS_RELOAD_MS, () =>
-    signingKeys.maintain().then(
-      ({ rotated, retired }) => {
-        if (rotated) logger.info({ msg: "signing key rotated", kid: rotated });
-        if (retired.length > 0) logger.info({ msg: "signing keys retired", kids: retired });
-      },
-      (err: unknown) => logBackgroundFailure(logger, "signing key upkeep failed", err),
-    ),
-  );
+  const keyUpkeep = repeated(options.signingKeysReloadMs ?? SIGNING_KEYS_RELOAD_MS, "signing key upkeep", () => signingKeys.maintain(), ({ rotated, retired }) => {
+    if (rotated) logger.info({ msg: "signing key rotated", kid: rotated });
+    if (retired.length > 0) logger.info({ msg: "signing keys retired", kids: retired });
+  });
   keyUpkeep.start();
   const { days, count, sweepSeconds } = config.executionRetention;
   const retention = new ExecutionRetention({ storage, clock, logger }, { days, count }, { ...RETENTION_PACE, intervalMs: sweepSeconds * 1000, ...options.retentionPace });

@@ -11,9 +11,9 @@
 import { BackgroundTask } from "../core/background-task.js";
 import type { Clock } from "../core/clock.js";
 import type { Logger } from "../core/logger.js";
+import { BackgroundFailures } from "../storage/background-failures.js";
 import type { Storage } from "../storage/connect.js";
 import { automationIdsAfter, finishedCut, pruneFinishedBefore, pruneFinishedThrough } from "../storage/execution-pruning.js";
-import { logBackgroundFailure } from "../storage/unavailable.js";
 
 const DAY_MS = 24 * 3_600_000;
 
@@ -66,6 +66,7 @@ export class ExecutionRetention {
   private endPause: (() => void) | undefined;
   /** The last automation whose count a sweep kept: the next sweep's count goes on after it ("": from the first). */
   private countedThrough = "";
+  private readonly failures: BackgroundFailures;
 
   constructor(
     private readonly deps: { storage: Storage; clock: Clock; logger: Logger },
@@ -73,6 +74,7 @@ export class ExecutionRetention {
     private readonly pace: RetentionPace,
   ) {
     this.task = new BackgroundTask(pace.intervalMs, () => this.sweepAndLog());
+    this.failures = new BackgroundFailures(deps.logger, "automation execution sweep");
   }
 
   start(): void {
@@ -155,12 +157,10 @@ export class ExecutionRetention {
     });
   }
 
-  private async sweepAndLog(): Promise<void> {
-    try {
-      const { byAge, byCount } = await this.sweep();
-      if (byAge + byCount > 0) this.deps.logger.info({ msg: "swept automation executions", removed: byAge + byCount, byAge, byCount });
-    } catch (err) {
-      logBackgroundFailure(this.deps.logger, "automation execution sweep failed", err);
-    }
+  private sweepAndLog(): Promise<void> {
+    return this.failures.attempt(
+      () => this.sweep(),
+      ({ byAge, byCount }) => void (byAge + byCount > 0 && this.deps.logger.info({ msg: "swept automation executions", removed: byAge + byCount, byAge, byCount })),
+    );
   }
 }

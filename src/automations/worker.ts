@@ -19,7 +19,8 @@ import type { Storage } from "../storage/connect.js";
 import { claimExecutions, endLeases, releaseExecutions } from "../storage/claims.js";
 import { LeaseLost } from "../storage/execution-results.js";
 import type { AutomationExecutionsTable } from "../storage/schema.js";
-import { databaseUnavailable, logBackgroundFailure } from "../storage/unavailable.js";
+import { BackgroundFailures } from "../storage/background-failures.js";
+import { databaseUnavailable } from "../storage/unavailable.js";
 import type { WebhookEvents } from "../webhooks/for-automations.js";
 import { interrupted, type ExecutionRunner } from "./runner.js";
 
@@ -81,11 +82,16 @@ export class Worker {
   private claimFailing = false;
   /** The cause while executions are paused by the database, for one warning per outage. */
   private pausedBy: string | undefined;
+  private readonly sweepFailures: BackgroundFailures;
+  private readonly releaseFailures: BackgroundFailures;
 
   constructor(
     private readonly deps: { storage: Storage; clock: Clock; runner: ExecutionRunner; events: WebhookEvents; logger: Logger },
     private readonly options: WorkerOptions = WORKER_DEFAULTS,
-  ) {}
+  ) {
+    this.sweepFailures = new BackgroundFailures(deps.logger, "webhook event sweep");
+    this.releaseFailures = new BackgroundFailures(deps.logger, "releasing executions");
+  }
 
   start(): void {
     this.started = true;
@@ -178,13 +184,11 @@ export class Worker {
     while (this.draining) await this.draining;
   }
 
-  async sweep(): Promise<void> {
-    try {
-      const removed = await this.deps.events.sweep();
-      if (removed > 0) this.deps.logger.info({ msg: "swept webhook event records", removed });
-    } catch (err) {
-      logBackgroundFailure(this.deps.logger, "webhook event sweep failed", err);
-    }
+  sweep(): Promise<void> {
+    return this.sweepFailures.attempt(
+      () => this.deps.events.sweep(),
+      (removed) => void (removed > 0 && this.deps.logger.info({ msg: "swept webhook event records", removed })),
+    );
   }
 
   private async drain(): Promise<void> {
@@ -217,8 +221,10 @@ export class Worker {
     this.deps.logger.warn({ msg: "executions resumed: the database answers again" });
   }
 
-  /** Logs a failure: the database unavailable once per outage, as a warning naming the cause only; anything else as an error. */
-  /** Logs `err`; answers whether it was the database's being unavailable for now (it pauses the executions). */
+  /**
+   * Logs `err`: the database unavailable once per outage, as a warning naming the cause only; anything
+   * else as an error. Answers whether it was the database's being unavailable for now (it pauses the executions).
+   */
   private failed(msg: string, err: unknown): boolean {
     const cause = databaseUnavailable(err);
     if (cause === undefined) {
@@ -311,7 +317,7 @@ export class Worker {
   private release(held: AutomationExecutionsTable[]): Promise<void> {
     const done = releaseExecutions(this.deps.storage, held).then(
       () => void (held.length > 0 && this.deps.logger.info({ msg: "released executions", executionIds: held.map((e) => e.id) })),
-      (err: unknown) => this.deps.logger.error({ msg: "releasing executions failed; they are resumed when their lease lapses", executionIds: held.map((e) => e.id), err }),
+      (err: unknown) => this.releaseFailures.failed(err, { executionIds: held.map((e) => e.id), resumed: "when their lease lapses" }),
     );
     this.releasing.add(done);
     return done.finally(() => this.releasing.delete(done));

@@ -4,6 +4,8 @@
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { Registry } from "prom-client";
+import type { Logger } from "../core/logger.js";
+import { METRICS_CONNECTIONS, reportRefusedConnections, type RefusedConnectionsObserver } from "../http/refused-connections.js";
 import { exposition } from "./exposition.js";
 
 export interface MetricsListener {
@@ -13,7 +15,8 @@ export interface MetricsListener {
   close(): Promise<void>;
 }
 
-export async function listenForScrapes(registry: Registry, port: number, host: string): Promise<MetricsListener> {
+/** `refusals`: told of the connections refused past METRICS_CONNECTIONS or for want of file descriptors (logged with `logger`). */
+export async function listenForScrapes(registry: Registry, port: number, host: string, logger: Logger, refusals: RefusedConnectionsObserver): Promise<MetricsListener> {
   const server = createServer((req, res) => {
     const path = (req.url ?? "").split("?")[0];
     if (req.method !== "GET" || path !== "/metrics") {
@@ -27,8 +30,12 @@ export async function listenForScrapes(registry: Registry, port: number, host: s
   });
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
-    server.listen(port, host, () => resolve());
+    server.listen(port, host, () => {
+      server.off("error", reject);
+      resolve();
+    });
   });
+  reportRefusedConnections(server, "metrics", METRICS_CONNECTIONS, logger, refusals);
   const address = server.address() as AddressInfo;
   const shown = address.address.includes(":") ? `[${address.address}]` : address.address;
   return {

@@ -3,6 +3,7 @@
 // given, the gauges read when scraped, and the listener Prometheus scrapes. Built only when
 // METRICS_PORT is set; without it nothing observes and nothing is counted.
 import { Registry } from "prom-client";
+import type { Logger } from "../core/logger.js";
 import type { Storage } from "../storage/connect.js";
 import { DatabaseMetrics } from "./database-metrics.js";
 import { ExecutionMetrics, type ExecutionSources } from "./execution-metrics.js";
@@ -35,10 +36,10 @@ export class Metrics {
   }
 
   /** Adds the gauges read when scraped, from the running server's parts, and listens for scrapes (METRICS_HOST, METRICS_PORT). */
-  listen(sources: ExecutionSources & ReadinessSources): Promise<MetricsListener> {
+  listen(sources: ExecutionSources & ReadinessSources, logger: Logger): Promise<MetricsListener> {
     this.executions.watch(sources);
     this.database.watch(sources.storage);
     watchReadiness(this.registry, sources);
-    return listenForScrapes(this.registry, this.at.port, this.at.host);
+    return listenForScrapes(this.registry, this.at.port, this.at.host, logger, this.http);
   }
 }

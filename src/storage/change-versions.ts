@@ -12,6 +12,7 @@
 // Then the cache answers nothing and its callers read the database, as without it.
 import { BackgroundTask } from "../core/background-task.js";
 import type { Logger } from "../core/logger.js";
+import { BackgroundFailures } from "./background-failures.js";
 import type { Storage } from "./connect.js";
 import type { Db } from "./transactions.js";
 
@@ -40,16 +41,18 @@ export class ChangeWatch {
   private version: string | undefined;
   /** Monotonic (performance.now), not the injected clock: the polls run on real timers. */
   private trustedUntil = 0;
-  private failing = false;
   private readonly polls: BackgroundTask;
+  /** While polls fail the caches are bypassed: the log says so once per run of failures, not every poll. */
+  private readonly failures: BackgroundFailures;
 
   constructor(
     private readonly storage: Storage,
     private readonly kind: ChangeKind,
-    private readonly logger: Logger,
+    logger: Logger,
     private readonly timing: PollTiming = CHANGE_POLL,
   ) {
     this.polls = new BackgroundTask(timing.pollMs, () => this.poll());
+    this.failures = new BackgroundFailures(logger, "change poll", { kind });
   }
 
   /** Take it before reading the state to be cached, and keep it with what was read. */
@@ -87,12 +90,9 @@ export class ChangeWatch {
         this.current++;
       }
       this.trustedUntil = startedAt + this.timing.trustMs;
-      if (this.failing) this.logger.info({ msg: "change poll recovered; caches trusted again", kind: this.kind });
-      this.failing = false;
+      this.failures.succeeded();
     } catch (err) {
-      // Once per run of failures: the caches are already bypassed, a log line every poll says nothing more.
-      if (!this.failing) this.logger.error({ msg: "change poll failed; caches bypassed until it succeeds", kind: this.kind, err });
-      this.failing = true;
+      this.failures.failed(err, { caches: "bypassed until a poll succeeds" });
     }
   }
 }

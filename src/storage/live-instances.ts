@@ -9,6 +9,7 @@ import type { Clock } from "../core/clock.js";
 import { BackgroundTask } from "../core/background-task.js";
 import { newId } from "../core/ids.js";
 import type { Logger } from "../core/logger.js";
+import { BackgroundFailures } from "./background-failures.js";
 import type { Storage } from "./connect.js";
 import { writeStatement } from "./transactions.js";
 
@@ -21,15 +22,21 @@ const FORGET_MS = 60 * 60_000;
 export class LiveInstances {
   private readonly id = newId();
   private live = 1;
+  private readonly failures: BackgroundFailures;
   private readonly refreshes = new BackgroundTask(HEARTBEAT_MS, () =>
-    this.refresh().catch((err: unknown) => this.logger.error({ msg: "instance heartbeat failed; keeping the last count", err, instances: this.live })),
+    this.refresh().then(
+      () => this.failures.succeeded(),
+      (err: unknown) => this.failures.failed(err, { instances: this.live, kept: "the last count" }),
+    ),
   );
 
   constructor(
     private readonly storage: Storage,
     private readonly clock: Clock,
-    private readonly logger: Logger,
-  ) {}
+    logger: Logger,
+  ) {
+    this.failures = new BackgroundFailures(logger, "instance heartbeat");
+  }
 
   /** The instances counted at the last refresh, this one included. */
   get count(): number {

@@ -3,7 +3,8 @@
 // time, so that a database that went silent is seen within that bound rather than after the query
 // timeout. Each change is logged once, as a warning: "database unreachable" with the cause's label
 // (never the error's text, which may name the database's address or user), then "database
-// reachable again" with how long it was not.
+// reachable again" with how long it was not. How long since the database last answered is kept
+// too: it climbs from an outage's start, before a ping has failed, for an alert on the outage's length.
 import { sql } from "kysely";
 import { BackgroundTask } from "../core/background-task.js";
 import type { Logger } from "../core/logger.js";
@@ -22,6 +23,8 @@ export class DatabaseReachability {
   private reachable = true;
   /** Since when (performance.now()) the database has not answered. */
   private unreachableSince = 0;
+  /** When (performance.now()) the database last answered a ping: it had answered the start's queries. */
+  private answeredAt = performance.now();
   private pinging: Promise<boolean> | undefined;
   private readonly pings: BackgroundTask;
 
@@ -44,6 +47,11 @@ export class DatabaseReachability {
   /** What the last ping found (reachable before the first), without pinging: for what asks often (the metrics). */
   reachableAtLastPing(): boolean {
     return this.reachable;
+  }
+
+  /** How long since the database last answered a ping, in ms: under about a second while it answers. */
+  unansweredMs(): number {
+    return performance.now() - this.answeredAt;
   }
 
   /** Pings now, or joins the ping under way: whether the database answered in time. */
@@ -73,6 +81,7 @@ export class DatabaseReachability {
   }
 
   private answered(): void {
+    this.answeredAt = performance.now();
     if (this.reachable) return;
     this.reachable = true;
     this.logger.warn({ msg: "database reachable again", unreachableMs: Math.round(performance.now() - this.unreachableSince) });

@@ -4,8 +4,6 @@
 // migration running beside the server, an administrator's LOCK TABLE), so a retry can succeed.
 // Everything else (a constraint, a syntax error, a disk full) stays a fault of the server. The answer is a short label naming the cause for the log,
 // never the error's message, which may carry an address or a user name.
-import type { Logger } from "../core/logger.js";
-
 /** Node's errors of a connection that could not be made or was lost. */
 const CONNECTION_CODES = new Set(["ECONNREFUSED", "ECONNRESET", "ENOTFOUND", "EAI_AGAIN", "ETIMEDOUT", "EHOSTUNREACH", "ENETUNREACH", "EPIPE"]);
 
@@ -85,15 +83,4 @@ export function databaseUnavailable(error: unknown): string | undefined {
 export function connectionLost(error: unknown): boolean {
   const label = databaseUnavailable(error);
   return label !== undefined && (CONNECTION_LOST.has(label) || label.startsWith("sqlstate 08"));
-}
-
-/**
- * Logs the failure of a background task (a sweep, the signing keys' upkeep): the database
- * unavailable as a warning naming the cause only, since the error's text may name its address
- * (the reachability check logs the outage itself); anything else as an error.
- */
-export function logBackgroundFailure(logger: Logger, msg: string, err: unknown): void {
-  const cause = databaseUnavailable(err);
-  if (cause === undefined) logger.error({ msg, err });
-  else logger.warn({ msg: `${msg}: database unavailable`, cause });
 }

@@ -19,6 +19,7 @@ import SQLite from "better-sqlite3";
 import pg from "pg";
 import { describe, expect, it } from "vitest";
 import { unwrap } from "../../src/client/index.js";
+import { HEARTBEAT_MS } from "../../src/storage/live-instances.js";
 import { POSTGRES_ADMIN_URL, testDialect } from "../support/database.js";
 import { BOOTSTRAP, logCapture, startTestServer } from "../support/server.js";
 import { COMMIT, TcpProxy } from "../support/tcp-proxy.js";
@@ -339,6 +340,85 @@ describe.runIf(testDialect() === "postgres")("PostgreSQL", () => {
       expect(log).not.toContain(PASSWORD);
     } finally {
       await locker.end().catch(() => undefined);
+      await ts.stop();
+      await proxy.close();
+    }
+  });
+
+  it("a restart (every session terminated, connections refused for 6 s, then back): the log holds no error and no stack trace, and one warning per task that met it, whatever the number of its failures; a fault that is not temporary is an error with its stack, once per run of failures", async () => {
+    const proxy = new TcpProxy();
+    const logs = logCapture();
+    // Every task that reads the database in the background runs several times during the outage:
+    // the pings (1 s), the four change polls (250 ms), the worker's claims (500 ms), the heartbeat
+    // (5 s: rate limits on), and here the signing keys' upkeep and the execution sweep (250 ms).
+    const ts = await startTestServer({ RATE_LIMIT: "on" }, logs.stream, {
+      reachDatabase: (url) => proxy.start(url),
+      signingKeysReloadMs: 250,
+      retentionPace: { intervalMs: 250 },
+    });
+    const name = new URL(ts.databaseUrl).pathname.slice(1);
+    const maintenance = new pg.Client({ connectionString: POSTGRES_ADMIN_URL });
+    await maintenance.connect();
+    try {
+      unwrap(await funds(ts.admin).policyGet());
+      const before = logs.text().length;
+      // What a restart does to the server: its sessions end (57P01), then no connection is taken until the database is up again.
+      await maintenance.query("select pg_terminate_backend(pid) from pg_stat_activity where datname = $1", [name]);
+      await proxy.cut();
+      await new Promise((resolve) => setTimeout(resolve, 6_000));
+      await proxy.restore();
+      await until(async () => (await readyz(ts.url)).status === 200, "/readyz to answer ready after the restart");
+      // The heartbeat, the rarest of them, has beaten again.
+      await new Promise((resolve) => setTimeout(resolve, HEARTBEAT_MS));
+      unwrap(await funds(ts.admin).policyGet());
+
+      const lines = logs.text().slice(before).split("\n").filter(Boolean).map((l) => JSON.parse(l) as { level: number; msg: string; kind?: string; cause?: string; err?: unknown });
+      expect(lines.filter((l) => l.level >= 50)).toEqual([]);
+      expect(lines.filter((l) => l.err !== undefined)).toEqual([]);
+      expect(logs.text()).not.toContain("stack");
+      expect(logs.text()).not.toMatch(/127\.0\.0\.1:\d+/);
+      // Eleven warnings: the outage's pair, the worker's pause and resumption, and one for each of the
+      // seven tasks that failed many times over (the four change polls each 24 times or so) with the cause's label.
+      const warnings = lines.filter((l) => l.level === 40);
+      const unavailable = (task: string) => `${task} failed: database unavailable`;
+      expect(warnings.map((w) => (w.kind ? `${w.msg} (${w.kind})` : w.msg)).sort()).toEqual(
+        [
+          "database unreachable",
+          "database reachable again",
+          "executions paused: database unavailable",
+          "executions resumed: the database answers again",
+          ...["principals", "fund_policy", "fund_triggers", "listeners"].map((kind) => `${unavailable("change poll")} (${kind})`),
+          unavailable("instance heartbeat"),
+          unavailable("signing key upkeep"),
+          unavailable("automation execution sweep"),
+        ].sort(),
+      );
+      expect(warnings.filter((w) => w.msg !== "database reachable again" && w.msg !== "executions resumed: the database answers again").every((w) => typeof w.cause === "string")).toBe(true);
+      // Each task's recovery is an info line.
+      expect(lines.filter((l) => l.msg.endsWith("succeeded again")).map((l) => [l.level, l.kind ? `${l.msg} (${l.kind})` : l.msg]).sort()).toEqual(
+        [...["principals", "fund_policy", "fund_triggers", "listeners"].map((kind) => `change poll succeeded again (${kind})`), "instance heartbeat succeeded again", "signing key upkeep succeeded again", "automation execution sweep succeeded again"].map((m) => [30, m]).sort(),
+      );
+
+      // Not temporary: the table the change polls read is gone (a schema changed under this release).
+      const fault = logs.text().length;
+      const db = new pg.Client({ connectionString: ts.databaseUrl });
+      await db.connect();
+      try {
+        await db.query("alter table change_versions rename to change_versions_away");
+        await until(async () => logged(logs.text().slice(fault), "change poll failed").length === 4, "each change poll to fail");
+        await new Promise((resolve) => setTimeout(resolve, 1_000));
+        await db.query("alter table change_versions_away rename to change_versions");
+      } finally {
+        await db.end();
+      }
+      await until(async () => logged(logs.text().slice(fault), "change poll succeeded again").length === 4, "each change poll to succeed again");
+      const errors = logs.text().slice(fault).split("\n").filter(Boolean).map((l) => JSON.parse(l) as { level: number; msg: string; kind?: string; err?: { stack?: string; code?: string } }).filter((l) => l.level >= 50);
+      // One per poll for the run of failures (a poll every 250 ms for more than a second), each with its stack.
+      expect(errors.map((e) => [e.msg, e.kind, e.level]).sort()).toEqual(["fund_policy", "fund_triggers", "listeners", "principals"].map((kind) => ["change poll failed", kind, 50]));
+      for (const e of errors) expect([e.err?.code, e.err?.stack]).toEqual(["42P01", expect.stringContaining("\n    at ")]);
+    } finally {
+      await maintenance.end();
+      await proxy.restore();
       await ts.stop();
       await proxy.close();
     }

@@ -3,74 +3,36 @@
 // lag histogram move under a short load: the metrics are what Prometheus reads, in the format it
 // asks for (OpenMetrics). Prometheus runs from the test with a configuration and data folder of its
 // own on a free port, never as a service. Where its binary is missing the test is skipped, saying so.
-import { spawn, type ChildProcess } from "node:child_process";
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { unwrap } from "../../src/client/index.js";
 import { freePort } from "../support/process.js";
+import { PROMETHEUS, prometheusFound, startPrometheus, type Prometheus } from "../support/prometheus.js";
 import { startTestServer, type TestServer } from "../support/server.js";
 import { createHooked, evaluateStep, expectAccepted, sendHmac } from "./webhooks-helpers.js";
 
-const PROMETHEUS = process.env.PROMETHEUS_BIN || "/usr/bin/prometheus";
-const found = existsSync(PROMETHEUS);
-if (!found) console.warn(`SKIPPED: the real-Prometheus metrics test: no Prometheus binary at ${PROMETHEUS} (apt-get install prometheus, or set PROMETHEUS_BIN)`);
+if (!prometheusFound) console.warn(`SKIPPED: the real-Prometheus metrics test: no Prometheus binary at ${PROMETHEUS} (apt-get install prometheus, or set PROMETHEUS_BIN)`);
 
 const POLICY_GET = "svc.api.funds.v1.FundPolicyService.Get";
 const RECEIVE = "svc.api.webhooks.v1.IncomingWebhookService.Receive";
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-interface Sample {
-  metric: Record<string, string>;
-  value: [number, string];
-}
-
-describe.skipIf(!found)("a real Prometheus scraping the server", () => {
+describe.skipIf(!prometheusFound)("a real Prometheus scraping the server", () => {
   let ts: TestServer;
-  let prometheus: ChildProcess;
-  let api: string;
-  let dir: string;
-  let log = "";
+  let prometheus: Prometheus;
 
   beforeAll(async () => {
     ts = await startTestServer({ METRICS_PORT: String(await freePort()), RATE_LIMIT: "off" });
-    dir = mkdtempSync(join(tmpdir(), "tenant-prometheus-"));
-    const target = new URL(ts.server.metricsUrl!).host;
-    writeFileSync(join(dir, "prometheus.yml"), `global:\n  scrape_interval: 1s\n  scrape_timeout: 900ms\nscrape_configs:\n  - job_name: tenant-api\n    static_configs:\n      - targets: ["${target}"]\n`);
-    const port = await freePort();
-    api = `http://127.0.0.1:${port}`;
-    prometheus = spawn(PROMETHEUS, [`--config.file=${join(dir, "prometheus.yml")}`, `--storage.tsdb.path=${join(dir, "data")}`, `--web.listen-address=127.0.0.1:${port}`, "--log.level=warn"], { stdio: ["ignore", "pipe", "pipe"] });
-    prometheus.stdout!.on("data", (d: Buffer) => (log += d.toString()));
-    prometheus.stderr!.on("data", (d: Buffer) => (log += d.toString()));
-    await until(async () => (await fetch(`${api}/-/ready`).catch(() => undefined))?.status === 200, "Prometheus to be ready", 30_000);
+    prometheus = await startPrometheus([new URL(ts.server.metricsUrl!).host]);
   }, 60_000);
 
   afterAll(async () => {
-    if (prometheus && prometheus.exitCode === null) {
-      const exited = new Promise((resolve) => prometheus.once("exit", resolve));
-      prometheus.kill("SIGTERM");
-      await exited;
-    }
+    await prometheus?.stop();
     await ts?.stop();
-    if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
-  async function query(promql: string): Promise<Sample[]> {
-    const answer = await fetch(`${api}/api/v1/query?${new URLSearchParams({ query: promql })}`);
-    const body = (await answer.json()) as { status: string; error?: string; data: { resultType: string; result: Sample[] } };
-    expect(body.status, `${promql}: ${body.error}`).toBe("success");
-    return body.data.result;
-  }
-
-  async function until(ok: () => Promise<boolean>, what: string, timeoutMs = 30_000): Promise<void> {
-    const deadline = performance.now() + timeoutMs;
-    while (!(await ok())) {
-      if (performance.now() > deadline) throw new Error(`timed out waiting for ${what}; Prometheus said: ${log.slice(-2000)}`);
-      await sleep(250);
-    }
-  }
+  const query = (promql: string) => prometheus.query(promql);
+  const until = (ok: () => Promise<boolean>, what: string, timeoutMs?: number) => prometheus.until(ok, what, timeoutMs);
 
   it("sees the request rate per operation and the execution lag histogram move under a short load", { timeout: 90_000 }, async () => {
     // Scraped, and read as OpenMetrics (what Prometheus asks for first).

@@ -11,6 +11,7 @@ import { testDialect } from "../support/database.js";
 import { scrape, type Scrape } from "../support/metrics.js";
 import { freePort } from "../support/process.js";
 import { startTestServer, type TestServer } from "../support/server.js";
+import { TcpProxy } from "../support/tcp-proxy.js";
 import { amount, funds, newAppId } from "./funds-helpers.js";
 import { appWithLimit, money, spends } from "./spends-helpers.js";
 import {
@@ -181,6 +182,8 @@ describe("the metrics listener", () => {
     const s = await scrape(metricsUrl);
     for (const reason of ["database-unreachable", "workers-stuck", "stopping"]) expect(s.value("tenant_api_unready", { reason }), reason).toBe(0);
     expect(s.value("tenant_api_execution_worker_stalled_seconds")).toBe(0);
+    // A ping every second, answered in milliseconds.
+    expect(s.value("tenant_api_db_unanswered_seconds")).toBeLessThan(2);
     expect(s.samples("tenant_api_build_info")).toEqual([{ labels: { version: "0.1.0-alpha", commit: expect.stringMatching(/^([0-9a-f]{40}|unknown)$/) }, value: 1 }]);
     for (const name of ["nodejs_eventloop_lag_p99_seconds", "nodejs_heap_size_used_bytes", "process_cpu_seconds_total"]) expect(s.samples(name).length, name).toBeGreaterThan(0);
     expect(s.text).toContain("# TYPE nodejs_gc_duration_seconds histogram");
@@ -232,6 +235,27 @@ describe("what the database failed, waited for and resumed", () => {
       },
     ).finally(() => storage.close());
     expect(d).toEqual({ retries: 1, done: 1 });
+  });
+
+  it.runIf(testDialect() === "postgres")("PostgreSQL: the time since the database last answered climbs through an outage from its start, and falls back once it answers", async () => {
+    const proxy = new TcpProxy();
+    const cut = await startTestServer({ METRICS_PORT: String(await freePort()), RATE_LIMIT: "off" }, undefined, { reachDatabase: (url) => proxy.start(url) });
+    const unanswered = async () => (await scrape(cut.server.metricsUrl!)).value("tenant_api_db_unanswered_seconds")!;
+    try {
+      expect(await unanswered()).toBeLessThan(2);
+      await proxy.cut();
+      const cutAt = performance.now();
+      await until(async () => (await unanswered()) >= 3, "three seconds without an answer");
+      // From the last answer, before the cut: at least the outage's length so far.
+      const before = performance.now();
+      expect((await unanswered()) * 1000).toBeGreaterThanOrEqual(before - cutAt - 50);
+      await proxy.restore();
+      await until(async () => (await unanswered()) < 2, "an answer again");
+    } finally {
+      await proxy.restore();
+      await cut.stop();
+      await proxy.close();
+    }
   });
 
   it.runIf(testDialect() === "postgres")("PostgreSQL: counts a statement past statement_timeout as a timeout and a failed transaction", async () => {

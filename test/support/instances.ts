@@ -19,8 +19,15 @@ export interface Instances {
   stop(): Promise<void>;
 }
 
+export interface InstanceOptions {
+  /** The DATABASE_URL the instances are given for the database made for them, e.g. through a proxy of the test's. */
+  reachDatabase?: (url: string) => Promise<string>;
+  /** A shell line each instance's process runs first, in its own shell, e.g. `ulimit -n 256`: the server then runs in that shell's place. */
+  shell?: string;
+}
+
 /** `env`: more configuration, the same for every instance (LOG_LEVEL and SHUTDOWN_DRAIN_SECONDS replace the defaults below). */
-export async function startInstances(count: number, admin: { clientId: string; clientSecret: string }, baseUrl: string, env: Record<string, string> = {}): Promise<Instances> {
+export async function startInstances(count: number, admin: { clientId: string; clientSecret: string }, baseUrl: string, env: Record<string, string> = {}, options: InstanceOptions = {}): Promise<Instances> {
   const dir = mkdtempSync(join(tmpdir(), "tenant-instances-"));
   const database = await createTestDatabase(dir);
   const common = {
@@ -28,7 +35,7 @@ export async function startInstances(count: number, admin: { clientId: string; c
     // No balancer in front of them: stopped without a drain, unless the test sets one.
     SHUTDOWN_DRAIN_SECONDS: "0",
     ...env,
-    DATABASE_URL: database.url,
+    DATABASE_URL: (await options.reachDatabase?.(database.url)) ?? database.url,
     BASE_URL: baseUrl,
     SECRETS_KEY: Buffer.alloc(32, 7).toString("base64url"),
     BOOTSTRAP_CLIENT_ID: admin.clientId,
@@ -39,8 +46,11 @@ export async function startInstances(count: number, admin: { clientId: string; c
     Array.from({ length: count }, async () => {
       const port = await freePort();
       // Node itself with tsx's loader, not the tsx command: that one is a parent process relaying
-      // signals, and a test that signals an instance must reach the server's own handler.
-      return serve({ command: process.execPath, args: ["--import", "tsx", join(root, "src/main.ts")], url: `http://127.0.0.1:${port}`, probePath: "/readyz", env: { ...common, PORT: String(port) }, timeoutMs: 90_000 });
+      // signals, and a test that signals an instance must reach the server's own handler. Under a
+      // shell line, the shell `exec`s Node: the PID signalled is still the server's.
+      const node = [process.execPath, "--import", "tsx", join(root, "src/main.ts")];
+      const [command, ...args] = options.shell === undefined ? node : ["sh", "-c", `${options.shell} && exec "$@"`, "sh", ...node];
+      return serve({ command: command!, args, url: `http://127.0.0.1:${port}`, probePath: "/readyz", env: { ...common, PORT: String(port) }, timeoutMs: 90_000 });
     }),
   );
   return {
