@@ -1,6 +1,7 @@
 // Global setup of the vitest runs: gives the suites a directory for their tallies and, when the run
-// ends, folds them into the counts table of RELIABILITY.md. Rows of suites that did not run this
-// time (the chaos suite in `npm test`, say) are kept as they were.
+// ends and RELIABILITY_REPORT=1 (`npm run report:reliability`), folds them into the counts table of
+// RELIABILITY.md; a plain test run changes no tracked file. Rows of suites that did not run this
+// time are kept as they were.
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -52,7 +53,7 @@ export default function setup(project: TestProject): () => void {
   return () => {
     const tallies = existsSync(dir) ? readdirSync(dir).map((f) => JSON.parse(readFileSync(join(dir, f), "utf8")) as Tally) : [];
     rmSync(dir, { recursive: true, force: true });
-    if (tallies.length === 0 || !existsSync(REPORT_PATH)) return;
+    if (process.env.RELIABILITY_REPORT !== "1" || tallies.length === 0 || !existsSync(REPORT_PATH)) return;
     writeFileSync(REPORT_PATH, foldCounts(readFileSync(REPORT_PATH, "utf8"), tallies, new Date().toISOString().slice(0, 10)));
   };
 }
