@@ -44,6 +44,8 @@ const config = loadConfig({
   HOST: values.host,
   BASE_URL: baseUrl,
   DATABASE_URL: `sqlite:${database}`,
+  // The sandbox's own key, whatever the environment says of it.
+  SECRETS_KEY: "",
   SECRETS_KEY_FILE: resolve(dir, "secrets.key"),
   // The JWT listener's JWKS is this process's http loopback URL, which the server refuses otherwise.
   JWKS_ALLOW_INSECURE: "1",

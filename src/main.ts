@@ -1,8 +1,9 @@
 // `npm start`: serve the API with the configuration from the environment until SIGTERM or SIGINT,
 // then shut down gracefully (server.ts `close`) within SHUTDOWN_TIMEOUT_SECONDS; a second signal
-// exits at once. Exit code 0 after a complete shutdown, 1 when it was cut short.
+// exits at once. Exit code 0 after a complete shutdown, 1 when it was cut short, 2 when the
+// configuration, the database or the key is refused at start.
 import { runCommand } from "./command.js";
-import { configOrExit, exitRefused, loadConfig } from "./config.js";
+import { exitRefused, loadStartConfig } from "./config.js";
 import { limitHeapGrowth } from "./core/heap-growth.js";
 import { createLogger } from "./core/logger.js";
 import { startServer } from "./server.js";
@@ -11,7 +12,7 @@ import { startServer } from "./server.js";
 const REPEATED_SIGNAL_MS = 1_000;
 
 async function main(): Promise<void> {
-  const config = configOrExit(loadConfig);
+  const config = await loadStartConfig().catch(exitRefused);
   limitHeapGrowth(config.heapGrowthPercent);
   const logger = createLogger(config.logLevel);
   const server = await startServer({ config, logger }).catch(exitRefused);
