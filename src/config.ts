@@ -17,7 +17,11 @@ export interface Config {
   database: DatabaseConfig;
   tenantId: string;
   fundCurrency: string;
-  bootstrap: { clientId: string; clientSecret: string } | null;
+  /**
+   * The super-admin made on a database with no users: with the credential of BOOTSTRAP_CLIENT_ID
+   * and BOOTSTRAP_CLIENT_SECRET, or with a generated one written to a new file (BOOTSTRAP_CREDENTIAL_FILE).
+   */
+  bootstrap: { kind: "configured"; clientId: string; clientSecret: string } | { kind: "generated"; file: string };
   logLevel: LogLevel;
   /** Validate every response against the contract (on unless NODE_ENV=production). */
   validateResponses: boolean;
@@ -483,14 +487,20 @@ function auditRetentionDays(env: Environment): number | null {
   return raw === undefined || raw === "kept" ? null : env.integer("AUDIT_RETENTION_DAYS", 0, 30, 36_500);
 }
 
-/** The credential of the super-admin made on a database with no users; null: one is generated. */
+/**
+ * The configured credential, or where a generated one is written (its file is never written over,
+ * and without a file to write it the start is refused: identity/bootstrap.ts).
+ */
 function bootstrap(env: Environment): Config["bootstrap"] {
   const clientId = env.value("BOOTSTRAP_CLIENT_ID");
   const clientSecret = env.value("BOOTSTRAP_CLIENT_SECRET");
+  const file = env.value("BOOTSTRAP_CREDENTIAL_FILE");
   if (clientId !== undefined && !/^[A-Za-z0-9._-]{3,128}$/.test(clientId)) env.invalid("BOOTSTRAP_CLIENT_ID", `BOOTSTRAP_CLIENT_ID must be 3-128 characters of [A-Za-z0-9._-]`);
   if (clientSecret !== undefined && (clientSecret.length < 16 || clientSecret.length > 256)) env.invalid("BOOTSTRAP_CLIENT_SECRET", `BOOTSTRAP_CLIENT_SECRET must be 16 to 256 characters`);
   if ((clientId === undefined) !== (clientSecret === undefined)) env.conflict(`BOOTSTRAP_CLIENT_ID and BOOTSTRAP_CLIENT_SECRET go together`);
-  return clientId !== undefined && clientSecret !== undefined ? { clientId, clientSecret } : null;
+  if (clientId === undefined || clientSecret === undefined) return { kind: "generated", file: resolve(file ?? "data/bootstrap-credential.env") };
+  if (file !== undefined) env.conflict(`BOOTSTRAP_CREDENTIAL_FILE and BOOTSTRAP_CLIENT_ID/BOOTSTRAP_CLIENT_SECRET are both set: the file receives a generated credential, and with a configured one none is generated. Set one or the other`);
+  return { kind: "configured", clientId, clientSecret };
 }
 
 /** The configuration of a server in this process (the sandbox and the tests run one): every problem found, named at once. */

@@ -100,6 +100,13 @@ describe("variables that contradict each other are refused, naming both", { time
     expect(accepted.code, accepted.out).toBe(1);
     expect(accepted.stderr).not.toContain("configuration error");
   });
+
+  it("BOOTSTRAP_CREDENTIAL_FILE beside a configured BOOTSTRAP_CLIENT_ID and BOOTSTRAP_CLIENT_SECRET", async () => {
+    const configured = { BOOTSTRAP_CLIENT_ID: "configured-admin", BOOTSTRAP_CLIENT_SECRET: "configured-admin-secret-0123" };
+    const found = await refusedStart({ ...configured, BOOTSTRAP_CREDENTIAL_FILE: join(dir, "credential.env") });
+    expect(found).toEqual([expect.stringMatching(/^BOOTSTRAP_CREDENTIAL_FILE and BOOTSTRAP_CLIENT_ID\/BOOTSTRAP_CLIENT_SECRET are both set: /)]);
+    expect(found.join("\n")).not.toContain(configured.BOOTSTRAP_CLIENT_SECRET);
+  });
 });
 
 describe("the commands beside the server name every problem in one run too", { timeout: 120_000 }, () => {
