@@ -44,11 +44,14 @@ const config = loadConfig({
   HOST: values.host,
   BASE_URL: baseUrl,
   DATABASE_URL: `sqlite:${database}`,
+  // The sandbox's own key and admin, whatever the environment says of them.
+  SECRETS_KEY: "",
   SECRETS_KEY_FILE: resolve(dir, "secrets.key"),
   // The JWT listener's JWKS is this process's http loopback URL, which the server refuses otherwise.
   JWKS_ALLOW_INSECURE: "1",
   BOOTSTRAP_CLIENT_ID: SANDBOX_ADMIN.clientId,
   BOOTSTRAP_CLIENT_SECRET: SANDBOX_ADMIN.clientSecret,
+  BOOTSTRAP_CREDENTIAL_FILE: "",
   LOG_LEVEL: process.env.LOG_LEVEL ?? "warn",
 });
 const server = await startServer({ config, logger: createLogger(config.logLevel) });

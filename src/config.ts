@@ -1,7 +1,9 @@
-// All configuration, from the environment, typed and validated in one place. A bad value stops
-// the process at start with a message naming the variable; secrets are never echoed back.
+// All configuration, from the environment, typed and validated in one place. Every problem found
+// stops the process at start (exit code 2) with a line naming its variable, all of them in one
+// run; secrets are never echoed back.
 import { resolve } from "node:path";
 import { DEFAULT_HEAP_GROWTH_PERCENT } from "./core/heap-growth.js";
+import { whyNotListenable } from "./core/listen-address.js";
 import type { RateLimitQuotas, RateQuota } from "./core/rate-limiter.js";
 import { parseTrustProxy } from "./webhooks/source-ip.js";
 
@@ -15,7 +17,11 @@ export interface Config {
   database: DatabaseConfig;
   tenantId: string;
   fundCurrency: string;
-  bootstrap: { clientId: string; clientSecret: string } | null;
+  /**
+   * The super-admin made on a database with no users: with the credential of BOOTSTRAP_CLIENT_ID
+   * and BOOTSTRAP_CLIENT_SECRET, or with a generated one written to a new file (BOOTSTRAP_CREDENTIAL_FILE).
+   */
+  bootstrap: { kind: "configured"; clientId: string; clientSecret: string } | { kind: "generated"; file: string };
   logLevel: LogLevel;
   /** Validate every response against the contract (on unless NODE_ENV=production). */
   validateResponses: boolean;
@@ -135,8 +141,19 @@ export const DATABASE_DEFAULTS = {
   keepAliveMs: 10_000,
 } as const;
 
+/**
+ * What is wrong with the configuration: every problem found, one a line, each naming its variable
+ * (never a secret's value). Ends the process with exit code 2 (exitRefused).
+ */
 export class ConfigError extends Error {
   override name = "ConfigError";
+  readonly problems: readonly string[];
+
+  constructor(problems: string | readonly string[]) {
+    const list = typeof problems === "string" ? [problems] : problems;
+    super(list.join("; "));
+    this.problems = list;
+  }
 }
 
 /**
@@ -147,9 +164,9 @@ export class StartRefused extends Error {
   override name = "StartRefused";
 }
 
-/** Ends the process with exit code 2 and the message of a ConfigError or StartRefused (a process manager can be told not to restart on it); throws anything else on. */
+/** Ends the process with exit code 2 and the message of a ConfigError (a line per problem) or StartRefused (a process manager can be told not to restart on it); throws anything else on. */
 export function exitRefused(e: unknown): never {
-  if (e instanceof ConfigError) process.stderr.write(`configuration error: ${e.message}\n`);
+  if (e instanceof ConfigError) process.stderr.write(e.problems.map((problem) => `configuration error: ${problem}\n`).join(""));
   else if (e instanceof StartRefused) process.stderr.write(`refusing to start: ${e.message}\n`);
   else throw e;
   process.exit(2);
@@ -164,49 +181,132 @@ export function configOrExit<T>(load: () => T): T {
   }
 }
 
+/** NODE_ENV's values, read in any case (`Production` is production); unset is development. */
+const NODE_ENVS = ["production", "development", "test"] as const;
+
+/**
+ * The environment as this module reads it: every variable goes through here (one set to "" reads
+ * as unset), and a problem is kept instead of thrown, so that `done` names every one of them at
+ * once. A check of one variable against another runs only when both were read without a problem
+ * (`valid`): a value that fell back to its default is not what the operator set.
+ */
+class Environment {
+  /** NODE_ENV=production, in any case: nothing is made up, responses are not validated. */
+  readonly production: boolean;
+  private readonly problems: string[] = [];
+  private readonly invalidNames = new Set<string>();
+
+  constructor(private readonly env: NodeJS.ProcessEnv) {
+    this.production = this.nodeEnv() === "production";
+  }
+
+  value(name: string): string | undefined {
+    const raw = this.env[name];
+    return raw === "" ? undefined : raw;
+  }
+
+  /** `name`'s value is wrong: `message` says how (and names it). */
+  invalid(name: string, message: string): void {
+    this.invalidNames.add(name);
+    this.problems.push(message);
+  }
+
+  /** Variables that are right one by one contradict each other: `message` names them. */
+  conflict(message: string): void {
+    this.problems.push(message);
+  }
+
+  /** Whether each of `names` was read without a problem. */
+  valid(...names: string[]): boolean {
+    return names.every((name) => !this.invalidNames.has(name));
+  }
+
+  /** Under NODE_ENV=production, `name` (or what `shown` names) must be `given`: `why` says what would be made up without it. */
+  required(name: string, given: boolean, why: string, shown = name): void {
+    if (this.production && !given) this.invalid(name, `${shown} must be set when NODE_ENV=production: ${why}`);
+  }
+
+  integer(name: string, fallback: number, min: number, max: number): number {
+    const raw = this.value(name);
+    if (raw === undefined) return fallback;
+    const digits = /^[0-9]+$/.test(raw);
+    const n = Number(raw);
+    if (digits && n >= min && n <= max) return n;
+    this.invalid(name, digits ? `${name} must be between ${min} and ${max}, got ${n}` : `${name} must be an integer between ${min} and ${max}, got "${raw}"`);
+    return fallback;
+  }
+
+  flag(name: string, fallback = false): boolean {
+    const raw = this.value(name);
+    if (raw === undefined) return fallback;
+    if (raw === "0" || raw === "false") return false;
+    if (raw === "1" || raw === "true") return true;
+    this.invalid(name, `${name} must be 1 (true) or 0 (false)`);
+    return fallback;
+  }
+
+  oneOf<T extends string>(name: string, allowed: readonly T[], fallback: T): T {
+    const raw = this.value(name);
+    if (raw === undefined) return fallback;
+    if ((allowed as readonly string[]).includes(raw)) return raw as T;
+    this.invalid(name, `${name} must be one of ${allowed.join(", ")}, got "${raw}"`);
+    return fallback;
+  }
+
+  /** `raw` (the value of `name`, or its default) as an absolute http(s) URL without a trailing slash. */
+  url(name: string, raw: string): string {
+    let parsed: URL;
+    try {
+      parsed = new URL(raw);
+    } catch {
+      this.invalid(name, `${name} must be an absolute http(s) URL, got "${raw}"`);
+      return raw;
+    }
+    if (parsed.protocol !== "http:" && parsed.protocol !== "https:") this.invalid(name, `${name} must be an http(s) URL`);
+    else if (parsed.search || parsed.hash) this.invalid(name, `${name} must not carry a query or fragment`);
+    return parsed.toString().replace(/\/$/, "");
+  }
+
+  /** Throws a ConfigError naming every problem found; nothing when there is none. */
+  done(): void {
+    if (this.problems.length > 0) throw new ConfigError(this.problems);
+  }
+
+  /**
+   * An unknown value is refused, and the rest is checked as for production: a start refused anyway
+   * names at once all that a production start would need (a misspelt NODE_ENV is a deployment's).
+   */
+  private nodeEnv(): (typeof NODE_ENVS)[number] {
+    const raw = this.value("NODE_ENV");
+    if (raw === undefined) return "development";
+    const known = NODE_ENVS.find((value) => value === raw.toLowerCase());
+    if (known) return known;
+    this.invalid("NODE_ENV", `NODE_ENV must be one of ${NODE_ENVS.join(", ")} (in any case), or unset (development), got "${raw}"`);
+    return "production";
+  }
+}
+
+/** What `read` makes of `env`, or a ConfigError naming every problem found. */
+function load<T>(env: NodeJS.ProcessEnv, read: (env: Environment) => T): T {
+  const environment = new Environment(env);
+  const value = read(environment);
+  environment.done();
+  return value;
+}
+
 const LOG_LEVELS: readonly LogLevel[] = ["fatal", "error", "warn", "info", "debug", "trace", "silent"];
 
-function integer(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number, max: number): number {
-  const raw = env[name];
-  if (raw === undefined || raw === "") return fallback;
-  if (!/^[0-9]+$/.test(raw)) throw new ConfigError(`${name} must be an integer between ${min} and ${max}, got "${raw}"`);
-  const n = Number(raw);
-  if (n < min || n > max) throw new ConfigError(`${name} must be between ${min} and ${max}, got ${n}`);
-  return n;
-}
-
-function url(name: string, raw: string): string {
-  let parsed: URL;
-  try {
-    parsed = new URL(raw);
-  } catch {
-    throw new ConfigError(`${name} must be an absolute http(s) URL, got "${raw}"`);
-  }
-  if (parsed.protocol !== "http:" && parsed.protocol !== "https:") throw new ConfigError(`${name} must be an http(s) URL`);
-  if (parsed.search || parsed.hash) throw new ConfigError(`${name} must not carry a query or fragment`);
-  return parsed.toString().replace(/\/$/, "");
-}
-
-/** What is never made up under NODE_ENV=production, and what would be made up without it. */
-const PRODUCTION_NEEDS = {
-  DATABASE_URL: "DATABASE_URL must be set when NODE_ENV=production: without it the server would start on a new SQLite file of its own, with a new super-admin",
-  BASE_URL: "BASE_URL must be set when NODE_ENV=production: without it listener URLs and the audience of webhook JWTs would name localhost",
-  SECRETS_KEY: "SECRETS_KEY (or SECRETS_KEY_FILE) must be set when NODE_ENV=production: without it the server would make a key of its own, which opens none of the secrets sealed with the real one",
-} as const;
-
-function requireInProduction(env: NodeJS.ProcessEnv, name: keyof typeof PRODUCTION_NEEDS, given: boolean): void {
-  if (env.NODE_ENV === "production" && !given) throw new ConfigError(PRODUCTION_NEEDS[name]);
-}
-
 /** Where the data lives: all `npm run migrate` reads of the configuration. */
-export function loadDatabaseConfig(env: NodeJS.ProcessEnv = process.env): DatabaseConfig {
-  const raw = env.DATABASE_URL;
-  requireInProduction(env, "DATABASE_URL", Boolean(raw));
-  const busyTimeoutMs = integer(env, "SQLITE_BUSY_TIMEOUT_MS", DATABASE_DEFAULTS.sqliteBusyTimeoutMs, 0, 600_000);
+export const loadDatabaseConfig = (env: NodeJS.ProcessEnv = process.env): DatabaseConfig => load(env, database);
+
+function database(env: Environment): DatabaseConfig {
+  const raw = env.value("DATABASE_URL");
+  env.required("DATABASE_URL", raw !== undefined, "without it the server would start on a new SQLite file of its own, with a new super-admin");
+  const busyTimeoutMs = env.integer("SQLITE_BUSY_TIMEOUT_MS", DATABASE_DEFAULTS.sqliteBusyTimeoutMs, 0, 600_000);
   if (!raw) return { kind: "sqlite", path: resolve("data/tenant.sqlite"), busyTimeoutMs };
   if (raw.startsWith("sqlite:")) {
     const path = raw.slice("sqlite:".length).replace(/^\/\/(?=\/)/, "");
-    if (!path) throw new ConfigError(`DATABASE_URL sqlite: needs a file path, e.g. sqlite:./data/tenant.sqlite`);
+    if (!path) env.invalid("DATABASE_URL", `DATABASE_URL sqlite: needs a file path, e.g. sqlite:./data/tenant.sqlite`);
     return { kind: "sqlite", path: path === ":memory:" ? path : resolve(path), busyTimeoutMs };
   }
   if (/^postgres(ql)?:\/\//.test(raw)) {
@@ -214,83 +314,104 @@ export function loadDatabaseConfig(env: NodeJS.ProcessEnv = process.env): Databa
       kind: "postgres",
       url: raw,
       // Two at least: the migrations at start hold one for their lock while they run on another.
-      poolSize: integer(env, "DATABASE_POOL_SIZE", DATABASE_DEFAULTS.poolSize, 2, 1_000),
-      poolTimeoutMs: integer(env, "DATABASE_POOL_TIMEOUT_MS", DATABASE_DEFAULTS.poolTimeoutMs, 1, 600_000),
-      statementTimeoutMs: integer(env, "DATABASE_STATEMENT_TIMEOUT_MS", DATABASE_DEFAULTS.statementTimeoutMs, 0, 3_600_000),
-      lockTimeoutMs: lockTimeout(env),
-      queryTimeoutMs: integer(env, "DATABASE_QUERY_TIMEOUT_MS", DATABASE_DEFAULTS.queryTimeoutMs, 0, 3_600_000),
-      idleInTransactionTimeoutMs: integer(env, "DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS", DATABASE_DEFAULTS.idleInTransactionTimeoutMs, 0, 3_600_000),
+      poolSize: env.integer("DATABASE_POOL_SIZE", DATABASE_DEFAULTS.poolSize, 2, 1_000),
+      poolTimeoutMs: env.integer("DATABASE_POOL_TIMEOUT_MS", DATABASE_DEFAULTS.poolTimeoutMs, 1, 600_000),
+      ...databaseTimeouts(env),
+      idleInTransactionTimeoutMs: env.integer("DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS", DATABASE_DEFAULTS.idleInTransactionTimeoutMs, 0, 3_600_000),
       keepAliveMs: keepAlive(env),
     };
   }
-  throw new ConfigError(`DATABASE_URL must start with sqlite: or postgres://`);
+  env.invalid("DATABASE_URL", `DATABASE_URL must start with sqlite: or postgres://`);
+  return { kind: "sqlite", path: raw, busyTimeoutMs };
+}
+
+/** A timeout, by its variable. */
+interface Timeout {
+  name: string;
+  value: number;
+}
+
+/** `inner`, when on (not 0), must end before `outer` does, when on: `why` says what would go wrong. */
+function below(env: Environment, inner: Timeout, outer: Timeout, why: string): void {
+  if (inner.value > 0 && outer.value > 0 && inner.value >= outer.value && env.valid(inner.name, outer.name)) {
+    env.conflict(`${inner.name} (${inner.value}) must be less than ${outer.name} (${outer.value}): ${why}`);
+  }
 }
 
 /**
- * A lock wait ends before the statement does (0 for either: no bound of its own). Unset, the
- * default, or none when the statement timeout is no longer (it bounds the wait then).
+ * The database cancels a statement that runs too long, and keeps its connection, before this
+ * process gives a connection that does not answer up as lost. A query timeout without a statement
+ * timeout would take a statement that legitimately runs long for a lost connection, and close the
+ * connection while the database runs the statement on: refused.
  */
-function lockTimeout(env: NodeJS.ProcessEnv): number {
-  const statement = integer(env, "DATABASE_STATEMENT_TIMEOUT_MS", DATABASE_DEFAULTS.statementTimeoutMs, 0, 3_600_000);
-  const fallback = statement > 0 && statement <= DATABASE_DEFAULTS.lockTimeoutMs ? 0 : DATABASE_DEFAULTS.lockTimeoutMs;
-  const ms = integer(env, "DATABASE_LOCK_TIMEOUT_MS", fallback, 0, 3_600_000);
-  if (ms > 0 && statement > 0 && ms >= statement) throw new ConfigError(`DATABASE_LOCK_TIMEOUT_MS (${ms}) must be less than DATABASE_STATEMENT_TIMEOUT_MS (${statement}), or 0`);
-  return ms;
+function databaseTimeouts(env: Environment): { statementTimeoutMs: number; lockTimeoutMs: number; queryTimeoutMs: number } {
+  const statement = { name: "DATABASE_STATEMENT_TIMEOUT_MS", value: env.integer("DATABASE_STATEMENT_TIMEOUT_MS", DATABASE_DEFAULTS.statementTimeoutMs, 0, 3_600_000) };
+  const query = { name: "DATABASE_QUERY_TIMEOUT_MS", value: env.integer("DATABASE_QUERY_TIMEOUT_MS", DATABASE_DEFAULTS.queryTimeoutMs, 0, 3_600_000) };
+  // Unset, the lock timeout is none when the statement timeout is no longer: that bounds the wait then.
+  const lockDefault = statement.value > 0 && statement.value <= DATABASE_DEFAULTS.lockTimeoutMs ? 0 : DATABASE_DEFAULTS.lockTimeoutMs;
+  const lock = { name: "DATABASE_LOCK_TIMEOUT_MS", value: env.integer("DATABASE_LOCK_TIMEOUT_MS", lockDefault, 0, 3_600_000) };
+  below(env, lock, statement, "a statement waiting for a locked table gives its connection back before the statement timeout would cut it");
+  below(env, statement, query, "the database cancels a statement that runs too long before this process gives its connection up as lost");
+  if (statement.value === 0 && query.value > 0 && env.valid(statement.name, query.name)) {
+    env.conflict(
+      `DATABASE_QUERY_TIMEOUT_MS (${query.value}) needs DATABASE_STATEMENT_TIMEOUT_MS on, below it: with DATABASE_STATEMENT_TIMEOUT_MS=0 a statement that runs long would be taken for a lost connection, closed while the database runs the statement on. Set DATABASE_STATEMENT_TIMEOUT_MS below ${query.value}, or DATABASE_QUERY_TIMEOUT_MS=0 as well`,
+    );
+  }
+  return { statementTimeoutMs: statement.value, lockTimeoutMs: lock.value, queryTimeoutMs: query.value };
 }
 
 /** TCP counts keepalive's idle time in whole seconds: 0 (off) or a second at least. */
-function keepAlive(env: NodeJS.ProcessEnv): number {
-  const ms = integer(env, "DATABASE_KEEPALIVE_MS", DATABASE_DEFAULTS.keepAliveMs, 0, 3_600_000);
-  if (ms > 0 && ms < 1_000) throw new ConfigError(`DATABASE_KEEPALIVE_MS must be 0 (off) or between 1000 and 3600000, got ${ms}`);
+function keepAlive(env: Environment): number {
+  const ms = env.integer("DATABASE_KEEPALIVE_MS", DATABASE_DEFAULTS.keepAliveMs, 0, 3_600_000);
+  if (ms > 0 && ms < 1_000) env.invalid("DATABASE_KEEPALIVE_MS", `DATABASE_KEEPALIVE_MS must be 0 (off) or between 1000 and 3600000, got ${ms}`);
   return ms;
 }
 
-function flag(env: NodeJS.ProcessEnv, name: string, fallback = false): boolean {
-  const raw = env[name];
-  if (raw === undefined || raw === "") return fallback;
-  if (raw === "0" || raw === "false") return false;
-  if (raw === "1" || raw === "true") return true;
-  throw new ConfigError(`${name} must be 1 (true) or 0 (false)`);
-}
-
 /** Where the key that seals secrets comes from (checked; a key file is read later, by loadSecretsKey). */
-export function secretsKey(env: NodeJS.ProcessEnv): Config["secretsKey"] {
-  const value = env.SECRETS_KEY;
-  requireInProduction(env, "SECRETS_KEY", Boolean(value || env.SECRETS_KEY_FILE));
-  if (value) {
+export const secretsKey = (env: NodeJS.ProcessEnv = process.env): Config["secretsKey"] => load(env, secretsKeySource);
+
+function secretsKeySource(env: Environment): Config["secretsKey"] {
+  const value = env.value("SECRETS_KEY");
+  const file = env.value("SECRETS_KEY_FILE");
+  env.required("SECRETS_KEY", value !== undefined || file !== undefined, "without it the server would make a key of its own, which opens none of the secrets sealed with the real one", "SECRETS_KEY (or SECRETS_KEY_FILE)");
+  if (value !== undefined && file !== undefined) env.conflict(`SECRETS_KEY and SECRETS_KEY_FILE are both set: set one of them, the key or the file that holds it`);
+  if (value !== undefined) {
     const key = Buffer.from(value, "base64url");
-    if (key.length !== 32 || !/^[A-Za-z0-9_-]+$/.test(value)) throw new ConfigError(`SECRETS_KEY must be 32 bytes as base64url (43 characters)`);
+    if (key.length !== 32 || !/^[A-Za-z0-9_-]+$/.test(value)) env.invalid("SECRETS_KEY", `SECRETS_KEY must be 32 bytes as base64url (43 characters)`);
     return { kind: "value", key };
   }
-  return { kind: "file", path: resolve(env.SECRETS_KEY_FILE || "data/secrets.key"), create: env.NODE_ENV !== "production" };
+  return { kind: "file", path: resolve(file ?? "data/secrets.key"), create: !env.production };
 }
 
 /**
  * What `npm run rotate-signing-key` reads: the database and the secrets key. A missing key file is
  * never created there: a new key would seal a signing key that no instance opens.
  */
-export function loadKeyCommandConfig(env: NodeJS.ProcessEnv = process.env): Pick<Config, "database" | "secretsKey"> {
-  const database = loadDatabaseConfig(env);
-  const source = secretsKey(env);
-  return { database, secretsKey: source.kind === "file" ? { ...source, create: false } : source };
-}
+export const loadKeyCommandConfig = (env: NodeJS.ProcessEnv = process.env): Pick<Config, "database" | "secretsKey"> =>
+  load(env, (env) => {
+    const config = { database: database(env), secretsKey: secretsKeySource(env) };
+    return { ...config, secretsKey: config.secretsKey.kind === "file" ? { ...config.secretsKey, create: false } : config.secretsKey };
+  });
 
-function trustProxy(raw: string | undefined): string[] {
+function trustProxy(env: Environment): string[] {
   try {
-    return parseTrustProxy(raw);
+    return parseTrustProxy(env.value("TRUST_PROXY"));
   } catch (e) {
-    throw new ConfigError(e instanceof Error ? e.message : String(e));
+    env.invalid("TRUST_PROXY", e instanceof Error ? e.message : String(e));
+    return [];
   }
 }
 
 /** Unset: null, for TRUST_PROXY's proxies (the context of their clients comes through them); `none`: no peer. */
-function traceContextTrusted(raw: string | undefined): string[] | null {
-  if (raw === undefined || raw === "") return null;
+function traceContextTrusted(env: Environment): string[] | null {
+  const raw = env.value("TRACE_CONTEXT_TRUSTED");
+  if (raw === undefined) return null;
   if (raw.trim() === "none") return [];
   try {
     return parseTrustProxy(raw, "TRACE_CONTEXT_TRUSTED");
   } catch (e) {
-    throw new ConfigError(e instanceof Error ? e.message : String(e));
+    env.invalid("TRACE_CONTEXT_TRUSTED", e instanceof Error ? e.message : String(e));
+    return [];
   }
 }
 
@@ -301,36 +422,36 @@ function traceContextTrusted(raw: string | undefined): string[] | null {
 export const RATE_LIMIT_DEFAULTS = { source: "12000/60", credential: "6000/60", listener: "12000/60", "listener-failures": "60/60" } as const;
 
 /** `<requests>/<seconds>` (e.g. 6000/60: 6,000 requests a minute), or `off`. */
-function rateQuota(env: NodeJS.ProcessEnv, name: string, fallback: string): RateQuota | null {
-  const raw = env[name] || fallback;
+function rateQuota(env: Environment, name: string, fallback: string): RateQuota | null {
+  const raw = env.value(name) ?? fallback;
   if (raw === "off") return null;
   const match = /^([0-9]{1,7})\/([0-9]{1,5})$/.exec(raw);
   const quota = Number(match?.[1]);
   const windowSeconds = Number(match?.[2]);
   if (!match || quota < 1 || quota > 1_000_000 || windowSeconds < 1 || windowSeconds > 86_400) {
-    throw new ConfigError(`${name} must be <requests>/<seconds> (1 to 1000000 requests, 1 to 86400 seconds, e.g. ${fallback}) or off, got "${raw}"`);
+    env.invalid(name, `${name} must be <requests>/<seconds> (1 to 1000000 requests, 1 to 86400 seconds, e.g. ${fallback}) or off, got "${raw}"`);
+    return null;
   }
   return { quota, windowSeconds };
 }
 
-function rateLimits(env: NodeJS.ProcessEnv): RateLimitQuotas {
-  const master = env.RATE_LIMIT || "on";
-  if (master !== "on" && master !== "off") throw new ConfigError(`RATE_LIMIT must be on or off, got "${master}"`);
+function rateLimits(env: Environment): RateLimitQuotas {
+  const on = env.oneOf("RATE_LIMIT", ["on", "off"], "on") === "on";
   const quotas = {
     source: rateQuota(env, "RATE_LIMIT_SOURCE", RATE_LIMIT_DEFAULTS.source),
     credential: rateQuota(env, "RATE_LIMIT_CREDENTIAL", RATE_LIMIT_DEFAULTS.credential),
     listener: rateQuota(env, "RATE_LIMIT_LISTENER", RATE_LIMIT_DEFAULTS.listener),
     "listener-failures": rateQuota(env, "RATE_LIMIT_LISTENER_FAILURES", RATE_LIMIT_DEFAULTS["listener-failures"]),
   };
-  return master === "off" ? { source: null, credential: null, listener: null, "listener-failures": null } : quotas;
+  return on ? quotas : { source: null, credential: null, listener: null, "listener-failures": null };
 }
 
-/** The drain ends before the deadline, so that requests arriving in the drain's last moment may still finish. */
-function shutdown(env: NodeJS.ProcessEnv): Config["shutdown"] {
-  const drainSeconds = integer(env, "SHUTDOWN_DRAIN_SECONDS", 5, 0, 300);
-  const timeoutSeconds = integer(env, "SHUTDOWN_TIMEOUT_SECONDS", 25, 1, 3_600);
-  if (drainSeconds >= timeoutSeconds) throw new ConfigError(`SHUTDOWN_DRAIN_SECONDS (${drainSeconds}) must be less than SHUTDOWN_TIMEOUT_SECONDS (${timeoutSeconds})`);
-  return { drainSeconds, timeoutSeconds };
+/** How a signal stops the server: a drain, within a deadline. */
+function shutdown(env: Environment): Config["shutdown"] {
+  const drain = { name: "SHUTDOWN_DRAIN_SECONDS", value: env.integer("SHUTDOWN_DRAIN_SECONDS", 5, 0, 300) };
+  const timeout = { name: "SHUTDOWN_TIMEOUT_SECONDS", value: env.integer("SHUTDOWN_TIMEOUT_SECONDS", 25, 1, 3_600) };
+  below(env, drain, timeout, "the drain ends before the deadline, so that requests arriving in its last moment may still finish");
+  return { drainSeconds: drain.value, timeoutSeconds: timeout.value };
 }
 
 /**
@@ -338,43 +459,37 @@ function shutdown(env: NodeJS.ProcessEnv): Config["shutdown"] {
  * standard ones; those that decide what is exported and kept are checked here, so that a typo stops
  * the start instead of falling back to the SDK's default (which keeps every trace).
  */
-function tracing(env: NodeJS.ProcessEnv): TracingConfig | null {
-  const tracesEndpoint = env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT;
-  const endpoint = env.OTEL_EXPORTER_OTLP_ENDPOINT;
-  if ((!tracesEndpoint && !endpoint) || env.OTEL_SDK_DISABLED?.toLowerCase() === "true") return null;
-  const collector = tracesEndpoint ? url("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", tracesEndpoint) : `${url("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint!)}/v1/traces`;
-  const protocolVariable = env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL ? "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL" : "OTEL_EXPORTER_OTLP_PROTOCOL";
-  const protocol = oneOf(env, protocolVariable, TRACE_PROTOCOLS, "http/protobuf");
-  const sampler = oneOf(env, "OTEL_TRACES_SAMPLER", TRACE_SAMPLERS, "parentbased_always_on");
+function tracing(env: Environment): TracingConfig | null {
+  const tracesEndpoint = env.value("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT");
+  const endpoint = env.value("OTEL_EXPORTER_OTLP_ENDPOINT");
+  if ((tracesEndpoint === undefined && endpoint === undefined) || env.value("OTEL_SDK_DISABLED")?.toLowerCase() === "true") return null;
+  const collector = tracesEndpoint !== undefined ? env.url("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", tracesEndpoint) : `${env.url("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint!)}/v1/traces`;
+  const protocolVariable = env.value("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL") !== undefined ? "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL" : "OTEL_EXPORTER_OTLP_PROTOCOL";
+  const protocol = env.oneOf(protocolVariable, TRACE_PROTOCOLS, "http/protobuf");
+  const sampler = env.oneOf("OTEL_TRACES_SAMPLER", TRACE_SAMPLERS, "parentbased_always_on");
   return {
     url: collector,
     protocol,
     sampler,
-    ratio: sampler.endsWith("traceidratio") ? samplerRatio(env.OTEL_TRACES_SAMPLER_ARG) : 1,
-    batchDelayMs: integer(env, "OTEL_BSP_SCHEDULE_DELAY", 200, 1, 3_600_000),
+    ratio: sampler.endsWith("traceidratio") ? samplerRatio(env) : 1,
+    batchDelayMs: env.integer("OTEL_BSP_SCHEDULE_DELAY", 200, 1, 3_600_000),
   };
 }
 
-function samplerRatio(raw: string | undefined): number {
-  if (raw === undefined || raw === "") return 1;
+function samplerRatio(env: Environment): number {
+  const raw = env.value("OTEL_TRACES_SAMPLER_ARG");
+  if (raw === undefined) return 1;
   const ratio = Number(raw);
-  if (!/^[0-9.eE+-]+$/.test(raw) || !(ratio >= 0 && ratio <= 1)) throw new ConfigError(`OTEL_TRACES_SAMPLER_ARG must be a number from 0 to 1 (the share of new traces kept), got "${raw}"`);
+  if (!/^[0-9.eE+-]+$/.test(raw) || !(ratio >= 0 && ratio <= 1)) env.invalid("OTEL_TRACES_SAMPLER_ARG", `OTEL_TRACES_SAMPLER_ARG must be a number from 0 to 1 (the share of new traces kept), got "${raw}"`);
   return ratio;
 }
 
-function oneOf<T extends string>(env: NodeJS.ProcessEnv, name: string, allowed: readonly T[], fallback: T): T {
-  const raw = env[name];
-  if (raw === undefined || raw === "") return fallback;
-  if (!(allowed as readonly string[]).includes(raw)) throw new ConfigError(`${name} must be one of ${allowed.join(", ")}, got "${raw}"`);
-  return raw as T;
-}
-
 /** Off unless METRICS_PORT is set; never on the API's port, so that the API's clients cannot read it. */
-function metrics(env: NodeJS.ProcessEnv, apiPort: number): Config["metrics"] {
-  if (!env.METRICS_PORT) return null;
-  const port = integer(env, "METRICS_PORT", 0, 1, 65535);
-  if (port === apiPort) throw new ConfigError(`METRICS_PORT must differ from PORT (${apiPort}): the metrics have a listener of their own`);
-  return { port, host: env.METRICS_HOST || "127.0.0.1" };
+function metrics(env: Environment, apiPort: number): Config["metrics"] {
+  if (env.value("METRICS_PORT") === undefined) return null;
+  const port = env.integer("METRICS_PORT", 0, 1, 65535);
+  if (env.valid("METRICS_PORT", "PORT") && port === apiPort) env.conflict(`METRICS_PORT must differ from PORT (${apiPort}): the metrics have a listener of their own`);
+  return { port, host: env.value("METRICS_HOST") ?? "127.0.0.1" };
 }
 
 /**
@@ -382,65 +497,91 @@ function metrics(env: NodeJS.ProcessEnv, apiPort: number): Config["metrics"] {
  * execution, which the age alone never removes before it. Never off: storage would grow for ever.
  * The count is off unless set.
  */
-function executionRetention(env: NodeJS.ProcessEnv): Config["executionRetention"] {
-  const count = env.EXECUTION_RETENTION_COUNT;
-  const off = count === undefined || count === "" || count === "off";
+function executionRetention(env: Environment): Config["executionRetention"] {
+  const count = env.value("EXECUTION_RETENTION_COUNT") ?? "off";
   const max = 100_000_000;
-  if (!off && !(/^[0-9]+$/.test(count) && Number(count) >= 1 && Number(count) <= max)) {
-    throw new ConfigError(`EXECUTION_RETENTION_COUNT must be off or an integer between 1 and ${max}, got "${count}"`);
-  }
+  const counted = count !== "off" && /^[0-9]+$/.test(count) && Number(count) >= 1 && Number(count) <= max;
+  if (count !== "off" && !counted) env.invalid("EXECUTION_RETENTION_COUNT", `EXECUTION_RETENTION_COUNT must be off or an integer between 1 and ${max}, got "${count}"`);
   return {
-    days: integer(env, "EXECUTION_RETENTION_DAYS", 30, 7, 3_650),
-    count: off ? null : Number(count),
-    sweepSeconds: integer(env, "EXECUTION_RETENTION_SWEEP_SECONDS", 60, 1, 86_400),
+    days: env.integer("EXECUTION_RETENTION_DAYS", 30, 7, 3_650),
+    count: counted ? Number(count) : null,
+    sweepSeconds: env.integer("EXECUTION_RETENTION_SWEEP_SECONDS", 60, 1, 86_400),
   };
 }
 
 /** Kept unless set: an audit trail is evidence, and how long it must be kept is the operator's compliance decision. */
-function auditRetentionDays(env: NodeJS.ProcessEnv): number | null {
-  const raw = env.AUDIT_RETENTION_DAYS;
-  return raw === undefined || raw === "" || raw === "kept" ? null : integer(env, "AUDIT_RETENTION_DAYS", 0, 30, 36_500);
+function auditRetentionDays(env: Environment): number | null {
+  const raw = env.value("AUDIT_RETENTION_DAYS");
+  return raw === undefined || raw === "kept" ? null : env.integer("AUDIT_RETENTION_DAYS", 0, 30, 36_500);
 }
 
-export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
-  const port = integer(env, "PORT", 8080, 0, 65535);
-  const host = env.HOST || "0.0.0.0";
-  requireInProduction(env, "BASE_URL", Boolean(env.BASE_URL));
-  const baseUrl = url("BASE_URL", env.BASE_URL || `http://localhost:${port}`);
-  const tenantId = env.TENANT_ID || "default";
-  if (!/^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/.test(tenantId)) throw new ConfigError(`TENANT_ID must be 1-63 characters of [A-Za-z0-9._-]`);
-  const fundCurrency = env.FUND_CURRENCY || "USD";
-  if (!/^[A-Z]{3}$/.test(fundCurrency)) throw new ConfigError(`FUND_CURRENCY must be an ISO 4217 code such as USD, got "${fundCurrency}"`);
-  const clientId = env.BOOTSTRAP_CLIENT_ID;
-  const clientSecret = env.BOOTSTRAP_CLIENT_SECRET;
-  if (Boolean(clientId) !== Boolean(clientSecret)) throw new ConfigError(`BOOTSTRAP_CLIENT_ID and BOOTSTRAP_CLIENT_SECRET go together`);
-  if (clientId && !/^[A-Za-z0-9._-]{3,128}$/.test(clientId)) throw new ConfigError(`BOOTSTRAP_CLIENT_ID must be 3-128 characters of [A-Za-z0-9._-]`);
-  if (clientSecret && (clientSecret.length < 16 || clientSecret.length > 256)) throw new ConfigError(`BOOTSTRAP_CLIENT_SECRET must be 16 to 256 characters`);
-  const logLevel = (env.LOG_LEVEL || "info") as LogLevel;
-  if (!LOG_LEVELS.includes(logLevel)) throw new ConfigError(`LOG_LEVEL must be one of ${LOG_LEVELS.join(", ")}`);
+/**
+ * The configured credential, or where a generated one is written (its file is never written over,
+ * and without a file to write it the start is refused: identity/bootstrap.ts).
+ */
+function bootstrap(env: Environment): Config["bootstrap"] {
+  const clientId = env.value("BOOTSTRAP_CLIENT_ID");
+  const clientSecret = env.value("BOOTSTRAP_CLIENT_SECRET");
+  const file = env.value("BOOTSTRAP_CREDENTIAL_FILE");
+  if (clientId !== undefined && !/^[A-Za-z0-9._-]{3,128}$/.test(clientId)) env.invalid("BOOTSTRAP_CLIENT_ID", `BOOTSTRAP_CLIENT_ID must be 3-128 characters of [A-Za-z0-9._-]`);
+  if (clientSecret !== undefined && (clientSecret.length < 16 || clientSecret.length > 256)) env.invalid("BOOTSTRAP_CLIENT_SECRET", `BOOTSTRAP_CLIENT_SECRET must be 16 to 256 characters`);
+  if ((clientId === undefined) !== (clientSecret === undefined)) env.conflict(`BOOTSTRAP_CLIENT_ID and BOOTSTRAP_CLIENT_SECRET go together`);
+  if (clientId === undefined || clientSecret === undefined) return { kind: "generated", file: resolve(file ?? "data/bootstrap-credential.env") };
+  if (file !== undefined) env.conflict(`BOOTSTRAP_CREDENTIAL_FILE and BOOTSTRAP_CLIENT_ID/BOOTSTRAP_CLIENT_SECRET are both set: the file receives a generated credential, and with a configured one none is generated. Set one or the other`);
+  return { kind: "configured", clientId, clientSecret };
+}
+
+/** The configuration of a server in this process (the sandbox and the tests run one): every problem found, named at once. */
+export const loadConfig = (env: NodeJS.ProcessEnv = process.env): Config => load(env, serverConfig);
+
+/**
+ * `npm start`'s configuration: loadConfig's, and the addresses to listen on found to be this
+ * machine's (a name that does not resolve, an address of another machine), all before anything is
+ * created, and every problem named at once.
+ */
+export async function loadStartConfig(raw: NodeJS.ProcessEnv = process.env): Promise<Config> {
+  const env = new Environment(raw);
+  const config = serverConfig(env);
+  const listeners = [{ name: "HOST", host: config.host }, ...(config.metrics ? [{ name: "METRICS_HOST", host: config.metrics.host }] : [])];
+  for (const { name, host } of listeners) {
+    const why = await whyNotListenable(host);
+    if (why !== undefined) env.invalid(name, `${name} "${host}" ${why}`);
+  }
+  env.done();
+  return config;
+}
+
+function serverConfig(env: Environment): Config {
+  const port = env.integer("PORT", 8080, 0, 65535);
+  const baseUrl = env.value("BASE_URL");
+  env.required("BASE_URL", baseUrl !== undefined, "without it listener URLs and the audience of webhook JWTs would name localhost");
+  const tenantId = env.value("TENANT_ID") ?? "default";
+  if (!/^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/.test(tenantId)) env.invalid("TENANT_ID", `TENANT_ID must be 1-63 characters of [A-Za-z0-9._-]`);
+  const fundCurrency = env.value("FUND_CURRENCY") ?? "USD";
+  if (!/^[A-Z]{3}$/.test(fundCurrency)) env.invalid("FUND_CURRENCY", `FUND_CURRENCY must be an ISO 4217 code such as USD, got "${fundCurrency}"`);
   return {
     port,
-    host,
-    baseUrl,
-    database: loadDatabaseConfig(env),
+    host: env.value("HOST") ?? "0.0.0.0",
+    baseUrl: env.url("BASE_URL", baseUrl ?? `http://localhost:${port}`),
+    database: database(env),
     tenantId,
     fundCurrency,
-    bootstrap: clientId && clientSecret ? { clientId, clientSecret } : null,
-    logLevel,
-    validateResponses: flag(env, "VALIDATE_RESPONSES", env.NODE_ENV !== "production"),
-    accessTokenTtlSeconds: integer(env, "ACCESS_TOKEN_TTL_SECONDS", 900, 60, 86_400),
-    signingKeyRotationDays: integer(env, "SIGNING_KEY_ROTATION_DAYS", 90, 0, 3_650),
-    secretsKey: secretsKey(env),
-    migrateAtStart: flag(env, "MIGRATE_AT_START", true),
-    webhookSecretGraceSeconds: integer(env, "WEBHOOK_SECRET_GRACE_SECONDS", 86_400, 0, 30 * 86_400),
-    jwksAllowInsecure: flag(env, "JWKS_ALLOW_INSECURE"),
-    notificationAllowInsecure: flag(env, "NOTIFICATION_ALLOW_INSECURE"),
-    trustProxy: trustProxy(env.TRUST_PROXY),
-    traceContextTrusted: traceContextTrusted(env.TRACE_CONTEXT_TRUSTED),
+    bootstrap: bootstrap(env),
+    logLevel: env.oneOf("LOG_LEVEL", LOG_LEVELS, "info"),
+    validateResponses: env.flag("VALIDATE_RESPONSES", !env.production),
+    accessTokenTtlSeconds: env.integer("ACCESS_TOKEN_TTL_SECONDS", 900, 60, 86_400),
+    signingKeyRotationDays: env.integer("SIGNING_KEY_ROTATION_DAYS", 90, 0, 3_650),
+    secretsKey: secretsKeySource(env),
+    migrateAtStart: env.flag("MIGRATE_AT_START", true),
+    webhookSecretGraceSeconds: env.integer("WEBHOOK_SECRET_GRACE_SECONDS", 86_400, 0, 30 * 86_400),
+    jwksAllowInsecure: env.flag("JWKS_ALLOW_INSECURE"),
+    notificationAllowInsecure: env.flag("NOTIFICATION_ALLOW_INSECURE"),
+    trustProxy: trustProxy(env),
+    traceContextTrusted: traceContextTrusted(env),
     rateLimits: rateLimits(env),
-    heapGrowthPercent: integer(env, "HEAP_GROWTH_PERCENT", DEFAULT_HEAP_GROWTH_PERCENT, 0, 300),
+    heapGrowthPercent: env.integer("HEAP_GROWTH_PERCENT", DEFAULT_HEAP_GROWTH_PERCENT, 0, 300),
     shutdown: shutdown(env),
-    executionLeaseSeconds: integer(env, "EXECUTION_LEASE_SECONDS", 60, 10, 86_400),
+    executionLeaseSeconds: env.integer("EXECUTION_LEASE_SECONDS", 60, 10, 86_400),
     metrics: metrics(env, port),
     executionRetention: executionRetention(env),
     auditRetentionDays: auditRetentionDays(env),

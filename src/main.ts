@@ -1,8 +1,11 @@
 // `npm start`: serve the API with the configuration from the environment until SIGTERM or SIGINT,
 // then shut down gracefully (server.ts `close`) within SHUTDOWN_TIMEOUT_SECONDS; a second signal
-// exits at once. Exit code 0 after a complete shutdown, 1 when it was cut short.
+// exits at once. Exit code 0 after a complete shutdown, 1 when it was cut short, 2 when the
+// configuration, the database or the key is refused at start. Every line on stdout is a JSON log
+// line: what the start says is fields of one, and a generated bootstrap credential goes to a file
+// of its own, never to the log stream (identity/bootstrap.ts).
 import { runCommand } from "./command.js";
-import { configOrExit, exitRefused, loadConfig } from "./config.js";
+import { exitRefused, loadStartConfig } from "./config.js";
 import { limitHeapGrowth } from "./core/heap-growth.js";
 import { createLogger } from "./core/logger.js";
 import { startServer } from "./server.js";
@@ -11,21 +14,22 @@ import { startServer } from "./server.js";
 const REPEATED_SIGNAL_MS = 1_000;
 
 async function main(): Promise<void> {
-  const config = configOrExit(loadConfig);
+  const config = await loadStartConfig().catch(exitRefused);
   limitHeapGrowth(config.heapGrowthPercent);
   const logger = createLogger(config.logLevel);
   const server = await startServer({ config, logger }).catch(exitRefused);
-  const out = (line: string) => process.stdout.write(line + "\n");
-  out(`Tenant API listening on ${server.url} (tenant ${config.baseUrl})`);
-  out(`  docs:     ${server.url}/docs`);
-  out(`  contract: ${server.url}/openapi.yaml`);
-  if (server.metricsUrl) out(`  metrics:  ${server.metricsUrl}`);
-  out(`  database: ${config.database.kind === "sqlite" ? `sqlite:${config.database.path}` : "postgres"}`);
-  if (server.bootstrap) {
-    out(`Bootstrap super-admin created on this new database.`);
-    out(`  client_id:     ${server.bootstrap.clientId}`);
-    out(server.bootstrap.clientSecret ? `  client_secret: ${server.bootstrap.clientSecret}  (shown once; store it now)` : `  client_secret: the configured BOOTSTRAP_CLIENT_SECRET`);
-  }
+  logger.info({
+    msg: "listening",
+    // What the socket is bound to (0.0.0.0: every address of the machine), and a URL that reaches it from here.
+    listening: server.listening,
+    url: server.url,
+    baseUrl: config.baseUrl,
+    docs: `${server.url}/docs`,
+    contract: `${server.url}/openapi.yaml`,
+    ...(server.metricsUrl ? { metrics: { listening: server.metricsListening, url: server.metricsUrl } } : {}),
+    // The kind alone for PostgreSQL: its URL may hold a password.
+    database: config.database.kind === "sqlite" ? { kind: "sqlite", path: config.database.path } : { kind: "postgres" },
+  });
   const { drainSeconds, timeoutSeconds } = config.shutdown;
   let stoppingSince: number | undefined;
   // Whatever is unfinished is cut: the process exits, and the database rolls back what it had not

@@ -4,6 +4,7 @@ import type { AddressInfo } from "node:net";
 import { DATABASE_DEFAULTS, type Config } from "./config.js";
 import { BackgroundTask } from "./core/background-task.js";
 import { systemClock, type Clock } from "./core/clock.js";
+import { boundAddress } from "./core/listen-address.js";
 import { createLogger, type Logger } from "./core/logger.js";
 import { consoleDir, contractPath, docsPath } from "./core/package-root.js";
 import { PageTokens } from "./core/pagination.js";
@@ -30,7 +31,7 @@ import { AuditTrail } from "./audit/audit-trail.js";
 import { moveAuditInbox } from "./audit/audit-inbox.js";
 import { pruneAuditEvents } from "./audit/audit-retention.js";
 import { AccessTokens } from "./identity/access-tokens.js";
-import { bootstrapAdmin, type BootstrapResult } from "./identity/bootstrap.js";
+import { bootstrapAdmin } from "./identity/bootstrap.js";
 import { ClientCredentialsGrant } from "./identity/client-credentials-grant.js";
 import { Credentials } from "./identity/credentials.js";
 import { FailureThrottle } from "./identity/failure-throttle.js";
@@ -115,14 +116,16 @@ export interface ServerOptions {
 }
 
 export interface RunningServer {
-  /** The address it listens on, e.g. http://127.0.0.1:8080. */
+  /** Where it is reached from this machine, e.g. http://127.0.0.1:8080 (a loopback address when it listens on every address). */
   url: string;
-  /** Set on a brand-new database: the bootstrap super-admin's client id (and generated secret). */
-  bootstrap: BootstrapResult | null;
+  /** The address and port it listens on, e.g. 0.0.0.0:8080. */
+  listening: string;
   /** The execution worker of this process (tests wait for it to be idle). */
   worker: Worker;
-  /** Where Prometheus scrapes this server (`GET /metrics` on METRICS_PORT); absent when metrics are off. */
+  /** Where Prometheus scrapes this server (`GET /metrics` on METRICS_PORT), from this machine; absent when metrics are off. */
   metricsUrl?: string;
+  /** The address and port the metrics listener listens on; absent when metrics are off. */
+  metricsListening?: string;
   /** The sweep of this process that removes executions past their retention (tests run it when they choose). */
   retention: ExecutionRetention;
   /**
@@ -180,7 +183,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     principals,
   );
   const grant = new ClientCredentialsGrant(credentials, accessTokens, new FailureThrottle(storage, clock));
-  const bootstrap = await bootstrapAdmin(storage, users, credentials, config.bootstrap);
+  await bootstrapAdmin(storage, users, credentials, config.bootstrap, logger);
 
   // Policy updates, made by any instance, reach this one's kept policy.
   const fundPolicyChanges = new ChangeWatch(storage, "fund_policy", logger, options.fundPolicyPoll);
@@ -351,8 +354,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const { days, count, sweepSeconds } = config.executionRetention;
   const retention = new ExecutionRetention({ storage, clock, logger }, { days, count }, { ...RETENTION_PACE, intervalMs: sweepSeconds * 1000, ...options.retentionPace });
   retention.start();
-  const { port, address } = server.address() as AddressInfo;
-  const host = address.includes(":") ? `[${address}]` : address;
+  const bound = boundAddress(server.address() as AddressInfo);
 
   let closing: Promise<void> | undefined;
   const close = (drainMs = 0) =>
@@ -385,5 +387,5 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     })());
 
   const unfinished = () => ({ ...connections.unfinished(), executions: worker.runs() });
-  return { url: `http://${host === "[::]" || host === "0.0.0.0" ? "127.0.0.1" : host}:${port}`, bootstrap, worker, retention, close, unfinished, ...(scrapes ? { metricsUrl: scrapes.url } : {}) };
+  return { ...bound, worker, retention, close, unfinished, ...(scrapes ? { metricsUrl: scrapes.url, metricsListening: scrapes.listening } : {}) };
 }

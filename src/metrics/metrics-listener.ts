@@ -4,13 +4,16 @@
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { Registry } from "prom-client";
+import { boundAddress } from "../core/listen-address.js";
 import type { Logger } from "../core/logger.js";
 import { METRICS_CONNECTIONS, reportRefusedConnections, type RefusedConnectionsObserver } from "../http/refused-connections.js";
 import { exposition } from "./exposition.js";
 
 export interface MetricsListener {
-  /** e.g. http://127.0.0.1:9464/metrics */
+  /** e.g. http://127.0.0.1:9464/metrics, from this machine */
   url: string;
+  /** The address and port it listens on, e.g. 0.0.0.0:9464. */
+  listening: string;
   /** Stops listening and closes its connections, a scraper's kept one included: a shutdown never waits for it. */
   close(): Promise<void>;
 }
@@ -36,10 +39,10 @@ export async function listenForScrapes(registry: Registry, port: number, host: s
     });
   });
   reportRefusedConnections(server, "metrics", METRICS_CONNECTIONS, logger, refusals);
-  const address = server.address() as AddressInfo;
-  const shown = address.address.includes(":") ? `[${address.address}]` : address.address;
+  const { url, listening } = boundAddress(server.address() as AddressInfo);
   return {
-    url: `http://${shown}:${address.port}/metrics`,
+    url: `${url}/metrics`,
+    listening,
     close: () =>
       new Promise<void>((resolve) => {
         server.close(() => resolve());

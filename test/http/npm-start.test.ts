@@ -57,12 +57,16 @@ describe("npm start", () => {
         url: `http://127.0.0.1:${port}`,
         probePath: "/healthz",
         // BASE_URL: Vitest exports Vite's ("/"); the server must not inherit it.
-        env: { PORT: String(port), HOST: "127.0.0.1", BASE_URL: "", DATABASE_URL: database.url, SECRETS_KEY_FILE: join(dir, "secrets.key"), LOG_LEVEL: "warn" },
+        // The generated bootstrap credential in this run's folder: the copy is kept between runs.
+        env: { PORT: String(port), HOST: "127.0.0.1", BASE_URL: "", DATABASE_URL: database.url, SECRETS_KEY_FILE: join(dir, "secrets.key"), BOOTSTRAP_CREDENTIAL_FILE: join(dir, "bootstrap-credential.env"), LOG_LEVEL: "info" },
         // The build first: tsc and the console's bundle, on two cores other test files share.
         timeoutMs: 240_000,
       });
-      expect(served.output()).toContain(`Tenant API listening on http://127.0.0.1:${port}`);
       const stopped = await terminate(served.child);
+      // The server's lines, after npm's and the build's.
+      const logged = served.stdout().split("\n").filter((line) => line.startsWith("{")).map((line) => JSON.parse(line) as Record<string, unknown>);
+      expect(logged).toContainEqual(expect.objectContaining({ msg: "listening", listening: `127.0.0.1:${port}`, url: `http://127.0.0.1:${port}` }));
+      expect(logged).toContainEqual(expect.objectContaining({ msg: expect.stringMatching(/^bootstrap super-admin created/), file: join(dir, "bootstrap-credential.env") }));
       expect(stopped.tree.length, "the processes npm started").toBeGreaterThan(0);
       expect(stopped.left, `still running after npm exited:\n${served.output()}`).toEqual([]);
       expect(stopped).toMatchObject({ code: 0, signal: null });

@@ -49,7 +49,9 @@ export function runSpend(args: string[], env: NodeJS.ProcessEnv = {}): Promise<R
 export interface Served {
   url: string;
   child: ChildProcess;
+  /** stdout and stderr together, in the order they came. */
   output: () => string;
+  stdout: () => string;
   stop: () => Promise<void>;
 }
 
@@ -94,7 +96,8 @@ export async function serve(opts: {
     stdio: ["ignore", "pipe", "pipe"],
   });
   let log = "";
-  child.stdout?.on("data", (d: Buffer) => (log += d.toString()));
+  let stdout = "";
+  child.stdout?.on("data", (d: Buffer) => ((log += d.toString()), (stdout += d.toString())));
   child.stderr?.on("data", (d: Buffer) => (log += d.toString()));
   const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
   const stop = async () => {
@@ -106,7 +109,7 @@ export async function serve(opts: {
     if (child.exitCode !== null) throw new Error(`${opts.command} exited ${child.exitCode}:\n${log}`);
     try {
       await fetch(opts.url + opts.probePath, { signal: AbortSignal.timeout(1000) });
-      return { url: opts.url, child, output: () => log, stop };
+      return { url: opts.url, child, output: () => log, stdout: () => stdout, stop };
     } catch {
       await new Promise((r) => setTimeout(r, 150));
     }

@@ -18,10 +18,10 @@ const CLEAN = { BASE_URL: "", LOG_LEVEL: "warn", HOST: "127.0.0.1" };
 /** Node with the loader of `dir`'s tsx (named by its file: the working directory may be another). */
 const tsxArgs = (dir: string, entry: string) => ["--import", pathToFileURL(join(dir, "node_modules/tsx/dist/loader.mjs")).href, join(dir, entry)];
 
-/** `dir`'s server (src/main.ts) serving on a free port with `env`, once it answers /healthz. */
-export async function serveRelease(env: Record<string, string>, dir = root): Promise<Served> {
-  const port = await freePort();
-  return serve({ command: process.execPath, args: tsxArgs(dir, "src/main.ts"), cwd: dir, url: `http://127.0.0.1:${port}`, probePath: "/healthz", env: { ...CLEAN, PORT: String(port), ...env }, timeoutMs: 90_000 });
+/** `dir`'s server (src/main.ts) serving with `env` (in `cwd`) on its PORT, else a free port, once it answers /healthz. */
+export async function serveRelease(env: Record<string, string>, dir = root, cwd = dir): Promise<Served> {
+  const port = env.PORT ?? String(await freePort());
+  return serve({ command: process.execPath, args: tsxArgs(dir, "src/main.ts"), cwd, url: `http://127.0.0.1:${port}`, probePath: "/healthz", env: { ...CLEAN, ...env, PORT: port }, timeoutMs: 90_000 });
 }
 
 /** `dir`'s server started with `env` in `cwd` and left to end by itself (SIGTERM after 60 s: code null), for a start it refuses. */
