@@ -101,6 +101,12 @@ describe("variables that contradict each other are refused, naming both", { time
     expect(accepted.stderr).not.toContain("configuration error");
   });
 
+  it("a lock timeout not below the statement timeout", async () => {
+    expect(await refusedStart({ DATABASE_URL: POSTGRES, DATABASE_LOCK_TIMEOUT_MS: "15000" })).toEqual([
+      expect.stringMatching(/^DATABASE_LOCK_TIMEOUT_MS \(15000\) must be less than DATABASE_STATEMENT_TIMEOUT_MS \(15000\): /),
+    ]);
+  });
+
   it("BOOTSTRAP_CREDENTIAL_FILE beside a configured BOOTSTRAP_CLIENT_ID and BOOTSTRAP_CLIENT_SECRET", async () => {
     const configured = { BOOTSTRAP_CLIENT_ID: "configured-admin", BOOTSTRAP_CLIENT_SECRET: "configured-admin-secret-0123" };
     const found = await refusedStart({ ...configured, BOOTSTRAP_CREDENTIAL_FILE: join(dir, "credential.env") });
