@@ -1,7 +1,7 @@
 // What `npm run backup` and `npm run restore` share: a file argument and flags, the SQLite database
 // of DATABASE_URL, and their exit codes: 0 done, 2 refused (nothing changed; also a bad argument or
 // configuration), 1 failed.
-import { resolve } from "node:path";
+import { isAbsolute, sep } from "node:path";
 import { runCommand } from "./command.js";
 import { configOrExit, exitRefused, loadDatabaseConfig } from "./config.js";
 import { BackupRefused } from "./storage/sqlite-backup.js";
@@ -32,7 +32,9 @@ async function run(command: SqliteFileCommand): Promise<void> {
   if (database.path === ":memory:") refuse(command.name, "DATABASE_URL names an in-memory database, which no other process can read");
   try {
     // npm runs a script in the package's folder; a relative path means the caller's (INIT_CWD).
-    const lines = await command.run(resolve(process.env.INIT_CWD ?? "", files[0]!), database.path, flags);
+    // Joined as typed, not normalized: `link/..` is the parent of the link's target, as for `cp`.
+    const file = files[0]!;
+    const lines = await command.run(isAbsolute(file) ? file : `${process.env.INIT_CWD ?? process.cwd()}${sep}${file}`, database.path, flags);
     process.stdout.write(lines.map((l) => l + "\n").join(""));
   } catch (e) {
     if (e instanceof BackupRefused) refuse(command.name, e.message);

@@ -3,6 +3,7 @@
 // throttled per client id and source address.
 import { invalidArgument, invalidField, tooManyRequests, unauthenticated } from "../core/errors.js";
 import type { Origin } from "../core/origin.js";
+import type { CredentialsTable } from "../storage/schema.js";
 import type { AccessTokens } from "./access-tokens.js";
 import type { Credentials } from "./credentials.js";
 import type { FailureThrottle } from "./failure-throttle.js";
@@ -37,18 +38,35 @@ export class ClientCredentialsGrant {
   /** `source` is the caller's address (behind trusted proxies, the client's); `origin`, the request. */
   async exchange(request: TokenRequest, source: string, origin?: Origin): Promise<TokenAnswer> {
     checkGrantRequest(request);
-    const key = JSON.stringify([request.client_id, source]);
-    const wait = await this.throttle.admit(key, origin);
-    if (wait > 0) throw tooManyRequests("TOO_MANY_FAILED_ATTEMPTS", "too many failed attempts for this client; retry later", wait);
-
-    const row = await this.credentials.findByClientId(request.client_id);
-    const valid = await verifySecret(request.client_secret, row?.secret_hash ?? (await DECOY_HASH_PROMISE));
-    if (!row || !valid || row.revoked_at !== null) {
+    const admission = await this.throttle.admit(JSON.stringify([request.client_id, source]), origin);
+    if ("retryAfter" in admission) {
+      const message = admission.undecided ? "too many attempts for this client at once; retry later" : "too many failed attempts for this client; retry later";
+      throw tooManyRequests("TOO_MANY_FAILED_ATTEMPTS", message, admission.retryAfter);
+    }
+    const { attempt } = admission;
+    let row: CredentialsTable | undefined;
+    try {
+      row = await this.authenticate(request);
+    } catch (e) {
+      // Not decided, and answered with nothing but the error: its place is freed (else it lapses).
+      await attempt.abandoned(origin).catch(() => undefined);
+      throw e;
+    }
+    // Decided in the database before the answer: no answer tells what the throttle has not counted.
+    if (!row) {
+      await attempt.failed(origin);
       throw unauthenticated("INVALID_CLIENT", "client authentication failed");
     }
-    await this.throttle.clear(key, origin);
+    await attempt.succeeded(origin);
     await this.credentials.markUsed(row.id);
     const { token, expiresIn } = await this.tokens.issue(row.user_id, row.id);
     return { access_token: token, token_type: "Bearer", expires_in: expiresIn };
+  }
+
+  /** The credential `request` authenticates, or undefined: unknown, wrong secret or revoked, alike and in comparable time. */
+  private async authenticate(request: TokenRequest): Promise<CredentialsTable | undefined> {
+    const row = await this.credentials.findByClientId(request.client_id);
+    const valid = await verifySecret(request.client_secret, row?.secret_hash ?? (await DECOY_HASH_PROMISE));
+    return row && valid && row.revoked_at === null ? row : undefined;
   }
 }

@@ -3,10 +3,13 @@
 // database; restored into a new place, a new server with the same SECRETS_KEY serves its data
 // (the limit, an authorization, a webhook signed with the secret sealed before the backup). And
 // what they refuse: a PostgreSQL database, a file that exists, a file that is no database of this
-// service, a target a server runs on. The commands run from their sources, as `npm run migrate`'s
+// service, a target a server runs on; and the backup, a file of the live database however it is
+// spelled (a replaced log loses the commits it held at the next crash), or another database in
+// use. The commands run from their sources, as `npm run migrate`'s
 // tests run it; npm-start.test.ts runs the built ones with only the runtime dependencies.
+import { spawn, type ChildProcess } from "node:child_process";
 import { randomUUID } from "node:crypto";
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { copyFileSync, existsSync, linkSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import SQLite from "better-sqlite3";
@@ -15,8 +18,8 @@ import { hmacSignature } from "../../src/client/webhook-sender.js";
 import { migrationSteps } from "../../src/storage/migrations.js";
 import { Acceptance, type Hook } from "../support/acceptance.js";
 import { testDialect } from "../support/database.js";
-import type { Served } from "../support/process.js";
-import { runCommand, serveRelease, startToEnd, TEST_SECRETS_KEY } from "../support/release.js";
+import type { RunResult, Served } from "../support/process.js";
+import { root, runCommand, serveRelease, startToEnd, TEST_SECRETS_KEY } from "../support/release.js";
 
 const ADMIN = { clientId: "backup-admin", clientSecret: "backup-admin-secret-0123456789" };
 const APP = "app-backup";
@@ -37,20 +40,20 @@ afterAll(async () => {
 const usd = (units: number) => ({ currencyCode: "USD", units: String(units), nanos: 0 });
 
 interface Load {
-  /** Spends of 1 USD captured so far, and the status of every answer. */
-  captured: number;
+  /** The ids of the spends of 1 USD captured so far (answered 200), and the status of every answer. */
+  captured: string[];
   statuses: number[];
   stop(): Promise<void>;
 }
 
 /**
- * Writes on `url` until stopped (3,000 requests or 90 s at most): four callers in a loop, each
- * capturing a spend of 1 USD and delivering a signed event to `hook`.
+ * Writes on `url` until stopped (`maxRequests` or 90 s at most), or until the server is gone:
+ * `callers` in a loop, each capturing a spend of 1 USD and delivering a signed event to `hook`.
  */
-function startLoad(url: string, token: string, userId: string, hook: Hook): Load {
+function startLoad(url: string, token: string, userId: string, hook: Hook, { maxRequests = 3_000, callers = 4 } = {}): Load {
   let stopping = false;
   const deadline = Date.now() + 90_000;
-  const load: Load = { captured: 0, statuses: [], stop: async () => undefined };
+  const load: Load = { captured: [], statuses: [], stop: async () => undefined };
   const spend = async () => {
     const response = await fetch(`${url}/api/v1/funds/spend-authorizations`, {
       method: "POST",
@@ -58,7 +61,7 @@ function startLoad(url: string, token: string, userId: string, hook: Hook): Load
       body: JSON.stringify({ userId, appId: APP, amount: usd(1), capture: true }),
     });
     const answer = (await response.json()) as any;
-    if (answer.authorization?.state === "SPEND_AUTHORIZATION_STATE_CAPTURED") load.captured++;
+    if (answer.authorization?.state === "SPEND_AUTHORIZATION_STATE_CAPTURED") load.captured.push(answer.authorization.id);
     return response.status;
   };
   const deliver = async () => {
@@ -74,15 +77,20 @@ function startLoad(url: string, token: string, userId: string, hook: Hook): Load
     return response.status;
   };
   const caller = async () => {
-    while (!stopping && load.statuses.length < 3_000 && Date.now() < deadline) {
-      load.statuses.push(await spend());
-      load.statuses.push(await deliver());
+    try {
+      while (!stopping && load.statuses.length < maxRequests && Date.now() < deadline) {
+        load.statuses.push(await spend());
+        load.statuses.push(await deliver());
+      }
+    } catch (e) {
+      // The server was killed: a request in flight has no answer, and this caller ends.
+      if (!(e instanceof TypeError)) throw e;
     }
   };
-  const callers = Promise.all([caller(), caller(), caller(), caller()]);
+  const running = Promise.all(Array.from({ length: callers }, caller));
   load.stop = async () => {
     stopping = true;
-    await callers;
+    await running;
   };
   return load;
 }
@@ -143,17 +151,17 @@ describe.skipIf(testDialect() !== "sqlite")("npm run backup and npm run restore 
   it("backs up while the server writes under load, without holding it up: a whole database of every migration, taken between the load's start and end", { timeout: 180_000 }, async () => {
     const load = startLoad(live.url, (await api.token()).body.access_token, subject, hook);
     try {
-      await until("the load's first spends", () => load.captured >= 20);
-      capturedBeforeBackup = load.captured;
+      await until("the load's first spends", () => load.captured.length >= 20);
+      capturedBeforeBackup = load.captured.length;
       const run = await backup(backupFile);
-      capturedAfterBackup = load.captured;
+      capturedAfterBackup = load.captured.length;
       expect(run.code, run.out).toBe(0);
       const bytes = readFileSync(backupFile).length;
       expect(run.stdout).toContain(`backup written: ${backupFile} (${bytes} bytes)`);
       expect(run.stdout).toContain(`migrations: ${ours.length}, the last ${ours.at(-1)}`);
       expect(run.stdout).toContain("Keep the secrets key too, apart from this file: SECRETS_KEY.");
       expect(run.out).not.toContain(TEST_SECRETS_KEY);
-      await until("spends after the backup", () => load.captured >= capturedAfterBackup + 20);
+      await until("spends after the backup", () => load.captured.length >= capturedAfterBackup + 20);
     } finally {
       await load.stop();
     }
@@ -268,5 +276,171 @@ describe.skipIf(testDialect() !== "sqlite")("npm run backup and npm run restore 
       expect(run.stderr).toContain(`restore refused: ${message}`);
     }
     expect(existsSync(join(dir, "refused")) ? readdirSync(join(dir, "refused")) : [], "nothing written, no partial file left").toEqual([]);
+  });
+});
+
+/** A process holding a read transaction open on the SQLite database at `path`, once it has read. */
+async function readerInTransaction(path: string): Promise<ChildProcess> {
+  const source = `const db = new (require("better-sqlite3"))(process.argv[1]); db.exec("begin"); db.prepare("select count(*) from spend_authorizations").get(); console.log("reading"); setInterval(() => undefined, 60_000);`;
+  const child = spawn(process.execPath, ["-e", source, path], { cwd: root, stdio: ["ignore", "pipe", "inherit"] });
+  await new Promise<void>((resolve, reject) => {
+    child.stdout!.once("data", () => resolve());
+    child.once("exit", (code) => reject(new Error(`the reader exited ${code}`)));
+  });
+  return child;
+}
+
+describe.skipIf(testDialect() !== "sqlite")("npm run backup never writes over a file of the live database (SQLite)", () => {
+  const folder = join(dir, "guarded");
+  const db = join(folder, "tenant.sqlite");
+  const aside = join(dir, "spellings");
+  let server: Served;
+  let api: Acceptance;
+  let subject: string;
+
+  beforeAll(async () => {
+    mkdirSync(join(folder, "nested"), { recursive: true });
+    server = await serveRelease(env(db));
+    running.push(server);
+    api = new Acceptance(server.url, ADMIN);
+    subject = (await api.subject()).body.user.id;
+    expect((await api.limit(subject, APP, 1_000_000)).status).toBe(200);
+  }, 120_000);
+
+  const identity = (path: string) => {
+    const s = lstatSync(path);
+    return `${s.dev}:${s.ino}`;
+  };
+
+  it(
+    "refuses the database, its -wal, -shm and -journal by every spelling (relative, `..`, a symbolic link to the folder or to the file, a hard link), with and without --force, while the server writes under load; nothing is written, and every write the server acknowledged is there after it is killed and restarted",
+    { timeout: 180_000 },
+    async () => {
+      const hook = await api.hook();
+      mkdirSync(aside);
+      symlinkSync(folder, join(aside, "live-folder"));
+      symlinkSync(join(folder, "nested"), join(aside, "nested-link"));
+      symlinkSync(db, join(aside, "db-link"));
+      symlinkSync(`${db}-wal`, join(aside, "wal-link"));
+      symlinkSync(`${db}-journal`, join(aside, "journal-link"));
+      linkSync(db, join(aside, "db-hard-link"));
+      linkSync(`${db}-wal`, join(aside, "wal-hard-link"));
+      linkSync(`${db}-shm`, join(aside, "shm-hard-link"));
+      const DB = "the database of DATABASE_URL itself";
+      const WAL = "the write-ahead log of the database of DATABASE_URL";
+      const SHM = "the shared-memory index of the log of the database of DATABASE_URL";
+      const JOURNAL = "the rollback journal of the database of DATABASE_URL";
+      // [target as typed, the folder it is typed in, what it is]
+      const spellings: [string, string, string][] = [
+        ["tenant.sqlite", folder, DB],
+        [join(folder, "nested") + "/../tenant.sqlite", dir, DB],
+        [`${db}-wal`, dir, WAL],
+        [`${db}-shm`, dir, SHM],
+        [`${db}-journal`, dir, JOURNAL],
+        ["tenant.sqlite-wal", folder, WAL],
+        ["../guarded/tenant.sqlite-journal", aside, JOURNAL],
+        ["live-folder/tenant.sqlite-wal", aside, WAL],
+        // `..` after a symbolic link is the parent of the link's target, as the system reads it.
+        ["nested-link/../tenant.sqlite-shm", aside, SHM],
+        ["db-link", aside, DB],
+        ["wal-link", aside, WAL],
+        ["journal-link", aside, JOURNAL],
+        ["db-hard-link", aside, DB],
+        ["wal-hard-link", aside, WAL],
+        ["shm-hard-link", aside, SHM],
+      ];
+      const files = [db, `${db}-wal`, `${db}-shm`];
+      const before = files.map(identity);
+      const links = readdirSync(aside).sort();
+      const linksBefore = links.map((l) => identity(join(aside, l)));
+
+      const load = startLoad(server.url, (await api.token()).body.access_token, subject, hook, { maxRequests: Infinity, callers: 2 });
+      const runs: { target: string; flags: string[]; what: string; run: RunResult }[] = [];
+      let identities: string[];
+      let journal: boolean;
+      let leftInFolder: string[];
+      let reader: ChildProcess | undefined;
+      try {
+        await until("the load's first spends", () => load.captured.length >= 20);
+        // Another process reads in a transaction from here until the crash (a report, say): the log
+        // cannot be copied into the database file past its snapshot, so every later commit is in
+        // the log alone until the restart replays it.
+        reader = await readerInTransaction(db);
+        const todo = spellings.flatMap(([target, cwd, what]) => [[], ["--force"]].map((flags) => ({ target, cwd, what, flags })));
+        // Four at a time, the load going on.
+        for (let i = 0; i < todo.length; i += 4) {
+          runs.push(
+            ...(await Promise.all(
+              todo.slice(i, i + 4).map(async ({ target, cwd, what, flags }) => ({ target, flags, what, run: await runCommand("src/backup.ts", [target, ...flags], { ...env(db), INIT_CWD: cwd }) })),
+            )),
+          );
+        }
+        const afterRuns = load.captured.length;
+        await until("spends after the refusals", () => load.captured.length >= afterRuns + 20);
+        identities = files.map(identity);
+        journal = existsSync(`${db}-journal`);
+        leftInFolder = readdirSync(folder).sort();
+        // A crash under load: the commits the log holds are replayed at the restart.
+        server.child.kill("SIGKILL");
+        reader.kill("SIGKILL");
+        await server.stop();
+      } finally {
+        reader?.kill("SIGKILL");
+        await load.stop();
+      }
+      expect(load.statuses.filter((s) => s !== 200)).toEqual([]);
+      const linksAfter = readdirSync(aside).sort();
+      const restarted = await serveRelease(env(db));
+      running.push(restarted);
+      const ids = new Set((await listed(new Acceptance(restarted.url, ADMIN), subject)).map((a) => a.id));
+      expect(load.captured.filter((id) => !ids.has(id)), `of ${load.captured.length} spends answered 200, those missing after the restart`).toEqual([]);
+
+      for (const { target, flags, what, run } of runs) {
+        expect(run.code, `${target} ${flags.join(" ")}: ${run.out}`).toBe(2);
+        expect(run.stderr, target).toMatch(new RegExp(`^backup refused: .*${what.replace(/[.]/g, "\\.")}`));
+      }
+      expect(identities, "the database, its -wal and -shm: the same files").toEqual(before);
+      expect(journal, "no -journal made").toBe(false);
+      expect(leftInFolder, "nothing written beside the database").toEqual(["nested", "tenant.sqlite", "tenant.sqlite-shm", "tenant.sqlite-wal"]);
+      expect(linksAfter).toEqual(links);
+      expect(links.map((l) => identity(join(aside, l))), "the links as they were").toEqual(linksBefore);
+    },
+  );
+
+  it("refuses, even with --force, an SQLite database another process has open, a name SQLite would take for another database's -wal, -shm or -journal, a target with a log beside it, and a folder; writes <database>-wal-wal, a name of no database", { timeout: 60_000 }, async () => {
+    const other = join(dir, "another-service.sqlite");
+    const service = new SQLite(other);
+    service.pragma("journal_mode = WAL");
+    service.exec("create table things (id integer primary key); insert into things default values");
+    const cases = [
+      [other, `${other} is an SQLite database that another process has open: a backup does not replace a database in use`],
+      [`${other}-wal`, `${other}-wal is named as the -wal file of the SQLite database ${other}, which SQLite would take it for: name another file`],
+      [`${other}-shm`, `${other}-shm is named as the -shm file of the SQLite database ${other}, which SQLite would take it for: name another file`],
+      [`${other}-journal`, `${other}-journal is named as the -journal file of the SQLite database ${other}, which SQLite would take it for: name another file`],
+      // A log beside the target, of whatever database it was, would be played into the backup.
+      [join(dir, "stale.sqlite"), `${join(dir, "stale.sqlite")}-wal exists: SQLite would play it into the backup; remove it, or name another file`],
+      [join(dir, "backups"), `${join(dir, "backups")} is a folder: name the backup's file`],
+    ] as const;
+    writeFileSync(join(dir, "stale.sqlite-wal"), "a log of some database");
+    try {
+      expect(service.prepare("select count(*) as n from things").get()).toEqual({ n: 1 });
+      for (const [target, message] of cases) {
+        const run = await backup(target, db, "--force");
+        expect(run.code, run.out).toBe(2);
+        expect(run.stderr).toContain(`backup refused: ${message}`);
+      }
+      service.exec("insert into things default values");
+      expect(service.prepare("select count(*) as n from things").get(), "the other database, still its own").toEqual({ n: 2 });
+    } finally {
+      service.close();
+    }
+    // Closed, it is a file like any other.
+    const replaced = await backup(other, db, "--force");
+    expect(replaced.code, replaced.out).toBe(0);
+    expect(count(other, "spend_authorizations")).toBe(count(db, "spend_authorizations"));
+
+    const unrelated = await backup(`${db}-wal-wal`, db);
+    expect(unrelated.code, unrelated.out).toBe(0);
+    expect(readdirSync(folder).sort()).toEqual(["nested", "tenant.sqlite", "tenant.sqlite-shm", "tenant.sqlite-wal", "tenant.sqlite-wal-wal"]);
   });
 });

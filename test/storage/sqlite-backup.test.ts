@@ -1,7 +1,8 @@
 // The backup of an SQLite database ends while another connection commits without pause: SQLite
 // restarts a backup at its next step after any other connection's write, so a backup in steps
-// would copy for as long as the writes go on; it copies all pages in one step, one snapshot.
-import { mkdtempSync, rmSync } from "node:fs";
+// would copy for as long as the writes go on; it copies all pages in one step, one snapshot. And a
+// target SQLite would take a file of the live database for a companion of is refused.
+import { mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import SQLite from "better-sqlite3";
@@ -51,4 +52,14 @@ it("a backup of a database written by another connection at every turn of the ev
     await writing;
     writer.close();
   }
+});
+
+it("refuses a target SQLite would take the live database's file for a companion of: a database named <file>-journal is never backed up to <file>", async () => {
+  const file = join(dir, "tenant-journal");
+  await (await openStorage({ kind: "sqlite", path: file })).close();
+  const target = join(dir, "tenant");
+  await expect(backupSqlite(file, target, { replace: true })).rejects.toThrow(
+    `${target}-journal, which SQLite would take for a file of ${target}, is the database of DATABASE_URL itself (${file}): name another file`,
+  );
+  expect(readdirSync(dir)).toEqual(["tenant-journal"]);
 });
