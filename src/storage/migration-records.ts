@@ -15,6 +15,9 @@ export const COMPATIBILITY = "migration_compatibility";
 const KYSELY_LOCK = "kysely_migration_lock";
 const KYSELY_LOCK_ROW = "migration_lock";
 
+/** The database holds tables and no record of this service's migrations: another application's. */
+export class ForeignDatabase extends StartRefused {}
+
 export interface MigrationState {
   /** Every migration applied, sorted by name. */
   applied: string[];
@@ -41,7 +44,7 @@ export async function readState(db: Kysely<any>, dialect: "sqlite" | "postgres")
   const has = (name: string) => tables.includes(name);
   if (!has(APPLIED) && !has(COMPATIBILITY) && tables.length > 0) {
     const some = tables.slice(0, 5).join(", ") + (tables.length > 5 ? `, and ${tables.length - 5} more` : "");
-    throw new StartRefused(`the database is not this service's: it holds tables (${some}) and no record of this service's migrations; set DATABASE_URL to this service's database, or to a new, empty one`);
+    throw new ForeignDatabase(`the database is not this service's: it holds tables (${some}) and no record of this service's migrations; set DATABASE_URL to this service's database, or to a new, empty one`);
   }
   const named: { name: string }[] = has(APPLIED) ? await db.selectFrom(APPLIED).select("name").execute() : [];
   const records: { name: string; compatible_from: string }[] = has(COMPATIBILITY) ? await db.selectFrom(COMPATIBILITY).select(["name", "compatible_from"]).execute() : [];

@@ -12,6 +12,7 @@ import { StartRefused } from "../config.js";
 import { systemClock, type Clock } from "../core/clock.js";
 import { loadSqlite } from "./connect.js";
 import { migrationStatus } from "./migrate.js";
+import { ForeignDatabase } from "./migration-records.js";
 import { COMPANIONS, inRealFolder, SqliteFiles, withCompanions, type Named, type Suffix } from "./sqlite-files.js";
 
 /** The command will not do what it was asked, and has changed nothing. */
@@ -98,6 +99,8 @@ async function snapshot(Driver: typeof SQLite, source: SQLite.Database, destinat
   }
 }
 
+const NOT_OURS = (what: string) => `${what} holds no record of this service's migrations: it is not a database of this service`;
+
 /**
  * Refuses (BackupRefused) unless `path` is a whole database of this service that this release runs
  * on: SQLite's integrity check passes, it holds the record of this service's migrations, and no
@@ -110,9 +113,10 @@ async function examine(Driver: typeof SQLite, path: string, what: string): Promi
     const problems = database.pragma("integrity_check") as { integrity_check: string }[];
     if (problems[0]?.integrity_check !== "ok") throw new BackupRefused(`${what} fails SQLite's integrity check: ${problems[0]?.integrity_check ?? "no answer"}`);
     const status = await migrationStatus(db, "sqlite");
-    if (status.applied.length === 0) throw new BackupRefused(`${what} holds no record of this service's migrations: it is not a database of this service`);
+    if (status.applied.length === 0) throw new BackupRefused(NOT_OURS(what));
     return { path, bytes: statSync(path).size, ...status };
   } catch (e) {
+    if (e instanceof ForeignDatabase) throw new BackupRefused(NOT_OURS(what));
     if (e instanceof StartRefused) throw new BackupRefused(`${what} is not one this release runs on: ${e.message}`);
     throw e;
   } finally {

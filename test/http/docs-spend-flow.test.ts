@@ -3,9 +3,12 @@
 // server's). It must end without an error and print what the section says it prints. Bash runs with
 // its default options, as a user's shell does (no `pipefail`), stopping at the first failure. The
 // token block of README.md's "Commands" likewise: the token it gets calls the API.
-import { readFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { writeCredentialFile } from "../../src/identity/credential-file.js";
 import { runToEnd } from "../support/process.js";
 import { BOOTSTRAP, startTestServer, type TestServer } from "../support/server.js";
 
@@ -31,8 +34,8 @@ function shBlocks(file: string, heading: string): string[] {
   return blocks;
 }
 
-/** Runs `script` in bash from the repository, stopping at the first command that fails (-e). */
-const bash = (script: string, env: Record<string, string> = {}) => runToEnd("bash", ["-e", "-c", `cd '${root}'\n${script}`], env);
+/** Runs `script` in bash from `cwd` (the repository's), stopping at the first command that fails (-e). */
+const bash = (script: string, env: Record<string, string> = {}, cwd = root) => runToEnd("bash", ["-e", "-c", `cd '${cwd}'\n${script}`], env);
 
 let ts: TestServer;
 beforeAll(async () => {
@@ -82,7 +85,11 @@ describe("the documented shell sessions", () => {
   it("the token block of README.md's Commands, as written, sets ACCESS_TOKEN and calls the API with it", async () => {
     const block = shBlocks("README.md", "## Commands").find((b) => b.includes("/auth/v1/token"));
     expect(block).toContain("ACCESS_TOKEN=");
-    const run = await bash(block!.replaceAll("http://localhost:8080", ts.url), { CLIENT_ID: BOOTSTRAP.clientId, CLIENT_SECRET: BOOTSTRAP.clientSecret });
+    // In a folder of its own, with the credential file a first start writes there (never the repository's data/).
+    const cwd = mkdtempSync(join(tmpdir(), "tenant-readme-"));
+    await writeCredentialFile(join(cwd, "data", "bootstrap-credential.env"), BOOTSTRAP, "The test's super-admin");
+    const run = await bash(block!.replaceAll("http://localhost:8080", ts.url), {}, cwd);
+    rmSync(cwd, { recursive: true, force: true });
     expect(run.code, run.out).toBe(0);
     expect(JSON.parse(run.stdout)).toMatchObject({ fundPolicy: { currencyCode: "USD", timeZone: "UTC" } });
   });

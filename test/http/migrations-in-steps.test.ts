@@ -130,7 +130,7 @@ describe("npm run migrate -- --down-to, refused", () => {
   });
 
   it.skipIf(testDialect() !== "sqlite")("SQLite: a file a server has open", { timeout: 120_000 }, async () => {
-    const server = await serveRelease({ DATABASE_URL: database.url, SECRETS_KEY: TEST_SECRETS_KEY });
+    const server = await serveRelease({ DATABASE_URL: database.url, SECRETS_KEY: TEST_SECRETS_KEY, BOOTSTRAP_CLIENT_ID: "steps-admin", BOOTSTRAP_CLIENT_SECRET: "steps-admin-secret-0123456" });
     try {
       const run = await downTo(RELEASES.at(-1)!.commit.slice(0, 7));
       expect(run.code, run.out).toBe(2);

@@ -82,7 +82,8 @@ export async function startTestServer(env: Record<string, string> = {}, logs?: N
     BASE_URL: `http://127.0.0.1:${port}`,
     HOST: "127.0.0.1",
     DATABASE_URL: (await options.reachDatabase?.(database.url)) ?? database.url,
-    SECRETS_KEY_FILE: join(dir, "secrets.key"),
+    // A key of the test's own, unless it gives one (the two together are refused).
+    ...(env.SECRETS_KEY ? {} : { SECRETS_KEY_FILE: join(dir, "secrets.key") }),
     JWKS_ALLOW_INSECURE: "1",
     BOOTSTRAP_CLIENT_ID: BOOTSTRAP.clientId,
     BOOTSTRAP_CLIENT_SECRET: BOOTSTRAP.clientSecret,
