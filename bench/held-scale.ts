@@ -16,7 +16,7 @@ import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { sql } from "kysely";
 import { timeOrderedPrefix } from "../src/core/ids.js";
-import { lockWindow, type WindowKey } from "../src/funds/spend-usage.js";
+import { lockWindow, type WindowKey } from "../src/funds/spends/spend-usage.js";
 import { openStorage, type Storage } from "../src/storage/connect.js";
 import { writeTransaction } from "../src/storage/transactions.js";
 import { createBenchDatabase, type Dialect } from "./database.js";

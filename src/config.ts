@@ -3,11 +3,10 @@
 // run; secrets are never echoed back.
 import { resolve } from "node:path";
 import { DEFAULT_HEAP_GROWTH_PERCENT } from "./core/heap-growth.js";
+import { parseTrustProxy } from "./core/ip-address.js";
 import { whyNotListenable } from "./core/listen-address.js";
+import type { LogLevel } from "./core/logger.js";
 import type { RateLimitQuotas, RateQuota } from "./core/rate-limiter.js";
-import { parseTrustProxy } from "./webhooks/source-ip.js";
-
-export type LogLevel = "fatal" | "error" | "warn" | "info" | "debug" | "trace" | "silent";
 
 export interface Config {
   port: number;

@@ -4,7 +4,7 @@
 // configuration, the database or the key is refused at start. Every line on stdout is a JSON log
 // line: what the start says is fields of one, and a generated bootstrap credential goes to a file
 // of its own, never to the log stream (identity/bootstrap.ts).
-import { runCommand } from "./command.js";
+import { runCommand } from "./commands/run-command.js";
 import { exitRefused, loadStartConfig } from "./config.js";
 import { limitHeapGrowth } from "./core/heap-growth.js";
 import { createLogger } from "./core/logger.js";

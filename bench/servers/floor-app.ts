@@ -8,7 +8,7 @@ import { timeOrderedId } from "../../src/core/ids.js";
 import { verifiedEventId } from "./floor-hmac.js";
 import { monthStart, type FloorStore } from "./floor-store.js";
 
-/** As the server's (src/funds/spend-authorizations.ts). */
+/** As the server's (src/funds/spends/spend-authorizations.ts). */
 const HOLD_SECONDS = 600;
 const NANOS = 1_000_000_000n;
 

@@ -5,7 +5,7 @@ import { sql, type SelectQueryBuilder } from "kysely";
 import type { components } from "../../generated/api.js";
 import { invalidField, permissionDenied } from "../core/errors.js";
 import { pageSize, servedWithin, type Page, type PageTokens } from "../core/pagination.js";
-import { parseTimestamp } from "../funds/timestamp.js";
+import { parseTimestamp } from "../core/timestamp.js";
 import type { Storage } from "../storage/connect.js";
 import type { AuditEventsTable, Database } from "../storage/schema.js";
 import { firstAuditIdAt } from "./audit-ids.js";

@@ -1,10 +1,10 @@
 // Checks an automation as saved: step names unique, every CEL expression compiled against the
 // steps before it (400 CEL_INVALID with path and position), limits validated by the funds rules.
-// Returns the normalized steps to store. The webhook trigger is checked by webhooks/trigger.ts.
+// Returns the normalized steps to store. The webhook trigger is checked by webhooks/webhook-trigger.ts.
 import type { components } from "../../generated/api.js";
 import { invalidField } from "../core/errors.js";
 import { isPathId } from "../core/ids.js";
-import { parseSpendLimit } from "../funds/spend-limit.js";
+import { parseSpendLimit } from "../funds/spends/spend-limit.js";
 import type { OutboundAddressPolicy } from "../webhooks/for-automations.js";
 import { checkExpression, type CompiledExpression, type ExpectedResult } from "./cel.js";
 import { checkNotificationUrl } from "./notify.js";

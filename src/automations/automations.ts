@@ -18,7 +18,7 @@ import { checkSteps, type AutomationStep, type StepRules } from "./automation-in
 import { checkFundTrigger, fundTriggerView, type FundTriggers, type StoredFundTrigger } from "./fund-triggers.js";
 import type { NotificationSecrets } from "./notification-secrets.js";
 import { checkStepsReport, type StepCheckReport } from "./step-check.js";
-import { stepView, webhookTriggerView } from "./views.js";
+import { stepView, webhookTriggerView } from "./automation-views.js";
 
 export type Automation = components["schemas"]["Automation"];
 type AutomationInput = components["schemas"]["AutomationServiceCreateAutomationRequest"]["automation"];

@@ -10,7 +10,7 @@
 import vm from "node:vm";
 import { EvaluationError } from "@marcbachmann/cel-js";
 import { UnsignedInt, Duration } from "@marcbachmann/cel-js/evaluator";
-import { checkTimestamp, TIMESTAMP_RANGE, yearOutOfRange, type TimestampCheck } from "../funds/timestamp.js";
+import { checkTimestamp, TIMESTAMP_RANGE, yearOutOfRange, type TimestampCheck } from "../core/timestamp.js";
 import { clearActiveBudget, EvaluationBudget, withBudget } from "./cel-budget.js";
 import { mayLoop, programOf, reloadProgram, type CompiledExpression } from "./cel-compile.js";
 import { afterNode } from "./cel-environment.js";

@@ -3,7 +3,7 @@
 // background: the finished executions past the retention (EXECUTION_RETENTION_DAYS after they
 // finished), and, with EXECUTION_RETENTION_COUNT, those of each automation past its newest N
 // finished. Pending and running executions are never removed, nor an automation's newest
-// (storage/execution-pruning.ts says how the instances share the work).
+// (execution-pruning.ts says how the instances share the work).
 //
 // A sweep goes in small batches with a pause after each, so that it never holds the database (on
 // SQLite, the process) for long and leaves the intake most of it while it catches up with a
@@ -13,7 +13,7 @@ import type { Clock } from "../core/clock.js";
 import type { Logger } from "../core/logger.js";
 import { BackgroundFailures } from "../storage/background-failures.js";
 import type { Storage } from "../storage/connect.js";
-import { automationIdsAfter, finishedCut, pruneFinishedBefore, pruneFinishedThrough } from "../storage/execution-pruning.js";
+import { automationIdsAfter, finishedCut, pruneFinishedBefore, pruneFinishedThrough } from "./execution-pruning.js";
 
 const DAY_MS = 24 * 3_600_000;
 

@@ -91,7 +91,7 @@ function selectExecutions(storage: Storage) {
  * A new execution of the automation's steps (`stepsJson`, as stored on the automation and copied as
  * it is) over `trigger`, created `at` (ISO): pending, or with `leaseUntil` already claimed (running)
  * by the worker that will be handed it. The intake records it with its event
- * (storage/event-record.ts). `origin` is the request that accepted the event.
+ * (webhooks/event-record.ts). `origin` is the request that accepted the event.
  */
 export function newExecution(automationId: string, eventId: string, trigger: unknown, stepsJson: string, at: string, leaseUntil?: string, origin?: Origin): AutomationExecutionsTable {
   const steps = JSON.parse(stepsJson) as AutomationStep[];

@@ -11,12 +11,12 @@ import { ApiError } from "../core/errors.js";
 import type { Clock } from "../core/clock.js";
 import type { Logger } from "../core/logger.js";
 import type { Origin } from "../core/origin.js";
-import { withLogIds } from "../core/tracing.js";
+import { withLogIds } from "../core/spans.js";
 import { parseReason } from "../funds/guards.js";
 import type { SubjectAppLimits } from "../funds/subject-app-limits.js";
 import type { Storage } from "../storage/connect.js";
 import type { AutomationExecutionsTable } from "../storage/schema.js";
-import { LeaseLost, saveResults, saveResultsAlone, type ResultsSave } from "../storage/execution-results.js";
+import { LeaseLost, saveResults, saveResultsAlone, type ResultsSave } from "./execution-results.js";
 import { writeTransaction, type Db, type WriteOptions } from "../storage/transactions.js";
 import { databaseUnavailable } from "../storage/unavailable.js";
 import { checkComputedId, type AutomationStep } from "./automation-input.js";
@@ -55,7 +55,7 @@ export class ExecutionRunner {
       await this.runSteps(execution, origin);
       return;
     }
-    // `attempts` counts the runs begun, this one's included (claims.ts).
+    // `attempts` counts the runs begun, this one's included (execution-claims.ts).
     if (execution.attempts > 1) observer.resumed();
     try {
       const state = await this.runSteps(execution, origin);

@@ -3,7 +3,7 @@
 // Past that, they are inserted pending and claimed from the database, as are those left by a crash
 // (an expired lease) or by another instance, found by polling. Also sweeps webhook event records
 // past their retention. Once stopping, it finishes the runs under way and releases at once what it
-// holds and has not begun (claims.ts), for another instance's worker to find at its next poll.
+// holds and has not begun (execution-claims.ts), for another instance's worker to find at its next poll.
 //
 // After a fault of the database every wait ends (storage/connect.ts: timeouts), and the worker
 // recovers by itself: a run the database failed under stops without recording anything, and its
@@ -14,10 +14,10 @@
 import type { Clock } from "../core/clock.js";
 import type { Logger } from "../core/logger.js";
 import type { Origin } from "../core/origin.js";
-import { startSpan, tracingOn, withLogIds, type Span } from "../core/tracing.js";
+import { startSpan, tracingOn, withLogIds, type Span } from "../core/spans.js";
 import type { Storage } from "../storage/connect.js";
-import { claimExecutions, endLeases, releaseExecutions } from "../storage/claims.js";
-import { LeaseLost } from "../storage/execution-results.js";
+import { claimExecutions, endLeases, releaseExecutions } from "./execution-claims.js";
+import { LeaseLost } from "./execution-results.js";
 import type { AutomationExecutionsTable } from "../storage/schema.js";
 import { BackgroundFailures } from "../storage/background-failures.js";
 import { databaseUnavailable } from "../storage/unavailable.js";
@@ -308,7 +308,7 @@ export class Worker {
       for (const execution of claimed) this.running.add(execution.id);
       // The batch's runs go together: each runs up to its first write in this turn, so their writes
       // share one commit on SQLite (one after another, each waited for the next turn's commit) and
-      // one statement on PostgreSQL (storage/execution-results.ts).
+      // one statement on PostgreSQL (execution-results.ts).
       await Promise.all(claimed.map((execution) => this.run(execution).finally(() => this.running.delete(execution.id))));
     }
   }

@@ -9,7 +9,7 @@ import { createTokenSource, TOKEN_PATH, type ClientCredentials } from "./token-s
 
 export type { paths, components, operations } from "../../generated/api.js";
 export * from "../../generated/enums.js";
-export { ApiRequestError, errorReason, unwrap } from "./errors.js";
+export { ApiRequestError, errorReason, unwrap } from "./request-errors.js";
 export { createTokenSource, TokenError, type ClientCredentials, type TokenSource, type TokenSourceOptions } from "./token-source.js";
 
 /** The answers' and bodies' extensible enumerations are their known values or any other string (see fetch-types.ts). */

@@ -3,7 +3,7 @@
 // concurrent callers, and a new one is asked for shortly before it expires.
 import createClient from "openapi-fetch";
 import type { paths } from "../../generated/api.js";
-import { ApiRequestError } from "./errors.js";
+import { ApiRequestError } from "./request-errors.js";
 
 export const TOKEN_PATH = "/auth/v1/token";
 

@@ -5,7 +5,7 @@
 // children then: a database transaction of the authentication is a child of the request's span,
 // in whichever trace that joins. Until it starts it counts as recording (its children are kept);
 // if it starts unsampled, they are dropped.
-import type { AttributeValue, LogIds, Span } from "./tracing.js";
+import type { AttributeValue, LogIds, Span } from "./spans.js";
 
 /** A span waiting for the deferred span it descends from (or that one itself): it starts when that one does. */
 class Pending implements Span {

@@ -1,12 +1,12 @@
 // Structured JSON logs (pino). Fields that could carry secrets are redacted wherever they appear,
 // and an error's `body` (body-parser attaches the raw request body, a token request's client
 // secret included) is never logged. A line about a traced request or execution carries its span's
-// `trace_id` and `span_id`, added by its writer (withLogIds, ./tracing.ts), to go from the log to
+// `trace_id` and `span_id`, added by its writer (withLogIds, ./spans.ts), to go from the log to
 // the trace and back.
 import { pino, type Logger } from "pino";
-import type { LogLevel } from "../config.js";
 
 export type { Logger };
+export type LogLevel = "fatal" | "error" | "warn" | "info" | "debug" | "trace" | "silent";
 
 export function createLogger(level: LogLevel, destination?: NodeJS.WritableStream): Logger {
   return pino(

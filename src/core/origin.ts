@@ -5,7 +5,7 @@
 //
 // It carries who made the change, for the audit event written in the change's transaction
 // (src/audit/), and the trace span the change's transactions are children of.
-import type { Span } from "./tracing.js";
+import type { Span } from "./spans.js";
 
 /**
  * Who makes a change: a caller of the API (the console calls it too), by the user and credential of

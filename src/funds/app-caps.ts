@@ -16,7 +16,7 @@ import { amountCurrency, isEmpty, replaceControls, sameControls } from "./contro
 import { changeControlsRow, type ControlsRowAccess } from "./controls-write.js";
 import type { FundPolicies } from "./fund-policy.js";
 import type { SpendControls } from "./types.js";
-import { controlsView } from "./views.js";
+import { controlsView } from "./fund-views.js";
 
 export type AppCap = components["schemas"]["AppCap"];
 

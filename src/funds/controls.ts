@@ -4,12 +4,12 @@
 // Normalized controls omit unset fields (never null) and never carry PERIOD_KIND_UNSPECIFIED.
 import { invalidField } from "../core/errors.js";
 import { isRecord, isSet, parseReason, requireRecord } from "./guards.js";
-import { parseSpendLimit } from "./spend-limit.js";
-import type { LimitContext } from "./spend-limit.js";
-import { parseTimestamp } from "./timestamp.js";
+import { parseSpendLimit } from "./spends/spend-limit.js";
+import type { LimitContext } from "./spends/spend-limit.js";
+import { parseTimestamp } from "../core/timestamp.js";
 import { PERIOD_KINDS } from "./types.js";
 import type { PeriodKind, SpendControls, SpendExtension, SpendLimit, SpendSuspension } from "./types.js";
-import { controlsView, extensionView } from "./views.js";
+import { controlsView, extensionView } from "./fund-views.js";
 
 /** A known PeriodKind, or undefined for absent and PERIOD_KIND_UNSPECIFIED (both mean "no period"). */
 export function parsePeriod(input: unknown, path: string): PeriodKind | undefined {

@@ -12,10 +12,10 @@ import type { Database, FundPolicyTable } from "../storage/schema.js";
 import { writeTransaction, type Db } from "../storage/transactions.js";
 import { storedPolicy, type FundPolicies, type StoredPolicy } from "./fund-policy.js";
 import { resolveLimit, type Resolution, type WindowPeriod } from "./resolve.js";
-import { spendWindowBounds, WINDOW_PERIODS, type WindowBounds } from "./spend-window.js";
-import { amountLimit, anySpendIn, lockWindow, usageColumn, usageOf, usageView, type SpendUsageView, type Usage, type WindowKey } from "./spend-usage.js";
+import { spendWindowBounds, WINDOW_PERIODS, type WindowBounds } from "./spends/spend-window.js";
+import { amountLimit, anySpendIn, lockWindow, usageColumn, usageOf, usageView, type SpendUsageView, type Usage, type WindowKey } from "./spends/spend-usage.js";
 import type { EffectiveLimit, SpendControls, SpendLimitView } from "./types.js";
-import { spendLimitView } from "./views.js";
+import { spendLimitView } from "./fund-views.js";
 
 /** The resolution as answered: its limit with every arm present, and the current window's usage. */
 export type EffectiveLimitView = Omit<EffectiveLimit, "limit"> & { limit: SpendLimitView | null; usage: SpendUsageView };

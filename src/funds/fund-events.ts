@@ -10,7 +10,7 @@ import type { components } from "../../generated/api.js";
 import type { KnownFundEventType } from "../../generated/enums.js";
 import type { Db } from "../storage/transactions.js";
 import { fromNanos } from "./money.js";
-import type { LedgerKind } from "./spend-ledger.js";
+import type { LedgerKind } from "./spends/spend-ledger.js";
 
 export type FundEvent = components["schemas"]["FundEvent"];
 export type FundEventType = KnownFundEventType;

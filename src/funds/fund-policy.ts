@@ -18,7 +18,7 @@ import { amountCurrency, isEmpty, replaceControls, sameControls } from "./contro
 import { isSet } from "./guards.js";
 import type { SpendControls } from "./types.js";
 import { canonicalTimeZone } from "./time-zone.js";
-import { controlsView } from "./views.js";
+import { controlsView } from "./fund-views.js";
 
 export type FundPolicy = components["schemas"]["FundPolicy"];
 

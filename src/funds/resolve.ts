@@ -3,7 +3,7 @@
 // no opinion). Pure: time comes in as `now` from the Clock.
 import { quotedWithin } from "../core/storable-text.js";
 import { formatMoney } from "./money.js";
-import { limitKind } from "./spend-limit.js";
+import { limitKind } from "./spends/spend-limit.js";
 import type { EffectiveCause, EffectiveLimit, LimitScope, PeriodKind, SpendControls, SpendLimit } from "./types.js";
 
 export interface Layer {

@@ -37,9 +37,9 @@ import { changeControlsRow, type ControlsRowAccess } from "./controls-write.js";
 import { withFundEvents, type FundEventBatch, type FundEventFacts, type FundEventRecorder, type FundEventType } from "./fund-events.js";
 import type { FundPolicies } from "./fund-policy.js";
 import { parseReason } from "./guards.js";
-import type { LimitContext } from "./spend-limit.js";
+import type { LimitContext } from "./spends/spend-limit.js";
 import type { SpendControls } from "./types.js";
-import { controlsView } from "./views.js";
+import { controlsView } from "./fund-views.js";
 
 export type SubjectAppLimit = components["schemas"]["SubjectAppLimit"];
 

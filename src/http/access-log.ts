@@ -2,7 +2,7 @@
 // query string and no header is logged, so credentials and tokens never reach the log. A traced
 // request's line carries its span's ids.
 import type { Logger } from "../core/logger.js";
-import { withLogIds } from "../core/tracing.js";
+import { withLogIds } from "../core/spans.js";
 import type { RequestObserver } from "./request-outcome.js";
 
 export function accessLog(logger: Logger): RequestObserver {

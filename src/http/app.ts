@@ -5,7 +5,7 @@ import express, { type Express, type NextFunction, type Request, type RequestHan
 import { handlerFor, operationRoutes, type OperationRequest, type ServiceHandlers } from "../../generated/server.js";
 import { ApiError, GrpcCode, invalidArgument, notFound, permissionDenied } from "../core/errors.js";
 import type { Logger } from "../core/logger.js";
-import { tracingOn } from "../core/tracing.js";
+import { tracingOn } from "../core/spans.js";
 import type { AccessTokens } from "../identity/access-tokens.js";
 import { mayCall } from "../identity/roles.js";
 import { accessLog } from "./access-log.js";
@@ -30,7 +30,7 @@ import { onAuthenticated, requestSpan, spanOf } from "./request-span.js";
 import { RequestShapes } from "./request-shapes.js";
 import { isRawPath, methodsAt, pathParametersOf, routeOf } from "./route-table.js";
 import { series } from "./series.js";
-import { storableText } from "./storable-text.js";
+import { storableText } from "./storable-request.js";
 import { requireUtf8 } from "./strict-utf8.js";
 import { malformedPath, unavailable } from "./to-api-error.js";
 

@@ -10,7 +10,7 @@ import { STATUS_CODES, type IncomingMessage, type Server, type ServerResponse } 
 import type { Duplex } from "node:stream";
 import { ApiError, GrpcCode, type ErrorReason } from "../core/errors.js";
 import type { Logger } from "../core/logger.js";
-import { withLogIds, type Span } from "../core/tracing.js";
+import { withLogIds, type Span } from "../core/spans.js";
 import { publishErrorAnswer } from "./error-answers.js";
 import { spanOf } from "./request-span.js";
 import { statusBody } from "./status-body.js";

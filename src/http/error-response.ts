@@ -5,7 +5,7 @@
 import type { NextFunction, Request, Response } from "express";
 import { ApiError, type ErrorReason } from "../core/errors.js";
 import type { Logger } from "../core/logger.js";
-import { withLogIds } from "../core/tracing.js";
+import { withLogIds } from "../core/spans.js";
 import { wasRefused } from "./client-error.js";
 import { publishErrorAnswer } from "./error-answers.js";
 import { LOCK_TIMEOUT, type LockShedding } from "./lock-shedding.js";

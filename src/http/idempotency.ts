@@ -6,7 +6,7 @@
 //
 // - A replay is answered only to a caller who may make the request now. Its role is checked before
 //   this on every request (app.ts), replays included. What the spend operations also check, the
-//   credential's apps and whose spend it is (../funds/spend-access.ts), is checked by running them:
+//   credential's apps and whose spend it is (../funds/spends/spend-access.ts), is checked by running them:
 //   KEPT_WITH_EFFECT's operations run on every attempt before the record is looked at, so a caller
 //   that may not make the request gets its own refusal, as it would without the key. The claimed
 //   operations (super-admin only) are decided by role alone; an operation whose handler decides

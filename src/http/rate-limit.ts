@@ -17,7 +17,7 @@ import type { Clock } from "../core/clock.js";
 import { ApiError, GrpcCode, type ErrorReason } from "../core/errors.js";
 import { RateLimiter, type RateDecision, type RateLimitQuotas, type RatePolicyName, type RateQuota } from "../core/rate-limiter.js";
 import type { IntakeLimits } from "../webhooks/intake.js";
-import { clientAddress, normalizeAddress } from "../webhooks/source-ip.js";
+import { clientAddress, normalizeAddress } from "../core/ip-address.js";
 
 const REFUSALS: Record<RatePolicyName, { reason: ErrorReason; message: string }> = {
   source: { reason: "RATE_LIMITED", message: "too many requests from this source address; retry after the seconds in Retry-After" },

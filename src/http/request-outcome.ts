@@ -6,7 +6,7 @@
 import type { NextFunction, Request, Response } from "express";
 import type { ErrorReason } from "../core/errors.js";
 import type { RatePolicyName } from "../core/rate-limiter.js";
-import type { Span } from "../core/tracing.js";
+import type { Span } from "../core/spans.js";
 import { endRequestSpan, spanOf } from "./request-span.js";
 
 export interface RequestOutcome {

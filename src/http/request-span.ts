@@ -1,4 +1,4 @@
-// A span per request when traces are on (src/core/tracing.ts): of kind SERVER, named by the
+// A span per request when traces are on (src/core/spans.ts): of kind SERVER, named by the
 // contract's operation id (UNMATCHED_SPAN for what no operation takes). Its attributes are bounded
 // and name nothing the caller sent: the method, the contract's path template (never the path
 // itself), the status, and the contract's reason of a refusal or failure. A 5xx fails it. The first
@@ -17,8 +17,8 @@
 // span's work began: the span of a request that may continue starts late (core/deferred-span.ts).
 import type { NextFunction, Request, Response } from "express";
 import { DeferredSpan } from "../core/deferred-span.js";
-import { startSpan, type AttributeValue, type Span } from "../core/tracing.js";
-import { inAddressRanges } from "../webhooks/source-ip.js";
+import { startSpan, type AttributeValue, type Span } from "../core/spans.js";
+import { inAddressRanges } from "../core/ip-address.js";
 import { routeOf } from "./route-table.js";
 
 /** The span name of a request no operation of the contract takes: 404 and 405 answers, /healthz, /readyz, /docs, the console. */

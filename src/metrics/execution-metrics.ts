@@ -5,7 +5,7 @@ import { Counter, Gauge, Histogram, type Registry } from "prom-client";
 import type { KnownAutomationExecutionState } from "../../generated/enums.js";
 import type { RunObserver } from "../automations/run-observer.js";
 import type { Clock } from "../core/clock.js";
-import { countRunnable } from "../storage/claims.js";
+import { countRunnable } from "../automations/execution-claims.js";
 import type { Storage } from "../storage/connect.js";
 
 /** Seconds from an event's acceptance to its execution's end: 1 ms to 5 minutes (a lease, a backlog). */

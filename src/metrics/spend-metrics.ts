@@ -1,7 +1,7 @@
 // Spend decisions (SpendService.Authorize) by outcome and the contract's SpendDeclineCause.
 import { Counter, type Registry } from "prom-client";
-import type { DeclineCause } from "../funds/spend-decision.js";
-import type { SpendObserver } from "../funds/spend-observer.js";
+import type { DeclineCause } from "../funds/spends/spend-decision.js";
+import type { SpendObserver } from "../funds/spends/spend-observer.js";
 
 export class SpendMetrics implements SpendObserver {
   private readonly decisions: Counter<"outcome" | "cause">;

@@ -8,7 +8,7 @@ import { Kysely, PostgresDialect, SqliteDialect } from "kysely";
 import pg from "pg";
 import { ConfigError, DATABASE_DEFAULTS, type DatabaseConfig } from "../config.js";
 import { BoundedMap } from "../core/bounded-map.js";
-import { migrateDatabase, planFor, type MigrateOptions } from "./migrate.js";
+import { migrateDatabase, planFor, type MigrateOptions } from "./migrate-up.js";
 import { migrateDownTo, type DownOptions, type DownTo } from "./migrate-down.js";
 import type { Release } from "./releases.js";
 import { MIGRATION_TRANSACTION_DEFAULTS } from "./migration-transaction.js";

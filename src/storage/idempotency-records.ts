@@ -13,7 +13,7 @@ import type { Storage } from "./connect.js";
 import { prepared } from "./prepared.js";
 import type { QueryCreator } from "kysely";
 import type { Database, IdempotencyRecordsTable } from "./schema.js";
-import { writeStatement, type Db, type WriteOptions } from "./transactions.js";
+import { writeStatement, type Db, type KeptRecord, type WriteOptions } from "./transactions.js";
 
 /** How long an answer is replayed: 24 hours from the first request. */
 export const IDEMPOTENCY_RETENTION_MS = 24 * 3600 * 1000;
@@ -51,17 +51,6 @@ const upsertRecord = (db: QueryCreator<Database>, record: IdempotencyRecordsTabl
 const claimStatement = prepared((db, v: IdempotencyRecordsTable & { answer: null; retained: string; now: string }) =>
   upsertRecord(db, { id: v.id, fingerprint: v.fingerprint, owner: v.owner, locked_until: v.locked_until, answer: null, created_at: v.created_at }, v.retained, v.now),
 );
-
-/** A record with its answer, kept by the attempt that ran the request, at `created_at`. */
-export interface KeptRecord {
-  id: string;
-  fingerprint: string;
-  owner: string;
-  answer: string;
-  created_at: string;
-  /** Records created at or before this are past retention. */
-  retained: string;
-}
 
 /** Inserts kept record `v` (or takes over, as a claim does): one row affected, none when another attempt holds the key. */
 const keepInsert = (db: QueryCreator<Database>, v: KeptRecord) =>

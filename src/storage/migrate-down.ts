@@ -13,7 +13,7 @@
 // process has the file open, and holds it alone while it works.
 import { sql, type Kysely } from "kysely";
 import { StartRefused } from "../config.js";
-import { compatibleFrom, underMigrationLock, type MigrationPlan } from "./migrate.js";
+import { compatibleFrom, underMigrationLock, type MigrationPlan } from "./migrate-up.js";
 import { forgetApplied, hideApplied, readState } from "./migration-records.js";
 import { inMigrationTransaction, MIGRATION_TRANSACTION_DEFAULTS, type MigrationTransactionOptions } from "./migration-transaction.js";
 import type { MigrationStep } from "./migrations.js";

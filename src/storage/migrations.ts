@@ -233,7 +233,7 @@ const m0008 = (text: TextType): Migration => ({
 });
 
 // Issue 15: spend authorizations, their append-only ledger, and the per-window usage row every
-// decision and change in a window locks (src/funds/spend-usage.ts). Amounts are int64 nanos.
+// decision and change in a window locks (src/funds/spends/spend-usage.ts). Amounts are int64 nanos.
 // The spend tables are written by every decision, so each B-tree here is one a decision pays for.
 // On SQLite the narrow tables keyed by their natural key (usage, ledger) are stored WITHOUT ROWID:
 // the key's index is the table, one B-tree instead of two. spend_authorizations keeps its rowid:
@@ -295,7 +295,7 @@ const m0009 = (text: TextType, dialect: "sqlite" | "postgres"): Migration => ({
         .addColumn("spent_nanos", "bigint", (c) => c.notNull())
         .addPrimaryKeyConstraint("spend_usage_pk", ["user_id", "app_id", "window_start"]),
     ).execute();
-    // PostgreSQL: a window's lock and the holds under it in one round trip (src/funds/spend-usage.ts).
+    // PostgreSQL: a window's lock and the holds under it in one round trip (src/funds/spends/spend-usage.ts).
     // A VOLATILE function takes a fresh snapshot for each statement, so the sum sees every hold
     // committed by the lock's previous holder; one statement (a CTE) would sum from the snapshot
     // taken before it waited for the lock, and miss them.
@@ -343,7 +343,7 @@ const m0011: Migration = {
 };
 
 // Issue 15, PostgreSQL only: the round trips of a decision or a change fold what were separate
-// statements (src/funds/effective.ts, src/funds/spend-writes.ts). All are VOLATILE functions: each
+// statements (src/funds/effective.ts, src/funds/spends/spend-writes.ts). All are VOLATILE functions: each
 // statement in them takes its own snapshot, so what is read after a lock (the layers after the
 // policy's shared lock, a row after its window's) sees what was committed while it waited, as a
 // separate statement after the lock would. The kept answer's update (spend_settle) is
@@ -558,7 +558,7 @@ const m0015: Migration = {
 // `held_through` (each hold once in its life) and, when there were any, moves `held_through` on. The
 // held amount at any instant is the counter corrected by the holds between `held_through` and that
 // instant, in either direction, so a clock behind another instance's reads exactly too
-// (src/funds/spend-usage.ts). Backfilled with `held_through` '' (before every instant): every
+// (src/funds/spends/spend-usage.ts). Backfilled with `held_through` '' (before every instant): every
 // pending hold counts until the first sweep. A hold's window row exists before it: every decision
 // locks (creates) it first.
 const m0016 = (text: TextType, dialect: "sqlite" | "postgres"): Migration => ({
@@ -1189,7 +1189,7 @@ const m0024 = (text: TextType): Migration => ({
 });
 
 // PostgreSQL only: an Authorize, Capture, Release or Reverse in one round trip, a transaction by
-// itself in autocommit (src/funds/spend-writes.ts). The server decides on what it read without a
+// itself in autocommit (src/funds/spends/spend-writes.ts). The server decides on what it read without a
 // lock (the authorization's row for a change; the kept policy, the layers and the window's usage for
 // a decision) and sends the whole decision as one call, which takes the locks and checks that what
 // was decided on is still so; else it answers why ('stale'; 'policy' or 'usage', with the usage as

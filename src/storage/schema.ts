@@ -130,7 +130,7 @@ export interface AuditEventsTable {
  */
 export type Nanos = ColumnType<string, bigint | string, bigint | string>;
 
-/** A spend authorization (src/funds/spend-authorizations.ts): the request, its decision, and where it stands. */
+/** A spend authorization (src/funds/spends/spend-authorizations.ts): the request, its decision, and where it stands. */
 export interface SpendAuthorizationsTable {
   /** Time-ordered (src/core/ids.ts) at the instant of created_at: List orders by it alone. */
   id: string;

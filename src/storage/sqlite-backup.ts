@@ -11,7 +11,7 @@ import { Kysely, SqliteDialect } from "kysely";
 import { StartRefused } from "../config.js";
 import { systemClock, type Clock } from "../core/clock.js";
 import { loadSqlite } from "./connect.js";
-import { migrationStatus } from "./migrate.js";
+import { migrationStatus } from "./migrate-up.js";
 import { ForeignDatabase } from "./migration-records.js";
 import { COMPANIONS, inRealFolder, SqliteFiles, withCompanions, type Named, type Suffix } from "./sqlite-files.js";
 

@@ -16,10 +16,9 @@
 // never recorded.
 import { type Kysely, sql } from "kysely";
 import type { Origin } from "../core/origin.js";
-import { inChildSpan } from "../core/tracing.js";
+import { inChildSpan } from "../core/spans.js";
 import type { Storage } from "./connect.js";
 import { failureCause } from "./database-observer.js";
-import type { KeptRecord } from "./idempotency-records.js";
 import type { Database } from "./schema.js";
 import { SqliteGroupCommit } from "./sqlite-group-commit.js";
 
@@ -37,6 +36,17 @@ export type BeforeCommit<T> = ((db: Db, result: T) => Promise<void>) & {
    */
   asWrite?: (result: T) => AnswerWrite;
 };
+
+/** A record with its answer, kept by the attempt that ran the request, at `created_at`. */
+export interface KeptRecord {
+  id: string;
+  fingerprint: string;
+  owner: string;
+  answer: string;
+  created_at: string;
+  /** Records created at or before this are past retention. */
+  retained: string;
+}
 
 /** An idempotent answer to keep: the record to insert with the effect. */
 export interface AnswerWrite {

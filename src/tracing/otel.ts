@@ -1,4 +1,4 @@
-// The Tracer of src/core/tracing.ts over OpenTelemetry's SDK: spans sampled as configured, batched
+// The Tracer of src/core/spans.ts over OpenTelemetry's SDK: spans sampled as configured, batched
 // and exported over OTLP/HTTP from a worker thread (./worker-exporter.ts). Imported only when
 // traces are on (./start.ts). The SDK's base
 // provider, not the Node one: that one's only addition is a global registration with an
@@ -14,7 +14,7 @@ import { defaultResource, detectResources, envDetector, resourceFromAttributes }
 import { AlwaysOffSampler, AlwaysOnSampler, BasicTracerProvider, BatchSpanProcessor, ParentBasedSampler, TraceIdRatioBasedSampler, type Sampler } from "@opentelemetry/sdk-trace-base";
 import type { TracingConfig } from "../config.js";
 import type { Logger } from "../core/logger.js";
-import type { AttributeValue, LogIds, Span, SpanKind as Kind, SpanOptions, Tracer } from "../core/tracing.js";
+import type { AttributeValue, LogIds, Span, SpanKind as Kind, SpanOptions, Tracer } from "../core/spans.js";
 import { WorkerSpanExporter } from "./worker-exporter.js";
 
 const KINDS: Record<Kind, SpanKind> = { server: SpanKind.SERVER, consumer: SpanKind.CONSUMER, internal: SpanKind.INTERNAL };
@@ -108,7 +108,7 @@ export async function startOpenTelemetry(config: TracingConfig, service: { name:
   const batches = new BatchSpanProcessor(exporter, { scheduledDelayMillis: config.batchDelayMs });
   const provider = new BasicTracerProvider({ resource, sampler: sampler(config), spanProcessors: [batches] });
   // Not registered globally: no context manager is installed (the Node SDK's would be an
-  // AsyncLocalStorage), and every span is started from an explicit parent (src/core/tracing.ts).
+  // AsyncLocalStorage), and every span is started from an explicit parent (src/core/spans.ts).
   const otelTracer = provider.getTracer(scope.name, scope.version);
   const tracer: Tracer = {
     start(name, options) {

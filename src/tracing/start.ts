@@ -1,9 +1,9 @@
 // Traces on or off, as configured (OTEL_*, src/config.ts). Off, OpenTelemetry is not even imported:
-// the calls of src/core/tracing.ts run the work untraced. On, its Tracer is installed there.
+// the calls of src/core/spans.ts run the work untraced. On, its Tracer is installed there.
 import type { TracingConfig } from "../config.js";
 import type { Logger } from "../core/logger.js";
 import { packageVersion } from "../core/package-root.js";
-import { installTracer } from "../core/tracing.js";
+import { installTracer } from "../core/spans.js";
 
 /** The service's name in traces unless OTEL_SERVICE_NAME (or service.name in OTEL_RESOURCE_ATTRIBUTES) says otherwise. */
 export const SERVICE_NAME = "tenant-api";

@@ -5,7 +5,7 @@ import type { Clock } from "../core/clock.js";
 import type { Origin } from "../core/origin.js";
 import { pageSize, type Page, type PageTokens } from "../core/pagination.js";
 import type { Storage } from "../storage/connect.js";
-import { recordEvent, seenBeforeRecord } from "../storage/event-record.js";
+import { recordEvent, seenBeforeRecord } from "./event-record.js";
 import type { AutomationExecutionsTable, WebhookEventsTable } from "../storage/schema.js";
 
 export type WebhookEvent = components["schemas"]["WebhookEvent"];
@@ -45,7 +45,7 @@ export class WebhookEvents {
 
   /**
    * Whether `eventId` is known, before authentication has passed and the event is recorded: answers
-   * most duplicates without a write where that spares one (see storage/event-record.ts).
+   * most duplicates without a write where that spares one (see event-record.ts).
    */
   async seen(listenerId: string, eventId: string): Promise<boolean> {
     return seenBeforeRecord(this.storage, listenerId, eventId, this.retainedSince());

@@ -7,7 +7,7 @@
 export type { WebhookEvents } from "./events.js";
 export type { ExecutionHandOff } from "./intake.js";
 export { listenerUrl, type Listener, type Listeners } from "./listeners.js";
-export { checkTrigger } from "./trigger.js";
+export { checkTrigger } from "./webhook-trigger.js";
 export type { SecretBox } from "./secret-box.js";
 export type { OutboundAddressPolicy } from "./outbound-address.js";
 export { OutboundError, guardedRequest, parseOutboundUrl, type OutboundOptions, type OutboundSubject } from "./outbound-request.js";

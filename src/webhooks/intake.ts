@@ -8,6 +8,7 @@ import type { KnownWebhookEventOutcome } from "../../generated/enums.js";
 import type { Clock } from "../core/clock.js";
 import { ApiError, conflict, notFound, permissionDenied } from "../core/errors.js";
 import { isPathId } from "../core/ids.js";
+import { clientAddress } from "../core/ip-address.js";
 import type { Origin } from "../core/origin.js";
 import type { AutomationExecutionsTable } from "../storage/schema.js";
 import { parseJsonBody } from "./body.js";
@@ -17,7 +18,7 @@ import { SIGNATURE_HEADER, verifyHmac } from "./hmac.js";
 import type { JwksCache } from "./jwks-cache.js";
 import { verifyWebhookJwt } from "./jwt.js";
 import { listenerUrl, type IntakeListener, type Listeners } from "./listeners.js";
-import { clientAddress, isAllowed } from "./source-ip.js";
+import { isAllowed } from "./source-ip.js";
 
 export interface IncomingRequest {
   listenerId: string;

@@ -17,7 +17,7 @@ import type { Sealed } from "../storage/secrets-key.js";
 import type { AutomationsTable, WebhookListenersTable } from "../storage/schema.js";
 import type { Db } from "../storage/transactions.js";
 import type { SecretBox } from "./secret-box.js";
-import type { WebhookTriggerConfig } from "./trigger.js";
+import type { WebhookTriggerConfig } from "./webhook-trigger.js";
 
 export type Listener = WebhookListenersTable;
 

@@ -2,6 +2,7 @@
 // JWKS of a JWT listener). An allowlist, not a blocklist: only global unicast addresses pass, so a
 // range nobody thought of is refused rather than reached.
 import ipaddr from "ipaddr.js";
+import { parseAddress, unmapped } from "../core/ip-address.js";
 
 export interface OutboundAddressPolicy {
   /** Also allow loopback and private addresses (RFC 1918, fc00::/7): development and tests only. */
@@ -35,28 +36,6 @@ const METADATA_ADDRESSES: ReadonlySet<string> = new Set(
 const INSECURE_V4 = new Set(["loopback", "private"]);
 const INSECURE_V6 = new Set(["loopback", "uniqueLocal"]);
 const GLOBAL_UNICAST_V6 = ipaddr.parseCIDR("2000::/3");
-
-/** The address as IPv4 when it is an IPv4-mapped IPv6 address (`::ffff:127.0.0.1`), else as parsed. */
-export function unmapped(address: ipaddr.IPv4 | ipaddr.IPv6): ipaddr.IPv4 | ipaddr.IPv6 {
-  return address instanceof ipaddr.IPv6 && address.isIPv4MappedAddress() ? address.toIPv4Address() : address;
-}
-
-/** Parses an address as Node reports it (a zone id such as `%eth0` is dropped); undefined if not an IP. */
-export function parseAddress(text: string): ipaddr.IPv4 | ipaddr.IPv6 | undefined {
-  let bare = text.startsWith("[") && text.endsWith("]") ? text.slice(1, -1) : text;
-  // Only the canonical notations: ipaddr.js would also take `0x7f.1` or `127.1` for IPv4.
-  if (ipaddr.IPv4.isValidFourPartDecimal(bare)) return ipaddr.IPv4.parse(bare);
-  if (!bare.includes(":")) return undefined;
-  // IPv6 with a trailing dotted quad: ipaddr.js reads any `::a.b.c.d` as IPv4-mapped, even
-  // `::127.0.0.1` (IPv4-compatible, ::7f00:1). Rewrite the quad as two hex groups first.
-  const quad = /^(.*:)([0-9.]+)(%.*)?$/.exec(bare);
-  if (quad?.[2]?.includes(".")) {
-    if (!ipaddr.IPv4.isValidFourPartDecimal(quad[2])) return undefined;
-    const [a = 0, b = 0, c = 0, d = 0] = ipaddr.IPv4.parse(quad[2]).octets;
-    bare = `${quad[1]}${((a << 8) | b).toString(16)}:${((c << 8) | d).toString(16)}${quad[3] ?? ""}`;
-  }
-  return ipaddr.IPv6.isValid(bare) ? ipaddr.IPv6.parse(bare) : undefined;
-}
 
 function sameAddress(text: string, ip: ipaddr.IPv4 | ipaddr.IPv6): boolean {
   const other = parseAddress(text);

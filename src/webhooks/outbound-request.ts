@@ -13,8 +13,9 @@ import http, { type IncomingHttpHeaders, type IncomingMessage } from "node:http"
 import https from "node:https";
 import type { LookupFunction } from "node:net";
 import tls from "node:tls";
+import { parseAddress } from "../core/ip-address.js";
 import { textLength } from "../core/storable-text.js";
-import { isOutboundAddressAllowed, parseAddress, type OutboundAddressPolicy } from "./outbound-address.js";
+import { isOutboundAddressAllowed, type OutboundAddressPolicy } from "./outbound-address.js";
 
 export type OutboundErrorCode =
   | "INVALID_URL" // not an absolute URL, credentials in it, too long

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { compareLimits, limitKind, parseSpendLimit } from "../../src/funds/spend-limit.js";
-import type { LimitContext } from "../../src/funds/spend-limit.js";
+import { compareLimits, limitKind, parseSpendLimit } from "../../src/funds/spends/spend-limit.js";
+import type { LimitContext } from "../../src/funds/spends/spend-limit.js";
 import type { SpendLimit } from "../../src/funds/types.js";
 import { expectInvalid, usd } from "./helpers.js";
 

@@ -1,7 +1,7 @@
 // Spend windows against the shared vectors: each period in each time zone, across daylight-saving
 // changes (days of 23, 23.5 and 25 hours) and a skipped local midnight.
 import { describe, expect, it } from "vitest";
-import { spendWindowBounds } from "../../src/funds/spend-window.js";
+import { spendWindowBounds } from "../../src/funds/spends/spend-window.js";
 import type { PeriodKind } from "../../src/funds/types.js";
 import { vectors } from "../support/vectors.js";
 

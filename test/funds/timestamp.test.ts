@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { parseTimestamp, TIMESTAMP_FORM, TIMESTAMP_RANGE } from "../../src/funds/timestamp.js";
+import { parseTimestamp, TIMESTAMP_FORM, TIMESTAMP_RANGE } from "../../src/core/timestamp.js";
 import { expectInvalid } from "./helpers.js";
 
 const P = "body.controls.extension.expiresAt";

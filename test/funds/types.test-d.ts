@@ -3,7 +3,7 @@
 import { describe, expectTypeOf, it } from "vitest";
 import type { components } from "../../generated/api.js";
 import type { EffectiveLimitView } from "../../src/funds/effective.js";
-import type { SpendUsageView } from "../../src/funds/spend-usage.js";
+import type { SpendUsageView } from "../../src/funds/spends/spend-usage.js";
 import type { Money, SpendControls, SpendExtension, SpendLimit, SpendSuspension } from "../../src/funds/types.js";
 
 type S = components["schemas"];

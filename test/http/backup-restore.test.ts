@@ -28,8 +28,8 @@ const ours = migrationSteps("sqlite").map((s) => s.name);
 const dir = mkdtempSync(join(tmpdir(), "tenant-backup-"));
 const livePath = join(dir, "live", "tenant.sqlite");
 const env = (path: string) => ({ DATABASE_URL: `sqlite:${path}`, SECRETS_KEY: TEST_SECRETS_KEY, BOOTSTRAP_CLIENT_ID: ADMIN.clientId, BOOTSTRAP_CLIENT_SECRET: ADMIN.clientSecret, RATE_LIMIT: "off" });
-const backup = (file: string, databasePath = livePath, ...flags: string[]) => runCommand("src/backup.ts", [file, ...flags], env(databasePath));
-const restore = (file: string, databasePath: string) => runCommand("src/restore.ts", [file], env(databasePath));
+const backup = (file: string, databasePath = livePath, ...flags: string[]) => runCommand("src/commands/backup.ts", [file, ...flags], env(databasePath));
+const restore = (file: string, databasePath: string) => runCommand("src/commands/restore.ts", [file], env(databasePath));
 
 const running: Served[] = [];
 afterAll(async () => {
@@ -249,7 +249,7 @@ describe.skipIf(testDialect() !== "sqlite")("npm run backup and npm run restore 
     expect(failed.stderr).toContain("backup refused: the copy holds no record of this service's migrations: it is not a database of this service");
     expect(readdirSync(join(dir, "backups"))).toEqual(["tenant-backup.sqlite"]);
 
-    const postgres = await runCommand("src/backup.ts", [join(dir, "backups", "pg.sqlite")], { DATABASE_URL: "postgres://postgres@127.0.0.1:5432/tenant" });
+    const postgres = await runCommand("src/commands/backup.ts", [join(dir, "backups", "pg.sqlite")], { DATABASE_URL: "postgres://postgres@127.0.0.1:5432/tenant" });
     expect(postgres.code, postgres.out).toBe(2);
     expect(postgres.stderr).toContain("backup refused: DATABASE_URL names a PostgreSQL database: back it up with pg_dump");
     expect(existsSync(join(dir, "backups", "pg.sqlite"))).toBe(false);
@@ -371,7 +371,7 @@ describe.skipIf(testDialect() !== "sqlite")("npm run backup never writes over a 
         for (let i = 0; i < todo.length; i += 4) {
           runs.push(
             ...(await Promise.all(
-              todo.slice(i, i + 4).map(async ({ target, cwd, what, flags }) => ({ target, flags, what, run: await runCommand("src/backup.ts", [target, ...flags], { ...env(db), INIT_CWD: cwd }) })),
+              todo.slice(i, i + 4).map(async ({ target, cwd, what, flags }) => ({ target, flags, what, run: await runCommand("src/commands/backup.ts", [target, ...flags], { ...env(db), INIT_CWD: cwd }) })),
             )),
           );
         }

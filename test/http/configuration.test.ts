@@ -120,14 +120,14 @@ describe("the commands beside the server name every problem in one run too", { t
   const sqliteBusy = `SQLITE_BUSY_TIMEOUT_MS must be an integer between 0 and 600000, got "soon"`;
 
   it("npm run migrate, backup and restore: the database's variables", async () => {
-    for (const [entry, args] of [["src/migrate.ts", []], ["src/backup.ts", [join(dir, "backup.sqlite")]], ["src/restore.ts", [join(dir, "backup.sqlite")]]] as const) {
+    for (const [entry, args] of [["src/commands/migrate.ts", []], ["src/commands/backup.ts", [join(dir, "backup.sqlite")]], ["src/commands/restore.ts", [join(dir, "backup.sqlite")]]] as const) {
       expect(problems(await runCommand(entry, [...args], production)), entry).toEqual([missing("DATABASE_URL"), sqliteBusy]);
     }
   });
 
   it("npm run rotate-signing-key: the database's and the secrets key's", async () => {
-    expect(problems(await runCommand("src/rotate-signing-key.ts", [], production))).toEqual([missing("DATABASE_URL"), sqliteBusy, missing("SECRETS_KEY (or SECRETS_KEY_FILE)")]);
-    expect(problems(await runCommand("src/rotate-signing-key.ts", [], { DATABASE_URL: POSTGRES, SECRETS_KEY: KEY, SECRETS_KEY_FILE: join(dir, "secrets.key") }))).toEqual([
+    expect(problems(await runCommand("src/commands/rotate-signing-key.ts", [], production))).toEqual([missing("DATABASE_URL"), sqliteBusy, missing("SECRETS_KEY (or SECRETS_KEY_FILE)")]);
+    expect(problems(await runCommand("src/commands/rotate-signing-key.ts", [], { DATABASE_URL: POSTGRES, SECRETS_KEY: KEY, SECRETS_KEY_FILE: join(dir, "secrets.key") }))).toEqual([
       `SECRETS_KEY and SECRETS_KEY_FILE are both set: set one of them, the key or the file that holds it`,
     ]);
   });

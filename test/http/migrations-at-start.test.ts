@@ -8,7 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { sql, type Kysely } from "kysely";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { migrateDatabase, type MigrationPlan } from "../../src/storage/migrate.js";
+import { migrateDatabase, type MigrationPlan } from "../../src/storage/migrate-up.js";
 import { migrationSteps, type MigrationStep } from "../../src/storage/migrations.js";
 import { RELEASES } from "../../src/storage/releases.js";
 import { Acceptance } from "../support/acceptance.js";

@@ -14,7 +14,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { sql } from "kysely";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { migrateDatabase } from "../../src/storage/migrate.js";
+import { migrateDatabase } from "../../src/storage/migrate-up.js";
 import { migrateDownTo } from "../../src/storage/migrate-down.js";
 import { migrationSteps, type MigrationStep } from "../../src/storage/migrations.js";
 import { RELEASES } from "../../src/storage/releases.js";
@@ -110,7 +110,7 @@ describe("a database that is not this service's", () => {
 });
 
 describe("npm run migrate -- --down-to, refused", () => {
-  const downTo = (release: string) => runCommand("src/migrate.ts", ["--down-to", release], { DATABASE_URL: database.url, SECRETS_KEY: TEST_SECRETS_KEY });
+  const downTo = (release: string) => runCommand("src/commands/migrate.ts", ["--down-to", release], { DATABASE_URL: database.url, SECRETS_KEY: TEST_SECRETS_KEY });
 
   it("a name that is no release's (exit 2, naming the releases)", { timeout: 60_000 }, async () => {
     const run = await downTo("0000000");

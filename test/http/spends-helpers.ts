@@ -90,7 +90,7 @@ export interface SentQuery {
 
 /**
  * The statements of the server's background tasks: the change watches' polls, the worker's claim
- * (src/storage/claims.ts), the instance heartbeat (src/storage/live-instances.ts), the readiness
+ * (src/automations/execution-claims.ts), the instance heartbeat (src/storage/live-instances.ts), the readiness
  * check's `select 1` (src/storage/reachability.ts) and the sweeps of idempotency records and webhook
  * events. Any of them may land on a connection a request used.
  */

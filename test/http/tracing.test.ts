@@ -18,7 +18,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { hmacSignature } from "../../src/client/webhook-sender.js";
 import { ConfigError, loadConfig } from "../../src/config.js";
 import { EXECUTION_SPAN } from "../../src/automations/worker.js";
-import { tracingOn } from "../../src/core/tracing.js";
+import { tracingOn } from "../../src/core/spans.js";
 import { UNMATCHED_SPAN } from "../../src/http/request-span.js";
 import { createTestDatabase, testDialect, type TestDatabase } from "../support/database.js";
 import { startOtlpReceiver, SpanKind, StatusCode, type OtlpReceiver, type ReceivedSpan } from "../support/otlp-receiver.js";

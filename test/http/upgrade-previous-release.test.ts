@@ -121,7 +121,7 @@ describe(`a rolling upgrade from the previous release (${previous.commit.slice(0
   });
 
   it("npm run migrate -- --down-to <it>: the previous release starts, serves exactly what both wrote, and replays this release's Authorize", { timeout: 300_000 }, async () => {
-    const down = await runCommand("src/migrate.ts", ["--down-to", previous.commit.slice(0, 7)], { DATABASE_URL: database.url, SECRETS_KEY: TEST_SECRETS_KEY });
+    const down = await runCommand("src/commands/migrate.ts", ["--down-to", previous.commit.slice(0, 7)], { DATABASE_URL: database.url, SECRETS_KEY: TEST_SECRETS_KEY });
     expect(down.code, down.out).toBe(0);
     if (testDialect() === "sqlite") expect(down.stdout).toContain("undone 0019_spend_usage_by_instant\n");
     else expect(down.stdout).not.toContain("undone");

@@ -1,4 +1,4 @@
-// tenant_api_executions_waiting without a database: the count (claims.ts's countRunnable, replaced
+// tenant_api_executions_waiting without a database: the count (execution-claims.ts's countRunnable, replaced
 // here) is asked as of the injected clock and up to the cap, at most once per WAITING.ttlMs whatever
 // the scrapes, and a scrape waits WAITING.deadlineMs at most for it, answering NaN past it or when
 // the count failed. Fake timers move both the deadline's setTimeout and performance.now (the cache's).
@@ -6,10 +6,10 @@ import { Registry } from "prom-client";
 import { afterEach, beforeEach, expect, it, vi } from "vitest";
 import { ManualClock } from "../../src/core/clock.js";
 import { ExecutionMetrics, WAITING } from "../../src/metrics/execution-metrics.js";
-import { countRunnable } from "../../src/storage/claims.js";
+import { countRunnable } from "../../src/automations/execution-claims.js";
 import type { Storage } from "../../src/storage/connect.js";
 
-vi.mock("../../src/storage/claims.js", () => ({ countRunnable: vi.fn() }));
+vi.mock("../../src/automations/execution-claims.js", () => ({ countRunnable: vi.fn() }));
 const count = vi.mocked(countRunnable);
 
 const T0 = Date.parse("2026-11-20T09:00:00Z");

@@ -2,7 +2,7 @@
 // oldest pending executions, within the limit; a run still under its lease is left alone.
 import { expect, it } from "vitest";
 import { newExecution } from "../../src/automations/executions.js";
-import { claimExecutions } from "../../src/storage/claims.js";
+import { claimExecutions } from "../../src/automations/execution-claims.js";
 import { freshStorageEachTest } from "../support/storage.js";
 
 const fresh = freshStorageEachTest("tenant-api-claims");

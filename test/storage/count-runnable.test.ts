@@ -3,7 +3,7 @@
 // the finished ones, up to the cap.
 import { expect, it } from "vitest";
 import { newExecution } from "../../src/automations/executions.js";
-import { countRunnable } from "../../src/storage/claims.js";
+import { countRunnable } from "../../src/automations/execution-claims.js";
 import { freshStorageEachTest } from "../support/storage.js";
 
 const fresh = freshStorageEachTest("tenant-api-count-runnable");

@@ -4,7 +4,7 @@
 // alone or in a step's transaction. Runs on the test database's dialect (TEST_DATABASE).
 import { describe, expect, it, vi } from "vitest";
 import { newExecution } from "../../src/automations/executions.js";
-import { LeaseLost, saveResults, saveResultsAlone } from "../../src/storage/execution-results.js";
+import { LeaseLost, saveResults, saveResultsAlone } from "../../src/automations/execution-results.js";
 import { writeTransaction } from "../../src/storage/transactions.js";
 import { freshStorageEachTest } from "../support/storage.js";
 

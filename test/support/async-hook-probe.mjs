@@ -2,7 +2,7 @@
 // process enables an AsyncLocalStorage or an async hook, and at exit when an OpenTelemetry context
 // manager was registered globally. On Node 20 an enabled AsyncLocalStorage (OpenTelemetry's Node
 // context manager is one) makes Node call a hook at every promise the process creates, traced or
-// not: tracing must never enable one (src/core/tracing.ts). Plain JavaScript: it loads before tsx.
+// not: tracing must never enable one (src/core/spans.ts). Plain JavaScript: it loads before tsx.
 import { createRequire, syncBuiltinESMExports } from "node:module";
 
 const MARK = "async-hook-probe:";

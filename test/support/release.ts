@@ -29,15 +29,15 @@ export async function startToEnd(env: Record<string, string>, dir = root, cwd = 
   return runToEnd(process.execPath, tsxArgs(dir, "src/main.ts"), { ...CLEAN, PORT: String(await freePort()), ...env }, { cwd, timeoutMs: 60_000 });
 }
 
-/** A command of this checkout (its entry point in src/, e.g. src/migrate.ts for `npm run migrate`) run from its sources with `args` and `env`. */
+/** A command of this checkout (its entry point in src/, e.g. src/commands/migrate.ts for `npm run migrate`) run from its sources with `args` and `env`. */
 export const runCommand = (entry: string, args: string[], env: Record<string, string>): Promise<RunResult> =>
   runToEnd(process.execPath, [...tsxArgs(root, entry), ...args], { ...CLEAN, ...env }, { cwd: root, timeoutMs: 120_000 });
 
 /** `npm run migrate` of this checkout, run from its sources. */
-export const runMigrate = (env: Record<string, string>): Promise<RunResult> => runCommand("src/migrate.ts", [], env);
+export const runMigrate = (env: Record<string, string>): Promise<RunResult> => runCommand("src/commands/migrate.ts", [], env);
 
 /** `npm run rotate-signing-key` of this checkout, run from its sources. */
-export const runRotateSigningKey = (env: Record<string, string>): Promise<RunResult> => runCommand("src/rotate-signing-key.ts", [], env);
+export const runRotateSigningKey = (env: Record<string, string>): Promise<RunResult> => runCommand("src/commands/rotate-signing-key.ts", [], env);
 
 /** The version of each package a lockfile installs, by its path in node_modules. */
 function lockedVersions(lockfile: string): Map<string, string> {

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { clientAddress, isAllowed, parseCidr, parseCidrs, parseTrustProxy } from "../../src/webhooks/source-ip.js";
+import { clientAddress, parseCidr, parseTrustProxy } from "../../src/core/ip-address.js";
+import { isAllowed, parseCidrs } from "../../src/webhooks/source-ip.js";
 import { caught, expectApiError } from "./helpers.js";
 
 describe("parseCidrs (save time)", () => {

@@ -3,13 +3,13 @@
 // the filters. Ids are time-ordered (src/core/ids.ts) from the instant of created_at, so ordering
 // by id alone is that order, and each List index (migration 0009) ends with the id.
 import { sql } from "kysely";
-import type { Clock } from "../core/clock.js";
-import { invalidField } from "../core/errors.js";
-import { pageSize, type Page, type PageTokens } from "../core/pagination.js";
-import type { Storage } from "../storage/connect.js";
+import type { Clock } from "../../core/clock.js";
+import { invalidField } from "../../core/errors.js";
+import { pageSize, type Page, type PageTokens } from "../../core/pagination.js";
+import type { Storage } from "../../storage/connect.js";
 import { listScope, type SpendAccess } from "./spend-access.js";
 import { authorizationView, selectRows, toRow, type SpendAuthorization } from "./spend-rows.js";
-import { parseTimestamp } from "./timestamp.js";
+import { parseTimestamp } from "../../core/timestamp.js";
 
 export interface ListQuery {
   user_id?: string | undefined;

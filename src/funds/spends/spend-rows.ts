@@ -2,13 +2,13 @@
 // answered (SpendAuthorization): the state is answered as of now, a pending hold past its expiry
 // being EXPIRED whether or not anything has marked it.
 import { sql, type SelectQueryBuilder } from "kysely";
-import type { components } from "../../generated/api.js";
-import { clipText } from "../core/storable-text.js";
-import type { Database, SpendAuthorizationsTable } from "../storage/schema.js";
-import { prepared } from "../storage/prepared.js";
-import type { Db } from "../storage/transactions.js";
-import { fromNanos } from "./money.js";
-import { MAX_TRACE_LINE } from "./resolve.js";
+import type { components } from "../../../generated/api.js";
+import { clipText } from "../../core/storable-text.js";
+import type { Database, SpendAuthorizationsTable } from "../../storage/schema.js";
+import { prepared } from "../../storage/prepared.js";
+import type { Db } from "../../storage/transactions.js";
+import { fromNanos } from "../money.js";
+import { MAX_TRACE_LINE } from "../resolve.js";
 import type { WindowKey } from "./spend-usage.js";
 
 export type SpendAuthorization = components["schemas"]["SpendAuthorization"];

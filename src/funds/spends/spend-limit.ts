@@ -1,8 +1,8 @@
 // The SpendLimit oneof: which arm is set, which arms a scope may carry, and the order of limits.
-import { invalidField } from "../core/errors.js";
-import { isRecord, isSet, requireRecord } from "./guards.js";
-import { compareMoney, parseMoney } from "./money.js";
-import type { SpendLimit } from "./types.js";
+import { invalidField } from "../../core/errors.js";
+import { isRecord, isSet, requireRecord } from "../guards.js";
+import { compareMoney, parseMoney } from "../money.js";
+import type { SpendLimit } from "../types.js";
 
 export type LimitKind = "amount" | "blocked" | "unlimited";
 

@@ -1,6 +1,6 @@
 // RFC 3339 date-times. Date.parse alone is too lenient (it accepts 2026-02-30 and 24:00), so
 // every component is range-checked before the instant is taken.
-import { invalidField } from "../core/errors.js";
+import { invalidField } from "./errors.js";
 
 // A year of five digits or more is well formed but out of range, and is told so.
 const RFC3339 = /^(\d{4}|[1-9]\d{4,})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(\.\d+)?(Z|[+-](\d{2}):(\d{2}))$/i;

@@ -8,9 +8,9 @@
 // pending or lease lapsed` would sort the whole backlog on every claim.
 import { CompiledQuery, type Expression, type ExpressionBuilder, type SqlBool } from "kysely";
 import type { KnownAutomationExecutionState } from "../../generated/enums.js";
-import type { Storage } from "./connect.js";
-import type { AutomationExecutionsTable, Database } from "./schema.js";
-import { writeStatement, writeTransaction, type Db } from "./transactions.js";
+import type { Storage } from "../storage/connect.js";
+import type { AutomationExecutionsTable, Database } from "../storage/schema.js";
+import { writeStatement, writeTransaction, type Db } from "../storage/transactions.js";
 
 const PENDING: KnownAutomationExecutionState = "AUTOMATION_EXECUTION_STATE_PENDING";
 const RUNNING: KnownAutomationExecutionState = "AUTOMATION_EXECUTION_STATE_RUNNING";

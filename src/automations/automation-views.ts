@@ -2,7 +2,7 @@
 // unset arms of a oneof null and an absent CEL expression "" (which the contract reads as absent).
 // Steps are stored as they were saved; these are the only functions that turn them into API objects.
 import type { components } from "../../generated/api.js";
-import { spendLimitView } from "../funds/views.js";
+import { spendLimitView } from "../funds/fund-views.js";
 import type { SpendLimit } from "../funds/types.js";
 import type { AutomationStep } from "./automation-input.js";
 

@@ -3,7 +3,7 @@ import type { ServiceHandlers } from "../../../generated/server.js";
 import type { ClientCredentialsGrant } from "../../identity/client-credentials-grant.js";
 import type { Credentials } from "../../identity/credentials.js";
 import type { Users } from "../../identity/users.js";
-import { clientAddress } from "../../webhooks/source-ip.js";
+import { clientAddress } from "../../core/ip-address.js";
 import { keepAnswer, type RequestContext } from "../context.js";
 
 type IdentityHandlers = Pick<ServiceHandlers<RequestContext>, "TokenService" | "UserService" | "CredentialService">;

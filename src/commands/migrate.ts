@@ -5,18 +5,18 @@
 // `npm run migrate -- --down-to <release>`: the way back (storage/migrate-down.ts), with the servers
 // of this release stopped: the database made one the earlier release starts and runs on. It reads
 // SECRETS_KEY (or SECRETS_KEY_FILE) too when that release reads signing keys in the clear.
-import { runCommand } from "./command.js";
-import { ConfigError, configOrExit, exitRefused, loadDatabaseConfig, loadKeyCommandConfig } from "./config.js";
-import { spendKeptReferences } from "./http/handlers/spends.js";
-import { keepAnswersWhole } from "./http/idempotency.js";
-import { unsealSigningKeys } from "./identity/signing-keys.js";
-import { asAuthorizedIn } from "./funds/spend-rows.js";
-import { checkSealedSecrets } from "./sealed-secrets.js";
-import { migrateStorage, rollBackStorage } from "./storage/connect.js";
-import type { MigrationTransactionOptions } from "./storage/migration-transaction.js";
-import { releaseNamed, RELEASES, type Release } from "./storage/releases.js";
-import { loadSecretsKey } from "./storage/secrets-key.js";
-import { SecretBox } from "./webhooks/secret-box.js";
+import { runCommand } from "./run-command.js";
+import { ConfigError, configOrExit, exitRefused, loadDatabaseConfig, loadKeyCommandConfig } from "../config.js";
+import { spendKeptReferences } from "../http/handlers/spend-handlers.js";
+import { keepAnswersWhole } from "../http/idempotency.js";
+import { unsealSigningKeys } from "../identity/signing-keys.js";
+import { asAuthorizedIn } from "../funds/spends/spend-rows.js";
+import { checkSealedSecrets } from "../sealed-secrets.js";
+import { migrateStorage, rollBackStorage } from "../storage/connect.js";
+import type { MigrationTransactionOptions } from "../storage/migration-transaction.js";
+import { releaseNamed, RELEASES, type Release } from "../storage/releases.js";
+import { loadSecretsKey } from "../storage/secrets-key.js";
+import { SecretBox } from "../webhooks/secret-box.js";
 
 const USAGE = "usage: npm run migrate [-- --down-to <release>]";
 const out = (line: string) => process.stdout.write(`${line}\n`);

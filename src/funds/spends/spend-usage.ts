@@ -11,12 +11,12 @@
 // PostgreSQL an advisory lock per subject and app), so a row is never seeded while a change it
 // would miss is in flight.
 import { expressionBuilder, sql, type Expression, type ExpressionBuilder } from "kysely";
-import { timeOrderedPrefix } from "../core/ids.js";
-import { prepared } from "../storage/prepared.js";
-import type { Database } from "../storage/schema.js";
-import type { Db } from "../storage/transactions.js";
-import { fromNanos, toNanos } from "./money.js";
-import type { EffectiveLimit, Money } from "./types.js";
+import { timeOrderedPrefix } from "../../core/ids.js";
+import { prepared } from "../../storage/prepared.js";
+import type { Database } from "../../storage/schema.js";
+import type { Db } from "../../storage/transactions.js";
+import { fromNanos, toNanos } from "../money.js";
+import type { EffectiveLimit, Money } from "../types.js";
 
 /** A window of one subject and one app. */
 export interface WindowKey {

@@ -12,15 +12,15 @@
 // lock with what is read after it is one function call, sent with the transaction's BEGIN; every
 // write is one more (migration 0012), with the request's kept answer inserted in the same statement.
 import { sql, type RawBuilder } from "kysely";
-import type { Storage } from "../storage/connect.js";
-import { keepInsertBound, keptBindings, type KeptBindings } from "../storage/idempotency-records.js";
-import { prepared, type Prepared } from "../storage/prepared.js";
-import { writeStatement, writeTransaction, type AnswerWrite, type BeforeCommit, type Db } from "../storage/transactions.js";
-import type { Origin } from "../core/origin.js";
+import type { Storage } from "../../storage/connect.js";
+import { keepInsertBound, keptBindings, type KeptBindings } from "../../storage/idempotency-records.js";
+import { prepared, type Prepared } from "../../storage/prepared.js";
+import { writeStatement, writeTransaction, type AnswerWrite, type BeforeCommit, type Db } from "../../storage/transactions.js";
+import type { Origin } from "../../core/origin.js";
 import { insertEntry, ledgerEntry, type LedgerEntry, type LedgerKind } from "./spend-ledger.js";
 import { rowById, toRow, windowOf, type Selected, type SpendAuthorization, type SpendRow, type StoredState } from "./spend-rows.js";
 import { addSpent, type Usage, type WindowKey } from "./spend-usage.js";
-import type { FundPolicyTable } from "../storage/schema.js";
+import type { FundPolicyTable } from "../../storage/schema.js";
 
 /** What a change of an authorization writes; none when it changes nothing (a release of a released hold). */
 export interface ChangeWrites {

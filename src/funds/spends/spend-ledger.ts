@@ -1,9 +1,9 @@
 // The spend ledger: one append-only entry per effect on an authorization. Rows are never updated
 // or removed; an authorization's amounts are the sums of its entries (a chaos check compares them
 // with the usage the API reports).
-import { timeOrderedId } from "../core/ids.js";
-import { prepared } from "../storage/prepared.js";
-import type { SpendLedgerTable } from "../storage/schema.js";
+import { timeOrderedId } from "../../core/ids.js";
+import { prepared } from "../../storage/prepared.js";
+import type { SpendLedgerTable } from "../../storage/schema.js";
 import type { WindowKey } from "./spend-usage.js";
 
 /**

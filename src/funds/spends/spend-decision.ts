@@ -1,9 +1,9 @@
 // The admission rule of a spend, pure: the resolution decides (a suspension, `blocked` or no limit
 // declines; `unlimited` approves), and an amount limit approves only if spent + held + amount fits
 // under it, in exact int64 nanos. The caller holds the window's lock while it asks and writes.
-import { failedPrecondition } from "../core/errors.js";
-import type { LimitInForce } from "./effective.js";
-import { formatMoney, fromNanos, MAX_NANOS } from "./money.js";
+import { failedPrecondition } from "../../core/errors.js";
+import type { LimitInForce } from "../effective.js";
+import { formatMoney, fromNanos, MAX_NANOS } from "../money.js";
 import type { Usage } from "./spend-usage.js";
 
 export type DeclineCause = "SPEND_DECLINE_CAUSE_UNSPECIFIED" | "SPEND_DECLINE_CAUSE_SUSPENDED" | "SPEND_DECLINE_CAUSE_BLOCKED" | "SPEND_DECLINE_CAUSE_NO_LIMIT" | "SPEND_DECLINE_CAUSE_LIMIT_EXCEEDED";

@@ -10,19 +10,19 @@
 // for a lock: held, the same call runs in a transaction, which waits). Authorize also holds the fund policy's lock
 // shared (./fund-policy.ts), as every writer of an amount does: a currency change waits for it, or
 // it for the change, and never stores a spend in a currency the policy has just left.
-import type { components } from "../../generated/api.js";
-import type { Clock } from "../core/clock.js";
-import { BoundedMap } from "../core/bounded-map.js";
-import type { Origin } from "../core/origin.js";
-import { failedPrecondition, invalidField, notFound } from "../core/errors.js";
-import { timeOrderedId } from "../core/ids.js";
-import type { Storage } from "../storage/connect.js";
-import { writeStatement, writeTransaction, type BeforeCommit, type Db } from "../storage/transactions.js";
-import type { EffectiveLimits, Layers, LimitInForce } from "./effective.js";
-import { spendChangeEvent, withFundEvents, type FundEventBatch, type FundEventRecorder, type FundEventType } from "./fund-events.js";
-import { FUND_POLICY_LOCK } from "./fund-policy.js";
-import { isSet } from "./guards.js";
-import { parseMoney, toNanos } from "./money.js";
+import type { components } from "../../../generated/api.js";
+import type { Clock } from "../../core/clock.js";
+import { BoundedMap } from "../../core/bounded-map.js";
+import type { Origin } from "../../core/origin.js";
+import { failedPrecondition, invalidField, notFound } from "../../core/errors.js";
+import { timeOrderedId } from "../../core/ids.js";
+import type { Storage } from "../../storage/connect.js";
+import { writeStatement, writeTransaction, type BeforeCommit, type Db } from "../../storage/transactions.js";
+import type { EffectiveLimits, Layers, LimitInForce } from "../effective.js";
+import { spendChangeEvent, withFundEvents, type FundEventBatch, type FundEventRecorder, type FundEventType } from "../fund-events.js";
+import { FUND_POLICY_LOCK } from "../fund-policy.js";
+import { isSet } from "../guards.js";
+import { parseMoney, toNanos } from "../money.js";
 import { covers, requireApp, type SpendAccess } from "./spend-access.js";
 import { decideSpend, type DeclineCause } from "./spend-decision.js";
 import type { SpendObserver } from "./spend-observer.js";

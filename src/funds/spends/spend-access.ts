@@ -1,7 +1,7 @@
 // Whose spends a caller may act on and see: an access scope the HTTP layer builds from the
 // principal (administrators: all; an app service: the apps its credential is bound to; a user:
 // their own), so the spend rules never look at roles themselves.
-import { permissionDenied } from "../core/errors.js";
+import { permissionDenied } from "../../core/errors.js";
 
 export type SpendAccess =
   | { kind: "all" }

@@ -13,9 +13,9 @@
 // stays while the automation exists, whatever its age: its lastExecutedAt is read from it
 // (automations/automations.ts).
 import { sql, type ExpressionBuilder, type SelectQueryBuilder } from "kysely";
-import type { Storage } from "./connect.js";
-import type { Database } from "./schema.js";
-import { writeStatement, type Db } from "./transactions.js";
+import type { Storage } from "../storage/connect.js";
+import type { Database } from "../storage/schema.js";
+import { writeStatement, type Db } from "../storage/transactions.js";
 
 type Executions = SelectQueryBuilder<Database, "automation_executions", { id: string }>;
 

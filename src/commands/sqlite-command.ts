@@ -2,9 +2,9 @@
 // of DATABASE_URL, and their exit codes: 0 done, 2 refused (nothing changed; also a bad argument or
 // configuration), 1 failed.
 import { isAbsolute, sep } from "node:path";
-import { runCommand } from "./command.js";
-import { configOrExit, exitRefused, loadDatabaseConfig } from "./config.js";
-import { BackupRefused } from "./storage/sqlite-backup.js";
+import { runCommand } from "./run-command.js";
+import { configOrExit, exitRefused, loadDatabaseConfig } from "../config.js";
+import { BackupRefused } from "../storage/sqlite-backup.js";
 
 export interface SqliteFileCommand {
   name: string;

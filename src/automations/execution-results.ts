@@ -15,10 +15,10 @@
 // same transaction, is rolled back. So a step's effect happens once even when two runs overlap.
 import { CompiledQuery } from "kysely";
 import type { Origin } from "../core/origin.js";
-import type { Storage } from "./connect.js";
-import { prepared } from "./prepared.js";
-import { databaseUnavailable } from "./unavailable.js";
-import { inTransactionSpan, writeStatement, type Db } from "./transactions.js";
+import type { Storage } from "../storage/connect.js";
+import { prepared } from "../storage/prepared.js";
+import { databaseUnavailable } from "../storage/unavailable.js";
+import { inTransactionSpan, writeStatement, type Db } from "../storage/transactions.js";
 
 export interface ResultsSave {
   id: string;

@@ -2,7 +2,7 @@
 // DATABASE_URL, which no server may have open; the database it replaces is kept beside it
 // (docs/operating.md "Backups and restore").
 import { runSqliteFileCommand } from "./sqlite-command.js";
-import { restoreSqlite } from "./storage/sqlite-backup.js";
+import { restoreSqlite } from "../storage/sqlite-backup.js";
 
 runSqliteFileCommand({
   name: "restore",

@@ -3,14 +3,14 @@
 // (docs/operating.md "Token signing keys"). It reads DATABASE_URL and SECRETS_KEY (or SECRETS_KEY_FILE), and
 // prints the new key's kid, never key material. Exit 2 on a configuration, database or key it must
 // not run with (as the server refuses them), 1 on any other failure.
-import { configOrExit, exitRefused, loadKeyCommandConfig } from "./config.js";
-import { runCommand } from "./command.js";
-import { systemClock } from "./core/clock.js";
-import { rotateSigningKey } from "./identity/signing-keys.js";
-import { checkSealedSecrets } from "./sealed-secrets.js";
-import { openStorage } from "./storage/connect.js";
-import { loadSecretsKey } from "./storage/secrets-key.js";
-import { SecretBox } from "./webhooks/secret-box.js";
+import { configOrExit, exitRefused, loadKeyCommandConfig } from "../config.js";
+import { runCommand } from "./run-command.js";
+import { systemClock } from "../core/clock.js";
+import { rotateSigningKey } from "../identity/signing-keys.js";
+import { checkSealedSecrets } from "../sealed-secrets.js";
+import { openStorage } from "../storage/connect.js";
+import { loadSecretsKey } from "../storage/secrets-key.js";
+import { SecretBox } from "../webhooks/secret-box.js";
 
 async function rotate(): Promise<void> {
   const config = configOrExit(loadKeyCommandConfig);

@@ -1,9 +1,9 @@
 // Handlers of SpendService: the caller's access scope from its principal, then delegate and wrap.
 import type { OperationId, ServiceHandlers } from "../../../generated/server.js";
-import type { SpendAccess } from "../../funds/spend-access.js";
-import type { SpendAuthorizations } from "../../funds/spend-authorizations.js";
-import type { SpendAuthorization } from "../../funds/spend-rows.js";
-import type { SpendList } from "../../funds/spend-list.js";
+import type { SpendAccess } from "../../funds/spends/spend-access.js";
+import type { SpendAuthorizations } from "../../funds/spends/spend-authorizations.js";
+import type { SpendAuthorization } from "../../funds/spends/spend-rows.js";
+import type { SpendList } from "../../funds/spends/spend-list.js";
 import type { Principal } from "../../identity/roles.js";
 import { callerOf, keepAnswer, type RequestContext } from "../context.js";
 import type { KeptByReference } from "../idempotency.js";

@@ -1,9 +1,9 @@
 // `npm run backup -- <file> [--force]`: writes a backup of the SQLite database of DATABASE_URL to
 // <file>, safe while servers run on it (docs/operating.md "Backups and restore").
-import { ConfigError, secretsKey } from "./config.js";
+import { ConfigError, secretsKey } from "../config.js";
 import { runSqliteFileCommand } from "./sqlite-command.js";
-import { backupSqlite } from "./storage/sqlite-backup.js";
-import { keyName } from "./storage/secrets-key.js";
+import { backupSqlite } from "../storage/sqlite-backup.js";
+import { keyName } from "../storage/secrets-key.js";
 
 /** Where this environment's secrets key is, by name: never the key itself. */
 function whereTheKeyIs(): string {

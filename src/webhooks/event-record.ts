@@ -13,10 +13,10 @@
 // costs a round trip like the read, which would only add one to every accepted event.
 import { sql, type QueryCreator } from "kysely";
 import type { Origin } from "../core/origin.js";
-import type { Storage } from "./connect.js";
-import { prepared } from "./prepared.js";
-import type { AutomationExecutionsTable, Database, WebhookEventsTable } from "./schema.js";
-import { inTransactionSpan, writeTransaction } from "./transactions.js";
+import type { Storage } from "../storage/connect.js";
+import { prepared } from "../storage/prepared.js";
+import type { AutomationExecutionsTable, Database, WebhookEventsTable } from "../storage/schema.js";
+import { inTransactionSpan, writeTransaction } from "../storage/transactions.js";
 
 type Claim = WebhookEventsTable & { retained: string };
 

@@ -2,7 +2,7 @@
 // there is no value (an unset oneof arm, no extension, no suspension), "" for a string with none and
 // PERIOD_KIND_UNSPECIFIED for no period. Stored controls stay compact (./controls.ts); these are
 // the only functions that turn them into API objects.
-import { limitKind } from "./spend-limit.js";
+import { limitKind } from "./spends/spend-limit.js";
 import type { SpendControls, SpendControlsView, SpendExtension, SpendExtensionView, SpendLimit, SpendLimitView, SpendSuspension, SpendSuspensionView } from "./types.js";
 
 export function spendLimitView(limit: SpendLimit): SpendLimitView {

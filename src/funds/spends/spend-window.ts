@@ -4,9 +4,9 @@
 // hours); where a local midnight does not exist (a clock that jumps from 23:59:59 to 01:00), the
 // day starts at the first instant of that date. Computed with the runtime's IANA database (Intl),
 // in integers of milliseconds: no floating-point date arithmetic.
-import { BoundedMap } from "../core/bounded-map.js";
-import type { WindowPeriod } from "./resolve.js";
-import { PERIOD_KINDS } from "./types.js";
+import { BoundedMap } from "../../core/bounded-map.js";
+import type { WindowPeriod } from "../resolve.js";
+import { PERIOD_KINDS } from "../types.js";
 
 /** Every period that picks a window. */
 export const WINDOW_PERIODS: readonly WindowPeriod[] = PERIOD_KINDS.filter((p): p is WindowPeriod => p !== "PERIOD_KIND_UNSPECIFIED");
