@@ -16,7 +16,7 @@ import { StartRefused } from "../config.js";
 import { compatibleFrom, underMigrationLock, type MigrationPlan } from "./migrate-up.js";
 import { forgetApplied, hideApplied, readState } from "./migration-records.js";
 import { inMigrationTransaction, MIGRATION_TRANSACTION_DEFAULTS, type MigrationTransactionOptions } from "./migration-transaction.js";
-import type { MigrationStep } from "./migrations.js";
+import type { MigrationStep } from "./migrations/migration-list.js";
 import type { Release } from "./releases.js";
 
 export interface DownTo {
@@ -58,7 +58,7 @@ function planDown(plan: MigrationPlan, release: Release, applied: readonly strin
   const undo = beyond.filter((s) => !runsWith(s));
   const stuck = undo.filter((s) => !s.migration.down);
   if (stuck.length > 0) {
-    throw new StartRefused(`release ${release.commit.slice(0, 7)} does not run on a database where ${stuck.map((s) => s.name).join(", ")} ${stuck.length === 1 ? "was" : "were"} applied, and ${stuck.length === 1 ? "it" : "they"} cannot be undone (src/storage/migrations.ts says why): restore the backup taken before the upgrade`);
+    throw new StartRefused(`release ${release.commit.slice(0, 7)} does not run on a database where ${stuck.map((s) => s.name).join(", ")} ${stuck.length === 1 ? "was" : "were"} applied, and ${stuck.length === 1 ? "it" : "they"} cannot be undone (its file in src/storage/migrations/ says why): restore the backup taken before the upgrade`);
   }
   return { undo, keep: beyond.filter(runsWith) };
 }

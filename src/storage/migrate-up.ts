@@ -2,13 +2,13 @@
 // instances start together, each in a transaction of its own (./migration-transaction.ts); or says
 // why this release may not run on it: it is another application's, it lacks migrations this release
 // needs and may not apply them (MIGRATE_AT_START=0), or a later release applied migrations that
-// were not written to run with this one. The policy is at the top of ./migrations.ts; the records,
+// were not written to run with this one. The policy is docs/operating.md "Upgrading"; the records,
 // in ./migration-records.ts.
 import { sql, type Kysely } from "kysely";
 import { StartRefused } from "../config.js";
 import { ensureRecordTables, readState, recordApplied, recordCompatibility, type MigrationState } from "./migration-records.js";
 import { inMigrationTransaction, MIGRATION_TRANSACTION_DEFAULTS, type MigrationTransactionOptions } from "./migration-transaction.js";
-import { migrationSteps, type MigrationStep } from "./migrations.js";
+import { migrationSteps, type MigrationStep } from "./migrations/migration-list.js";
 import { RELEASES, type Release } from "./releases.js";
 
 export interface MigrationPlan {

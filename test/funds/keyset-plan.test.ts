@@ -17,7 +17,7 @@ import { SubjectAppLimits } from "../../src/funds/subject-app-limits.js";
 import { Users } from "../../src/identity/users.js";
 import type { Storage } from "../../src/storage/connect.js";
 import { ChangeWatch } from "../../src/storage/change-versions.js";
-import { migrationsFor } from "../../src/storage/migrations.js";
+import { migrationsFor } from "../../src/storage/migrations/migration-list.js";
 import type { Database } from "../../src/storage/schema.js";
 
 let dir: string;

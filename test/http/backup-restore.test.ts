@@ -15,7 +15,7 @@ import { join } from "node:path";
 import SQLite from "better-sqlite3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { hmacSignature } from "../../src/client/webhook-sender.js";
-import { migrationSteps } from "../../src/storage/migrations.js";
+import { migrationSteps } from "../../src/storage/migrations/migration-list.js";
 import { Acceptance, type Hook } from "../support/acceptance.js";
 import { testDialect } from "../support/database.js";
 import type { RunResult, Served } from "../support/process.js";

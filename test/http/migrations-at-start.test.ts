@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { sql, type Kysely } from "kysely";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { migrateDatabase, type MigrationPlan } from "../../src/storage/migrate-up.js";
-import { migrationSteps, type MigrationStep } from "../../src/storage/migrations.js";
+import { migrationSteps, type MigrationStep } from "../../src/storage/migrations/migration-list.js";
 import { RELEASES } from "../../src/storage/releases.js";
 import { Acceptance } from "../support/acceptance.js";
 import { createTestDatabase, testDialect, type TestDatabase } from "../support/database.js";
@@ -67,7 +67,7 @@ describe("MIGRATE_AT_START=0 and npm run migrate", () => {
     expect(migrated.code, migrated.out).toBe(0);
     expect(migrated.stdout).toBe(ours.map((s) => `applied ${s.name}\n`).join("") + `migrations applied: ${ours.map((s) => s.name).join(", ")}\n`);
     expect(await applied(database.url)).toEqual(ours.map((s) => s.name));
-    // 0019 is recorded as running with the release before it on PostgreSQL only (see migrations.ts).
+    // 0019 is recorded as running with the release before it on PostgreSQL only (see its file in src/storage/migrations/).
     const recorded = await records(database.url);
     expect(recorded["0019_spend_usage_by_instant"]).toBe(testDialect() === "postgres" ? RELEASES.at(-1)!.lastMigration : "0019_spend_usage_by_instant");
     expect(Object.keys(recorded).sort()).toEqual(ours.map((s) => s.name));

@@ -16,7 +16,7 @@ import { sql } from "kysely";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { migrateDatabase } from "../../src/storage/migrate-up.js";
 import { migrateDownTo } from "../../src/storage/migrate-down.js";
-import { migrationSteps, type MigrationStep } from "../../src/storage/migrations.js";
+import { migrationSteps, type MigrationStep } from "../../src/storage/migrations/migration-list.js";
 import { RELEASES } from "../../src/storage/releases.js";
 import { createTestDatabase, testDialect, type TestDatabase } from "../support/database.js";
 import { withDatabase, writeOldDatabase } from "../support/old-database.js";
@@ -125,7 +125,7 @@ describe("npm run migrate -- --down-to, refused", () => {
     const plan = { steps: [...ours, later], releases: [...RELEASES, thisRelease] };
     await withDatabase(database.url, (db, dialect) => migrateDatabase(db, dialect, true, plan), 2);
     const refused = await withDatabase(database.url, (db, dialect) => migrateDownTo(db, dialect, thisRelease, plan).then(() => "done", (e: Error) => e.message), 2);
-    expect(refused).toBe("release 1111111 does not run on a database where 9001_a_contract was applied, and it cannot be undone (src/storage/migrations.ts says why): restore the backup taken before the upgrade");
+    expect(refused).toBe("release 1111111 does not run on a database where 9001_a_contract was applied, and it cannot be undone (its file in src/storage/migrations/ says why): restore the backup taken before the upgrade");
     expect((await applied()).at(-1)).toBe("9001_a_contract");
   });
 

@@ -18,7 +18,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { decodeProtectedHeader } from "jose";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { migrationSteps } from "../../src/storage/migrations.js";
+import { migrationSteps } from "../../src/storage/migrations/migration-list.js";
 import { RELEASES } from "../../src/storage/releases.js";
 import { Acceptance } from "../support/acceptance.js";
 import { createTestDatabase, testDialect, type TestDatabase } from "../support/database.js";
@@ -79,7 +79,7 @@ describe(`a rolling upgrade from the previous release (${previous.commit.slice(0
     expect(await after.deliver(hook)).toEqual({ status: 200, execution: "AUTOMATION_EXECUTION_STATE_DONE" });
     expect(await after.deliver(await after.hook())).toEqual({ status: 200, execution: "AUTOMATION_EXECUTION_STATE_DONE" });
     // Its GetEffective reads a window's usage row itself: the migration dropped them, and until a
-    // decision seeds the row again it shows nothing spent (the caveat migrations.ts records for 0019).
+    // decision seeds the row again it shows nothing spent (the caveat 0019-spend-usage-by-instant.ts records).
     expect((await after.effective(subject, APP)).body.effective.usage.spent.units).toBe("0");
     // 60 of the 100 were spent before the migration: 60 more do not fit.
     const past = approvedState(await after.authorize(subject, APP, 60));

@@ -1,4 +1,4 @@
-// Each migration's `locks` (src/storage/migrations.ts) on PostgreSQL are exactly the tables that
+// Each migration's `locks` (src/storage/migrations/migration-list.ts) on PostgreSQL are exactly the tables that
 // existed before it and that it locks in a mode other than ACCESS SHARE (an index's lock counted
 // as its table's), as pg_locks shows them at the end of its work: what the migration runner locks
 // first, so that a migration never waits for a lock while holding one a request waits for
@@ -9,7 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { sql, type Kysely } from "kysely";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { migrationSteps } from "../../src/storage/migrations.js";
+import { migrationSteps } from "../../src/storage/migrations/migration-list.js";
 import { createTestDatabase, testDialect, type TestDatabase } from "../support/database.js";
 import { withDatabase } from "../support/old-database.js";
 

@@ -14,7 +14,7 @@ import { timeOrderedPrefix } from "../../src/core/ids.js";
 import { createLogger } from "../../src/core/logger.js";
 import { hashSecret } from "../../src/identity/secret-hash.js";
 import { startServer, type RunningServer } from "../../src/server.js";
-import { migrationsFor } from "../../src/storage/migrations.js";
+import { migrationsFor } from "../../src/storage/migrations/migration-list.js";
 import { createTestDatabase, type TestDatabase } from "./database.js";
 
 /** A super admin written into an old database, and the credentials it calls with. */
