@@ -8,7 +8,9 @@
 // (the probe) while the others are still shed: should it lose to lock_timeout too, the operation is
 // shed again; once it did not, the operation runs again. A lock wait that costs no other request
 // its connection sheds nothing: a hot row under contention is not a locked table.
+import { DATABASE_DEFAULTS, type Config } from "../config.js";
 import type { Logger } from "../core/logger.js";
+import type { Storage } from "../storage/connect.js";
 
 /** The cause a request that lost to lock_timeout fails with (../storage/unavailable.ts). */
 export const LOCK_TIMEOUT = "sqlstate 55P03";
@@ -66,4 +68,11 @@ export class LockShedding {
   get retryAfterSeconds(): number {
     return Math.max(1, Math.ceil(this.options.holdMs / 1000));
   }
+}
+
+/** PostgreSQL with a lock_timeout sheds the operations whose table is locked while their waits starve the pool; otherwise nothing is shed. */
+export function lockSheddingFor(database: Config["database"], storage: Storage, logger: Logger): LockShedding | undefined {
+  if (database.kind !== "postgres") return undefined;
+  const holdMs = database.lockTimeoutMs ?? DATABASE_DEFAULTS.lockTimeoutMs;
+  return holdMs > 0 ? new LockShedding({ holdMs, poolShort: () => (storage.poolCounts?.().waiting ?? 0) > 0, logger }) : undefined;
 }

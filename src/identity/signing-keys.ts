@@ -17,8 +17,11 @@
 //   whichever instance sees it due first. It is inserted under the table's write lock only if the
 //   newest key is still the one it replaces: instances (or commands) rotating at once make one key.
 import { exportJWK, generateKeyPair, importJWK, type CryptoKey, type JWK } from "jose";
+import type { BackgroundTask } from "../core/background-task.js";
 import type { Clock } from "../core/clock.js";
 import { base62 } from "../core/ids.js";
+import type { Logger } from "../core/logger.js";
+import { repeatedTask } from "../storage/background-failures.js";
 import type { Storage } from "../storage/connect.js";
 import type { Box, Sealed } from "../storage/secrets-key.js";
 import { writeTransaction, type Db } from "../storage/transactions.js";
@@ -224,3 +227,10 @@ export async function sealedSigningKeySample(storage: Storage): Promise<Sealed |
   const row = await storage.db.selectFrom("signing_keys").select(["kid", "private_jwk"]).where("private_jwk", "not like", PLAIN).limit(1).executeTakeFirst();
   return row && { sealed: row.private_jwk, context: sealContext(row.kid) };
 }
+
+/** Starts the keys' upkeep every `intervalMs`: rotated when due, retired when past use (SigningKeys.maintain). */
+export const startKeyUpkeep = (keys: SigningKeys, logger: Logger, intervalMs = SIGNING_KEYS_RELOAD_MS): BackgroundTask =>
+  repeatedTask(logger, intervalMs, "signing key upkeep", () => keys.maintain(), ({ rotated, retired }) => {
+    if (rotated) logger.info({ msg: "signing key rotated", kid: rotated });
+    if (retired.length > 0) logger.info({ msg: "signing keys retired", kids: retired });
+  });

@@ -5,6 +5,7 @@
 // refused connections) is a warning naming the cause's label, never the error's text or stack, which
 // may name the database's address or user; the reachability check logs the outage itself. Any other
 // failure is a fault of the server: an error with its stack. A run that meets both logs each once.
+import { BackgroundTask } from "../core/background-task.js";
 import type { Logger } from "../core/logger.js";
 import { databaseUnavailable } from "./unavailable.js";
 
@@ -49,4 +50,12 @@ export class BackgroundFailures {
     this.succeeded();
     then(result);
   }
+}
+
+/** A task started to run every `intervalMs`, its failures logged once per run of them; `then` is given each success's result. */
+export function repeatedTask<T>(logger: Logger, intervalMs: number, task: string, run: () => Promise<T>, then: (result: T) => void): BackgroundTask {
+  const failures = new BackgroundFailures(logger, task);
+  const repeated = new BackgroundTask(intervalMs, () => failures.attempt(run, then));
+  repeated.start();
+  return repeated;
 }

@@ -71,6 +71,13 @@ export class ChangeWatch {
   }
 
   /** Polls once, then in the background until `stop`. */
+  /** A watch started: polled once, then in the background. */
+  static async started(storage: Storage, kind: ChangeKind, logger: Logger, timing?: PollTiming): Promise<ChangeWatch> {
+    const watch = new ChangeWatch(storage, kind, logger, timing);
+    await watch.start();
+    return watch;
+  }
+
   async start(): Promise<void> {
     await this.poll();
     this.polls.start();

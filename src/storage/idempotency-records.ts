@@ -7,7 +7,10 @@
 // Either way a record past retention, or one whose attempt stopped answering (its lease lapsed: the
 // process died), is taken over by the same upsert.
 import { randomUUID } from "node:crypto";
+import type { BackgroundTask } from "../core/background-task.js";
 import type { Clock } from "../core/clock.js";
+import type { Logger } from "../core/logger.js";
+import { repeatedTask } from "./background-failures.js";
 import type { Origin } from "../core/origin.js";
 import type { Storage } from "./connect.js";
 import { prepared } from "./prepared.js";
@@ -162,3 +165,10 @@ export class IdempotencyRecords {
     return Number(result.numDeletedRows);
   }
 }
+
+/** How often expired Idempotency-Key records are removed (an expired one is also replaced when its key comes again). */
+const IDEMPOTENCY_SWEEP_MS = 10 * 60_000;
+
+/** Starts the sweep of expired records. */
+export const startIdempotencySweep = (records: IdempotencyRecords, logger: Logger): BackgroundTask =>
+  repeatedTask(logger, IDEMPOTENCY_SWEEP_MS, "idempotency record sweep", () => records.sweep(), (removed) => void (removed > 0 && logger.info({ msg: "swept idempotency records", removed })));

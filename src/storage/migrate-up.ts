@@ -6,6 +6,7 @@
 // in ./migration-records.ts.
 import { sql, type Kysely } from "kysely";
 import { StartRefused } from "../config.js";
+import type { Logger } from "../core/logger.js";
 import { ensureRecordTables, readState, recordApplied, recordCompatibility, type MigrationState } from "./migration-records.js";
 import { inMigrationTransaction, MIGRATION_TRANSACTION_DEFAULTS, type MigrationTransactionOptions } from "./migration-transaction.js";
 import { migrationSteps, type MigrationStep } from "./migrations/migration-list.js";
@@ -49,6 +50,12 @@ export interface MigrateOptions extends MigrationTransactionOptions {
   /** Told of each step applied (or named again, when kept hidden through a rollback). */
   onApplied?: (step: string) => void;
 }
+
+/** A server's migrations at start, logged: each step applied, and each retry of one that did not get its locks. */
+export const loggedMigrations = (logger: Logger): Partial<MigrateOptions> => ({
+  onApplied: (migration) => logger.info({ msg: "migration applied", migration }),
+  onRetry: ({ step, attempt, attempts, cause, pauseMs }) => logger.warn({ msg: "migration did not get its locks: trying again", migration: step, cause, attempt, attempts, pauseMs }),
+});
 
 /** Applies each pending step, in order, in a transaction of its own with its record; a hidden one is named again without running. Answers the steps applied. */
 async function applyPending(db: Kysely<any>, dialect: "sqlite" | "postgres", plan: MigrationPlan, state: MigrationState, options: MigrateOptions): Promise<string[]> {

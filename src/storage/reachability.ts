@@ -6,6 +6,7 @@
 // reachable again" with how long it was not. How long since the database last answered is kept
 // too: it climbs from an outage's start, before a ping has failed, for an alert on the outage's length.
 import { sql } from "kysely";
+import { DATABASE_DEFAULTS, type Config } from "../config.js";
 import { BackgroundTask } from "../core/background-task.js";
 import type { Logger } from "../core/logger.js";
 import type { Storage } from "./connect.js";
@@ -18,6 +19,19 @@ export interface PingTiming {
 }
 
 const TIMED_OUT = new Error("ping timed out");
+
+/**
+ * A ping every second, its `select 1` given milliseconds once it has a connection: the database
+ * answers it that fast when it answers at all (on PostgreSQL the wait for a connection, up to
+ * DATABASE_POOL_TIMEOUT_MS, comes on top).
+ */
+const DATABASE_PING: PingTiming = { intervalMs: 1_000, timeoutMs: 2_000 };
+
+/** The timing of a server's pings of the database `database` configures. */
+export function pingTiming(database: Config["database"]): PingTiming {
+  const poolWaitMs = database.kind === "postgres" ? (database.poolTimeoutMs ?? DATABASE_DEFAULTS.poolTimeoutMs) : 0;
+  return { ...DATABASE_PING, timeoutMs: DATABASE_PING.timeoutMs + poolWaitMs };
+}
 
 export class DatabaseReachability {
   private reachable = true;

@@ -1,0 +1,65 @@
+// The automations room's services as a server runs them: automations and their notification
+// secrets, the execution worker with its runner and notifier, and executions' reads and reruns.
+import type { Config } from "../config.js";
+import type { Clock } from "../core/clock.js";
+import type { Logger } from "../core/logger.js";
+import type { PageTokens } from "../core/pagination.js";
+import type { FundPolicies } from "../funds/fund-policy.js";
+import type { SubjectAppLimits } from "../funds/subject-app-limits.js";
+import type { Storage } from "../storage/connect.js";
+import type { Listeners, OutboundOptions, SecretBox, WebhookEvents } from "../webhooks/for-automations.js";
+import { Automations } from "./automations.js";
+import { workerHandOff } from "./event-hand-off.js";
+import { Executions } from "./executions.js";
+import type { FundTriggers } from "./fund-triggers.js";
+import { NotificationSecrets } from "./notification-secrets.js";
+import { deliveryTotalMs, DELIVERY_DEFAULTS, Notifier, type DeliveryBounds } from "./notify.js";
+import { ExecutionReruns } from "./reruns.js";
+import type { RunObserver } from "./run-observer.js";
+import { ExecutionRunner } from "./runner.js";
+import { Worker, WORKER_DEFAULTS } from "./worker.js";
+
+export interface AutomationWiring {
+  storage: Storage;
+  clock: Clock;
+  logger: Logger;
+  pageTokens: PageTokens;
+  /** Seals the notification secrets. */
+  box: SecretBox;
+  listeners: Listeners;
+  events: WebhookEvents;
+  policy: FundPolicies;
+  limits: SubjectAppLimits;
+  fundTriggers: FundTriggers;
+  config: Pick<Config, "baseUrl" | "jwksAllowInsecure" | "notificationAllowInsecure" | "webhookSecretGraceSeconds" | "executionLeaseSeconds">;
+  /** How `notify` steps call out, beyond the configuration (tests: a DNS resolver, a CA, shorter bounds). */
+  notifications?: Omit<OutboundOptions, "allowInsecure"> & { bounds?: Partial<DeliveryBounds> };
+  observer?: RunObserver;
+  /** How long the worker may make no progress while runs are due before readiness calls it stuck. */
+  workerStuckMs?: number;
+}
+
+export function automationServices(w: AutomationWiring) {
+  const { storage, clock, logger, config } = w;
+  const notificationSecrets = new NotificationSecrets(clock, w.box, config.webhookSecretGraceSeconds);
+  const automations = new Automations(storage, clock, w.listeners, w.policy, w.pageTokens, notificationSecrets, {
+    baseUrl: config.baseUrl,
+    allowInsecureJwks: config.jwksAllowInsecure,
+    allowInsecureNotifications: config.notificationAllowInsecure,
+  }, w.fundTriggers);
+  const leaseMs = config.executionLeaseSeconds * 1000;
+  const { bounds, ...notificationFetch } = w.notifications ?? {};
+  const notifier = new Notifier(clock, {
+    ...notificationFetch,
+    allowInsecure: config.notificationAllowInsecure,
+    // Well within the lease: a run that retries a notification keeps its execution.
+    bounds: { ...DELIVERY_DEFAULTS, ...bounds, totalMs: deliveryTotalMs(leaseMs, bounds?.totalMs) },
+  });
+  const runner = new ExecutionRunner({ storage, clock, limits: w.limits, logger, notifier, notificationSecrets, observer: w.observer, fundTriggers: w.fundTriggers });
+  const worker = new Worker({ storage, clock, events: w.events, logger, runner }, { ...WORKER_DEFAULTS, leaseMs, stuckMs: w.workerStuckMs ?? leaseMs });
+  w.fundTriggers.attach(worker);
+  const executions = new Executions(storage, w.pageTokens);
+  // Redrives and replays are handed to this process's worker, as the intake's executions are.
+  const reruns = new ExecutionReruns({ storage, clock, events: w.events, handOff: workerHandOff(worker) });
+  return { automations, worker, executions, reruns };
+}
