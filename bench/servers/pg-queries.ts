@@ -1,5 +1,5 @@
 // Sees every query the pg client library sends, as it sends it: a round trip each (the server
-// pipelines none; a transaction's BEGIN travels with its first statement, src/storage/pg-deferred-begin.ts). Used by test/http/spends-round-trips.test.ts, and
+// pipelines none; a transaction's BEGIN travels with its first statement, src/storage/pg-deferred-begin.ts). Used by test/http/spends/round-trips.test.ts, and
 // by the bench's round-trip count (bench/servers/round-trips.ts, preloaded into a server process).
 import pg from "pg";
 

@@ -20,7 +20,7 @@ type Compiled = (data: unknown) => boolean;
 /** What ResponseValidator builds per operation: validators by status key ("200", "4XX", "default"), then media type. */
 type ByStatus = Record<string, Record<string, Compiled>>;
 
-/** What ResponseValidator keeps and calls (express-openapi-validator 5; test/http/contract-validation.test.ts checks them). */
+/** What ResponseValidator keeps and calls (express-openapi-validator 5; test/http/requests/contract-validation.test.ts checks them). */
 interface ResponseValidatorInternals {
   validate(): (req: Request, res: Response, next: NextFunction) => void;
   _getOrBuildValidator(req: Request, responses: unknown): ByStatus;

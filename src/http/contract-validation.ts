@@ -44,7 +44,7 @@ export type ContractValidationOptions = OpenApiValidatorOpts & { apiSpec: string
 type Step = (req: Request, res: Response, next: NextFunction) => unknown;
 type Compiled = (data: unknown) => boolean;
 
-/** The validator's internals this module calls (express-openapi-validator 5; test/http/contract-validation.test.ts checks them). */
+/** The validator's internals this module calls (express-openapi-validator 5; test/http/requests/contract-validation.test.ts checks them). */
 interface ValidatorInternals {
   options: OpenApiValidatorOpts & { validateResponses: false | object; ignoreUndocumented?: boolean; useRequestUrl?: boolean; serDes: { deserialize?: unknown; serialize?: unknown }[] };
   ajvOpts: { preprocessor: object; request: object; response: object };

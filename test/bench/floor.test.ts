@@ -1,6 +1,6 @@
 // The bench's floor server (issue 33) is exact: the least a correct decision does must still be
 // correct, or the targets held against it mean nothing. The race the server passes
-// (test/http/spends-concurrency.test.ts): 150 concurrent authorizations of 1.00 against a limit of
+// (test/http/spends/concurrency.test.ts): 150 concurrent authorizations of 1.00 against a limit of
 // 100.00 approve exactly 100, and the window's usage row holds their sum; replays of one key, and
 // concurrent captures of one hold or deliveries of one event, take effect once. On SQLite, and on
 // PostgreSQL with TEST_DATABASE=postgres.

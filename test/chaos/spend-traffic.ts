@@ -16,7 +16,7 @@ import pg from "pg";
 import { expect } from "vitest";
 import { createApiClient, errorReason, unwrap, type ApiClient, type components } from "../../src/client/index.js";
 import type { Counter } from "../support/reliability.js";
-import { NANOS, nanosOf, usd } from "../http/spends-load-helpers.js";
+import { NANOS, nanosOf, usd } from "../http/spends/load-helpers.js";
 
 type Authorization = components["schemas"]["SpendAuthorization"];
 

@@ -7,7 +7,7 @@
 import { readFileSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { hmacSignature } from "../../src/client/webhook-sender.js";
-import { createHooked, type Hooked } from "../http/webhooks-helpers.js";
+import { createHooked, type Hooked } from "../http/webhooks/helpers.js";
 import type { Served } from "../support/process.js";
 import { rawRequest, type RawAnswer } from "../support/raw-http.js";
 import { startMock } from "../support/mock.js";

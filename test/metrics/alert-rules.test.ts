@@ -2,7 +2,7 @@
 // tool (Debian's `prometheus` package ships promtool; .ci/run installs it): the file is valid, and
 // its unit tests (alerts.test.yml: synthetic series) fire each rule where it should and not short
 // of it. docs/operating.md names each rule. Skipped, saying so, where promtool is missing;
-// test/http/alerts-prometheus.test.ts fires the rules against a real Prometheus.
+// test/http/operations/alerts-prometheus.test.ts fires the rules against a real Prometheus.
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";

@@ -30,7 +30,7 @@ describe("the fixtures the tests read", () => {
   it("nothing outside test/support/vectors.ts refers to the shared folder beside the repository", () => {
     const outside = /\.\.\/shared\b|\/work\/shared\b|["'`]shared\/vectors/;
     const read = READ.flatMap((entry) => files(join(ROOT, entry))).filter((file) => /\.(ts|tsx|mts|mjs|js|json|sh)$|\/run$/.test(file));
-    expect(read.map((file) => relative(ROOT, file))).toContain("test/http/webhooks-intake.test.ts");
+    expect(read.map((file) => relative(ROOT, file))).toContain("test/http/webhooks/intake.test.ts");
     const found = read.filter((file) => !ALLOWED.includes(relative(ROOT, file)) && outside.test(readFileSync(file, "utf8")));
     expect(found.map((file) => relative(ROOT, file))).toEqual([]);
   });
