@@ -1,9 +1,9 @@
 // When a per-process cache may still be trusted, across every instance sharing the database. Each
 // kind of cached state has a version row, bumped in the transaction of any change to it
-// (`recordChange`); each instance polls the row and moves its `generation` when the version moves
-// (at once for its own changes: `changedHere`), and a cache uses an entry only while `trusts` the
-// generation taken before it read it. A change is seen everywhere within pollMs + trustMs, even
-// when polls fail. docs/operating.md, "PostgreSQL, and several instances".
+// (`recordChange`); each instance polls it and moves its `generation` when it moves (at once for
+// its own changes: `changedHere`), and a cache uses an entry only while it `trusts` the generation
+// taken before the entry was read: never past `trustMs` after a change committed, even when polls
+// fail. docs/operating.md, "PostgreSQL, and several instances".
 import { BackgroundTask } from "../core/background-task.js";
 import type { Logger } from "../core/logger.js";
 import { BackgroundFailures } from "./background-failures.js";
