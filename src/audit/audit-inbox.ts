@@ -1,12 +1,9 @@
-// On SQLite, a change records its audit event into the inbox (migration 0027), an append to two
-// B-trees in its own transaction, and the server moves the inbox into audit_events here. A commit
-// writes every page it changed to the WAL whole (and the checkpoint copies it again), and each of
-// the trail's six filter indexes changes a page of its own for every event: recorded straight into
-// the trail, an event cost a SetLimit about a fifth of its throughput (bench scenario 13). Moved
-// in batches, the events of the same target, user, app, actor or operation share the page the
-// batch writes once. The move is one transaction: an event is in the inbox or in the trail, never
-// in both nor in neither, and lists read both (./audit-trail.ts). On PostgreSQL the inbox is a view
-// that writes through to the trail, and nothing moves.
+// On SQLite a change records its audit event into the inbox, an append in its own transaction, and
+// the server moves the inbox into audit_events here in batches, so that events sharing a target,
+// user, app, actor or operation share the index pages the batch writes once (recorded straight into
+// the trail, every event wrote a page of each filter index). The move is one transaction: an event
+// is in the inbox or the trail, never both nor neither; lists read both (./audit-trail.ts). On
+// PostgreSQL the inbox is a view writing through. Why: bench/RESULTS.md, "The audit record".
 import type { Storage } from "../storage/connect.js";
 import type { AuditEventsTable } from "../storage/schema.js";
 import { writeTransaction } from "../storage/transactions.js";
@@ -16,7 +13,7 @@ const MOVE_BATCH = 2_000;
 /** Transactions one call makes at most: a call ends even while changes keep filling the inbox, and the next carries on. */
 const BATCHES_PER_CALL = 10;
 
-/** Every column, named: the two tables are made alike (migrations 0025, 0027), and a copy by name stays right if they ever are not. */
+/** Every column, named: the migrations make the two tables alike, and a copy by name stays right if they ever are not. */
 const COLUMNS = ["id", "operation_id", "target_kind", "target_id", "target_user_id", "target_app_id", "actor_kind", "actor_user_id", "actor_credential_id", "actor_automation_id", "actor_execution_id", "actor_event_id", "request_id", "before_state", "after_state", "created_at"] as const satisfies readonly (keyof AuditEventsTable)[];
 
 /** Moves the oldest events of the inbox (MOVE_BATCH at most) into the trail; answers how many it moved. */

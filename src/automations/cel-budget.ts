@@ -1,15 +1,9 @@
-// The cost, time and size budget of one CEL evaluation. The evaluator is synchronous and
-// single-threaded, so one budget is active at a time; the hooks installed in cel-environment.ts
-// charge it.
-//
-// Cost model: every evaluated AST node costs 1; every string, list, bytes or map produced by an
-// operator or a function call (`+`, `split`, `join`, `map()` results, list literals...) costs its
-// size in addition, and `matches` costs the length of its input. So the budget bounds the time
-// spent and the number of values built.
-//
-// Size: the cost counts a list's items, not what they weigh (a list of 16,000 references to one
-// 32 KB string costs 16,000), so every value built is also held, as it is built, to
-// MAX_VALUE_BYTES as JSON (resource-budget.ts): what an evaluation holds and returns stays small.
+// The cost, time and size budget of one CEL evaluation, charged by the hooks of cel-environment.ts
+// (the evaluator is synchronous, so one budget is active at a time). Every evaluated node costs 1,
+// and every string, list, bytes or map an operator or function produces its size, so the budget
+// bounds the time spent and the values built; since a list's cost counts its items, not what they
+// weigh, every value is also held to MAX_VALUE_BYTES as JSON as it is built (resource-budget.ts).
+// docs/automations.md, "CEL in steps".
 import { CelEvaluationError } from "./cel-errors.js";
 import { jsonSize } from "./json-size.js";
 import { MAX_VALUE_BYTES, valueTooLarge } from "./resource-budget.js";

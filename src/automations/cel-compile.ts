@@ -1,20 +1,7 @@
-// Save-time checking of an automation's CEL expressions: parse, static checks, type check. What
-// is refused here is a 400 `CEL_INVALID` with the field's path and the 0-based position (in
-// characters) of the fault; what passes is a CompiledExpression that cel-evaluate.ts runs.
-//
-// Refused at save:
-// - more than 4096 characters; more than 1000 AST nodes, nesting deeper than 32, list or map
-//   literals over 256 entries, calls with over 16 arguments; more than 3 nested comprehensions
-//   (`map`, `filter`, `all`, `exists`, `exists_one` inside the body of another);
-// - syntax errors; int literals outside int64;
-// - type errors the checker can prove: unknown variables (only `ctx` exists), unknown functions or
-//   overloads, `ctx.<field>` other than `trigger` and `steps`, operators on incompatible static
-//   types (`1 + "a"`), and, with `expect`, a result type that cannot be the expected one.
-//   `ctx.trigger` and `ctx.steps.<name>` are `dyn` (JSON), so their fields are checked only when run;
-// - `ctx.steps.<name>` and `ctx.steps["<name>"]` where `<name>` is not an earlier step. A computed
-//   name (`ctx.steps[ctx.trigger.step]`) or an alias (`cel.bind(s, ctx.steps, s.later)`) cannot be
-//   checked statically; it fails when run, as any missing key does (`has(ctx.steps.x)` tests for one);
-// - `matches` with a literal pattern that is not valid RE2.
+// Save-time checking of an automation's CEL expressions: parse, static checks, type check. What is
+// refused here is a 400 `CEL_INVALID` with the field's path and the 0-based position (in
+// characters) of the fault; what passes is a CompiledExpression that cel-evaluate.ts runs. What is
+// refused, and what cannot be checked before a run: docs/automations.md, "CEL in steps".
 import { ParseError, TypeError as CelTypeError, type ASTNode, type ParseResult } from "@marcbachmann/cel-js";
 import { longerThan } from "../core/storable-text.js";
 import { celInvalid, codePointOffset } from "./cel-errors.js";

@@ -1,24 +1,9 @@
 // The one CEL environment of automations (@marcbachmann/cel-js, pinned to an exact version because
-// the guards below reach into it) and the guards that make evaluation safe against hostile input:
-//
-// - Parse-time limits (AST size, nesting depth, literal sizes) refuse absurd expressions.
-// - Every AST node evaluation passes through the evaluator's `run`; it is wrapped to charge the
-//   active EvaluationBudget (one unit per node, plus the size of each string or list that an
-//   operator or a function produced) and to read the clock, to hold every value a node builds
-//   (`+`, a function's result, a list or map literal, each item a comprehension appends) to the
-//   size bound as JSON, and to refuse int results outside int64 (the library lets
-//   `-9223372036854775808 / -1` and `int(1e20)` through). Its `tryEval` (the error-catching
-//   variant) is wrapped so that an exhausted budget is never caught.
-// - `matches` runs on RE2 (re2js, linear time) instead of JavaScript's backtracking RegExp;
-//   `join` charges and checks the size of the string it would build before building it;
-//   `duration` refuses long strings (the library parses them with a regex that is quadratic in the
-//   input length).
-// - Map literals with string keys evaluate to a `Map` (`installMapLiterals`): the library builds a
-//   plain object, which drops the keys `__proto__`, `constructor` and `prototype`.
-//
-// The library does not expose its evaluator; a probe function, evaluated once at start-up,
-// captures it (function handlers are called with the evaluator as `this`). Expressions cannot
-// call the probe: the save-time check refuses its name.
+// the guards here reach into it) and the guards that make evaluation safe against hostile input:
+// parse-time limits, every evaluated node charged to the budget and held to the size bound, int
+// results held to int64, `matches` on RE2, `join` and `duration` bounded, map literals as `Map`s.
+// The library does not expose its evaluator: a probe function, evaluated once at start-up, captures
+// it. docs/automations.md, "CEL in steps".
 import { Environment, EvaluationError, type ASTNode } from "@marcbachmann/cel-js";
 import { longerThan } from "../core/storable-text.js";
 import { activeBudget, type EvaluationBudget } from "./cel-budget.js";

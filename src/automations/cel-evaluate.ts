@@ -1,12 +1,8 @@
 // Runs a compiled expression against a step's context, within a cost, time and size budget. Every
 // failure (runtime error, exhausted budget, wrong result type, oversized value) is a
-// CelEvaluationError: a hostile payload fails the step, it never hangs or crashes the server.
-//
-// Two time guards: the cooperative one (the budget reads the clock every 64 evaluated nodes and
-// inside the guarded built-ins), which ends nearly every overrun with a clean error; and, for
-// expressions with a comprehension, a hard one: the evaluation runs as a vm script with a timeout
-// (V8 terminates the execution wherever it is, even inside one long built-in call),
-// `HARD_TIMEOUT_GRACE_MS` after the budget.
+// CelEvaluationError: a hostile payload fails the step, it never hangs or crashes the server. Two
+// time guards: the budget's clock, and for expressions with a comprehension a vm script's timeout,
+// which V8 enforces even inside a long built-in call. docs/automations.md, "CEL in steps".
 import vm from "node:vm";
 import { EvaluationError } from "@marcbachmann/cel-js";
 import { UnsignedInt, Duration } from "@marcbachmann/cel-js/evaluator";
@@ -127,7 +123,7 @@ export function evaluate(compiled: CompiledExpression, ctx: CelContext, limits?:
     const program = programOf(compiled);
     const input = contextInput(ctx);
     const run = () => withBudget(budget, () => program(input));
-    // The hard guard starts a watchdog thread per call (~0.1 ms, more on a busy machine): only an
+    // The hard guard starts a watchdog thread per call, dearer than most evaluations: only an
     // expression that can loop needs it; the others stop at the cooperative checks.
     const result: unknown = mayLoop(compiled) ? runWithHardTimeout(run, timeoutMs + HARD_TIMEOUT_GRACE_MS) : run();
     if (budget.exceeded) throw budget.exceeded; // in case the library swallowed it (`error || true`)

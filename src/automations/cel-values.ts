@@ -1,28 +1,9 @@
-// How values cross between JSON and CEL.
-//
-// JSON -> CEL (the context): `ctx.trigger` is the webhook's JSON body and `ctx.steps.<name>` the
-// JSON outputs of earlier steps. JSON objects are CEL maps, arrays lists, strings strings, booleans
-// bools, null null, and every JSON number is a CEL `double` (as with google.protobuf.Value, the
-// CEL convention for JSON). Comparisons across int and double work, so `ctx.trigger.count == 3`,
-// `ctx.trigger.count in [1, 2, 3]` and `ctx.trigger.amount > 10` behave as one expects; integer
-// arithmetic needs a conversion (`int(ctx.trigger.count) + 1`, or `ctx.trigger.count + 1.0`),
-// because CEL has no mixed int/double arithmetic. The context is read through `toJsonValue` first,
-// so an output that is still in memory reads exactly like the same output loaded from storage.
-// JSON objects are handed to the library as `Map`s, never as plain objects: it tells a plain
-// object's CEL type by its `constructor` property, so `{"constructor": 1}` would not even be a
-// map. As `Map`s, every key (`constructor`, `__proto__`, `toString`...) reads as data.
-//
-// CEL -> JSON (results, `toJsonValue`): int and uint become JSON numbers when they are safe
-// integers (|n| <= 2^53 - 1) and decimal strings otherwise (as protobuf's JSON mapping does for
-// int64), so JSON.stringify never meets a BigInt; doubles stay numbers except NaN and the
-// infinities ("NaN", "Infinity", "-Infinity"); timestamps become RFC 3339 strings
-// (`2026-01-01T00:00:00.000Z`), durations `"3600s"`, bytes base64, optionals their value or null,
-// types their name, maps objects (keys as strings) and lists arrays.
-//
-// Both conversions are iterative (no recursion, so 10,000 nested arrays do not overflow the stack)
-// and bounded in the number of values they visit. Results are also bounded in depth (512 by
-// default), so that JSON.stringify, which recurses, can always serialize them; the context is not:
-// a deeply nested part of a payload does not stop expressions that read other fields.
+// How values cross between JSON and CEL: the context (`ctx.trigger`, the event's JSON body, and
+// `ctx.steps.<name>`, earlier steps' JSON outputs, read through `toJsonValue` so that an output in
+// memory reads as it will from storage) into CEL, with every JSON number a `double` and every
+// object a `Map`; and results back to JSON (`toJsonValue`), with no BigInt, NaN or recursion left
+// for JSON.stringify. Both iterative and bounded. The mapping and why: docs/automations.md, "CEL in
+// steps".
 import { Duration, UnsignedInt } from "@marcbachmann/cel-js/evaluator";
 import { Optional } from "@marcbachmann/cel-js";
 import { CelEvaluationError } from "./cel-errors.js";

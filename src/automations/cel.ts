@@ -1,11 +1,9 @@
-// The CEL module of automation steps: check expressions when an automation is saved, evaluate them
-// when a step runs. The rest of the application imports from here only.
+// The CEL module of automation steps (docs/automations.md, "CEL in steps"): check expressions when
+// an automation is saved, evaluate them when a step runs. The rest of the application imports from
+// here only.
 //
 //   const skip = checkExpression(step.skipIfTrueCel, "automationSteps[1].skipIfTrueCel", { stepNames: ["parse"], expect: "bool" });
 //   if (evaluateBoolean(skip, { trigger: body, steps: outputs })) ...
-//
-// See cel-compile.ts for what is refused at save, cel-evaluate.ts and cel-budget.ts for the limits
-// at run time, cel-values.ts for how JSON maps to CEL values and back.
 export { checkExpression, MAX_COMPREHENSION_NESTING, MAX_EXPRESSION_LENGTH } from "./cel-compile.js";
 export type { CheckOptions, CompiledExpression, ExpectedResult } from "./cel-compile.js";
 export { PARSE_LIMITS } from "./cel-environment.js";

@@ -1,11 +1,7 @@
 // Claiming runnable executions, where the dialects differ: each pending execution (or one whose
-// run's lease lapsed, after a crash, or was given back, after a fault) goes to exactly one worker. A
-// worker that stops gives back what it claimed and has not begun to run, so that no other worker
-// waits for the lease.
-//
-// Runs whose lease lapsed come first, then the oldest pending ones. Each is its own select, so each
-// is a seek in an index kept in its order ((state, created_at, id)): one select with `state =
-// pending or lease lapsed` would sort the whole backlog on every claim.
+// run's lease lapsed, after a crash, or was given back, after a fault) goes to exactly one worker,
+// runs whose lease lapsed first, then the oldest pending ones. A worker that stops gives back what
+// it claimed and has not begun to run, so that no other worker waits for the lease.
 import { CompiledQuery, type Expression, type ExpressionBuilder, type SqlBool } from "kysely";
 import type { KnownAutomationExecutionState } from "../../generated/enums.js";
 import type { Storage } from "../storage/connect.js";
@@ -17,6 +13,11 @@ const RUNNING: KnownAutomationExecutionState = "AUTOMATION_EXECUTION_STATE_RUNNI
 
 type Runnable = (eb: ExpressionBuilder<Database, "automation_executions">) => Expression<SqlBool>;
 
+/**
+ * What a claim takes, in order: runs whose lease lapsed, then pending ones. Each is its own select, a
+ * seek in an index kept in its order ((state, created_at, id)): one select of both would sort the
+ * whole backlog on every claim.
+ */
 const runnable = (now: string): Runnable[] => [
   (eb) => eb.and([eb("state", "=", RUNNING), eb("lease_until", "<", now)]),
   (eb) => eb("state", "=", PENDING),

@@ -1,17 +1,9 @@
 // Removing finished executions, a batch at a time, where the dialects differ. A batch is one DELETE
-// of at most `limit` rows, found through the partial indexes of migration 0020.
-//
-// - PostgreSQL: the batch's select locks its rows FOR UPDATE SKIP LOCKED, so that instances pruning
-//   at once take different rows and none waits for another.
-// - SQLite: each batch is a write of one statement (the group commit of ./transactions.ts), short
-//   by its size; BEGIN IMMEDIATE serializes the instances sharing the file.
-//
-// Only finished executions are removed: completed_at is set by the save of the final state (DONE
-// or ERROR) alone (./execution-results.ts), which ends the lease; never one pending, running or
-// leased. The state is not tested: an equality on it would draw SQLite's planner to the queue index
-// (state, created_at, id) and through every finished execution. An automation's newest execution
-// stays while the automation exists, whatever its age: its lastExecutedAt is read from it
-// (automations/automations.ts).
+// of at most `limit` rows, found through the partial indexes of finished executions: on PostgreSQL
+// its select locks its rows FOR UPDATE SKIP LOCKED, so instances pruning at once take different
+// rows; on SQLite it is a short write of one statement. An automation's newest execution stays
+// whatever its age (its lastExecutedAt is read from it). docs/operating.md, "Storage and
+// retention".
 import { sql, type ExpressionBuilder, type SelectQueryBuilder } from "kysely";
 import type { Storage } from "../storage/connect.js";
 import type { Database } from "../storage/schema.js";
@@ -35,6 +27,11 @@ async function deleteBatch(storage: Storage, doomed: (db: Db) => Executions): Pr
   });
 }
 
+/**
+ * Finished executions: completed_at is set by the save of the final state (DONE or ERROR) alone
+ * (./execution-results.ts), which ends the lease. The state is not tested: an equality on it would
+ * draw SQLite's planner to the queue index (state, created_at, id) and through every finished one.
+ */
 const finished = (db: Db) => db.selectFrom("automation_executions").select("id").where("completed_at", "is not", null).where("lease_until", "is", null);
 
 /**

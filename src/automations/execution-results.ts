@@ -1,18 +1,9 @@
 // Saving an execution's step results (and, with its final state, the end of its run's lease), where
-// the dialects differ for the saves made outside a step's transaction.
-//
-// - SQLite: each save is a statement of the group commit (sqlite-group-commit.ts).
-// - PostgreSQL: the saves queued while one is in flight go together in one UPDATE. A round trip
-//   costs this process more CPU (about 0.2 ms, the loopback send) than the statement costs the
-//   database, and the worker runs a claimed batch's executions together, so their saves arrive
-//   together (automations/worker.ts). Each run waits for its save before the next, so an execution
-//   is never twice in one UPDATE. Should the database refuse an UPDATE, its saves are tried again
-//   one by one, so that a save it refuses fails alone.
-//
-// Every save is made only while the execution still holds the lease of the run that saves (its
-// lease_until as claimed): a run that went on after its lease passed to another (it lapsed, or was
-// given back after a fault: worker.ts) fails with LeaseLost instead, and its step's effect, in the
-// same transaction, is rolled back. So a step's effect happens once even when two runs overlap.
+// the dialects differ: on SQLite each save is a statement of the group commit; on PostgreSQL the
+// saves queued while one is in flight go together in one UPDATE (docs/benchmarks.md, "What the
+// profiles led to"). Every save requires the run's lease to still be the execution's (else
+// LeaseLost, and the step's effect in the same transaction rolls back), so a step's effect happens
+// once even when two runs overlap.
 import { CompiledQuery } from "kysely";
 import type { Origin } from "../core/origin.js";
 import type { Storage } from "../storage/connect.js";

@@ -1,13 +1,8 @@
-// Bounded storage of executions: a finished execution holds its trigger, steps and step results
-// (about 2.2 KB for a small event), and nothing else ever removes one. Every instance sweeps, in the
-// background: the finished executions past the retention (EXECUTION_RETENTION_DAYS after they
-// finished), and, with EXECUTION_RETENTION_COUNT, those of each automation past its newest N
-// finished. Pending and running executions are never removed, nor an automation's newest
-// (execution-pruning.ts says how the instances share the work).
-//
-// A sweep goes in small batches with a pause after each, so that it never holds the database (on
-// SQLite, the process) for long and leaves the intake most of it while it catches up with a
-// backlog; a batch that removes fewer than it may ends the sweep's work of that kind.
+// Bounded storage of executions: every instance sweeps, in the background, the finished executions
+// past EXECUTION_RETENTION_DAYS and, with EXECUTION_RETENTION_COUNT, those of each automation past
+// its newest N; never one pending or running, nor an automation's newest. A sweep goes in small
+// batches with a pause after each, so it never holds the database (on SQLite, the process) for
+// long. docs/operating.md, "Storage and retention".
 import { BackgroundTask } from "../core/background-task.js";
 import type { Clock } from "../core/clock.js";
 import type { Logger } from "../core/logger.js";
@@ -40,12 +35,11 @@ export interface RetentionPace {
 }
 
 /**
- * Batches of 500 (about 1.1 MB of small executions, milliseconds to delete), each followed by a
- * pause of 19 times its own length and 20 ms at least: a sweep takes at most a twentieth of the time
- * of the database connection it uses, and less the busier the database is (a batch takes longer).
- * Catching up with a backlog while the intake ran at half its maximum, that removed 2,700 (PostgreSQL)
- * to 3,700 (SQLite) a second, more than the intake added, at a cost within the issue's 5% (bench
- * scenario 10). A sweep of 2,000 batches removes up to a million.
+ * Batches of 500 (about 1.1 MB of small executions), each followed by a pause of 19 times its own
+ * length and 20 ms at least: a sweep takes at most a twentieth of the time of the database
+ * connection it uses, and less the busier the database is (a batch takes longer). A sweep of 2,000
+ * batches removes up to a million. How fast that catches up with a backlog, and at what cost to the
+ * intake: docs/operating.md, "Storage and retention".
  */
 export const RETENTION_PACE: Omit<RetentionPace, "intervalMs"> = { batchRows: 500, pauseFactor: 19, minPauseMs: 20, maxBatches: 2_000 };
 

@@ -1,21 +1,9 @@
-// Fund-event triggers: an automation that runs on events of the fund (../funds/fund-events.ts).
-//
-// The outbox is the executions table itself: a change's events become, in the change's own
-// transaction, one pending execution per automation whose trigger listens to the event's type and
-// whose condition holds, so an event is never lost (it commits with its change), never made up (it
-// rolls back with it), and reaches the worker as a webhook's execution does (same steps, budgets,
-// log). No relay runs between the change and its executions: once the change committed, this
-// process's worker is woken and claims them at once; should the instance die first, any instance's
-// worker claims them at its next poll. What the hot path pays: nothing when no published, enabled
-// automation listens to the change's event types (the triggers are kept per process, watched
-// through their change version, src/storage/change-versions.ts); otherwise an insert of the
-// executions when an event matches, and for usage thresholds, only when a spend leaves a window at
-// or above one that has not yet fired, a keyed insert (fund_threshold_firings) whose primary key
-// makes the threshold fire once, whichever decision and instance crosses it first.
-//
-// Loops: an event caused by an execution's step is one deeper than that execution (the step runs in
-// `causedBy`, which the funds code's batch reads); an event deeper than MAX_FUND_EVENT_DEPTH starts
-// nothing, so automations that trigger each other stop after a few rounds.
+// Fund-event triggers: automations that run on events of the fund (../funds/fund-events.ts). The
+// outbox is the executions table itself: in the change's own transaction, an event becomes one
+// pending execution per automation whose trigger listens to it and whose condition holds, so it is
+// never lost nor made up, and this process's worker is woken once the change commits. Usage
+// thresholds fire once (fund_threshold_firings); an event deeper than MAX_FUND_EVENT_DEPTH starts
+// nothing. Why: docs/automations.md, "Automations on fund events".
 import { AsyncLocalStorage } from "node:async_hooks";
 import type { components } from "../../generated/api.js";
 import { FundEventTypeValues } from "../../generated/enums.js";

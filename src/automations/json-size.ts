@@ -1,11 +1,9 @@
 // The size a CEL value would have as JSON text, in UTF-8 bytes, as `toJsonValue` (cel-values.ts)
-// and JSON.stringify would write it, measured without writing it and without recursion.
-//
-// A value can be far larger as JSON than in memory: a list of 16,000 references to one 32 KB string
-// is 128 KB in memory and 512 MB as JSON. Bounds on what automations store are therefore bounds on
-// this size, measured as values are built (resource-budget.ts). Containers that took some work
-// to measure are remembered, so a value that holds an earlier one costs only its own new parts; a
-// measure stops as soon as it passes its limit, so it never walks much more than the bound.
+// and JSON.stringify would write it, measured without writing it and without recursion. A value can
+// be far larger as JSON than in memory (a list of 16,000 references to one 32 KB string is 512 MB),
+// so the bounds on what automations store are bounds on this size, measured as values are built
+// (resource-budget.ts); containers measured are remembered, and a measure stops once past its
+// limit.
 import { Optional } from "@marcbachmann/cel-js";
 import { Duration, UnsignedInt } from "@marcbachmann/cel-js/evaluator";
 

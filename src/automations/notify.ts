@@ -1,10 +1,8 @@
-// Delivery of a `notify` step's notification: a JSON POST signed as Standard Webhooks sign
-// (https://www.standardwebhooks.com), through the webhooks' guarded outbound request (https only,
-// public addresses only, checked at connect), tried again with exponential backoff while the failure
-// may pass (a network error, a timeout, 408, 429, 5xx), within a bounded number of attempts and a
-// total time well below the execution lease, so that a run that retries never loses its lease.
-// Each attempt is recorded for the step's output: status or failure class, timing, and a short,
-// sanitized excerpt of the response; never the secret, nor the request's headers.
+// Delivery of a `notify` step's notification: a JSON POST signed as Standard Webhooks sign, through
+// the webhooks' guarded outbound request, tried again with backoff while the failure may pass,
+// within a bounded number of attempts and a total time well below the execution lease. Each attempt
+// is recorded for the step's output, never the secret nor the request's headers.
+// docs/automations.md, "Outbound notifications: the `notify` step".
 import { createHmac } from "node:crypto";
 import type { Clock } from "../core/clock.js";
 import { invalidField } from "../core/errors.js";

@@ -1,14 +1,9 @@
-// Executions started again by an administrator. Redrive runs a failed execution again; Replay runs an
-// event of an automation's delivery log again. Either is a new execution of the automation's steps as
-// they are now, over the event's body as an execution of it kept it (the delivery log keeps no
-// bodies), recorded in one transaction with the request's kept answer (an Idempotency-Key's), and
-// handed to this process's worker once committed, as the intake hands over the executions it records.
-//
-// Bounds: a failed execution is redriven at most once (the unique index of redrive_of; the lock
-// below turns a second request into a clean 409 first), so a chain of redrives grows by one failure
-// and one request at a time; an event has at most one replay pending or running.
-//
-// Every rerun is written by `record` alone, in its transaction: the place for an audit record of it.
+// Executions started again by an administrator: Redrive runs a failed execution again, Replay an
+// event of an automation's delivery log. Either is a new execution of the automation's steps as
+// they are now, over the event's body as an execution kept it, recorded in one transaction with the
+// request's kept answer and handed to this process's worker once committed. Bounds: a failed
+// execution is redriven at most once, an event has at most one replay pending or running.
+// docs/automations.md, "Redrive and replay".
 import { sql } from "kysely";
 import type { OperationId } from "../../generated/server.js";
 import { recordAudit } from "../audit/audit-record.js";

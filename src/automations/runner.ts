@@ -1,11 +1,9 @@
 // Runs one claimed execution: its steps in order, each with `ctx.trigger` and the outputs of the
-// steps before it. A step's result is stored in the same transaction as its effect, so a run that
-// is retried after a crash resumes at the first step without a result and no effect happens twice.
-// The exception is a `notify` step, a call out that no transaction can hold: a crash between its
-// delivery and its saved result sends it again, with the same `webhook-id` (notify.ts).
-// A step the database failed under (unavailable for the moment), or whose execution's lease passed
-// to another run, is not recorded as an error: the run stops, and the execution is run again
-// (worker.ts) from the results the database kept.
+// steps before it. A step's result is stored in the same transaction as its effect, so a run
+// retried after a crash resumes at the first step without a result and no effect happens twice; but
+// a `notify` step, a call out, is sent again with the same `webhook-id` (notify.ts). A step the
+// database failed under, or whose lease passed to another run, is no error: the run stops, and the
+// execution runs again (worker.ts).
 import { BoundedMap } from "../core/bounded-map.js";
 import { ApiError } from "../core/errors.js";
 import type { Clock } from "../core/clock.js";

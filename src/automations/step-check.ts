@@ -1,12 +1,8 @@
 // Checks steps for an editor without saving them: every problem a save would refuse (the same
 // checks, through walkSteps, collected instead of stopping at the first), then, with a sample
 // payload, the value of each expression that passed, evaluated as a run evaluates it but with no
-// effect (the limit steps are not performed, so they have no output for later steps).
-//
-// The run's size bounds apply (resource-budget.ts): each value, each step's output and the outputs
-// together. The other values a report shows (conditions, ids, reasons, expiries, and the expressions
-// of steps that are skipped or failed, which a run would not store) share one more bound of the
-// execution's size, so a report never holds more than twice that in values.
+// effect. The run's size bounds apply (resource-budget.ts); the other values a report shows share
+// one more bound of the execution's size, so a report never holds more than twice that in values.
 import { ApiError, invalidField } from "../core/errors.js";
 import { parseReason } from "../funds/guards.js";
 import { checkComputedId, walkSteps, type AutomationStep, type CheckedExpression, type StepRules } from "./automation-input.js";

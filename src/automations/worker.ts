@@ -1,16 +1,9 @@
-// Runs executions in this process. The intake hands it the executions it accepts, inserted already
-// claimed by this worker (running, under a lease), while few are waiting: no claim query for them.
-// Past that, they are inserted pending and claimed from the database, as are those left by a crash
-// (an expired lease) or by another instance, found by polling. Also sweeps webhook event records
-// past their retention. Once stopping, it finishes the runs under way and releases at once what it
-// holds and has not begun (execution-claims.ts), for another instance's worker to find at its next poll.
-//
-// After a fault of the database every wait ends (storage/connect.ts: timeouts), and the worker
-// recovers by itself: a run the database failed under stops without recording anything, and its
-// lease is ended as soon as the database answers again, so that its execution is claimed again at
-// once (by any instance) and resumed from the results the database kept; a failed claim is tried
-// again at the next poll. Should it still make no progress while runs are due, `stuck` says so
-// (readiness answers 503).
+// Runs executions in this process: those the intake hands it, inserted already claimed (no claim
+// query for them) while few are waiting, and those claimed from the database by polling (pending,
+// left by a crash, or by another instance). Also sweeps webhook event records past their retention.
+// Stopping, it finishes the runs under way and releases what it has not begun. After a fault of the
+// database it recovers by itself, or says it is `stuck` (readiness answers 503). docs/operating.md,
+// "Database faults and readiness", "Shutdown".
 import type { Clock } from "../core/clock.js";
 import type { Logger } from "../core/logger.js";
 import type { Origin } from "../core/origin.js";
@@ -45,9 +38,8 @@ export interface WorkerOptions {
 /**
  * Four runs of up to 32 executions each: a batch is one claim and one save (a statement each on
  * PostgreSQL, a share of one commit on SQLite) whatever its size, and each turn of a run waits for
- * its save to commit, which under load is a turn of the event loop serving many requests. With
- * batches of 8 the executions fell behind an intake at half its maximum on SQLite (accepted → done
- * p99 370-420 ms, bench scenario 1b); with 32 they keep up even at its maximum (about 20 ms).
+ * its save to commit, which under load is a turn of the event loop serving many requests: smaller
+ * batches fell behind the intake (docs/benchmarks.md, "What the profiles led to").
  * A poll every 500 ms: what an instance that stops releases runs elsewhere within a second.
  */
 export const WORKER_DEFAULTS: WorkerOptions = { leaseMs: 60_000, pollMs: 500, sweepMs: 60_000, concurrency: 4, claimBatch: 32, handOff: 64, stuckMs: 60_000 };

@@ -1,10 +1,9 @@
 // openapi-fetch's client type, with the Readable and Writable of openapi-typescript-helpers (which
-// type every answer and request body) made to leave primitives whole. The generated types give each
-// extensible enumeration as its known values or any other string, `"A" | (string & {})`; the
-// helpers test `T extends object` before anything else, which `string & {}` passes (by its `{}`),
-// and map it into an object of String's methods that no `string` parameter accepts
-// (openapi-ts/openapi-typescript#2765). The rest is openapi-fetch's own (0.17), as it declares it;
-// once the helpers guard primitives, `Client` from openapi-fetch replaces all of this.
+// type every answer and request body) made to leave primitives whole: they test `T extends object`
+// first, which an extensible enumeration's `string & {}` passes, and map it into an object of
+// String's methods that no `string` parameter accepts (openapi-ts/openapi-typescript#2765). The
+// rest is openapi-fetch's own (0.17), as it declares it; once the helpers guard primitives,
+// `Client` from openapi-fetch replaces all of this.
 import type { Client as FetchClient, FetchOptions as FetchRequestOptions, ParseAsResponse } from "openapi-fetch";
 import type {
   $Read,

@@ -1,10 +1,9 @@
 // `npm run migrate`: applies this release's pending migrations to the database of DATABASE_URL and
-// exits, for deployments that start the server with MIGRATE_AT_START=0 (docs/operating.md "Upgrading").
-// Each migration is applied in a transaction of its own and printed once it is: should one fail, the
-// ones before it stay applied, and the command can be run again.
-// `npm run migrate -- --down-to <release>`: the way back (storage/migrate-down.ts), with the servers
-// of this release stopped: the database made one the earlier release starts and runs on. It reads
-// SECRETS_KEY (or SECRETS_KEY_FILE) too when that release reads signing keys in the clear.
+// exits, for deployments that start the server with MIGRATE_AT_START=0; each in a transaction of
+// its own, printed once applied, so after a failure the command can be run again. `npm run migrate
+// -- --down-to <release>`: the way back (storage/migrate-down.ts), with this release's servers
+// stopped; it reads SECRETS_KEY too when that release reads signing keys in the clear.
+// docs/operating.md, "Upgrading".
 import { runCommand } from "./run-command.js";
 import { ConfigError, configOrExit, exitRefused, loadDatabaseConfig, loadKeyCommandConfig } from "../config.js";
 import { spendKeptReferences } from "../http/handlers/spend-handlers.js";

@@ -1,10 +1,8 @@
 // A span whose parent is known only after its work began: a request's, which continues its caller's
-// trace only once the caller authenticated (src/http/request-span.ts). A span's parent and trace are
-// fixed when it starts, so it starts late, at the time its work began; until then what is done to
-// it is kept, with its times, and done to it once started. So are its children, started as its
-// children then: a database transaction of the authentication is a child of the request's span,
-// in whichever trace that joins. Until it starts it counts as recording (its children are kept);
-// if it starts unsampled, they are dropped.
+// trace only once the caller authenticated (src/http/request-span.ts). A span's trace is fixed when it
+// starts, so it starts late, dated from when its work began; until then what is done to it, and the
+// children started under it (the authentication's transactions), are kept and replayed once it
+// starts, or dropped if it starts unsampled. docs/operating.md, "Traces".
 import type { AttributeValue, LogIds, Span } from "./spans.js";
 
 /** A span waiting for the deferred span it descends from (or that one itself): it starts when that one does. */

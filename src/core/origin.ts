@@ -1,10 +1,7 @@
-// Where a change comes from: what a service's mutating method is told by its caller besides the
-// change itself, and hands to the transactions that make it (storage/transactions.ts). A request's
-// RequestContext is one (http/context.ts); the execution worker makes one per execution run;
-// background work (heartbeats, pruning, sweeps, key rotation, polls) has none.
-//
-// It carries who made the change, for the audit event written in the change's transaction
-// (src/audit/), and the trace span the change's transactions are children of.
+// Where a change comes from, handed by a service's caller to the transactions that make the change
+// (storage/transactions.ts): who made it, for the audit event written in its transaction (src/audit/),
+// and the span its transactions are children of. A request's RequestContext is one (http/context.ts),
+// the execution worker makes one per run; background work (heartbeats, sweeps, polls) has none.
 import type { Span } from "./spans.js";
 
 /**

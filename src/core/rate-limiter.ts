@@ -1,20 +1,8 @@
-// A rate limit by key, in memory: a token bucket per key that holds `quota` requests and refills
-// at `quota` per window. Several instances share one limit by each enforcing its share (the quota
-// divided by the live instances it counts), so no request waits on the database.
-//
-// The bucket is kept as its debt: what the key has used and not yet earned back, in units of
-// (milliseconds x quota), so that every quantity is an exact integer: a request costs
-// `window x instances`, the bucket holds `window x quota`, and the debt falls by `quota` each
-// millisecond. The share changes with the count of instances, the debt does not: a key that used
-// half of its share still has half of it left. However many instances there are, each admits at
-// least one request a window.
-//
-// A limit of failures, known only once a request's work is done, peeks before the work (refusing a
-// key whose bucket is empty) and charges after it: a charge counts even past the quota, so
-// failures sent all at once delay the key's next admission as if they had been sent one by one.
-//
-// Memory is bounded: at most `maxKeys` keys, the least recently seen forgotten first (a forgotten
-// key starts again with a full bucket), so a flood of distinct keys cannot grow it.
+// A rate limit by key, in memory: a token bucket per key that holds `quota` requests and refills at
+// `quota` per window. Several instances share one limit, each enforcing its share (the quota divided
+// by the live instances it counts), so no request waits on the database. A limit of failures peeks
+// before the work and charges after it. Memory is bounded by `maxKeys`, the least recently seen
+// forgotten first. docs/operating.md, "Rate limits".
 import { BoundedMap } from "./bounded-map.js";
 import type { Clock } from "./clock.js";
 
@@ -45,6 +33,12 @@ export interface RateDecision {
   seconds: number;
 }
 
+/**
+ * A key's bucket, kept as its debt: what the key used and has not yet earned back, in milliseconds ×
+ * quota, so every quantity is an exact integer (a request costs window × instances, the bucket holds
+ * window × quota, the debt falls by quota each millisecond). The share changes with the count of
+ * instances, the debt does not: a key that used half of its share still has half of it left.
+ */
 interface Bucket {
   debt: number;
   at: number;

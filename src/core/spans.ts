@@ -1,17 +1,9 @@
-// What traced code calls: the HTTP layer, the storage layer, the execution worker and the log lines
-// of a request or an execution. OpenTelemetry stays behind it (src/tracing/otel.ts), loaded only
-// when traces are configured (src/tracing/start.ts); until then every call here is a check of one
-// variable, and the work runs as it would untraced. The trace contexts handed out are W3C Trace
-// Context `traceparent` values.
-//
-// A span is carried explicitly, as a handle, by what its work is for: a request's on its
-// RequestContext, an execution's by the worker, each a parent handed to the transactions it makes
-// (an Origin, ./origin.ts). Nothing here keeps an "active" span: a context propagated across awaits
-// would take an AsyncLocalStorage, and on Node 20 an enabled one makes Node call a hook at every
-// promise created in the process, traced or not (bench/RESULTS.md, "Metrics and traces").
-//
-// Times given to spans are readings of performance.now(): for a span started after its work
-// began (./deferred-span.ts).
+// What traced code calls (the HTTP layer, storage, the execution worker, log lines), with
+// OpenTelemetry behind it (src/tracing/), loaded only when traces are configured: until then each call
+// is a check of one variable. A span is carried explicitly, as a handle, by what its work is for (a
+// request's RequestContext, an execution's run), never as an "active" span that would take an
+// AsyncLocalStorage. Times given to spans are readings of performance.now() (for ./deferred-span.ts).
+// Why: docs/operating.md, "Traces".
 
 export type SpanKind = "server" | "consumer" | "internal";
 export type AttributeValue = string | number | boolean;

@@ -1,13 +1,9 @@
-// The one rule of what text the service stores, whatever writes it (an API request, an automation
-// step), at two levels:
-// - any stored string, free-form data included (a sample payload): no NUL (PostgreSQL text cannot
-//   hold it: the insert fails) and no unpaired surrogate (valid in a JSON escape, not in UTF-8: both
-//   drivers would store U+FFFD, text nobody sent; and a lone surrogate breaks strict JSON decoders of
-//   whoever reads it back);
-// - a text field (a name, an email, a description, a reason, a CEL expression, a metadata value): no
-//   control character either but tab and newline. They mean nothing in such text, and each one JSON
-//   escapes to six characters, so text quoted into another answer would outgrow its bound; terminals
-//   and logs that show the text would obey them.
+// The one rule of what text the service stores, whatever writes it (a request, an automation step).
+// Any stored string: no NUL (PostgreSQL text cannot hold it) and no unpaired surrogate (UTF-8 cannot:
+// the drivers would store U+FFFD). A text field (a name, a reason, a CEL expression) also holds no
+// control character but tab and newline: they mean nothing there, and each escapes to six characters
+// in JSON, so text quoted into another answer would outgrow its bound. docs/partners.md, "Conventions
+// of the API".
 const UNPAIRED_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
 /** Unicode's control characters (C0, DEL, C1) but tab (U+0009) and newline (U+000A). */
 const CONTROL = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/;

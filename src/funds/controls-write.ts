@@ -1,13 +1,9 @@
 // A read-modify-write of one live controls row (a subject-app limit, an app cap) under the row's
 // exclusive lock and the fund policy's shared one (the currency its money is checked against holds
-// until commit), where the dialects differ:
-// - SQLite, or joining a caller's transaction: the read, the change and the write in one write transaction.
-// - PostgreSQL: the read alone (one statement), then the write as one call of write_controls_row
-//   (migrations 0013 and 0014; a named statement), which takes the locks and writes only if the
-//   currency and the live row are still as read: 2 round trips, not 8 (BEGIN, two locks, two
-//   reads, the write, COMMIT, and the user's check before). When either changed in between, the
-//   change runs again as the transaction above, which holds the locks from its first read and so
-//   cannot lose again. A change that records more with its write (`written`) runs as that transaction.
+// until commit). SQLite, or a caller's transaction: the read, the change and the write in one write
+// transaction. PostgreSQL: the read, then one call of write_controls_row that takes the locks and
+// writes only if the currency and the row are still as read; when either changed, or the write
+// records more (`written`), as that transaction. docs/benchmarks.md, "What the profiles led to".
 import { sql } from "kysely";
 import type { Storage } from "../storage/connect.js";
 import { prepared } from "../storage/prepared.js";
@@ -79,7 +75,8 @@ interface GuardedWrite {
   row: string;
 }
 
-// The live key (second argument) is written out per table in the function since migration 0014.
+// The live key (second argument) is no longer read: the function spells out each table's (kept in its
+// signature for an instance of an earlier release during a rolling upgrade).
 const guardedWrite = (v: GuardedWrite) => sql<boolean>`write_controls_row(${v.table}, '{}'::text[], ${v.lock}, ${v.policyLock}, ${v.tenantId}, ${v.currency}, ${v.seenControls}, ${v.row}::jsonb)`;
 
 const guardedWriteStatement = prepared((db, v: GuardedWrite) => db.selectNoFrom(guardedWrite(v).as("written")));

@@ -84,7 +84,7 @@ const layersAndUsageStatement = prepared((db, v: LayerValues & { now: string } &
 
 /**
  * PostgreSQL: the fund policy and the layers as `policyAndLayersStatement` reads them, after a shared
- * lock, in one round trip (spend_policy_layers, migration 0012); run with its values inlined, so
+ * lock, in one round trip (spend_policy_layers, src/storage/postgres-functions.sql); run with its values inlined, so
  * that as a transaction's first statement it carries the BEGIN too.
  */
 const lockedPolicyAndLayersStatement = prepared((db, v: LayerValues & { tenantId: string; lock: string }) =>

@@ -1,11 +1,9 @@
-// Fund events: what the funds code tells the automations of the changes it makes (a spend decided,
-// captured, released or reversed; a window's usage at a threshold; a limit row suspended,
-// unsuspended or its limit changed). The funds code records them in the transaction of the change
-// through this port, which automations/fund-triggers.ts implements (the funds import nothing of the
-// automations): a change that rolls back records nothing, one that commits has recorded its events.
-//
-// A change asks for a batch before its transaction, naming the event types it may cause: with no
-// fund-event trigger listening to any of them there is none, and the change costs nothing more.
+// Fund events: what the funds code tells the automations of the changes it makes (a spend decided
+// or changed, a window's usage at a threshold, a limit row suspended, unsuspended or changed),
+// recorded in the change's transaction through this port, which automations/fund-triggers.ts
+// implements. A change asks for a batch before its transaction, naming the event types it may
+// cause: with no trigger listening to them there is none, and it costs nothing more.
+// docs/automations.md, "Automations on fund events".
 import type { components } from "../../generated/api.js";
 import type { KnownFundEventType } from "../../generated/enums.js";
 import type { Db } from "../storage/transactions.js";

@@ -202,7 +202,7 @@ export class FundPolicies {
         .executeTakeFirst()) !== undefined;
     // Spends keep their currency forever: a window's sums, a later capture or reversal would mix two.
     // Every spend is in the stored currency (this check is why), which `currencyCode` is not: any
-    // spend at all holds it, and the first row answers (migration 0017).
+    // spend at all holds it, and the first row answers.
     const spent = (await db.selectFrom("spend_authorizations").select("id").limit(1).executeTakeFirst()) !== undefined;
     const defaultsCurrency = amountCurrency(keptDefaults);
     const holders = [

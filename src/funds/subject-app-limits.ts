@@ -1,10 +1,9 @@
-// Subject-app limit rows: the controls capping what one app may take from one subject's fund. The
-// same row serves SubjectAppLimitService (any subject, for administrators) and MyFundLimitsService
-// (the caller's own rows); the `Mine` variants differ only in what their errors name.
-//
-// Every mutation is one read-modify-write (./controls-write.ts): load the live row, apply a pure
-// mutation of ./controls.ts, then insert, update or remove. A row always holds at least one
-// control: clearing its last one removes it (deleted_at set), and a later write creates a new row.
+// Subject-app limit rows: the controls capping what one app may take from one subject's fund,
+// served to SubjectAppLimitService (any subject, for administrators) and MyFundLimitsService (the
+// caller's own; the `Mine` variants differ only in what their errors name). Every mutation is one
+// read-modify-write (./controls-write.ts) of a pure mutation of ./controls.ts. A row always holds
+// at least one control: clearing its last one removes it (deleted_at set), and a later write
+// creates a new row.
 import type { components } from "../../generated/api.js";
 import type { Clock } from "../core/clock.js";
 import type { OperationId } from "../../generated/server.js";

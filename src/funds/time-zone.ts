@@ -1,10 +1,9 @@
 // Time zone names as the fund policy stores and answers them: one spelling per zone, its canonical
-// name. The runtime's IANA database (Intl) says which zone a name means: it matches names in any case
-// and follows links (`US/Eastern` is `America/New_York`), and names UTC and its aliases (`Etc/UTC`,
-// `GMT`, `Etc/GMT`, `Zulu`...) `UTC`, as ECMAScript does. Its names are CLDR's, which keep a few
-// that IANA has replaced (`Asia/Calcutta` for `Asia/Kolkata`, `Europe/Kiev` for `Europe/Kyiv`): those
-// are answered by IANA's current name, the one in its zone.tab. test/funds/time-zone.test.ts checks
-// the list against the runtime and, where the system has one, against IANA's zone.tab.
+// name. The runtime's IANA database (Intl) says which zone a name means (any case, links followed:
+// `US/Eastern` is `America/New_York`; UTC's aliases are `UTC`, as ECMAScript names them). Its names
+// are CLDR's, which keep a few that IANA has replaced (`Asia/Calcutta`, `Europe/Kiev`): those are
+// answered by IANA's current name, the one in its zone.tab (test/funds/time-zone.test.ts checks the
+// list).
 import { BoundedMap } from "../core/bounded-map.js";
 
 /** The CLDR names of zones IANA has renamed, and IANA's current names for them. */

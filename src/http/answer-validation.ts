@@ -1,16 +1,9 @@
 // express-openapi-validator's response validation (on in development and tests), without its
-// per-answer overhead. Its step wraps `res.json` on every request through its "mung" helper and, on
-// every answer, parses the request's Content-Type to build its cache key, looks its validators up by
-// that string, parses the answer's media type and searches the Accept header for it: about 30 µs an
-// answer in the bench, where the compiled schema check itself takes a few.
-//
-// Here an answer takes one of two paths:
-// - the fast path: the very validator function the validator compiled for the operation's status,
-//   called on the same data, where it would choose that function whatever the headers (the status's
-//   only media type is JSON);
-// - the validator's own step, installed at that moment over `res.json`, for anything else: a status
-//   with several media types or none, a 5xx or an empty body, an answer the fast path does not pass.
-// So every refusal is the validator's, in its words, and the fast path is never less strict.
+// per-answer lookups. An answer takes the fast path, the very function the validator compiled for the
+// operation's status, when it would choose that function whatever the headers (the status's only
+// media type is JSON); anything else (several media types or none, a 5xx, an empty body, an answer the
+// fast path does not pass) goes through the validator's own step, installed then over `res.json`. So
+// every refusal is the validator's. Why: bench/RESULTS.md, "The request path every operation pays".
 import type { NextFunction, Request, Response } from "express";
 import type { ResponseValidator } from "express-openapi-validator/dist/middlewares/openapi.response.validator.js";
 import { routeOf } from "./route-table.js";

@@ -1,10 +1,8 @@
-// Requests that Node's HTTP parser refuses: a header section over Node's 16 KB limit, malformed
-// HTTP, a request that took too long to arrive, and a body whose framing breaks (a bad chunk size, a
-// Transfer-Encoding other than chunked, bytes past a Content-Length that begin no request).
-// The contract promises the Status body on every non-2xx answer, which Node's own answers lack, and
-// Node's default gives none at all once the request was handed to the app: the parser fails while
-// the app reads (or is about to read) the body. Each refusal is answered where the connection still
-// allows it, in order after the answers already due on it, and the connection is then closed.
+// Requests that Node's HTTP parser refuses: a header section over Node's 16 KB limit, malformed HTTP, a
+// request too slow to arrive, a body whose framing breaks. The contract promises the Status body on
+// every non-2xx answer, which Node's own answers lack (and once the app has the request it gives none):
+// each refusal is answered where the connection still allows it, after the answers already due on it,
+// and the connection is then closed. docs/partners.md, "Conventions of the API".
 import { randomUUID } from "node:crypto";
 import { STATUS_CODES, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { Duplex } from "node:stream";

@@ -1,15 +1,9 @@
-// The HTTP server's connections through a shutdown (server.ts `close`). HTTP/1.1 gives a server no
-// way to tell a client that an idle keep-alive connection is about to close: a request the client
-// sends as the server closes it is lost (reset, or closed unanswered). So, once closing:
-// - every answer not yet begun carries `Connection: close`, and its connection is closed after it:
-//   the client knows not to send on it again. Requests pipelined behind that answer are not run
-//   (an HTTP/1.1 client resends the requests a closed connection left unanswered).
-// - once the listener has stopped, a connection with no exchange under way is half-closed (FIN, not
-//   a reset), unless a request is arriving on it: bytes received since its last exchange ended, or
-//   waiting to be read in this turn of the event loop. A request that still crosses the close is
-//   not run: its client sees the connection closed without an answer, and may resend it.
-// Node's `server.close()` is not used: since Node 19 it destroys idle connections at once
-// (closeIdleConnections), resetting one on which a request is arriving.
+// The HTTP server's connections through a shutdown (server.ts `close`). HTTP/1.1 cannot tell a client
+// that an idle kept connection is about to close, so once closing every answer carries `Connection:
+// close`, and once the listener has stopped an idle connection is half-closed (FIN, not a reset)
+// unless a request is arriving on it. Node's `server.close()` is not used: it destroys idle connections
+// at once (closeIdleConnections), resetting one on which a request is arriving. docs/operating.md,
+// "Shutdown".
 import { createServer, type IncomingMessage, type RequestListener, type Server, type ServerResponse } from "node:http";
 import { Server as NetServer, type Socket } from "node:net";
 

@@ -1,28 +1,9 @@
-// express-openapi-validator's checks, without its per-request overhead. Its `middleware()` is a
-// chain of five middlewares, each waiting on the loaded contract's promise on every request, and its
-// request validator parses the Content-Type, rebuilds a parameter mutator and looks its compiled
-// validators up by a string key on every request: together about a tenth of a small read's CPU in
-// the bench profiles. Here the contract is loaded and prepared once, as the validator prepares it,
-// and a request runs one of two paths:
-// - the validator's own (its metadata step, remembered per operation, then its request validator),
-//   for the first request of each operation and content type, any request with a query string, and
-//   any request the fast path does not pass: every refusal is the validator's, in its words;
-// - the fast path, for the rest: the very validator functions the validator compiled for that
-//   operation and content type, called on the same data. It decides nothing of its own: a request it
-//   does not pass goes the validator's way, so it can only be as strict as the validator.
-// The validator keys what it compiles by the whole Content-Type header, parameters included: every
-// new spelling (`application/json; a=1`, `; a=2`, and on a GET any value at all) would compile and
-// keep two more validators, without bound. What it decides depends only on the media type (the
-// parsers before it have checked the charset), so it is shown the declared media type the header
-// names, an undeclared one bare (refused 415, nothing kept), and no header for an operation that
-// takes no body. Its response validation (when on) follows either path (answer-validation.ts).
-// Its copy of the contract says `allowReserved` of every query parameter: the validator refuses a
-// value holding any of RFC 3986's reserved characters (`:`, `/`, `+`...) otherwise, where RFC 3986
-// lets a query hold them as they are (parameter-form.ts checks a query against RFC 3986 instead). The
-// contract itself does not say it: clients still percent-encode, as they must `&`, `#` and `+`.
-// Left out: the path-parameters step (it rewrites the parameters of Express routes, and none is
-// dispatched through one: app.ts sets them), security (off: app.ts authenticates) and multipart (no
-// operation takes a multipart body; loading fails should one be added).
+// express-openapi-validator's request checks as one synchronous step, without its per-request
+// overhead: the contract loaded and prepared once, and a request checked either by the validator's
+// own steps (the first of each operation and content type, any with a query string, any the fast path
+// does not pass: every refusal is the validator's, in its words) or, on the fast path, by the very
+// functions it compiled for that operation and media type, so never less strictly. Why:
+// docs/benchmarks.md, "What the profiles led to".
 import type { NextFunction, Request, RequestHandler, Response } from "express";
 import { defaultSerDes } from "express-openapi-validator/dist/framework/base.serdes.js";
 import { OpenApiContext } from "express-openapi-validator/dist/framework/openapi.context.js";
@@ -110,7 +91,12 @@ class Validation {
     }
   }
 
-  /** The Content-Type the validator sees: the media type alone, none for an operation without a body. */
+  /**
+   * The Content-Type the validator sees: the declared media type alone (an undeclared one bare, which
+   * it refuses 415), none for an operation without a body. It keys what it compiles by the whole
+   * header, so each new spelling (`; a=1`, any value on a GET) would compile two more validators,
+   * without bound; what it decides depends on the media type alone (the parsers checked the charset).
+   */
   private showMediaType(req: Request): void {
     const route = routeOf(req);
     const header = req.headers["content-type"];
@@ -173,7 +159,12 @@ function declaredMediaTypes(apiDoc: unknown): MediaTypes {
 type Parameter = { in?: string; allowReserved?: boolean };
 type ParameterHolder = { parameters?: Parameter[] };
 
-/** Marks every query parameter of the validator's copy of the contract `allowReserved` (see the top of this file). */
+/**
+ * Marks every query parameter of the validator's copy of the contract `allowReserved`: otherwise it
+ * refuses RFC 3986's reserved characters (`:`, `/`, `+`...), which a query may hold as they are
+ * (parameter-form.ts checks queries against RFC 3986 instead). The contract itself does not say it,
+ * so clients still percent-encode.
+ */
 function allowReservedInQueries(apiDoc: unknown): void {
   const doc = apiDoc as { paths?: Record<string, ParameterHolder & Partial<Record<(typeof METHODS)[number], ParameterHolder>>>; components?: { parameters?: Record<string, Parameter> } };
   const parameters = [
@@ -183,7 +174,12 @@ function allowReservedInQueries(apiDoc: unknown): void {
   for (const p of parameters) if (p.in === "query") p.allowReserved = true;
 }
 
-/** The contract loaded and prepared as the validator's own chain does it, and its steps built. */
+/**
+ * The contract loaded and prepared as the validator's own chain does it, and its steps built, but
+ * three: the path-parameters step (no operation is dispatched through an Express route: app.ts sets
+ * them), security (app.ts authenticates) and multipart (no operation takes such a body; loading
+ * fails should one be added).
+ */
 async function load(options: ContractValidationOptions): Promise<Validation> {
   const validator = new OpenApiValidator({ ...options }) as unknown as ValidatorInternals;
   const spec = await new OpenApiSpecLoader({ apiDoc: options.apiSpec, validateApiSpec: options.validateApiSpec ?? true, $refParser: validator.options.$refParser }).load();

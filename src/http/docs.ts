@@ -1,13 +1,8 @@
 // Serves the Redoc page (generated/docs.html, built by scripts/docs.mjs) at /docs. The page holds
-// everything it runs (the reference, Redoc, the contract), so its Content-Security-Policy admits no
-// other origin, and no script but the page's own inline ones, by their hashes:
-//   script-src   the hashes of the page's inline scripts (Redoc and its start, the colour-mode switch);
-//                no 'unsafe-eval': Redoc's search probes `Function` for a worker and, refused, searches
-//                in the page instead
-//   style-src    'unsafe-inline': Redoc's styled-components write <style> elements and style attributes
-//   img-src      data: (inline images); font-src data: (Redoc's icon font is embedded)
-// Nothing is fetched (connect-src falls back to 'none'). The page is revalidated (ETag), so a
-// regenerated page shows at once; it is re-read when the file changes.
+// everything it runs, so its Content-Security-Policy admits no other origin, and no script but its own
+// inline ones, by their hashes. The page is revalidated (ETag), and read again when the file changes,
+// so a regenerated page shows at once. Each directive and why: docs/partners.md, "The API reference
+// (Redoc)".
 import { createHash } from "node:crypto";
 import { existsSync, readFileSync, statSync } from "node:fs";
 import type { Request, Response } from "express";

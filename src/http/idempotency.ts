@@ -1,44 +1,9 @@
-// Idempotent retries: a request of an operation whose contract declares the Idempotency-Key header
-// runs once per caller and key; the same request again within retention gets the first answer
-// again, marked `Idempotent-Replayed: true`. The key's format is checked by the contract validator,
-// which runs before this, as do authentication and roles: a request refused by them runs nothing
-// and keeps nothing, so the client may fix it and send it again with the same key.
-//
-// - A replay is answered only to a caller who may make the request now. Its role is checked before
-//   this on every request (app.ts), replays included. What the spend operations also check, the
-//   credential's apps and whose spend it is (../funds/spends/spend-access.ts), is checked by running them:
-//   KEPT_WITH_EFFECT's operations run on every attempt before the record is looked at, so a caller
-//   that may not make the request gets its own refusal, as it would without the key. The claimed
-//   operations (super-admin only) are decided by role alone; an operation whose handler decides
-//   who may act on what must therefore be one of KEPT_WITH_EFFECT, never claimed first.
-// - Keys belong to the calling user (not the credential): a client that retries through another of
-//   its user's credentials (one issued to replace a lost one, or bound to more apps) still gets the
-//   first answer, and never has the request run twice; another user's same key is another record.
-//   Credentials of one user share keys, not answers: the check above hands a kept answer only to a
-//   credential that may make the request itself. (Keys scoped by the credential's apps would make
-//   such a retry a second hold, and strand the records kept before the upgrade that scoped them so,
-//   running their retries in flight again.)
-// - An answer is kept once the operation ran: its 200, or a 4xx it refused the request with. Not
-//   kept: a 5xx (the key is released, so the retry runs again), and a refusal about the caller (401,
-//   403, 404: ABOUT_THE_CALLER), which the error middleware answers as without the key.
-// - An operation whose effect is one transaction keeps its 200 in that transaction (`commitAnswer`
-//   of the request context): a crash between the effect's commit and a separate write of the answer
-//   would leave the key held until its lease lapsed, and the retry would then do the effect twice.
-// - Most operations claim the key first (a record with a lease): of attempts racing on one key one
-//   runs, the others are answered 409 IDEMPOTENCY_KEY_IN_USE. Should the lease lapse while it runs
-//   (another attempt took the key over), its effect rolls back and it is answered 409 too.
-// - KEPT_WITH_EFFECT's operations take no claim: every attempt runs, and the first to insert the
-//   record (with its answer, in its effect's transaction) wins; the others roll back and replay its
-//   answer. That saves a decision its claim's write (a statement and a commit on SQLite, a round
-//   trip on PostgreSQL), and a racing retry waits for the first answer instead of a 409.
-// - An operation's 200 may be kept by reference (KeptByReference): what a replay needs to build the
-//   answer again from the rows it was made of, rather than a second copy of them. Authorize's is
-//   the authorization's id: its answer, about 1 KB, was as large as the row it copies, written
-//   with every decision (bench/RESULTS.md, "The kept answer").
-// - Answers can hold secrets shown once (a client secret, a webhook secret): they are sealed by the
-//   secret box under SECRETS_KEY, bound to their record. The answers of PLAIN_ANSWERS' operations
-//   hold none and are kept as JSON: sealing them (AES-GCM, a random IV) was 4% of Authorize's CPU
-//   to hide what the spend tables beside them hold in the clear anyway.
+// Idempotent retries: a request of an operation whose contract declares the Idempotency-Key header runs
+// once per calling user and key; the same request again within retention gets the first answer, marked
+// `Idempotent-Replayed: true`. Most operations claim the key first (a record with a lease); those of
+// KEPT_WITH_EFFECT run on every attempt and keep their answer in their effect's transaction. Whose keys
+// they are, which answers are kept, sealed or by reference, and why: docs/partners.md, "Idempotent
+// retries".
 import { createHash, randomUUID } from "node:crypto";
 import type { Request, Response } from "express";
 import type { OperationId } from "../../generated/server.js";
@@ -78,9 +43,11 @@ const PLAIN_ANSWERS: ReadonlySet<string> = new Set<OperationId>([
 ]);
 
 /**
- * Operations that take no claim (see above): their effects are cheap enough to run and roll back
- * on a lost race, and each keeps its 200 in its effect's transaction. Each attempt's run checks
- * its caller (apps, ownership) before any replay, so these are the operations that may check them.
+ * Operations that take no claim: every attempt runs, and the first to insert the record (with its
+ * 200, in its effect's transaction) wins; the others roll back and replay its answer. Their effects
+ * are cheap enough to run and roll back on a lost race. Each attempt's run checks its caller (apps,
+ * ownership) before any replay, so an operation whose handler decides who may act on what must be
+ * one of these: a claimed operation is decided by role alone.
  */
 const KEPT_WITH_EFFECT: ReadonlySet<string> = new Set<OperationId>([
   "svc.api.funds.v1.SpendService.Authorize",

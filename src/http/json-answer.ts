@@ -1,10 +1,8 @@
-// Every answer of the API is JSON sent by `res.json`. Express's goes through `res.send`, which
-// looks the media type up again, parses it back to add the charset, takes the body's length and
-// asks whether the request is fresh (for ETags, which this app turns off): about 6% of a
-// single-row read's CPU in a profile, for headers that are always the same. This `json` writes them
-// directly; what the client receives is byte for byte what Express sent (a HEAD gets the headers
-// alone, as Node drops a body answered to HEAD). The response validator wraps this function as it
-// wrapped Express's.
+// Every answer of the API is JSON sent by `res.json`. Express's goes through `res.send`, which looks the
+// media type up again, adds the charset, and asks whether the request is fresh (for ETags, off here),
+// for headers that are always the same. This `json` writes them directly: byte for byte what Express
+// sent (a HEAD gets the headers alone). The response validator wraps it as it wrapped Express's.
+// Why: bench/RESULTS.md, "The request path every operation pays".
 import type { Express, Response } from "express";
 
 const JSON_TYPE = "application/json; charset=utf-8";

@@ -1,13 +1,9 @@
 // A table someone holds locked (an administrator's LOCK TABLE, a long migration) degrades only the
-// operations that need it. Their requests wait for it at most lock_timeout each (PostgreSQL,
-// DATABASE_LOCK_TIMEOUT_MS), holding a connection of the pool meanwhile; arriving faster than they
-// give up (and sent again by their clients), they fill the pool, and every other request waits for
-// a connection it does not need to wait for. So once a request lost to lock_timeout while requests
-// were waiting for a connection of the pool, its operation is shed: answered 503 UNAVAILABLE at once,
-// without a connection, with lock_timeout as its Retry-After. After that long one request of it runs
-// (the probe) while the others are still shed: should it lose to lock_timeout too, the operation is
-// shed again; once it did not, the operation runs again. A lock wait that costs no other request
-// its connection sheds nothing: a hot row under contention is not a locked table.
+// operations that need it. Their requests wait at most lock_timeout each, holding a pool connection
+// meanwhile, and would fill the pool; so once a request lost to lock_timeout while others waited for a
+// connection, its operation is shed (503 at once, Retry-After lock_timeout), then probed by one
+// request until it runs again. A hot row under contention sheds nothing. docs/operating.md, "A locked
+// table".
 import { DATABASE_DEFAULTS, type Config } from "../config.js";
 import type { Logger } from "../core/logger.js";
 import type { Storage } from "../storage/connect.js";

@@ -1,10 +1,8 @@
-// The validator reports a failed `oneOf` with the failures of every arm (a bad Money units lists
-// "must be null" for the null arm and "must have required property 'blocked'" for the arms the
-// caller did not choose). Here each failed `oneOf` of the body is narrowed to the arm the value
-// chose, by its type and, among object arms, by the one arm whose own required members it sets
-// (`amount`, `blocked` or `unlimited` of a SpendLimit): only that arm's failures remain, so the
-// answer names the arm and the field at fault. A value that chooses no arm, or several, gets one
-// failure that says what to choose.
+// The validator reports a failed `oneOf` with the failures of every arm. Here each failed `oneOf` of the
+// body is narrowed to the arm the value chose, by its type and, among object arms, by the one arm whose
+// own required members it sets (`amount`, `blocked` or `unlimited` of a SpendLimit), so the answer names
+// the arm and the field at fault; a value that chooses no arm, or several, gets one failure that says
+// what to choose. docs/partners.md, "Conventions of the API".
 import type { NextFunction, Request, Response } from "express";
 import { isRecord, isSet } from "../funds/guards.js";
 import type { RequestShapes, SchemaNode } from "./request-shapes.js";

@@ -1,10 +1,9 @@
-// Output-only fields are ignored in requests, never refused (AIP-203): what the contract marks
-// `readOnly` (an id, a timestamp the server sets, a listener's URL) is dropped from a request body
-// before the validator sees it, so an object read from an answer may be sent back as it is, and no
-// operation ever reads, stores or compares a value it was sent for one. Which members are output-only
-// is read once per operation from its request body's schema, through `$ref`s, arrays and the arms of
-// a `oneOf`/`anyOf`/`allOf` (a member must be output-only in every arm that has it, or in none; a
-// schema that contains itself is not followed: the contract has none, and loading fails should one come).
+// Output-only fields are ignored in requests, never refused (AIP-203): what the contract marks `readOnly`
+// is dropped from a request body before the validator sees it, so an object read from an answer may be
+// sent back as it is. Which members are output-only is read once per operation from its request body's
+// schema, through `$ref`s, arrays and the arms of a `oneOf`/`anyOf`/`allOf` (a member must be output-only
+// in every arm that has it, or in none; a schema that contains itself fails loading: the contract has
+// none). docs/partners.md, "Conventions of the API".
 import type { NextFunction, Request, Response } from "express";
 import type { RequestShapes, SchemaNode } from "./request-shapes.js";
 import { routeOf } from "./route-table.js";

@@ -1,14 +1,8 @@
 // Query parameters and form fields as the contract means them, checked before the validator (which
-// would coerce them): a query is written as RFC 3986 (3.4) allows, a declared parameter or field is
-// given at most once (a repeat is ambiguous; RFC 6749 3.1 says so of the token request), and an
-// integer parameter is written in plain decimal digits. The validator turns `Infinity`, `0x10`, `1e2`
-// or ` 5` into numbers; here they are 400, and every integer so written is accepted whatever its size
-// (page_size clamps it, see core/pagination).
-//
-// A query may hold RFC 3986's reserved characters as they are (`2026-11-01T00:00:00Z`); the parser
-// (Express's, node:querystring) decodes the rest, `+` as a space as forms do. What it would decode
-// leniently is refused here instead: a `%` without two hex digits, encoded bytes that are not UTF-8
-// (it makes them U+FFFD), and characters a query may not hold unencoded (`[`, `"`, `{`...).
+// would coerce them): a query written as RFC 3986 (3.4) allows, reserved characters included, and
+// nothing decoded leniently; a declared parameter or field given at most once (a repeat is ambiguous;
+// RFC 6749 3.1 says so of the token request); an integer in plain decimal digits, where the validator
+// turns `Infinity`, `0x10`, `1e2` or ` 5` into numbers. docs/partners.md, "Conventions of the API".
 import type { NextFunction, Request, Response } from "express";
 import { invalidField } from "../core/errors.js";
 import type { RequestShapes, SchemaNode } from "./request-shapes.js";

@@ -1,16 +1,8 @@
-// The rate limits of the API: per source address on every operation, per credential on the
-// operations that take an access token, per listener on the webhook intake. Each is checked as soon
-// as its key is known and before the work it guards: the source before authentication, the
-// credential once the token's signature is verified but before the database is asked about it. A
-// listener's limit counts only deliveries that authenticated (checked then, before their event id),
-// so that whoever merely knows its URL cannot spend its sender's quota; failed authentications
-// count per listener and source address under a smaller budget of their own, and an address that
-// spent it is refused before the intake does any work for it.
-//
-// Answers carry the IETF RateLimit fields (draft-ietf-httpapi-ratelimit-headers): RateLimit-Policy
-// names each limit applied with its quota and window, RateLimit the requests still admitted and
-// the seconds until they are all restored. A refusal is 429 with Retry-After: RATE_LIMITED, or
-// TOO_MANY_FAILED_ATTEMPTS for the failure budget (the token endpoint's reason for the same thing).
+// The rate limits of the API: per source address on every operation, per credential on the operations
+// that take an access token, per listener on the webhook intake (deliveries that authenticated; failed
+// ones per listener and address, under a smaller budget). Each is checked as soon as its key is known
+// and before the work it guards. Answers carry the IETF RateLimit fields; a refusal is 429 with
+// Retry-After. Why: docs/operating.md, "Rate limits".
 import type { Request, Response } from "express";
 import ipaddr from "ipaddr.js";
 import type { Clock } from "../core/clock.js";

@@ -1,13 +1,9 @@
 // Connections a listener refuses because the process is out of file descriptors. At the open-file
-// limit (RLIMIT_NOFILE) accept() fails with EMFILE: libuv then accepts each waiting connection on a
-// descriptor it keeps in reserve and closes it at once (uv__emfile_trick), and Node hears nothing, so
-// connections were dropped without a trace, while everything else that needs a descriptor failed
-// too (a connection to the database, a file). So each listener takes connections up to a cap
-// (`maxConnections`) that leaves the rest of the process its descriptors: past it Node closes each
-// new connection at once and says so ('drop'). Should accept() fail anyway (ENFILE: the system's
-// table is full; EMFILE once libuv's reserve is gone), Node reports it as the listener's 'error',
-// which without a listener would end the process. Both are counted, and logged as a warning at
-// once, then at most once per LOG_EVERY_MS with the count since the line before.
+// limit libuv accepts and closes waiting connections without a trace, and everything else that needs a
+// descriptor fails too; so each listener takes connections up to a cap (`maxConnections`) below it, and
+// what it refuses past the cap ('drop'), or when accept() fails anyway ('error', which unheard would end
+// the process), is counted and logged: at once, then at most once per LOG_EVERY_MS with the count since.
+// docs/operating.md, "Connections and open files".
 import { readFileSync } from "node:fs";
 import type { Server } from "node:net";
 import type { Logger } from "../core/logger.js";

@@ -1,11 +1,9 @@
-// How the API takes request bodies, beside the parsers (app.ts): the body limits, the raw bodies of
-// the `x-raw-request` operations, the checks a JSON body's bytes get before they are parsed, and two
-// rules of the whole request. A Content-Length over the limit is refused before any byte of the body
-// is read (the parsers would read, and discard, all of it first). And an operation runs only on a
-// request that arrived whole: a body no parser read (one sent to an operation that takes none, which
-// is not parsed) is read and dropped first, so that a body whose framing breaks is refused by the
-// HTTP parser (client-error.ts) before the operation can run. And a body the contract requires is
-// there: an empty one is refused, where the JSON parser would read it as `{}`.
+// How the API takes request bodies, beside the parsers (app.ts): the body limits (a Content-Length
+// over one is refused before any byte is read), the raw bodies of the `x-raw-request` operations, the
+// checks of a JSON body's bytes before they are parsed, and two rules of the whole request: an
+// operation runs only on a request that arrived whole (a body no parser read is read and dropped
+// first), and a body the contract requires is there (an empty one is refused, where the JSON parser
+// would read `{}`). docs/partners.md, "Conventions of the API".
 import type { NextFunction, Request, RequestHandler, Response } from "express";
 import getRawBody from "raw-body";
 import { checkJsonBytes, checkJsonCharset, malformedBody } from "../core/json-body.js";

@@ -1,20 +1,9 @@
-// A span per request when traces are on (src/core/spans.ts): of kind SERVER, named by the
-// contract's operation id (UNMATCHED_SPAN for what no operation takes). Its attributes are bounded
-// and name nothing the caller sent: the method, the contract's path template (never the path
-// itself), the status, and the contract's reason of a refusal or failure. A 5xx fails it. The first
-// step of every request only when traces are on (they are started before the app is made): off,
-// requests do not pass through it. The span goes with the request explicitly (res.locals.span): its
-// RequestContext hands it to the services as the Origin of their changes, and the request's log
-// lines carry its ids.
-//
-// Whose trace it joins: a caller's `traceparent` chooses a trace id and, under a parent-based
-// sampler, whether it is kept; its `tracestate` is text for the trace store. So they are continued
-// only from a peer TRACE_CONTEXT_TRUSTED names (by default TRUST_PROXY's), for a request that
-// authenticated (an access token, a webhook signature or JWT, a granted token request). The socket's
-// peer, not the client X-Forwarded-For names: the operator vouches for the peer, which sent the
-// header as it is; the clients behind it are told apart by authentication. Any other request starts
-// a trace of its own, linked to the caller's span by its ids alone. Authentication comes after the
-// span's work began: the span of a request that may continue starts late (core/deferred-span.ts).
+// A span per request when traces are on (src/core/spans.ts): of kind SERVER, named by the contract's
+// operation id, with bounded attributes that name nothing the caller sent. A caller's `traceparent`
+// is continued only from a peer TRACE_CONTEXT_TRUSTED names, for a request that authenticated, so its
+// span starts late (core/deferred-span.ts); any other request starts a trace of its own, linked to
+// the caller's span. The span goes with the request (res.locals.span) to the services as the Origin
+// of their changes. Why: docs/operating.md, "Traces".
 import type { NextFunction, Request, Response } from "express";
 import { DeferredSpan } from "../core/deferred-span.js";
 import { startSpan, type AttributeValue, type Span } from "../core/spans.js";

@@ -1,11 +1,9 @@
-// express-openapi-validator finds a request's operation by compiling and trying the path pattern
-// of every route of the contract on every request (lookupRoute in its openapi.metadata.js): a tenth
-// of a small GET's CPU in the bench profiles. The route table (route-table.ts) has matched the
-// request already, so the validator's metadata middleware runs once per operation; later requests
-// of the operation get the metadata it found, with their own path parameters, decoded as it decodes
-// them. Anything the table does not match (the mock lets unroutable requests through to the
-// validator's 404 and 405), and a parameter that is not valid percent-encoding (the validator's 400),
-// still goes through the validator's own lookup.
+// express-openapi-validator finds a request's operation by trying the path pattern of every route of
+// the contract (lookupRoute). The route table (route-table.ts) has matched the request already, so the
+// validator's metadata step runs once per operation, and later requests get the metadata it found with
+// their own path parameters. What the table does not match (the mock's unroutable requests) and a path
+// that is not valid percent-encoding go the validator's way. Why: bench/RESULTS.md, "The request path
+// every operation pays".
 import type { NextFunction, Request, RequestHandler, Response } from "express";
 import { pathParametersOf, routeOf } from "./route-table.js";
 

@@ -1,8 +1,8 @@
-// Several middlewares as one Express layer. Every layer Express tries costs a request its matching
-// and dispatch (the router's next, handle and match in the bench profiles), and a chain of steps that
-// every request runs in order needs none of that: here they run in turn, as Express would run them
-// (an error skips to the next error middleware, a thrown error or a rejected promise is an error),
-// and the series ends by calling the outer `next`, with the error if one is left unhandled.
+// Several middlewares as one Express layer. Every layer Express tries costs a request its matching and
+// dispatch, and a chain of steps that every request runs in order needs none of that: here they run in
+// turn, as Express would run them (an error skips to the next error middleware, a thrown error or a
+// rejected promise is an error), and the series ends by calling the outer `next`, with the error if one
+// is left unhandled. Why: bench/RESULTS.md, "The request path every operation pays".
 import type { ErrorRequestHandler, NextFunction, Request, RequestHandler, Response } from "express";
 
 export type Step = RequestHandler | ErrorRequestHandler;

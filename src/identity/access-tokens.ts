@@ -86,7 +86,7 @@ export class AccessTokens {
 
   /**
    * Tokens whose signature and claims were verified, until they expire. The same bytes verify the
-   * same way until `exp`, and an ES256 verification is about a tenth of a small request's CPU. Each
+   * same way until `exp`, and an ES256 verification is a large share of a small request's CPU. Each
    * also keeps its principal as last read, so the cache of principals is bounded and expires with it.
    */
   private readonly verified = new BoundedMap<string, VerifiedClaims>({ entries: VERIFIED_CACHE_SIZE });

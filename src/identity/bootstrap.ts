@@ -1,12 +1,9 @@
 // On a database with no users, creates a super-admin and its credential: the configured
-// BOOTSTRAP_CLIENT_ID/SECRET, or a generated pair written to a new file (BOOTSTRAP_CREDENTIAL_FILE),
-// whose path alone is logged. A settings row claims the bootstrap, so instances starting together
-// on one database create it only once.
-//
-// The order keeps a generated credential from being lost: the claim, then the file, then the
-// credential in the database, so that a credential the database holds is always in the file. A
-// file that cannot be written (it exists already, its folder cannot be written) releases the claim
-// and refuses the start with nothing created: the next start, with the path fixed, bootstraps.
+// BOOTSTRAP_CLIENT_ID/SECRET, or a generated pair written to a new file (BOOTSTRAP_CREDENTIAL_FILE;
+// docs/operating.md, "Configuration"). A settings row claims the bootstrap, so instances starting
+// together create it once. The claim, then the file, then the credential: a credential the database
+// holds is always in the file, and a file that cannot be written releases the claim and refuses the
+// start with nothing created.
 import type { Config } from "../config.js";
 import { StartRefused } from "../config.js";
 import { secret256, base62 } from "../core/ids.js";

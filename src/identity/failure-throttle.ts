@@ -1,29 +1,9 @@
-// Throttles guessing of client secrets: per key (the grant's: client id and source address), at
-// most MAX_FAILURES failed attempts within WINDOW_MS, across every instance.
-//
-// An attempt holds one of the key's MAX_FAILURES places from before its secret is checked until it
-// is decided, so that guesses sent all at once are checked no more than guesses sent one by one: a
-// success frees its place and clears the key's failures; a failure keeps its place, as a failure,
-// for the window. A request that finds every place taken by failures is refused (429) until the
-// oldest leaves the window, whatever secret it sends, so a right guess cannot be told from a wrong
-// one. A request that finds places held by attempts not yet decided waits for them (MAX_WAIT_MS at
-// most) rather than being refused: workers that all ask at once with the right secret pass five at
-// a time, and none is locked out. An attempt whose instance died before deciding it lapses after
-// LAPSE_MS: it was never answered, so it told its sender nothing.
-//
-// The places live in the database, so that every instance sees the same ones (an attacker gets five
-// guesses, not five per instance): a row of token_failures per key, stored under a SHA-256 digest of
-// it (the table holds neither the client ids callers made up nor their addresses). `attempts` is a
-// JSON array of numbers in ascending order: a failure is the millisecond it was decided at, an
-// integer; an attempt in flight is the millisecond it started at plus IN_FLIGHT (a half). The release
-// before reads every entry within the window as an attempt that counts until a success deletes the
-// row, which is how it counts its own attempts in flight: during a rolling upgrade it sees this
-// release's as it sees its own and admits none beside them, and this release reads its entries
-// (integers) as failures. No more than five guesses are checked at once on both together.
-//
-// Requests of one key on one instance take their turn in arrival order; the one whose turn it is
-// looks at the row again when an attempt of this instance is decided, and every POLL_MS for those
-// of the others.
+// Throttles guessing of client secrets: per key (the grant's client id and source address), at most
+// MAX_FAILURES failed attempts within WINDOW_MS, across every instance. An attempt holds one of the
+// key's places from before its secret is checked until it is decided, so guesses sent at once are
+// checked no more than guesses sent one by one, and a request that finds places held by undecided
+// attempts waits for them rather than being refused. The places are a row of token_failures per key,
+// stored under a SHA-256 digest of it. Why: docs/operating.md, "Rate limits".
 import { createHash } from "node:crypto";
 import type { Clock } from "../core/clock.js";
 import type { Origin } from "../core/origin.js";
@@ -38,7 +18,12 @@ const LAPSE_MS = 30_000;
 const MAX_WAIT_MS = 10_000;
 /** How often a waiting request looks for decisions of the other instances. */
 const POLL_MS = 50;
-/** Added to the start of an attempt in flight: an entry that is no integer. */
+/**
+ * Added to the start of an attempt in flight: an entry that is no integer (a failure is the
+ * millisecond it was decided at). The release before reads every entry within the window as an
+ * attempt that counts until a success deletes the row, so during a rolling upgrade each release
+ * counts the other's attempts, and no more than MAX_FAILURES guesses are checked at once on both.
+ */
 const IN_FLIGHT = 0.5;
 
 const digest = (key: string) => createHash("sha256").update(key, "utf8").digest("base64url");

@@ -1,21 +1,9 @@
-// The ES256 keys that sign access tokens live in the database, so every instance that shares it
-// signs with the same key and verifies every other instance's tokens.
-//
-// - The private part is sealed with SECRETS_KEY by the secret box of webhook secrets, bound to its
-//   kid (a sealed key copied onto another row does not open), so a database dump alone cannot sign
-//   tokens; the public part stays plain JSON. A key from before (plain JSON: sealed text never
-//   starts with "{") is sealed in place at start. The release before (3753460) parses the oldest
-//   key's private part as JSON at its start: once this release has started on a database, that
-//   release no longer starts on it. Its instances already running go on: they keep their key in
-//   memory and verify by the public part.
-// - The newest key signs. Every instance reads the newest key again every minute, and before it
-//   signs when its last read is older than STALE_MS, so no instance signs with a replaced key for
-//   longer than STALE_MS. A replaced key verifies until the last token it may have signed has
-//   expired (its successor's creation, plus RETIRE_MARGIN_MS, plus the tokens' lifetime), then it
-//   is deleted, and this instance forgets its public key at its next read.
-// - A new key comes from `npm run rotate-signing-key`, or every SIGNING_KEY_ROTATION_DAYS from
-//   whichever instance sees it due first. It is inserted under the table's write lock only if the
-//   newest key is still the one it replaces: instances (or commands) rotating at once make one key.
+// The ES256 keys that sign access tokens, kept in the database so every instance signs with the same
+// key and verifies every other's tokens. The private part is sealed with SECRETS_KEY, bound to its kid
+// (a key from before, plain JSON, is sealed in place at start: the release before, which reads it as
+// JSON, then no longer starts on the database). The newest key signs; a replaced key verifies until its
+// last token expired, then is deleted; a new one comes from `npm run rotate-signing-key` or every
+// SIGNING_KEY_ROTATION_DAYS. Why: docs/operating.md, "Token signing keys".
 import { exportJWK, generateKeyPair, importJWK, type CryptoKey, type JWK } from "jose";
 import type { BackgroundTask } from "../core/background-task.js";
 import type { Clock } from "../core/clock.js";

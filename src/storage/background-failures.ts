@@ -1,10 +1,9 @@
 // How a task that runs again and again in the background (a poll, a heartbeat, a sweep) logs its
-// failures: once per run of failures, the run ending at the task's next success, so that a database
-// restart or a network cut, which fails every run until it ends, is a few lines and not one a second.
-// The database unavailable for the moment (unavailable.ts: the restart's terminated sessions and
-// refused connections) is a warning naming the cause's label, never the error's text or stack, which
-// may name the database's address or user; the reachability check logs the outage itself. Any other
-// failure is a fault of the server: an error with its stack. A run that meets both logs each once.
+// failures: once per run of failures, the run ending at its next success, so an outage is a few
+// lines and not one a second. The database unavailable for the moment (unavailable.ts) is a warning
+// naming the cause's label, never the error's text or stack, which may name the database's address
+// or user; any other failure is an error with its stack. docs/operating.md, "Database faults and
+// readiness".
 import { BackgroundTask } from "../core/background-task.js";
 import type { Logger } from "../core/logger.js";
 import { databaseUnavailable } from "./unavailable.js";

@@ -1,15 +1,9 @@
 // When a per-process cache may still be trusted, across every instance sharing the database. Each
-// kind of cached state has a version row, bumped in the same transaction as any change to that
-// state (`recordChange`). Each instance polls the row every 250 ms (one indexed read, not one per
-// request) and moves its `generation` when the version moves; the instance that made a change also
-// moves it as soon as the change commits (`changedHere`). A cache keeps, with each entry, the
-// generation taken before it read the entry from the database, and uses the entry only while
-// `trusts(generation)`.
-//
-// The bound: a change committed at T is seen by the first poll started after T, and until then the
-// last successful poll, started before T, is trusted for `trustMs` (750 ms) at most: no instance uses
-// state older than the change past T + 750 ms, even when polls fail or the event loop stalls.
-// Then the cache answers nothing and its callers read the database, as without it.
+// kind of cached state has a version row, bumped in the transaction of any change to it
+// (`recordChange`); each instance polls it and moves its `generation` when it moves (at once for
+// its own changes: `changedHere`), and a cache uses an entry only while it `trusts` the generation
+// taken before the entry was read: never past `trustMs` after a change committed, even when polls
+// fail. docs/operating.md, "PostgreSQL, and several instances".
 import { BackgroundTask } from "../core/background-task.js";
 import type { Logger } from "../core/logger.js";
 import { BackgroundFailures } from "./background-failures.js";

@@ -1,11 +1,9 @@
 // Records of requests made with an Idempotency-Key, shared by every instance on the database. The
-// record's primary key settles who runs a request, in one of two ways (../http/idempotency.ts):
-// - claimed first: of several attempts arriving together, on any instances, one inserts the record
-//   (with a lease) and runs; the others find it.
-// - kept with the effect: each attempt runs, and inserts the record with its answer in its effect's
-//   transaction; an attempt that finds the key taken rolls its effect back.
-// Either way a record past retention, or one whose attempt stopped answering (its lease lapsed: the
-// process died), is taken over by the same upsert.
+// record's primary key settles who runs a request (../http/idempotency.ts): claimed first (one
+// attempt inserts the record with a lease and runs; the others find it), or kept with the effect
+// (each attempt runs and inserts the record with its answer in its effect's transaction; one that
+// finds the key taken rolls back). A record past retention, or whose lease lapsed, is taken over by
+// the same upsert.
 import { randomUUID } from "node:crypto";
 import type { BackgroundTask } from "../core/background-task.js";
 import type { Clock } from "../core/clock.js";

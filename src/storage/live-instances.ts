@@ -1,10 +1,8 @@
 // How many instances share the database, learned without a query per request: each instance
 // refreshes its own row every HEARTBEAT_MS in the background and counts the rows refreshed within
-// LIVE_MS. The rate limits divide their quota by that count.
-//
-// An instance counts itself from its first refresh, before it serves. The others count it from
-// their next refresh, up to HEARTBEAT_MS later; an instance that stops deletes its row, one that
-// dies stops being counted LIVE_MS after its last refresh.
+// LIVE_MS; the rate limits divide their quota by that count. An instance counts itself from its
+// first refresh, before it serves; one that stops deletes its row, one that dies stops being
+// counted LIVE_MS after its last refresh. docs/operating.md, "Rate limits".
 import type { Clock } from "../core/clock.js";
 import { BackgroundTask } from "../core/background-task.js";
 import { newId } from "../core/ids.js";

@@ -1,16 +1,9 @@
 // A rollback without a restore (`npm run migrate -- --down-to <release>`): makes the database one
-// that an earlier release starts and runs on, changing no more than that release needs.
-// - A migration that release runs with (its record, ./migration-records.ts) stays applied, with
-//   what it made and what was written since: the expand phase of the upgrade that added it.
-// - A migration it does not run with is undone by the migration's own `down`, in a transaction of
-//   its own that takes its locks first (./migration-transaction.ts), and forgotten; one without a
-//   `down` refuses the rollback before anything changes, naming it.
-// - For a release that refuses migrations it does not know (Kysely's own check), the ones kept are
-//   hidden from that check; the next migration up names them again without running them.
-// - What the release reads that is not the schema (signing keys, kept answers) is the caller's
-//   `legacy`, run last, under the same lock.
-// The servers of this release are to be stopped first: on SQLite the command refuses while any
-// process has the file open, and holds it alone while it works.
+// that an earlier release starts and runs on, changing no more than that release needs. A migration
+// that release runs with stays applied; one it does not run with is undone by its own `down` (one
+// without refuses the rollback before anything changes); for a release that predates the records
+// the kept ones are hidden from Kysely's check, and the caller's `legacy` runs last. The servers of
+// this release are stopped first. docs/operating.md, "Upgrading".
 import { sql, type Kysely } from "kysely";
 import { StartRefused } from "../config.js";
 import { compatibleFrom, underMigrationLock, type MigrationPlan } from "./migrate-up.js";

@@ -1,11 +1,9 @@
-// The database's record of its migrations, in two tables:
-// - kysely_migration, Kysely's Migrator's table (name, timestamp): the migrations an instance of the
-//   release before the records (3753460) checks at its start, refusing any it does not know;
-// - migration_compatibility, for each applied migration the last migration of the oldest release
-//   that runs on a database where it was applied (./migrate.ts).
-// A migration is applied when either names it. One that only migration_compatibility names was
-// applied and is kept, hidden from the check of such a release by a rollback to it
-// (./migrate-down.ts); the next migration up names it in kysely_migration again, without running it.
+// The database's record of its migrations, in two tables: kysely_migration, Kysely's Migrator's
+// (which an instance of the release before the records, 3753460, checks at its start, refusing any
+// migration it does not know), and migration_compatibility, for each applied migration the last
+// migration of the oldest release that runs with it (./migrate-up.ts). A migration is applied when
+// either names it; one only migration_compatibility names was hidden from that check by a rollback
+// (./migrate-down.ts). docs/operating.md, "Upgrading".
 import { sql, type Kysely } from "kysely";
 import { StartRefused } from "../config.js";
 

@@ -1,15 +1,9 @@
 // One migration step in a transaction of its own, beside servers that keep serving: a batch that
-// fails keeps every step before it, and `npm run migrate` can be run again.
-//
-// PostgreSQL: the step first locks, in one statement, every table it changes that a running release
-// uses, then does its work holding them all, so it never waits for a lock while holding one that a
-// request may be waiting for. Each wait for a lock is bounded by lock_timeout, below the database's
-// deadlock_timeout: in any cycle of waits with requests the step began waiting first, so the step is
-// the one that gives up (55P03, or 40P01 from its own deadlock check), never a request, and requests
-// queue behind its wait for at most that long. A step that gave up is run again after a pause,
-// a bounded number of times, each retry reported.
-// SQLite: the step takes the database's write lock at once (BEGIN IMMEDIATE), waiting for another
-// process's write as long as busy_timeout allows; past it (SQLITE_BUSY) it is run again likewise.
+// fails keeps every step before it, and `npm run migrate` can be run again. On PostgreSQL the step
+// first locks every table it changes that a running release uses, in one statement, each wait
+// bounded by a lock_timeout below deadlock_timeout, so in a cycle of waits the step gives up, never
+// a request, and is run again after a pause; on SQLite it takes the write lock at once (BEGIN
+// IMMEDIATE). Why: docs/operating.md, "Upgrading".
 import { sql, type Kysely, type Transaction } from "kysely";
 import { databaseUnavailable } from "./unavailable.js";
 

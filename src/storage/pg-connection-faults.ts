@@ -1,12 +1,9 @@
 // PostgreSQL: connections that stop answering are closed rather than kept. node-postgres fails a
-// query unanswered past query_timeout but keeps its connection, still waiting for that answer, and
-// gives it back to the pool, where every later query on it would wait out the timeout again. Here:
-// - a connection lost under a query (the timeout, a reset, the session ended) fails the rest of its
-//   checkout at once (the transaction's ROLLBACK included) and is closed when released;
-// - a connection kept idle since before such a loss is closed when it comes out of the pool, as a
-//   failover or a dead host loses them all: the requests after it do not each wait out a dead one;
-// - a failure to open a connection is marked as such (unavailable.ts: a 55000 then means the database
-//   does not accept connections).
+// query unanswered past query_timeout but gives its connection back to the pool still waiting,
+// where every later query would wait out the timeout again. Here a connection lost under a query
+// fails the rest of its checkout at once and is closed when released; those kept idle since before
+// such a loss are closed as they come out of the pool; a failure to open one is marked as such
+// (unavailable.ts). docs/operating.md, "Database faults and readiness".
 import type pg from "pg";
 import { timeoutOf, type DatabaseObserver } from "./database-observer.js";
 import { connectionLost, openingFailed } from "./unavailable.js";

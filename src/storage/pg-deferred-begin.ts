@@ -1,10 +1,8 @@
 // PostgreSQL: a transaction's BEGIN travels with its first statement when it can, one round trip
-// less (a round trip on loopback costs the server more CPU than the statements of a decision:
-// bench/RESULTS.md, "Spend decisions"). node-postgres sends one query at a time and waits for its answer, and several
-// statements in one query are allowed only without parameters (the simple query protocol); so the
-// pool's clients hold BEGIN back until the transaction's first statement, then send both as one
-// query if that statement has no parameters, else BEGIN alone first as before. A statement is
-// written without parameters for this on purpose (`inlineParameters`); others are unaffected.
+// less. node-postgres sends one query at a time, and several statements in one query are allowed
+// only without parameters (the simple query protocol); so the pool's clients hold BEGIN back until
+// the transaction's first statement, and send both as one query when that statement has no
+// parameters (written so on purpose: `inlineParameters`). Why: bench/RESULTS.md, "Spend decisions".
 import type { CompiledQuery, PostgresPool, PostgresPoolClient, PostgresQueryResult } from "kysely";
 import pg from "pg";
 import type { Connection, Connections } from "./pg-connection-faults.js";

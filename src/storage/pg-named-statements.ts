@@ -1,10 +1,8 @@
 // PostgreSQL parses and plans an unnamed statement on every run. The hot queries (./prepared.ts)
-// have fixed texts, so they are sent as named statements instead: parsed once per connection, and
-// after a few runs planned once too when PostgreSQL finds a generic plan as good (plan_cache_mode
-// auto). That was a quarter to a third more answers per second for the reads and writes the bench
-// measures (bench/RESULTS.md, "The webhook intake"). Only registered texts are named: a text built
-// anew per request (a list with a varying number of values) would leave a statement behind on the
-// connection for each variant.
+// have fixed texts, so they are sent as named statements: parsed once per connection, and planned
+// once too where PostgreSQL finds a generic plan as good (plan_cache_mode auto). Only registered
+// texts are named: a text built anew per request (a list of varying length) would leave a statement
+// behind on the connection for each variant. Why: bench/RESULTS.md, "The webhook intake".
 import type pg from "pg";
 
 const names = new Map<string, string>();

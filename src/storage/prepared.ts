@@ -1,12 +1,9 @@
-// Queries of the hot paths (the webhook intake, the execution worker), built with Kysely's typed
-// builder once and compiled once per dialect; each run binds its values in the places the compiled
-// SQL has for them. Building and compiling a small query costs more CPU and garbage than SQLite
-// takes to run it (bench/RESULTS.md, "The webhook intake"). On PostgreSQL their texts are sent as named
-// statements (./pg-named-statements.ts).
-//
-// The builder receives stand-ins for the values, marked strings that are found again among the
-// compiled parameters; only the first compile sees them, later runs substitute by position. A query
-// must therefore use each value as a plain parameter, not spread into a list.
+// Queries of the hot paths (the webhook intake, the execution worker, spend decisions) built with
+// Kysely's typed builder once and compiled once per dialect, each run binding its values in the
+// places the compiled SQL has for them; on PostgreSQL sent as named statements
+// (./pg-named-statements.ts). The builder gets marked stand-ins for the values, found again among
+// the compiled parameters, so a query must use each value as a plain parameter, not spread into a
+// list. Why: bench/RESULTS.md, "The webhook intake".
 import { PostgresAdapter, type Compilable, type CompiledQuery, type Kysely } from "kysely";
 import { inlineParameters } from "./pg-deferred-begin.js";
 import { nameStatement } from "./pg-named-statements.js";

@@ -1,10 +1,9 @@
 // Whether this instance reaches its database, for readiness and for the log: a `select 1` every
-// second in the background, and on each readiness check (joining one under way), each bounded in
-// time, so that a database that went silent is seen within that bound rather than after the query
-// timeout. Each change is logged once, as a warning: "database unreachable" with the cause's label
-// (never the error's text, which may name the database's address or user), then "database
-// reachable again" with how long it was not. How long since the database last answered is kept
-// too: it climbs from an outage's start, before a ping has failed, for an alert on the outage's length.
+// second in the background and on each readiness check (joining one under way), each bounded in
+// time, so a database gone silent is seen within that bound rather than the query timeout. Each
+// change is logged once, as a warning naming the cause's label (never the error's text); how long
+// since the database last answered is kept for an alert on an outage's length. docs/operating.md,
+// "Database faults and readiness".
 import { sql } from "kysely";
 import { DATABASE_DEFAULTS, type Config } from "../config.js";
 import { BackgroundTask } from "../core/background-task.js";

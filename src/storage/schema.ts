@@ -95,7 +95,7 @@ export interface Database {
   spend_usage: SpendUsageTable;
   change_versions: ChangeVersionsTable;
   audit_events: AuditEventsTable;
-  /** Where changes record their events (migration 0027): on SQLite, those not yet moved into audit_events (src/audit/audit-inbox.ts); on PostgreSQL, a view writing through to it. */
+  /** Where changes record their events: on SQLite, those not yet moved into audit_events (src/audit/audit-inbox.ts); on PostgreSQL, a view writing through to it. */
   audit_inbox: AuditEventsTable;
   fund_threshold_firings: FundThresholdFiringsTable;
 }
@@ -168,8 +168,8 @@ export interface SpendLedgerTable {
 }
 
 /**
- * One per subject, app and window, counting every authorization made in [window_start, window_end)
- * (migration 0019): `spent_nanos` = captured - reversed.
+ * One per subject, app and window, counting every authorization made in [window_start, window_end):
+ * `spent_nanos` = captured - reversed.
  */
 export interface SpendUsageTable {
   user_id: string;
@@ -177,7 +177,7 @@ export interface SpendUsageTable {
   window_start: string;
   window_end: string;
   spent_nanos: Nanos;
-  /** The window's pending holds that expire after `held_through` (migration 0016). */
+  /** The window's pending holds that expire after `held_through`. */
   held_nanos: Generated<Nanos>;
   /** An ISO instant, or '' (before every instant). */
   held_through: Generated<string>;
@@ -235,7 +235,7 @@ export interface AutomationsTable {
   updated_at: string;
   /**
    * The fund-event trigger (src/automations/fund-triggers.ts) as JSON, `{ eventTypes,
-   * usageThresholdPercents, conditionCel }`; null without one (migration 0022).
+   * usageThresholdPercents, conditionCel }`; null without one.
    */
   fund_trigger?: string | null;
 }
@@ -299,12 +299,12 @@ export interface AutomationExecutionsTable {
   attempts: number;
   /**
    * The W3C `traceparent` of the request that accepted the event, when traced: the execution's span
-   * continues its trace, whichever instance runs it (migration 0021). Absent from rows written by
+   * continues its trace, whichever instance runs it. Absent from rows written by
    * code that does not trace (older releases, tests).
    */
   trace_parent?: string | null;
   /**
-   * What started it when not its automation's trigger (migration 0023): an
+   * What started it when not its automation's trigger: an
    * AutomationExecutionOrigin, `AUTOMATION_EXECUTION_ORIGIN_REDRIVE` or `_REPLAY`; null (or absent)
    * for the trigger's own executions, which every other writer inserts.
    */
@@ -313,7 +313,7 @@ export interface AutomationExecutionsTable {
   redrive_of?: string | null;
   /**
    * How deep in a chain of fund events the execution is: that of the fund event that started it, 0
-   * for a webhook's (migration 0022; absent: 0). Events its steps cause are one deeper.
+   * for a webhook's (absent: 0). Events its steps cause are one deeper.
    */
   depth?: number;
 }

@@ -1,16 +1,9 @@
-// SQLite in WAL mode appends every commit to the log and copies the log back into the database
-// file in a checkpoint. By default the connection whose commit takes the log past 1,000 pages runs
-// that checkpoint itself, inside the commit: on the one thread that answers every request, it
-// copies about 4 MB and waits for two fsyncs, and every request of the batch waits with it
-// (bench/RESULTS.md, "The webhook intake": about half of the group commit's time under its load).
-//
-// Here a worker thread with a connection of its own checkpoints instead, PASSIVE (it never waits on
-// the writer or a reader, nor makes them wait), every `intervalMs`. SQLite restarts the log only at
-// a write that finds it wholly copied, which a checkpoint running beside steady commits seldom
-// leaves it: so the serving connection still checkpoints past `fallbackPages`, when what is left to
-// copy is what came after the worker's last round, and the log restarts after it. Should the worker
-// stop without being asked, the serving connection goes back to SQLite's default. The log stays
-// bounded either way.
+// SQLite in WAL mode copies the log back into the database file in a checkpoint, by default run
+// inside the commit that takes the log past 1,000 pages: on the one thread that answers every
+// request, with the whole batch waiting. Here a worker thread with its own connection checkpoints
+// instead, PASSIVE, every `intervalMs`; the serving connection still checkpoints past
+// `fallbackPages` (so the log restarts), or as by default should the worker stop. Why:
+// docs/benchmarks.md, "What the profiles led to".
 import { createRequire } from "node:module";
 import { Worker } from "node:worker_threads";
 import type SQLite from "better-sqlite3";

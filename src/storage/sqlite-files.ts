@@ -1,11 +1,9 @@
-// The files of an SQLite database, under every name a path may give them. Beside a database's file
-// SQLite keeps, while it is open or after a crash, files it finds by name alone: `<file>-wal` (the
-// write-ahead log: the last commits, not yet copied into the file), `<file>-shm` (the log's index,
-// shared by every process that has the database open) and `<file>-journal` (a rollback journal,
-// played back into the file when found). A file put under one of those names is taken for the
-// database's own: the commits of a replaced log are lost at the next crash, and a stranger where
-// the index or the journal is expected keeps other processes out (docs/operating.md "Backups and
-// restore").
+// The files of an SQLite database, under every name a path may give them. SQLite finds, by name
+// alone, the files it keeps beside a database (`-wal`, the last commits; `-shm`, the log's index
+// shared by every process; `-journal`, a rollback journal played back when found), so a file put
+// under one of those names is taken for the database's own: a replaced log's commits are lost at
+// the next crash, and a stranger keeps other processes out. docs/operating.md, "Backups and
+// restore".
 import { lstatSync, readlinkSync, realpathSync, statSync } from "node:fs";
 import { basename, dirname, isAbsolute, join, sep } from "node:path";
 

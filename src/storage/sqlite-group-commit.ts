@@ -1,8 +1,9 @@
-// SQLite write transactions that arrive in the same turn of the event loop share one COMMIT. A
-// commit appends the changed pages to the WAL and is the largest cost of a small write (about
-// 0.1 ms, more under load); the webhook intake and the execution worker commit several times per
-// event. Each transaction runs in its own savepoint, so one that fails rolls back alone, and every
-// caller learns its outcome only after the shared COMMIT: nothing is answered before it is durable.
+// SQLite write transactions that arrive in the same turn of the event loop share one COMMIT: a
+// commit appends the changed pages to the WAL and is the largest cost of a small write, and the
+// webhook intake and the execution worker commit several times per event. Each transaction runs in
+// its own savepoint, so one that fails rolls back alone, and every caller learns its outcome only
+// after the shared COMMIT: nothing is answered before it is durable. Why: docs/benchmarks.md, "What
+// the profiles led to".
 import { CompiledQuery, type Kysely } from "kysely";
 import type { DatabaseObserver } from "./database-observer.js";
 import type { Database } from "./schema.js";

@@ -1,19 +1,9 @@
-// Transactions, where the dialects differ. Services write every read-modify-write through
-// `writeTransaction` and never issue BEGIN or locking SQL themselves, so the PostgreSQL
-// implementation changes this file only.
-//
-// - SQLite: `BEGIN IMMEDIATE` takes the database's write lock before the first read, so two
-//   read-modify-writes (in this process or another sharing the file) never interleave and no
-//   deferred transaction fails to upgrade its lock half-way. `lockKeys` needs nothing more.
-//   Transactions queued in the same turn of the event loop share one COMMIT, each in a savepoint
-//   (sqlite-group-commit.ts).
-// - PostgreSQL: a READ COMMITTED transaction that first takes transaction-scoped advisory locks on
-//   `lockKeys` (exclusive) and `sharedKeys` (shared): rows that do not exist yet cannot be locked
-//   with FOR UPDATE, a key can.
-//
-// Each transaction of a traced request or execution is a child span of its span, which the caller
-// hands over with the change's Origin (`inTransactionSpan`); its statements and their values are
-// never recorded.
+// Transactions, where the dialects differ: services write every read-modify-write through
+// `writeTransaction` and never issue BEGIN or locking SQL themselves. SQLite: `BEGIN IMMEDIATE`
+// takes the write lock before the first read, so read-modify-writes never interleave nor fail to
+// upgrade a lock half-way, and transactions queued in one turn of the event loop share a COMMIT
+// (sqlite-group-commit.ts). PostgreSQL: READ COMMITTED, first taking advisory locks on `lockKeys`
+// and `sharedKeys` (a row that does not exist yet cannot be locked FOR UPDATE, a key can).
 import { type Kysely, sql } from "kysely";
 import type { Origin } from "../core/origin.js";
 import { inChildSpan } from "../core/spans.js";

@@ -1,9 +1,9 @@
-// Which failures of the database mean "not now" rather than "wrong": the server could not get or
-// keep a connection, the database refused it for the moment, a statement or the connection timed
-// out, or a transaction lost to another's locks (a deadlock, a lock wait past lock_timeout: a
-// migration running beside the server, an administrator's LOCK TABLE), so a retry can succeed.
-// Everything else (a constraint, a syntax error, a disk full) stays a fault of the server. The answer is a short label naming the cause for the log,
-// never the error's message, which may carry an address or a user name.
+// Which failures of the database mean "not now" rather than "wrong", so a retry can succeed: the
+// server could not get or keep a connection, the database refused it for the moment, a statement or
+// the connection timed out, or a transaction lost to another's locks (a deadlock, a lock wait past
+// lock_timeout). Everything else (a constraint, a syntax error, a disk full) stays a fault of the
+// server. The answer is a short label naming the cause for the log, never the error's message,
+// which may carry an address or a user name.
 /** Node's errors of a connection that could not be made or was lost. */
 const CONNECTION_CODES = new Set(["ECONNREFUSED", "ECONNRESET", "ENOTFOUND", "EAI_AGAIN", "ETIMEDOUT", "EHOSTUNREACH", "ENETUNREACH", "EPIPE"]);
 

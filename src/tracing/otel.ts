@@ -1,12 +1,9 @@
 // The Tracer of src/core/spans.ts over OpenTelemetry's SDK: spans sampled as configured, batched
-// and exported over OTLP/HTTP from a worker thread (./worker-exporter.ts). Imported only when
-// traces are on (./start.ts). The SDK's base
-// provider, not the Node one: that one's only addition is a global registration with an
-// AsyncLocalStorage context manager, which this process never has (every parent is explicit).
-//
-// An exporter that cannot reach its collector never holds a request: spans are queued (bounded:
-// OTEL_BSP_MAX_QUEUE_SIZE, 2048; past it they are dropped) and exported in the background, each
-// export bounded by OTEL_EXPORTER_OTLP_TIMEOUT (10 s).
+// and exported over OTLP/HTTP from a worker thread (./worker-exporter.ts), queued within
+// OTEL_BSP_MAX_QUEUE_SIZE (past it dropped), so a collector out of reach never holds a request.
+// Imported only when traces are on (./start.ts). The SDK's base provider, not the Node one, whose
+// only addition is a global AsyncLocalStorage context manager this process never has (every parent
+// is explicit). docs/operating.md, "Traces".
 import { randomUUID } from "node:crypto";
 import { isSpanContextValid, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Context, type Link, type Span as OtelSpan, type Tracer as OtelTracer } from "@opentelemetry/api";
 import { setGlobalErrorHandler, W3CTraceContextPropagator } from "@opentelemetry/core";

@@ -1,16 +1,9 @@
 // Recording an accepted webhook event and the execution it starts, atomically, where the dialects
-// differ. The event's record is the idempotency key: inserted, or replacing a record past retention;
-// a live record (a duplicate, or a concurrent delivery of the same id that committed first) makes
-// the whole write a no-op. The execution is written only when the claim succeeded.
-//
-// - PostgreSQL: one statement, the claim in a data-modifying CTE and the execution inserted from its
-//   result: one round trip instead of BEGIN, two inserts and COMMIT (each a write to the socket,
-//   the largest cost of the intake there in a profile).
-// - SQLite: the claim, then the execution, in a write transaction of the group commit.
-//
-// Most duplicates are answered before the record by a read (`seenBeforeRecord`) on SQLite, where
-// the record is a write transaction. On PostgreSQL the record of a duplicate changes nothing and
-// costs a round trip like the read, which would only add one to every accepted event.
+// differ. The event's record is the idempotency key: inserted, or replacing a record past
+// retention; a live record (a duplicate, or a concurrent delivery that committed first) makes the
+// whole write a no-op. On PostgreSQL one statement (the claim in a data-modifying CTE, the
+// execution inserted from its result), one round trip instead of four; on SQLite a write
+// transaction of the group commit. Why: docs/benchmarks.md, "What the profiles led to".
 import { sql, type QueryCreator } from "kysely";
 import type { Origin } from "../core/origin.js";
 import type { Storage } from "../storage/connect.js";
@@ -117,7 +110,12 @@ const seenStatement = prepared((db, v: { listenerId: string; eventId: string; si
   db.selectFrom("webhook_events").select("event_id").where("listener_id", "=", v.listenerId).where("event_id", "=", v.eventId).where("received_at", ">", v.since),
 );
 
-/** Whether the event id is live on the listener (received after `since`); always false on PostgreSQL, where `recordEvent` settles it. */
+/**
+ * Whether the event id is live on the listener (received after `since`): on SQLite most duplicates
+ * are answered by this read before the record, a write transaction. Always false on PostgreSQL, where
+ * `recordEvent` settles it: there a duplicate's record changes nothing and costs a round trip like
+ * the read, which would only add one to every accepted event.
+ */
 export async function seenBeforeRecord(storage: Storage, listenerId: string, eventId: string, since: string): Promise<boolean> {
   if (storage.dialect === "postgres") return false;
   return (await seenStatement.execute(storage.db, { listenerId, eventId, since })).rows.length > 0;

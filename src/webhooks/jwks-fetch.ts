@@ -1,11 +1,8 @@
-// The guarded JWKS fetcher. The JWKS URL of a JWT listener is typed by an administrator, so this is
-// the one place where the server calls out to an address it does not control. Defensive defaults:
-// HTTPS only; every address the host name resolves to is checked when the connection is opened
-// (after DNS, so a rebinding name cannot slip a private address in between a check and the
-// connect), and the connected peer is checked again; no redirects; a connect and a total timeout;
-// a response size cap; the content must be a JSON object with a `keys` array.
-// `allowInsecure` (JWKS_ALLOW_INSECURE=1, development and tests only) allows `http:` and loopback
-// and private addresses; link-local, metadata, multicast and the like stay refused.
+// The guarded JWKS fetcher: the JWKS URL of a JWT listener, typed by an administrator, fetched
+// through the guarded outbound request (./outbound-request.ts: HTTPS only, every address checked at
+// connect, no redirects, timeouts, a size cap); the content must be a JSON object with a `keys`
+// array. `allowInsecure` (JWKS_ALLOW_INSECURE=1, development and tests only) allows `http:` and
+// loopback and private addresses; link-local, metadata and the like stay refused.
 import { invalidField } from "../core/errors.js";
 import type { OutboundAddressPolicy } from "./outbound-address.js";
 import { addressPolicy, guardedLookup as guardedLookupOf, guardedRequest, MAX_OUTBOUND_URL_LENGTH, OutboundError, parseOutboundUrl, type HostResolver, type OutboundOptions, type OutboundSubject } from "./outbound-request.js";

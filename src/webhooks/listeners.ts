@@ -1,12 +1,9 @@
-// Webhook listeners (one per automation with a webhook trigger) and their HMAC secrets. A secret is
-// generated here, returned once to the caller, and stored only sealed. Rotation keeps the replaced
-// secret valid for a grace period so senders can switch without losing events.
-//
-// The intake's read of a listener (with its secrets and its automation's state) is kept per process
-// while the listeners' change watch trusts it: every write that changes what it holds (an
-// automation's update, deletion, or secret rotation) records a change in its transaction, seen at
-// once by this instance and within 1 s by every other. A kept secret carries its expiry, so a grace
-// period that ends stops the secret at that instant, kept or not.
+// Webhook listeners (one per automation with a webhook trigger) and their HMAC secrets: generated
+// here, returned once, stored only sealed; a rotation keeps the replaced secret valid for a grace
+// period so senders can switch without losing events. The intake's read of a listener is kept per
+// process while the listeners' change watch trusts it (every write that changes it records a change
+// in its transaction), and a kept secret carries its expiry. docs/operating.md, "PostgreSQL, and
+// several instances".
 import type { Clock } from "../core/clock.js";
 import { BoundedMap } from "../core/bounded-map.js";
 import { base62, newId, secret256 } from "../core/ids.js";

@@ -1,12 +1,9 @@
 // Requests the server makes to a URL an administrator typed: the JWKS of a JWT listener
-// (jwks-fetch.ts) and the notifications of automations' `notify` steps. The one place where the
-// server calls out to an address it does not control, so every such call goes through here, with
-// defensive defaults: HTTPS only; every address the host name resolves to is checked when the
-// connection is opened (after DNS, so a rebinding name cannot slip a private address in between a
-// check and the connect), and the connected peer is checked again; no redirects followed; a connect
-// and a total timeout; a cap on the response body read.
-// `allowInsecure` (a development setting of each caller) allows `http:` and loopback and private
-// addresses; link-local, metadata, multicast and the like stay refused.
+// (jwks-fetch.ts) and automations' `notify` steps. The one place where the server calls out to an
+// address it does not control, with defensive defaults: HTTPS only; every address the host name
+// resolves to checked when the connection opens (after DNS, so a rebinding name cannot slip a
+// private address in), and the connected peer checked again; no redirects; a connect and a total
+// timeout; a cap on the body read. docs/automations.md, "Outbound notifications".
 import type { LookupAddress } from "node:dns";
 import { lookup as dnsLookup } from "node:dns/promises";
 import http, { type IncomingHttpHeaders, type IncomingMessage } from "node:http";

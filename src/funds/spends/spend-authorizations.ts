@@ -1,15 +1,9 @@
-// Spend authorizations (SpendService): Authorize decides a spend against the limit in force and
-// holds it (or records it at once), Capture posts a hold, Release voids it, Reverse refunds a
-// capture, Get answers one. Every decision and change is written under the lock of its subject and
-// app (./spend-usage.ts): on PostgreSQL an advisory lock that serializes the window across
-// instances, on SQLite the database's write lock. What is written is what was decided on the state
-// under that lock: either read after it in a transaction, or, on PostgreSQL, read before it and
-// checked unchanged under it by the one call that writes (a change in one call after its read,
-// migration 0028; a decision in one call on what the instance's last decision of the subject and
-// app saw, or after a read, migration 0030; when the check fails the server decides again; in autocommit the call never waits
-// for a lock: held, the same call runs in a transaction, which waits). Authorize also holds the fund policy's lock
-// shared (./fund-policy.ts), as every writer of an amount does: a currency change waits for it, or
-// it for the change, and never stores a spend in a currency the policy has just left.
+// Spend authorizations (SpendService): Authorize decides a spend against the limit in force and holds
+// it (or records it at once), Capture posts a hold, Release voids it, Reverse refunds a capture, Get
+// answers one. Each is written under its subject and app's lock, on the state under that lock: read
+// after it, or on PostgreSQL read before it (or seen by the instance's last decision) and checked
+// under it by the one call that writes. Authorize also holds the fund policy's lock shared, as every
+// writer of an amount does. Why: docs/spends.md, "How a spend is decided and counted".
 import type { components } from "../../../generated/api.js";
 import type { Clock } from "../../core/clock.js";
 import { BoundedMap } from "../../core/bounded-map.js";

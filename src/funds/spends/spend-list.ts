@@ -1,7 +1,7 @@
 // SpendService.List: authorizations newest first (created_at desc, id desc), filtered by subject,
 // app, state as answered now, and window; keyset pages whose tokens are bound to the caller and
 // the filters. Ids are time-ordered (src/core/ids.ts) from the instant of created_at, so ordering
-// by id alone is that order, and each List index (migration 0009) ends with the id.
+// by id alone is that order, and each List index (spend_authorizations_by_*) ends with the id.
 import { sql } from "kysely";
 import type { Clock } from "../../core/clock.js";
 import { invalidField } from "../../core/errors.js";

@@ -1,15 +1,9 @@
-// The accounting of one subject, one app and one spend window, on the window's usage row. A window's
-// usage is every spend whose authorization instant (`created_at`) lies inside it, whatever period
-// or time zone was in force when it was made: spent (captured less reversed) and held (the
-// unexpired pending holds: a counter of those expiring after `held_through`, corrected at the
-// instant asked by the holds between the two; migration 0016). Every usage row that exists counts
-// every authorization of its instants (migration 0019): a row is seeded from the authorizations of
-// its range when it is created (at a period's start, or after a period or time-zone change), and
-// every later hold, capture, release and reversal changes every row whose window holds the
-// authorization's instant (triggers for held, `addSpent` and spend_add_spent for spent). Every
-// writer of a subject-app's spends holds its lock first (on SQLite the database's write lock; on
-// PostgreSQL an advisory lock per subject and app), so a row is never seeded while a change it
-// would miss is in flight.
+// The accounting of one subject, app and spend window on the window's usage row: spent (captured less
+// reversed) and held (a counter of the pending holds expiring after `held_through`, corrected at the
+// instant asked). A window counts every spend whose authorization instant lies in it: its row is
+// seeded from them when created, then every change updates every row whose window holds its instant,
+// under the subject-app's lock, so a row is never seeded while a change it would miss is in flight.
+// Why: docs/spends.md, "How a spend is decided and counted".
 import { expressionBuilder, sql, type Expression, type ExpressionBuilder } from "kysely";
 import { timeOrderedPrefix } from "../../core/ids.js";
 import { prepared } from "../../storage/prepared.js";
@@ -59,7 +53,7 @@ const holdsExpiringQuery = (from: From, v: KeyOf, after: Expression<string>, unt
 const value = (v: string) => sql<string>`${v}`;
 
 // The statements of SQLite's hot path (every decision and change), compiled once
-// (../storage/prepared.ts). PostgreSQL runs the same steps in functions (migration 0019).
+// (../storage/prepared.ts). PostgreSQL runs the same steps in functions (src/storage/postgres-functions.sql).
 
 /** The window's counters. */
 const readStatement = prepared((db, v: WindowKey) =>
@@ -123,7 +117,7 @@ const sweepStatement = prepared((db, v: WindowKey & { swept: bigint; now: string
 
 /**
  * A capture's or reversal's change of the spent counter of every window holding instant `at` (the
- * held counters are kept by triggers, migration 0019): one range of the primary key, the windows
+ * held counters are kept by triggers): one range of the primary key, the windows
  * ending after `at`.
  */
 const addSpentStatement = prepared((db, v: { userId: string; appId: string; at: string; delta: bigint }) =>
@@ -147,7 +141,7 @@ const idRange = (key: WindowKey) => ({ idFrom: timeOrderedPrefix(Date.parse(key.
  * `nowIso`, creating its row (seeded from the authorizations made in it) when it has none: the held
  * counter less the holds expired since `held_through` (swept out of it, when there are any: until
  * then the counter is exact as it is), or, for a clock behind it, plus those unexpired at `nowIso`
- * that a sweep took out. On PostgreSQL one round trip (spend_lock_window, migration 0019) whose
+ * that a sweep took out. On PostgreSQL one round trip (spend_lock_window) whose
  * statements after the lock each take their own snapshot, so they see every write the lock's
  * previous holder committed; on SQLite the write transaction (BEGIN IMMEDIATE) already excludes
  * every other writer, and the same steps are statements of their own.
@@ -177,7 +171,7 @@ export async function anySpendIn(db: Db, key: WindowKey): Promise<boolean> {
   return (await anyMadeStatement.execute(db, { ...key, ...idRange(key) })).rows.length > 0;
 }
 
-/** PostgreSQL: spend_lock_window (migration 0019). */
+/** PostgreSQL: spend_lock_window (src/storage/postgres-functions.sql). */
 const lockWindowStatement = prepared((db, v: WindowKey & { now: string }) =>
   db.selectFrom(sql<Usage>`spend_lock_window(${v.userId}, ${v.appId}, ${v.windowStart}, ${v.windowEnd}, ${v.now})`.as("w")).select([sql<string>`w.spent`.as("spent"), sql<string>`w.held`.as("held")]),
 );

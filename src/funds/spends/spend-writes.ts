@@ -1,16 +1,9 @@
-// The writes of a spend decision or change under its window's lock, where the dialects differ. On
-// SQLite one statement each, under the database's write lock. On PostgreSQL each round trip costs
-// the server more CPU than the statements themselves (bench/RESULTS.md, "Spend decisions"), so a
-// decision or change decided on what was read before its lock is one function call, a transaction
-// by itself, that checks what was decided on under the lock and writes it with the kept answer
-// (`authorizeInOneCall`, migration 0030, which checks the layers too; `changeInOneCall`, migration
-// 0028). In autocommit the call takes its locks
-// only if they are free: a statement that waited on one would commit once it got it even with its
-// connection lost meanwhile, and a request answered 503 would have taken effect. A lock held, the
-// same call runs in a transaction, which waits for it (BEGIN and the call in one round trip, then
-// COMMIT). In a transaction otherwise (fund events to record, a check that failed): the window's
-// lock with what is read after it is one function call, sent with the transaction's BEGIN; every
-// write is one more (migration 0012), with the request's kept answer inserted in the same statement.
+// The writes of a spend decision or change under its window's lock, where the dialects differ. SQLite:
+// one statement each, under the database's write lock. PostgreSQL: a decision or change decided on
+// what was read before its lock is one function call, a transaction by itself, that checks under the
+// lock what it was decided on and writes it with the kept answer (`authorizeInOneCall`,
+// `changeInOneCall`); in a transaction otherwise (a lock held, a check failed, fund events to record).
+// Why: docs/spends.md, "How a spend is decided and counted".
 import { sql, type RawBuilder } from "kysely";
 import type { Storage } from "../../storage/connect.js";
 import { keepInsertBound, keptBindings, type KeptBindings } from "../../storage/idempotency-records.js";
@@ -186,7 +179,7 @@ type MaybeKept = { [K in keyof KeptBindings]: KeptBindings[K] | null };
 
 type OneCallChange = Changed & { was_state: string; was_captured: bigint; was_reversed: bigint } & MaybeKept & { wait: boolean };
 
-/** PostgreSQL: spend_change (migration 0028). */
+/** PostgreSQL: spend_change (src/storage/postgres-functions.sql). */
 const oneCallChange = prepared((db, v: OneCallChange) =>
   db.selectNoFrom(
     sql<"changed" | "stale" | "busy" | "taken">`spend_change(${v.id}, ${v.user_id}, ${v.app_id}, ${v.window_start}, ${v.window_end}, ${v.was_state}, ${v.was_captured}, ${v.was_reversed},
@@ -219,7 +212,8 @@ export async function changeInOneCall(storage: Storage, was: SpendRow, row: Spen
   const [first, second, ...more] = writes.entries.map((e) => ledgerEntry(row.id, window, e.kind, e.amount, now));
   if (!first || more.length > 0) throw new Error("spend_change takes one or two ledger entries");
   const kept = answer ? keptBindings(answer.record) : NO_ANSWER;
-  // One literal of every value: objects made by spreads of this many fields cost tens of µs each.
+  // One literal of every value: objects made by spreads of this many fields are costly to build
+  // (bench/RESULTS.md, "The least a correct decision does").
   const values = (wait: boolean): OneCallChange => ({
     id: row.id,
     user_id: row.user_id,
@@ -294,7 +288,7 @@ type OneCallAuthorize = Pick<SpendRow, "id" | "user_id" | "app_id" | "amount" | 
   entry_amount: bigint | null;
 } & MaybeKept & { wait: boolean; check_layers: boolean; row_controls: string | null; cap_controls: string | null };
 
-/** PostgreSQL: spend_authorize (migration 0030). */
+/** PostgreSQL: spend_authorize (src/storage/postgres-functions.sql). */
 const oneCallAuthorize = prepared((db, v: OneCallAuthorize) =>
   db
     .selectFrom(
@@ -316,7 +310,8 @@ const oneCallAuthorize = prepared((db, v: OneCallAuthorize) =>
 export async function authorizeInOneCall(db: Db, lock: string, on: DecidedOn, row: SpendRow, entry: LedgerEntry | null, answer: AnswerWrite | undefined): Promise<OneCallDecision> {
   const { policy } = on;
   const kept = answer ? keptBindings(answer.record) : NO_ANSWER;
-  // One literal of every value: objects made by spreads of this many fields cost tens of µs each.
+  // One literal of every value: objects made by spreads of this many fields are costly to build
+  // (bench/RESULTS.md, "The least a correct decision does").
   const { rows } = await oneCall(oneCallAuthorize, db, (wait) => ({
     id: row.id,
     user_id: row.user_id,

@@ -6,7 +6,7 @@ import { sqliteHeldTriggers, type TextType } from "./migration-kit.js";
 
 // Issue 15: a window's held amount as a counter on its usage row, not a sum over every pending hold.
 // The sum read the whole unexpired range of spend_authorizations_held on every decision: linear in
-// the window's open holds (about 0.09 ms per 1,000 on SQLite), and under the write lock. Invariant:
+// the window's open holds (bench/RESULTS.md, "Spend decisions"), and under the write lock. Invariant:
 // `held_nanos` is the sum of the window's PENDING holds that expire after `held_through`. Triggers
 // keep it as the holds are written, whoever writes them (an instance of the earlier release too): a
 // hold adds to it when it is created and leaves it when it leaves PENDING (captured, released), in

@@ -13,7 +13,7 @@ import { createAuditTable, type TextType } from "./migration-kit.js";
  *   rather than once per commit. Lists read both. Append-only as the trail is: rows leave it only by
  *   the move, which inserts them into audit_events in the same transaction.
  * - PostgreSQL: a view of audit_events that inserts write through, straight into the trail (an
- *   index costs little there next to a change's round trips: bench scenario 13).
+ *   index costs little there next to a change's round trips: bench/RESULTS.md, "The audit record").
  */
 export const m0027 = (text: TextType, dialect: "sqlite" | "postgres"): Migration => ({
   async up(db: Kysely<any>) {

@@ -2,7 +2,7 @@
 // The release before: two foreign keys dropped (PostgreSQL; nothing on SQLite): it runs.
 import { type Kysely, type Migration, sql } from "kysely";
 
-// Two foreign keys every decision paid for (about 10 µs each per decision on PostgreSQL) that guard
+// Two foreign keys every decision paid for (bench/RESULTS.md, "Every index on the hot insert paths") that guard
 // nothing a writer can break: users are never deleted, and every decision reads its user's row in
 // the read it decides on (404 USER_NOT_FOUND); a ledger entry is written only by the functions that
 // insert or lock its authorization in the same transaction. SQLite keeps them: dropping a foreign
