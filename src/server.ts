@@ -9,12 +9,7 @@ import { consoleDir, contractPath, docsPath } from "./core/package-root.js";
 import { PageTokens } from "./core/pagination.js";
 import { StopList } from "./core/stop-list.js";
 import { unreadyReasons } from "./core/readiness.js";
-import { AppCaps } from "./funds/app-caps.js";
-import { EffectiveLimits } from "./funds/effective.js";
-import { FundPolicies } from "./funds/fund-policy.js";
-import { SpendAuthorizations } from "./funds/spends/spend-authorizations.js";
-import { SpendList } from "./funds/spends/spend-list.js";
-import { SubjectAppLimits } from "./funds/subject-app-limits.js";
+import { fundServices } from "./funds/fund-services.js";
 import { listenApi } from "./http/api-listener.js";
 import { createApp } from "./http/app.js";
 import type { UnfinishedRequest } from "./http/connections.js";
@@ -111,131 +106,106 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const { config } = options;
   const clock = options.clock ?? systemClock;
   const logger = options.logger ?? createLogger(config.logLevel);
-  const stops = new StopList();
+  const stops = new StopList(logger);
   try {
-    return await start(options, clock, logger, stops);
+    // OTEL_*: off unless an OTLP endpoint is set (then OpenTelemetry is loaded, and spans are exported
+    // until the very end of `close`: the spans of every stop are exported, within a bound of their own).
+    const tracing = await startTracing(config.tracing, logger);
+    if (tracing) stops.add("traces", () => tracing.stop());
+    const metrics = config.metrics ? new Metrics(config.metrics, config.database.kind, await currentBuild()) : undefined;
+    const storage = await openStorage(config.database, { migrate: config.migrateAtStart, observer: metrics?.database, migrations: loggedMigrations(logger) });
+    stops.add("database", () => storage.close());
+    const secretsKey = loadSecretsKey(config.secretsKey);
+    /** A box of its own for each room: one's opened secrets do not take the places of another's in its cache. */
+    const box = () => new SecretBox(secretsKey);
+    await checkSealedSecrets(storage, box(), config.secretsKey);
+    /** A cache of this instance kept current with the changes of every instance (storage/change-versions.ts). */
+    const watch = async (kind: ChangeKind, poll: PollTiming | undefined) => stops.started(`${kind} changes`, await ChangeWatch.started(storage, kind, logger, poll));
+
+    const pageTokens = new PageTokens(await sharedKey(storage, "page_token_key"));
+    // Revocations and role changes, made by any instance, reach this one's cached principals.
+    const principals = await watch("principals", options.principalsPoll);
+    const { users, credentials, signingKeys, accessTokens, grant } = await identityServices({ storage, clock, logger, pageTokens, box: box(), config, principals });
+    const fundTriggers = new FundTriggers(storage, clock, await watch("fund_triggers", options.fundTriggersPoll), logger);
+    await fundTriggers.load();
+    const policyChanges = await watch("fund_policy", options.fundPolicyPoll);
+    const funds = await fundServices({ storage, clock, pageTokens, users, config, policyChanges, events: fundTriggers, observer: metrics?.spends });
+    const { policy, limits, spends } = funds;
+
+    const listeners = new Listeners(storage, clock, box(), config.webhookSecretGraceSeconds, await watch("listeners", options.listenersPoll));
+    const events = new WebhookEvents(storage, clock, pageTokens);
+    const { automations, worker, executions, reruns } = automationServices({
+      ...{ storage, clock, logger, pageTokens, box: box(), listeners, events, policy, limits, fundTriggers, config },
+      ...{ notifications: options.notifications, observer: metrics?.executions, workerStuckMs: options.workerStuckMs },
+    });
+    const reachability = new DatabaseReachability(storage, logger, pingTiming(config.database));
+    const jwks = new JwksCache({ clock, fetchOptions: { ...options.jwksFetch, allowInsecure: config.jwksAllowInsecure } });
+    // This process's worker: handed a new execution it claimed at insert, or woken to claim it.
+    const intake = new WebhookIntake({ clock, listeners, events, jwks, baseUrl: config.baseUrl, trustProxy: config.trustProxy, handOff: workerHandOff(worker) });
+
+    // Each instance enforces its share of the limits: the quota over the instances counted live.
+    const instances = stops.started("instance heartbeat", new LiveInstances(storage, clock, logger));
+    const rateLimits = new RateLimits(config.rateLimits, clock, () => instances.count, config.trustProxy);
+    if (rateLimits.active) await instances.start();
+    const idempotencyRecords = new IdempotencyRecords(storage, clock);
+    let stopping = false;
+    const app = createApp({
+      ...{ logger, rateLimits, accessTokens, contractPath, docsPath, consoleDir, validateResponses: config.validateResponses, requestObservers: metrics?.requestObservers },
+      idempotency: new Idempotency(idempotencyRecords, box(), spendKeptReferences(spends)),
+      traceContextTrusted: config.traceContextTrusted ?? config.trustProxy,
+      lockShedding: lockSheddingFor(config.database, storage, logger),
+      unready: async () => unreadyReasons(await reachability.check(), worker.stuck()),
+      stopping: () => stopping,
+      handlers: {
+        ...identityHandlers({ grant, users, credentials, trustProxy: config.trustProxy }),
+        ...fundsHandlers(funds),
+        ...spendHandlers({ spends, list: funds.spendList }),
+        ...automationHandlers({ automations, executions, reruns, events, intake }),
+        ...auditHandlers({ audit: new AuditTrail(storage, pageTokens) }),
+      },
+    });
+
+    // First: a metrics port that is taken stops the start before the API takes any traffic.
+    const scrapes = await metrics?.listen({
+      ...{ storage, clock, runs: () => worker.runs(), stopping: () => stopping, stalledMs: () => worker.stalledMs() },
+      reasons: () => unreadyReasons(reachability.reachableAtLastPing(), worker.stuck()),
+      unansweredMs: () => reachability.unansweredMs(),
+    }, logger);
+    if (scrapes) stops.add("metrics listener", () => scrapes.close());
+    stops.started("database ping", reachability).start();
+    const { days, count, sweepSeconds } = config.executionRetention;
+    const retention = stops.started("execution retention", new ExecutionRetention({ storage, clock, logger }, { days, count }, { ...RETENTION_PACE, intervalMs: sweepSeconds * 1000, ...options.retentionPace }));
+    retention.start();
+    stops.started("signing key upkeep", startKeyUpkeep(signingKeys, logger, options.signingKeysReloadMs));
+    stops.started("fund threshold firing sweep", startFiringsSweep(fundTriggers, clock, logger));
+    const onInboxMoved = metrics && (({ moved, caughtUp }: InboxMove) => metrics.database.auditInboxMoved(moved, caughtUp, clock.now()));
+    for (const task of startAuditUpkeep({ storage, clock, logger, retentionDays: config.auditRetentionDays, inboxMoveMs: options.auditInboxMoveMs, onInboxMoved })) stops.started("audit upkeep", task);
+    stops.started("idempotency record sweep", startIdempotencySweep(idempotencyRecords, logger));
+    stops.started("execution worker", worker).start();
+    // Last, so that it stops first (the worker after it, releasing what its requests committed).
+    const databaseConnections = config.database.kind === "postgres" ? (config.database.poolSize ?? DATABASE_DEFAULTS.poolSize) : 0;
+    const connections = await listenApi(app, { port: config.port, host: config.host, logger, databaseConnections, parserRefused: metrics && ((reason) => metrics.http.parserRefused(reason)), refusedConnections: metrics?.http });
+    stops.add("API listener", () => connections.stop());
+
+    let closing: Promise<void> | undefined;
+    const close = (drainMs = 0) =>
+      (closing ??= (async () => {
+        stopping = true;
+        connections.closeAfterAnswers();
+        void worker.stop();
+        // A sweep under way ends after its current batch.
+        void retention.stop();
+        await new Promise((resolve) => setTimeout(resolve, drainMs));
+        if (!(await stops.stopAll())) throw new Error("the server did not stop cleanly: the log names the parts that failed");
+      })());
+    const unfinished = () => ({ ...connections.unfinished(), executions: worker.runs() });
+    const bound = boundAddress(connections.server.address() as AddressInfo);
+    return { ...bound, worker, retention, close, unfinished, ...(scrapes ? { metricsUrl: scrapes.url, metricsListening: scrapes.listening } : {}) };
   } catch (e) {
     // A start that fails leaves nothing running: in a process that goes on (a test, an embedding),
-    // neither traces nor the polls nor the database of a server that never served.
+    // neither traces nor the polls nor the database of a server that never served. A stop that
+    // fails is logged; the start's own failure is the one thrown.
     await stops.stopAll();
     throw e;
   }
-}
-
-async function start(options: ServerOptions, clock: Clock, logger: Logger, stops: StopList): Promise<RunningServer> {
-  const { config } = options;
-  // OTEL_*: off unless an OTLP endpoint is set (then OpenTelemetry is loaded, and spans are exported
-  // until the very end of `close`: the spans of every stop are exported, within a bound of their own).
-  const tracing = await startTracing(config.tracing, logger);
-  if (tracing) stops.add(() => tracing.stop());
-  const metrics = config.metrics ? new Metrics(config.metrics, config.database.kind, await currentBuild()) : undefined;
-  const storage = await openStorage(config.database, {
-    migrate: config.migrateAtStart,
-    observer: metrics?.database,
-    migrations: loggedMigrations(logger),
-  });
-  stops.add(() => storage.close());
-  const secretsKey = loadSecretsKey(config.secretsKey);
-  /** A box of its own for each room: one's opened secrets do not take the places of another's in its cache. */
-  const box = () => new SecretBox(secretsKey);
-  await checkSealedSecrets(storage, box(), config.secretsKey);
-  /** A cache of this instance kept current with the changes of every instance (storage/change-versions.ts). */
-  const watch = async (kind: ChangeKind, poll: PollTiming | undefined) => stops.started(await ChangeWatch.started(storage, kind, logger, poll));
-
-  const pageTokens = new PageTokens(await sharedKey(storage, "page_token_key"));
-  // Revocations and role changes, made by any instance, reach this one's cached principals.
-  const principals = await watch("principals", options.principalsPoll);
-  const { users, credentials, signingKeys, accessTokens, grant } = await identityServices({ storage, clock, logger, pageTokens, box: box(), config, principals });
-
-  const policy = new FundPolicies(storage, clock, config.tenantId, await watch("fund_policy", options.fundPolicyPoll));
-  await policy.ensure(config.fundCurrency);
-  const fundTriggers = new FundTriggers(storage, clock, await watch("fund_triggers", options.fundTriggersPoll), logger);
-  await fundTriggers.load();
-  const limits = new SubjectAppLimits(storage, clock, users, policy, pageTokens, config.tenantId, fundTriggers);
-  const caps = new AppCaps(storage, clock, policy, pageTokens, config.tenantId);
-  const effective = new EffectiveLimits(storage, clock, policy);
-  const spends = new SpendAuthorizations(storage, clock, effective, metrics?.spends, fundTriggers);
-
-  const listeners = new Listeners(storage, clock, box(), config.webhookSecretGraceSeconds, await watch("listeners", options.listenersPoll));
-  const events = new WebhookEvents(storage, clock, pageTokens);
-  const { automations, worker, executions, reruns } = automationServices({
-    ...{ storage, clock, logger, pageTokens, box: box(), listeners, events, policy, limits, fundTriggers, config },
-    ...{ notifications: options.notifications, observer: metrics?.executions, workerStuckMs: options.workerStuckMs },
-  });
-  const reachability = new DatabaseReachability(storage, logger, pingTiming(config.database));
-  const jwks = new JwksCache({ clock, fetchOptions: { ...options.jwksFetch, allowInsecure: config.jwksAllowInsecure } });
-  // This process's worker: handed a new execution it claimed at insert, or woken to claim it.
-  const intake = new WebhookIntake({ clock, listeners, events, jwks, baseUrl: config.baseUrl, trustProxy: config.trustProxy, handOff: workerHandOff(worker) });
-
-  // Each instance enforces its share of the limits: the quota over the instances counted live.
-  const instances = stops.started(new LiveInstances(storage, clock, logger));
-  const rateLimits = new RateLimits(config.rateLimits, clock, () => instances.count, config.trustProxy);
-  if (rateLimits.active) await instances.start();
-  const idempotencyRecords = new IdempotencyRecords(storage, clock);
-  let stopping = false;
-  const app = createApp({
-    logger,
-    idempotency: new Idempotency(idempotencyRecords, box(), spendKeptReferences(spends)),
-    rateLimits,
-    accessTokens,
-    contractPath,
-    docsPath,
-    consoleDir,
-    validateResponses: config.validateResponses,
-    traceContextTrusted: config.traceContextTrusted ?? config.trustProxy,
-    lockShedding: lockSheddingFor(config.database, storage, logger),
-    requestObservers: metrics?.requestObservers,
-    unready: async () => unreadyReasons(await reachability.check(), worker.stuck()),
-    stopping: () => stopping,
-    handlers: {
-      ...identityHandlers({ grant, users, credentials, trustProxy: config.trustProxy }),
-      ...fundsHandlers({ limits, caps, policy, effective }),
-      ...spendHandlers({ spends, list: new SpendList(storage, clock, pageTokens) }),
-      ...automationHandlers({ automations, executions, reruns, events, intake }),
-      ...auditHandlers({ audit: new AuditTrail(storage, pageTokens) }),
-    },
-  });
-
-  // First: a metrics port that is taken stops the start before the API takes any traffic.
-  const scrapes = await metrics?.listen({
-    storage,
-    clock,
-    runs: () => worker.runs(),
-    reasons: () => unreadyReasons(reachability.reachableAtLastPing(), worker.stuck()),
-    stopping: () => stopping,
-    unansweredMs: () => reachability.unansweredMs(),
-    stalledMs: () => worker.stalledMs(),
-  }, logger);
-  if (scrapes) stops.add(() => scrapes.close());
-  const databaseConnections = config.database.kind === "postgres" ? (config.database.poolSize ?? DATABASE_DEFAULTS.poolSize) : 0;
-  const connections = await listenApi(app, { port: config.port, host: config.host, logger, databaseConnections, parserRefused: metrics && ((reason) => metrics.http.parserRefused(reason)), refusedConnections: metrics?.http });
-
-  stops.started(reachability).start();
-  const { days, count, sweepSeconds } = config.executionRetention;
-  const retention = stops.started(new ExecutionRetention({ storage, clock, logger }, { days, count }, { ...RETENTION_PACE, intervalMs: sweepSeconds * 1000, ...options.retentionPace }));
-  retention.start();
-  stops.started(startKeyUpkeep(signingKeys, logger, options.signingKeysReloadMs));
-  stops.started(startFiringsSweep(fundTriggers, clock, logger));
-  const onInboxMoved = metrics && (({ moved, caughtUp }: InboxMove) => metrics.database.auditInboxMoved(moved, caughtUp, clock.now()));
-  for (const task of startAuditUpkeep({ storage, clock, logger, retentionDays: config.auditRetentionDays, inboxMoveMs: options.auditInboxMoveMs, onInboxMoved })) stops.started(task);
-  stops.started(startIdempotencySweep(idempotencyRecords, logger));
-  stops.started(worker).start();
-  stops.add(() => connections.stop());
-
-  let closing: Promise<void> | undefined;
-  const close = (drainMs = 0) =>
-    (closing ??= (async () => {
-      stopping = true;
-      connections.closeAfterAnswers();
-      void worker.stop();
-      // A sweep under way ends after its current batch.
-      void retention.stop();
-      await new Promise((resolve) => setTimeout(resolve, drainMs));
-      // The connections first, then the worker again (releasing the executions whose records committed since), then the rest.
-      await stops.stopAll();
-    })());
-
-  const unfinished = () => ({ ...connections.unfinished(), executions: worker.runs() });
-  const bound = boundAddress(connections.server.address() as AddressInfo);
-  return { ...bound, worker, retention, close, unfinished, ...(scrapes ? { metricsUrl: scrapes.url, metricsListening: scrapes.listening } : {}) };
 }

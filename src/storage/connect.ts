@@ -1,4 +1,4 @@
-// Opens the database named by the configuration and brings its schema up to date (./migrate.ts).
+// Opens the database named by the configuration and brings its schema up to date (./migrate-up.ts).
 // Everything above this module sees only `Storage`: a Kysely instance and its dialect. What differs
 // between the dialects lives in this folder (connection here, transactions and claims beside it).
 import { mkdirSync } from "node:fs";
@@ -145,7 +145,7 @@ async function open(config: DatabaseConfig, observer?: DatabaseObserver, forMigr
 /**
  * Opens the database; applies pending migrations unless `migrate` is false, in which case it refuses
  * a database that lacks any (StartRefused), as it refuses one a later release migrated beyond what
- * this release runs with (./migrate.ts). On PostgreSQL migrations run on a pool of their own,
+ * this release runs with (./migrate-up.ts). On PostgreSQL migrations run on a pool of their own,
  * without the statement timeouts: a migration, or the wait for another instance's, may be long.
  * `observer` is told of what the database fails at and waits for once the schema is up to date.
  */

@@ -1,6 +1,6 @@
 // The releases deployed so far, oldest first: the commit each was built from (tags may not survive a
 // clone; the upgrade test builds the last one from git) and the last migration it knows. A migration
-// that the release before it runs with records that release's last migration (./migrate.ts). To
+// that the release before it runs with records that release's last migration (./migrate-up.ts). To
 // release: append the release's commit and its last migration here (CHANGELOG.md says when).
 // What a release cannot read of what later ones write is said here too, for a rollback to it
 // (./migrate-down.ts, `npm run migrate -- --down-to <release>`).

@@ -104,7 +104,7 @@ const NOT_OURS = (what: string) => `${what} holds no record of this service's mi
 /**
  * Refuses (BackupRefused) unless `path` is a whole database of this service that this release runs
  * on: SQLite's integrity check passes, it holds the record of this service's migrations, and no
- * migration in it was applied by a later release that does not run with this one (./migrate.ts).
+ * migration in it was applied by a later release that does not run with this one (./migrate-up.ts).
  */
 async function examine(Driver: typeof SQLite, path: string, what: string): Promise<DatabaseFile> {
   const database = new Driver(path, { fileMustExist: true });

@@ -176,6 +176,13 @@ describe("dependencies between the rooms of src/", () => {
     expect([...byName.values()].filter((paths) => paths.length > 1)).toEqual([]);
   });
 
+  it("no test file is over 800 lines: past that it is split by operation or outcome", () => {
+    const long = modules(join(ROOT, "test"))
+      .map((file) => ({ path: relative(ROOT, file), lines: readFileSync(file, "utf8").split("\n").length }))
+      .filter(({ lines }) => lines > 800);
+    expect(long).toEqual([]);
+  });
+
   it("every table of the schema has an owning room", () => {
     const schema = readFileSync(join(SRC, "storage/schema.ts"), "utf8");
     const database = /export interface Database \{([^}]*)\}/.exec(schema)?.[1] ?? "";
