@@ -2,7 +2,7 @@
 // that changes a function or trigger without the snapshot written anew fails here.
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
-import { POSTGRES_FUNCTIONS_PATH, postgresFunctionsSnapshot } from "../../scripts/postgres-functions.js";
+import { POSTGRES_FUNCTIONS_PATH, postgresFunctionsSnapshot } from "../../scripts/write-postgres-functions.js";
 import { POSTGRES_ADMIN_URL, testDialect } from "../support/database.js";
 
 describe.skipIf(testDialect() !== "postgres")("src/storage/postgres-functions.sql (PostgreSQL)", () => {
