@@ -295,7 +295,10 @@ describe(`shutdown of a server process on ${testDialect()}`, () => {
     if (!s || !exited) throw new Error("the machine never let two signals go within half a second");
     await sleep(1400);
     expect(s.child.exitCode).toBeNull();
-    expect((await send(`${s.url}/readyz`, { agent: false })).status).toBe(503);
+    // A probe's connection reset while a starved machine lingers past the server's half-close is sent again once.
+    const probe = () => send(`${s!.url}/readyz`, { agent: false });
+    const ready = await probe().catch((err: NodeJS.ErrnoException) => (err.code === "ECONNRESET" ? probe() : Promise.reject(err)));
+    expect(ready.status).toBe(503);
     // The first signal was handled before that answer: a second more, whatever the machine's load.
     await sleep(1100);
     const signalledAt = performance.now();
