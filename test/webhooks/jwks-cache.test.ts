@@ -26,11 +26,16 @@ beforeAll(async () => {
   [rsa, ec, ed, rotated] = await Promise.all([makeKey("RS256", "rsa-1"), makeKey("ES256", "ec-1"), makeKey("EdDSA", "ed-1"), makeKey("ES256", "ec-2")]);
 });
 
+/** A cache over a counting fetcher of `jwks`, on a clock the test moves. */
+function cacheOf(jwks: Parameters<typeof countingFetcher>[0]) {
+  const clock = new ManualClock(0);
+  const { state, fetcher } = countingFetcher(jwks);
+  return { clock, state, cache: new JwksCache({ clock, fetcher }) };
+}
+
 describe("JwksCache", () => {
   it("fetches once and serves later requests from the cache until the TTL", async () => {
-    const clock = new ManualClock(0);
-    const { state, fetcher } = countingFetcher({ keys: [rsa.publicJwk, ec.publicJwk] });
-    const cache = new JwksCache({ clock, fetcher });
+    const { clock, state, cache } = cacheOf({ keys: [rsa.publicJwk, ec.publicJwk] });
     await cache.keySetFor(URL_A, "rsa-1");
     await cache.keySetFor(URL_A, "ec-1");
     clock.advance(10 * 60_000 - 1);
@@ -42,9 +47,7 @@ describe("JwksCache", () => {
   });
 
   it("refetches once for an unknown kid, not again within the cooldown, and again after it", async () => {
-    const clock = new ManualClock(0);
-    const { state, fetcher } = countingFetcher({ keys: [ec.publicJwk] });
-    const cache = new JwksCache({ clock, fetcher });
+    const { clock, state, cache } = cacheOf({ keys: [ec.publicJwk] });
     await cache.keySetFor(URL_A, "ec-1");
     expect(state.calls).toBe(1);
     clock.advance(30_000);
@@ -60,17 +63,13 @@ describe("JwksCache", () => {
   });
 
   it("an unknown kid right after the first fetch waits for the cooldown", async () => {
-    const clock = new ManualClock(0);
-    const { state, fetcher } = countingFetcher({ keys: [ec.publicJwk] });
-    const cache = new JwksCache({ clock, fetcher });
+    const { state, cache } = cacheOf({ keys: [ec.publicJwk] });
     expectApiError(await rejection(cache.keySetFor(URL_A, "nope")), 401, "INVALID_JWT");
     expect(state.calls).toBe(1);
   });
 
   it("picks up a rotated key on the refetch for its unknown kid", async () => {
-    const clock = new ManualClock(0);
-    const { state, fetcher } = countingFetcher({ keys: [ec.publicJwk] });
-    const cache = new JwksCache({ clock, fetcher });
+    const { clock, state, cache } = cacheOf({ keys: [ec.publicJwk] });
     await cache.keySetFor(URL_A, "ec-1");
     state.jwks = { keys: [ec.publicJwk, rotated.publicJwk] };
     clock.advance(30_000);
@@ -91,9 +90,7 @@ describe("JwksCache", () => {
   });
 
   it("caches per URL", async () => {
-    const clock = new ManualClock(0);
-    const { state, fetcher } = countingFetcher({ keys: [ec.publicJwk] });
-    const cache = new JwksCache({ clock, fetcher });
+    const { state, cache } = cacheOf({ keys: [ec.publicJwk] });
     await cache.keySetFor(URL_A, "ec-1");
     await cache.keySetFor("https://b.example/jwks.json", "ec-1");
     await cache.keySetFor(URL_A, "ec-1");
@@ -116,9 +113,7 @@ describe("JwksCache", () => {
   });
 
   it("does not use expired keys when the refresh fails, but keeps unexpired ones when an unknown-kid refetch fails", async () => {
-    const clock = new ManualClock(0);
-    const { state, fetcher } = countingFetcher({ keys: [ec.publicJwk] });
-    const cache = new JwksCache({ clock, fetcher });
+    const { clock, state, cache } = cacheOf({ keys: [ec.publicJwk] });
     await cache.keySetFor(URL_A, "ec-1");
     state.error = new JwksFetchError("TIMEOUT", "slow");
     clock.advance(30_000);
