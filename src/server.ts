@@ -181,11 +181,13 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     const onInboxMoved = metrics && (({ moved, caughtUp }: InboxMove) => metrics.database.auditInboxMoved(moved, caughtUp, clock.now()));
     for (const task of startAuditUpkeep({ storage, clock, logger, retentionDays: config.auditRetentionDays, inboxMoveMs: options.auditInboxMoveMs, onInboxMoved })) stops.started("audit upkeep", task);
     stops.started("idempotency record sweep", startIdempotencySweep(idempotencyRecords, logger));
-    stops.started("execution worker", worker).start();
-    // Last, so that it stops first (the worker after it, releasing what its requests committed).
+    stops.started("execution worker", worker);
+    // The listener last, so that it stops first (the worker after it, releasing what its requests
+    // committed); the worker runs once the listener is up, so a start refused its port runs nothing.
     const databaseConnections = config.database.kind === "postgres" ? (config.database.poolSize ?? DATABASE_DEFAULTS.poolSize) : 0;
     const connections = await listenApi(app, { port: config.port, host: config.host, logger, databaseConnections, parserRefused: metrics && ((reason) => metrics.http.parserRefused(reason)), refusedConnections: metrics?.http });
     stops.add("API listener", () => connections.stop());
+    worker.start();
 
     let closing: Promise<void> | undefined;
     const close = (drainMs = 0) =>

@@ -3,7 +3,7 @@
 import type { BackgroundTask } from "../core/background-task.js";
 import type { Clock } from "../core/clock.js";
 import type { Logger } from "../core/logger.js";
-import { repeatedTask } from "../storage/background-failures.js";
+import { repeatedSweep, repeatedTask } from "../storage/background-failures.js";
 import type { Storage } from "../storage/connect.js";
 import { moveAuditInbox, type InboxMove } from "./audit-inbox.js";
 import { pruneAuditEvents } from "./audit-retention.js";
@@ -33,7 +33,7 @@ export interface AuditUpkeepOptions {
 export function startAuditUpkeep({ storage, clock, logger, retentionDays, inboxMoveMs = AUDIT_INBOX_MOVE_MS, onInboxMoved }: AuditUpkeepOptions): BackgroundTask[] {
   const tasks: BackgroundTask[] = [];
   if (retentionDays !== null) {
-    tasks.push(repeatedTask(logger, AUDIT_SWEEP_MS, "audit event sweep", () => pruneAuditEvents(storage, clock, retentionDays), (removed) => void (removed > 0 && logger.info({ msg: "swept audit events", removed }))));
+    tasks.push(repeatedSweep(logger, AUDIT_SWEEP_MS, "audit event sweep", () => pruneAuditEvents(storage, clock, retentionDays), "swept audit events"));
   }
   if (storage.dialect === "sqlite") tasks.push(repeatedTask(logger, inboxMoveMs, "audit inbox move", () => moveAuditInbox(storage), (move) => onInboxMoved?.(move)));
   return tasks;

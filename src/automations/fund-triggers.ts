@@ -14,7 +14,7 @@ import { invalidField } from "../core/errors.js";
 import { timeOrderedId } from "../core/ids.js";
 import type { Logger } from "../core/logger.js";
 import type { FundEvent, FundEventBatch, FundEventFacts, FundEventRecorder, FundEventType, UsageAfterSpend } from "../funds/fund-events.js";
-import { repeatedTask } from "../storage/background-failures.js";
+import { repeatedSweep } from "../storage/background-failures.js";
 import { CHANGE_POLL, recordChange, type ChangeWatch } from "../storage/change-versions.js";
 import type { Storage } from "../storage/connect.js";
 import type { AutomationExecutionsTable } from "../storage/schema.js";
@@ -287,10 +287,4 @@ const FIRINGS_SWEEP_MS = 60 * 60_000;
 
 /** Starts the sweep of firings: a threshold's firing is needed only while its window can still have spends decided in it. */
 export const startFiringsSweep = (triggers: FundTriggers, clock: Clock, logger: Logger): BackgroundTask =>
-  repeatedTask(
-    logger,
-    FIRINGS_SWEEP_MS,
-    "fund threshold firing sweep",
-    () => triggers.sweep(new Date(clock.now() - FIRINGS_SWEEP_MS).toISOString()),
-    (removed) => void (removed > 0 && logger.info({ msg: "swept fund threshold firings of ended windows", removed })),
-  );
+  repeatedSweep(logger, FIRINGS_SWEEP_MS, "fund threshold firing sweep", () => triggers.sweep(new Date(clock.now() - FIRINGS_SWEEP_MS).toISOString()), "swept fund threshold firings of ended windows");

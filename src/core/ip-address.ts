@@ -4,7 +4,7 @@
 import ipaddr from "ipaddr.js";
 import { textLength } from "./storable-text.js";
 
-export type Address = ipaddr.IPv4 | ipaddr.IPv6;
+type Address = ipaddr.IPv4 | ipaddr.IPv6;
 type Range = [Address, number];
 
 /** Contract: a CIDR range is at most 49 characters. */

@@ -58,3 +58,7 @@ export function repeatedTask<T>(logger: Logger, intervalMs: number, task: string
   repeated.start();
   return repeated;
 }
+
+/** A sweep started to run every `intervalMs`: `sweep` answers the rows it removed, logged as `swept` when there were any. */
+export const repeatedSweep = (logger: Logger, intervalMs: number, task: string, sweep: () => Promise<number>, swept: string): BackgroundTask =>
+  repeatedTask(logger, intervalMs, task, sweep, (removed) => void (removed > 0 && logger.info({ msg: swept, removed })));

@@ -72,7 +72,7 @@ export class ChangeWatch {
     return watch;
   }
 
-  async start(): Promise<void> {
+  private async start(): Promise<void> {
     await this.poll();
     this.polls.start();
   }

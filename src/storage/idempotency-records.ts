@@ -8,7 +8,7 @@ import { randomUUID } from "node:crypto";
 import type { BackgroundTask } from "../core/background-task.js";
 import type { Clock } from "../core/clock.js";
 import type { Logger } from "../core/logger.js";
-import { repeatedTask } from "./background-failures.js";
+import { repeatedSweep } from "./background-failures.js";
 import type { Origin } from "../core/origin.js";
 import type { Storage } from "./connect.js";
 import { prepared } from "./prepared.js";
@@ -169,4 +169,4 @@ const IDEMPOTENCY_SWEEP_MS = 10 * 60_000;
 
 /** Starts the sweep of expired records. */
 export const startIdempotencySweep = (records: IdempotencyRecords, logger: Logger): BackgroundTask =>
-  repeatedTask(logger, IDEMPOTENCY_SWEEP_MS, "idempotency record sweep", () => records.sweep(), (removed) => void (removed > 0 && logger.info({ msg: "swept idempotency records", removed })));
+  repeatedSweep(logger, IDEMPOTENCY_SWEEP_MS, "idempotency record sweep", () => records.sweep(), "swept idempotency records");
