@@ -5639,6 +5639,12 @@ export interface components {
          *       `RUNNING` from the moment it is recorded, before its first step starts. A server that shuts
          *       down gives back the executions it holds and has not begun: they are `PENDING` again, for any
          *       worker.
+         *     - `AUTOMATION_EXECUTION_STATE_PARKED`: waiting, in the database, until `nextAttemptAt`: a `notify`
+         *       step's notification failed in a way that may pass (no answer, a timeout, 408, 429 or 5xx) and
+         *       is tried again then, on the server's retry schedule; or its destination is paused (too many
+         *       requests in flight from one server, or its circuit open after consecutive failures). It holds
+         *       no worker; any server claims it once due, and a restart loses nothing. The step's result keeps
+         *       the attempts made so far (`output.attempts`), its state `STEP_STATE_PENDING`.
          *     - `AUTOMATION_EXECUTION_STATE_DONE`: every step finished (`STEP_STATE_DONE` or `STEP_STATE_SKIPPED`).
          *     - `AUTOMATION_EXECUTION_STATE_ERROR`: a step failed (`STEP_STATE_ERROR`); the steps after it did not run.
          *
@@ -5647,7 +5653,7 @@ export interface components {
          * @example AUTOMATION_EXECUTION_STATE_DONE
          * @enum {string}
          */
-        AutomationExecutionState: "AUTOMATION_EXECUTION_STATE_UNSPECIFIED" | "AUTOMATION_EXECUTION_STATE_PENDING" | "AUTOMATION_EXECUTION_STATE_RUNNING" | "AUTOMATION_EXECUTION_STATE_DONE" | "AUTOMATION_EXECUTION_STATE_ERROR" | (string & {});
+        AutomationExecutionState: "AUTOMATION_EXECUTION_STATE_UNSPECIFIED" | "AUTOMATION_EXECUTION_STATE_PENDING" | "AUTOMATION_EXECUTION_STATE_RUNNING" | "AUTOMATION_EXECUTION_STATE_PARKED" | "AUTOMATION_EXECUTION_STATE_DONE" | "AUTOMATION_EXECUTION_STATE_ERROR" | (string & {});
         /**
          * @description Any valid JSON value (an object, an array, a string, a bare number, `true`, `false` or
          *     `null`), at most 64 KB (65,536 bytes); passed to the automation as context data, available
@@ -5975,7 +5981,8 @@ export interface components {
          *         }
          *       ],
          *       "createdAt": "2026-11-20T09:30:00Z",
-         *       "completedAt": "2026-11-20T09:30:01Z"
+         *       "completedAt": "2026-11-20T09:30:01Z",
+         *       "nextAttemptAt": null
          *     }
          */
         AutomationExecution: {
@@ -6022,6 +6029,13 @@ export interface components {
              * @description When it reached `AUTOMATION_EXECUTION_STATE_DONE` or `AUTOMATION_EXECUTION_STATE_ERROR`; null before.
              */
             completedAt: string | null;
+            /**
+             * Format: date-time
+             * @description While `AUTOMATION_EXECUTION_STATE_PARKED`: when it is claimed again, to try its notification
+             *     once more (or to see whether its destination takes requests again); null in any other state.
+             * @example null
+             */
+            nextAttemptAt: string | null;
         };
         /**
          * @description Answer of `WebhookEventService.Replay`: the new execution, as recorded.
@@ -6056,7 +6070,8 @@ export interface components {
          *           }
          *         ],
          *         "createdAt": "2026-11-20T10:15:00Z",
-         *         "completedAt": null
+         *         "completedAt": null,
+         *         "nextAttemptAt": null
          *       }
          *     }
          */
@@ -6235,7 +6250,8 @@ export interface components {
          *           }
          *         ],
          *         "createdAt": "2026-11-20T09:30:00Z",
-         *         "completedAt": "2026-11-20T09:30:01Z"
+         *         "completedAt": "2026-11-20T09:30:01Z",
+         *         "nextAttemptAt": null
          *       }
          *     }
          */
@@ -6307,7 +6323,8 @@ export interface components {
          *               }
          *             ],
          *             "createdAt": "2026-11-20T09:30:00Z",
-         *             "completedAt": "2026-11-20T09:30:01Z"
+         *             "completedAt": "2026-11-20T09:30:01Z",
+         *             "nextAttemptAt": null
          *           }
          *         }
          *       ],
@@ -6382,7 +6399,8 @@ export interface components {
          *           }
          *         ],
          *         "createdAt": "2026-11-20T09:30:00Z",
-         *         "completedAt": "2026-11-20T09:30:01Z"
+         *         "completedAt": "2026-11-20T09:30:01Z",
+         *         "nextAttemptAt": null
          *       }
          *     }
          */
@@ -6427,7 +6445,8 @@ export interface components {
          *           }
          *         ],
          *         "createdAt": "2026-11-20T10:15:00Z",
-         *         "completedAt": null
+         *         "completedAt": null,
+         *         "nextAttemptAt": null
          *       }
          *     }
          */
@@ -11832,7 +11851,8 @@ export interface operations {
                      *           }
                      *         ],
                      *         "createdAt": "2026-11-20T10:15:00Z",
-                     *         "completedAt": null
+                     *         "completedAt": null,
+                     *         "nextAttemptAt": null
                      *       }
                      *     }
                      */
@@ -12077,7 +12097,8 @@ export interface operations {
                      *               }
                      *             ],
                      *             "createdAt": "2026-11-20T09:50:00Z",
-                     *             "completedAt": null
+                     *             "completedAt": null,
+                     *             "nextAttemptAt": null
                      *           }
                      *         },
                      *         {
@@ -12141,7 +12162,8 @@ export interface operations {
                      *               }
                      *             ],
                      *             "createdAt": "2026-11-20T09:30:00Z",
-                     *             "completedAt": "2026-11-20T09:30:01Z"
+                     *             "completedAt": "2026-11-20T09:30:01Z",
+                     *             "nextAttemptAt": null
                      *           }
                      *         }
                      *       ],
@@ -12257,7 +12279,8 @@ export interface operations {
                      *           }
                      *         ],
                      *         "createdAt": "2026-11-20T09:30:00Z",
-                     *         "completedAt": "2026-11-20T09:30:01Z"
+                     *         "completedAt": "2026-11-20T09:30:01Z",
+                     *         "nextAttemptAt": null
                      *       }
                      *     }
                      */
@@ -12395,7 +12418,8 @@ export interface operations {
                      *           }
                      *         ],
                      *         "createdAt": "2026-11-20T10:15:00Z",
-                     *         "completedAt": null
+                     *         "completedAt": null,
+                     *         "nextAttemptAt": null
                      *       }
                      *     }
                      */

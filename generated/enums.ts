@@ -15,7 +15,7 @@ export const AutomationExecutionOriginValues = ["AUTOMATION_EXECUTION_ORIGIN_UNS
 export type KnownAutomationExecutionOrigin = (typeof AutomationExecutionOriginValues)[number];
 export type AutomationExecutionOrigin = KnownAutomationExecutionOrigin | (string & {});
 
-export const AutomationExecutionStateValues = ["AUTOMATION_EXECUTION_STATE_UNSPECIFIED","AUTOMATION_EXECUTION_STATE_PENDING","AUTOMATION_EXECUTION_STATE_RUNNING","AUTOMATION_EXECUTION_STATE_DONE","AUTOMATION_EXECUTION_STATE_ERROR"] as const;
+export const AutomationExecutionStateValues = ["AUTOMATION_EXECUTION_STATE_UNSPECIFIED","AUTOMATION_EXECUTION_STATE_PENDING","AUTOMATION_EXECUTION_STATE_RUNNING","AUTOMATION_EXECUTION_STATE_PARKED","AUTOMATION_EXECUTION_STATE_DONE","AUTOMATION_EXECUTION_STATE_ERROR"] as const;
 export type KnownAutomationExecutionState = (typeof AutomationExecutionStateValues)[number];
 export type AutomationExecutionState = KnownAutomationExecutionState | (string & {});
 

@@ -58,6 +58,12 @@ export interface Config {
   shutdown: { drainSeconds: number; timeoutSeconds: number };
   /** EXECUTION_LEASE_SECONDS: how long a worker's claim on an execution lasts before another worker may resume it. */
   executionLeaseSeconds: number;
+  /**
+   * How `notify` steps send: NOTIFY_RETRY_SCHEDULE, the waits before the attempts after the first;
+   * NOTIFY_TIMEOUT_SECONDS, each attempt's; NOTIFY_MAX_IN_FLIGHT_PER_DESTINATION, the requests one
+   * instance has in flight to one host and port at most (an execution over it parks).
+   */
+  notifications: { retryScheduleMs: number[]; attemptTimeoutMs: number; maxInFlightPerDestination: number };
   /** METRICS_PORT and METRICS_HOST: where Prometheus scrapes `GET /metrics`, on a listener of its own; null (off) unless METRICS_PORT is set. */
   metrics: { port: number; host: string } | null;
   /** EXECUTION_RETENTION_DAYS, _COUNT and _SWEEP_SECONDS: which finished executions are kept, and how often the others are removed (automations/execution-retention.ts). */
@@ -453,6 +459,37 @@ function shutdown(env: Environment): Config["shutdown"] {
   return { drainSeconds: drain.value, timeoutSeconds: timeout.value };
 }
 
+const DURATION_UNITS: Record<string, number> = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+
+/** The Standard Webhooks specification's schedule after the first attempt. */
+const NOTIFY_RETRY_DEFAULT = "5s,5m,30m,2h,5h,10h,10h";
+const NOTIFY_RETRIES_MAX = 20;
+const NOTIFY_WAIT_MAX_MS = 7 * 86_400_000;
+
+/**
+ * The waits are durations with a unit (`500ms`, `5s`, `5m`, `2h`, `1d`), `none` for no attempt
+ * after the first. The timeout takes a third of the execution lease at most, so that a run that
+ * sends keeps its lease with room for its save: 15 s by default, or that third when less.
+ */
+function notifications(env: Environment, leaseSeconds: number): Config["notifications"] {
+  const raw = env.value("NOTIFY_RETRY_SCHEDULE") ?? NOTIFY_RETRY_DEFAULT;
+  const waits = raw.trim() === "none" ? [] : raw.split(",").map((w) => /^\s*(\d{1,9})(ms|s|m|h|d)\s*$/.exec(w));
+  const retryScheduleMs = waits.map((m) => (m ? Number(m[1]) * DURATION_UNITS[m[2]!]! : NaN));
+  if (retryScheduleMs.some((ms) => !(ms <= NOTIFY_WAIT_MAX_MS)) || retryScheduleMs.length > NOTIFY_RETRIES_MAX) {
+    env.invalid("NOTIFY_RETRY_SCHEDULE", `NOTIFY_RETRY_SCHEDULE must be \`none\` or up to ${NOTIFY_RETRIES_MAX} comma-separated waits of at most 7 days, each a number and a unit (ms, s, m, h, d) such as 5s,5m,2h, got "${raw}"`);
+  }
+  const timeout = env.value("NOTIFY_TIMEOUT_SECONDS") ?? String(Math.min(15, Math.floor((leaseSeconds / 3) * 1000) / 1000));
+  const seconds = /^\d{1,5}(\.\d{1,3})?$/.test(timeout) ? Number(timeout) : NaN;
+  if (!(seconds >= 0.1 && seconds <= leaseSeconds / 3)) {
+    env.invalid("NOTIFY_TIMEOUT_SECONDS", `NOTIFY_TIMEOUT_SECONDS must be a number of seconds from 0.1 to a third of EXECUTION_LEASE_SECONDS (${Math.floor((leaseSeconds / 3) * 1000) / 1000}), got "${timeout}"`);
+  }
+  return {
+    retryScheduleMs: retryScheduleMs.every(Number.isFinite) ? retryScheduleMs : [],
+    attemptTimeoutMs: Number.isFinite(seconds) ? Math.round(seconds * 1000) : 15_000,
+    maxInFlightPerDestination: env.integer("NOTIFY_MAX_IN_FLIGHT_PER_DESTINATION", 8, 1, 1_000),
+  };
+}
+
 /**
  * Traces are on when an OTLP endpoint is set, as in every OpenTelemetry SDK. The variables are the
  * standard ones; those that decide what is exported and kept are checked here, so that a typo stops
@@ -558,6 +595,7 @@ function serverConfig(env: Environment): Config {
   if (!/^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/.test(tenantId)) env.invalid("TENANT_ID", `TENANT_ID must be 1-63 characters of [A-Za-z0-9._-]`);
   const fundCurrency = env.value("FUND_CURRENCY") ?? "USD";
   if (!/^[A-Z]{3}$/.test(fundCurrency)) env.invalid("FUND_CURRENCY", `FUND_CURRENCY must be an ISO 4217 code such as USD, got "${fundCurrency}"`);
+  const leaseSeconds = env.integer("EXECUTION_LEASE_SECONDS", 60, 10, 86_400);
   return {
     port,
     host: env.value("HOST") ?? "0.0.0.0",
@@ -580,7 +618,8 @@ function serverConfig(env: Environment): Config {
     rateLimits: rateLimits(env),
     heapGrowthPercent: env.integer("HEAP_GROWTH_PERCENT", DEFAULT_HEAP_GROWTH_PERCENT, 0, 300),
     shutdown: shutdown(env),
-    executionLeaseSeconds: env.integer("EXECUTION_LEASE_SECONDS", 60, 10, 86_400),
+    executionLeaseSeconds: leaseSeconds,
+    notifications: notifications(env, leaseSeconds),
     metrics: metrics(env, port),
     executionRetention: executionRetention(env),
     auditRetentionDays: auditRetentionDays(env),

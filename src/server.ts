@@ -30,7 +30,6 @@ import { automationServices } from "./automations/automation-services.js";
 import { workerHandOff } from "./automations/event-hand-off.js";
 import { ExecutionRetention, RETENTION_PACE, type RetentionPace } from "./automations/execution-retention.js";
 import { FundTriggers, startFiringsSweep } from "./automations/fund-triggers.js";
-import type { DeliveryBounds } from "./automations/notify.js";
 import type { Worker } from "./automations/worker.js";
 import { Metrics } from "./metrics/metrics.js";
 import { currentBuild } from "./metrics/process-metrics.js";
@@ -59,7 +58,7 @@ export interface ServerOptions {
   /** How JWKS are fetched, beyond the configuration (tests: a DNS resolver, a CA, a stand-in public host). */
   jwksFetch?: Omit<FetchJwksOptions, "allowInsecure">;
   /** How `notify` steps call out, beyond the configuration (tests: a DNS resolver, a CA, shorter bounds). */
-  notifications?: Omit<OutboundOptions, "allowInsecure"> & { bounds?: Partial<DeliveryBounds> };
+  notifications?: Omit<OutboundOptions, "allowInsecure">;
   /** How often the cached principals' version is polled (tests: rarely, to single out this instance's own invalidation). */
   principalsPoll?: PollTiming;
   /** The same for the kept fund policy. */

@@ -13,7 +13,8 @@ import { workerHandOff } from "./event-hand-off.js";
 import { Executions } from "./executions.js";
 import type { FundTriggers } from "./fund-triggers.js";
 import { NotificationSecrets } from "./notification-secrets.js";
-import { deliveryTotalMs, DELIVERY_DEFAULTS, Notifier, type DeliveryBounds } from "./notify.js";
+import { DestinationSlots } from "./destination-slots.js";
+import { Notifier } from "./notify.js";
 import { ExecutionReruns } from "./reruns.js";
 import type { RunObserver } from "./run-observer.js";
 import { ExecutionRunner } from "./runner.js";
@@ -31,9 +32,9 @@ export interface AutomationWiring {
   policy: FundPolicies;
   limits: SubjectAppLimits;
   fundTriggers: FundTriggers;
-  config: Pick<Config, "baseUrl" | "jwksAllowInsecure" | "notificationAllowInsecure" | "webhookSecretGraceSeconds" | "executionLeaseSeconds">;
-  /** How `notify` steps call out, beyond the configuration (tests: a DNS resolver, a CA, shorter bounds). */
-  notifications?: Omit<OutboundOptions, "allowInsecure"> & { bounds?: Partial<DeliveryBounds> };
+  config: Pick<Config, "baseUrl" | "jwksAllowInsecure" | "notificationAllowInsecure" | "webhookSecretGraceSeconds" | "executionLeaseSeconds" | "notifications">;
+  /** How `notify` steps call out, beyond the configuration (tests: a DNS resolver, a CA). */
+  notifications?: Omit<OutboundOptions, "allowInsecure">;
   observer?: RunObserver;
   /** How long the worker may make no progress while runs are due before readiness calls it stuck. */
   workerStuckMs?: number;
@@ -48,13 +49,8 @@ export function automationServices(w: AutomationWiring) {
     allowInsecureNotifications: config.notificationAllowInsecure,
   }, w.fundTriggers);
   const leaseMs = config.executionLeaseSeconds * 1000;
-  const { bounds, ...notificationFetch } = w.notifications ?? {};
-  const notifier = new Notifier(clock, {
-    ...notificationFetch,
-    allowInsecure: config.notificationAllowInsecure,
-    // Well within the lease: a run that retries a notification keeps its execution.
-    bounds: { ...DELIVERY_DEFAULTS, ...bounds, totalMs: deliveryTotalMs(leaseMs, bounds?.totalMs) },
-  });
+  const { maxInFlightPerDestination, ...settings } = config.notifications;
+  const notifier = new Notifier(clock, { ...w.notifications, allowInsecure: config.notificationAllowInsecure, settings, slots: new DestinationSlots(maxInFlightPerDestination) });
   const runner = new ExecutionRunner({ storage, clock, limits: w.limits, logger, notifier, notificationSecrets, observer: w.observer, fundTriggers: w.fundTriggers });
   const worker = new Worker({ storage, clock, events: w.events, logger, runner }, { ...WORKER_DEFAULTS, leaseMs, stuckMs: w.workerStuckMs ?? leaseMs });
   w.fundTriggers.attach(worker);

@@ -1,8 +1,10 @@
-// Claiming runnable executions, where the dialects differ: each pending execution (or one whose
-// run's lease lapsed, after a crash, or was given back, after a fault) goes to exactly one worker,
-// runs whose lease lapsed first, then the oldest pending ones. A worker that stops gives back what
-// it claimed and has not begun to run, so that no other worker waits for the lease.
-import { CompiledQuery, type Expression, type ExpressionBuilder, type SqlBool } from "kysely";
+// Claiming runnable executions, where the dialects differ: each runnable execution goes to exactly
+// one worker. A claim takes runs whose lease lapsed (after a crash, or given back after a fault)
+// first, then parked executions that are due, up to half of what is left, then pending ones shared
+// among the automations that have any, in turn (so that one automation's backlog does not delay
+// another's fresh events), then due parked ones again. A worker that stops gives back what it
+// claimed and has not begun to run, so that no other worker waits for the lease.
+import { CompiledQuery, sql, type Expression, type ExpressionBuilder, type SqlBool } from "kysely";
 import type { KnownAutomationExecutionState } from "../../generated/enums.js";
 import type { Storage } from "../storage/connect.js";
 import type { AutomationExecutionsTable, Database } from "../storage/schema.js";
@@ -10,42 +12,100 @@ import { writeStatement, writeTransaction, type Db } from "../storage/transactio
 
 const PENDING: KnownAutomationExecutionState = "AUTOMATION_EXECUTION_STATE_PENDING";
 const RUNNING: KnownAutomationExecutionState = "AUTOMATION_EXECUTION_STATE_RUNNING";
+const PARKED: KnownAutomationExecutionState = "AUTOMATION_EXECUTION_STATE_PARKED";
 
 type Runnable = (eb: ExpressionBuilder<Database, "automation_executions">) => Expression<SqlBool>;
 
 /**
- * What a claim takes, in order: runs whose lease lapsed, then pending ones. Each is its own select, a
- * seek in an index kept in its order ((state, created_at, id)): one select of both would sort the
- * whole backlog on every claim.
+ * What is runnable, each kind a seek in an index kept in its order: runs whose lease lapsed
+ * ((state, created_at, id)), pending and due parked executions (partial indexes, their state as a
+ * literal, for SQLite to use them).
  */
-const runnable = (now: string): Runnable[] => [
-  (eb) => eb.and([eb("state", "=", RUNNING), eb("lease_until", "<", now)]),
-  (eb) => eb("state", "=", PENDING),
-];
+const lapsed = (now: string): Runnable => (eb) => eb.and([eb("state", "=", RUNNING), eb("lease_until", "<", now)]);
+const pending: Runnable = () => sql<SqlBool>`state = ${sql.lit(PENDING)}`;
+const dueParked = (now: string): Runnable => (eb) => eb.and([sql<SqlBool>`state = ${sql.lit(PARKED)}`, eb("next_attempt_at", "<=", now)]);
 
-/** Claims up to `limit` runnable executions, oldest first, each leased until `leaseUntil`. */
-export async function claimExecutions(storage: Storage, now: string, leaseUntil: string, limit: number): Promise<AutomationExecutionsTable[]> {
+/**
+ * Claims up to `limit` runnable executions, each leased until `leaseUntil`, oldest first. `after`:
+ * the automation whose pending executions the last claim took last (`turnAfter`); this claim's turn
+ * among automations begins after it.
+ */
+export async function claimExecutions(storage: Storage, now: string, leaseUntil: string, limit: number, after = ""): Promise<AutomationExecutionsTable[]> {
   // SQLite: the write lock of BEGIN IMMEDIATE serializes claimers across processes.
   const claimed =
     storage.dialect === "postgres"
-      ? await claimOnPostgres(storage.db, now, leaseUntil, limit)
-      : await writeTransaction(storage, { exclusive: ["automation_executions:claim"] }, async (db) => {
-          const found: AutomationExecutionsTable[] = [];
-          for (const where of runnable(now)) {
-            if (found.length < limit) found.push(...(await claimWhere(db, where, leaseUntil, limit - found.length)));
-          }
-          return found;
-        });
+      ? await claimOnPostgres(storage.db, now, leaseUntil, limit, after)
+      : await writeTransaction(storage, { exclusive: ["automation_executions:claim"] }, async (db) => claimIds(db, await chooseOnSqlite(db, now, limit, after), leaseUntil));
   return claimed.sort((a, b) => (a.created_at < b.created_at ? -1 : a.created_at > b.created_at ? 1 : a.id < b.id ? -1 : 1));
 }
 
+/** The automation a claim's turn ended with: the last, in turn order from `after`, of those whose pending executions it took. */
+export function turnAfter(claimed: readonly AutomationExecutionsTable[], after: string): string {
+  const turn = (id: string) => [id > after ? 0 : 1, id] as const;
+  let last: string | undefined;
+  for (const { automation_id: id, attempts, next_attempt_at } of claimed) {
+    // Pending ones only: a lapsed run's claim is its second at least, and a parked one keeps its next_attempt_at.
+    if (attempts !== 1 || next_attempt_at) continue;
+    if (last === undefined || turn(id) > turn(last)) last = id;
+  }
+  return last ?? after;
+}
+
+const ids = async (query: { execute(): Promise<Array<{ id: string }>> }) => (await query.execute()).map((r) => r.id);
+
+/** The same choice as PostgreSQL's claim_executions function, a seek at a time: in-process on SQLite. */
+async function chooseOnSqlite(db: Db, now: string, limit: number, after: string): Promise<string[]> {
+  const queue = db.selectFrom("automation_executions").select("id");
+  const chosen = await ids(queue.where(lapsed(now)).orderBy("created_at").orderBy("id").limit(limit));
+  const parked = (count: number) => ids(queue.where(dueParked(now)).where("id", "not in", chosen.length > 0 ? chosen : [""]).orderBy("next_attempt_at").orderBy("id").limit(count));
+  if (chosen.length < limit) chosen.push(...(await parked(Math.ceil((limit - chosen.length) / 2))));
+  const automations = await automationsInTurn(db, after, limit - chosen.length);
+  const ofAutomation = (automation: string, count: number) =>
+    ids(queue.where(pending).where("automation_id", "=", automation).where("id", "not in", chosen.length > 0 ? chosen : [""]).orderBy("created_at").orderBy("id").limit(count));
+  const share = Math.ceil((limit - chosen.length) / Math.max(automations.length, 1));
+  for (const automation of automations) chosen.push(...(await ofAutomation(automation, Math.min(share, limit - chosen.length))));
+  for (const automation of automations) if (chosen.length < limit) chosen.push(...(await ofAutomation(automation, limit - chosen.length)));
+  if (chosen.length < limit) chosen.push(...(await parked(limit - chosen.length)));
+  return chosen;
+}
+
+/** Up to `count` automations with pending executions, in id order from the one after `after`, wrapping around once. */
+async function automationsInTurn(db: Db, after: string, count: number): Promise<string[]> {
+  const found: string[] = [];
+  let from = after;
+  let wrapped = false;
+  while (found.length < count) {
+    const next = await db.selectFrom("automation_executions").select("automation_id").where(pending).where("automation_id", ">", from).orderBy("automation_id").limit(1).executeTakeFirst();
+    if (!next) {
+      if (wrapped || after === "") break;
+      wrapped = true;
+      from = "";
+      continue;
+    }
+    if (wrapped && next.automation_id > after) break;
+    found.push(next.automation_id);
+    from = next.automation_id;
+  }
+  return found;
+}
+
+function claimIds(db: Db, chosen: string[], leaseUntil: string): Promise<AutomationExecutionsTable[]> {
+  if (chosen.length === 0) return Promise.resolve([]);
+  return db
+    .updateTable("automation_executions")
+    .set((eb) => ({ state: RUNNING, lease_until: leaseUntil, attempts: eb("attempts", "+", 1) }))
+    .where("id", "in", chosen)
+    .returningAll()
+    .execute();
+}
+
 /**
- * How many executions are runnable now (pending, or their run's lease lapsed), counted up to `cap`:
- * each kind is a seek in the queue's index, so the count reads `cap` index entries at most.
+ * How many executions are runnable now (pending, due parked, or their run's lease lapsed), counted
+ * up to `cap`: each kind is a seek in an index, so the count reads `cap` index entries at most.
  */
 export async function countRunnable(db: Db, now: string, cap: number): Promise<number> {
   let count = 0;
-  for (const where of runnable(now)) {
+  for (const where of [lapsed(now), pending, dueParked(now)]) {
     if (count >= cap) break;
     const found = db.selectFrom("automation_executions").select("id").where(where).limit(cap - count).as("found");
     const row = await db.selectFrom(found).select((eb) => eb.fn.countAll<number | string>().as("n")).executeTakeFirstOrThrow();
@@ -54,33 +114,9 @@ export async function countRunnable(db: Db, now: string, cap: number): Promise<n
   return count;
 }
 
-function claimWhere(db: Db, where: Runnable, leaseUntil: string, count: number): Promise<AutomationExecutionsTable[]> {
-  const oldest = db.selectFrom("automation_executions").select("id").where(where).orderBy("created_at").orderBy("id").limit(count);
-  return db
-    .updateTable("automation_executions")
-    .set((eb) => ({ state: RUNNING, lease_until: leaseUntil, attempts: eb("attempts", "+", 1) }))
-    .where("id", "in", oldest)
-    .returningAll()
-    .execute();
-}
-
-/**
- * Both kinds in one statement (a round trip costs this process more than the query costs the
- * database): the pending ones fill what the lapsed leave of the limit, each row locked only as it
- * is read, and SKIP LOCKED lets claimers pass each other. The ids as an array, so that the update
- * finds them by primary key whatever the planner guesses of their count.
- */
-const CLAIM_ON_POSTGRES = `with lapsed as (
-  select id from automation_executions where state = $1 and lease_until < $3 order by created_at, id limit $4 for update skip locked
-), pending as (
-  select id from automation_executions where state = $5 order by created_at, id limit $4 - (select count(*) from lapsed) for update skip locked
-)
-update automation_executions set state = $1, lease_until = $2, attempts = attempts + 1
-where id = any(array(select id from lapsed union all select id from pending))
-returning *`;
-
-async function claimOnPostgres(db: Db, now: string, leaseUntil: string, limit: number): Promise<AutomationExecutionsTable[]> {
-  const result = await db.executeQuery<AutomationExecutionsTable>(CompiledQuery.raw(CLAIM_ON_POSTGRES, [RUNNING, leaseUntil, now, limit, PENDING]));
+/** PostgreSQL: the claim_executions function, one round trip. */
+async function claimOnPostgres(db: Db, now: string, leaseUntil: string, limit: number, after: string): Promise<AutomationExecutionsTable[]> {
+  const result = await db.executeQuery<AutomationExecutionsTable>(CompiledQuery.raw("select * from claim_executions($1, $2, $3, $4)", [now, leaseUntil, limit, after]));
   return [...result.rows];
 }
 

@@ -5,6 +5,7 @@
 // LeaseLost, and the step's effect in the same transaction rolls back), so a step's effect happens
 // once even when two runs overlap.
 import { CompiledQuery } from "kysely";
+import type { KnownAutomationExecutionState } from "../../generated/enums.js";
 import type { Origin } from "../core/origin.js";
 import type { Storage } from "../storage/connect.js";
 import { prepared } from "../storage/prepared.js";
@@ -18,7 +19,11 @@ export interface ResultsSave {
   stepResults: string;
   /** With the final state (and when it was reached): the run's lease ends. */
   final?: { state: string; completedAt: string };
+  /** Parked until then instead (a notification to try again): the run's lease ends, and its claim is given back. */
+  parkedUntil?: string;
 }
+
+const PARKED: KnownAutomationExecutionState = "AUTOMATION_EXECUTION_STATE_PARKED";
 
 /** The execution's lease is no longer the run's: another run has it, or will. */
 export class LeaseLost extends Error {
@@ -30,10 +35,12 @@ export class LeaseLost extends Error {
 
 /** Saves in the transaction `db` (with a step's effect). */
 export async function saveResults(db: Db, save: ResultsSave): Promise<void> {
-  const { id, lease, stepResults, final } = save;
+  const { id, lease, stepResults, final, parkedUntil } = save;
   const { numAffectedRows } = final
     ? await saveFinal.execute(db, { id, lease, stepResults, state: final.state, completedAt: final.completedAt })
-    : await saveProgress.execute(db, { id, lease, stepResults });
+    : parkedUntil
+      ? await savePark.execute(db, { id, lease, stepResults, nextAttemptAt: parkedUntil })
+      : await saveProgress.execute(db, { id, lease, stepResults });
   if (numAffectedRows === 0n) throw new LeaseLost(id);
 }
 
@@ -57,6 +64,15 @@ const saveFinal = prepared((db, v: { id: string; lease: string; stepResults: str
   db
     .updateTable("automation_executions")
     .set({ step_results: v.stepResults, state: v.state, completed_at: v.completedAt, lease_until: null })
+    .where("id", "=", v.id)
+    .where("lease_until", "=", v.lease),
+);
+
+// `attempts` counts runs begun since the execution was last given back whole: a claim that ends the parking begins no resumed run.
+const savePark = prepared((db, v: { id: string; lease: string; stepResults: string; nextAttemptAt: string }) =>
+  db
+    .updateTable("automation_executions")
+    .set({ step_results: v.stepResults, state: PARKED, next_attempt_at: v.nextAttemptAt, lease_until: null, attempts: 0 })
     .where("id", "=", v.id)
     .where("lease_until", "=", v.lease),
 );
@@ -132,19 +148,22 @@ class PostgresResultsBatch {
 
 /**
  * One UPDATE over arrays of the values, a fixed statement whatever their count; a save without a
- * final state keeps the state and lease. Answers the ids it updated: those whose lease still held.
+ * final state (nor parking) keeps the state and lease. Answers the ids it updated: those whose lease still held.
  */
 const UPDATE_ALL = `update automation_executions as e
 set step_results = v.step_results,
     state = coalesce(v.state, e.state),
     completed_at = coalesce(v.completed_at, e.completed_at),
-    lease_until = case when v.state is null then e.lease_until end
-from unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[]) as v(id, step_results, state, completed_at, lease)
+    lease_until = case when v.state is null then e.lease_until end,
+    next_attempt_at = coalesce(v.next_attempt_at, e.next_attempt_at),
+    attempts = case when v.next_attempt_at is null then e.attempts else 0 end
+from unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[]) as v(id, step_results, state, completed_at, lease, next_attempt_at)
 where e.id = v.id and e.lease_until = v.lease
 returning e.id`;
 
 async function updateAll(db: Db, saves: readonly ResultsSave[]): Promise<Set<string>> {
-  const parameters = [saves.map((s) => s.id), saves.map((s) => s.stepResults), saves.map((s) => s.final?.state ?? null), saves.map((s) => s.final?.completedAt ?? null), saves.map((s) => s.lease)];
+  const state = (s: ResultsSave) => s.final?.state ?? (s.parkedUntil ? PARKED : null);
+  const parameters = [saves.map((s) => s.id), saves.map((s) => s.stepResults), saves.map(state), saves.map((s) => s.final?.completedAt ?? null), saves.map((s) => s.lease), saves.map((s) => s.parkedUntil ?? null)];
   const { rows } = await db.executeQuery<{ id: string }>(CompiledQuery.raw(UPDATE_ALL, parameters));
   return new Set(rows.map((r) => r.id));
 }

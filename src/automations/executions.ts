@@ -18,6 +18,7 @@ export type StepResult = components["schemas"]["StepResult"];
 export const ExecutionState = {
   PENDING: "AUTOMATION_EXECUTION_STATE_PENDING",
   RUNNING: "AUTOMATION_EXECUTION_STATE_RUNNING",
+  PARKED: "AUTOMATION_EXECUTION_STATE_PARKED",
   DONE: "AUTOMATION_EXECUTION_STATE_DONE",
   ERROR: "AUTOMATION_EXECUTION_STATE_ERROR",
 } as const satisfies Record<string, KnownAutomationExecutionState>;
@@ -41,7 +42,7 @@ export const StepState = {
  * by a version before them) stay in the database: `step_results` is null, so that no answer holds
  * or serializes them.
  */
-type ExecutionRow = Pick<AutomationExecutionsTable, "id" | "automation_id" | "event_id" | "state" | "context" | "steps" | "created_at" | "completed_at" | "origin" | "redrive_of"> & {
+type ExecutionRow = Pick<AutomationExecutionsTable, "id" | "automation_id" | "event_id" | "state" | "context" | "steps" | "created_at" | "completed_at" | "origin" | "redrive_of" | "next_attempt_at"> & {
   step_results: string | null;
   /** The execution that redrives this one, if any. */
   redriven_by: string | null;
@@ -67,6 +68,8 @@ export const toExecution = (row: ExecutionRow): AutomationExecution => ({
   stepResults: row.step_results === null ? withheldResults(row.steps) : (JSON.parse(row.step_results) as StepResult[]),
   createdAt: row.created_at,
   completedAt: row.completed_at,
+  // Kept through the claim that ends the parking (execution-claims.ts): shown while parked only.
+  nextAttemptAt: row.state === ExecutionState.PARKED ? (row.next_attempt_at ?? null) : null,
 });
 
 /** Step results only within the bounds (the length check runs in the database). */
@@ -76,7 +79,7 @@ const answeredResults = sql<string | null>`case when length(step_results) <= ${s
 function selectExecutions(storage: Storage) {
   return storage.db
     .selectFrom("automation_executions")
-    .select(["id", "automation_id", "event_id", "state", "context", "steps", "created_at", "completed_at", "origin", "redrive_of"])
+    .select(["id", "automation_id", "event_id", "state", "context", "steps", "created_at", "completed_at", "origin", "redrive_of", "next_attempt_at"])
     .select(answeredResults.as("step_results"))
     .select((eb) =>
       eb

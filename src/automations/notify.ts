@@ -1,32 +1,35 @@
 // Delivery of a `notify` step's notification: a JSON POST signed as Standard Webhooks sign, through
-// the webhooks' guarded outbound request, tried again with backoff while the failure may pass,
-// within a bounded number of attempts and a total time well below the execution lease. Each attempt
-// is recorded for the step's output, never the secret nor the request's headers.
+// the webhooks' guarded outbound request, one attempt per run. An attempt that fails in a way that
+// may pass parks the execution until the next on the retry schedule (hours, by default), holding no
+// worker meanwhile; so does a destination with its cap of requests in flight from this process.
+// Each attempt is recorded for the step's output, never the secret nor the request's headers, and
+// traced as a client span that sends its `traceparent`.
 // docs/automations.md, "Outbound notifications: the `notify` step".
 import { createHmac } from "node:crypto";
 import type { Clock } from "../core/clock.js";
 import { invalidField } from "../core/errors.js";
-import { guardedRequest, OutboundError, parseOutboundUrl, type OutboundAddressPolicy, type OutboundOptions, type OutboundSubject } from "../webhooks/for-automations.js";
+import type { Span } from "../core/spans.js";
+import { guardedRequest, OutboundError, parseOutboundUrl, type OutboundAddressPolicy, type OutboundOptions, type OutboundResponse, type OutboundSubject } from "../webhooks/for-automations.js";
 import { CelEvaluationError } from "./cel.js";
+import { destinationOf, type DestinationSlots } from "./destination-slots.js";
 import { signingKey } from "./notification-secrets.js";
 
-/** The bounds of one step's delivery. */
-export interface DeliveryBounds {
-  maxAttempts: number;
-  /** One attempt, from the start to the last byte of the response read. */
+/** How notifications are sent and tried again, server-wide (the configuration's `notifications`). */
+export interface DeliverySettings {
+  /** The waits before the attempts after the first (NOTIFY_RETRY_SCHEDULE): one more attempt each. */
+  retryScheduleMs: readonly number[];
+  /** One attempt, from the start to the last byte of the response read (NOTIFY_TIMEOUT_SECONDS). */
   attemptTimeoutMs: number;
-  /** DNS plus TCP connect, within an attempt. */
-  connectTimeoutMs: number;
-  /** The whole delivery, backoffs included. */
-  totalMs: number;
-  /** The wait before the second attempt; it doubles for each one after (with up to half of it added at random). */
-  firstBackoffMs: number;
 }
 
-export const DELIVERY_DEFAULTS: DeliveryBounds = { maxAttempts: 5, attemptTimeoutMs: 5_000, connectTimeoutMs: 2_000, totalMs: 20_000, firstBackoffMs: 500 };
+/** DNS plus TCP connect, within an attempt. */
+const CONNECT_TIMEOUT_MS = 5_000;
 
-/** The delivery's total time within a lease of `leaseMs`: a third of it at most, so a run that retries keeps its lease with room for its save. */
-export const deliveryTotalMs = (leaseMs: number, totalMs = DELIVERY_DEFAULTS.totalMs): number => Math.min(totalMs, Math.floor(leaseMs / 3));
+/** The longest `Retry-After` honoured: a receiver cannot park a notification for longer. */
+const MAX_RETRY_AFTER_MS = 86_400_000;
+
+/** Up to this share of a wait is added at random, so that what failed together is not tried again together. */
+const JITTER = 0.2;
 
 /** The response body read at most, and the characters of it an attempt records. */
 const MAX_RESPONSE_BYTES = 4096;
@@ -84,8 +87,18 @@ export interface DeliveryResult {
 }
 
 export interface NotifierOptions extends OutboundOptions {
-  bounds: DeliveryBounds;
+  settings: DeliverySettings;
+  /** Requests in flight per destination from this process. */
+  slots: DestinationSlots;
 }
+
+/** What one run of a notify step came to. */
+export type DeliveryOutcome =
+  | { kind: "delivered"; delivery: Delivery }
+  /** Refused for good, or out of attempts: `failure` is the step's error. */
+  | { kind: "failed"; delivery: Delivery; failure: string }
+  /** To be tried again at `until` (ms since the epoch): after a failure that may pass, or without an attempt while its destination is at its cap. */
+  | { kind: "parked"; delivery: Delivery; until: number };
 
 /** The Standard Webhooks signature of one attempt: `v1,<base64 HMAC-SHA256>` per secret, separated by spaces. */
 export function signature(secrets: readonly string[], webhookId: string, timestamp: number, body: string): string {
@@ -104,7 +117,26 @@ const retryableStatus = (status: number) => status === 408 || status === 429 || 
 /** Whether a failure to get any answer is worth another attempt (a refused address or URL never is). */
 const retryableFailure = (code: string) => code === "TIMEOUT" || code === "CONNECT_FAILED" || code === "DNS_FAILED";
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+/** An HTTP date as RFC 9110 makes them (IMF-fixdate): Date.parse alone takes far more. */
+const HTTP_DATE = /^(Mon|Tue|Wed|Thu|Fri|Sat|Sun), \d{2} (Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) \d{4} \d{2}:\d{2}:\d{2} GMT$/;
+
+/** A `Retry-After` (seconds, or an HTTP date) as milliseconds from `now`; undefined when absent or unreadable. */
+export function retryAfterMs(value: string | string[] | undefined, now: number): number | undefined {
+  if (typeof value !== "string") return undefined;
+  const text = value.trim();
+  const ms = /^\d{1,10}$/.test(text) ? Number(text) * 1000 : HTTP_DATE.test(text) ? Date.parse(text) - now : NaN;
+  return Number.isFinite(ms) ? Math.min(Math.max(ms, 0), MAX_RETRY_AFTER_MS) : undefined;
+}
+
+const jittered = (ms: number) => Math.round(ms * (1 + Math.random() * JITTER));
+
+interface Attempt {
+  record: DeliveryAttempt;
+  retryable: boolean;
+  describe: string;
+  /** The receiver's `Retry-After` on a 429 or 503, in ms. */
+  retryAfterMs?: number | undefined;
+}
 
 export class Notifier {
   constructor(
@@ -112,47 +144,49 @@ export class Notifier {
     private readonly options: NotifierOptions,
   ) {}
 
-  /** Sends `body` (JSON text) to `url` until delivered, refused for good, or out of attempts or time. */
-  async deliver(url: string, body: string, webhookId: string, secrets: readonly string[]): Promise<DeliveryResult> {
-    const { bounds } = this.options;
-    const attempts: DeliveryAttempt[] = [];
+  /**
+   * One attempt to send `body` (JSON text) to `url`, after the `earlier` ones of the same
+   * notification; `waitedMs`: how long it waited for it (the schedule's wait, or since it parked).
+   * `span`: the execution's run, the parent of the attempt's client span.
+   */
+  async attempt(url: string, body: string, webhookId: string, secrets: readonly string[], earlier: readonly DeliveryAttempt[], span: Span | undefined): Promise<DeliveryOutcome> {
+    const { settings, slots } = this.options;
+    const attempts = [...earlier];
     const delivery: Delivery = { webhookId, delivered: false, attempts };
     let target: URL;
     try {
       // Checked again at send: the URL was saved under the settings of that time.
       target = parseOutboundUrl(url, this.options, NOTIFICATION);
     } catch (e) {
-      if (e instanceof OutboundError) return { delivery, failure: `notification not sent: ${e.message}` };
+      if (e instanceof OutboundError) return { kind: "failed", delivery, failure: `notification not sent: ${e.message}` };
       throw e;
     }
-    // Durations in real time (performance.now), not the injected clock: they bound real waits.
-    const start = performance.now();
-    let last = "";
-    for (let n = 1; n <= bounds.maxAttempts; n++) {
-      const base = bounds.firstBackoffMs * 2 ** (n - 2);
-      const waitedMs = n === 1 ? 0 : Math.round(base + Math.random() * (base / 2));
-      const left = bounds.totalMs - (performance.now() - start) - waitedMs;
-      // An attempt with less than a connect's time left could not succeed: give up now.
-      if (n > 1 && left < Math.min(bounds.connectTimeoutMs, bounds.attemptTimeoutMs)) {
-        return { delivery, failure: `notification not delivered within ${bounds.totalMs} ms (${attempts.length} attempts); last: ${last}` };
-      }
-      if (waitedMs > 0) await sleep(waitedMs);
-      const attempt = await this.attempt(target, body, webhookId, secrets, n, waitedMs, Math.min(bounds.attemptTimeoutMs, left), bounds.connectTimeoutMs);
-      attempts.push(attempt.record);
-      if (attempt.record.status !== null && attempt.record.status >= 200 && attempt.record.status < 300) {
-        delivery.delivered = true;
-        return { delivery };
-      }
-      last = attempt.describe;
-      if (!attempt.retryable) return { delivery, failure: `notification not delivered: ${last} (final, not tried again)` };
+    const free = slots.take(destinationOf(target));
+    // An attempt in flight ends within its timeout: a slot is free by then.
+    if (!free) return { kind: "parked", delivery, until: this.clock.now() + jittered(settings.attemptTimeoutMs) };
+    const n = earlier.length + 1;
+    let attempt: Attempt;
+    try {
+      attempt = await this.send(target, body, webhookId, secrets, n, earlier.length === 0 ? 0 : (settings.retryScheduleMs[n - 2] ?? 0), span);
+    } finally {
+      free();
     }
-    return { delivery, failure: `notification not delivered after ${attempts.length} attempts; last: ${last}` };
+    attempts.push(attempt.record);
+    if (attempt.record.error === null) return { kind: "delivered", delivery: { ...delivery, delivered: true } };
+    if (!attempt.retryable) return { kind: "failed", delivery, failure: `notification not delivered: ${attempt.describe} (final, not tried again)` };
+    const wait = settings.retryScheduleMs[n - 1];
+    if (wait === undefined) return { kind: "failed", delivery, failure: `notification not delivered after ${n} attempts; last: ${attempt.describe}` };
+    return { kind: "parked", delivery, until: this.clock.now() + jittered(Math.max(wait, attempt.retryAfterMs ?? 0)) };
   }
 
-  private async attempt(url: URL, body: string, webhookId: string, secrets: readonly string[], n: number, waitedMs: number, timeoutMs: number, connectTimeoutMs: number) {
+  private async send(url: URL, body: string, webhookId: string, secrets: readonly string[], n: number, waitedMs: number, parent: Span | undefined): Promise<Attempt> {
+    const { settings } = this.options;
     const startedAt = new Date(this.clock.now()).toISOString();
     const timestamp = Math.floor(this.clock.now() / 1000);
     const began = performance.now();
+    const span = parent?.recording
+      ? parent.child("POST", { "http.request.method": "POST", "server.address": url.hostname, "server.port": Number(url.port || (url.protocol === "https:" ? 443 : 80)), "url.full": url.toString(), "http.request.resend_count": n - 1 }, undefined, "client")
+      : undefined;
     const record = (status: number | null, error: string | null, responseExcerpt: string | null): DeliveryAttempt => ({
       attempt: n,
       startedAt,
@@ -162,6 +196,7 @@ export class Notifier {
       error,
       responseExcerpt,
     });
+    const traceparent = span?.traceparent();
     try {
       const response = await guardedRequest(
         url,
@@ -174,21 +209,31 @@ export class Notifier {
             "webhook-id": webhookId,
             "webhook-timestamp": String(timestamp),
             "webhook-signature": signature(secrets, webhookId, timestamp, body),
+            ...(traceparent ? { traceparent } : {}),
           },
           body: Buffer.from(body, "utf8"),
-          timeoutMs,
-          connectTimeoutMs: Math.min(connectTimeoutMs, timeoutMs),
+          timeoutMs: settings.attemptTimeoutMs,
+          connectTimeoutMs: Math.min(CONNECT_TIMEOUT_MS, settings.attemptTimeoutMs),
           maxBytes: MAX_RESPONSE_BYTES,
           overflow: "truncate",
         },
         this.options,
       );
       const { status } = response;
+      span?.setAttribute("http.response.status_code", status);
       const ok = status >= 200 && status < 300;
-      return { record: record(status, ok ? null : "HTTP_STATUS", excerpt(response.body)), retryable: retryableStatus(status), describe: `HTTP ${status}` };
+      if (!ok) span?.fail(`HTTP ${status}`);
+      return { record: record(status, ok ? null : "HTTP_STATUS", excerpt(response.body)), retryable: retryableStatus(status), describe: `HTTP ${status}`, retryAfterMs: retryAfter(response, this.clock.now()) };
     } catch (e) {
       if (!(e instanceof OutboundError)) throw e;
+      span?.setAttribute("error.type", e.code);
+      span?.fail(e.code);
       return { record: record(null, e.code, null), retryable: retryableFailure(e.code), describe: `${e.code}: ${e.message}` };
+    } finally {
+      span?.end();
     }
   }
 }
+
+/** The `Retry-After` of a 429 or 503, the statuses that carry it. */
+const retryAfter = (response: OutboundResponse, now: number) => (response.status === 429 || response.status === 503 ? retryAfterMs(response.headers["retry-after"], now) : undefined);

@@ -7,6 +7,8 @@ export interface RunObserver {
   resumed(): void;
   /** A run ended its execution in `state`, `lagMs` after the event that started it was accepted. */
   finished(state: KnownAutomationExecutionState, lagMs: number): void;
+  /** A run parked its execution: a notification to try again later, or its destination at its cap of requests in flight. */
+  parked(): void;
   /** A run stopped because its execution's lease had lapsed and passed to another run. */
   leaseLost(): void;
 }

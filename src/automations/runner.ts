@@ -22,7 +22,7 @@ import { CelEvaluationError, checkExpression, evaluateBoolean, evaluateJson, eva
 import { ExecutionState, StepState, type StepResult } from "./executions.js";
 import type { FundTriggers } from "./fund-triggers.js";
 import type { NotificationSecrets } from "./notification-secrets.js";
-import { notificationBody, type Notifier } from "./notify.js";
+import { notificationBody, type DeliveryAttempt, type DeliveryOutcome, type Notifier } from "./notify.js";
 import { OutputBudget } from "./resource-budget.js";
 import type { RunObserver } from "./run-observer.js";
 
@@ -57,15 +57,16 @@ export class ExecutionRunner {
     if (execution.attempts > 1) observer.resumed();
     try {
       const state = await this.runSteps(execution, origin);
-      observer.finished(state, this.deps.clock.now() - Date.parse(execution.created_at));
+      if (state === ExecutionState.PARKED) observer.parked();
+      else observer.finished(state, this.deps.clock.now() - Date.parse(execution.created_at));
     } catch (e) {
       if (e instanceof LeaseLost) observer.leaseLost();
       throw e;
     }
   }
 
-  /** Runs the steps that have no result yet; answers the state the execution ended in. */
-  private async runSteps(execution: AutomationExecutionsTable, origin: Origin | undefined): Promise<ExecutionEnd> {
+  /** Runs the steps that have no result yet; answers the state the execution ended in, or that it parked. */
+  private async runSteps(execution: AutomationExecutionsTable, origin: Origin | undefined): Promise<ExecutionEnd | typeof ExecutionState.PARKED> {
     const steps = JSON.parse(execution.steps) as AutomationStep[];
     const results = JSON.parse(execution.step_results) as StepResult[];
     const { trigger } = JSON.parse(execution.context) as { trigger: unknown };
@@ -103,12 +104,20 @@ export class ExecutionRunner {
           await persist(final);
         } else if ("notify" in step && step.notify) {
           // A call out, not a write: no transaction is held while it waits. Its output (the attempts)
-          // is kept whether it was delivered or not.
+          // is kept whether it was delivered or not, and while it waits for its next attempt.
           const body = notificationBody(evaluateJson(cel("notify.bodyCel", step.notify.bodyCel, "any"), ctx), `automationSteps[${i}].notify.bodyCel`);
-          const { delivery, failure } = await this.notify(execution, step.stepName, step.notify.url, body);
-          outputs.addOutput(step.stepName, { ...delivery });
-          results[i] = failure === undefined ? { ...result, state: StepState.DONE, output: delivery } : { ...result, state: StepState.ERROR, output: delivery, error: failure };
-          if (failure !== undefined) return end(ExecutionState.ERROR);
+          const outcome = await this.notify(execution, step.stepName, step.notify.url, body, attemptsOf(result.output), origin);
+          if (outcome.kind === "parked") {
+            results[i] = { ...result, output: outcome.delivery };
+            await saveResultsAlone(this.deps.storage, { ...saved(), parkedUntil: new Date(outcome.until).toISOString() }, origin);
+            return ExecutionState.PARKED;
+          }
+          outputs.addOutput(step.stepName, { ...outcome.delivery });
+          if (outcome.kind === "failed") {
+            results[i] = { ...result, state: StepState.ERROR, output: outcome.delivery, error: outcome.failure };
+            return end(ExecutionState.ERROR);
+          }
+          results[i] = { ...result, state: StepState.DONE, output: outcome.delivery };
           await persist(final);
         } else {
           // The fund events the effect causes are the execution's (one deeper), woken for once it committed.
@@ -137,15 +146,17 @@ export class ExecutionRunner {
   }
 
   /**
-   * Sends a `notify` step's notification, signed with the automation's secrets. Its `webhook-id` is
+   * Makes a `notify` step's next attempt, signed with the automation's secrets. Its `webhook-id` is
    * the execution's id and the step's name: the same for every attempt, and for a run resumed after a
    * crash, so that a receiver can drop a repeat.
    */
-  private async notify(execution: AutomationExecutionsTable, stepName: string, url: string, body: string) {
+  private async notify(execution: AutomationExecutionsTable, stepName: string, url: string, body: string, earlier: DeliveryAttempt[], origin: Origin | undefined): Promise<DeliveryOutcome> {
     const webhookId = `${execution.id}_${stepName}`;
     const secrets = await this.deps.notificationSecrets.signing(this.deps.storage.db, execution.automation_id);
-    if (secrets.length === 0) return { delivery: { webhookId, delivered: false, attempts: [] }, failure: "notification not sent: the automation has no notification secret (RotateNotificationSecret makes one)" };
-    return this.deps.notifier.deliver(url, body, webhookId, secrets);
+    if (secrets.length === 0) {
+      return { kind: "failed", delivery: { webhookId, delivered: false, attempts: earlier }, failure: "notification not sent: the automation has no notification secret (RotateNotificationSecret makes one)" };
+    }
+    return this.deps.notifier.attempt(url, body, webhookId, secrets, earlier, origin?.span);
   }
 
   /** A step's effect, through the same funds code as the API, in the step's transaction; its answer is the step's output. */
@@ -192,6 +203,12 @@ function outputsBefore(steps: readonly AutomationStep[], results: readonly StepR
     if (s && r?.state === StepState.DONE) setOwn(outputs, s.stepName, r.output); // a step may be named `__proto__`
   }
   return outputs;
+}
+
+/** The attempts a parked notify step made so far, as its output keeps them. */
+function attemptsOf(output: unknown): DeliveryAttempt[] {
+  const attempts = (output as { attempts?: unknown } | null)?.attempts;
+  return Array.isArray(attempts) ? (attempts as DeliveryAttempt[]) : [];
 }
 
 /** The states a run ends an execution in. */

@@ -9,7 +9,7 @@ import type { Logger } from "../core/logger.js";
 import type { Origin } from "../core/origin.js";
 import { startSpan, tracingOn, withLogIds, type Span } from "../core/spans.js";
 import type { Storage } from "../storage/connect.js";
-import { claimExecutions, endLeases, releaseExecutions } from "./execution-claims.js";
+import { claimExecutions, endLeases, releaseExecutions, turnAfter } from "./execution-claims.js";
 import { LeaseLost } from "./execution-results.js";
 import type { AutomationExecutionsTable } from "../storage/schema.js";
 import { BackgroundFailures } from "../storage/background-failures.js";
@@ -22,9 +22,9 @@ export interface WorkerOptions {
   leaseMs: number;
   pollMs: number;
   sweepMs: number;
-  /** Runs in parallel in this process (on SQLite their writes share commits: see sqlite-group-commit.ts). */
-  concurrency: number;
-  /** Executions each of those claims at once (a claim is a write) and runs together. */
+  /** Runs under way in this process at most (on SQLite their writes share commits: see sqlite-group-commit.ts). */
+  maxRuns: number;
+  /** Executions one claim takes at most (a claim is a write). */
   claimBatch: number;
   /**
    * Executions handed over by the intake that may wait here, besides those whose transactions are
@@ -36,13 +36,14 @@ export interface WorkerOptions {
 }
 
 /**
- * Four runs of up to 32 executions each: a batch is one claim and one save (a statement each on
- * PostgreSQL, a share of one commit on SQLite) whatever its size, and each turn of a run waits for
- * its save to commit, which under load is a turn of the event loop serving many requests: smaller
- * batches fell behind the intake (docs/benchmarks.md, "What the profiles led to").
- * A poll every 500 ms: what an instance that stops releases runs elsewhere within a second.
+ * 128 runs at once, claimed 32 at most at a time: a claim is one statement (a share of one commit on
+ * SQLite) whatever its size, and the runs claimed together make their first writes together (one
+ * commit on SQLite, one statement on PostgreSQL): smaller claims fell behind the intake
+ * (docs/benchmarks.md, "What the profiles led to"). Each run frees its slot when it ends or parks,
+ * whatever the others claimed with it do. A poll every 500 ms: what an instance that stops releases
+ * runs elsewhere within a second.
  */
-export const WORKER_DEFAULTS: WorkerOptions = { leaseMs: 60_000, pollMs: 500, sweepMs: 60_000, concurrency: 4, claimBatch: 32, handOff: 64, stuckMs: 60_000 };
+export const WORKER_DEFAULTS: WorkerOptions = { leaseMs: 60_000, pollMs: 500, sweepMs: 60_000, maxRuns: 128, claimBatch: 32, handOff: 64, stuckMs: 60_000 };
 
 /** The span of an execution's run. */
 export const EXECUTION_SPAN = "automation.execution";
@@ -59,6 +60,10 @@ export class Worker {
   private readonly handedOff: AutomationExecutionsTable[] = [];
   /** The executions of the runs under way. */
   private readonly running = new Set<string>();
+  /** Ends the loop's wait for a slot or for work: called when a run ends and when the worker is woken. */
+  private poke: (() => void) | undefined;
+  /** The automation whose pending executions the last claim took last: the next claim's turn begins after it. */
+  private turn = "";
   /** Releases not yet committed: `stop` waits for them. */
   private readonly releasing = new Set<Promise<void>>();
   /**
@@ -158,6 +163,7 @@ export class Worker {
     if (this.stopped) return;
     if (this.draining) {
       this.again = true;
+      this.poked();
       return;
     }
     // The intake's request that hands an execution over may set the loop going: it belongs to no
@@ -183,10 +189,76 @@ export class Worker {
     );
   }
 
+  private poked(): void {
+    const poke = this.poke;
+    this.poke = undefined;
+    poke?.();
+  }
+
+  /**
+   * Starts runs while slots are free and executions are runnable, then waits for a run to end or for
+   * the worker to be woken, and again, until no run is under way and nothing is left to start.
+   */
   private async drain(): Promise<void> {
     // Only when there are: otherwise the runs start in this turn, as they always have.
     if (this.leasesToEnd.size > 0 && !(await this.endInterruptedLeases())) return;
-    await Promise.all(Array.from({ length: this.options.concurrency }, () => this.runUntilEmpty()));
+    // Turns alternate between what was handed over and what waits in the database, so that neither
+    // starves the other under a steady load; a handed-over execution still runs long before its lease lapses.
+    let handedOffFirst = true;
+    for (;;) {
+      // Once stopping, no run begins: `stop` releases what was handed over.
+      while (!this.stopped && this.running.size < this.options.maxRuns) {
+        // On SQLite every await resolves at once: yield so that waiting requests are served between claims.
+        await new Promise((resolve) => setImmediate(resolve));
+        if (this.stopped) break;
+        const claimed = await this.next(Math.min(this.options.claimBatch, this.options.maxRuns - this.running.size), handedOffFirst);
+        if (claimed.length === 0) break;
+        // Claimed while the stop began.
+        if (this.stopped) {
+          void this.release(claimed);
+          break;
+        }
+        handedOffFirst = !handedOffFirst;
+        // Each runs up to its first write in this turn: their writes share one commit on SQLite and
+        // one statement on PostgreSQL (execution-results.ts).
+        for (const execution of claimed) this.begin(execution);
+      }
+      if (this.running.size === 0) return;
+      await new Promise<void>((resolve) => (this.poke = resolve));
+    }
+  }
+
+  /** Up to `room` executions to run: handed over, or claimed in the database while it may hold some; none when the claim failed. */
+  private async next(room: number, handedOffFirst: boolean): Promise<AutomationExecutionsTable[]> {
+    const { storage, clock } = this.deps;
+    const handedOff = handedOffFirst ? this.handedOff.splice(0, room) : [];
+    if (handedOff.length > 0 || this.notified === this.drainedAt) return handedOff.length > 0 ? handedOff : this.handedOff.splice(0, room);
+    const now = clock.now();
+    const notifiedBefore = this.notified;
+    let claimed: AutomationExecutionsTable[];
+    try {
+      claimed = await claimExecutions(storage, new Date(now).toISOString(), this.leaseFrom(now), room, this.turn);
+    } catch (err) {
+      // Only claims the database cannot answer for now count towards `stuck`. A claim failing
+      // for a fault of ours (a schema changed under this release mid-deploy) fails on every
+      // instance alike: taking them all out of service together would run no more executions.
+      this.claimFailing = this.failed("claiming executions failed", err);
+      return [];
+    }
+    this.claimFailing = false;
+    this.progressed();
+    this.turn = turnAfter(claimed, this.turn);
+    if (claimed.length < room) this.drainedAt = notifiedBefore;
+    return claimed.length > 0 ? claimed : this.handedOff.splice(0, room);
+  }
+
+  /** Runs `execution` in a slot of its own, freed when its run ends (or parks). */
+  private begin(execution: AutomationExecutionsTable): void {
+    this.running.add(execution.id);
+    void this.run(execution).finally(() => {
+      this.running.delete(execution.id);
+      this.poked();
+    });
   }
 
   /** Ends the leases of the interrupted runs, so that they are claimed again now; false while the database fails. */
@@ -262,47 +334,6 @@ export class Worker {
       }
     }
     this.progressed();
-  }
-
-  private async runUntilEmpty(): Promise<void> {
-    const { storage, clock } = this.deps;
-    const { claimBatch } = this.options;
-    // Turns alternate between what was handed over and what waits in the database, so that neither
-    // starves the other under a steady load; a handed-over execution still runs long before its lease lapses.
-    let handedOffFirst = true;
-    // Once stopping, no run begins: `stop` releases what was handed over.
-    while (!this.stopped) {
-      // On SQLite every await resolves at once: yield so that waiting requests are served between runs.
-      await new Promise((resolve) => setImmediate(resolve));
-      if (this.stopped) return;
-      let claimed = handedOffFirst ? this.handedOff.splice(0, claimBatch) : [];
-      if (claimed.length === 0 && this.notified !== this.drainedAt) {
-        const now = clock.now();
-        const notifiedBefore = this.notified;
-        try {
-          claimed = await claimExecutions(storage, new Date(now).toISOString(), this.leaseFrom(now), claimBatch);
-        } catch (err) {
-          // Only claims the database cannot answer for now count towards `stuck`. A claim failing
-          // for a fault of ours (a schema changed under this release mid-deploy) fails on every
-          // instance alike: taking them all out of service together would run no more executions.
-          this.claimFailing = this.failed("claiming executions failed", err);
-          return;
-        }
-        this.claimFailing = false;
-        this.progressed();
-        if (claimed.length < claimBatch) this.drainedAt = notifiedBefore;
-      }
-      if (claimed.length === 0) claimed = this.handedOff.splice(0, claimBatch);
-      if (claimed.length === 0) return;
-      // Claimed while the stop began.
-      if (this.stopped) return this.release(claimed);
-      handedOffFirst = !handedOffFirst;
-      for (const execution of claimed) this.running.add(execution.id);
-      // The batch's runs go together: each runs up to its first write in this turn, so their writes
-      // share one commit on SQLite (one after another, each waited for the next turn's commit) and
-      // one statement on PostgreSQL (execution-results.ts).
-      await Promise.all(claimed.map((execution) => this.run(execution).finally(() => this.running.delete(execution.id))));
-    }
   }
 
   /** Gives back executions this worker holds and will not run; a failure leaves them to their lease. */

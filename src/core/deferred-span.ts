@@ -3,7 +3,7 @@
 // starts, so it starts late, dated from when its work began; until then what is done to it, and the
 // children started under it (the authentication's transactions), are kept and replayed once it
 // starts, or dropped if it starts unsampled. docs/operating.md, "Traces".
-import type { AttributeValue, LogIds, Span } from "./spans.js";
+import type { AttributeValue, LogIds, Span, SpanKind } from "./spans.js";
 
 /** A span waiting for the deferred span it descends from (or that one itself): it starts when that one does. */
 class Pending implements Span {
@@ -46,10 +46,10 @@ class Pending implements Span {
     return this.span?.traceparent();
   }
 
-  child(name: string, attributes: Record<string, AttributeValue>, startTime = performance.now()): Span {
-    if (this.span) return this.span.child(name, attributes, startTime);
+  child(name: string, attributes: Record<string, AttributeValue>, startTime = performance.now(), kind?: SpanKind): Span {
+    if (this.span) return this.span.child(name, attributes, startTime, kind);
     const child = new Pending(this.root ?? this);
-    this.once((span) => child.begin(span?.recording ? span.child(name, attributes, startTime) : undefined));
+    this.once((span) => child.begin(span?.recording ? span.child(name, attributes, startTime, kind) : undefined));
     return child;
   }
 

@@ -5,7 +5,7 @@
 // AsyncLocalStorage. Times given to spans are readings of performance.now() (for ./deferred-span.ts).
 // Why: docs/operating.md, "Traces".
 
-export type SpanKind = "server" | "consumer" | "internal";
+export type SpanKind = "server" | "client" | "consumer" | "internal";
 export type AttributeValue = string | number | boolean;
 
 /** The ids of a span, as a log line carries them, to go from the log to the trace and back. */
@@ -38,8 +38,8 @@ export interface Span {
   readonly logIds: LogIds | undefined;
   /** Its `traceparent`, to carry the context with work that another process may do (an execution). */
   traceparent(): string | undefined;
-  /** Starts a span whose parent is this one (its work began at `startTime`, if before now); the caller ends it. */
-  child(name: string, attributes: Record<string, AttributeValue>, startTime?: number): Span;
+  /** Starts a span whose parent is this one (its work began at `startTime`, if before now; internal unless `kind` says); the caller ends it. */
+  child(name: string, attributes: Record<string, AttributeValue>, startTime?: number, kind?: SpanKind): Span;
   setAttribute(name: string, value: AttributeValue): void;
   /** Marks the span failed, with a message that names no value of the request. */
   fail(message?: string): void;

@@ -30,6 +30,7 @@ export class ExecutionMetrics implements RunObserver {
   private readonly lag: Histogram;
   private readonly resumes: Counter;
   private readonly leasesLost: Counter;
+  private readonly parks: Counter;
   private counted: { value: number; at: number } | undefined;
   private counting: Promise<number> | undefined;
 
@@ -38,6 +39,7 @@ export class ExecutionMetrics implements RunObserver {
     this.ended = new Counter({ name: "tenant_api_executions_finished_total", help: "Executions this process's runs ended, by state (the contract's AutomationExecutionState).", labelNames: ["state"], registers });
     this.lag = new Histogram({ name: "tenant_api_execution_lag_seconds", help: "Time from a webhook event's acceptance to the end of the execution it started (ended by this process).", buckets: LAG_BUCKETS, registers });
     this.resumes = new Counter({ name: "tenant_api_execution_retries_total", help: "Runs that resumed an execution whose earlier run began and did not finish (its instance died, or the database failed under it).", registers });
+    this.parks = new Counter({ name: "tenant_api_executions_parked_total", help: "Runs of this process that parked their execution: a notification to try again later, or its destination at its cap of requests in flight.", registers });
     this.leasesLost = new Counter({ name: "tenant_api_execution_lease_expiries_total", help: "Runs of this process that stopped because their execution's lease had lapsed and passed to another run.", registers });
   }
 
@@ -50,6 +52,10 @@ export class ExecutionMetrics implements RunObserver {
     this.lag.observe(Math.max(0, lagMs) / 1000);
   }
 
+  parked(): void {
+    this.parks.inc();
+  }
+
   leaseLost(): void {
     this.leasesLost.inc();
   }
@@ -59,7 +65,7 @@ export class ExecutionMetrics implements RunObserver {
     const waiting = () => this.waiting(sources);
     new Gauge({
       name: "tenant_api_executions_waiting",
-      help: `Executions runnable in the database and not running (pending, or their run's lease lapsed), up to ${WAITING.cap}; the same on every instance; NaN when the database did not answer in time.`,
+      help: `Executions runnable in the database and not running (pending, parked and due, or their run's lease lapsed), up to ${WAITING.cap}; the same on every instance; NaN when the database did not answer in time.`,
       registers: [this.registry],
       async collect() {
         this.set(await waiting());

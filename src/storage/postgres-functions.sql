@@ -9,6 +9,74 @@ CREATE OR REPLACE FUNCTION public.audit_events_append_only()
 AS $function$ begin raise exception 'audit events are append-only'; end $function$
 ;
 
+CREATE OR REPLACE FUNCTION public.claim_executions(p_now text, p_lease text, p_limit integer, p_after text)
+ RETURNS SETOF automation_executions
+ LANGUAGE plpgsql
+AS $function$
+declare
+  v_ids text[];
+  v_got text[];
+  v_autos text[] := '{}';
+  v_auto text;
+  v_next text;
+  v_wrapped boolean := false;
+  v_left integer;
+  v_share integer;
+begin
+  select coalesce(array_agg(id), '{}') into v_ids from (
+    select id from automation_executions where state = 'AUTOMATION_EXECUTION_STATE_RUNNING' and lease_until < p_now
+    order by created_at, id limit p_limit for update skip locked) lapsed;
+  v_left := p_limit - cardinality(v_ids);
+  if v_left > 0 then
+    select coalesce(array_agg(id), '{}') into v_got from (
+      select id from automation_executions where state = 'AUTOMATION_EXECUTION_STATE_PARKED' and next_attempt_at <= p_now
+      order by next_attempt_at, id limit (v_left + 1) / 2 for update skip locked) parked;
+    v_ids := v_ids || v_got;
+    v_left := p_limit - cardinality(v_ids);
+  end if;
+  v_auto := p_after;
+  while cardinality(v_autos) < v_left loop
+    select automation_id into v_next from automation_executions where state = 'AUTOMATION_EXECUTION_STATE_PENDING' and automation_id > v_auto
+    order by automation_id limit 1;
+    if not found then
+      exit when v_wrapped or p_after = '';
+      v_wrapped := true;
+      v_auto := '';
+      continue;
+    end if;
+    exit when v_wrapped and v_next > p_after;
+    v_autos := v_autos || v_next;
+    v_auto := v_next;
+  end loop;
+  if cardinality(v_autos) > 0 then
+    v_share := (v_left + cardinality(v_autos) - 1) / cardinality(v_autos);
+    foreach v_auto in array v_autos loop
+      select coalesce(array_agg(id), '{}') into v_got from (
+        select id from automation_executions where state = 'AUTOMATION_EXECUTION_STATE_PENDING' and automation_id = v_auto
+        order by created_at, id limit least(v_share, p_limit - cardinality(v_ids)) for update skip locked) pending;
+      v_ids := v_ids || v_got;
+    end loop;
+    foreach v_auto in array v_autos loop
+      v_left := p_limit - cardinality(v_ids);
+      exit when v_left <= 0;
+      select coalesce(array_agg(id), '{}') into v_got from (
+        select id from automation_executions where state = 'AUTOMATION_EXECUTION_STATE_PENDING' and automation_id = v_auto and id <> all(v_ids)
+        order by created_at, id limit v_left for update skip locked) pending;
+      v_ids := v_ids || v_got;
+    end loop;
+  end if;
+  v_left := p_limit - cardinality(v_ids);
+  if v_left > 0 then
+    select coalesce(array_agg(id), '{}') into v_got from (
+      select id from automation_executions where state = 'AUTOMATION_EXECUTION_STATE_PARKED' and next_attempt_at <= p_now and id <> all(v_ids)
+      order by next_attempt_at, id limit v_left for update skip locked) parked;
+    v_ids := v_ids || v_got;
+  end if;
+  return query update automation_executions set state = 'AUTOMATION_EXECUTION_STATE_RUNNING', lease_until = p_lease, attempts = attempts + 1
+    where id = any(v_ids) returning *;
+end $function$
+;
+
 CREATE OR REPLACE FUNCTION public.spend_add_spent(p_user_id text, p_app_id text, p_at text, p_delta bigint)
  RETURNS void
  LANGUAGE plpgsql

@@ -296,6 +296,8 @@ export interface AutomationExecutionsTable {
   completed_at: string | null;
   /** A run in progress holds the execution until then; after it, another worker may resume it. */
   lease_until: string | null;
+  /** A parked execution (waiting between a notification's attempts) is claimed again from then; null in any other state. */
+  next_attempt_at?: string | null;
   attempts: number;
   /**
    * The W3C `traceparent` of the request that accepted the event, when traced: the execution's span

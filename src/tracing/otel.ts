@@ -14,7 +14,7 @@ import type { Logger } from "../core/logger.js";
 import type { AttributeValue, LogIds, Span, SpanKind as Kind, SpanOptions, Tracer } from "../core/spans.js";
 import { WorkerSpanExporter } from "./worker-exporter.js";
 
-const KINDS: Record<Kind, SpanKind> = { server: SpanKind.SERVER, consumer: SpanKind.CONSUMER, internal: SpanKind.INTERNAL };
+const KINDS: Record<Kind, SpanKind> = { server: SpanKind.SERVER, client: SpanKind.CLIENT, consumer: SpanKind.CONSUMER, internal: SpanKind.INTERNAL };
 
 /** A failed export is logged once a minute at most: a collector down for an hour is one line a minute, not one per batch. */
 const EXPORT_FAILURE_LOG_MS = 60_000;
@@ -63,8 +63,8 @@ class SpanHandle implements Span {
     propagator.inject(this.context(), carrier, setter);
     return carrier.traceparent;
   }
-  child(name: string, attributes: Record<string, AttributeValue>, startTime?: number): Span {
-    return new SpanHandle(this.tracer, this.tracer.startSpan(name, { kind: SpanKind.INTERNAL, attributes, startTime }, this.context()));
+  child(name: string, attributes: Record<string, AttributeValue>, startTime?: number, kind: Kind = "internal"): Span {
+    return new SpanHandle(this.tracer, this.tracer.startSpan(name, { kind: KINDS[kind], attributes, startTime }, this.context()));
   }
   setAttribute(name: string, value: AttributeValue): void {
     this.span.setAttribute(name, value);

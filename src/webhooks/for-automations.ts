@@ -10,4 +10,4 @@ export { listenerUrl, type Listener, type Listeners } from "./listeners.js";
 export { checkTrigger } from "./webhook-trigger.js";
 export type { SecretBox } from "./secret-box.js";
 export type { OutboundAddressPolicy } from "./outbound-address.js";
-export { OutboundError, guardedRequest, parseOutboundUrl, type OutboundOptions, type OutboundSubject } from "./outbound-request.js";
+export { OutboundError, guardedRequest, parseOutboundUrl, type OutboundOptions, type OutboundResponse, type OutboundSubject } from "./outbound-request.js";

@@ -1,9 +1,9 @@
 // The pure parts of the notify step: the Standard Webhooks signature against the specification's own
-// example (https://github.com/standard-webhooks/standard-webhooks, spec/standard-webhooks.md), the
-// delivery's time bound against the execution lease, and the body's size bound.
+// example (https://github.com/standard-webhooks/standard-webhooks, spec/standard-webhooks.md), how a
+// receiver's Retry-After is read, and the body's size bound.
 import { describe, expect, it } from "vitest";
 import { CelEvaluationError } from "../../src/automations/cel.js";
-import { DELIVERY_DEFAULTS, deliveryTotalMs, MAX_NOTIFICATION_BODY_BYTES, notificationBody, signature } from "../../src/automations/notify.js";
+import { MAX_NOTIFICATION_BODY_BYTES, notificationBody, retryAfterMs, signature } from "../../src/automations/notify.js";
 
 describe("signature", () => {
   it("matches the example of the Standard Webhooks specification", () => {
@@ -19,11 +19,20 @@ describe("signature", () => {
   });
 });
 
-describe("deliveryTotalMs", () => {
-  it("is at most a third of the lease, so a run that retries keeps its execution", () => {
-    expect(deliveryTotalMs(60_000)).toBe(DELIVERY_DEFAULTS.totalMs);
-    expect(deliveryTotalMs(10_000)).toBe(3_333); // EXECUTION_LEASE_SECONDS' least value
-    for (const lease of [10_000, 30_000, 60_000, 86_400_000]) expect(deliveryTotalMs(lease)).toBeLessThanOrEqual(lease / 3);
+describe("retryAfterMs", () => {
+  const now = Date.parse("2026-11-29T10:00:00Z");
+  it("reads seconds and HTTP dates, a date past as 0", () => {
+    expect(retryAfterMs("120", now)).toBe(120_000);
+    expect(retryAfterMs(" 0 ", now)).toBe(0);
+    expect(retryAfterMs("Sun, 29 Nov 2026 10:05:00 GMT", now)).toBe(300_000);
+    expect(retryAfterMs("Sun, 29 Nov 2026 09:00:00 GMT", now)).toBe(0);
+  });
+  it("is at most a day: a receiver cannot park a notification for longer", () => {
+    expect(retryAfterMs("9999999999", now)).toBe(86_400_000);
+    expect(retryAfterMs("Fri, 01 Jan 2100 00:00:00 GMT", now)).toBe(86_400_000);
+  });
+  it("is undefined when absent or unreadable", () => {
+    for (const value of [undefined, ["1", "2"], "", "-5", "1.5", "soon", "12345678901"]) expect(retryAfterMs(value, now)).toBeUndefined();
   });
 });
 

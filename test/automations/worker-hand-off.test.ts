@@ -103,7 +103,7 @@ describe("Worker hand-off", () => {
     let finish: () => void = () => undefined;
     const blocked = new Promise<void>((resolve) => (finish = resolve));
     const runner = { run: async (e: AutomationExecutionsTable) => (ran.push(e.id), e.id === "exe_first" ? blocked : undefined) } as unknown as ExecutionRunner;
-    const stopping = new Worker({ storage, clock, runner, events: new WebhookEvents(storage, clock, new PageTokens(Buffer.alloc(32, 1))), logger: createLogger("silent") }, { ...WORKER_DEFAULTS, concurrency: 1, claimBatch: 1, handOff: 8 });
+    const stopping = new Worker({ storage, clock, runner, events: new WebhookEvents(storage, clock, new PageTokens(Buffer.alloc(32, 1))), logger: createLogger("silent") }, { ...WORKER_DEFAULTS, maxRuns: 1, claimBatch: 1, handOff: 8 });
     stopping.start();
     await stopping.idle();
     const lease = stopping.directLease()!;

@@ -2,7 +2,7 @@
 // (TEST_DATABASE), with a runner of the test's: a run the database failed under is claimed again
 // as soon as the database answers (its lease ended), not when the lease would have lapsed (the
 // test's clock does not move); so is an execution leased at insert whose record failed (it may have
-// committed). A run that makes no progress while runs are due makes the worker stuck, until it does;
+// committed). Runs that hold every slot without progress while runs are due make the worker stuck, until one ends;
 // claims failing for a fault that is not the database's being unavailable do not.
 import { sql } from "kysely";
 import { afterEach, beforeEach, expect, it } from "vitest";
@@ -83,9 +83,12 @@ it("an execution leased at insert whose record failed, yet committed: claimed ag
   expect(await stored(other.id)).toEqual({ state: "AUTOMATION_EXECUTION_STATE_RUNNING", lease_until: "2026-11-23T10:05:00.000Z", attempts: 1 });
 });
 
-it("stuck while a run makes no progress past stuckMs, not once it ends", async () => {
+it("stuck while its runs make no progress past stuckMs (every slot held: nothing else can start), not once one ends", async () => {
   let finish = () => undefined as void;
   run = () => new Promise<void>((resolve) => (finish = resolve));
+  const runner = { run: (e: AutomationExecutionsTable) => (runs.push(e), run(e)) } as unknown as ExecutionRunner;
+  const events = new WebhookEvents(fresh.storage, clock, new PageTokens(Buffer.alloc(32, 1)));
+  worker = new Worker({ storage: fresh.storage, clock, runner, events, logger: createLogger("silent") }, { ...WORKER_DEFAULTS, pollMs: 50, stuckMs: 300, maxRuns: 1 });
   worker.start();
   await worker.idle();
   expect(worker.stuck()).toBe(false);

@@ -2,7 +2,8 @@
 // off): a real HTTPS receiver (the self-signed certificate of test/fixtures/tls, for its name, given
 // to the server as an extra CA) on 127.0.0.2, the one address the server is told to treat as public,
 // checks every notification's Standard Webhooks signature with an implementation of its own, written
-// from the specification. Retries (503 then 200, 429), a receiver that never answers, a final 4xx,
+// from the specification. Retries on the schedule, parked in between (503 then 200, 429 and its
+// Retry-After), a receiver that never answers, the cap of requests in flight to one destination, a final 4xx,
 // URLs refused at save and names refused at send (`localhost`: a counter on 127.0.0.1 stands for the
 // internal network and must see no connection), the body's bound, the secret's rotation, and that
 // the secret reaches no log, step result or error. A second server with the development flag posts
@@ -19,13 +20,14 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { unwrap } from "../../../src/client/index.js";
 import { bootstrapToken, logCapture, startTestServer, type TestServer } from "../../support/server.js";
 import { expectError } from "../limits/helpers.js";
-import { automationsApi, createHooked, expectAccepted, sendHmac, settled, type Execution, type Hooked, type Step } from "../webhooks/helpers.js";
+import { automationsApi, createHooked, expectAccepted, finished, sendHmac, settled, type Execution, type Hooked, type Step } from "../webhooks/helpers.js";
 
 /** The name the fixture's certificate is for; resolved by the test's DNS to the stand-in address. */
 const PUBLIC_NAME = "jwks.example.test";
 const STAND_IN = "127.0.0.2";
 const tlsFixture = (ext: string) => readFileSync(new URL(`../../fixtures/tls/jwks-example-test.${ext}`, import.meta.url));
-const BOUNDS = { maxAttempts: 4, attemptTimeoutMs: 800, connectTimeoutMs: 800, totalMs: 4_000, firstBackoffMs: 100 };
+/** Three attempts after the first, 5, 10 and 20 s after the one before (the test's clock moves); 0.8 s each. */
+const DELIVERY = { NOTIFY_RETRY_SCHEDULE: "5s,10s,20s", NOTIFY_TIMEOUT_SECONDS: "0.8", NOTIFY_MAX_IN_FLIGHT_PER_DESTINATION: "2" };
 const GRACE_SECONDS = 3600;
 
 const NAMES: Record<string, LookupAddress[]> = {
@@ -51,7 +53,7 @@ let internal: { port: number; connections: number; server: net.Server };
 /** Every notification secret an answer showed. */
 const shown: string[] = [];
 
-/** Answers by path: `/ok` 200, `/flaky` 503 then 200, `/busy` 429 then 200 (per webhook-id), `/gone` 404, `/slow` never. */
+/** Answers by path: `/ok` 200, `/flaky` 503 then 200, `/busy` 429 (Retry-After: 60) then 204 (per webhook-id), `/gone` 404, `/slow` never. */
 function answer(req: http.IncomingMessage, res: http.ServerResponse, received: Received[]): void {
   const path = new URL(req.url ?? "/", "https://receiver").pathname;
   const seen = received.filter((r) => r.path === path && r.headers["webhook-id"] === req.headers["webhook-id"]).length;
@@ -61,7 +63,7 @@ function answer(req: http.IncomingMessage, res: http.ServerResponse, received: R
     case "/flaky":
       return void (seen === 1 ? res.writeHead(503).end("try later") : res.writeHead(200).end("ok"));
     case "/busy":
-      return void (seen === 1 ? res.writeHead(429).end() : res.writeHead(204).end());
+      return void (seen === 1 ? res.writeHead(429, { "retry-after": "60" }).end() : res.writeHead(204).end());
     case "/gone":
       return void res.writeHead(404).end("no such hook");
     case "/slow":
@@ -94,8 +96,8 @@ beforeAll(async () => {
   receiver = host;
 
   logs = logCapture();
-  ts = await startTestServer({ NOTIFICATION_ALLOW_INSECURE: "0", WEBHOOK_SECRET_GRACE_SECONDS: String(GRACE_SECONDS), LOG_LEVEL: "debug" }, logs.stream, {
-    notifications: { resolve, ca: tlsFixture("crt"), exemptAddresses: [STAND_IN], bounds: BOUNDS },
+  ts = await startTestServer({ NOTIFICATION_ALLOW_INSECURE: "0", WEBHOOK_SECRET_GRACE_SECONDS: String(GRACE_SECONDS), LOG_LEVEL: "debug", ...DELIVERY }, logs.stream, {
+    notifications: { resolve, ca: tlsFixture("crt"), exemptAddresses: [STAND_IN] },
   });
 });
 
@@ -118,9 +120,14 @@ async function notifying(url: string, bodyCel?: string): Promise<Hooked & { noti
   return { ...hook, notificationSecret: saved.notificationSecret! };
 }
 
+/** The execution an event starts, run to its end (the clock moved to each of its next attempts). */
 async function run(hook: Hooked, payload: unknown = { userId: "u-1" }): Promise<Execution> {
+  return (await runParked(hook, payload)).execution;
+}
+
+async function runParked(hook: Hooked, payload: unknown = { userId: "u-1" }) {
   const event = expectAccepted(await sendHmac(ts, hook.url, hook.secret, JSON.stringify(payload)));
-  return settled(ts, event.automationExecutionId!);
+  return finished(ts, event.automationExecutionId!);
 }
 
 /** Standard Webhooks verification, from the specification: every `v1,` signature of the header that the secret's bytes make for `{id}.{timestamp}.{body}`. */
@@ -176,30 +183,45 @@ describe("notify: delivery", () => {
     expect(verifiedBy(hook.notificationSecret, receivedFor(execution)[0]!)).toEqual([true]);
   });
 
-  it("503 then 200: tried again after a backoff with the same webhook-id, each attempt recorded and signed", async () => {
+  it("503 then 200: parked, holding no worker, then tried again on the schedule with the same webhook-id, each attempt recorded and signed", async () => {
     const hook = await notifying(urlOf("/flaky"));
-    const execution = await run(hook);
+    const before = ts.clock.now();
+    const { execution, parked } = await runParked(hook);
     expect(execution.state).toBe("AUTOMATION_EXECUTION_STATE_DONE");
+    expect(execution.nextAttemptAt).toBeNull();
+    // Between the attempts: parked until 5 s (and up to a fifth more, at random) after the first, its attempt shown.
+    expect(parked).toHaveLength(1);
+    const [waiting] = parked;
+    expect(waiting!.completedAt).toBeNull();
+    expect(stepOf(waiting!)).toMatchObject({ state: "STEP_STATE_PENDING", error: null, output: { webhookId: `${execution.id}_tell`, delivered: false } });
+    expect(attemptsOf(waiting!)).toEqual([expect.objectContaining({ attempt: 1, status: 503 })]);
+    const wait = Date.parse(waiting!.nextAttemptAt!) - before;
+    expect(wait).toBeGreaterThanOrEqual(5_000);
+    expect(wait).toBeLessThanOrEqual(6_000);
     const messages = receivedFor(execution);
     expect(messages).toHaveLength(2);
+    expect(new Set(messages.map((m) => m.headers["webhook-id"]))).toEqual(new Set([`${execution.id}_tell`]));
     for (const m of messages) expect(verifiedBy(hook.notificationSecret, m)).toEqual([true]);
     const [first, second] = attemptsOf(execution);
-    expect(first).toMatchObject({ attempt: 1, status: 503, error: "HTTP_STATUS", responseExcerpt: "try later" });
-    expect(second).toMatchObject({ attempt: 2, status: 200, error: null });
-    expect(second!.waitedMs).toBeGreaterThanOrEqual(BOUNDS.firstBackoffMs);
-    expect(second!.waitedMs).toBeLessThanOrEqual(BOUNDS.firstBackoffMs * 1.5);
+    expect(first).toMatchObject({ attempt: 1, waitedMs: 0, status: 503, error: "HTTP_STATUS", responseExcerpt: "try later" });
+    expect(second).toMatchObject({ attempt: 2, waitedMs: 5_000, status: 200, error: null });
   });
 
-  it("429 is tried again too", async () => {
+  it("429 is tried again too, no sooner than its Retry-After when that is longer than the schedule's wait", async () => {
     const hook = await notifying(urlOf("/busy"));
-    const execution = await run(hook);
+    const before = ts.clock.now();
+    const { execution, parked } = await runParked(hook);
     expect(execution.state).toBe("AUTOMATION_EXECUTION_STATE_DONE");
     expect(attemptsOf(execution).map((a) => a.status)).toEqual([429, 204]);
+    const wait = Date.parse(parked[0]!.nextAttemptAt!) - before;
+    expect(wait).toBeGreaterThanOrEqual(60_000);
+    expect(wait).toBeLessThanOrEqual(72_000);
   });
 
   it("a 4xx other than 408 and 429 is final: one attempt, the step and the execution fail", async () => {
     const hook = await notifying(urlOf("/gone"));
-    const execution = await run(hook);
+    const { execution, parked } = await runParked(hook);
+    expect(parked).toEqual([]);
     expect(execution.state).toBe("AUTOMATION_EXECUTION_STATE_ERROR");
     expect(receivedFor(execution)).toHaveLength(1);
     const step = stepOf(execution);
@@ -209,20 +231,38 @@ describe("notify: delivery", () => {
     expect(step.output).toMatchObject({ delivered: false });
   });
 
-  it("a receiver that never answers: each attempt times out, with backoffs growing, and the step gives up within its time bound", async () => {
+  it("a receiver that never answers: each attempt times out, parked between them on the schedule, and the step fails after the last with its attempt log", async () => {
     const hook = await notifying(urlOf("/slow"));
-    const started = performance.now();
-    const execution = await run(hook);
-    const elapsed = performance.now() - started;
+    const { execution, parked } = await runParked(hook);
     expect(execution.state).toBe("AUTOMATION_EXECUTION_STATE_ERROR");
+    expect(parked).toHaveLength(3);
     const attempts = attemptsOf(execution);
-    expect(attempts.length).toBeGreaterThanOrEqual(2);
-    expect(attempts.length).toBeLessThanOrEqual(BOUNDS.maxAttempts);
+    expect(attempts.map((a) => [a.attempt, a.waitedMs])).toEqual([
+      [1, 0],
+      [2, 5_000],
+      [3, 10_000],
+      [4, 20_000],
+    ]);
     for (const a of attempts) expect(a).toMatchObject({ status: null, error: "TIMEOUT" });
-    const waits = attempts.map((a) => a.waitedMs as number);
-    for (let n = 2; n < waits.length; n++) expect(waits[n]).toBeGreaterThan(waits[n - 1]! * 0.99);
-    expect(stepOf(execution).error).toMatch(/^notification not delivered (after \d attempts|within 4000 ms)/);
-    expect(elapsed).toBeLessThan(BOUNDS.totalMs + 2_000);
+    for (const a of attempts) expect(a.durationMs).toBeLessThan(2_000);
+    expect(stepOf(execution).error).toMatch(/^notification not delivered after 4 attempts; last: TIMEOUT: /);
+    expect(receivedFor(execution)).toHaveLength(4);
+  });
+
+  it("requests in flight to one destination are capped per instance: the executions over the cap park without an attempt, and are sent once a slot is free", async () => {
+    const hook = await notifying(urlOf("/slow"));
+    const events = [];
+    for (let n = 0; n < 4; n++) events.push(expectAccepted(await sendHmac(ts, hook.url, hook.secret, JSON.stringify({ userId: `u-${n}` }))));
+    const first = await Promise.all(events.map((e) => settled(ts, e.automationExecutionId!)));
+    // Two attempts made (and timed out), two parked with none.
+    const made = first.map((e) => attemptsOf(e).length).sort();
+    expect(made).toEqual([0, 0, 1, 1]);
+    for (const e of first) expect(e.state).toBe("AUTOMATION_EXECUTION_STATE_PARKED");
+    const ends = await Promise.all(events.map((e) => finished(ts, e.automationExecutionId!)));
+    for (const { execution } of ends) {
+      expect(execution.state).toBe("AUTOMATION_EXECUTION_STATE_ERROR");
+      expect(attemptsOf(execution)).toHaveLength(4);
+    }
   });
 
   it("a body larger than 64 KB as JSON fails the step before anything is sent", async () => {
@@ -345,7 +385,7 @@ describe("notify with NOTIFICATION_ALLOW_INSECURE=1 (development)", () => {
     plain.listen(0, "127.0.0.1");
     await once(plain, "listening");
     const port = (plain.address() as net.AddressInfo).port;
-    const dev = await startTestServer({ NOTIFICATION_ALLOW_INSECURE: "1" }, undefined, { notifications: { bounds: BOUNDS } });
+    const dev = await startTestServer({ NOTIFICATION_ALLOW_INSECURE: "1", ...DELIVERY });
     try {
       const hook = await createHooked(dev);
       const saved = unwrap(await automationsApi(dev.admin).update(hook.id, { displayName: "x", automationSteps: [notifyStep(`http://127.0.0.1:${port}/dev`)] }, "automationSteps"));

@@ -243,6 +243,22 @@ export async function settled(ts: TestServer, executionId: string): Promise<Exec
   return unwrap(await automationsApi(ts.admin).execution(executionId)).automationExecution;
 }
 
+/**
+ * Runs the execution to its end: each time it parks, the test's clock moves to its next attempt and
+ * the worker is told. Answers the end and what it showed each time it was parked.
+ */
+export async function finished(ts: TestServer, executionId: string, maxParks = 20): Promise<{ execution: Execution; parked: Execution[] }> {
+  const parked: Execution[] = [];
+  for (;;) {
+    const execution = await settled(ts, executionId);
+    if (execution.state !== "AUTOMATION_EXECUTION_STATE_PARKED") return { execution, parked };
+    if (parked.length === maxParks) throw new Error(`execution ${executionId} parked ${maxParks} times`);
+    parked.push(execution);
+    ts.clock.set(Math.max(ts.clock.now(), Date.parse(execution.nextAttemptAt!)));
+    ts.server.worker.notify();
+  }
+}
+
 /** A step as answers show it: the kinds it does not set null, no skip expression "". */
 export const shownStep = (step: Step): Step => ({ skipIfTrueCel: "", evaluateExpressions: null, suspendAppLimit: null, unsuspendAppLimit: null, setAppLimitExtension: null, ...step }) as Step;
 
