@@ -1381,6 +1381,137 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/notification-destinations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List notification destinations and their health
+         * @description **Beta.** This operation may still change incompatibly in a minor release; every such change
+         *     is recorded in `CHANGELOG.md` under the release that makes it.
+         *
+         *     The hosts and ports that `notify` steps post to and that failed at least once, each wrapped as
+         *     `{ "notificationDestination": {...} }`, with their health: failing, circuit open, disabled, or
+         *     healthy again. The same on every server (kept in the database). Only `ROLE_SUPER_ADMIN` may
+         *     call it (other roles get 403).
+         *
+         *     Ordered by `id`. Paginated: `page_size` default 25; a value below 10 is read as 10, above 100
+         *     as 100. Pass each answer's `nextPageToken` as the next `page_token`; an empty `nextPageToken`
+         *     means the end of the results has been reached.
+         */
+        get: operations["svc.api.automations.v1.NotificationDestinationService.List"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/notification-destinations/{destination_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The id of the notification destination (`NotificationDestination.id`).
+                 * @example dst_ee14b341d1e327cdf722545f
+                 */
+                destination_id: components["parameters"]["NotificationDestinationId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Get a notification destination's health
+         * @description **Beta.** This operation may still change incompatibly in a minor release; every such change
+         *     is recorded in `CHANGELOG.md` under the release that makes it.
+         *
+         *     Reads one destination (see `NotificationDestination`). Only `ROLE_SUPER_ADMIN` may call it
+         *     (other roles get 403). An unknown id is 404: a destination that never failed has none.
+         */
+        get: operations["svc.api.automations.v1.NotificationDestinationService.Get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/notification-destinations/{destination_id}/enable": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The id of the notification destination (`NotificationDestination.id`).
+                 * @example dst_ee14b341d1e327cdf722545f
+                 */
+                destination_id: components["parameters"]["NotificationDestinationId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Enable a notification destination again
+         * @description **Beta.** This operation may still change incompatibly in a minor release; every such change
+         *     is recorded in `CHANGELOG.md` under the release that makes it.
+         *
+         *     Enables a disabled destination and clears its failures and circuit: the next notification to
+         *     it is attempted at once. Executions whose notification failed because it was disabled stay
+         *     failed: `BulkRedrive` (or `Redrive`) runs them again. Calling it on an enabled destination
+         *     clears its failures and circuit (a destination known to be up again need not wait for its
+         *     cool-down). Audited; a call that changes nothing records nothing.
+         *
+         *     Only `ROLE_SUPER_ADMIN` may call it (other roles get 403). An unknown id is 404.
+         */
+        post: operations["svc.api.automations.v1.NotificationDestinationService.Enable"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/notification-destinations/{destination_id}/disable": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The id of the notification destination (`NotificationDestination.id`).
+                 * @example dst_ee14b341d1e327cdf722545f
+                 */
+                destination_id: components["parameters"]["NotificationDestinationId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Disable a notification destination
+         * @description **Beta.** This operation may still change incompatibly in a minor release; every such change
+         *     is recorded in `CHANGELOG.md` under the release that makes it.
+         *
+         *     Disables a destination: no attempt is made to it, and each notification to it fails its step
+         *     at once (`STEP_STATE_ERROR`, the error naming the destination), parked ones when they come
+         *     due, until `Enable`. The server disables a destination by itself once it has failed for
+         *     `NOTIFY_DISABLE_AFTER_SECONDS` (5 days by default) without an answer in between, recorded in
+         *     the audit trail as this operation by the execution whose attempt failed last. Audited; a call
+         *     on a disabled destination changes nothing and records nothing.
+         *
+         *     Only `ROLE_SUPER_ADMIN` may call it (other roles get 403). An unknown id is 404.
+         */
+        post: operations["svc.api.automations.v1.NotificationDestinationService.Disable"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/automation-steps/check": {
         parameters: {
             query?: never;
@@ -1849,7 +1980,7 @@ export interface components {
          * @example INVALID_ARGUMENT
          * @enum {string}
          */
-        ErrorReason: "INVALID_ARGUMENT" | "MALFORMED_BODY" | "MALFORMED_PATH" | "MALFORMED_HTTP_REQUEST" | "REQUEST_TIMEOUT" | "HEADERS_TOO_LARGE" | "ROUTE_NOT_FOUND" | "METHOD_NOT_ALLOWED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "INTERNAL" | "UNAVAILABLE" | "MISSING_ACCESS_TOKEN" | "INVALID_ACCESS_TOKEN" | "ROLE_NOT_ALLOWED" | "INVALID_REQUEST" | "UNSUPPORTED_GRANT_TYPE" | "INVALID_SCOPE" | "INVALID_CLIENT" | "TOO_MANY_FAILED_ATTEMPTS" | "RATE_LIMITED" | "INVALID_PAGE_TOKEN" | "EMAIL_TAKEN" | "USER_NOT_FOUND" | "CREDENTIAL_NOT_FOUND" | "APP_IDS_REQUIRED" | "APP_IDS_NOT_ALLOWED" | "ROW_NOT_FOUND" | "APP_CAP_NOT_FOUND" | "INVALID_UPDATE_MASK" | "INVALID_CURRENCY" | "INVALID_TIME_ZONE" | "CURRENCY_IN_USE" | "CURRENCY_MISMATCH" | "INVALID_MONEY" | "MONEY_OUT_OF_RANGE" | "INVALID_TIMESTAMP" | "INVALID_PERIOD" | "PERIOD_WITHOUT_LIMIT" | "LIMIT_MISSING" | "LIMIT_KIND_MISSING" | "LIMIT_ONEOF_VIOLATION" | "LIMIT_ARM_NOT_ALLOWED" | "LIMIT_MONEY_MISSING" | "EXTENSION_LIMIT_MISSING" | "EXTENSION_EXPIRY_MISSING" | "EXTENSION_EXPIRY_NOT_IN_FUTURE" | "CONTROLS_EMPTY" | "AUTOMATION_NOT_FOUND" | "EXECUTION_NOT_FOUND" | "EXECUTION_NOT_FAILED" | "EXECUTION_ALREADY_REDRIVEN" | "AUTOMATION_IS_DRAFT" | "WEBHOOK_EVENT_NOT_FOUND" | "EVENT_BODY_NOT_KEPT" | "REPLAY_IN_PROGRESS" | "NOT_HMAC_TRIGGER" | "DUPLICATE_STEP_NAME" | "DUPLICATE_EXPRESSION_NAME" | "CEL_INVALID" | "INVALID_JWKS_URL" | "INVALID_NOTIFICATION_URL" | "INVALID_CIDR" | "LISTENER_NOT_FOUND" | "SOURCE_NOT_ALLOWED" | "MISSING_HEADER" | "INVALID_HEADER" | "UNSUPPORTED_CONTENT_TYPE" | "TIMESTAMP_OUT_OF_WINDOW" | "INVALID_EVENT_ID" | "MISSING_SIGNATURE" | "INVALID_SIGNATURE" | "MISSING_AUTHORIZATION" | "INVALID_JWT" | "JWKS_UNAVAILABLE" | "DUPLICATE_EVENT" | "APP_NOT_ALLOWED" | "SUBJECT_NOT_ALLOWED" | "AUTHORIZATION_NOT_FOUND" | "AMOUNT_NOT_POSITIVE" | "HOLD_WITH_CAPTURE" | "AMOUNT_EXCEEDS_HOLD" | "AMOUNT_EXCEEDS_CAPTURED" | "AUTHORIZATION_NOT_PENDING" | "AUTHORIZATION_NOT_CAPTURED" | "NOTHING_TO_REVERSE" | "USAGE_OUT_OF_RANGE" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEY_IN_USE" | "CONSOLE_NOT_BUILT" | "DOCS_NOT_BUILT" | "NOT_FOUND" | (string & {});
+        ErrorReason: "INVALID_ARGUMENT" | "MALFORMED_BODY" | "MALFORMED_PATH" | "MALFORMED_HTTP_REQUEST" | "REQUEST_TIMEOUT" | "HEADERS_TOO_LARGE" | "ROUTE_NOT_FOUND" | "METHOD_NOT_ALLOWED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "INTERNAL" | "UNAVAILABLE" | "MISSING_ACCESS_TOKEN" | "INVALID_ACCESS_TOKEN" | "ROLE_NOT_ALLOWED" | "INVALID_REQUEST" | "UNSUPPORTED_GRANT_TYPE" | "INVALID_SCOPE" | "INVALID_CLIENT" | "TOO_MANY_FAILED_ATTEMPTS" | "RATE_LIMITED" | "INVALID_PAGE_TOKEN" | "EMAIL_TAKEN" | "USER_NOT_FOUND" | "CREDENTIAL_NOT_FOUND" | "APP_IDS_REQUIRED" | "APP_IDS_NOT_ALLOWED" | "ROW_NOT_FOUND" | "APP_CAP_NOT_FOUND" | "INVALID_UPDATE_MASK" | "INVALID_CURRENCY" | "INVALID_TIME_ZONE" | "CURRENCY_IN_USE" | "CURRENCY_MISMATCH" | "INVALID_MONEY" | "MONEY_OUT_OF_RANGE" | "INVALID_TIMESTAMP" | "INVALID_PERIOD" | "PERIOD_WITHOUT_LIMIT" | "LIMIT_MISSING" | "LIMIT_KIND_MISSING" | "LIMIT_ONEOF_VIOLATION" | "LIMIT_ARM_NOT_ALLOWED" | "LIMIT_MONEY_MISSING" | "EXTENSION_LIMIT_MISSING" | "EXTENSION_EXPIRY_MISSING" | "EXTENSION_EXPIRY_NOT_IN_FUTURE" | "CONTROLS_EMPTY" | "AUTOMATION_NOT_FOUND" | "EXECUTION_NOT_FOUND" | "EXECUTION_NOT_FAILED" | "EXECUTION_ALREADY_REDRIVEN" | "AUTOMATION_IS_DRAFT" | "WEBHOOK_EVENT_NOT_FOUND" | "NOTIFICATION_DESTINATION_NOT_FOUND" | "EVENT_BODY_NOT_KEPT" | "REPLAY_IN_PROGRESS" | "NOT_HMAC_TRIGGER" | "DUPLICATE_STEP_NAME" | "DUPLICATE_EXPRESSION_NAME" | "CEL_INVALID" | "INVALID_JWKS_URL" | "INVALID_NOTIFICATION_URL" | "INVALID_CIDR" | "LISTENER_NOT_FOUND" | "SOURCE_NOT_ALLOWED" | "MISSING_HEADER" | "INVALID_HEADER" | "UNSUPPORTED_CONTENT_TYPE" | "TIMESTAMP_OUT_OF_WINDOW" | "INVALID_EVENT_ID" | "MISSING_SIGNATURE" | "INVALID_SIGNATURE" | "MISSING_AUTHORIZATION" | "INVALID_JWT" | "JWKS_UNAVAILABLE" | "DUPLICATE_EVENT" | "APP_NOT_ALLOWED" | "SUBJECT_NOT_ALLOWED" | "AUTHORIZATION_NOT_FOUND" | "AMOUNT_NOT_POSITIVE" | "HOLD_WITH_CAPTURE" | "AMOUNT_EXCEEDS_HOLD" | "AMOUNT_EXCEEDS_CAPTURED" | "AUTHORIZATION_NOT_PENDING" | "AUTHORIZATION_NOT_CAPTURED" | "NOTHING_TO_REVERSE" | "USAGE_OUT_OF_RANGE" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEY_IN_USE" | "CONSOLE_NOT_BUILT" | "DOCS_NOT_BUILT" | "NOT_FOUND" | (string & {});
         /**
          * @description AIP-193 `ErrorInfo`: the stable, machine-readable cause of an error. `reason` is
          *     UPPER_SNAKE_CASE and never changes meaning once published; `metadata` adds context
@@ -6079,6 +6210,195 @@ export interface components {
             automationExecution: components["schemas"]["AutomationExecution"];
         };
         /**
+         * @description The health of a notification destination.
+         *
+         *     - `NOTIFICATION_DESTINATION_STATE_HEALTHY`: its last attempt got an answer (any status); notifications go to it.
+         *     - `NOTIFICATION_DESTINATION_STATE_FAILING`: its last attempts failed (no answer, a timeout, 408, 429 or
+         *       5xx), fewer in a row than open its circuit; notifications go to it and are retried on the schedule.
+         *     - `NOTIFICATION_DESTINATION_STATE_CIRCUIT_OPEN`: it failed `NOTIFY_CIRCUIT_FAILURES` times in a row
+         *       (5 by default): no attempt is made to it until `circuitOpenUntil` (`NOTIFY_CIRCUIT_COOLDOWN_SECONDS`,
+         *       60 by default, after the last failure); its executions stay parked, not failed. Then one attempt
+         *       is a trial: an answer closes the circuit, a failure opens it again.
+         *     - `NOTIFICATION_DESTINATION_STATE_DISABLED`: it failed for `NOTIFY_DISABLE_AFTER_SECONDS` (5 days by
+         *       default) without an answer in between, or a super admin disabled it: no attempt is made to it,
+         *       and each notification to it fails its step at once, until a super admin enables it again.
+         *
+         *     This enumeration may gain values. Clients must accept values they do not know in responses;
+         *     the server refuses unknown values in requests with 400.
+         * @example NOTIFICATION_DESTINATION_STATE_CIRCUIT_OPEN
+         * @enum {string}
+         */
+        NotificationDestinationState: "NOTIFICATION_DESTINATION_STATE_UNSPECIFIED" | "NOTIFICATION_DESTINATION_STATE_HEALTHY" | "NOTIFICATION_DESTINATION_STATE_FAILING" | "NOTIFICATION_DESTINATION_STATE_CIRCUIT_OPEN" | "NOTIFICATION_DESTINATION_STATE_DISABLED" | (string & {});
+        /**
+         * @description A host and port that `notify` steps post to, and its health, the same on every server. A
+         *     destination has one from its first failed attempt on (an attempt that got no answer, or 408,
+         *     429 or 5xx); a destination that never failed has none and is healthy.
+         * @example {
+         *       "id": "dst_ee14b341d1e327cdf722545f",
+         *       "destination": "hooks.example.com:443",
+         *       "state": "NOTIFICATION_DESTINATION_STATE_CIRCUIT_OPEN",
+         *       "consecutiveFailures": 5,
+         *       "failingSince": "2026-11-20T09:30:05Z",
+         *       "circuitOpenUntil": "2026-11-20T09:36:40Z",
+         *       "disabledAt": null,
+         *       "lastError": "HTTP 503",
+         *       "updatedAt": "2026-11-20T09:35:40Z"
+         *     }
+         */
+        NotificationDestination: {
+            /**
+             * @description The destination's id, `dst_` and 24 hexadecimal digits (a digest of `destination`).
+             * @example dst_ee14b341d1e327cdf722545f
+             */
+            id: string;
+            /**
+             * @description The host and port notifications go to (`host:port`; the port 443 or 80 when the URL names none).
+             * @example hooks.example.com:443
+             */
+            destination: string;
+            state: components["schemas"]["NotificationDestinationState"];
+            /**
+             * Format: int32
+             * @description Attempts failed in a row; 0 once one gets an answer.
+             */
+            consecutiveFailures: number;
+            /**
+             * Format: date-time
+             * @description The first of the failures in a row; null while healthy.
+             */
+            failingSince: string | null;
+            /**
+             * Format: date-time
+             * @description While the circuit is open, until when; null otherwise.
+             */
+            circuitOpenUntil: string | null;
+            /**
+             * Format: date-time
+             * @description When it was disabled; null while enabled.
+             */
+            disabledAt: string | null;
+            /**
+             * @description Its last failure: `HTTP <status>` or the class of the failure (`TIMEOUT`, `CONNECT_FAILED`,
+             *     `DNS_FAILED`); kept once it is healthy again.
+             * @example HTTP 503
+             */
+            lastError: string | null;
+            /** Format: date-time */
+            updatedAt: string;
+        };
+        /**
+         * @description One item of the destination list, the destination wrapped in a field named for it.
+         * @example {
+         *       "notificationDestination": {
+         *         "id": "dst_ee14b341d1e327cdf722545f",
+         *         "destination": "hooks.example.com:443",
+         *         "state": "NOTIFICATION_DESTINATION_STATE_CIRCUIT_OPEN",
+         *         "consecutiveFailures": 5,
+         *         "failingSince": "2026-11-20T09:30:05Z",
+         *         "circuitOpenUntil": "2026-11-20T09:36:40Z",
+         *         "disabledAt": null,
+         *         "lastError": "HTTP 503",
+         *         "updatedAt": "2026-11-20T09:35:40Z"
+         *       }
+         *     }
+         */
+        NotificationDestinationView: {
+            notificationDestination: components["schemas"]["NotificationDestination"];
+        };
+        /**
+         * @description Answer of `NotificationDestinationService.List`, by id.
+         * @example {
+         *       "list": [
+         *         {
+         *           "notificationDestination": {
+         *             "id": "dst_ee14b341d1e327cdf722545f",
+         *             "destination": "hooks.example.com:443",
+         *             "state": "NOTIFICATION_DESTINATION_STATE_CIRCUIT_OPEN",
+         *             "consecutiveFailures": 5,
+         *             "failingSince": "2026-11-20T09:30:05Z",
+         *             "circuitOpenUntil": "2026-11-20T09:36:40Z",
+         *             "disabledAt": null,
+         *             "lastError": "HTTP 503",
+         *             "updatedAt": "2026-11-20T09:35:40Z"
+         *           }
+         *         }
+         *       ],
+         *       "nextPageToken": "WyJkc3RfZWUxNGIzNDFkMWUzMjdjZGY3MjI1NDVmIl0.ddJUExLgXz1siQxiMcOiyE270ssO087iHJGAeEMxAiQ"
+         *     }
+         */
+        NotificationDestinationServiceListResponse: {
+            list: components["schemas"]["NotificationDestinationView"][];
+            /** @description The `page_token` of the next page; empty when the end of the results has been reached. */
+            nextPageToken: string;
+        };
+        /**
+         * @description Answer of `NotificationDestinationService.Get`.
+         * @example {
+         *       "notificationDestination": {
+         *         "id": "dst_ee14b341d1e327cdf722545f",
+         *         "destination": "hooks.example.com:443",
+         *         "state": "NOTIFICATION_DESTINATION_STATE_CIRCUIT_OPEN",
+         *         "consecutiveFailures": 5,
+         *         "failingSince": "2026-11-20T09:30:05Z",
+         *         "circuitOpenUntil": "2026-11-20T09:36:40Z",
+         *         "disabledAt": null,
+         *         "lastError": "HTTP 503",
+         *         "updatedAt": "2026-11-20T09:35:40Z"
+         *       }
+         *     }
+         */
+        NotificationDestinationServiceGetResponse: {
+            notificationDestination: components["schemas"]["NotificationDestination"];
+        };
+        /**
+         * @description Request of `NotificationDestinationService.Enable`, an empty object.
+         * @example {}
+         */
+        NotificationDestinationServiceEnableRequest: Record<string, never>;
+        /**
+         * @description Answer of `NotificationDestinationService.Enable`: the destination as it is now.
+         * @example {
+         *       "notificationDestination": {
+         *         "id": "dst_ee14b341d1e327cdf722545f",
+         *         "destination": "hooks.example.com:443",
+         *         "state": "NOTIFICATION_DESTINATION_STATE_HEALTHY",
+         *         "consecutiveFailures": 0,
+         *         "failingSince": null,
+         *         "circuitOpenUntil": null,
+         *         "disabledAt": null,
+         *         "lastError": "TIMEOUT",
+         *         "updatedAt": "2026-11-20T11:00:00Z"
+         *       }
+         *     }
+         */
+        NotificationDestinationServiceEnableResponse: {
+            notificationDestination: components["schemas"]["NotificationDestination"];
+        };
+        /**
+         * @description Request of `NotificationDestinationService.Disable`, an empty object.
+         * @example {}
+         */
+        NotificationDestinationServiceDisableRequest: Record<string, never>;
+        /**
+         * @description Answer of `NotificationDestinationService.Disable`: the destination as it is now.
+         * @example {
+         *       "notificationDestination": {
+         *         "id": "dst_ee14b341d1e327cdf722545f",
+         *         "destination": "hooks.example.com:443",
+         *         "state": "NOTIFICATION_DESTINATION_STATE_DISABLED",
+         *         "consecutiveFailures": 412,
+         *         "failingSince": "2026-11-15T09:30:05Z",
+         *         "circuitOpenUntil": null,
+         *         "disabledAt": "2026-11-20T09:31:10Z",
+         *         "lastError": "TIMEOUT",
+         *         "updatedAt": "2026-11-20T09:31:10Z"
+         *       }
+         *     }
+         */
+        NotificationDestinationServiceDisableResponse: {
+            notificationDestination: components["schemas"]["NotificationDestination"];
+        };
+        /**
          * @description Request of `AutomationService.CheckAutomationSteps`.
          * @example {
          *       "automationSteps": [
@@ -6469,6 +6789,10 @@ export interface components {
          *     - `AUDIT_TARGET_KIND_AUTOMATION_EXECUTION`: an execution a rerun made
          *       (`AutomationExecutionService.Redrive`, `WebhookEventService.Replay`); `id` is the new
          *       execution's id, and `after` the execution as it was recorded.
+         *     - `AUDIT_TARGET_KIND_NOTIFICATION_DESTINATION`: a destination of `notify` steps, enabled or disabled
+         *       (`NotificationDestinationService.Enable`, `.Disable`, or the server disabling one that failed
+         *       for `NOTIFY_DISABLE_AFTER_SECONDS`, recorded as `Disable` by the execution whose attempt failed
+         *       last); `id` is the destination's id.
          *     - `AUDIT_TARGET_KIND_WEBHOOK_SECRET`: an automation's webhook secret, rotated; `id` is the automation
          *       id. The secret itself is never recorded, nor any hash of it.
          *
@@ -6477,7 +6801,7 @@ export interface components {
          * @example AUDIT_TARGET_KIND_SUBJECT_APP_LIMIT
          * @enum {string}
          */
-        AuditTargetKind: "AUDIT_TARGET_KIND_UNSPECIFIED" | "AUDIT_TARGET_KIND_SUBJECT_APP_LIMIT" | "AUDIT_TARGET_KIND_APP_CAP" | "AUDIT_TARGET_KIND_FUND_POLICY" | "AUDIT_TARGET_KIND_USER" | "AUDIT_TARGET_KIND_CREDENTIAL" | "AUDIT_TARGET_KIND_AUTOMATION" | "AUDIT_TARGET_KIND_WEBHOOK_SECRET" | "AUDIT_TARGET_KIND_AUTOMATION_EXECUTION" | "AUDIT_TARGET_KIND_NOTIFICATION_SECRET" | (string & {});
+        AuditTargetKind: "AUDIT_TARGET_KIND_UNSPECIFIED" | "AUDIT_TARGET_KIND_SUBJECT_APP_LIMIT" | "AUDIT_TARGET_KIND_APP_CAP" | "AUDIT_TARGET_KIND_FUND_POLICY" | "AUDIT_TARGET_KIND_USER" | "AUDIT_TARGET_KIND_CREDENTIAL" | "AUDIT_TARGET_KIND_AUTOMATION" | "AUDIT_TARGET_KIND_WEBHOOK_SECRET" | "AUDIT_TARGET_KIND_AUTOMATION_EXECUTION" | "AUDIT_TARGET_KIND_NOTIFICATION_SECRET" | "AUDIT_TARGET_KIND_NOTIFICATION_DESTINATION" | (string & {});
         /**
          * @description What a change was made to. `userId` and `appId` are the target's subject and app where it has them, else empty.
          * @example {
@@ -6979,6 +7303,11 @@ export interface components {
          * @example 3f1c9a52-7d4e-4b8a-9c21-5e6f7a8b9c0d
          */
         WebhookEventPathId: string;
+        /**
+         * @description The id of the notification destination (`NotificationDestination.id`).
+         * @example dst_ee14b341d1e327cdf722545f
+         */
+        NotificationDestinationId: string;
         /**
          * @description The id of the automation execution (server-generated, as `AutomationExecution.id`).
          * @example exe_9Tg3Hs6Wq1Zc4Nv8
@@ -11898,6 +12227,403 @@ export interface operations {
                     "application/json": components["schemas"]["Status"];
                 };
             };
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["IdempotencyKeyReused"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    "svc.api.automations.v1.NotificationDestinationService.List": {
+        parameters: {
+            query?: {
+                /**
+                 * @description Number of results per page. Default 25. Accepted range 10 to 100: a value below 10 is
+                 *     treated as 10; a value above 100 is treated as 100, whatever its size (`2147483648` and
+                 *     longer integers too).
+                 *
+                 *     Written as an integer in decimal digits: an optional `-` and digits, without a leading `+`,
+                 *     leading zeros, exponent, fraction, hexadecimal or spaces (`25`, `-3` and `1000` are integers;
+                 *     `+25`, `025`, `1e2`, `0x19`, `25.0`, `Infinity` and an empty value are 400). Given once:
+                 *     repeated, it is 400.
+                 * @example 25
+                 */
+                page_size?: components["parameters"]["PageSize"];
+                /**
+                 * @description Omitted or empty on the first request; on each later request the `nextPageToken` of the
+                 *     previous response. Tokens are opaque and tamper-evident; a forged, malformed or foreign
+                 *     token is 400, and so is a token spelled otherwise than it was issued (padding `=` added,
+                 *     another base64 alphabet, whitespace): each token has exactly one spelling. Given once:
+                 *     repeated, it is 400.
+                 * @example
+                 */
+                page_token?: components["parameters"]["PageToken"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of destinations. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "list": [
+                     *         {
+                     *           "notificationDestination": {
+                     *             "id": "dst_ee14b341d1e327cdf722545f",
+                     *             "destination": "hooks.example.com:443",
+                     *             "state": "NOTIFICATION_DESTINATION_STATE_CIRCUIT_OPEN",
+                     *             "consecutiveFailures": 5,
+                     *             "failingSince": "2026-11-20T09:30:05Z",
+                     *             "circuitOpenUntil": "2026-11-20T09:36:40Z",
+                     *             "disabledAt": null,
+                     *             "lastError": "HTTP 503",
+                     *             "updatedAt": "2026-11-20T09:35:40Z"
+                     *           }
+                     *         }
+                     *       ],
+                     *       "nextPageToken": "WyJkc3RfZWUxNGIzNDFkMWUzMjdjZGY3MjI1NDVmIl0.ddJUExLgXz1siQxiMcOiyE270ssO087iHJGAeEMxAiQ"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["NotificationDestinationServiceListResponse"];
+                };
+            };
+            /** @description The request breaks the contract or a rule of this operation; `details` names the fields at fault. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Status"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    "svc.api.automations.v1.NotificationDestinationService.Get": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The id of the notification destination (`NotificationDestination.id`).
+                 * @example dst_ee14b341d1e327cdf722545f
+                 */
+                destination_id: components["parameters"]["NotificationDestinationId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The destination. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "notificationDestination": {
+                     *         "id": "dst_ee14b341d1e327cdf722545f",
+                     *         "destination": "hooks.example.com:443",
+                     *         "state": "NOTIFICATION_DESTINATION_STATE_CIRCUIT_OPEN",
+                     *         "consecutiveFailures": 5,
+                     *         "failingSince": "2026-11-20T09:30:05Z",
+                     *         "circuitOpenUntil": "2026-11-20T09:36:40Z",
+                     *         "disabledAt": null,
+                     *         "lastError": "HTTP 503",
+                     *         "updatedAt": "2026-11-20T09:35:40Z"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["NotificationDestinationServiceGetResponse"];
+                };
+            };
+            /** @description The request breaks the contract or a rule of this operation; `details` names the fields at fault. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Status"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            /** @description A resource the request names does not exist. */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Status"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    "svc.api.automations.v1.NotificationDestinationService.Enable": {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Makes the request safe to retry: a unique value the client generates for one intended
+                 *     operation (a UUID v4 is a good choice), 1 to 255 printable ASCII characters. Sent again with
+                 *     the same request (same operation, path, query and JSON body; key order and whitespace do not
+                 *     matter) within 24 hours, it answers the first answer again (the same status and body,
+                 *     including a secret shown once, such as `clientSecret` or `webhookSecret`) with the header
+                 *     `Idempotent-Replayed: true`, and nothing is done a second time. A replayed error names the
+                 *     first request in its `RequestInfo`; `X-Request-Id` is the new request's.
+                 *
+                 *     - Keys belong to the calling user: two users never see each other's answers, and the
+                 *       credentials of one user share their keys, not their answers. A kept answer is replayed only
+                 *       to a caller that may make the request now: its role, its credential's apps and whose
+                 *       resource it names are checked again first, and a caller that may not make it gets the
+                 *       refusal it would get without the key (for example 403 `APP_NOT_ALLOWED`, or 404 for another
+                 *       app's spend authorization), never the kept answer.
+                 *     - The first answer is kept when the operation ran, whether it succeeded or failed with a 4xx
+                 *       (for example 409 for an email address in use): to try a changed request, use a new key.
+                 *       Nothing is kept for a refusal that depends on who asks (401, 403, and 404, which does not
+                 *       tell a resource that does not exist from one the caller may not see), for a 400 refusing a
+                 *       request that breaks the contract, or for a 500: such a request may be sent again with the
+                 *       same key, changed or not.
+                 *     - The same key with a different request is 422 with reason `IDEMPOTENCY_KEY_REUSED`, and
+                 *       nothing is done.
+                 *     - While a request with the key is still being processed, another one with it is 409 with
+                 *       reason `IDEMPOTENCY_KEY_IN_USE` and `Retry-After`; nothing is done for it. On the spend
+                 *       operations (Capture, Release, Reverse) it is not turned away: it runs, only the first to
+                 *       commit counts, and the others are answered its answer (`Idempotent-Replayed: true`) with
+                 *       nothing done for them; there 409 `IDEMPOTENCY_KEY_IN_USE` is left for a key held by a
+                 *       request still running on an instance of an earlier release.
+                 *     - After 24 hours the key may be used again, as if it were new.
+                 *
+                 *     A key that is empty, longer than 255 characters or not printable ASCII is 400 naming the
+                 *     header. Without the header the request is processed as it comes, every time.
+                 * @example 5f1d7c2e-8a4b-4c3d-9e2f-0a1b2c3d4e5f
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /**
+                 * @description The id of the notification destination (`NotificationDestination.id`).
+                 * @example dst_ee14b341d1e327cdf722545f
+                 */
+                destination_id: components["parameters"]["NotificationDestinationId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /** @example {} */
+                "application/json": components["schemas"]["NotificationDestinationServiceEnableRequest"];
+            };
+        };
+        responses: {
+            /** @description The destination as it is now. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "notificationDestination": {
+                     *         "id": "dst_ee14b341d1e327cdf722545f",
+                     *         "destination": "hooks.example.com:443",
+                     *         "state": "NOTIFICATION_DESTINATION_STATE_HEALTHY",
+                     *         "consecutiveFailures": 0,
+                     *         "failingSince": null,
+                     *         "circuitOpenUntil": null,
+                     *         "disabledAt": null,
+                     *         "lastError": "TIMEOUT",
+                     *         "updatedAt": "2026-11-20T11:00:00Z"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["NotificationDestinationServiceEnableResponse"];
+                };
+            };
+            /** @description The request breaks the contract or a rule of this operation; `details` names the fields at fault. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Status"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            /** @description A resource the request names does not exist. */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Status"];
+                };
+            };
+            409: components["responses"]["IdempotencyKeyInUse"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["IdempotencyKeyReused"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    "svc.api.automations.v1.NotificationDestinationService.Disable": {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Makes the request safe to retry: a unique value the client generates for one intended
+                 *     operation (a UUID v4 is a good choice), 1 to 255 printable ASCII characters. Sent again with
+                 *     the same request (same operation, path, query and JSON body; key order and whitespace do not
+                 *     matter) within 24 hours, it answers the first answer again (the same status and body,
+                 *     including a secret shown once, such as `clientSecret` or `webhookSecret`) with the header
+                 *     `Idempotent-Replayed: true`, and nothing is done a second time. A replayed error names the
+                 *     first request in its `RequestInfo`; `X-Request-Id` is the new request's.
+                 *
+                 *     - Keys belong to the calling user: two users never see each other's answers, and the
+                 *       credentials of one user share their keys, not their answers. A kept answer is replayed only
+                 *       to a caller that may make the request now: its role, its credential's apps and whose
+                 *       resource it names are checked again first, and a caller that may not make it gets the
+                 *       refusal it would get without the key (for example 403 `APP_NOT_ALLOWED`, or 404 for another
+                 *       app's spend authorization), never the kept answer.
+                 *     - The first answer is kept when the operation ran, whether it succeeded or failed with a 4xx
+                 *       (for example 409 for an email address in use): to try a changed request, use a new key.
+                 *       Nothing is kept for a refusal that depends on who asks (401, 403, and 404, which does not
+                 *       tell a resource that does not exist from one the caller may not see), for a 400 refusing a
+                 *       request that breaks the contract, or for a 500: such a request may be sent again with the
+                 *       same key, changed or not.
+                 *     - The same key with a different request is 422 with reason `IDEMPOTENCY_KEY_REUSED`, and
+                 *       nothing is done.
+                 *     - While a request with the key is still being processed, another one with it is 409 with
+                 *       reason `IDEMPOTENCY_KEY_IN_USE` and `Retry-After`; nothing is done for it. On the spend
+                 *       operations (Capture, Release, Reverse) it is not turned away: it runs, only the first to
+                 *       commit counts, and the others are answered its answer (`Idempotent-Replayed: true`) with
+                 *       nothing done for them; there 409 `IDEMPOTENCY_KEY_IN_USE` is left for a key held by a
+                 *       request still running on an instance of an earlier release.
+                 *     - After 24 hours the key may be used again, as if it were new.
+                 *
+                 *     A key that is empty, longer than 255 characters or not printable ASCII is 400 naming the
+                 *     header. Without the header the request is processed as it comes, every time.
+                 * @example 5f1d7c2e-8a4b-4c3d-9e2f-0a1b2c3d4e5f
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /**
+                 * @description The id of the notification destination (`NotificationDestination.id`).
+                 * @example dst_ee14b341d1e327cdf722545f
+                 */
+                destination_id: components["parameters"]["NotificationDestinationId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /** @example {} */
+                "application/json": components["schemas"]["NotificationDestinationServiceDisableRequest"];
+            };
+        };
+        responses: {
+            /** @description The destination as it is now. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "notificationDestination": {
+                     *         "id": "dst_ee14b341d1e327cdf722545f",
+                     *         "destination": "hooks.example.com:443",
+                     *         "state": "NOTIFICATION_DESTINATION_STATE_DISABLED",
+                     *         "consecutiveFailures": 412,
+                     *         "failingSince": "2026-11-15T09:30:05Z",
+                     *         "circuitOpenUntil": null,
+                     *         "disabledAt": "2026-11-20T09:31:10Z",
+                     *         "lastError": "TIMEOUT",
+                     *         "updatedAt": "2026-11-20T09:31:10Z"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["NotificationDestinationServiceDisableResponse"];
+                };
+            };
+            /** @description The request breaks the contract or a rule of this operation; `details` names the fields at fault. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Status"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            /** @description A resource the request names does not exist. */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Status"];
+                };
+            };
+            409: components["responses"]["IdempotencyKeyInUse"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["IdempotencyKeyReused"];

@@ -114,6 +114,17 @@ export interface MyFundLimitsServiceHandlers<Ctx> {
   SetLimit: Handler<"svc.api.funds.v1.MyFundLimitsService.SetLimit", Ctx>;
 }
 
+export interface NotificationDestinationServiceHandlers<Ctx> {
+  /** POST /api/v1/notification-destinations/{destination_id}/disable */
+  Disable: Handler<"svc.api.automations.v1.NotificationDestinationService.Disable", Ctx>;
+  /** POST /api/v1/notification-destinations/{destination_id}/enable */
+  Enable: Handler<"svc.api.automations.v1.NotificationDestinationService.Enable", Ctx>;
+  /** GET /api/v1/notification-destinations/{destination_id} */
+  Get: Handler<"svc.api.automations.v1.NotificationDestinationService.Get", Ctx>;
+  /** GET /api/v1/notification-destinations */
+  List: Handler<"svc.api.automations.v1.NotificationDestinationService.List", Ctx>;
+}
+
 export interface SpendServiceHandlers<Ctx> {
   /** POST /api/v1/funds/spend-authorizations */
   Authorize: Handler<"svc.api.funds.v1.SpendService.Authorize", Ctx>;
@@ -181,6 +192,7 @@ export interface ServiceHandlers<Ctx> {
   FundPolicyService: FundPolicyServiceHandlers<Ctx>;
   IncomingWebhookService: IncomingWebhookServiceHandlers<Ctx>;
   MyFundLimitsService: MyFundLimitsServiceHandlers<Ctx>;
+  NotificationDestinationService: NotificationDestinationServiceHandlers<Ctx>;
   SpendService: SpendServiceHandlers<Ctx>;
   SubjectAppLimitService: SubjectAppLimitServiceHandlers<Ctx>;
   TokenService: TokenServiceHandlers<Ctx>;
@@ -218,6 +230,10 @@ export const operationRoutes = [
   { operationId: "svc.api.automations.v1.AutomationService.RotateNotificationSecret", service: "AutomationService", method: "post", path: "/api/v1/automations/{id}/notification-secret", secured: true, raw: false, maxBodyBytes: null, idempotencyKey: "optional" },
   { operationId: "svc.api.automations.v1.AutomationService.RotateWebhookSecret", service: "AutomationService", method: "post", path: "/api/v1/automations/{id}/webhook-secret", secured: true, raw: false, maxBodyBytes: null, idempotencyKey: "optional" },
   { operationId: "svc.api.automations.v1.AutomationService.UpdateAutomation", service: "AutomationService", method: "post", path: "/api/v1/automations/{id}", secured: true, raw: false, maxBodyBytes: null, idempotencyKey: null },
+  { operationId: "svc.api.automations.v1.NotificationDestinationService.Disable", service: "NotificationDestinationService", method: "post", path: "/api/v1/notification-destinations/{destination_id}/disable", secured: true, raw: false, maxBodyBytes: null, idempotencyKey: "optional" },
+  { operationId: "svc.api.automations.v1.NotificationDestinationService.Enable", service: "NotificationDestinationService", method: "post", path: "/api/v1/notification-destinations/{destination_id}/enable", secured: true, raw: false, maxBodyBytes: null, idempotencyKey: "optional" },
+  { operationId: "svc.api.automations.v1.NotificationDestinationService.Get", service: "NotificationDestinationService", method: "get", path: "/api/v1/notification-destinations/{destination_id}", secured: true, raw: false, maxBodyBytes: null, idempotencyKey: null },
+  { operationId: "svc.api.automations.v1.NotificationDestinationService.List", service: "NotificationDestinationService", method: "get", path: "/api/v1/notification-destinations", secured: true, raw: false, maxBodyBytes: null, idempotencyKey: null },
   { operationId: "svc.api.automations.v1.WebhookEventService.ListWebhookEvents", service: "WebhookEventService", method: "get", path: "/api/v1/automations/{id}/webhook-events", secured: true, raw: false, maxBodyBytes: null, idempotencyKey: null },
   { operationId: "svc.api.automations.v1.WebhookEventService.Replay", service: "WebhookEventService", method: "post", path: "/api/v1/automations/{id}/webhook-events/{event_id}/replay", secured: true, raw: false, maxBodyBytes: null, idempotencyKey: "optional" },
   { operationId: "svc.api.funds.v1.AppCapService.Delete", service: "AppCapService", method: "delete", path: "/api/v1/funds/app-caps/{app_id}", secured: true, raw: false, maxBodyBytes: null, idempotencyKey: null },

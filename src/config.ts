@@ -63,7 +63,13 @@ export interface Config {
    * NOTIFY_TIMEOUT_SECONDS, each attempt's; NOTIFY_MAX_IN_FLIGHT_PER_DESTINATION, the requests one
    * instance has in flight to one host and port at most (an execution over it parks).
    */
-  notifications: { retryScheduleMs: number[]; attemptTimeoutMs: number; maxInFlightPerDestination: number };
+  notifications: {
+    retryScheduleMs: number[];
+    attemptTimeoutMs: number;
+    maxInFlightPerDestination: number;
+    /** NOTIFY_CIRCUIT_FAILURES, NOTIFY_CIRCUIT_COOLDOWN_SECONDS, NOTIFY_DISABLE_AFTER_SECONDS (0: never; null here). */
+    health: { circuitFailures: number; cooldownMs: number; disableAfterMs: number | null };
+  };
   /** METRICS_PORT and METRICS_HOST: where Prometheus scrapes `GET /metrics`, on a listener of its own; null (off) unless METRICS_PORT is set. */
   metrics: { port: number; host: string } | null;
   /** EXECUTION_RETENTION_DAYS, _COUNT and _SWEEP_SECONDS: which finished executions are kept, and how often the others are removed (automations/execution-retention.ts). */
@@ -483,10 +489,16 @@ function notifications(env: Environment, leaseSeconds: number): Config["notifica
   if (!(seconds >= 0.1 && seconds <= leaseSeconds / 3)) {
     env.invalid("NOTIFY_TIMEOUT_SECONDS", `NOTIFY_TIMEOUT_SECONDS must be a number of seconds from 0.1 to a third of EXECUTION_LEASE_SECONDS (${Math.floor((leaseSeconds / 3) * 1000) / 1000}), got "${timeout}"`);
   }
+  const disableAfter = env.integer("NOTIFY_DISABLE_AFTER_SECONDS", 5 * 86_400, 0, 365 * 86_400);
   return {
     retryScheduleMs: retryScheduleMs.every(Number.isFinite) ? retryScheduleMs : [],
     attemptTimeoutMs: Number.isFinite(seconds) ? Math.round(seconds * 1000) : 15_000,
     maxInFlightPerDestination: env.integer("NOTIFY_MAX_IN_FLIGHT_PER_DESTINATION", 8, 1, 1_000),
+    health: {
+      circuitFailures: env.integer("NOTIFY_CIRCUIT_FAILURES", 5, 1, 1_000),
+      cooldownMs: env.integer("NOTIFY_CIRCUIT_COOLDOWN_SECONDS", 60, 1, 86_400) * 1000,
+      disableAfterMs: disableAfter === 0 ? null : disableAfter * 1000,
+    },
   };
 }
 

@@ -133,7 +133,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
 
     const listeners = new Listeners(storage, clock, box(), config.webhookSecretGraceSeconds, await watch("listeners", options.listenersPoll));
     const events = new WebhookEvents(storage, clock, pageTokens);
-    const { automations, worker, executions, reruns } = automationServices({
+    const { automations, worker, executions, reruns, destinations } = automationServices({
       ...{ storage, clock, logger, pageTokens, box: box(), listeners, events, policy, limits, fundTriggers, config },
       ...{ notifications: options.notifications, observer: metrics?.executions, workerStuckMs: options.workerStuckMs },
     });
@@ -159,14 +159,14 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
         ...identityHandlers({ grant, users, credentials, trustProxy: config.trustProxy }),
         ...fundsHandlers(funds),
         ...spendHandlers({ spends, list: funds.spendList }),
-        ...automationHandlers({ automations, executions, reruns, events, intake }),
+        ...automationHandlers({ automations, executions, reruns, events, intake, destinations }),
         ...auditHandlers({ audit: new AuditTrail(storage, pageTokens) }),
       },
     });
 
     // First: a metrics port that is taken stops the start before the API takes any traffic.
     const scrapes = await metrics?.listen({
-      ...{ storage, clock, runs: () => worker.runs(), stopping: () => stopping, stalledMs: () => worker.stalledMs() },
+      ...{ storage, clock, runs: () => worker.runs(), destinations: () => destinations.counts(), stopping: () => stopping, stalledMs: () => worker.stalledMs() },
       reasons: () => unreadyReasons(reachability.reachableAtLastPing(), worker.stuck()),
       unansweredMs: () => reachability.unansweredMs(),
     }, logger);

@@ -32,6 +32,7 @@ export const automationTarget = (automationId: string): Target => ({ kind: "AUDI
 /** The execution a rerun (a redrive, a replay) made. */
 export const executionTarget = (executionId: string): Target => ({ kind: "AUDIT_TARGET_KIND_AUTOMATION_EXECUTION", id: executionId });
 export const notificationSecretTarget = (automationId: string): Target => ({ kind: "AUDIT_TARGET_KIND_NOTIFICATION_SECRET", id: automationId });
+export const destinationTarget = (destinationId: string): Target => ({ kind: "AUDIT_TARGET_KIND_NOTIFICATION_DESTINATION", id: destinationId });
 export const webhookSecretTarget = (automationId: string): Target => ({ kind: "AUDIT_TARGET_KIND_WEBHOOK_SECRET", id: automationId });
 
 /** A rotated secret, as recorded: never the secret nor a hash of it. */

@@ -14,6 +14,7 @@ import { Executions } from "./executions.js";
 import type { FundTriggers } from "./fund-triggers.js";
 import { NotificationSecrets } from "./notification-secrets.js";
 import { DestinationSlots } from "./destination-slots.js";
+import { NotificationDestinations } from "./notification-destinations.js";
 import { Notifier } from "./notify.js";
 import { ExecutionReruns } from "./reruns.js";
 import type { RunObserver } from "./run-observer.js";
@@ -49,13 +50,14 @@ export function automationServices(w: AutomationWiring) {
     allowInsecureNotifications: config.notificationAllowInsecure,
   }, w.fundTriggers);
   const leaseMs = config.executionLeaseSeconds * 1000;
-  const { maxInFlightPerDestination, ...settings } = config.notifications;
-  const notifier = new Notifier(clock, { ...w.notifications, allowInsecure: config.notificationAllowInsecure, settings, slots: new DestinationSlots(maxInFlightPerDestination) });
+  const { maxInFlightPerDestination, health, ...settings } = config.notifications;
+  const destinations = new NotificationDestinations(storage, clock, health, w.pageTokens);
+  const notifier = new Notifier(clock, { ...w.notifications, allowInsecure: config.notificationAllowInsecure, settings, slots: new DestinationSlots(maxInFlightPerDestination), destinations });
   const runner = new ExecutionRunner({ storage, clock, limits: w.limits, logger, notifier, notificationSecrets, observer: w.observer, fundTriggers: w.fundTriggers });
   const worker = new Worker({ storage, clock, events: w.events, logger, runner }, { ...WORKER_DEFAULTS, leaseMs, stuckMs: w.workerStuckMs ?? leaseMs });
   w.fundTriggers.attach(worker);
   const executions = new Executions(storage, w.pageTokens);
   // Redrives and replays are handed to this process's worker, as the intake's executions are.
   const reruns = new ExecutionReruns({ storage, clock, events: w.events, handOff: workerHandOff(worker) });
-  return { automations, worker, executions, reruns };
+  return { automations, worker, executions, reruns, destinations };
 }

@@ -8,10 +8,12 @@
 import { createHmac } from "node:crypto";
 import type { Clock } from "../core/clock.js";
 import { invalidField } from "../core/errors.js";
+import type { Origin } from "../core/origin.js";
 import type { Span } from "../core/spans.js";
 import { guardedRequest, OutboundError, parseOutboundUrl, type OutboundAddressPolicy, type OutboundOptions, type OutboundResponse, type OutboundSubject } from "../webhooks/for-automations.js";
 import { CelEvaluationError } from "./cel.js";
 import { destinationOf, type DestinationSlots } from "./destination-slots.js";
+import type { NotificationDestinations } from "./notification-destinations.js";
 import { signingKey } from "./notification-secrets.js";
 
 /** How notifications are sent and tried again, server-wide (the configuration's `notifications`). */
@@ -90,6 +92,8 @@ export interface NotifierOptions extends OutboundOptions {
   settings: DeliverySettings;
   /** Requests in flight per destination from this process. */
   slots: DestinationSlots;
+  /** The destinations' health: circuits, disabled ones. */
+  destinations: NotificationDestinations;
 }
 
 /** What one run of a notify step came to. */
@@ -146,11 +150,11 @@ export class Notifier {
 
   /**
    * One attempt to send `body` (JSON text) to `url`, after the `earlier` ones of the same
-   * notification; `waitedMs`: how long it waited for it (the schedule's wait, or since it parked).
-   * `span`: the execution's run, the parent of the attempt's client span.
+   * notification, unless its destination is disabled, its circuit open, or at its cap here.
+   * `origin`: the execution's run (its span the parent of the attempt's client span).
    */
-  async attempt(url: string, body: string, webhookId: string, secrets: readonly string[], earlier: readonly DeliveryAttempt[], span: Span | undefined): Promise<DeliveryOutcome> {
-    const { settings, slots } = this.options;
+  async attempt(url: string, body: string, webhookId: string, secrets: readonly string[], earlier: readonly DeliveryAttempt[], origin: Origin | undefined): Promise<DeliveryOutcome> {
+    const { settings, slots, destinations } = this.options;
     const attempts = [...earlier];
     const delivery: Delivery = { webhookId, delivered: false, attempts };
     let target: URL;
@@ -161,18 +165,30 @@ export class Notifier {
       if (e instanceof OutboundError) return { kind: "failed", delivery, failure: `notification not sent: ${e.message}` };
       throw e;
     }
-    const free = slots.take(destinationOf(target));
+    const destination = destinationOf(target);
+    const gate = await destinations.gate(destination, settings.attemptTimeoutMs);
+    if (gate.kind === "disabled") return { kind: "failed", delivery, failure: `notification not sent: ${gate.reason}` };
+    // Spread, so that the executions parked on one circuit do not all come due at once.
+    if (gate.kind === "wait") return { kind: "parked", delivery, until: gate.until + Math.round(Math.random() * JITTER * settings.attemptTimeoutMs) };
+    const free = slots.take(destination);
     // An attempt in flight ends within its timeout: a slot is free by then.
     if (!free) return { kind: "parked", delivery, until: this.clock.now() + jittered(settings.attemptTimeoutMs) };
     const n = earlier.length + 1;
     let attempt: Attempt;
     try {
-      attempt = await this.send(target, body, webhookId, secrets, n, earlier.length === 0 ? 0 : (settings.retryScheduleMs[n - 2] ?? 0), span);
+      attempt = await this.send(target, body, webhookId, secrets, n, earlier.length === 0 ? 0 : (settings.retryScheduleMs[n - 2] ?? 0), origin?.span);
     } finally {
       free();
     }
     attempts.push(attempt.record);
-    if (attempt.record.error === null) return { kind: "delivered", delivery: { ...delivery, delivered: true } };
+    const { status, error } = attempt.record;
+    // An answer that is final shows the destination up (a 4xx included); one worth another attempt is
+    // a failure of it; a refused address or URL says nothing of it.
+    if (status !== null && !attempt.retryable) await destinations.answered(destination);
+    else if (attempt.retryable && (await destinations.failed(destination, status === null ? (error ?? "FAILED") : `HTTP ${status}`, origin))) {
+      return { kind: "failed", delivery, failure: `notification not delivered: ${attempt.describe}; its destination ${destination} is disabled now, after failing for too long` };
+    }
+    if (error === null) return { kind: "delivered", delivery: { ...delivery, delivered: true } };
     if (!attempt.retryable) return { kind: "failed", delivery, failure: `notification not delivered: ${attempt.describe} (final, not tried again)` };
     const wait = settings.retryScheduleMs[n - 1];
     if (wait === undefined) return { kind: "failed", delivery, failure: `notification not delivered after ${n} attempts; last: ${attempt.describe}` };

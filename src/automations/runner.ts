@@ -156,7 +156,7 @@ export class ExecutionRunner {
     if (secrets.length === 0) {
       return { kind: "failed", delivery: { webhookId, delivered: false, attempts: earlier }, failure: "notification not sent: the automation has no notification secret (RotateNotificationSecret makes one)" };
     }
-    return this.deps.notifier.attempt(url, body, webhookId, secrets, earlier, origin?.span);
+    return this.deps.notifier.attempt(url, body, webhookId, secrets, earlier, origin);
   }
 
   /** A step's effect, through the same funds code as the API, in the step's transaction; its answer is the step's output. */

@@ -81,6 +81,10 @@ export const ALLOWED_ROLES: Record<Exclude<OperationId, Unsecured>, readonly Rol
   "svc.api.automations.v1.AutomationExecutionService.Redrive": SUPER,
   "svc.api.automations.v1.WebhookEventService.ListWebhookEvents": SUPER,
   "svc.api.automations.v1.WebhookEventService.Replay": SUPER,
+  "svc.api.automations.v1.NotificationDestinationService.List": SUPER,
+  "svc.api.automations.v1.NotificationDestinationService.Get": SUPER,
+  "svc.api.automations.v1.NotificationDestinationService.Enable": SUPER,
+  "svc.api.automations.v1.NotificationDestinationService.Disable": SUPER,
 };
 
 export function mayCall(principal: Principal, operationId: OperationId): boolean {

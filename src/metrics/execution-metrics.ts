@@ -23,6 +23,39 @@ export interface ExecutionSources {
   clock: Clock;
   /** The executions whose runs are under way in this process (the worker's). */
   runs: () => readonly string[];
+  /** How many notification destinations are in each state (counted in the database). */
+  destinations: () => Promise<ReadonlyArray<{ state: string; count: number }>>;
+}
+
+/** The states of a notification destination the gauge always shows (0 when none is in it). */
+const DESTINATION_STATES = ["NOTIFICATION_DESTINATION_STATE_HEALTHY", "NOTIFICATION_DESTINATION_STATE_FAILING", "NOTIFICATION_DESTINATION_STATE_CIRCUIT_OPEN", "NOTIFICATION_DESTINATION_STATE_DISABLED"];
+
+/**
+ * A value read from the database at most once per WAITING.ttlMs whatever the scrapes (every instance
+ * reads the same rows); a scrape waits WAITING.deadlineMs at most for it, else answers `late`.
+ */
+class ThrottledRead<T> {
+  private last: { value: T; at: number } | undefined;
+  private reading: Promise<T> | undefined;
+
+  constructor(
+    private readonly read: () => Promise<T>,
+    private readonly late: T,
+  ) {}
+
+  async value(): Promise<T> {
+    if (this.last && performance.now() - this.last.at < WAITING.ttlMs) return this.last.value;
+    this.reading ??= this.read()
+      .then((value) => ((this.last = { value, at: performance.now() }), value))
+      .finally(() => (this.reading = undefined));
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<T>((resolve) => (timer = setTimeout(() => resolve(this.late), WAITING.deadlineMs)));
+    try {
+      return await Promise.race([this.reading.catch(() => this.late), late]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
 }
 
 export class ExecutionMetrics implements RunObserver {
@@ -31,8 +64,6 @@ export class ExecutionMetrics implements RunObserver {
   private readonly resumes: Counter;
   private readonly leasesLost: Counter;
   private readonly parks: Counter;
-  private counted: { value: number; at: number } | undefined;
-  private counting: Promise<number> | undefined;
 
   constructor(private readonly registry: Registry) {
     const registers = [registry];
@@ -62,7 +93,20 @@ export class ExecutionMetrics implements RunObserver {
 
   /** Adds the gauges read when scraped. */
   watch(sources: ExecutionSources): void {
-    const waiting = () => this.waiting(sources);
+    const { storage, clock } = sources;
+    const counted = new ThrottledRead(() => countRunnable(storage.db, new Date(clock.now()).toISOString(), WAITING.cap), Number.NaN);
+    const waiting = () => counted.value();
+    const destinations = new ThrottledRead(sources.destinations, undefined);
+    new Gauge({
+      name: "tenant_api_notification_destinations",
+      help: "Notification destinations that failed at least once, by state (NotificationDestinationState); the same on every instance; NaN when the database did not answer in time.",
+      labelNames: ["state"],
+      registers: [this.registry],
+      async collect() {
+        const counts = await destinations.value();
+        for (const state of DESTINATION_STATES) this.set({ state }, counts ? (counts.find((c) => c.state === state)?.count ?? 0) : Number.NaN);
+      },
+    });
     new Gauge({
       name: "tenant_api_executions_waiting",
       help: `Executions runnable in the database and not running (pending, parked and due, or their run's lease lapsed), up to ${WAITING.cap}; the same on every instance; NaN when the database did not answer in time.`,
@@ -79,19 +123,5 @@ export class ExecutionMetrics implements RunObserver {
         this.set(sources.runs().length);
       },
     });
-  }
-
-  private async waiting({ storage, clock }: ExecutionSources): Promise<number> {
-    if (this.counted && performance.now() - this.counted.at < WAITING.ttlMs) return this.counted.value;
-    this.counting ??= countRunnable(storage.db, new Date(clock.now()).toISOString(), WAITING.cap)
-      .then((value) => ((this.counted = { value, at: performance.now() }), value))
-      .finally(() => (this.counting = undefined));
-    let timer: NodeJS.Timeout | undefined;
-    const late = new Promise<number>((resolve) => (timer = setTimeout(() => resolve(Number.NaN), WAITING.deadlineMs)));
-    try {
-      return await Promise.race([this.counting.catch(() => Number.NaN), late]);
-    } finally {
-      clearTimeout(timer);
-    }
   }
 }

@@ -98,6 +98,25 @@ export interface Database {
   /** Where changes record their events: on SQLite, those not yet moved into audit_events (src/audit/audit-inbox.ts); on PostgreSQL, a view writing through to it. */
   audit_inbox: AuditEventsTable;
   fund_threshold_firings: FundThresholdFiringsTable;
+  notification_destinations: NotificationDestinationsTable;
+}
+
+/** A destination of `notify` steps (host and port) that failed at least once: its health. */
+export interface NotificationDestinationsTable {
+  /** `dst_` and a digest of `destination`. */
+  id: string;
+  /** `host:port`. */
+  destination: string;
+  /** Attempts failed in a row (a success resets it). */
+  consecutive_failures: number;
+  /** The first failure of those in a row; null once an attempt succeeds. */
+  failing_since: string | null;
+  /** While later than now, the circuit is open: no attempt is made to it. */
+  open_until: string | null;
+  /** Disabled (after failing for the configured period, or by a super admin): its notifications fail at once. */
+  disabled_at: string | null;
+  last_error: string | null;
+  updated_at: string;
 }
 
 /** One change and who made it (src/audit/): inserted in the change's own transaction, never updated. */

@@ -81,6 +81,7 @@ const TABLE_OWNERS: Readonly<Record<string, string>> = {
   automation_executions: "automations",
   notification_secrets: "automations",
   fund_threshold_firings: "automations",
+  notification_destinations: "automations",
   webhook_listeners: "webhooks",
   webhook_secrets: "webhooks",
   webhook_events: "webhooks",

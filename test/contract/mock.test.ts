@@ -216,6 +216,17 @@ describe("the mock answers every operation with data valid against the contract"
     ok("svc.api.automations.v1.AutomationService.DeleteAutomation", await api.DELETE("/api/v1/automations/{id}", id));
   });
 
+  it("notification destinations", async () => {
+    const destination = { params: { path: { destination_id: "dst_ee14b341d1e327cdf722545f" } } };
+    const listed = ok("svc.api.automations.v1.NotificationDestinationService.List", await api.GET("/api/v1/notification-destinations"));
+    expect(listed.list[0]?.notificationDestination.destination).toBe("hooks.example.com:443");
+    ok("svc.api.automations.v1.NotificationDestinationService.Get", await api.GET("/api/v1/notification-destinations/{destination_id}", destination));
+    const enabled = ok("svc.api.automations.v1.NotificationDestinationService.Enable", await api.POST("/api/v1/notification-destinations/{destination_id}/enable", { ...destination, body: {} }));
+    expect(enabled.notificationDestination.state).toBe("NOTIFICATION_DESTINATION_STATE_HEALTHY");
+    const disabled = ok("svc.api.automations.v1.NotificationDestinationService.Disable", await api.POST("/api/v1/notification-destinations/{destination_id}/disable", { ...destination, body: {} }));
+    expect(disabled.notificationDestination.state).toBe("NOTIFICATION_DESTINATION_STATE_DISABLED");
+  });
+
   it("the audit trail", async () => {
     const listed = ok(
       "svc.api.audit.v1.AuditService.List",

@@ -3,7 +3,7 @@
 // the scrapes, and a scrape waits WAITING.deadlineMs at most for it, answering NaN past it or when
 // the count failed. Fake timers move both the deadline's setTimeout and performance.now (the cache's).
 import { Registry } from "prom-client";
-import { afterEach, beforeEach, expect, it, vi } from "vitest";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { ManualClock } from "../../src/core/clock.js";
 import { ExecutionMetrics, WAITING } from "../../src/metrics/execution-metrics.js";
 import { countRunnable } from "../../src/automations/execution-claims.js";
@@ -22,7 +22,7 @@ beforeEach(() => {
   count.mockReset();
   clock = new ManualClock(T0);
   registry = new Registry();
-  new ExecutionMetrics(registry).watch({ storage: { db } as Storage, clock, runs: () => [] });
+  new ExecutionMetrics(registry).watch({ storage: { db } as Storage, clock, runs: () => [], destinations: async () => [{ state: "NOTIFICATION_DESTINATION_STATE_CIRCUIT_OPEN", count: 2 }] });
 });
 afterEach(() => vi.useRealTimers());
 
@@ -95,4 +95,16 @@ it("answers a count that comes within the deadline", async () => {
   await vi.advanceTimersByTimeAsync(WAITING.deadlineMs - 1);
   late.resolve(7);
   expect(await scraping).toBe(7);
+});
+
+describe("tenant_api_notification_destinations", () => {
+  it("shows every state, 0 where no destination is in it", async () => {
+    const values = (await registry.getSingleMetric("tenant_api_notification_destinations")!.get()).values;
+    expect(Object.fromEntries(values.map((v) => [v.labels.state, v.value]))).toEqual({
+      NOTIFICATION_DESTINATION_STATE_HEALTHY: 0,
+      NOTIFICATION_DESTINATION_STATE_FAILING: 0,
+      NOTIFICATION_DESTINATION_STATE_CIRCUIT_OPEN: 2,
+      NOTIFICATION_DESTINATION_STATE_DISABLED: 0,
+    });
+  });
 });

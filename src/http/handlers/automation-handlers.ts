@@ -1,17 +1,19 @@
-// Handlers of AutomationService, AutomationExecutionService, WebhookEventService and the webhook
-// intake: translate, delegate, wrap.
+// Handlers of AutomationService, AutomationExecutionService, WebhookEventService,
+// NotificationDestinationService and the webhook intake: translate, delegate, wrap.
 import type { ServiceHandlers } from "../../../generated/server.js";
 import type { Automations } from "../../automations/automations.js";
 import type { AutomationExecution, Executions } from "../../automations/executions.js";
+import type { NotificationDestination, NotificationDestinations } from "../../automations/notification-destinations.js";
 import type { ExecutionReruns } from "../../automations/reruns.js";
 import type { WebhookEvents } from "../../webhooks/events.js";
 import type { WebhookIntake } from "../../webhooks/intake.js";
 import { keepAnswer, type RequestContext } from "../context.js";
 
-type AutomationHandlers = Pick<ServiceHandlers<RequestContext>, "AutomationService" | "AutomationExecutionService" | "WebhookEventService" | "IncomingWebhookService">;
+type AutomationHandlers = Pick<ServiceHandlers<RequestContext>, "AutomationService" | "AutomationExecutionService" | "WebhookEventService" | "NotificationDestinationService" | "IncomingWebhookService">;
 
-export function automationHandlers(deps: { automations: Automations; executions: Executions; reruns: ExecutionReruns; events: WebhookEvents; intake: WebhookIntake }): AutomationHandlers {
-  const { automations, executions, reruns, events, intake } = deps;
+export function automationHandlers(deps: { automations: Automations; executions: Executions; reruns: ExecutionReruns; events: WebhookEvents; intake: WebhookIntake; destinations: NotificationDestinations }): AutomationHandlers {
+  const { automations, executions, reruns, events, intake, destinations } = deps;
+  const keepDestination = (ctx: RequestContext) => keepAnswer(ctx, (notificationDestination: NotificationDestination) => ({ notificationDestination }));
   const keepStarted = (ctx: RequestContext) => keepAnswer(ctx, (automationExecution: AutomationExecution) => ({ automationExecution }));
   return {
     AutomationService: {
@@ -45,6 +47,15 @@ export function automationHandlers(deps: { automations: Automations; executions:
         return { list: page.items.map((webhookEvent) => ({ webhookEvent })), nextPageToken: page.nextPageToken };
       },
       Replay: async ({ path }, ctx) => ({ automationExecution: await reruns.replay(path.id, path.event_id, keepStarted(ctx), ctx) }),
+    },
+    NotificationDestinationService: {
+      List: async ({ query }) => {
+        const page = await destinations.list(query.page_size, query.page_token);
+        return { list: page.items.map((notificationDestination) => ({ notificationDestination })), nextPageToken: page.nextPageToken };
+      },
+      Get: async ({ path }) => ({ notificationDestination: await destinations.get(path.destination_id) }),
+      Enable: async ({ path }, ctx) => ({ notificationDestination: await destinations.set(path.destination_id, false, keepDestination(ctx), ctx) }),
+      Disable: async ({ path }, ctx) => ({ notificationDestination: await destinations.set(path.destination_id, true, keepDestination(ctx), ctx) }),
     },
     IncomingWebhookService: {
       Receive: async ({ path, headers, readBody, remoteAddress, forwardedFor }, ctx) => ({

@@ -31,7 +31,7 @@ import { m0024 } from "./0024-notification-secrets.js";
 import { m0028 } from "./0028-spend-decisions-in-one-call.js";
 import { m0029 } from "./0029-spend-foreign-keys-dropped.js";
 import { m0030 } from "./0030-spend-decisions-on-seen-layers.js";
-import { m0031 } from "./0031-parked-executions.js";
+import { m0031 } from "./0031-notification-delivery.js";
 import { type EarlierRelease, RUNS, RUNS_ON_POSTGRES, STOPS, type TextType } from "./migration-kit.js";
 
 export interface MigrationStep {
@@ -82,7 +82,7 @@ export function migrationSteps(dialect: "sqlite" | "postgres"): MigrationStep[] 
     ["0028_spend_decisions_in_one_call", m0028(dialect), RUNS],
     ["0029_spend_foreign_keys_dropped", m0029(dialect), RUNS, ["spend_authorizations", "spend_ledger", "users"]],
     ["0030_spend_decisions_on_seen_layers", m0030(dialect), RUNS],
-    ["0031_parked_executions", m0031(text, dialect), RUNS, ["automation_executions"]],
+    ["0031_notification_delivery", m0031(text, dialect), RUNS, ["automation_executions"]],
   ];
   return steps.map(([name, migration, earlier, locks = []]) => ({ name, migration, earlierReleaseRuns: earlier[dialect], locks: dialect === "postgres" ? locks : [] }));
 }

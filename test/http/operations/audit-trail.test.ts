@@ -9,6 +9,7 @@ import type { KnownAuditTargetKind } from "../../../generated/enums.js";
 import { paginate, unwrap, type ApiClient } from "../../../src/client/index.js";
 import { sql } from "kysely";
 import { moveAuditInbox } from "../../../src/audit/audit-inbox.js";
+import { destinationId } from "../../../src/automations/notification-destinations.js";
 import { loadConfig } from "../../../src/config.js";
 import { openStorage, type Storage } from "../../../src/storage/connect.js";
 import { contract, operations } from "../../support/contract.js";
@@ -72,6 +73,8 @@ const READ: Record<Exclude<KnownAuditTargetKind, "AUDIT_TARGET_KIND_UNSPECIFIED"
   AUDIT_TARGET_KIND_WEBHOOK_SECRET: async () => null,
   AUDIT_TARGET_KIND_NOTIFICATION_SECRET: async () => null,
   AUDIT_TARGET_KIND_AUTOMATION_EXECUTION: async (t) => orNull(await automationsApi(root.client).execution(t.id), (d) => (d as { automationExecution: unknown }).automationExecution),
+  AUDIT_TARGET_KIND_NOTIFICATION_DESTINATION: async (t) =>
+    orNull(await root.client.GET("/api/v1/notification-destinations/{destination_id}", { params: { path: { destination_id: t.id } } }), (d) => d.notificationDestination),
 };
 
 interface Made {
@@ -97,6 +100,22 @@ async function fixedAfterFailing(): Promise<{ hook: Awaited<ReturnType<typeof cr
 }
 const newExecution = (answer: Made["answer"]): Target => ({ kind: "AUDIT_TARGET_KIND_AUTOMATION_EXECUTION", id: (answer.data as { automationExecution: { id: string } }).automationExecution.id, userId: "", appId: "" });
 const answered = ({ answer }: Made) => (answer.data as { automationExecution: unknown }).automationExecution;
+
+/** A destination that failed (as a notify step's attempts would have recorded it), `disabled` or not. */
+async function failedDestination(disabled: boolean): Promise<Target> {
+  const destination = `${newAppId()}.example.com:443`;
+  const id = destinationId(destination);
+  const at = iso(ts.clock.now());
+  await withStorage(ts, (storage) =>
+    storage.db
+      .insertInto("notification_destinations")
+      .values({ id, destination, consecutive_failures: 7, failing_since: at, open_until: null, disabled_at: disabled ? at : null, last_error: "TIMEOUT", updated_at: at })
+      .execute(),
+  );
+  return { kind: "AUDIT_TARGET_KIND_NOTIFICATION_DESTINATION", id, userId: "", appId: "" };
+}
+const onDestination = (action: "enable" | "disable") =>
+  onRow((t) => root.client.POST(`/api/v1/notification-destinations/{destination_id}/${action}`, { params: { path: { destination_id: t.id } }, body: {} }));
 
 const f = () => funds(root.client);
 const userRow = async (): Promise<Target> => limitTarget((await ts.userClient(["ROLE_USER"])).userId, newAppId());
@@ -213,6 +232,8 @@ const CASES: Record<string, Case> = {
     },
     after: answered,
   },
+  "svc.api.automations.v1.NotificationDestinationService.Enable": { prepare: () => failedDestination(true), act: onDestination("enable") },
+  "svc.api.automations.v1.NotificationDestinationService.Disable": { prepare: () => failedDestination(false), act: onDestination("disable") },
   "svc.api.automations.v1.WebhookEventService.Replay": {
     act: async () => {
       const { hook, eventId } = await fixedAfterFailing();

@@ -1,7 +1,7 @@
-// Migration 0031_parked_executions. Frozen once released: a change is a new migration.
-// The release before: a nullable column and two partial indexes it does not know of; it neither
-// claims nor writes a parked execution, and shows one with a state it does not know (its response
-// validation, off in production, refuses it): it runs.
+// Migration 0031_notification_delivery. Frozen once released: a change is a new migration.
+// The release before: a nullable column, two partial indexes and a table it does not know of; it
+// neither claims nor writes a parked execution, and shows one with a state it does not know (its
+// response validation, off in production, refuses it): it runs.
 import { type Kysely, type Migration, sql } from "kysely";
 import { type TextType } from "./migration-kit.js";
 
@@ -10,12 +10,25 @@ import { type TextType } from "./migration-kit.js";
 // the parked from the pending it took). The indexes are partial, so the intake's
 // inserts of running executions write no entry: the parked ones by when they are due; the pending
 // ones by automation, oldest first, for claims fair across automations (one seek finds the next
-// automation with pending executions, one more its oldest).
+// automation with pending executions, one more its oldest). The health of the destinations
+// notifications go to (src/automations/notification-destinations.ts): a row for each that failed,
+// its consecutive failures, its circuit, and when it was disabled.
 export const m0031 = (text: TextType, dialect: "sqlite" | "postgres"): Migration => ({
   async up(db: Kysely<any>) {
     await db.schema.alterTable("automation_executions").addColumn("next_attempt_at", text).execute();
     await sql`create index if not exists automation_executions_parked on automation_executions (next_attempt_at, id) where state = 'AUTOMATION_EXECUTION_STATE_PARKED'`.execute(db);
     await sql`create index if not exists automation_executions_pending_by_automation on automation_executions (automation_id, created_at, id) where state = 'AUTOMATION_EXECUTION_STATE_PENDING'`.execute(db);
+    await db.schema
+      .createTable("notification_destinations")
+      .addColumn("id", text, (c) => c.primaryKey())
+      .addColumn("destination", text, (c) => c.notNull())
+      .addColumn("consecutive_failures", "integer", (c) => c.notNull())
+      .addColumn("failing_since", text)
+      .addColumn("open_until", text)
+      .addColumn("disabled_at", text)
+      .addColumn("last_error", text)
+      .addColumn("updated_at", text, (c) => c.notNull())
+      .execute();
     if (dialect === "postgres") await sql.raw(CLAIM_EXECUTIONS).execute(db);
   },
 });
