@@ -1892,7 +1892,62 @@ export interface paths {
         trace?: never;
     };
 }
-export type webhooks = Record<string, never>;
+export interface webhooks {
+    notification: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A notify step's notification
+         * @description **Beta.** This request may still change incompatibly in a minor release; every such change is
+         *     recorded in `CHANGELOG.md` under the release that makes it.
+         *
+         *     What an automation's `notify` step (`StepNotify`) POSTs to its `url`: the JSON value its
+         *     `bodyCel` made, signed as [Standard Webhooks](https://www.standardwebhooks.com) sign. Verify
+         *     the signature over the raw body before reading it, drop a repeated `webhook-id`, and answer a
+         *     2xx quickly: the guide [Receiving notifications](#/receivingnotifications) shows how, in
+         *     several languages. A step whose body is a fund event as is (`bodyCel: "ctx.trigger"`, in an
+         *     automation on fund events) sends the `fundEventNotification` request.
+         */
+        post: operations["notification"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    fundEventNotification: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A fund event, notified as it is
+         * @description **Beta.** This request may still change incompatibly in a minor release; every such change is
+         *     recorded in `CHANGELOG.md` under the release that makes it.
+         *
+         *     The `notification` request of a `notify` step whose `bodyCel` is `ctx.trigger`, in an
+         *     automation on fund events (`FundEventTrigger`): the body is the event that started the
+         *     execution, exactly as the step read it, one shape per `type` (`FundEventPayload`). The same
+         *     headers, signature and answers as every notification.
+         */
+        post: operations["fundEventNotification"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+}
 export interface components {
     schemas: {
         /**
@@ -4850,7 +4905,9 @@ export interface components {
          *     (`v1,<base64 HMAC-SHA256 of "{webhook-id}.{webhook-timestamp}.{body}">`, keyed with the bytes of
          *     the automation's notification secret, `whsec_<base64>` of which the base64 part is decoded;
          *     while a rotated secret is in its grace period the header carries one signature per secret,
-         *     separated by a space). `Content-Type` is `application/json`.
+         *     separated by a space). `Content-Type` is `application/json`. The request is declared in the
+         *     contract's `webhooks` (`notification`, and `fundEventNotification` for a fund event sent as it
+         *     is); the guide "Receiving notifications" shows how a receiver verifies it.
          *
          *     Delivery: an attempt that fails with a network error, a timeout (5 s per attempt), a 5xx, a 408
          *     or a 429 is tried again after an exponential backoff (0.5 s, 1 s, 2 s, 4 s, each with up to half
@@ -6998,6 +7055,97 @@ export interface components {
         IncomingWebhookServiceReceiveResponse: {
             webhookEvent: components["schemas"]["WebhookEvent"];
         };
+        /**
+         * @description The body of a `notify` step's notification: the JSON value its `bodyCel` made, whatever it is
+         *     (an object, an array, a string, a number, a boolean or null), as JSON text of at most 65,536
+         *     bytes in UTF-8. A step whose value is larger fails without sending anything.
+         * @example {
+         *       "type": "card.lost",
+         *       "userId": "2Qk3mN8rT1vX9yZ0"
+         *     }
+         */
+        NotificationBody: unknown;
+        /**
+         * @description A fund event of `SpendService.Authorize`: `FUND_EVENT_TYPE_SPEND_AUTHORIZED` (approved) or
+         *     `FUND_EVENT_TYPE_SPEND_DECLINED`, with `authorization` as Authorize answered it (a decline's
+         *     `decision.cause` and `decision.trace` included).
+         */
+        FundSpendDecisionEvent: components["schemas"]["FundEvent"] & {
+            /** @enum {string} */
+            type: "FUND_EVENT_TYPE_SPEND_AUTHORIZED" | "FUND_EVENT_TYPE_SPEND_DECLINED";
+            authorization: components["schemas"]["SpendAuthorization"];
+            amount: null;
+            usageThreshold: null;
+            limitChange: null;
+        } & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "FUND_EVENT_TYPE_SPEND_AUTHORIZED" | "FUND_EVENT_TYPE_SPEND_DECLINED";
+        };
+        /**
+         * @description A fund event of `SpendService.Capture`, `Release` or `Reverse` that changed an authorization:
+         *     `authorization` as the operation answered it, `amount` what this call moved.
+         */
+        FundSpendChangeEvent: components["schemas"]["FundEvent"] & {
+            /** @enum {string} */
+            type: "FUND_EVENT_TYPE_SPEND_CAPTURED" | "FUND_EVENT_TYPE_SPEND_RELEASED" | "FUND_EVENT_TYPE_SPEND_REVERSED";
+            authorization: components["schemas"]["SpendAuthorization"];
+            amount: components["schemas"]["Money"];
+            usageThreshold: null;
+            limitChange: null;
+        } & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "FUND_EVENT_TYPE_SPEND_CAPTURED" | "FUND_EVENT_TYPE_SPEND_RELEASED" | "FUND_EVENT_TYPE_SPEND_REVERSED";
+        };
+        /**
+         * @description `FUND_EVENT_TYPE_USAGE_THRESHOLD_CROSSED`: an approved spend (`authorization`, as Authorize
+         *     answered it) left its window's usage at or above `usageThreshold.percent` of the window's amount
+         *     limit.
+         */
+        FundUsageThresholdEvent: components["schemas"]["FundEvent"] & {
+            /** @enum {string} */
+            type: "FUND_EVENT_TYPE_USAGE_THRESHOLD_CROSSED";
+            authorization: components["schemas"]["SpendAuthorization"];
+            amount: null;
+            usageThreshold: Record<string, never>;
+            limitChange: null;
+        } & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "FUND_EVENT_TYPE_USAGE_THRESHOLD_CROSSED";
+        };
+        /**
+         * @description A fund event of a subject-app limit row: `FUND_EVENT_TYPE_LIMIT_SUSPENDED`,
+         *     `FUND_EVENT_TYPE_LIMIT_UNSUSPENDED` (by the API or an automation step) or
+         *     `FUND_EVENT_TYPE_LIMIT_CHANGED` (its base limit or period), with `limitChange`.
+         */
+        FundLimitEvent: components["schemas"]["FundEvent"] & {
+            /** @enum {string} */
+            type: "FUND_EVENT_TYPE_LIMIT_SUSPENDED" | "FUND_EVENT_TYPE_LIMIT_UNSUSPENDED" | "FUND_EVENT_TYPE_LIMIT_CHANGED";
+            authorization: null;
+            amount: null;
+            usageThreshold: null;
+            limitChange: Record<string, never>;
+        } & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "FUND_EVENT_TYPE_LIMIT_SUSPENDED" | "FUND_EVENT_TYPE_LIMIT_UNSUSPENDED" | "FUND_EVENT_TYPE_LIMIT_CHANGED";
+        };
+        /**
+         * @description A fund event (`FundEvent`) by its kind: which of its fields are set is decided by `type`. Every
+         *     kind of `FundEventType` the server makes is mapped here. `FundEventType` may gain values, each
+         *     with its shape here: a receiver written before one reads an unknown `type` as a `FundEvent`.
+         */
+        FundEventPayload: components["schemas"]["FundSpendDecisionEvent"] | components["schemas"]["FundSpendChangeEvent"] | components["schemas"]["FundUsageThresholdEvent"] | components["schemas"]["FundLimitEvent"];
     };
     responses: {
         /** @description The request body, or the Content-Length declared for it, exceeds the operation's limit (256 KB; 64 KB for the webhook intake). A declared length over the limit is refused before the body is read, and the connection is closed. */
@@ -7176,6 +7324,33 @@ export interface components {
                 "application/json": components["schemas"]["Status"];
             };
         };
+        /**
+         * @description Every other status (a 3xx, since redirects are not followed, or a 4xx other than 408 and 429) is
+         *     final: the notification is not sent again, and its step fails.
+         */
+        NotificationRefused: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content?: never;
+        };
+        /**
+         * @description Not delivered yet: 408, 429 and every 5xx (as well as a timeout, or no answer at all) are tried
+         *     again later, with the same `webhook-id` and body, a new `webhook-timestamp` and new signatures.
+         */
+        NotificationRetried: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content?: never;
+        };
+        /** @description Any 2xx status delivers the notification; its body is not read beyond an excerpt. */
+        NotificationDelivered: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content?: never;
+        };
     };
     parameters: {
         /**
@@ -7339,6 +7514,40 @@ export interface components {
          * @example 3f1c9a52-7d4e-4b8a-9c21-5e6f7a8b9c0d
          */
         WebhookEventId: string;
+        /**
+         * @description The notification's id, `<execution id>_<stepName>` (`AutomationExecution.id` and `AutomationStep.stepName`): the same on every attempt of the step and
+         *     when a run resumed after a crash sends it again. A receiver drops a repeat by it. Signed (the
+         *     `{webhook-id}` part of what `webhook-signature` signs).
+         * @example exe_9Tg3Hs6Wq1Zc4Nv8_tell
+         */
+        NotificationWebhookId: string;
+        /**
+         * @description When the attempt was made, in Unix seconds (a decimal string): each attempt has its own. Signed
+         *     (the `{webhook-timestamp}` part of what `webhook-signature` signs). A receiver refuses one too
+         *     far from its own time (Standard Webhooks' libraries allow 5 minutes either way), so that a
+         *     notification captured on the way cannot be sent again later.
+         * @example 1795167000
+         */
+        NotificationWebhookTimestamp: string;
+        /**
+         * @description The signatures of the notification, separated by a space: one `v1,<base64>` per notification
+         *     secret the automation signs with, the current one first (two while a rotated secret is in its
+         *     grace period, `WEBHOOK_SECRET_GRACE_SECONDS`). `<base64>` is the HMAC-SHA256 (standard base64,
+         *     padded) of `{webhook-id}.{webhook-timestamp}.{body}` (the header values and the raw body,
+         *     joined by periods), keyed with the secret's bytes: the base64 after `whsec_`, decoded. A
+         *     receiver accepts the notification when any `v1` signature is one its secrets make.
+         *
+         *     Receivers must ignore entries of a version they do not know, as Standard Webhooks asks:
+         *     another version (an asymmetric `v1a,` Ed25519 signature, for instance) may be added beside the
+         *     `v1` ones.
+         * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
+         */
+        NotificationWebhookSignature: string;
+        /**
+         * @description Names the sender of the notification, for logs: verify the signature, not this.
+         * @example tenant-access-api-notifications
+         */
+        NotificationUserAgent: "tenant-access-api-notifications";
     };
     requestBodies: never;
     headers: {
@@ -13522,6 +13731,118 @@ export interface operations {
             429: components["responses"]["WebhookTooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    notification: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description The notification's id, `<execution id>_<stepName>` (`AutomationExecution.id` and `AutomationStep.stepName`): the same on every attempt of the step and
+                 *     when a run resumed after a crash sends it again. A receiver drops a repeat by it. Signed (the
+                 *     `{webhook-id}` part of what `webhook-signature` signs).
+                 * @example exe_9Tg3Hs6Wq1Zc4Nv8_tell
+                 */
+                "webhook-id": components["parameters"]["NotificationWebhookId"];
+                /**
+                 * @description When the attempt was made, in Unix seconds (a decimal string): each attempt has its own. Signed
+                 *     (the `{webhook-timestamp}` part of what `webhook-signature` signs). A receiver refuses one too
+                 *     far from its own time (Standard Webhooks' libraries allow 5 minutes either way), so that a
+                 *     notification captured on the way cannot be sent again later.
+                 * @example 1795167000
+                 */
+                "webhook-timestamp": components["parameters"]["NotificationWebhookTimestamp"];
+                /**
+                 * @description The signatures of the notification, separated by a space: one `v1,<base64>` per notification
+                 *     secret the automation signs with, the current one first (two while a rotated secret is in its
+                 *     grace period, `WEBHOOK_SECRET_GRACE_SECONDS`). `<base64>` is the HMAC-SHA256 (standard base64,
+                 *     padded) of `{webhook-id}.{webhook-timestamp}.{body}` (the header values and the raw body,
+                 *     joined by periods), keyed with the secret's bytes: the base64 after `whsec_`, decoded. A
+                 *     receiver accepts the notification when any `v1` signature is one its secrets make.
+                 *
+                 *     Receivers must ignore entries of a version they do not know, as Standard Webhooks asks:
+                 *     another version (an asymmetric `v1a,` Ed25519 signature, for instance) may be added beside the
+                 *     `v1` ones.
+                 * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
+                 */
+                "webhook-signature": components["parameters"]["NotificationWebhookSignature"];
+                /**
+                 * @description Names the sender of the notification, for logs: verify the signature, not this.
+                 * @example tenant-access-api-notifications
+                 */
+                "user-agent": components["parameters"]["NotificationUserAgent"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        /** @description The JSON text of `bodyCel`'s value, at most 65,536 bytes (UTF-8). */
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["NotificationBody"];
+            };
+        };
+        responses: {
+            408: components["responses"]["NotificationRetried"];
+            429: components["responses"]["NotificationRetried"];
+            "2XX": components["responses"]["NotificationDelivered"];
+            "5XX": components["responses"]["NotificationRetried"];
+            default: components["responses"]["NotificationRefused"];
+        };
+    };
+    fundEventNotification: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description The notification's id, `<execution id>_<stepName>` (`AutomationExecution.id` and `AutomationStep.stepName`): the same on every attempt of the step and
+                 *     when a run resumed after a crash sends it again. A receiver drops a repeat by it. Signed (the
+                 *     `{webhook-id}` part of what `webhook-signature` signs).
+                 * @example exe_9Tg3Hs6Wq1Zc4Nv8_tell
+                 */
+                "webhook-id": components["parameters"]["NotificationWebhookId"];
+                /**
+                 * @description When the attempt was made, in Unix seconds (a decimal string): each attempt has its own. Signed
+                 *     (the `{webhook-timestamp}` part of what `webhook-signature` signs). A receiver refuses one too
+                 *     far from its own time (Standard Webhooks' libraries allow 5 minutes either way), so that a
+                 *     notification captured on the way cannot be sent again later.
+                 * @example 1795167000
+                 */
+                "webhook-timestamp": components["parameters"]["NotificationWebhookTimestamp"];
+                /**
+                 * @description The signatures of the notification, separated by a space: one `v1,<base64>` per notification
+                 *     secret the automation signs with, the current one first (two while a rotated secret is in its
+                 *     grace period, `WEBHOOK_SECRET_GRACE_SECONDS`). `<base64>` is the HMAC-SHA256 (standard base64,
+                 *     padded) of `{webhook-id}.{webhook-timestamp}.{body}` (the header values and the raw body,
+                 *     joined by periods), keyed with the secret's bytes: the base64 after `whsec_`, decoded. A
+                 *     receiver accepts the notification when any `v1` signature is one its secrets make.
+                 *
+                 *     Receivers must ignore entries of a version they do not know, as Standard Webhooks asks:
+                 *     another version (an asymmetric `v1a,` Ed25519 signature, for instance) may be added beside the
+                 *     `v1` ones.
+                 * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
+                 */
+                "webhook-signature": components["parameters"]["NotificationWebhookSignature"];
+                /**
+                 * @description Names the sender of the notification, for logs: verify the signature, not this.
+                 * @example tenant-access-api-notifications
+                 */
+                "user-agent": components["parameters"]["NotificationUserAgent"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        /** @description The fund event, as JSON text. */
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["FundEventPayload"];
+            };
+        };
+        responses: {
+            408: components["responses"]["NotificationRetried"];
+            429: components["responses"]["NotificationRetried"];
+            "2XX": components["responses"]["NotificationDelivered"];
+            "5XX": components["responses"]["NotificationRetried"];
+            default: components["responses"]["NotificationRefused"];
         };
     };
 }

@@ -2,8 +2,60 @@
 
 import type { operations } from "./api.js";
 
-/** Every operation id of the contract. */
-export type OperationId = keyof operations;
+/** Every operation id of the contract's paths. */
+export type OperationId =
+  | "svc.api.audit.v1.AuditService.List"
+  | "svc.api.automations.v1.AutomationExecutionService.GetAutomationExecution"
+  | "svc.api.automations.v1.AutomationExecutionService.ListAutomationExecutions"
+  | "svc.api.automations.v1.AutomationExecutionService.Redrive"
+  | "svc.api.automations.v1.AutomationService.CheckAutomationSteps"
+  | "svc.api.automations.v1.AutomationService.CreateAutomation"
+  | "svc.api.automations.v1.AutomationService.DeleteAutomation"
+  | "svc.api.automations.v1.AutomationService.GetAutomation"
+  | "svc.api.automations.v1.AutomationService.ListAutomations"
+  | "svc.api.automations.v1.AutomationService.RotateNotificationSecret"
+  | "svc.api.automations.v1.AutomationService.RotateWebhookSecret"
+  | "svc.api.automations.v1.AutomationService.UpdateAutomation"
+  | "svc.api.automations.v1.NotificationDestinationService.Disable"
+  | "svc.api.automations.v1.NotificationDestinationService.Enable"
+  | "svc.api.automations.v1.NotificationDestinationService.Get"
+  | "svc.api.automations.v1.NotificationDestinationService.List"
+  | "svc.api.automations.v1.WebhookEventService.ListWebhookEvents"
+  | "svc.api.automations.v1.WebhookEventService.Replay"
+  | "svc.api.funds.v1.AppCapService.Delete"
+  | "svc.api.funds.v1.AppCapService.Get"
+  | "svc.api.funds.v1.AppCapService.List"
+  | "svc.api.funds.v1.AppCapService.Set"
+  | "svc.api.funds.v1.FundPolicyService.Get"
+  | "svc.api.funds.v1.FundPolicyService.Update"
+  | "svc.api.funds.v1.MyFundLimitsService.ClearLimit"
+  | "svc.api.funds.v1.MyFundLimitsService.Get"
+  | "svc.api.funds.v1.MyFundLimitsService.GetEffective"
+  | "svc.api.funds.v1.MyFundLimitsService.List"
+  | "svc.api.funds.v1.MyFundLimitsService.SetLimit"
+  | "svc.api.funds.v1.SpendService.Authorize"
+  | "svc.api.funds.v1.SpendService.Capture"
+  | "svc.api.funds.v1.SpendService.Get"
+  | "svc.api.funds.v1.SpendService.List"
+  | "svc.api.funds.v1.SpendService.Release"
+  | "svc.api.funds.v1.SpendService.Reverse"
+  | "svc.api.funds.v1.SubjectAppLimitService.ClearExtension"
+  | "svc.api.funds.v1.SubjectAppLimitService.Delete"
+  | "svc.api.funds.v1.SubjectAppLimitService.Get"
+  | "svc.api.funds.v1.SubjectAppLimitService.GetEffective"
+  | "svc.api.funds.v1.SubjectAppLimitService.Search"
+  | "svc.api.funds.v1.SubjectAppLimitService.SetExtension"
+  | "svc.api.funds.v1.SubjectAppLimitService.SetLimit"
+  | "svc.api.funds.v1.SubjectAppLimitService.Suspend"
+  | "svc.api.funds.v1.SubjectAppLimitService.Unsuspend"
+  | "svc.api.iam.v1.CredentialService.Create"
+  | "svc.api.iam.v1.CredentialService.List"
+  | "svc.api.iam.v1.CredentialService.Revoke"
+  | "svc.api.iam.v1.TokenService.CreateToken"
+  | "svc.api.iam.v1.UserService.Create"
+  | "svc.api.iam.v1.UserService.Get"
+  | "svc.api.iam.v1.UserService.List"
+  | "svc.api.webhooks.v1.IncomingWebhookService.Receive";
 
 type Content<T> = T extends { content: { "application/json": infer B } } ? B
   : T extends { content: { "application/x-www-form-urlencoded": infer F } } ? F : never;

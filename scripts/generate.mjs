@@ -112,8 +112,10 @@ const lines = [
   TS_HEADER,
   `import type { operations } from "./api.js";`,
   ``,
-  `/** Every operation id of the contract. */`,
-  `export type OperationId = keyof operations;`,
+  // The paths' operations only: `operations` holds the webhooks' too, requests the service sends.
+  `/** Every operation id of the contract's paths. */`,
+  `export type OperationId =`,
+  ...ops.map((o, i) => `  | ${q(o.id)}${i === ops.length - 1 ? ";" : ""}`),
   ``,
   `type Content<T> = T extends { content: { "application/json": infer B } } ? B`,
   `  : T extends { content: { "application/x-www-form-urlencoded": infer F } } ? F : never;`,

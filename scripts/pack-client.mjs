@@ -28,7 +28,7 @@ const entry = (name) => ({ types: `./src/client/${name}.d.ts`, default: `./src/c
 const manifest = {
   name: "@tenant/access-api-client",
   version: repo.version,
-  description: "Typed client of the tenant API (openapi-fetch over the contract's generated types): client-credentials tokens, pagination, errors with their reason.",
+  description: "Typed client of the tenant API (openapi-fetch over the contract's generated types): client-credentials tokens, pagination, errors with their reason, and the verification of notifications.",
   type: "module",
   license: repo.license,
   engines: { node: repo.engines.node },

@@ -201,7 +201,8 @@ export class Notifier {
     const timestamp = Math.floor(this.clock.now() / 1000);
     const began = performance.now();
     const span = parent?.recording
-      ? parent.child("POST", { "http.request.method": "POST", "server.address": url.hostname, "server.port": Number(url.port || (url.protocol === "https:" ? 443 : 80)), "url.full": url.toString(), "http.request.resend_count": n - 1 }, undefined, "client")
+      ? // The host and port only: a receiver's path or query may hold a token of its own (as chat webhooks' do).
+        parent.child("POST", { "http.request.method": "POST", "server.address": url.hostname, "server.port": Number(url.port || (url.protocol === "https:" ? 443 : 80)), "http.request.resend_count": n - 1 }, undefined, "client")
       : undefined;
     const record = (status: number | null, error: string | null, responseExcerpt: string | null): DeliveryAttempt => ({
       attempt: n,

@@ -1,16 +1,19 @@
 // A small typed client for this API, built on openapi-fetch and the generated types: requests carry
 // an access token obtained by the client-credentials grant (see token-source.ts), `paginate` walks
-// any list, and `unwrap` turns a failed answer into an ApiRequestError. Browser-safe (the console
-// uses it); `npm run pack:client` makes it the installable package @tenant/access-api-client.
+// any list, and `unwrap` turns a failed answer into an ApiRequestError; `verifyNotification` checks a
+// notify step's notification. Browser-safe (the console uses it); `npm run pack:client` makes it
+// the installable package @tenant/access-api-client.
 import createClient, { type Middleware } from "openapi-fetch";
 import type { paths } from "../../generated/api.js";
 import type { Client } from "./fetch-types.js";
 import { createTokenSource, TOKEN_PATH, type ClientCredentials } from "./token-source.js";
 
-export type { paths, components, operations } from "../../generated/api.js";
+export type { paths, components, operations, webhooks } from "../../generated/api.js";
 export * from "../../generated/enums.js";
 export { ApiRequestError, errorReason, unwrap } from "./request-errors.js";
 export { createTokenSource, TokenError, type ClientCredentials, type TokenSource, type TokenSourceOptions } from "./token-source.js";
+export { NotificationVerificationError, type NotificationVerificationReason } from "./notification-errors.js";
+export { DEFAULT_TOLERANCE_SECONDS, verifyNotification, type NotificationHeaders, type VerifyNotificationOptions } from "./verify-notification.js";
 
 /** The answers' and bodies' extensible enumerations are their known values or any other string (see fetch-types.ts). */
 export type ApiClient = Client<paths>;

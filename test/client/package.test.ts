@@ -1,16 +1,19 @@
 // The client as a partner gets it: `npm run pack:client` makes a tarball, installed into a scratch
 // project of its own. Its dependency tree is the client, openapi-fetch and its helper types only; a consumer's
 // TypeScript is checked against the installed declarations (strictly, the declarations included),
-// compiled, and run against a real server: a token, a call, a list, and failures with their reason.
+// compiled, and run against a real server: a token, a call, a list, and failures with their reason;
+// and a notification the server's signature function signed, verified and, changed, refused.
 // The package's README sets up a project of its own (ESM, NodeNext): its files, as written, compile
 // and the example runs.
 import { execFile } from "node:child_process";
+import { randomBytes } from "node:crypto";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { signature } from "../../src/automations/notify.js";
 import { BOOTSTRAP, startTestServer, type TestServer } from "../support/server.js";
 
 const run = promisify(execFile);
@@ -37,7 +40,7 @@ const filesOf = (readme: string): Record<string, string> =>
   Object.fromEntries([...readme.matchAll(/^`([\w.]+)`[\s\S]*?\n```(?:json|ts)\n([\s\S]*?)\n```/gm)].map((m) => [m[1]!, `${m[2]!}\n`]));
 
 const CONSUMER = `
-import { ApiRequestError, createApiClient, createTokenSource, paginate, RoleValues, TokenError, unwrap, type components } from "@tenant/access-api-client";
+import { ApiRequestError, createApiClient, createTokenSource, NotificationVerificationError, paginate, RoleValues, TokenError, unwrap, verifyNotification, type components } from "@tenant/access-api-client";
 import { config } from "./config.js";
 
 const api = createApiClient({ baseUrl: config.baseUrl, credentials: config.credentials });
@@ -63,6 +66,11 @@ async function failure(call: () => Promise<unknown>) {
 const notFound = await failure(async () => unwrap(await api.GET("/api/v1/automations/{id}", { params: { path: { id: "no-such-automation" } } })));
 const refused = await failure(() => createTokenSource({ baseUrl: config.baseUrl, credentials: { ...config.credentials, clientSecret: "not-the-secret" } }).token());
 
+// A notification as the server signs it, verified without Node's types (WebCrypto), then changed by one byte.
+const { secret, ...notification } = config.notification;
+const notified = await verifyNotification<{ type: string }>({ secrets: [secret], ...notification });
+const changed = await verifyNotification({ secrets: [secret], ...notification, body: notification.body + " " }).catch((e: unknown) => (e instanceof NotificationVerificationError ? e.reason : String(e)));
+
 // Never called: it proves the installed declarations are the contract's, not \`any\`.
 export function typeErrors(): void {
   // @ts-expect-error the contract has no such path
@@ -74,7 +82,7 @@ export function typeErrors(): void {
   void period;
 }
 
-console.log(JSON.stringify({ currencyCode: policy.currencyCode, userIds, tokenLength: token.length, roles: RoleValues, notFound, refused }));
+console.log(JSON.stringify({ currencyCode: policy.currencyCode, userIds, tokenLength: token.length, roles: RoleValues, notFound, refused, notified: notified.type, changed }));
 `;
 
 describe("npm run pack:client", () => {
@@ -97,7 +105,11 @@ describe("npm run pack:client", () => {
   }, 120_000);
 
   it("type-checks a consumer against the installed package, which then calls a real server", async () => {
-    writeFileSync(join(scratch, "config.ts"), `export const config = ${JSON.stringify({ baseUrl: ts.url, credentials: BOOTSTRAP })};\n`);
+    const secret = `whsec_${randomBytes(32).toString("base64")}`;
+    const [id, timestamp, body] = ["exe_9Tg3Hs6Wq1Zc4Nv8_tell", 1_795_167_000, JSON.stringify({ type: "card.lost" })] as const;
+    const headers = { "webhook-id": id, "webhook-timestamp": String(timestamp), "webhook-signature": signature([secret], id, timestamp, body) };
+    const notification = { secret, headers, body, now: timestamp * 1000 };
+    writeFileSync(join(scratch, "config.ts"), `export const config = ${JSON.stringify({ baseUrl: ts.url, credentials: BOOTSTRAP, notification })};\n`);
     writeFileSync(join(scratch, "consumer.ts"), CONSUMER);
     writeFileSync(
       join(scratch, "tsconfig.json"),
@@ -122,6 +134,8 @@ describe("npm run pack:client", () => {
     expect(result.refused).toMatchObject({ name: "TokenError", status: 401, reason: "INVALID_CLIENT", tokenError: true });
     expect(result.refused.message).toContain("401 INVALID_CLIENT");
     expect(result.refused.message).not.toContain("not-the-secret");
+    expect(result.notified).toBe("card.lost");
+    expect(result.changed).toBe("NO_MATCHING_SIGNATURE");
   }, 120_000);
 
   it("its README's setup compiles as written (ESM, NodeNext, @types/node) and its example calls a real server", async () => {

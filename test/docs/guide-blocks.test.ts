@@ -1,6 +1,6 @@
 // The rules by which the guides' test reads a guide and compares what it shows with what ran.
 import { describe, expect, it } from "vitest";
-import { declaredRefusal, fencedBlocks, missingLines, shownDifferences } from "../support/guide-blocks.js";
+import { declaredRefusal, fencedBlocks, isRunnable, missingLines, shownDifferences } from "../support/guide-blocks.js";
 
 describe("reading a guide's blocks", () => {
   it("finds each block with its language and line, and refuses a language the test neither runs nor compares", () => {
@@ -12,6 +12,17 @@ describe("reading a guide's blocks", () => {
     expect(() => fencedBlocks("```python\nprint(1)\n```\n", "g.md")).toThrow("g.md:1: a ```python block");
     expect(() => fencedBlocks("```\nuntyped\n```\n", "g.md")).toThrow("g.md:1");
     expect(() => fencedBlocks("```sh\ncurl x\n", "g.md")).toThrow("never closed");
+  });
+
+  it("reads a block after an examples/ comment as a copy of that file, in the languages of the examples, never run", () => {
+    const blocks = fencedBlocks("Python:\n\n<!-- examples/verifying/verify.py -->\n```python\nprint(1)\n```\n\n```sh\ncurl x\n```\n", "g.md");
+    expect(blocks).toEqual([
+      { lang: "python", code: "print(1)", line: 4, example: "examples/verifying/verify.py" },
+      { lang: "sh", code: "curl x", line: 8 },
+    ]);
+    expect(blocks.map(isRunnable)).toEqual([false, true]);
+    expect(fencedBlocks("<!-- examples/a.sh -->\n```sh\ntrue\n```\n", "g.md").map(isRunnable)).toEqual([false]);
+    expect(() => fencedBlocks("<!-- examples/a.rb -->\n```ruby\nputs 1\n```\n", "g.md")).toThrow("g.md:2: a ```ruby copy of examples/a.rb");
   });
 
   it("reads the refusal a block declares for its last request", () => {

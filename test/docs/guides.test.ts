@@ -59,7 +59,7 @@ async function runShellBlocks(guide: Guide, dir: string, env: NodeJS.ProcessEnv)
   const out = join(dir, "out");
   mkdirSync(records, { recursive: true });
   mkdirSync(out);
-  const blocks = guide.blocks.filter((b) => b.lang === "sh");
+  const blocks = guide.blocks.filter((b) => b.lang === "sh" && isRunnable(b));
   const script = [RECORDING_CURL, `cd '${dir}'`];
   blocks.forEach((block, i) => {
     // A group, not a subshell: what a block sets, the next one reads, as in a reader's shell.
@@ -82,7 +82,7 @@ async function runShellBlocks(guide: Guide, dir: string, env: NodeJS.ProcessEnv)
 /** Writes the `ts` blocks of every guide into one TypeScript project, typechecks it once, and runs each block. */
 async function runClientBlocks(dir: string, env: NodeJS.ProcessEnv): Promise<{ typecheck: string; ran: Map<Block, Ran> }> {
   writeClientProject(dir);
-  const programs = guides.flatMap((guide, g) => guide.blocks.filter((b) => b.lang === "ts").map((block, i) => ({ block, file: `guide-${g}-${i}.ts` })));
+  const programs = guides.flatMap((guide, g) => guide.blocks.filter((b) => b.lang === "ts" && isRunnable(b)).map((block, i) => ({ block, file: `guide-${g}-${i}.ts` })));
   for (const { block, file } of programs) writeFileSync(join(dir, file), block.code);
   const typecheck = await typecheckClientProject(dir);
   const ran = new Map<Block, Ran>();
@@ -169,10 +169,21 @@ afterAll(async () => {
   if (dir) rmSync(dir, { recursive: true, force: true });
 });
 
+/** Why a block that copies a file of examples/ differs from it, if it does: it shows the file whole, as it is. */
+function exampleProblems(block: Block & { example: string }): string[] {
+  let text: string;
+  try {
+    text = readFileSync(join(root, block.example), "utf8");
+  } catch {
+    return [`${block.example} does not exist`];
+  }
+  return text === `${block.code}\n` ? [] : [`the block is not ${block.example} as it is: copy the file into the guide again`];
+}
+
 /** Every block of every guide with the runnable block whose output it shows. */
 const cases = guides.flatMap((guide) =>
-  guide.blocks.map((block, i) => {
-    const source = isRunnable(block) ? block : guide.blocks.slice(0, i).reverse().find(isRunnable);
+  guide.blocks.filter((block) => block.example === undefined).map((block, i, ran) => {
+    const source = isRunnable(block) ? block : ran.slice(0, i).reverse().find(isRunnable);
     return [`${guide.file}:${block.line} (${block.lang})`, { block, source }] as const;
   }),
 );
@@ -217,6 +228,11 @@ describe("the guides of the reference", () => {
 
   it("the typed-client blocks typecheck against the client package's types", () => {
     expect(typecheck).toBe("");
+  });
+
+  const examples = guides.flatMap((guide) => guide.blocks.flatMap((block) => (block.example === undefined ? [] : [[`${guide.file}:${block.line} (${block.example})`, { ...block, example: block.example }] as const])));
+  it.each(examples)("%s is the file as it is", (_, block) => {
+    expect(exampleProblems(block)).toEqual([]);
   });
 
   it.each(cases)("%s", (_, { block, source }) => {

@@ -76,3 +76,34 @@ export function requestBodyErrors(operationId: string, body: unknown): string[] 
   if (!validate) return [`no request schema for ${operationId}`];
   return validate(body) ? [] : (validate.errors ?? []).map((e) => `${e.instancePath || "/"} ${e.message}`);
 }
+
+/**
+ * Errors of a request the service sent (`headers` as Node received them, the raw `body`) against
+ * the contract's webhook `name`: its header parameters, `Content-Type`, body size and JSON body; [] when valid.
+ */
+export function webhookErrors(name: string, headers: Readonly<Record<string, string | string[] | undefined>>, body: string): string[] {
+  const op = contract.webhooks?.[name]?.post as Node | undefined;
+  if (!op) return [`the contract declares no webhook ${name}`];
+  const errors: string[] = [];
+  (op.parameters as Node[]).forEach((parameter, i) => {
+    const declared = deref(parameter);
+    const value = headers[(declared.name as string).toLowerCase()];
+    if (value === undefined) return void (declared.required && errors.push(`header ${declared.name} is missing`));
+    const at = parameter.$ref ? [...(parameter.$ref as string).slice(2).split("/"), "schema"] : ["webhooks", name, "post", "parameters", String(i), "schema"];
+    const validate = ajv.getSchema(pointer(...at));
+    if (!validate?.(value)) errors.push(`header ${declared.name} ${JSON.stringify(value)}: ${(validate?.errors ?? []).map((e) => e.message).join(", ")}`);
+  });
+  const [mediaType] = Object.keys(op.requestBody.content as Node);
+  if (headers["content-type"] !== mediaType) errors.push(`content-type ${JSON.stringify(headers["content-type"])}, declared ${mediaType}`);
+  const maxBytes = op["x-max-body-bytes"] as number;
+  if (Buffer.byteLength(body, "utf8") > maxBytes) errors.push(`the body is larger than the ${maxBytes} bytes declared`);
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(body);
+  } catch {
+    return [...errors, "the body is not JSON"];
+  }
+  const validate = ajv.getSchema(pointer("webhooks", name, "post", "requestBody", "content", mediaType!, "schema"));
+  if (!validate) return [...errors, `no body schema for webhook ${name}`];
+  return validate(parsed) ? errors : [...errors, ...(validate.errors ?? []).map((e) => `body ${e.instancePath || "/"} ${e.message}`)];
+}

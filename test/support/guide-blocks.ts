@@ -2,37 +2,49 @@
 // shows compares with what the server answered. A guide holds two kinds of blocks:
 //   - code a reader runs: `sh` (bash with curl and jq) and `ts` (a program with the typed client);
 //   - what the code before it prints: `json` (compared value by value, see `shownDifferences`) and
-//     `text` (each line printed, numbers aside).
+//     `text` (each line printed, numbers aside);
+//   - a copy of a program of examples/, named by the comment on the line before it
+//     (`<!-- examples/verifying/verify.py -->`): the file whole, which a test of its own runs.
 // Any other language is refused, so that no block escapes the test.
 
 export type RunnableLanguage = "sh" | "ts";
 export type ShownLanguage = "json" | "text";
+export type ExampleLanguage = "sh" | "ts" | "js" | "python" | "java";
 
 export interface Block {
-  lang: RunnableLanguage | ShownLanguage;
+  lang: RunnableLanguage | ShownLanguage | ExampleLanguage;
   code: string;
   /** 1-based line of the opening fence, for messages. */
   line: number;
+  /** The file of examples/ the block is a copy of, when it is one. */
+  example?: string;
 }
 
 const RUNNABLE: readonly string[] = ["sh", "ts"];
 const SHOWN: readonly string[] = ["json", "text"];
+const EXAMPLE: readonly string[] = ["sh", "ts", "js", "python", "java"];
+const EXAMPLE_COMMENT = /^<!-- (examples\/[\w./-]+) -->$/;
 
-/** Code a reader runs, as opposed to what it prints. */
-export const isRunnable = (block: Block): block is Block & { lang: RunnableLanguage } => RUNNABLE.includes(block.lang);
+/** Code a reader runs against the sandbox, as opposed to what it prints, or a copy of an example (run by its own test). */
+export const isRunnable = (block: Block): block is Block & { lang: RunnableLanguage } => RUNNABLE.includes(block.lang) && block.example === undefined;
 
 /** The fenced blocks of `markdown`, in order; throws on a block of a language the test does not run or compare. */
 export function fencedBlocks(markdown: string, file: string): Block[] {
   const blocks: Block[] = [];
-  let open: { lang: string; line: number; lines: string[] } | undefined;
+  let open: { lang: string; line: number; lines: string[]; example: string | undefined } | undefined;
+  let before = "";
   for (const [i, line] of markdown.split("\n").entries()) {
     if (open === undefined) {
       const fence = /^```(\S*)/.exec(line);
-      if (fence) open = { lang: fence[1]!, line: i + 1, lines: [] };
+      if (fence) open = { lang: fence[1]!, line: i + 1, lines: [], example: EXAMPLE_COMMENT.exec(before)?.[1] };
+      else if (line.trim() !== "") before = line;
     } else if (line === "```") {
-      if (![...RUNNABLE, ...SHOWN].includes(open.lang)) throw new Error(`${file}:${open.line}: a \`\`\`${open.lang} block: guides hold sh, ts, json and text blocks only`);
-      blocks.push({ lang: open.lang as Block["lang"], code: open.lines.join("\n"), line: open.line });
+      if (open.example !== undefined) {
+        if (!EXAMPLE.includes(open.lang)) throw new Error(`${file}:${open.line}: a \`\`\`${open.lang} copy of ${open.example}: examples are shown as ${EXAMPLE.join(", ")} blocks only`);
+      } else if (![...RUNNABLE, ...SHOWN].includes(open.lang)) throw new Error(`${file}:${open.line}: a \`\`\`${open.lang} block: guides hold sh, ts, json and text blocks only, and copies of examples/`);
+      blocks.push({ lang: open.lang as Block["lang"], code: open.lines.join("\n"), line: open.line, ...(open.example === undefined ? {} : { example: open.example }) });
       open = undefined;
+      before = "";
     } else open.lines.push(line);
   }
   if (open) throw new Error(`${file}:${open.line}: a block that is never closed`);

@@ -25,7 +25,7 @@ export interface ReceivedSpan {
   resource: Record<string, unknown>;
 }
 
-export const SpanKind = { INTERNAL: 1, SERVER: 2, CONSUMER: 5 } as const;
+export const SpanKind = { INTERNAL: 1, SERVER: 2, CLIENT: 3, CONSUMER: 5 } as const;
 export const StatusCode = { UNSET: 0, ERROR: 2 } as const;
 
 export interface OtlpReceiver {

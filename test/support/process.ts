@@ -1,9 +1,9 @@
 // Real child processes: run to their end, or serving HTTP until they answer; and, stopped as a
 // process manager stops them, whether every process they started ended with them.
 import { spawn, type ChildProcess } from "node:child_process";
-import { readdirSync, readFileSync } from "node:fs";
+import { accessSync, constants, readdirSync, readFileSync } from "node:fs";
 import { connect, createServer } from "node:net";
-import { join } from "node:path";
+import { delimiter, join } from "node:path";
 import { fileURLToPath } from "node:url";
 
 const root = fileURLToPath(new URL("../..", import.meta.url));
@@ -33,6 +33,18 @@ export function runToEnd(command: string, args: string[], env: NodeJS.ProcessEnv
     child.once("error", reject);
     // "close", not "exit": every byte of both streams has been read by then.
     child.once("close", (code) => resolve({ code, out, stdout, stderr }));
+  });
+}
+
+/** Whether `name` is an executable file in a folder of PATH. */
+export function onPath(name: string): boolean {
+  return (process.env.PATH ?? "").split(delimiter).some((folder) => {
+    try {
+      accessSync(join(folder, name), constants.X_OK);
+      return true;
+    } catch {
+      return false;
+    }
   });
 }
 

@@ -2,6 +2,7 @@
 import { randomUUID } from "node:crypto";
 import { expect } from "vitest";
 import { unwrap, type ApiClient } from "../../../src/client/index.js";
+import { schemaErrors } from "../../support/contract.js";
 import type { Schemas } from "../limits/helpers.js";
 
 export type FundEvent = Schemas["FundEvent"];
@@ -60,4 +61,8 @@ export async function stillExecutions(client: ApiClient, automationId: string, c
   return found.reverse();
 }
 
-export const eventOf = (e: Execution): FundEvent => e.context.trigger as FundEvent;
+/** The fund event an execution ran on (its `ctx.trigger`), which must be as the contract declares its kind. */
+export function eventOf(e: Execution): FundEvent {
+  expect(schemaErrors("FundEventPayload", e.context.trigger), `the ${String((e.context.trigger as FundEvent).type)} of ${e.id} as FundEventPayload declares it`).toEqual([]);
+  return e.context.trigger as FundEvent;
+}

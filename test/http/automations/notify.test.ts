@@ -2,8 +2,9 @@
 // off): a real HTTPS receiver (the self-signed certificate of test/fixtures/tls, for its name, given
 // to the server as an extra CA) on 127.0.0.2, the one address the server is told to treat as public,
 // checks every notification's Standard Webhooks signature with an implementation of its own, written
-// from the specification. Retries on the schedule, parked in between (503 then 200, 429 and its
-// Retry-After), a receiver that never answers, the cap of requests in flight to one destination, a final 4xx,
+// from the specification, and its headers and body against the contract's webhook. Retries on the
+// schedule, parked in between (503 then 200, 429 and its Retry-After), a receiver that never answers,
+// the cap of requests in flight to one destination, a final 4xx,
 // URLs refused at save and names refused at send (`localhost`: a counter on 127.0.0.1 stands for the
 // internal network and must see no connection), the body's bound, the secret's rotation, and that
 // the secret reaches no log, step result or error. A second server with the development flag posts
@@ -16,18 +17,23 @@ import { readFileSync } from "node:fs";
 import http from "node:http";
 import https from "node:https";
 import net from "node:net";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { unwrap } from "../../../src/client/index.js";
+import { webhookErrors } from "../../support/contract.js";
 import { bootstrapToken, logCapture, startTestServer, type TestServer } from "../../support/server.js";
-import { expectError } from "../limits/helpers.js";
+import { expectError, funds, newAppId } from "../limits/helpers.js";
+import { eventOf, fundAutomation, settledExecutions } from "./fund-events-helpers.js";
 import { automationsApi, createHooked, expectAccepted, finished, sendHmac, settled, type Execution, type Hooked, type Step } from "../webhooks/helpers.js";
 
 /** The name the fixture's certificate is for; resolved by the test's DNS to the stand-in address. */
 const PUBLIC_NAME = "jwks.example.test";
 const STAND_IN = "127.0.0.2";
 const tlsFixture = (ext: string) => readFileSync(new URL(`../../fixtures/tls/jwks-example-test.${ext}`, import.meta.url));
-/** Three attempts after the first, 5, 10 and 20 s after the one before (the test's clock moves); 0.8 s each. */
-const DELIVERY = { NOTIFY_RETRY_SCHEDULE: "5s,10s,20s", NOTIFY_TIMEOUT_SECONDS: "0.8", NOTIFY_MAX_IN_FLIGHT_PER_DESTINATION: "2" };
+/**
+ * Three attempts after the first, 5, 10 and 20 s after the one before (the test's clock moves); 0.8 s
+ * each. Every test posts to the one receiver: its circuit never opens here (destination-health.test.ts).
+ */
+const DELIVERY = { NOTIFY_RETRY_SCHEDULE: "5s,10s,20s", NOTIFY_TIMEOUT_SECONDS: "0.8", NOTIFY_MAX_IN_FLIGHT_PER_DESTINATION: "2", NOTIFY_CIRCUIT_FAILURES: "1000" };
 const GRACE_SECONDS = 3600;
 
 const NAMES: Record<string, LookupAddress[]> = {
@@ -50,6 +56,8 @@ let ts: TestServer;
 let logs: ReturnType<typeof logCapture>;
 let receiver: { port: number; server: https.Server; received: Received[]; sockets: Set<net.Socket> };
 let internal: { port: number; connections: number; server: net.Server };
+/** Where a notification received differs from the contract's `notification` request: checked after each test. */
+const drift: string[] = [];
 /** Every notification secret an answer showed. */
 const shown: string[] = [];
 
@@ -85,7 +93,9 @@ beforeAll(async () => {
     const chunks: Buffer[] = [];
     req.on("data", (c: Buffer) => chunks.push(c));
     req.on("end", () => {
-      host.received.push({ path: new URL(req.url ?? "/", "https://receiver").pathname, headers: req.headers, body: Buffer.concat(chunks).toString("utf8") });
+      const body = Buffer.concat(chunks).toString("utf8");
+      host.received.push({ path: new URL(req.url ?? "/", "https://receiver").pathname, headers: req.headers, body });
+      drift.push(...webhookErrors("notification", req.headers, body).map((e) => `${String(req.headers["webhook-id"])}: ${e}`));
       answer(req, res, host.received);
     });
   });
@@ -99,6 +109,10 @@ beforeAll(async () => {
   ts = await startTestServer({ NOTIFICATION_ALLOW_INSECURE: "0", WEBHOOK_SECRET_GRACE_SECONDS: String(GRACE_SECONDS), LOG_LEVEL: "debug", ...DELIVERY }, logs.stream, {
     notifications: { resolve, ca: tlsFixture("crt"), exemptAddresses: [STAND_IN] },
   });
+});
+
+afterEach(() => {
+  expect(drift.splice(0), "notifications sent as the contract's webhooks declare").toEqual([]);
 });
 
 afterAll(async () => {
@@ -265,6 +279,18 @@ describe("notify: delivery", () => {
     }
   });
 
+  it("a fund event notified as it is (bodyCel ctx.trigger) is the contract's fundEventNotification, its body the event of the execution", async () => {
+    const appId = newAppId("notified");
+    const { userId } = await ts.userClient(["ROLE_USER"]);
+    const automationId = await fundAutomation(ts.admin, { eventTypes: ["FUND_EVENT_TYPE_LIMIT_SUSPENDED"], conditionCel: `ctx.trigger.appId == "${appId}"` }, [notifyStep(urlOf("/ok"), "ctx.trigger")]);
+    unwrap(await funds(ts.admin).suspend(userId, appId, { reason: "notified" }));
+    const [execution] = await settledExecutions([ts.admin], automationId, 1);
+    const [received, ...others] = receivedFor(execution!);
+    expect(others).toEqual([]);
+    expect(webhookErrors("fundEventNotification", received!.headers, received!.body)).toEqual([]);
+    expect(JSON.parse(received!.body)).toEqual({ ...eventOf(execution!), type: "FUND_EVENT_TYPE_LIMIT_SUSPENDED", userId, appId });
+  });
+
   it("a body larger than 64 KB as JSON fails the step before anything is sent", async () => {
     const hook = await notifying(urlOf("/ok"), '{"a": ctx.trigger.big, "b": ctx.trigger.big}');
     const execution = await run(hook, { big: "y".repeat(40_000) });
@@ -380,7 +406,12 @@ describe("notify with NOTIFICATION_ALLOW_INSECURE=1 (development)", () => {
     const plain = http.createServer((req, res) => {
       const chunks: Buffer[] = [];
       req.on("data", (c: Buffer) => chunks.push(c));
-      req.on("end", () => (received.push({ path: req.url ?? "", headers: req.headers, body: Buffer.concat(chunks).toString() }), res.writeHead(200).end()));
+      req.on("end", () => {
+        const body = Buffer.concat(chunks).toString();
+        received.push({ path: req.url ?? "", headers: req.headers, body });
+        drift.push(...webhookErrors("notification", req.headers, body));
+        res.writeHead(200).end();
+      });
     });
     plain.listen(0, "127.0.0.1");
     await once(plain, "listening");

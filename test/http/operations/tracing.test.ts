@@ -9,8 +9,10 @@
 // tracing enables no AsyncLocalStorage nor async hook; nothing exported names a secret or an id;
 // a collector that does not answer costs requests nothing.
 import { randomUUID } from "node:crypto";
+import { once } from "node:events";
+import { createServer as createHttpServer } from "node:http";
 import { mkdtempSync, rmSync } from "node:fs";
-import { createServer, type Server, type Socket } from "node:net";
+import { createServer, type AddressInfo, type Server, type Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
@@ -76,7 +78,7 @@ function startOne(env: Record<string, string>, on: TestDatabase = database): Pro
 beforeAll(async () => {
   receiver = await startOtlpReceiver();
   database = await createTestDatabase(dir);
-  server = await startOne({ OTEL_SERVICE_NAME: "tenant-api-traced", OTEL_RESOURCE_ATTRIBUTES: "deployment.environment.name=test" });
+  server = await startOne({ OTEL_SERVICE_NAME: "tenant-api-traced", OTEL_RESOURCE_ATTRIBUTES: "deployment.environment.name=test", NOTIFICATION_ALLOW_INSECURE: "1" });
   accepting = await startOne({ OTEL_BSP_SCHEDULE_DELAY: "3600000", SHUTDOWN_DRAIN_SECONDS: "5" });
   untracedDatabase = await createTestDatabase(mkdtempSync(join(dir, "untraced-")));
   untraced = await startOne({ OTEL_EXPORTER_OTLP_ENDPOINT: "" }, untracedDatabase);
@@ -148,15 +150,9 @@ async function notContinued(caller: Caller, name: string): Promise<ReceivedSpan>
   return span!;
 }
 
-async function hmacAutomation(): Promise<{ path: string; secret: string; id: string }> {
+async function hmacAutomation(automationSteps: unknown[] = [{ stepName: "calc", evaluateExpressions: { expressions: [{ name: "n", expression: "ctx.trigger.n * 2.0" }] } }]): Promise<{ path: string; secret: string; id: string }> {
   const created = await call(server.url, "POST", "/api/v1/automations", {
-    automation: {
-      displayName: `traced ${randomUUID()}`,
-      isDraft: false,
-      enabled: true,
-      triggers: [{ webhook: { hmac: {} } }],
-      automationSteps: [{ stepName: "calc", evaluateExpressions: { expressions: [{ name: "n", expression: "ctx.trigger.n * 2.0" }] } }],
-    },
+    automation: { displayName: `traced ${randomUUID()}`, isDraft: false, enabled: true, triggers: [{ webhook: { hmac: {} } }], automationSteps },
   });
   expect(created.status).toBe(200);
   return { path: new URL(created.body.automation.triggers[0].webhook.url as string).pathname, secret: created.body.webhookSecret as string, id: created.body.automation.id as string };
@@ -343,6 +339,27 @@ describe(`traces over OTLP/HTTP, on ${testDialect()}`, () => {
       const found = spans.filter((s) => s.traceId === parent.traceId && s.name === "db.transaction" && s.parentSpanId === execution.spanId);
       return found.length > 0 ? found : undefined;
     });
+  });
+
+  it("each attempt of a notify step is a CLIENT span of the execution, naming the host and port only, and its request sends that span's traceparent", async () => {
+    const received: string[] = [];
+    const partner = createHttpServer((req, res) => (received.push(String(req.headers.traceparent)), req.resume().on("end", () => res.writeHead(204).end())));
+    partner.listen(0, "127.0.0.1");
+    await once(partner, "listening");
+    try {
+      const port = (partner.address() as AddressInfo).port;
+      const automation = await hmacAutomation([{ stepName: "tell", notify: { url: `http://127.0.0.1:${port}/hooks/t0ken-in-path?key=s3cret`, bodyCel: '{"n": ctx.trigger.n}' } }]);
+      const parent = traceparent();
+      expect((await deliver(server.url + automation.path, automation.secret, JSON.stringify({ n: 7 }), { traceparent: parent.header })).status).toBe(200);
+      const execution = await spanOf(parent.traceId, EXECUTION_SPAN);
+      const attempt = await spanOf(parent.traceId, "POST");
+      expect(attempt).toMatchObject({ kind: SpanKind.CLIENT, parentSpanId: execution.spanId });
+      expect(attempt.attributes).toEqual({ "http.request.method": "POST", "server.address": "127.0.0.1", "server.port": port, "http.request.resend_count": 0, "http.response.status_code": 204 });
+      expect(received).toEqual([`00-${parent.traceId}-${attempt.spanId}-01`]);
+      expect(inExportedBytes("t0ken-in-path") || inExportedBytes("s3cret")).toBe(false);
+    } finally {
+      partner.close();
+    }
   });
 
   it("log lines written during a traced request carry its trace_id and span_id", async () => {

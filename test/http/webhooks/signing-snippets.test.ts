@@ -4,15 +4,13 @@
 // execution recorded with the body sent; and the same program's event, its body changed on the way
 // by a relay that keeps the headers, is refused as the contract says (401 INVALID_SIGNATURE). A
 // program whose runtime is not on this machine is skipped, saying so (.ci/run installs them all).
-import { accessSync, constants } from "node:fs";
 import { once } from "node:events";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
-import { delimiter, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { responseErrors } from "../../support/contract.js";
-import { runToEnd, type RunResult } from "../../support/process.js";
+import { onPath, runToEnd, type RunResult } from "../../support/process.js";
 import { startTestServer, type TestServer } from "../../support/server.js";
 import { vectors, type HmacVector } from "../../support/vectors.js";
 import { createHooked, errorInfo, eventsOf, executionsOf, RECEIVE } from "./helpers.js";
@@ -36,18 +34,6 @@ const PROGRAMS: Program[] = [
   // Run from source as one file: the launcher compiles it, so it needs a JDK, not a JRE alone.
   { language: "Java", file: "SignAndSend.java", command: ["java", "SignAndSend.java"], needs: ["java", "javac"], packages: "default-jdk-headless" },
 ];
-
-/** Whether `name` is an executable file in a folder of PATH. */
-function onPath(name: string): boolean {
-  return (process.env.PATH ?? "").split(delimiter).some((folder) => {
-    try {
-      accessSync(join(folder, name), constants.X_OK);
-      return true;
-    } catch {
-      return false;
-    }
-  });
-}
 
 /** Runs `program` in examples/signing/ with `body` on its standard input and `env` on top of this process's. */
 function run(program: Program, args: string[], env: Record<string, string>, body: string): Promise<RunResult> {
