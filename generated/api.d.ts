@@ -6625,6 +6625,9 @@ export interface components {
          *     - `AUDIT_TARGET_KIND_USER`: a user (`UserService`); `id` is the user id.
          *     - `AUDIT_TARGET_KIND_CREDENTIAL`: an API credential (`CredentialService`); `id` is the credential id.
          *     - `AUDIT_TARGET_KIND_AUTOMATION`: an automation (`AutomationService`); `id` is the automation id.
+         *       A bulk redrive of its executions (`AutomationExecutionService.BulkRedrive`) is recorded on it
+         *       too, one event per transaction: `null` before, `{ "bulkRedrive": { ... } }` after (the range
+         *       asked for and what the transaction did).
          *     - `AUDIT_TARGET_KIND_NOTIFICATION_SECRET`: an automation's notification signing secret (its
          *       `notify` steps'), rotated; `id` is the automation id. Recorded as `{ "rotated": true }`, never
          *       the secret.
@@ -6707,6 +6710,8 @@ export interface components {
          *     `automation`) just before and just after the change: `null` before a creation and after a
          *     deletion. Secrets and their hashes are never recorded: a credential's client secret is never in
          *     it, and a rotated webhook secret is recorded as `{ "rotated": true }` after and `null` before.
+         *     A bulk redrive is recorded on its automation as `{ "bulkRedrive": { ... } }` after and `null`
+         *     before: the range asked for and what one of its transactions did.
          *     A request that changes nothing (an unsuspension of a row that is not suspended, a value set to
          *     what it was) records nothing.
          * @example {
