@@ -1475,7 +1475,7 @@ export interface paths {
          *       `ListAutomationExecutions` (`automation_id`): each new one lists with its `nextAttemptAt`.
          *     - **Bounded work**: a call looks at `BULK_REDRIVE_MAX_PER_CALL` executions of the range at most
          *       (10,000 by default), a hundred per transaction, oldest first. When more remain,
-         *       `nextPageToken` is not empty: send the same body with it as `pageToken` to continue where
+         *       `continuationToken` is not empty: send the same body with it as `continuationToken` to continue where
          *       this call stopped (the turns continue after this call's last). Executions looked at by an
          *       earlier call are looked at again only by a new call from `since`, which finds them redriven.
          *
@@ -1485,7 +1485,7 @@ export interface paths {
          *     published (409 `AUTOMATION_IS_DRAFT`); its trigger toggle is not looked at.
          *
          *     `Idempotency-Key` is optional: with it, a retry answers the first answer again for 24 hours
-         *     and does nothing more; the same key with another body (a `pageToken` included) is 422
+         *     and does nothing more; the same key with another body (a `continuationToken` included) is 422
          *     `IDEMPOTENCY_KEY_REUSED`, and a retry while the first still runs is 409
          *     `IDEMPOTENCY_KEY_IN_USE`. Without it a retry is harmless too: it redrives none of what the
          *     first redrove.
@@ -6260,8 +6260,8 @@ export interface components {
          * @description Body of `AutomationExecutionService.BulkRedrive`: the range of the automation's executions to run
          *     again, by their `createdAt` (`since` included, `until` excluded), and where to continue.
          * @example {
-         *       "since": "2026-11-20T06:00:00Z",
-         *       "until": "2026-11-20T09:00:00Z",
+         *       "since": "2026-01-10T06:00:00Z",
+         *       "until": "2026-01-10T09:00:00Z",
          *       "includeParked": true
          *     }
          */
@@ -6284,25 +6284,25 @@ export interface components {
              */
             includeParked?: boolean;
             /**
-             * @description The `nextPageToken` of an earlier answer to the same body: continues after the last
+             * @description The `continuationToken` of an earlier answer to the same body: continues after the last
              *     execution it looked at. Bound to the automation and the body's `since`, `until` and
              *     `includeParked`: another's is 400 `INVALID_PAGE_TOKEN`. Empty or absent: from `since`.
              */
-            pageToken?: string;
+            continuationToken?: string;
         };
         /**
          * @description Answer of `AutomationExecutionService.BulkRedrive`: what this call did (not counting earlier calls
          *     of the same range), and where to continue when it stopped at its bound.
          * @example {
-         *       "since": "2026-11-20T06:00:00.000Z",
-         *       "until": "2026-11-20T09:00:00.000Z",
+         *       "since": "2026-01-10T06:00:00.000Z",
+         *       "until": "2026-01-10T09:00:00.000Z",
          *       "includeParked": true,
          *       "examinedCount": 1250,
          *       "redrivenCount": 312,
          *       "madeDueCount": 40,
          *       "alreadyRedrivenCount": 3,
-         *       "lastAttemptAt": "2026-11-20T10:15:17.550Z",
-         *       "nextPageToken": ""
+         *       "lastAttemptAt": "2026-01-10T10:15:17.550Z",
+         *       "continuationToken": ""
          *     }
          */
         AutomationExecutionServiceBulkRedriveResponse: {
@@ -6345,9 +6345,9 @@ export interface components {
             lastAttemptAt: string | null;
             /**
              * @description Empty when the whole range was looked at. Otherwise the call stopped at its bound: send the
-             *     same body again with this as `pageToken` (and a new `Idempotency-Key`) to continue.
+             *     same body again with this as `continuationToken` (and a new `Idempotency-Key`) to continue.
              */
-            nextPageToken: string;
+            continuationToken: string;
         };
         /**
          * @description One item of the execution list, the execution wrapped in a field named for it.
@@ -12239,8 +12239,8 @@ export interface operations {
             content: {
                 /**
                  * @example {
-                 *       "since": "2026-11-20T06:00:00Z",
-                 *       "until": "2026-11-20T09:00:00Z",
+                 *       "since": "2026-01-10T06:00:00Z",
+                 *       "until": "2026-01-10T09:00:00Z",
                  *       "includeParked": true
                  *     }
                  */
@@ -12260,15 +12260,15 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "since": "2026-11-20T06:00:00.000Z",
-                     *       "until": "2026-11-20T09:00:00.000Z",
+                     *       "since": "2026-01-10T06:00:00.000Z",
+                     *       "until": "2026-01-10T09:00:00.000Z",
                      *       "includeParked": true,
                      *       "examinedCount": 1250,
                      *       "redrivenCount": 312,
                      *       "madeDueCount": 40,
                      *       "alreadyRedrivenCount": 3,
-                     *       "lastAttemptAt": "2026-11-20T10:15:17.550Z",
-                     *       "nextPageToken": ""
+                     *       "lastAttemptAt": "2026-01-10T10:15:17.550Z",
+                     *       "continuationToken": ""
                      *     }
                      */
                     "application/json": components["schemas"]["AutomationExecutionServiceBulkRedriveResponse"];

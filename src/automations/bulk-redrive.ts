@@ -73,7 +73,7 @@ export class BulkRedrive {
     if (Date.parse(until) > clock.now()) throw invalidField("body.until", "must not be later than the server's current time");
     const includeParked = request.includeParked ?? true;
     const scope = `automation_executions:bulk-redrive:${automationId}:${since}:${until}:${includeParked}`;
-    const resumed = pageTokens.decode(scope, request.pageToken, "body.pageToken", 3);
+    const resumed = pageTokens.decode(scope, request.continuationToken, "body.continuationToken", 3);
     await publishedSteps(storage.db, automationId);
 
     // The turns: the k-th execution made due is due at start + k / perSecond, continuing an earlier call's.
@@ -103,7 +103,7 @@ export class BulkRedrive {
       examinedCount: examined,
       ...counts,
       lastAttemptAt: made === 0 ? null : iso(start + Math.floor(((turn - 1) * 1000) / settings.perSecond)),
-      nextPageToken: more && after ? pageTokens.encode(scope, [after.created_at, after.id, start + Math.floor((turn * 1000) / settings.perSecond)]) : "",
+      continuationToken: more && after ? pageTokens.encode(scope, [after.created_at, after.id, start + Math.floor((turn * 1000) / settings.perSecond)]) : "",
     };
   }
 

@@ -36,7 +36,7 @@ interface Body {
   since?: unknown;
   until?: unknown;
   includeParked?: boolean;
-  pageToken?: string;
+  continuationToken?: string;
 }
 
 const bulk = (server: TestServer, automationId: string, body: Body, key?: string) =>
@@ -124,7 +124,7 @@ describe("a window of failures", () => {
       madeDueCount: 0,
       alreadyRedrivenCount: 1,
       lastAttemptAt: iso(at + 100),
-      nextPageToken: "",
+      continuationToken: "",
     });
     await ts.server.worker.idle();
     const all = await executionsOf(ts.admin, hook.id);
@@ -151,7 +151,7 @@ describe("a window of failures", () => {
 
     // The same call again, or one overlapping it, redrives nothing more; a single Redrive of one is refused.
     const again = done(await bulk(ts, hook.id, { since: iso(since), until: iso(until) }));
-    expect(again).toMatchObject({ examinedCount: 5, redrivenCount: 0, madeDueCount: 0, alreadyRedrivenCount: 4, lastAttemptAt: null, nextPageToken: "" });
+    expect(again).toMatchObject({ examinedCount: 5, redrivenCount: 0, madeDueCount: 0, alreadyRedrivenCount: 4, lastAttemptAt: null, continuationToken: "" });
     expectError(await api.redrive(inRange[2]!.id), 409, "EXECUTION_ALREADY_REDRIVEN");
     expect(await executionsOf(ts.admin, hook.id)).toHaveLength(all.length);
   });
@@ -225,7 +225,7 @@ describe("bounded work", () => {
 
     const first = done(await bulk(small, hook.id, body));
     expect(first).toMatchObject({ examinedCount: 250, redrivenCount: 250, alreadyRedrivenCount: 0, lastAttemptAt: iso(at + 249 * 250) });
-    expect(first.nextPageToken).not.toBe("");
+    expect(first.continuationToken).not.toBe("");
     // One audit event per transaction: 100, 100, 50.
     const events = await audited(small, hook.id);
     expect(events.map((e) => (e.after as { bulkRedrive: { examinedCount: number; redrivenCount: number } }).bulkRedrive.redrivenCount)).toEqual([100, 100, 50]);
@@ -235,8 +235,8 @@ describe("bounded work", () => {
     expect(events[0]).toMatchObject({ before: null, operationId: OPERATION, actor: { kind: "AUDIT_ACTOR_KIND_USER" } });
 
     // The token continues after the last one looked at, and the turns after the last one given.
-    const rest = done(await bulk(small, hook.id, { ...body, pageToken: first.nextPageToken }));
-    expect(rest).toMatchObject({ examinedCount: 50, redrivenCount: 50, alreadyRedrivenCount: 0, lastAttemptAt: iso(at + 299 * 250), nextPageToken: "" });
+    const rest = done(await bulk(small, hook.id, { ...body, continuationToken: first.continuationToken }));
+    expect(rest).toMatchObject({ examinedCount: 50, redrivenCount: 50, alreadyRedrivenCount: 0, lastAttemptAt: iso(at + 299 * 250), continuationToken: "" });
     const redrives = (await executionsOf(small.admin, hook.id)).filter((e) => e.origin === REDRIVE);
     expect(redrives.map((e) => e.redriveOf).sort()).toEqual([...ids].sort());
     const turns = redrives.map((e) => e.nextAttemptAt).filter((t): t is string => t !== null).sort();
@@ -247,10 +247,10 @@ describe("bounded work", () => {
     const again = done(await bulk(small, hook.id, body));
     expect(again).toMatchObject({ examinedCount: 250, redrivenCount: 0, alreadyRedrivenCount: 250, lastAttemptAt: null });
     // A token is bound to its automation and body.
-    expectError(await bulk(small, hook.id, { ...body, includeParked: false, pageToken: first.nextPageToken }), 400, "INVALID_PAGE_TOKEN");
-    const forged = await bulk(small, hook.id, { ...body, pageToken: "garbage" });
+    expectError(await bulk(small, hook.id, { ...body, includeParked: false, continuationToken: first.continuationToken }), 400, "INVALID_PAGE_TOKEN");
+    const forged = await bulk(small, hook.id, { ...body, continuationToken: "garbage" });
     expectError(forged, 400, "INVALID_PAGE_TOKEN");
-    expect((forged.error as { message: string }).message).toBe("body.pageToken: malformed, forged or foreign page token");
+    expect((forged.error as { message: string }).message).toBe("body.continuationToken: malformed, forged or foreign page token");
   });
 });
 
