@@ -78,8 +78,9 @@ export class BulkRedrive {
 
     // The turns: the k-th execution made due is due at start + k / perSecond, continuing an earlier call's.
     const start = Math.max(clock.now(), Number(resumed?.[2] ?? 0));
+    const turnAt = (k: number) => start + Math.floor((k * 1000) / settings.perSecond);
     let turn = 0;
-    const nextTurn = () => start + Math.floor((turn++ * 1000) / settings.perSecond);
+    const nextTurn = () => turnAt(turn++);
     const counts: Counts = { redrivenCount: 0, madeDueCount: 0, alreadyRedrivenCount: 0 };
     let after = resumed ? { created_at: String(resumed[0]), id: String(resumed[1]) } : undefined;
     let examined = 0;
@@ -102,8 +103,8 @@ export class BulkRedrive {
       includeParked,
       examinedCount: examined,
       ...counts,
-      lastAttemptAt: made === 0 ? null : iso(start + Math.floor(((turn - 1) * 1000) / settings.perSecond)),
-      continuationToken: more && after ? pageTokens.encode(scope, [after.created_at, after.id, start + Math.floor((turn * 1000) / settings.perSecond)]) : "",
+      lastAttemptAt: made === 0 ? null : iso(turnAt(turn - 1)),
+      continuationToken: more && after ? pageTokens.encode(scope, [after.created_at, after.id, turnAt(turn)]) : "",
     };
   }
 
