@@ -1563,6 +1563,75 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/automations/{id}/executions/redrive": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The id of the automation (server-generated, as `Automation.id`).
+                 * @example aut_5Xn2Bq8Rk4Lm7Pz1
+                 */
+                id: components["parameters"]["AutomationId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Run again every failed execution of an automation within a time range
+         * @description **Beta.** This operation may still change incompatibly in a minor release; every such change
+         *     is recorded in `CHANGELOG.md` under the release that makes it.
+         *
+         *     After an outage (a destination down, a step fixed since), runs again in one call every failed
+         *     execution (`AUTOMATION_EXECUTION_STATE_ERROR`) of the automation created in the range
+         *     (`createdAt` at or after `since`, before `until`), and makes due the parked ones of the range
+         *     (`AUTOMATION_EXECUTION_STATE_PARKED`, waiting for their next attempt; unless `includeParked`
+         *     is false). Executions pending, running or done are left alone.
+         *
+         *     - **Each failed execution** is redriven as `Redrive` does it: a new execution of the same event
+         *       with the automation's steps as they are now, `origin` `AUTOMATION_EXECUTION_ORIGIN_REDRIVE`,
+         *       `redriveOf` naming the failed one (whose `redrivenBy` names it from then on). A failed
+         *       execution is redriven at most once, by this operation or by `Redrive`: one redriven already
+         *       is counted in `alreadyRedrivenCount` and left alone, so the same call again redrives nothing
+         *       twice. A redrive that failed is a failed execution like any other, of the range that holds
+         *       its own `createdAt` (when it was redriven, not when its event came): a range that holds both
+         *       a failed execution and its failed redrive runs the redrive again, once.
+         *     - **At a bounded rate**: a new execution is recorded parked (no attempt made yet), due in its
+         *       turn: the first at once, then `BULK_REDRIVE_PER_SECOND` a second (20 by default), oldest
+         *       first, so a partner back after an outage is not sent every failure at once and the workers
+         *       keep serving other automations. Parked executions made due take their turn in the same
+         *       sequence, never later than they were due; they keep their attempts and their
+         *       `webhook-id`. `lastAttemptAt` says when the last one is due. Follow them with
+         *       `ListAutomationExecutions` (`automation_id`): each new one lists with its `nextAttemptAt`.
+         *     - **Bounded work**: a call looks at `BULK_REDRIVE_MAX_PER_CALL` executions of the range at most
+         *       (10,000 by default), a hundred per transaction, oldest first. When more remain,
+         *       `continuationToken` is not empty: send the same body with it as `continuationToken` to continue where
+         *       this call stopped (the turns continue after this call's last). Executions looked at by an
+         *       earlier call are looked at again only by a new call from `since`, which finds them redriven.
+         *
+         *     `until` must be later than `since` and not later than the server's current time (400
+         *     `INVALID_ARGUMENT` naming the field); each must be an RFC 3339 date-time in years 0001 to 9999
+         *     (400 `INVALID_TIMESTAMP`). The automation must exist (404 `AUTOMATION_NOT_FOUND`) and be
+         *     published (409 `AUTOMATION_IS_DRAFT`); its trigger toggle is not looked at.
+         *
+         *     `Idempotency-Key` is optional: with it, a retry answers the first answer again for 24 hours
+         *     and does nothing more; the same key with another body (a `continuationToken` included) is 422
+         *     `IDEMPOTENCY_KEY_REUSED`, and a retry while the first still runs is 409
+         *     `IDEMPOTENCY_KEY_IN_USE`. Without it a retry is harmless too: it redrives none of what the
+         *     first redrove.
+         *
+         *     Audited on the automation: each transaction that redrove or made due something records one
+         *     event, `before` `null` and `after` `{ "bulkRedrive": { ... } }` with the range and its counts.
+         *     Only `ROLE_SUPER_ADMIN` may call it (other roles get 403).
+         */
+        post: operations["svc.api.automations.v1.AutomationExecutionService.BulkRedrive"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/automation_executions": {
         parameters: {
             query?: never;
@@ -4909,17 +4978,24 @@ export interface components {
          *     contract's `webhooks` (`notification`, and `fundEventNotification` for a fund event sent as it
          *     is); the guide "Receiving notifications" shows how a receiver verifies it.
          *
-         *     Delivery: an attempt that fails with a network error, a timeout (5 s per attempt), a 5xx, a 408
-         *     or a 429 is tried again after an exponential backoff (0.5 s, 1 s, 2 s, 4 s, each with up to half
-         *     of it added at random), up to 5 attempts and within 20 s for the step (a third of the execution
-         *     lease, `EXECUTION_LEASE_SECONDS`, when that is less). A 2xx delivers; a 3xx (redirects are not
-         *     followed) or another 4xx is final at once. A notification not delivered fails its step
-         *     (`STEP_STATE_ERROR`) and the execution. Delivery is at least once: a run resumed after a crash
+         *     Delivery: one attempt per run of the step (`NOTIFY_TIMEOUT_SECONDS`, 15 s by default). An attempt
+         *     that fails with a network error, a timeout, a 5xx, a 408 or a 429 parks the execution
+         *     (`AUTOMATION_EXECUTION_STATE_PARKED`, holding no worker, its `nextAttemptAt` set, surviving
+         *     restarts) until the next attempt on the server's schedule (`NOTIFY_RETRY_SCHEDULE`; by default
+         *     Standard Webhooks': 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h after the one before, each with up
+         *     to a fifth more at random: 8 attempts over about 27.5 hours); a `Retry-After` on a 429 or 503
+         *     longer than the wait is honoured, up to a day. Every attempt carries the same `webhook-id`. A
+         *     2xx delivers; a 3xx (redirects are not followed) or another 4xx is final at once. A
+         *     notification not delivered after the last attempt fails its step (`STEP_STATE_ERROR`, the
+         *     attempts in its output) and the execution. The execution also parks, without an attempt, while
+         *     its destination (host and port) has `NOTIFY_MAX_IN_FLIGHT_PER_DESTINATION` requests in flight
+         *     from this server, or while its circuit is open (`NotificationDestination`); a disabled
+         *     destination fails the step at once. Delivery is at least once: a run resumed after a crash
          *     sends again with the same `webhook-id`.
          *
          *     The step's output (also when it failed) is `{ "webhookId": ..., "delivered": <bool>,
          *     "attempts": [...] }`, one entry per attempt: `attempt` (1, 2...), `startedAt`, `waitedMs` (the
-         *     backoff before it), `durationMs`, `status` (the HTTP status, or null when none was received),
+         *     schedule's wait before it), `durationMs`, `status` (the HTTP status, or null when none was received),
          *     `error` (null, or the class of the failure: `TIMEOUT`, `CONNECT_FAILED`, `DNS_FAILED`,
          *     `ADDRESS_REFUSED`, `HTTP_STATUS`) and `responseExcerpt` (at most the first 256 characters of
          *     the response body, control characters replaced; the body is read up to 4,096 bytes). The secret
@@ -6565,6 +6641,99 @@ export interface components {
             evaluations: components["schemas"]["ExpressionEvaluation"][];
         };
         /**
+         * @description Body of `AutomationExecutionService.BulkRedrive`: the range of the automation's executions to run
+         *     again, by their `createdAt` (`since` included, `until` excluded), and where to continue.
+         * @example {
+         *       "since": "2026-01-10T06:00:00Z",
+         *       "until": "2026-01-10T09:00:00Z",
+         *       "includeParked": true
+         *     }
+         */
+        AutomationExecutionServiceBulkRedriveRequest: {
+            /**
+             * Format: date-time
+             * @description The range's start, included (RFC 3339; years 0001 to 9999 in UTC).
+             */
+            since: string;
+            /**
+             * Format: date-time
+             * @description The range's end, excluded (RFC 3339): later than `since`, and not later than the server's
+             *     current time (a range must have ended).
+             */
+            until: string;
+            /**
+             * @description Whether parked executions of the range (`AUTOMATION_EXECUTION_STATE_PARKED`, waiting for
+             *     their next attempt) are made due too; default true.
+             * @default true
+             */
+            includeParked?: boolean;
+            /**
+             * @description The `continuationToken` of an earlier answer to the same body: continues after the last
+             *     execution it looked at. Bound to the automation and the body's `since`, `until` and
+             *     `includeParked`: another's is 400 `INVALID_PAGE_TOKEN`. Empty or absent: from `since`.
+             */
+            continuationToken?: string;
+        };
+        /**
+         * @description Answer of `AutomationExecutionService.BulkRedrive`: what this call did (not counting earlier calls
+         *     of the same range), and where to continue when it stopped at its bound.
+         * @example {
+         *       "since": "2026-01-10T06:00:00.000Z",
+         *       "until": "2026-01-10T09:00:00.000Z",
+         *       "includeParked": true,
+         *       "examinedCount": 1250,
+         *       "redrivenCount": 312,
+         *       "madeDueCount": 40,
+         *       "alreadyRedrivenCount": 3,
+         *       "lastAttemptAt": "2026-01-10T10:15:17.550Z",
+         *       "continuationToken": ""
+         *     }
+         */
+        AutomationExecutionServiceBulkRedriveResponse: {
+            /**
+             * Format: date-time
+             * @description The range's start as the server read it (UTC).
+             */
+            since: string;
+            /**
+             * Format: date-time
+             * @description The range's end as the server read it (UTC).
+             */
+            until: string;
+            /** @description Whether parked executions were made due. */
+            includeParked: boolean;
+            /**
+             * Format: int32
+             * @description The executions of the range this call looked at, in every state (at most `BULK_REDRIVE_MAX_PER_CALL`, 10,000 by default).
+             */
+            examinedCount: number;
+            /**
+             * Format: int32
+             * @description The failed executions redriven by this call: each has a new execution (`origin` `AUTOMATION_EXECUTION_ORIGIN_REDRIVE`, `redriveOf` naming it), parked until its turn.
+             */
+            redrivenCount: number;
+            /**
+             * Format: int32
+             * @description The parked executions this call made due (at their turn, never later than they were due).
+             */
+            madeDueCount: number;
+            /**
+             * Format: int32
+             * @description The failed executions left as they were because they had been redriven already (by an earlier call, or a single `Redrive`).
+             */
+            alreadyRedrivenCount: number;
+            /**
+             * Format: date-time
+             * @description When the last of the executions this call redrove or made due becomes due (the first is due at once); null when it did neither.
+             */
+            lastAttemptAt: string | null;
+            /**
+             * @description Empty when the whole range was looked at. Otherwise the call stopped at its bound: send the
+             *     same body again with this as `continuationToken` (and a new `Idempotency-Key`) to continue.
+             */
+            continuationToken: string;
+        };
+        /**
          * @description One item of the execution list, the execution wrapped in a field named for it.
          * @example {
          *       "automationExecution": {
@@ -6840,6 +7009,9 @@ export interface components {
          *     - `AUDIT_TARGET_KIND_USER`: a user (`UserService`); `id` is the user id.
          *     - `AUDIT_TARGET_KIND_CREDENTIAL`: an API credential (`CredentialService`); `id` is the credential id.
          *     - `AUDIT_TARGET_KIND_AUTOMATION`: an automation (`AutomationService`); `id` is the automation id.
+         *       A bulk redrive of its executions (`AutomationExecutionService.BulkRedrive`) is recorded on it
+         *       too, one event per transaction: `null` before, `{ "bulkRedrive": { ... } }` after (the range
+         *       asked for and what the transaction did).
          *     - `AUDIT_TARGET_KIND_NOTIFICATION_SECRET`: an automation's notification signing secret (its
          *       `notify` steps'), rotated; `id` is the automation id. Recorded as `{ "rotated": true }`, never
          *       the secret.
@@ -6926,6 +7098,8 @@ export interface components {
          *     `automation`) just before and just after the change: `null` before a creation and after a
          *     deletion. Secrets and their hashes are never recorded: a credential's client secret is never in
          *     it, and a rotated webhook secret is recorded as `{ "rotated": true }` after and `null` before.
+         *     A bulk redrive is recorded on its automation as `{ "bulkRedrive": { ... } }` after and `null`
+         *     before: the range asked for and what one of its transactions did.
          *     A request that changes nothing (an unsuspension of a row that is not suspended, a value set to
          *     what it was) records nothing.
          * @example {
@@ -12948,6 +13122,142 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    "svc.api.automations.v1.AutomationExecutionService.BulkRedrive": {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Makes the request safe to retry: a unique value the client generates for one intended
+                 *     operation (a UUID v4 is a good choice), 1 to 255 printable ASCII characters. Sent again with
+                 *     the same request (same operation, path, query and JSON body; key order and whitespace do not
+                 *     matter) within 24 hours, it answers the first answer again (the same status and body,
+                 *     including a secret shown once, such as `clientSecret` or `webhookSecret`) with the header
+                 *     `Idempotent-Replayed: true`, and nothing is done a second time. A replayed error names the
+                 *     first request in its `RequestInfo`; `X-Request-Id` is the new request's.
+                 *
+                 *     - Keys belong to the calling user: two users never see each other's answers, and the
+                 *       credentials of one user share their keys, not their answers. A kept answer is replayed only
+                 *       to a caller that may make the request now: its role, its credential's apps and whose
+                 *       resource it names are checked again first, and a caller that may not make it gets the
+                 *       refusal it would get without the key (for example 403 `APP_NOT_ALLOWED`, or 404 for another
+                 *       app's spend authorization), never the kept answer.
+                 *     - The first answer is kept when the operation ran, whether it succeeded or failed with a 4xx
+                 *       (for example 409 for an email address in use): to try a changed request, use a new key.
+                 *       Nothing is kept for a refusal that depends on who asks (401, 403, and 404, which does not
+                 *       tell a resource that does not exist from one the caller may not see), for a 400 refusing a
+                 *       request that breaks the contract, or for a 500: such a request may be sent again with the
+                 *       same key, changed or not.
+                 *     - The same key with a different request is 422 with reason `IDEMPOTENCY_KEY_REUSED`, and
+                 *       nothing is done.
+                 *     - While a request with the key is still being processed, another one with it is 409 with
+                 *       reason `IDEMPOTENCY_KEY_IN_USE` and `Retry-After`; nothing is done for it. On the spend
+                 *       operations (Capture, Release, Reverse) it is not turned away: it runs, only the first to
+                 *       commit counts, and the others are answered its answer (`Idempotent-Replayed: true`) with
+                 *       nothing done for them; there 409 `IDEMPOTENCY_KEY_IN_USE` is left for a key held by a
+                 *       request still running on an instance of an earlier release.
+                 *     - After 24 hours the key may be used again, as if it were new.
+                 *
+                 *     A key that is empty, longer than 255 characters or not printable ASCII is 400 naming the
+                 *     header. Without the header the request is processed as it comes, every time.
+                 * @example 5f1d7c2e-8a4b-4c3d-9e2f-0a1b2c3d4e5f
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /**
+                 * @description The id of the automation (server-generated, as `Automation.id`).
+                 * @example aut_5Xn2Bq8Rk4Lm7Pz1
+                 */
+                id: components["parameters"]["AutomationId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "since": "2026-01-10T06:00:00Z",
+                 *       "until": "2026-01-10T09:00:00Z",
+                 *       "includeParked": true
+                 *     }
+                 */
+                "application/json": components["schemas"]["AutomationExecutionServiceBulkRedriveRequest"];
+            };
+        };
+        responses: {
+            /** @description What the call did, and where to continue if it stopped at its bound. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "since": "2026-01-10T06:00:00.000Z",
+                     *       "until": "2026-01-10T09:00:00.000Z",
+                     *       "includeParked": true,
+                     *       "examinedCount": 1250,
+                     *       "redrivenCount": 312,
+                     *       "madeDueCount": 40,
+                     *       "alreadyRedrivenCount": 3,
+                     *       "lastAttemptAt": "2026-01-10T10:15:17.550Z",
+                     *       "continuationToken": ""
+                     *     }
+                     */
+                    "application/json": components["schemas"]["AutomationExecutionServiceBulkRedriveResponse"];
+                };
+            };
+            /** @description The request breaks the contract or a rule of this operation; `details` names the fields at fault. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Status"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            /** @description A resource the request names does not exist. */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Status"];
+                };
+            };
+            /** @description The automation's executions cannot be redriven now, or a request with the same key is still being processed; nothing was done. */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Status"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["IdempotencyKeyReused"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];

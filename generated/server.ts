@@ -5,6 +5,7 @@ import type { operations } from "./api.js";
 /** Every operation id of the contract's paths. */
 export type OperationId =
   | "svc.api.audit.v1.AuditService.List"
+  | "svc.api.automations.v1.AutomationExecutionService.BulkRedrive"
   | "svc.api.automations.v1.AutomationExecutionService.GetAutomationExecution"
   | "svc.api.automations.v1.AutomationExecutionService.ListAutomationExecutions"
   | "svc.api.automations.v1.AutomationExecutionService.Redrive"
@@ -105,6 +106,8 @@ export interface AuditServiceHandlers<Ctx> {
 }
 
 export interface AutomationExecutionServiceHandlers<Ctx> {
+  /** POST /api/v1/automations/{id}/executions/redrive */
+  BulkRedrive: Handler<"svc.api.automations.v1.AutomationExecutionService.BulkRedrive", Ctx>;
   /** GET /api/v1/automation_executions/{id} */
   GetAutomationExecution: Handler<"svc.api.automations.v1.AutomationExecutionService.GetAutomationExecution", Ctx>;
   /** GET /api/v1/automation_executions */
@@ -271,6 +274,7 @@ export interface OperationRoute {
 /** The routing table: operation id to service method, method and path. */
 export const operationRoutes = [
   { operationId: "svc.api.audit.v1.AuditService.List", service: "AuditService", method: "get", path: "/api/v1/audit-events", secured: true, raw: false, maxBodyBytes: null, idempotencyKey: null },
+  { operationId: "svc.api.automations.v1.AutomationExecutionService.BulkRedrive", service: "AutomationExecutionService", method: "post", path: "/api/v1/automations/{id}/executions/redrive", secured: true, raw: false, maxBodyBytes: null, idempotencyKey: "optional" },
   { operationId: "svc.api.automations.v1.AutomationExecutionService.GetAutomationExecution", service: "AutomationExecutionService", method: "get", path: "/api/v1/automation_executions/{id}", secured: true, raw: false, maxBodyBytes: null, idempotencyKey: null },
   { operationId: "svc.api.automations.v1.AutomationExecutionService.ListAutomationExecutions", service: "AutomationExecutionService", method: "get", path: "/api/v1/automation_executions", secured: true, raw: false, maxBodyBytes: null, idempotencyKey: null },
   { operationId: "svc.api.automations.v1.AutomationExecutionService.Redrive", service: "AutomationExecutionService", method: "post", path: "/api/v1/automation_executions/{id}/redrive", secured: true, raw: false, maxBodyBytes: null, idempotencyKey: "optional" },

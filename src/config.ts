@@ -70,6 +70,11 @@ export interface Config {
     /** NOTIFY_CIRCUIT_FAILURES, NOTIFY_CIRCUIT_COOLDOWN_SECONDS, NOTIFY_DISABLE_AFTER_SECONDS (0: never; null here). */
     health: { circuitFailures: number; cooldownMs: number; disableAfterMs: number | null };
   };
+  /**
+   * BULK_REDRIVE_PER_SECOND, the executions a bulk redrive makes due per second (its new ones and
+   * the parked ones it moves up); BULK_REDRIVE_MAX_PER_CALL, the executions one call looks at.
+   */
+  bulkRedrive: { perSecond: number; maxPerCall: number };
   /** METRICS_PORT and METRICS_HOST: where Prometheus scrapes `GET /metrics`, on a listener of its own; null (off) unless METRICS_PORT is set. */
   metrics: { port: number; host: string } | null;
   /** EXECUTION_RETENTION_DAYS, _COUNT and _SWEEP_SECONDS: which finished executions are kept, and how often the others are removed (automations/execution-retention.ts). */
@@ -632,6 +637,7 @@ function serverConfig(env: Environment): Config {
     shutdown: shutdown(env),
     executionLeaseSeconds: leaseSeconds,
     notifications: notifications(env, leaseSeconds),
+    bulkRedrive: { perSecond: env.integer("BULK_REDRIVE_PER_SECOND", 20, 1, 10_000), maxPerCall: env.integer("BULK_REDRIVE_MAX_PER_CALL", 10_000, 1, 100_000) },
     metrics: metrics(env, port),
     executionRetention: executionRetention(env),
     auditRetentionDays: auditRetentionDays(env),

@@ -133,7 +133,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
 
     const listeners = new Listeners(storage, clock, box(), config.webhookSecretGraceSeconds, await watch("listeners", options.listenersPoll));
     const events = new WebhookEvents(storage, clock, pageTokens);
-    const { automations, worker, executions, reruns, destinations } = automationServices({
+    const { automations, worker, executions, reruns, bulkRedrive, destinations } = automationServices({
       ...{ storage, clock, logger, pageTokens, box: box(), listeners, events, policy, limits, fundTriggers, config },
       ...{ notifications: options.notifications, observer: metrics?.executions, workerStuckMs: options.workerStuckMs },
     });
@@ -159,7 +159,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
         ...identityHandlers({ grant, users, credentials, trustProxy: config.trustProxy }),
         ...fundsHandlers(funds),
         ...spendHandlers({ spends, list: funds.spendList }),
-        ...automationHandlers({ automations, executions, reruns, events, intake, destinations }),
+        ...automationHandlers({ automations, executions, reruns, bulkRedrive, events, intake, destinations }),
         ...auditHandlers({ audit: new AuditTrail(storage, pageTokens) }),
       },
     });

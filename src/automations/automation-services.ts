@@ -1,5 +1,6 @@
 // The automations room's services as a server runs them: automations and their notification
-// secrets, the execution worker with its runner and notifier, and executions' reads and reruns.
+// secrets, the execution worker with its runner and notifier, and executions' reads, reruns and
+// bulk redrives.
 import type { Config } from "../config.js";
 import type { Clock } from "../core/clock.js";
 import type { Logger } from "../core/logger.js";
@@ -9,6 +10,7 @@ import type { SubjectAppLimits } from "../funds/subject-app-limits.js";
 import type { Storage } from "../storage/connect.js";
 import type { Listeners, OutboundOptions, SecretBox, WebhookEvents } from "../webhooks/for-automations.js";
 import { Automations } from "./automations.js";
+import { BulkRedrive } from "./bulk-redrive.js";
 import { workerHandOff } from "./event-hand-off.js";
 import { Executions } from "./executions.js";
 import type { FundTriggers } from "./fund-triggers.js";
@@ -33,7 +35,7 @@ export interface AutomationWiring {
   policy: FundPolicies;
   limits: SubjectAppLimits;
   fundTriggers: FundTriggers;
-  config: Pick<Config, "baseUrl" | "jwksAllowInsecure" | "notificationAllowInsecure" | "webhookSecretGraceSeconds" | "executionLeaseSeconds" | "notifications">;
+  config: Pick<Config, "baseUrl" | "jwksAllowInsecure" | "notificationAllowInsecure" | "webhookSecretGraceSeconds" | "executionLeaseSeconds" | "notifications" | "bulkRedrive">;
   /** How `notify` steps call out, beyond the configuration (tests: a DNS resolver, a CA). */
   notifications?: Omit<OutboundOptions, "allowInsecure">;
   observer?: RunObserver;
@@ -59,5 +61,6 @@ export function automationServices(w: AutomationWiring) {
   const executions = new Executions(storage, w.pageTokens);
   // Redrives and replays are handed to this process's worker, as the intake's executions are.
   const reruns = new ExecutionReruns({ storage, clock, events: w.events, handOff: workerHandOff(worker) });
-  return { automations, worker, executions, reruns, destinations };
+  const bulkRedrive = new BulkRedrive({ storage, clock, pageTokens: w.pageTokens, settings: config.bulkRedrive, wake: () => worker.notify() });
+  return { automations, worker, executions, reruns, bulkRedrive, destinations };
 }

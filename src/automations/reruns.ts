@@ -17,17 +17,7 @@ import { writeTransaction, type BeforeCommit, type Db } from "../storage/transac
 import type { ExecutionHandOff, WebhookEvents } from "../webhooks/for-automations.js";
 import { automationNotFound, lockKey as automationLock } from "./automations.js";
 import { ExecutionOrigin, ExecutionState, executionNotFound, toExecution, type AutomationExecution } from "./executions.js";
-
-/** What a rerun runs again: the event and its body as an execution kept them, and how it is linked. */
-interface Source {
-  eventId: string | null;
-  /** `{ trigger }` as stored. */
-  context: string;
-  origin: (typeof ExecutionOrigin)["REDRIVE" | "REPLAY"];
-  redriveOf: string | null;
-  /** How many fund events led to the source's event (fund-triggers.ts): a redrive of a fund event's execution counts toward the same bound. */
-  depth: number;
-}
+import { publishedSteps, redriveLock, redriveSource, rerunRow, type RerunSource } from "./rerun-rows.js";
 
 /** A rerun's request: its operation (as audited), its kept answer, and who asked for it. */
 interface Rerun {
@@ -44,8 +34,8 @@ export class ExecutionReruns {
     const found = await this.deps.storage.db.selectFrom("automation_executions").select("automation_id").where("id", "=", executionId).executeTakeFirst();
     if (!found) throw executionNotFound(executionId);
     const operation = "svc.api.automations.v1.AutomationExecutionService.Redrive";
-    return this.record(found.automation_id, `automation_executions:redrive:${executionId}`, { operation, beforeCommit, origin }, async (db) => {
-      const failed = await db.selectFrom("automation_executions").select(["state", "event_id", "context", "depth"]).where("id", "=", executionId).executeTakeFirst();
+    return this.record(found.automation_id, redriveLock(executionId), { operation, beforeCommit, origin }, async (db) => {
+      const failed = await db.selectFrom("automation_executions").select(["id", "state", "event_id", "context", "depth"]).where("id", "=", executionId).executeTakeFirst();
       // Removed by retention since the read above.
       if (!failed) throw executionNotFound(executionId);
       if (failed.state !== ExecutionState.ERROR) {
@@ -55,7 +45,7 @@ export class ExecutionReruns {
       if (redrive) {
         throw failedPrecondition("EXECUTION_ALREADY_REDRIVEN", "this execution was redriven already; redrive that execution if it failed too", { metadata: { redrivenBy: redrive.id } });
       }
-      return { eventId: failed.event_id, context: failed.context, origin: ExecutionOrigin.REDRIVE, redriveOf: executionId, depth: failed.depth ?? 0 };
+      return redriveSource(failed);
     });
   }
 
@@ -100,23 +90,17 @@ export class ExecutionReruns {
    * that the steps are those of the automation's last committed change) with `beforeCommit`, then
    * hands it to the worker, audited as `made.operation`. The automation must exist and be published.
    */
-  private async record(automationId: string, key: string, made: Rerun, source: (db: Db) => Promise<Source>): Promise<AutomationExecution> {
+  private async record(automationId: string, key: string, made: Rerun, source: (db: Db) => Promise<RerunSource>): Promise<AutomationExecution> {
     const { beforeCommit, origin } = made;
     const { storage, clock, handOff } = this.deps;
     let execution: AutomationExecutionsTable | undefined;
     try {
       const recorded = await writeTransaction(storage, { exclusive: [key], shared: [automationLock(automationId)] }, async (db) => {
         const from = await source(db);
-        const automation = await db.selectFrom("automations").select(["steps", "is_draft"]).where("id", "=", automationId).executeTakeFirst();
-        if (!automation) throw automationNotFound(automationId);
-        if (automation.is_draft === 1) {
-          throw failedPrecondition("AUTOMATION_IS_DRAFT", "the automation is a draft (not published): publish it to run its steps", { metadata: { automationId } });
-        }
-        const { trigger } = JSON.parse(from.context) as { trigger: unknown };
+        const steps = await publishedSteps(db, automationId);
         const now = clock.now();
         const at = new Date(now).toISOString();
-        // The hand-off's executions are a webhook event's; a rerun keeps its source's event id as it is.
-        execution = { ...handOff.newExecution(automationId, from.eventId ?? "", trigger, automation.steps, at, origin), event_id: from.eventId, origin: from.origin, redrive_of: from.redriveOf, depth: from.depth };
+        execution = rerunRow(from, (eventId, trigger) => handOff.newExecution(automationId, eventId, trigger, steps, at, origin));
         await db.insertInto("automation_executions").values(execution).execute();
         const view = toExecution({ ...execution, redriven_by: null });
         await recordAudit(db, origin, now, { operationId: made.operation, target: executionTarget(execution.id), before: null, after: view });

@@ -79,6 +79,7 @@ export const ALLOWED_ROLES: Record<Exclude<OperationId, Unsecured>, readonly Rol
   "svc.api.automations.v1.AutomationExecutionService.ListAutomationExecutions": SUPER,
   "svc.api.automations.v1.AutomationExecutionService.GetAutomationExecution": SUPER,
   "svc.api.automations.v1.AutomationExecutionService.Redrive": SUPER,
+  "svc.api.automations.v1.AutomationExecutionService.BulkRedrive": SUPER,
   "svc.api.automations.v1.WebhookEventService.ListWebhookEvents": SUPER,
   "svc.api.automations.v1.WebhookEventService.Replay": SUPER,
   "svc.api.automations.v1.NotificationDestinationService.List": SUPER,

@@ -183,6 +183,9 @@ const CASES: Record<string, () => Case> = {
   "webhook event id sent twice": () => ({ ...webhook(), twice: true }),
   "redrive of an unknown execution": () => ({ method: "POST", target: "/api/v1/automation_executions/exe_9Tg3Hs6Wq1Zc4Nv8/redrive", ...json({}) }),
   "redrive with a body field": () => ({ method: "POST", target: "/api/v1/automation_executions/exe_9Tg3Hs6Wq1Zc4Nv8/redrive", ...json({ force: true }) }),
+  "bulk redrive of a range that has not ended": () => ({ method: "POST", target: "/api/v1/automations/aut_5Xn2Bq8Rk4Lm7Pz1/executions/redrive", ...json({ since: "2026-01-01T00:00:00Z", until: "2999-01-01T00:00:00Z" }) }),
+  "bulk redrive without since": () => ({ method: "POST", target: "/api/v1/automations/aut_5Xn2Bq8Rk4Lm7Pz1/executions/redrive", ...json({ until: "2026-01-01T00:00:00Z" }) }),
+  "bulk redrive with a malformed until": () => ({ method: "POST", target: "/api/v1/automations/aut_5Xn2Bq8Rk4Lm7Pz1/executions/redrive", ...json({ since: "2026-01-01T00:00:00Z", until: "tomorrow" }) }),
 };
 
 async function send(baseUrl: string, c: Case, requestId: string): Promise<RawAnswer> {

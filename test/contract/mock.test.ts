@@ -208,6 +208,11 @@ describe("the mock answers every operation with data valid against the contract"
       await api.POST("/api/v1/automation_executions/{id}/redrive", { params: { path: { id: "exe_8Hc5Rz2Mw7Ty4Ld1" } }, body: {}, headers: { "Idempotency-Key": "mock-redrive-1" } }),
     );
     expect(redrive.automationExecution).toMatchObject({ origin: "AUTOMATION_EXECUTION_ORIGIN_REDRIVE", redriveOf: expect.any(String) });
+    const bulk = ok(
+      "svc.api.automations.v1.AutomationExecutionService.BulkRedrive",
+      await api.POST("/api/v1/automations/{id}/executions/redrive", { params: { path: { id: "aut_5Xn2Bq8Rk4Lm7Pz1" } }, body: { since: "2026-01-10T06:00:00Z", until: "2026-01-10T09:00:00Z" } }),
+    );
+    expect(bulk).toMatchObject({ redrivenCount: expect.any(Number), continuationToken: "" });
     const replay = ok(
       "svc.api.automations.v1.WebhookEventService.Replay",
       await api.POST("/api/v1/automations/{id}/webhook-events/{event_id}/replay", { params: { path: { id: "aut_5Xn2Bq8Rk4Lm7Pz1", event_id: "3f1c9a52-7d4e-4b8a-9c21-5e6f7a8b9c0d" } }, body: {} }),
@@ -384,6 +389,14 @@ describe("Prefer forces a documented answer, in the Status body with the request
     const withField = await api.POST("/api/v1/automation_executions/{id}/redrive", { ...path, body: { force: true } });
     expect(withField.response.status).toBe(400);
     expect(withField.error?.message).toBe("body: must NOT have more than 0 properties");
+    // BulkRedrive: the contract's shape is refused as the server refuses it (the range's rules are the server's alone).
+    const bulkPath = { params: { path: { id: "aut_5Xn2Bq8Rk4Lm7Pz1" } } };
+    // @ts-expect-error since is required
+    const noSince = await api.POST("/api/v1/automations/{id}/executions/redrive", { ...bulkPath, body: { until: "2026-01-10T09:00:00Z" } });
+    expect(noSince.response.status).toBe(400);
+    expect(noSince.error?.message).toBe("body.since: must have required property 'since'");
+    const draft = await api.POST("/api/v1/automations/{id}/executions/redrive", { ...bulkPath, body: { since: "2026-01-10T06:00:00Z", until: "2026-01-10T09:00:00Z" }, headers: { Prefer: "code=409, example=automationIsDraft" } });
+    expect(reasonOf(draft.error)).toBe("AUTOMATION_IS_DRAFT");
   });
 
   it("a Prefer the contract does not document is 400 naming the Prefer header", async () => {

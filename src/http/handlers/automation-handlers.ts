@@ -2,6 +2,7 @@
 // NotificationDestinationService and the webhook intake: translate, delegate, wrap.
 import type { ServiceHandlers } from "../../../generated/server.js";
 import type { Automations } from "../../automations/automations.js";
+import type { BulkRedrive } from "../../automations/bulk-redrive.js";
 import type { AutomationExecution, Executions } from "../../automations/executions.js";
 import type { NotificationDestination, NotificationDestinations } from "../../automations/notification-destinations.js";
 import type { ExecutionReruns } from "../../automations/reruns.js";
@@ -11,8 +12,16 @@ import { keepAnswer, type RequestContext } from "../context.js";
 
 type AutomationHandlers = Pick<ServiceHandlers<RequestContext>, "AutomationService" | "AutomationExecutionService" | "WebhookEventService" | "NotificationDestinationService" | "IncomingWebhookService">;
 
-export function automationHandlers(deps: { automations: Automations; executions: Executions; reruns: ExecutionReruns; events: WebhookEvents; intake: WebhookIntake; destinations: NotificationDestinations }): AutomationHandlers {
-  const { automations, executions, reruns, events, intake, destinations } = deps;
+export function automationHandlers(deps: {
+  automations: Automations;
+  executions: Executions;
+  reruns: ExecutionReruns;
+  bulkRedrive: BulkRedrive;
+  events: WebhookEvents;
+  intake: WebhookIntake;
+  destinations: NotificationDestinations;
+}): AutomationHandlers {
+  const { automations, executions, reruns, bulkRedrive, events, intake, destinations } = deps;
   const keepDestination = (ctx: RequestContext) => keepAnswer(ctx, (notificationDestination: NotificationDestination) => ({ notificationDestination }));
   const keepStarted = (ctx: RequestContext) => keepAnswer(ctx, (automationExecution: AutomationExecution) => ({ automationExecution }));
   return {
@@ -39,6 +48,8 @@ export function automationHandlers(deps: { automations: Automations; executions:
         return { list: page.items.map((automationExecution) => ({ automationExecution })), nextPageToken: page.nextPageToken };
       },
       Redrive: async ({ path }, ctx) => ({ automationExecution: await reruns.redrive(path.id, keepStarted(ctx), ctx) }),
+      // Several transactions: its answer is kept once it is complete (the key claimed meanwhile).
+      BulkRedrive: async ({ path, body }, ctx) => bulkRedrive.redrive(path.id, body, ctx),
     },
     WebhookEventService: {
       ListWebhookEvents: async ({ path, query }) => {

@@ -78,6 +78,7 @@ const TABLE: Record<string, Expect[]> = {
   "svc.api.automations.v1.AutomationExecutionService.ListAutomationExecutions": SUPER,
   "svc.api.automations.v1.AutomationExecutionService.GetAutomationExecution": SUPER,
   "svc.api.automations.v1.AutomationExecutionService.Redrive": SUPER,
+  "svc.api.automations.v1.AutomationExecutionService.BulkRedrive": SUPER,
   "svc.api.automations.v1.WebhookEventService.ListWebhookEvents": SUPER,
   "svc.api.automations.v1.WebhookEventService.Replay": SUPER,
   "svc.api.webhooks.v1.IncomingWebhookService.Receive": INTAKE,
@@ -250,6 +251,10 @@ const REQUESTS: Record<string, (caller: Caller) => Promise<Call>> = {
   "svc.api.automations.v1.AutomationExecutionService.ListAutomationExecutions": async () => ({ query: { automation_id: hook.id } }),
   "svc.api.automations.v1.AutomationExecutionService.GetAutomationExecution": async () => ({ path: { id: executionId } }),
   "svc.api.automations.v1.AutomationExecutionService.Redrive": async () => ({ path: { id: await failedExecution() }, body: {} }),
+  "svc.api.automations.v1.AutomationExecutionService.BulkRedrive": async () => ({
+    path: { id: hook.id },
+    body: { since: "2026-01-01T00:00:00Z", until: new Date(ts.clock.now()).toISOString() },
+  }),
   "svc.api.automations.v1.WebhookEventService.ListWebhookEvents": async () => ({ path: { id: hook.id } }),
   "svc.api.automations.v1.WebhookEventService.Replay": async () => {
     // An event of its own: one replay of an event runs at a time.

@@ -234,6 +234,21 @@ const CASES: Record<string, Case> = {
   },
   "svc.api.automations.v1.NotificationDestinationService.Enable": { prepare: () => failedDestination(true), act: onDestination("enable") },
   "svc.api.automations.v1.NotificationDestinationService.Disable": { prepare: () => failedDestination(false), act: onDestination("disable") },
+  // Recorded on the automation: what each of its transactions did, the range asked for (no state of the automation before it).
+  "svc.api.automations.v1.AutomationExecutionService.BulkRedrive": {
+    act: async () => {
+      const { hook } = await fixedAfterFailing();
+      ts.clock.advance(1);
+      const range = { since: "2026-01-01T00:00:00.000Z", until: new Date(ts.clock.now()).toISOString(), includeParked: true };
+      const answer = await root.client.POST("/api/v1/automations/{id}/executions/redrive", { params: { path: { id: hook.id } }, body: range });
+      return { answer, target: { kind: "AUDIT_TARGET_KIND_AUTOMATION", id: hook.id, userId: "", appId: "" } };
+    },
+    after: ({ answer }) => {
+      const { since, until, includeParked } = answer.data as { since: string; until: string; includeParked: boolean };
+      const through = new Date(Date.parse(until) - 1).toISOString();
+      return { bulkRedrive: { since, until, includeParked, examinedCount: 1, redrivenCount: 1, madeDueCount: 0, alreadyRedrivenCount: 0, from: through, through } };
+    },
+  },
   "svc.api.automations.v1.WebhookEventService.Replay": {
     act: async () => {
       const { hook, eventId } = await fixedAfterFailing();
