@@ -119,8 +119,8 @@ export async function measureBacklogFairness(ctx: DeliveryContext, sizes: Delive
   const { context, step_results } = newExecution(hog.id, "", JSON.parse(ctx.body), steps, new Date().toISOString());
   const template = { context, steps, step_results, state: "AUTOMATION_EXECUTION_STATE_PENDING" };
   const paths = [
-    { path: "handed to the worker by the intake (a webhook event)", rounds: [] as BacklogFairness["paths"][number]["rounds"] },
-    { path: "claimed by the worker from the database (a fund event's execution, inserted pending by its change)", rounds: [] as BacklogFairness["paths"][number]["rounds"] },
+    { path: "a webhook event, handed to the worker by the intake", rounds: [] as BacklogFairness["paths"][number]["rounds"] },
+    { path: "a fund event, its execution claimed from the database", rounds: [] as BacklogFairness["paths"][number]["rounds"] },
   ] as const;
   /** The execution's accepted → done once it is done, and the backlog's executions not done by then. */
   const finished = async (where: { eventId: string } | { automationId: string; after: string }) => {
