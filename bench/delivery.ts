@@ -49,7 +49,7 @@ export interface DeliveryContext {
    */
   startIsolated(env: Record<string, string>): Promise<IsolatedServer>;
   /** HMAC intake against `target`; `listed`: a row of the report by itself. */
-  run(key: ScenarioKey, label: string, request: RequestSpec, target: NodeProcess, opts: { rate: number; durationSeconds?: number; warmupSeconds?: number; listed?: boolean }): Promise<Measured>;
+  run(key: ScenarioKey, label: string, request: RequestSpec, target: NodeProcess, opts: { rate?: number; durationSeconds?: number; warmupSeconds?: number; listed?: boolean }): Promise<Measured>;
   hmacRequest(automation: { path: string; secret?: string }): RequestSpec;
   body: string;
   /** Waits until the automation's executions (in `storage`, the main server's database by default) finished, and answers accepted → done of each. */
@@ -157,15 +157,23 @@ export async function measureBacklogFairness(ctx: DeliveryContext, sizes: Delive
   return { backlog: sizes.backlog, paths: paths.map((p) => ({ path: p.path, rounds: p.rounds })) };
 }
 
-/** Scenario 16, on a server of its own: runs without parking and with, in turn, at `rate`. */
-export async function measureParkedIntake(ctx: DeliveryContext, sizes: DeliverySizes, rate: number): Promise<{ off: Measured; on: Measured; parkedIntake: ParkedIntake }> {
+/**
+ * Scenario 16, on a server of its own: its maximum with every event notifying, then runs without
+ * parking and with, in turn, at half that.
+ */
+export async function measureParkedIntake(ctx: DeliveryContext, sizes: DeliverySizes): Promise<{ off: Measured; on: Measured; parkedIntake: ParkedIntake }> {
   const receiver = await startNotificationReceiver();
   // No cap on requests in flight to the receiver (as many as the worker's runs): only the 503s park.
   const { server, db, api, stop } = await ctx.startIsolated({ NOTIFY_RETRY_SCHEDULE: "1s,2s,4s", NOTIFY_MAX_IN_FLIGHT_PER_DESTINATION: "128" });
   try {
-    const label = `16. Webhook intake, HMAC, at half the maximum (${rate} events/s), each event notifying`;
+    // Half of scenario 1's rate may be more than this server can take: each event's execution also sends a request.
+    const probe = await api.createWebhookAutomation("bench notifying intake", { hmac: {} }, [notifyStep(receiver.url("/flaky"))]);
+    const maximum = (await ctx.run("intake-parked-off", "16. Webhook intake, HMAC, each event notifying, at its maximum", ctx.hmacRequest(probe), server, {})).result.requestsPerSecond;
+    await ctx.executionsOf(probe.id, "scenario 16 at its maximum", db);
+    const rate = Math.max(1, Math.round(maximum / 2));
+    const label = `16. Webhook intake, HMAC, each event notifying, at half its maximum (${rate} events/s)`;
     const runs = { off: [] as Measured[], on: [] as Measured[] };
-    const parked: ParkedIntake = { rounds: sizes.parkedRounds, requests: 0, unavailable: 0, executions: 0, notDone: 0 };
+    const parked: ParkedIntake = { maximum, rounds: sizes.parkedRounds, requests: 0, unavailable: 0, executions: 0, notDone: 0 };
     for (const failing of inTurn(sizes.parkedRounds)) {
       const automation = await api.createWebhookAutomation(`bench parked intake ${runs.off.length + runs.on.length}`, { hmac: {} }, [notifyStep(receiver.url("/flaky"))]);
       receiver.setFailing(failing);

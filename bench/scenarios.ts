@@ -245,7 +245,7 @@ export async function runDatabase(dialect: Dialect, settings: BenchSettings, dri
     // Its rate is the maximum intake that scenario 1b and the soak send half of.
     const hmac = await api.createWebhookAutomation("bench hmac", { hmac: {} });
     const hmacRequest = (automation: { path: string; secret?: string }): RequestSpec => ({ kind: "hmac", path: automation.path, secret: automation.secret!, body: HMAC_BODY });
-    const hmacRun = await measure("hmac", "1. Webhook intake, HMAC, fresh event ids", hmacRequest(hmac), { needed: wanted("hmac-steady", "pruning-off", "pruning-on", "intake-parked-off", "intake-parked-on") || (settings.soak !== undefined && settings.soak.rate === undefined) });
+    const hmacRun = await measure("hmac", "1. Webhook intake, HMAC, fresh event ids", hmacRequest(hmac), { needed: wanted("hmac-steady", "pruning-off", "pruning-on") || (settings.soak !== undefined && settings.soak.rate === undefined) });
     /** Waits for the automation's executions to finish, and answers how long they took from acceptance. */
     const executionsOf = async (automationId: string, what: string, storage = db): Promise<ExecutionWait> => {
       const drainMs = await drain(storage, automationId);
@@ -531,8 +531,8 @@ export async function runDatabase(dialect: Dialect, settings: BenchSettings, dri
       };
       if (wanted("notify-silent")) silentNotify = await measureSilentNotify(delivery, settings.delivery);
       if (wanted("backlog-fairness")) backlogFairness = await measureBacklogFairness(delivery, settings.delivery, subject);
-      if (wanted("intake-parked-off", "intake-parked-on") && halfIntake) {
-        const measured = await measureParkedIntake(delivery, settings.delivery, halfIntake);
+      if (wanted("intake-parked-off", "intake-parked-on")) {
+        const measured = await measureParkedIntake(delivery, settings.delivery);
         scenarios.push(measured.off, measured.on);
         parkedIntake = measured.parkedIntake;
       }

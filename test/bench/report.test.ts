@@ -432,7 +432,7 @@ describe("the report", () => {
       scenarios: [measured("intake-parked-off", 1000), measured("intake-parked-on", 990)],
       silentNotify: { events: 300, states: { AUTOMATION_EXECUTION_STATE_PARKED: 292, AUTOMATION_EXECUTION_STATE_RUNNING: 8 }, flow: { count: 6000, p50Ms: 4, p99Ms: 40, maxMs: 90, drainMs: 5, rate: 200 } },
       backlogFairness: { backlog: 10_000, paths: [{ path: "handed over", rounds: [{ waitMs: 12, backlogLeft: 8000 }, { waitMs: 30.5, backlogLeft: 7500 }] }] },
-      parkedIntake: { rounds: 2, requests: 12_500, unavailable: 2_500, executions: 10_000, notDone: 3 },
+      parkedIntake: { maximum: 2000, rounds: 2, requests: 12_500, unavailable: 2_500, executions: 10_000, notDone: 3 },
     };
     const md = renderMarkdown({ ...report, sections: [section] });
     expect(md).toContain("that flow's accepted → done (6,000 executions) p50 4.00 ms, p99 40.0 ms (target: under 250 ms), max 90.0 ms. The silent automation's executions when the flow ended: 292 parked, 8 running.");
