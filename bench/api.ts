@@ -1,11 +1,20 @@
 // What the bench sets up through the API before measuring: an access token, automations with
 // their webhook listeners, a subject user and its rows. Plain fetch, failing loudly on any
 // unexpected status.
+import { hmacSignature } from "../src/client/webhook-sender.js";
 
 export interface Credentials {
   clientId: string;
   clientSecret: string;
 }
+
+/** The headers of a webhook delivery to an HMAC listener, signed now. */
+export function hmacHeaders(secret: string, eventId: string, body: string): Record<string, string> {
+  const timestamp = String(Math.floor(Date.now() / 1000));
+  return { "Content-Type": "application/json", "Webhook-Timestamp": timestamp, "Webhook-Event-Id": eventId, "Webhook-Signature": hmacSignature(secret, timestamp, eventId, body) };
+}
+
+const CALC_STEPS = [{ stepName: "calc", evaluateExpressions: { expressions: [{ name: "n", expression: "ctx.trigger.n * 2.0" }] } }];
 
 export class Api {
   constructor(
@@ -53,15 +62,15 @@ export class Api {
     return { clientId: credential.clientId, clientSecret };
   }
 
-  /** A published, enabled automation with one `evaluateExpressions` step and a webhook trigger. */
-  async createWebhookAutomation(name: string, trigger: { hmac: Record<string, never> } | { jwt: { jwksUrl: string } }): Promise<{ id: string; path: string; url: string; secret?: string }> {
+  /** A published, enabled automation with a webhook trigger and `steps` (by default one `evaluateExpressions` step). */
+  async createWebhookAutomation(name: string, trigger: { hmac: Record<string, never> } | { jwt: { jwksUrl: string } }, steps: unknown[] = CALC_STEPS): Promise<{ id: string; path: string; url: string; secret?: string }> {
     const created = await this.call<{ automation: { id: string; triggers: Array<{ webhook: { url: string } }> }; webhookSecret?: string }>("POST", "/api/v1/automations", {
       automation: {
         displayName: name,
         isDraft: false,
         enabled: true,
         triggers: [{ webhook: trigger }],
-        automationSteps: [{ stepName: "calc", evaluateExpressions: { expressions: [{ name: "n", expression: "ctx.trigger.n * 2.0" }] } }],
+        automationSteps: steps,
       },
     });
     const url = created.automation.triggers[0]?.webhook.url;

@@ -19,9 +19,10 @@ export interface BenchDatabase {
   drop(): Promise<void>;
 }
 
-export async function createBenchDatabase(dialect: Dialect, dir: string): Promise<BenchDatabase> {
+/** `name`: the SQLite file's, for a second database beside the run's. */
+export async function createBenchDatabase(dialect: Dialect, dir: string, name = "bench"): Promise<BenchDatabase> {
   if (dialect === "sqlite") {
-    const path = join(dir, "bench.sqlite");
+    const path = join(dir, `${name}.sqlite`);
     return {
       dialect,
       url: `sqlite:${path}`,

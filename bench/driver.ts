@@ -8,7 +8,7 @@
 import { createHash, createPrivateKey, randomInt, randomUUID, sign, type KeyObject } from "node:crypto";
 import autocannon from "autocannon";
 import * as hdr from "hdr-histogram-js";
-import { hmacSignature } from "../src/client/webhook-sender.js";
+import { hmacHeaders } from "./api.js";
 import type { DriverAnswer, DriverMessage, LoadResult, LoadSpec, RequestSpec } from "./load.js";
 import { cpuSeconds, cpuSecondsOf, cpuSecondsSince, machineCpu } from "./proc.js";
 import { readStatements, resetStatements } from "./statements.js";
@@ -82,10 +82,7 @@ function buildRequest(spec: RequestSpec): Built {
           path: spec.path,
           body: spec.body,
           setupRequest: (req) => {
-            const eventId = randomUUID();
-            const timestamp = String(unix());
-            const signature = hmacSignature(spec.secret, timestamp, eventId, spec.body);
-            req.headers = { "Content-Type": "application/json", "Webhook-Timestamp": timestamp, "Webhook-Event-Id": eventId, "Webhook-Signature": signature };
+            req.headers = hmacHeaders(spec.secret, randomUUID(), spec.body);
             return req;
           },
         },

@@ -8,8 +8,8 @@ import type { Storage } from "../src/storage/connect.js";
 import type { Api } from "./api.js";
 import type { RequestSpec } from "./load.js";
 import type { NodeProcess } from "./processes.js";
-import { combineRuns, type Measured, type PruningRun } from "./report.js";
-import { seedFinishedExecutions, type ExecutionSeed } from "./seed.js";
+import { combineRuns, inTurn, type Measured, type PruningRun } from "./report.js";
+import { seedExecutions, type ExecutionSeed } from "./seed.js";
 
 const DAY_MS = 24 * 3_600_000;
 /** How old the backlog is: past the default retention (30 days), within the longest (3,650). */
@@ -41,13 +41,13 @@ const due = async (db: Storage, automationId: string): Promise<number> =>
 export async function measurePruning(ctx: PruningContext, template: ExecutionSeed["template"]): Promise<{ off: Measured; on: Measured; run: PruningRun }> {
   const { db, api, rate } = ctx;
   const expired = await api.createWebhookAutomation("bench pruning backlog", { hmac: {} });
-  const seedMs = await seedFinishedExecutions(db, { automationId: expired.id, count: ctx.backlog, template, finishedBy: new Date(Date.now() - BACKLOG_AGE_DAYS * DAY_MS).toISOString() });
+  const seedMs = await seedExecutions(db, { automationId: expired.id, count: ctx.backlog, tag: "expired", template, madeBy: new Date(Date.now() - BACKLOG_AGE_DAYS * DAY_MS).toISOString() });
   ctx.log(`pruning: seeded ${ctx.backlog.toLocaleString("en-US")} expired executions in ${Math.round(seedMs)} ms`);
   const label = `11. Webhook intake, HMAC, at half the maximum (${rate} events/s)`;
   const runs = { off: [] as Measured[], on: [] as Measured[] };
   let removed = 0;
   let seconds = 0;
-  for (const pruning of Array.from({ length: ROUNDS }, (_, i) => (i % 2 === 0 ? [false, true] : [true, false])).flat()) {
+  for (const pruning of inTurn(ROUNDS)) {
     // A sweep a second: with the backlog due, one starts before the load and goes on through it.
     const server = await ctx.start({ EXECUTION_RETENTION_SWEEP_SECONDS: "1", EXECUTION_RETENTION_DAYS: pruning ? "30" : "3650" });
     try {

@@ -46,7 +46,11 @@ export type ScenarioKey =
   | "floor-hmac"
   | "floor-authorize-approved"
   | "floor-authorize-declined"
-  | "floor-capture";
+  | "floor-capture"
+  | "notify-silent"
+  | "backlog-fairness"
+  | "intake-parked-off"
+  | "intake-parked-on";
 
 /**
  * Issue 33: the database-bound operations and the floor each is held against, the least any
@@ -67,7 +71,12 @@ export const FLOOR_KEYS: readonly ScenarioKey[] = [...new Set(Object.values(FLOO
 export const FLOOR_TARGETS = { throughput: 0.6, p99: 2, cpu: 1.7 } as const;
 
 /** Selections of --only that name several scenarios. */
-export const SCENARIO_GROUPS: Readonly<Record<string, readonly ScenarioKey[]>> = { pruning: ["pruning-off", "pruning-on"], floor: FLOOR_KEYS };
+export const SCENARIO_GROUPS: Readonly<Record<string, readonly ScenarioKey[]>> = {
+  pruning: ["pruning-off", "pruning-on"],
+  floor: FLOOR_KEYS,
+  "intake-with-parked": ["intake-parked-off", "intake-parked-on"],
+  delivery: ["notify-silent", "backlog-fairness", "intake-parked-off", "intake-parked-on"],
+};
 
 /** The spend scenarios: their ratios are to the POST baseline (a bare `express.json()` route). */
 export const SPEND_KEYS: readonly ScenarioKey[] = ["spend-authorize-approved", "spend-authorize-declined", "spend-authorize-threshold", "spend-authorize-fired", "spend-capture", "spend-release", "spend-reverse", "spend-get-effective"];
@@ -168,6 +177,36 @@ export interface Section {
   traceExports?: { requests: number; bytes: number };
   /** Scenario 11: the expired executions before the run with pruning, and what it removed while measured. */
   pruning?: PruningRun;
+  silentNotify?: SilentNotify;
+  backlogFairness?: BacklogFairness;
+  parkedIntake?: ParkedIntake;
+}
+
+/** Scenario 14: notifications queued to a receiver that never answers, beside a steady flow of another automation's events. */
+export interface SilentNotify {
+  /** Events sent to the silent automation before the flow, and its executions by state when the flow ended. */
+  events: number;
+  states: Record<string, number>;
+  /** The steady flow's executions, accepted → done, at `rate` events a second. */
+  flow: ExecutionWait & { rate: number };
+}
+
+/** Scenario 15: fresh events of other automations behind a backlog of one automation's pending executions. */
+export interface BacklogFairness {
+  backlog: number;
+  /** Each way a fresh execution reaches the worker, and each round's: accepted → done, and the backlog's executions not done by then. */
+  paths: Array<{ path: string; rounds: Array<{ waitMs: number; backlogLeft: number }> }>;
+}
+
+/** Scenario 16: the notifying intake's maximum (req/s, half of it sent), what the receiver of the runs with parking answered, and how their executions ended. */
+export interface ParkedIntake {
+  maximum: number;
+  rounds: number;
+  requests: number;
+  unavailable: number;
+  executions: number;
+  /** Executions not DONE once drained (out of attempts). */
+  notDone: number;
 }
 
 export interface PruningRun {
@@ -335,6 +374,9 @@ export function combineRuns(runs: readonly Measured[], label: string): Measured 
   };
 }
 
+/** Runs of a setting measured in turn against itself, `rounds` each way: off, on, on, off, … (true: on). */
+export const inTurn = (rounds: number): boolean[] => Array.from({ length: rounds }, (_, i) => (i % 2 === 0 ? [false, true] : [true, false])).flat();
+
 /** The issue's bound on what pruning a backlog of expired executions may cost the intake at half its maximum. */
 export const PRUNING_BUDGET = 0.05;
 
@@ -379,6 +421,17 @@ export function floorComparisons(section: Section): FloorComparison[] {
 
 /** The issue's bounds on executions: accepted → done p99 at half the maximum intake, and the backlog's drain after saturation. */
 export const EXECUTION_TARGETS = { steadyP99Ms: 100, drainMs: 2_000 } as const;
+
+/**
+ * The issue's bounds on notifications: a steady flow's accepted → done p99 beside a receiver that
+ * never answers (scenario 14); a fresh event behind another automation's backlog done within
+ * (scenario 15); the intake at half its maximum with notifications parked, its share of the
+ * throughput without (scenario 16).
+ */
+export const DELIVERY_TARGETS = { silentFlowP99Ms: 250, freshEventMs: 1_000, parkedIntakeShare: 0.9 } as const;
+
+/** An execution's state without its enum's prefix, in lower case: "parked". */
+const stateName = (state: string) => state.replace(/^AUTOMATION_EXECUTION_STATE_/, "").toLowerCase();
 
 /** The issue's bound on the server's RSS after the full bench: 250 MB, in MiB. */
 export const RSS_BUDGET_MIB = 250e6 / 2 ** 20;
@@ -572,6 +625,23 @@ export function checkTargets(section: Section, baselineRps: number, postBaseline
     checks.push({ target: `pruning a backlog of expired executions costs the intake at half its maximum ≤ ${formatPercent(PRUNING_BUDGET)} (CPU per answer${section.dialect === "postgres" ? ", server and database" : ""})`, measured: formatPercent(cost), met: cost <= PRUNING_BUDGET });
     checks.push({ target: "the intake while pruning: no error", measured: String(totalErrors(pruningOn.result)), met: totalErrors(pruningOn.result) === 0 });
   }
+  const silent = section.silentNotify;
+  if (silent) {
+    const { flow } = silent;
+    checks.push({ target: `a steady flow's accepted → done p99 < ${DELIVERY_TARGETS.silentFlowP99Ms} ms (${formatRps(flow.rate)} events/s) while ${silent.events} notifications wait on a receiver that never answers`, measured: `${formatMs(flow.p99Ms)} ms`, met: flow.p99Ms < DELIVERY_TARGETS.silentFlowP99Ms && !flow.notDone });
+  }
+  const fairness = section.backlogFairness;
+  for (const { path, rounds } of fairness?.paths ?? []) {
+    const worst = Math.max(...rounds.map((r) => r.waitMs));
+    checks.push({ target: `a fresh event behind ${fairness!.backlog.toLocaleString("en-US")} pending executions of another automation done within ${formatDuration(DELIVERY_TARGETS.freshEventMs)} (${path}; the worst of ${rounds.length})`, measured: `${formatMs(worst)} ms`, met: worst <= DELIVERY_TARGETS.freshEventMs });
+  }
+  const parkedOff = find(section, "intake-parked-off");
+  const parkedOn = find(section, "intake-parked-on");
+  if (parkedOff && parkedOn) {
+    const share = ratio(parkedOn.result.requestsPerSecond, parkedOff.result.requestsPerSecond);
+    checks.push({ target: `the HMAC intake at half its maximum, each event notifying, with a fifth of the notifications answered 503 (parked and retried) ≥ ${formatPercent(DELIVERY_TARGETS.parkedIntakeShare)} of its req/s without`, measured: formatPercent(share), met: share >= DELIVERY_TARGETS.parkedIntakeShare });
+    checks.push({ target: "the intake with notifications parked: no error", measured: String(totalErrors(parkedOn.result)), met: totalErrors(parkedOn.result) === 0 });
+  }
   if (section.memory) {
     checks.push({ target: `server RSS after the full bench < 250 MB (${formatMiB(RSS_BUDGET_MIB)} MiB)`, measured: `${formatMiB(section.memory.afterMiB)} MiB (most seen ${formatMiB(section.memory.maxMiB)} MiB)`, met: section.memory.afterMiB < RSS_BUDGET_MIB });
   }
@@ -737,6 +807,27 @@ function sectionMarkdown(section: Section, baseline: Measured, postBaseline: Mea
     const cpu = (r: LoadResult) => (postgres ? `${formatMicros(r.cpu.serverMicrosPerRequest)} + ${formatMicros(r.cpu.databaseMicrosPerRequest)} µs` : `${formatMicros(r.cpu.serverMicrosPerRequest)} µs`);
     facts.push(
       `Pruning (scenario 11): ${p.backlog.toLocaleString("en-US")} finished executions seeded ${p.ageDays} days old, then the intake at half its maximum on a server of its own, ${p.rounds} times each way, in turn (off, on, on, off, …): with nothing due (EXECUTION_RETENTION_DAYS=3650), and with the backlog due (30); each row above takes a way's runs together (latencies: the mean of their percentiles). The runs with the backlog due removed ${p.removed.toLocaleString("en-US")} of them (${formatRps(p.removed / p.seconds)} a second; ${p.left.toLocaleString("en-US")} still due at the end${p.left === 0 ? ": the backlog ran out, so part of a run had no pruning" : ""}). With pruning over without: req/s ${formatRps(on.requestsPerSecond)} vs ${formatRps(off.requestsPerSecond)}, p50 ${formatMs(on.latencyMs.p50)} vs ${formatMs(off.latencyMs.p50)} ms, p99 ${formatMs(on.latencyMs.p99)} vs ${formatMs(off.latencyMs.p99)} ms (${formatRatio(on.latencyMs.p99 / off.latencyMs.p99)}), CPU per answer (${postgres ? "server + PostgreSQL" : "server, the database in it"}) ${cpu(on)} vs ${cpu(off)}: pruning costs ${formatPercent(cost)}${cost < 0 ? " (negative: within the runs' noise)" : ""}.`,
+    );
+  }
+  const silent = section.silentNotify;
+  if (silent) {
+    const { flow } = silent;
+    const states = Object.entries(silent.states).map(([state, n]) => `${n.toLocaleString("en-US")} ${stateName(state)}`).join(", ");
+    facts.push(`A receiver that never answers (scenario 14, a server and database of their own, NOTIFY_TIMEOUT_SECONDS and NOTIFY_MAX_IN_FLIGHT_PER_DESTINATION at their defaults): ${silent.events} events queued to an automation whose one step notifies it, then another automation's events at a steady ${formatRps(flow.rate)} a second: that flow's accepted → done (${flow.count.toLocaleString("en-US")} executions) p50 ${formatMs(flow.p50Ms)} ms, p99 ${formatMs(flow.p99Ms)} ms (target: under ${DELIVERY_TARGETS.silentFlowP99Ms} ms), max ${formatMs(flow.maxMs)} ms. The silent automation's executions when the flow ended: ${states || "none"}.${notDone(flow)}`);
+  }
+  const fairness = section.backlogFairness;
+  if (fairness) {
+    const paths = fairness.paths.map(({ path, rounds }) => `${path}: ${rounds.map((r) => `${formatMs(r.waitMs)} ms (${r.backlogLeft.toLocaleString("en-US")} left)`).join(", ")}`);
+    facts.push(`A fresh event behind a backlog (scenario 15): each round seeds ${fairness.backlog.toLocaleString("en-US")} pending executions of one automation straight into the database, waits until the worker has finished a tenth of them, then sends a fresh event each way; accepted → done of each (completed_at − created_at), with the backlog's executions not yet done when it was: ${paths.join("; ")}.`);
+  }
+  const parked = section.parkedIntake;
+  const parkedOff = find(section, "intake-parked-off");
+  const parkedOn = find(section, "intake-parked-on");
+  if (parked && parkedOff && parkedOn) {
+    const [off, on] = [parkedOff.result, parkedOn.result];
+    const cpu = (r: LoadResult) => formatMicros(cpuPerOperation(r, section.dialect));
+    facts.push(
+      `The intake with notifications parked (scenario 16, a server and database of their own, NOTIFY_RETRY_SCHEDULE=1s,2s,4s, NOTIFY_MAX_IN_FLIGHT_PER_DESTINATION=128): each event's execution notifies a receiver in the bench, which answers 200, or in the runs with parking 503 to every fifth request; the intake at half its maximum so measured first (${formatRps(parked.maximum)} req/s, every answer 200); ${parked.rounds} run${parked.rounds > 1 ? "s" : ""} each way, in turn, each drained before the next. In the runs with parking the receiver answered ${parked.requests.toLocaleString("en-US")} requests, ${parked.unavailable.toLocaleString("en-US")} of them 503, for ${parked.executions.toLocaleString("en-US")} executions (${parked.notDone.toLocaleString("en-US")} not delivered after 4 attempts). With parking over without: req/s ${formatRps(on.requestsPerSecond)} vs ${formatRps(off.requestsPerSecond)}, p99 ${formatMs(on.latencyMs.p99)} vs ${formatMs(off.latencyMs.p99)} ms, CPU per answer (${section.dialect === "postgres" ? "server + PostgreSQL" : "server"}) ${cpu(on)} vs ${cpu(off)} µs: at a fixed rate the req/s say whether the intake kept up, the CPU what parking took from its maximum.`,
     );
   }
   const jwt = section.scenarios.filter((m) => m.result.tokens);

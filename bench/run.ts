@@ -13,8 +13,8 @@
 // bench/RESULTS.quick.md unless --out says otherwise. --profile: the servers write V8 CPU profiles
 // (--cpu-prof) to bench/profiles/. --only: measure these scenarios alone (keys in bench/report.ts;
 // `pruning` names both of scenario 11's, `floor` the floor servers' four; an operation held against
-// a floor brings its floor). --backlog: the expired executions scenario 11 seeds (300,000; 20,000
-// with --quick).
+// a floor brings its floor; `delivery` names scenarios 14 to 16, `intake-with-parked` both runs of
+// 16). --backlog: the expired executions scenario 11 seeds (300,000; 20,000 with --quick).
 // --soak: after the scenarios, HMAC intake for this many seconds at half scenario 1's rate (or
 // --soak-rate events a second), the server's RSS sampled meanwhile (off unless given). On
 // PostgreSQL the round trips of each operation measured are counted, on a server of their own
@@ -96,6 +96,8 @@ function options() {
     statements: values.statements,
     only: values.only ? new Set(values.only.split(",").flatMap((k) => SCENARIO_GROUPS[k.trim()] ?? [k.trim() as ScenarioKey])) : undefined,
     pruningBacklog: Math.round(number("backlog", values.backlog, quick ? 20_000 : 300_000)),
+    // The steady flow of scenario 14 outlasts an attempt's timeout (15 s by default) but in a quick run.
+    delivery: quick ? { flowSeconds: 5, backlog: 2_000, backlogRounds: 2, parkedRounds: 1 } : { flowSeconds: 30, backlog: 10_000, backlogRounds: 5, parkedRounds: 2 },
   };
 }
 
@@ -146,6 +148,7 @@ async function main(): Promise<void> {
       roundTrips: opts.roundTrips,
       statements: opts.statements,
       pruningBacklog: opts.pruningBacklog,
+      delivery: opts.delivery,
     };
 
     // The baseline, started the same way as the server.
@@ -182,7 +185,7 @@ async function main(): Promise<void> {
         warmupSeconds: opts.warmupSeconds,
         quick: opts.quick,
         loadAverage: { before: loadBefore, after: loadavg()[0] ?? Number.NaN },
-        serverEnv: `NODE_ENV=production, LOG_LEVEL=${opts.logLevel}, VALIDATE_RESPONSES=0 except where stated, RATE_LIMIT=off except in scenario 8, EXECUTION_RETENTION_DAYS=3650 except in scenario 10, JWKS_ALLOW_INSECURE=1 (the JWKS is served by the bench on 127.0.0.1)`,
+        serverEnv: `NODE_ENV=production, LOG_LEVEL=${opts.logLevel}, VALIDATE_RESPONSES=0 except where stated, RATE_LIMIT=off except in scenario 8, EXECUTION_RETENTION_DAYS=3650 except in scenario 10, JWKS_ALLOW_INSECURE=1 (the JWKS is served by the bench on 127.0.0.1), NOTIFICATION_ALLOW_INSECURE=1 in scenarios 14 and 16 (their receiver likewise)`,
       },
       baseline,
       postBaseline,

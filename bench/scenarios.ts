@@ -5,15 +5,15 @@ import { randomUUID } from "node:crypto";
 import { rmSync } from "node:fs";
 import { join } from "node:path";
 import { sql } from "kysely";
-import { hmacSignature } from "../src/client/webhook-sender.js";
 import { openStorage, type Storage } from "../src/storage/connect.js";
-import { Api, type Credentials } from "./api.js";
+import { Api, hmacHeaders, type Credentials } from "./api.js";
 import { createBenchDatabase, POSTGRES_ADMIN_URL, type Dialect } from "./database.js";
 import type { LoadSpec, RequestSpec } from "./load.js";
 import { startOtlpSink } from "./otlp-sink.js";
 import { startFloor, type Floor } from "./floor.js";
 import { freePort, ROOT, startDriver, startNode, type Driver, type NodeProcess } from "./processes.js";
-import { AUDIT_KEYS, AUDIT_RUNS, FLOOR_KEYS, FLOORS, METRICS_KEYS, METRICS_RUNS, percentile, TRACES_KEYS, TRACES_RUNS, SPEND_KEYS, type ExecutionWait, type Measured, type ScenarioKey, type Section, type SpendCheck } from "./report.js";
+import { AUDIT_KEYS, AUDIT_RUNS, FLOOR_KEYS, FLOORS, inTurn, METRICS_KEYS, METRICS_RUNS, percentile, TRACES_KEYS, TRACES_RUNS, SPEND_KEYS, type ExecutionWait, type Measured, type ScenarioKey, type Section, type SpendCheck } from "./report.js";
+import { measureBacklogFairness, measureParkedIntake, measureSilentNotify, type DeliveryContext, type DeliverySizes } from "./delivery.js";
 import { measurePruning } from "./pruning.js";
 import { countRoundTrips, type Operation } from "./round-trips.js";
 import { seedSubjectAppLimits } from "./seed.js";
@@ -44,6 +44,8 @@ export interface BenchSettings {
   statements: boolean;
   /** Scenario 11: the expired executions seeded for the sweep to remove. */
   pruningBacklog: number;
+  /** Scenarios 14 to 16: their sizes. */
+  delivery: DeliverySizes;
 }
 
 export interface JwtKey {
@@ -80,7 +82,7 @@ const CHANGES = [
 const toChangeFor = (approved: Measured | undefined, settings: BenchSettings) => Math.ceil((approved?.result.requestsPerSecond ?? 1000) * 3 * (settings.durationSeconds + settings.warmupSeconds)) + 200;
 
 /** The runs of scenarios 10, 12 and 13, the setting measured on or off. */
-const IN_TURN_ORDER = [false, true, true, false, false, true, true, false];
+const IN_TURN_ORDER = inTurn(4);
 
 /**
  * Scenario 13's switch: with `dropped`, a trigger makes the database skip every event a change
@@ -245,9 +247,9 @@ export async function runDatabase(dialect: Dialect, settings: BenchSettings, dri
     const hmacRequest = (automation: { path: string; secret?: string }): RequestSpec => ({ kind: "hmac", path: automation.path, secret: automation.secret!, body: HMAC_BODY });
     const hmacRun = await measure("hmac", "1. Webhook intake, HMAC, fresh event ids", hmacRequest(hmac), { needed: wanted("hmac-steady", "pruning-off", "pruning-on") || (settings.soak !== undefined && settings.soak.rate === undefined) });
     /** Waits for the automation's executions to finish, and answers how long they took from acceptance. */
-    const executionsOf = async (automationId: string, what: string): Promise<ExecutionWait> => {
-      const drainMs = await drain(db, automationId);
-      const { failedCount, sample, ...figures } = await executionWait(db, automationId, drainMs);
+    const executionsOf = async (automationId: string, what: string, storage = db): Promise<ExecutionWait> => {
+      const drainMs = await drain(storage, automationId);
+      const { failedCount, sample, ...figures } = await executionWait(storage, automationId, drainMs);
       if (failedCount > 0) log(`${dialect}: warning: ${failedCount} executions of ${what} did not end DONE, e.g. ${sample}`);
       log(`${dialect}: ${what}: accepted → done p50 ${figures.p50Ms} ms, p99 ${figures.p99Ms} ms over ${figures.count} executions; drained ${Math.round(drainMs)} ms after the load`);
       return failedCount > 0 ? { ...figures, notDone: { count: failedCount, sample: sample ?? "" } } : figures;
@@ -281,11 +283,7 @@ export async function runDatabase(dialect: Dialect, settings: BenchSettings, dri
     if (wanted("duplicate")) {
       const dupId = randomUUID();
       // Signed when sent: the round trips are counted minutes later, past the intake's timestamp window.
-      const signedNow = (): Extract<RequestSpec, { kind: "fixed" }> => {
-        const timestamp = String(Math.floor(Date.now() / 1000));
-        const headers = { "Content-Type": "application/json", "Webhook-Timestamp": timestamp, "Webhook-Event-Id": dupId, "Webhook-Signature": hmacSignature(hmac.secret!, timestamp, dupId, HMAC_BODY) };
-        return { kind: "fixed", method: "POST", path: hmac.path, headers, body: HMAC_BODY };
-      };
+      const signedNow = (): Extract<RequestSpec, { kind: "fixed" }> => ({ kind: "fixed", method: "POST", path: hmac.path, headers: hmacHeaders(hmac.secret!, dupId, HMAC_BODY), body: HMAC_BODY });
       const dupRequest = signedNow();
       const first = await fetch(origin + hmac.path, { method: "POST", headers: dupRequest.headers, body: HMAC_BODY });
       if (first.status !== 200) throw new Error(`the first delivery of the duplicate event answered ${first.status}`);
@@ -502,6 +500,44 @@ export async function runDatabase(dialect: Dialect, settings: BenchSettings, dri
       await measure("list-deep", `6. Search, page_size 100, page ${settings.deepPage.toLocaleString("en-US")}`, { kind: "fixed", method: "POST", path: search, headers, body: JSON.stringify({ pageSize: 100, pageToken: token }) });
     }
 
+    // ---- 14 to 16. Notifications and fairness (bench/delivery.ts) ------------------------------
+    let silentNotify: Section["silentNotify"];
+    let backlogFairness: Section["backlogFairness"];
+    let parkedIntake: Section["parkedIntake"];
+    if (wanted("notify-silent", "backlog-fairness", "intake-parked-off", "intake-parked-on")) {
+      let isolated = 0;
+      const delivery: DeliveryContext = {
+        db,
+        api,
+        startIsolated: async (env) => {
+          const own = await createBenchDatabase(dialect, settings.workDir, `delivery-${isolated++}`);
+          const ownDb = await openStorage(own.config);
+          let target: NodeProcess | undefined;
+          const stop = async () => (await target?.stop(), await ownDb.close(), await own.drop());
+          try {
+            target = await start("0", await freePort(), { ...env, DATABASE_URL: own.url, NOTIFICATION_ALLOW_INSECURE: "1" });
+            return { server: target, db: ownDb, api: await Api.login(target.url, ADMIN), stop };
+          } catch (e) {
+            await stop();
+            throw e;
+          }
+        },
+        run: async (key, label, request, target, { listed, ...load }) => (await measure(key, label, request, { target, ...load, unlisted: !listed }))!,
+        hmacRequest,
+        body: HMAC_BODY,
+        executionsOf,
+        drain: async (automationId) => void (await drain(db, automationId)),
+        log: (line) => log(`${dialect}: ${line}`),
+      };
+      if (wanted("notify-silent")) silentNotify = await measureSilentNotify(delivery, settings.delivery);
+      if (wanted("backlog-fairness")) backlogFairness = await measureBacklogFairness(delivery, settings.delivery, subject);
+      if (wanted("intake-parked-off", "intake-parked-on")) {
+        const measured = await measureParkedIntake(delivery, settings.delivery);
+        scenarios.push(measured.off, measured.on);
+        parkedIntake = measured.parkedIntake;
+      }
+    }
+
     // ---- --soak: HMAC intake at half the maximum (or --soak-rate) for a while, RSS sampled ------
     let soaked: Section["soak"];
     const soakRate = settings.soak?.rate ?? halfIntake;
@@ -566,10 +602,10 @@ export async function runDatabase(dialect: Dialect, settings: BenchSettings, dri
       }
     }
 
-    const order: ScenarioKey[] = ["hmac", "hmac-steady", "jwt-es256", "jwt-eddsa", "duplicate", "my-set-limit", "suspend", "get-effective", "policy-get", "list-first", "list-deep", "validation-off", "validation-on", "rate-limit-alone", "rate-limit-flooded", "rate-limit-flood", ...SPEND_KEYS, ...FLOOR_KEYS, "pruning-off", "pruning-on"];
+    const order: ScenarioKey[] = ["hmac", "hmac-steady", "jwt-es256", "jwt-eddsa", "duplicate", "my-set-limit", "suspend", "get-effective", "policy-get", "list-first", "list-deep", "validation-off", "validation-on", "rate-limit-alone", "rate-limit-flooded", "rate-limit-flood", ...SPEND_KEYS, ...FLOOR_KEYS, "notify-silent", "intake-parked-off", "intake-parked-on", "pruning-off", "pruning-on"];
     // Stable: the runs of scenarios 10, 12 and 13 keep their order, after the others.
     scenarios.sort((a, b) => (order.indexOf(a.key) + 1 || order.length + 1) - (order.indexOf(b.key) + 1 || order.length + 1));
-    return { dialect, database: description, scenarios, memory, ...(executionWaitFigures ? { executionWait: executionWaitFigures } : {}), ...(steadyWait ? { steadyWait } : {}), ...(fundEventWait ? { fundEventWait } : {}), ...(soaked ? { soak: soaked } : {}), ...(roundTrips ? { roundTrips } : {}), ...(seed ? { seed } : {}), ...(walk ? { walk } : {}), ...(spends ? { spends } : {}), ...(traceExports ? { traceExports } : {}) };
+    return { dialect, database: description, scenarios, memory, ...(executionWaitFigures ? { executionWait: executionWaitFigures } : {}), ...(steadyWait ? { steadyWait } : {}), ...(fundEventWait ? { fundEventWait } : {}), ...(soaked ? { soak: soaked } : {}), ...(roundTrips ? { roundTrips } : {}), ...(seed ? { seed } : {}), ...(walk ? { walk } : {}), ...(spends ? { spends } : {}), ...(traceExports ? { traceExports } : {}), ...(silentNotify ? { silentNotify } : {}), ...(backlogFairness ? { backlogFairness } : {}), ...(parkedIntake ? { parkedIntake } : {}) };
   } finally {
     await storage?.close();
     await floor?.stop();

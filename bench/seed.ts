@@ -1,8 +1,8 @@
 // Seeds rows straight into the database (never through the API), one transaction per
 // `transactionRows` rows (multi-row INSERTs on SQLite, INSERT ... SELECT FROM unnest on
-// PostgreSQL): subject-app rows, `users` users with `appsPerUser` rows each, and finished
-// executions long past their retention. Rows copy what a row the server wrote holds, so they are
-// exactly what the server would have stored.
+// PostgreSQL): subject-app rows, `users` users with `appsPerUser` rows each, and executions
+// (finished ones long past their retention, or pending ones: a backlog). Rows copy what a row the
+// server wrote holds, so they are exactly what the server would have stored.
 import { sql } from "kysely";
 import type { Storage } from "../src/storage/connect.js";
 import type { AutomationExecutionsTable, SubjectAppLimitsTable, UsersTable } from "../src/storage/schema.js";
@@ -120,24 +120,27 @@ export async function seedSubjectAppLimits(storage: Storage, plan: SeedPlan): Pr
 export interface ExecutionSeed {
   automationId: string;
   count: number;
-  /** What every execution holds: those of one the server ran. */
+  /** Made unique to this seed, in each id: a database may hold several seeds. */
+  tag: string;
+  /** What every execution holds: those of one the server made (its state: PENDING, or one it ends in). */
   template: Pick<AutomationExecutionsTable, "context" | "steps" | "step_results" | "state">;
-  /** The executions were made and finished one after another over the day that ends here (ISO). */
-  finishedBy: string;
+  /** The executions were made one after another over the day that ends here (ISO); finished when made unless pending. */
+  madeBy: string;
 }
 
-/** Finished executions of one automation, `count` of them, as the server records them; answers how long the insert took (ms). */
-export async function seedFinishedExecutions(storage: Storage, seed: ExecutionSeed): Promise<number> {
+/** Executions of one automation, `count` of them, as the server records them; answers how long the insert took (ms). */
+export async function seedExecutions(storage: Storage, seed: ExecutionSeed): Promise<number> {
   const started = performance.now();
-  const end = Date.parse(seed.finishedBy);
+  const end = Date.parse(seed.madeBy);
   const step = (24 * 3_600_000) / seed.count;
+  const pending = seed.template.state === "AUTOMATION_EXECUTION_STATE_PENDING";
   await insertRows<AutomationExecutionsTable & Row>(
     storage,
     "automation_executions",
     seed.count,
     (i) => {
       const at = new Date(Math.round(end - (seed.count - i) * step)).toISOString();
-      return { id: `exe_bench${pad(i, 9)}`, automation_id: seed.automationId, event_id: null, ...seed.template, created_at: at, completed_at: at, lease_until: null, attempts: 1 };
+      return { id: `exe_bench${seed.tag}${pad(i, 9)}`, automation_id: seed.automationId, event_id: null, ...seed.template, created_at: at, completed_at: pending ? null : at, lease_until: null, attempts: pending ? 0 : 1 };
     },
     10_000,
     // 11 columns a row: within SQLite's 32,766 parameters.

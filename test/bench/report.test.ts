@@ -258,6 +258,33 @@ describe("targets", () => {
     ]);
   });
 
+  it("hold a steady flow beside a silent receiver to p99 < 250 ms, a fresh event behind a backlog to 1 s each way, and the intake with parked notifications to 90% of its req/s without", () => {
+    const flow = { count: 6000, p50Ms: 5, maxMs: 300, drainMs: 10, rate: 200 };
+    const fairness = (handed: number[], claimed: number[]) => ({
+      backlog: 10_000,
+      paths: [
+        { path: "handed", rounds: handed.map((waitMs) => ({ waitMs, backlogLeft: 5000 })) },
+        { path: "claimed", rounds: claimed.map((waitMs) => ({ waitMs, backlogLeft: 5000 })) },
+      ],
+    });
+    const checks = (p99Ms: number, handed: number[], claimed: number[], onRps: number, errors?: Partial<LoadResult["errors"]>) =>
+      checkTargets({ ...section([measured("intake-parked-off", 1000), measured("intake-parked-on", onRps, 10, errors)]), silentNotify: { events: 300, states: { AUTOMATION_EXECUTION_STATE_PARKED: 292 }, flow: { ...flow, p99Ms } }, backlogFairness: fairness(handed, claimed) }, 2000).map((c) => [c.measured, c.met]);
+    expect(checks(249, [40, 1000], [900, 120], 900)).toEqual([
+      ["249 ms", true],
+      ["1,000 ms", true],
+      ["900 ms", true],
+      ["90.0%", true],
+      ["0", true],
+    ]);
+    expect(checks(250, [40, 1001], [900, 1200], 899, { timeouts: 2 })).toEqual([
+      ["250 ms", false],
+      ["1,001 ms", false],
+      ["1,200 ms", false],
+      ["89.9%", false],
+      ["2", false],
+    ]);
+  });
+
   it("are only checked for the scenarios that ran", () => {
     expect(checkTargets(section([measured("list-first", 100), measured("spend-capture", 100)]), 1000)).toEqual([]);
   });
@@ -397,6 +424,20 @@ describe("the report", () => {
     expect(md).toContain("at a steady 1,250 events/s, half of scenario 1's intake (scenario 1b, 500 executions): p50 4.00 ms, p99 60.0 ms (target: under 100 ms)");
     expect(md).toContain("The backlog drained 12 ms after the load stopped (target: within 2.0 s).");
     expect(md).toContain("Server RSS after the full bench: 180 MiB");
+  });
+
+  it("says what the silent receiver left parked, each round of the fresh events with the backlog left, and what parking cost the intake", () => {
+    const section: Section = {
+      ...report.sections[0]!,
+      scenarios: [measured("intake-parked-off", 1000), measured("intake-parked-on", 990)],
+      silentNotify: { events: 300, states: { AUTOMATION_EXECUTION_STATE_PARKED: 292, AUTOMATION_EXECUTION_STATE_RUNNING: 8 }, flow: { count: 6000, p50Ms: 4, p99Ms: 40, maxMs: 90, drainMs: 5, rate: 200 } },
+      backlogFairness: { backlog: 10_000, paths: [{ path: "handed over", rounds: [{ waitMs: 12, backlogLeft: 8000 }, { waitMs: 30.5, backlogLeft: 7500 }] }] },
+      parkedIntake: { maximum: 2000, rounds: 2, requests: 12_500, unavailable: 2_500, executions: 10_000, notDone: 3 },
+    };
+    const md = renderMarkdown({ ...report, sections: [section] });
+    expect(md).toContain("that flow's accepted → done (6,000 executions) p50 4.00 ms, p99 40.0 ms (target: under 250 ms), max 90.0 ms. The silent automation's executions when the flow ended: 292 parked, 8 running.");
+    expect(md).toContain("handed over: 12.0 ms (8,000 left), 30.5 ms (7,500 left).");
+    expect(md).toContain("the receiver answered 12,500 requests, 2,500 of them 503, for 10,000 executions (3 not delivered after 4 attempts). With parking over without: req/s 990 vs 1,000");
   });
 
   it("says when other processes took more than a tenth of a core during a baseline, and nothing when the machine was quiet", () => {
