@@ -16,6 +16,8 @@ export interface Instances {
   instances: Served[];
   /** A client of the bootstrap admin per instance. */
   clients: ApiClient[];
+  /** Starts one more instance, configured as the others (after one was killed, as a restart would); it is stopped with them. */
+  add(): Promise<{ instance: Served; client: ApiClient }>;
   stop(): Promise<void>;
 }
 
@@ -42,21 +44,25 @@ export async function startInstances(count: number, admin: { clientId: string; c
     BOOTSTRAP_CLIENT_SECRET: admin.clientSecret,
     HOST: "127.0.0.1",
   };
-  const instances = await Promise.all(
-    Array.from({ length: count }, async () => {
-      const port = await freePort();
-      // Node itself with tsx's loader, not the tsx command: that one is a parent process relaying
-      // signals, and a test that signals an instance must reach the server's own handler. Under a
-      // shell line, the shell `exec`s Node: the PID signalled is still the server's.
-      const node = [process.execPath, "--import", "tsx", join(root, "src/main.ts")];
-      const [command, ...args] = options.shell === undefined ? node : ["sh", "-c", `${options.shell} && exec "$@"`, "sh", ...node];
-      return serve({ command: command!, args, url: `http://127.0.0.1:${port}`, probePath: "/readyz", env: { ...common, PORT: String(port) }, timeoutMs: 90_000 });
-    }),
-  );
+  const start = async () => {
+    const port = await freePort();
+    // Node itself with tsx's loader, not the tsx command: that one is a parent process relaying
+    // signals, and a test that signals an instance must reach the server's own handler. Under a
+    // shell line, the shell `exec`s Node: the PID signalled is still the server's.
+    const node = [process.execPath, "--import", "tsx", join(root, "src/main.ts")];
+    const [command, ...args] = options.shell === undefined ? node : ["sh", "-c", `${options.shell} && exec "$@"`, "sh", ...node];
+    return serve({ command: command!, args, url: `http://127.0.0.1:${port}`, probePath: "/readyz", env: { ...common, PORT: String(port) }, timeoutMs: 90_000 });
+  };
+  const instances = await Promise.all(Array.from({ length: count }, start));
   return {
     database,
     instances,
     clients: instances.map((s) => createApiClient({ baseUrl: s.url, credentials: admin })),
+    async add() {
+      const instance = await start();
+      instances.push(instance);
+      return { instance, client: createApiClient({ baseUrl: instance.url, credentials: admin }) };
+    },
     async stop() {
       await Promise.all(instances.map((s) => s.stop()));
       await database.drop();
