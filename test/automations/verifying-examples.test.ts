@@ -8,20 +8,11 @@ import { randomBytes } from "node:crypto";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { signature } from "../../src/automations/notify.js";
-import { onPath, runToEnd, type RunResult } from "../support/process.js";
+import { type ExampleProgram, onPath, runToEnd, type RunResult } from "../support/process.js";
 
 const EXAMPLES = fileURLToPath(new URL("../../examples/verifying/", import.meta.url));
 
-interface Program {
-  language: string;
-  file: string;
-  command: [string, ...string[]];
-  /** The commands it needs on PATH, and the Debian packages that bring them. */
-  needs: string[];
-  packages: string;
-}
-
-const PROGRAMS: Program[] = [
+const PROGRAMS: ExampleProgram[] = [
   { language: "shell", file: "verify.sh", command: ["./verify.sh"], needs: ["bash", "openssl", "base64", "od"], packages: "openssl coreutils" },
   { language: "Node", file: "verify.mjs", command: [process.execPath, "verify.mjs"], needs: [], packages: "nodejs" },
   { language: "Python", file: "verify.py", command: ["python3", "verify.py"], needs: ["python3"], packages: "python3" },
@@ -46,18 +37,18 @@ function notification(secrets: string[], ageSeconds = 0): Notification {
   return { headers: { id, timestamp, signatures: signature(secrets, id, timestamp, body) }, body };
 }
 
-function run(program: Program, key: string, { headers, body: sent }: Notification): Promise<RunResult> {
+function run(program: ExampleProgram, key: string, { headers, body: sent }: Notification): Promise<RunResult> {
   const [command, ...rest] = program.command;
   const env = { LC_ALL: "C", NOTIFICATION_SECRET: key, WEBHOOK_ID: headers.id, WEBHOOK_TIMESTAMP: String(headers.timestamp), WEBHOOK_SIGNATURE: headers.signatures };
   return runToEnd(command, rest, env, { cwd: EXAMPLES, input: sent, timeoutMs: 90_000 });
 }
 
-async function expectVerified(program: Program, key: string, sent: Notification): Promise<void> {
+async function expectVerified(program: ExampleProgram, key: string, sent: Notification): Promise<void> {
   const r = await run(program, key, sent);
   expect({ code: r.code, out: r.out }).toEqual({ code: 0, out: "verified\n" });
 }
 
-async function expectRefused(program: Program, key: string, sent: Notification): Promise<string> {
+async function expectRefused(program: ExampleProgram, key: string, sent: Notification): Promise<string> {
   const r = await run(program, key, sent);
   expect(r.code, r.out).toBe(1);
   expect(r.stdout).toMatch(/^refused: \S.*\n$/);

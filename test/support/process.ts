@@ -36,6 +36,16 @@ export function runToEnd(command: string, args: string[], env: NodeJS.ProcessEnv
   });
 }
 
+/** An example program of the docs run in its own language's runtime, from its examples/ folder. */
+export interface ExampleProgram {
+  language: string;
+  file: string;
+  command: [string, ...string[]];
+  /** The commands it needs on PATH, and the Debian packages that bring them. */
+  needs: string[];
+  packages: string;
+}
+
 /** Whether `name` is an executable file in a folder of PATH. */
 export function onPath(name: string): boolean {
   return (process.env.PATH ?? "").split(delimiter).some((folder) => {

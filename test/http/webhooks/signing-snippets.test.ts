@@ -10,24 +10,14 @@ import type { AddressInfo } from "node:net";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { responseErrors } from "../../support/contract.js";
-import { onPath, runToEnd, type RunResult } from "../../support/process.js";
+import { type ExampleProgram, onPath, runToEnd, type RunResult } from "../../support/process.js";
 import { startTestServer, type TestServer } from "../../support/server.js";
 import { vectors, type HmacVector } from "../../support/vectors.js";
 import { createHooked, errorInfo, eventsOf, executionsOf, RECEIVE } from "./helpers.js";
 
 const EXAMPLES = fileURLToPath(new URL("../../../examples/signing/", import.meta.url));
 
-interface Program {
-  language: string;
-  file: string;
-  /** How a sender runs it, from examples/signing/. */
-  command: [string, ...string[]];
-  /** The commands it needs on PATH, and the Debian packages that bring them. */
-  needs: string[];
-  packages: string;
-}
-
-const PROGRAMS: Program[] = [
+const PROGRAMS: ExampleProgram[] = [
   { language: "shell", file: "sign-and-send.sh", command: ["./sign-and-send.sh"], needs: ["bash", "openssl", "curl"], packages: "openssl curl" },
   { language: "Node", file: "sign-and-send.mjs", command: [process.execPath, "sign-and-send.mjs"], needs: [], packages: "nodejs" },
   { language: "Python", file: "sign_and_send.py", command: ["python3", "sign_and_send.py"], needs: ["python3"], packages: "python3" },
@@ -36,7 +26,7 @@ const PROGRAMS: Program[] = [
 ];
 
 /** Runs `program` in examples/signing/ with `body` on its standard input and `env` on top of this process's. */
-function run(program: Program, args: string[], env: Record<string, string>, body: string): Promise<RunResult> {
+function run(program: ExampleProgram, args: string[], env: Record<string, string>, body: string): Promise<RunResult> {
   const [command, ...rest] = program.command;
   // The C locale: what a program sends and prints must not depend on the machine's character set.
   return runToEnd(command, [...rest, ...args], { LC_ALL: "C", LISTENER_URL: "", WEBHOOK_SECRET: "", ...env }, { cwd: EXAMPLES, input: body, timeoutMs: 90_000 });
