@@ -1361,7 +1361,7 @@ export interface paths {
          *     trigger toggle off, when it arrived), or whose execution is past its retention, is 409
          *     `EVENT_BODY_NOT_KEPT`. The sender may deliver such an event again under a new event id.
          *
-         *     One replay of an event runs at a time: while one is pending or running, another is 409
+         *     One replay of an event runs at a time: while one is pending, running or parked, another is 409
          *     `REPLAY_IN_PROGRESS` (naming it). The automation must be published (409
          *     `AUTOMATION_IS_DRAFT`); its trigger toggle is not looked at, since the toggle turns the
          *     trigger off, not the operator's own requests. An unknown automation is 404
@@ -6183,7 +6183,7 @@ export interface components {
          *     Retention: a finished execution (`DONE` or `ERROR`) is kept for as long as the tenant's
          *     operator configures, 30 days after it finished unless set otherwise (never less than 7), and
          *     may be limited to each automation's newest ones; past that it is no longer listed and
-         *     `GetAutomationExecution` answers 404. An execution is kept while it is pending or running, and
+         *     `GetAutomationExecution` answers 404. An execution is kept while it is pending, running or parked, and
          *     an automation's newest execution (its `lastExecutedAt`) is kept while the automation exists.
          * @example {
          *       "id": "exe_9Tg3Hs6Wq1Zc4Nv8",

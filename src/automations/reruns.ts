@@ -73,10 +73,10 @@ export class ExecutionReruns {
         .where("automation_id", "=", automationId)
         .where("event_id", "=", event.event_id)
         .where(sql<boolean>`origin = ${sql.lit(ExecutionOrigin.REPLAY)}`)
-        .where("state", "in", [ExecutionState.PENDING, ExecutionState.RUNNING])
+        .where("state", "in", [ExecutionState.PENDING, ExecutionState.RUNNING, ExecutionState.PARKED])
         .executeTakeFirst();
       if (live) {
-        throw failedPrecondition("REPLAY_IN_PROGRESS", "a replay of this event is still pending or running; replay it again once that one has finished", {
+        throw failedPrecondition("REPLAY_IN_PROGRESS", "a replay of this event is still pending, running or parked; replay it again once that one has finished", {
           metadata: { automationExecutionId: live.id },
         });
       }
