@@ -8,9 +8,10 @@
 import { once } from "node:events";
 import http from "node:http";
 import type net from "node:net";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { paginate, unwrap } from "../../../src/client/index.js";
 import { destinationId } from "../../../src/automations/notification-destinations.js";
+import { webhookErrors } from "../../support/contract.js";
 import { startTestServer, type TestServer } from "../../support/server.js";
 import { expectError, type Schemas } from "../limits/helpers.js";
 import { automationsApi, createHooked, expectAccepted, sendHmac, settled, type Execution } from "../webhooks/helpers.js";
@@ -20,6 +21,9 @@ const DISABLE_AFTER_S = 90;
 
 let ts: TestServer;
 const receivers: http.Server[] = [];
+/** What the receivers got that the contract's `notification` webhook does not declare. */
+const drift: string[] = [];
+afterEach(() => expect(drift.splice(0)).toEqual([]));
 
 beforeAll(async () => {
   ts = await startTestServer({
@@ -44,7 +48,12 @@ async function setUp() {
   const receiver = { down: true, requests: 0, server: undefined as unknown as http.Server, destination: "" };
   receiver.server = http.createServer((req, res) => {
     receiver.requests++;
-    req.resume().on("end", () => res.writeHead(receiver.down ? 503 : 200).end());
+    const chunks: Buffer[] = [];
+    req.on("data", (c: Buffer) => chunks.push(c));
+    req.on("end", () => {
+      drift.push(...webhookErrors("notification", req.headers, Buffer.concat(chunks).toString("utf8")));
+      res.writeHead(receiver.down ? 503 : 200).end();
+    });
   });
   receiver.server.listen(0, "127.0.0.1");
   await once(receiver.server, "listening");

@@ -7,10 +7,11 @@
 import { once } from "node:events";
 import http from "node:http";
 import type net from "node:net";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { unwrap, type ApiClient } from "../../../src/client/index.js";
 import { sendWebhookEvent } from "../../../src/client/webhook-sender.js";
 import { destinationId } from "../../../src/automations/notification-destinations.js";
+import { webhookErrors } from "../../support/contract.js";
 import { testDialect } from "../../support/database.js";
 import { startInstances, type Instances } from "../../support/instances.js";
 import { webhookTrigger } from "../../support/triggers.js";
@@ -32,6 +33,9 @@ interface Receiver {
   port: number;
 }
 const servers: http.Server[] = [];
+/** What the receivers got that the contract's `notification` webhook does not declare. */
+const drift: string[] = [];
+afterEach(() => expect(drift.splice(0)).toEqual([]));
 
 /** A receiver of its own (a destination of its own): `/up` answers 200 while `up`, else 503; `/gone` 404; `/silent` never answers. */
 async function startReceiver(): Promise<Receiver> {
@@ -39,7 +43,10 @@ async function startReceiver(): Promise<Receiver> {
   const server = http.createServer((req, res) => {
     if (req.url?.startsWith("/silent")) return;
     const id = String(req.headers["webhook-id"]);
-    req.resume().on("end", () => {
+    const chunks: Buffer[] = [];
+    req.on("data", (c: Buffer) => chunks.push(c));
+    req.on("end", () => {
+      drift.push(...webhookErrors("notification", req.headers, Buffer.concat(chunks).toString("utf8")));
       receiver.requests.push(id);
       if (req.url?.startsWith("/gone") || !receiver.up) return void res.writeHead(req.url?.startsWith("/gone") ? 404 : 503).end();
       receiver.delivered.push(id);
