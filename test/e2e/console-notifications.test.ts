@@ -1,0 +1,93 @@
+// Notifications in the console, in a real browser against a real server whose notify steps post to
+// local receivers answering 503 (a retry schedule long enough that executions stay parked): a parked
+// execution with its next attempt and its attempts; the notification destinations view listing the
+// failing destination, disabled and enabled again after a confirmation.
+import { once } from "node:events";
+import http from "node:http";
+import type net from "node:net";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { launchBrowser, screenshot, type TestBrowser } from "../support/browser.js";
+import { BOOTSTRAP, startTestServer, type TestServer } from "../support/server.js";
+import { createHooked, expectAccepted, sendHmac, settled } from "../http/webhooks/helpers.js";
+import { expectNoHorizontalScroll, openConsole } from "./console-helpers.js";
+
+let ts: TestServer;
+let browser: TestBrowser;
+const receivers: http.Server[] = [];
+
+beforeAll(async () => {
+  ts = await startTestServer({ NOTIFICATION_ALLOW_INSECURE: "1", NOTIFY_RETRY_SCHEDULE: "1h,1h,1h", NOTIFY_TIMEOUT_SECONDS: "2", BULK_REDRIVE_MAX_PER_CALL: "2" });
+  browser = await launchBrowser();
+});
+afterAll(async () => {
+  await browser?.close();
+  await ts?.stop();
+  await Promise.all(receivers.map((r) => new Promise((done) => r.close(done))));
+});
+
+/** A receiver answering 503 to everything, and an automation (published) notifying it after `steps`. */
+async function failingHook(name: string, before: unknown[] = []) {
+  const server = http.createServer((req, res) => req.resume().on("end", () => res.writeHead(503).end("down for maintenance")));
+  server.listen(0, "127.0.0.1");
+  await once(server, "listening");
+  receivers.push(server);
+  const destination = `127.0.0.1:${(server.address() as net.AddressInfo).port}`;
+  const hook = await createHooked(ts, { displayName: name, steps: [...before, { stepName: "tell", notify: { url: `http://${destination}/hook`, bodyCel: '{"n": ctx.trigger.n}' } }] as never });
+  const send = async (n: number) => settled(ts, expectAccepted(await sendHmac(ts, hook.url, hook.secret, JSON.stringify({ n }))).automationExecutionId!);
+  return { hook, destination, send };
+}
+
+describe("notifications in the console", () => {
+  it("shows a parked execution with its next attempt and its notify step's attempts", async () => {
+    const { hook, send } = await failingHook("Tell the partner");
+    const parked = await send(1);
+    expect(parked.state).toBe("AUTOMATION_EXECUTION_STATE_PARKED");
+    const { context, page } = await openConsole(browser, "desktop", ts.url, BOOTSTRAP, { path: `#/automations/${hook.id}` });
+    const execution = page.getByTestId("delivery").first().getByTestId("execution");
+    await execution.getByTestId("execution-state").getByText("parked").waitFor();
+    expect(await execution.getByTestId("next-attempt").locator("time").getAttribute("datetime")).toBe(parked.nextAttemptAt);
+    const attempt = execution.getByTestId("attempt");
+    expect(await attempt.count()).toBe(1);
+    expect(await attempt.getByTestId("attempt-status").textContent()).toBe("HTTP 503");
+    expect(await attempt.getByTestId("attempt-error").textContent()).toBe("HTTP_STATUS");
+    expect(await execution.getByTestId("step-result").textContent()).toContain("pending");
+    await screenshot(page, "execution-parked-desktop");
+    await context.close();
+  }, 90_000);
+
+  it("lists a failing destination, and disables and enables it after a confirmation", async () => {
+    const { destination, send } = await failingHook("Tell the other partner");
+    await send(1);
+    const { context, page } = await openConsole(browser, "desktop", ts.url, BOOTSTRAP);
+    await page.getByRole("link", { name: "Notification destinations" }).click();
+    await page.getByRole("heading", { name: "Notification destinations" }).waitFor();
+    const row = page.getByTestId("destination").filter({ hasText: destination });
+    expect(await row.getByTestId("destination-state").textContent()).toBe("failing");
+    expect(await row.getByTestId("destination-failures").textContent()).toBe("1");
+    expect(await row.getByTestId("destination-error").textContent()).toBe("HTTP 503");
+    await screenshot(page, "destinations-desktop");
+
+    await row.getByRole("button", { name: `Disable ${destination}` }).click();
+    const dialog = page.getByRole("alertdialog", { name: `Disable ${destination}?` });
+    await dialog.getByRole("button", { name: "Cancel" }).click();
+    await dialog.waitFor({ state: "detached" });
+    expect(await row.getByTestId("destination-state").textContent()).toBe("failing");
+    await row.getByRole("button", { name: `Disable ${destination}` }).click();
+    await dialog.getByRole("button", { name: "Disable", exact: true }).click();
+    await page.getByTestId("destination-result").getByText(`${destination} is now disabled.`).waitFor();
+    await row.getByTestId("destination-state").getByText("disabled").waitFor();
+
+    await row.getByRole("button", { name: `Enable ${destination}` }).click();
+    await page.getByRole("alertdialog", { name: `Enable ${destination}?` }).getByRole("button", { name: "Enable", exact: true }).click();
+    await page.getByTestId("destination-result").getByText(`${destination} is now healthy.`).waitFor();
+    await row.getByTestId("destination-state").getByText("healthy").waitFor();
+    expect(await row.getByTestId("destination-failures").textContent()).toBe("0");
+    await context.close();
+
+    const { context: phone, page: small } = await openConsole(browser, "phone", ts.url, BOOTSTRAP, { path: "#/destinations" });
+    await small.getByTestId("destination").first().waitFor();
+    await expectNoHorizontalScroll(small);
+    await screenshot(small, "destinations-phone");
+    await phone.close();
+  }, 90_000);
+});
