@@ -1,14 +1,15 @@
 // Notifications in the console, in a real browser against a real server whose notify steps post to
 // local receivers answering 503 (a retry schedule long enough that executions stay parked): a parked
 // execution with its next attempt and its attempts; the notification destinations view listing the
-// failing destination, disabled and enabled again after a confirmation.
+// failing destination, disabled and enabled again after a confirmation; the bulk redrive form with
+// its counts and its continuation.
 import { once } from "node:events";
 import http from "node:http";
 import type net from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { launchBrowser, screenshot, type TestBrowser } from "../support/browser.js";
 import { BOOTSTRAP, startTestServer, type TestServer } from "../support/server.js";
-import { createHooked, expectAccepted, sendHmac, settled } from "../http/webhooks/helpers.js";
+import { createHooked, evaluateStep, expectAccepted, sendHmac, settled } from "../http/webhooks/helpers.js";
 import { expectNoHorizontalScroll, openConsole } from "./console-helpers.js";
 
 let ts: TestServer;
@@ -89,5 +90,43 @@ describe("notifications in the console", () => {
     await expectNoHorizontalScroll(small);
     await screenshot(small, "destinations-phone");
     await phone.close();
+  }, 90_000);
+
+  it("redrives an automation's failed executions of a range, continuing while the answer says more remain", async () => {
+    const since = new Date(ts.clock.now() - 60_000).toISOString();
+    // n = 0 fails its first step (a field the payload lacks): a failed execution; the others park.
+    const { hook, send } = await failingHook("Redrive me", [evaluateStep("check", { q: "ctx.trigger.n > 0 ? 1 : ctx.trigger.missing" })]);
+    expect((await send(0)).state).toBe("AUTOMATION_EXECUTION_STATE_ERROR");
+    expect((await send(1)).state).toBe("AUTOMATION_EXECUTION_STATE_PARKED");
+    expect((await send(2)).state).toBe("AUTOMATION_EXECUTION_STATE_PARKED");
+    ts.clock.set(ts.clock.now() + 60_000);
+    const until = new Date(ts.clock.now()).toISOString();
+
+    const { context, page } = await openConsole(browser, "desktop", ts.url, BOOTSTRAP, { path: `#/automations/${hook.id}` });
+    await page.getByRole("button", { name: "Redrive failed executions…" }).click();
+    await page.getByLabel("Since (RFC 3339)").fill(since);
+    await page.getByLabel("Until (RFC 3339)").fill(until);
+    await page.getByRole("button", { name: "Redrive…" }).click();
+    await page.getByRole("alertdialog", { name: "Redrive these executions?" }).getByRole("button", { name: "Redrive", exact: true }).click();
+    const result = page.getByTestId("redrive-result");
+    await result.getByText("One call").waitFor();
+    // BULK_REDRIVE_MAX_PER_CALL is 2: the oldest two (the failed one, then a parked one).
+    expect(await result.getByTestId("redrive-examined").textContent()).toBe("2");
+    expect(await result.getByTestId("redrive-redriven").textContent()).toBe("1");
+    expect(await result.getByTestId("redrive-made-due").textContent()).toBe("1");
+    await screenshot(page, "redrive-continuation-desktop");
+    await result.getByRole("button", { name: "Continue" }).click();
+    await result.getByText("2 calls").waitFor();
+    await result.getByTestId("redrive-complete").waitFor();
+    expect(await result.getByTestId("redrive-examined").textContent()).toBe("3");
+    expect(await result.getByTestId("redrive-made-due").textContent()).toBe("2");
+
+    // An empty range is the server's refusal, in words.
+    await page.getByLabel("Until (RFC 3339)").fill(since);
+    await page.getByRole("button", { name: "Redrive…" }).click();
+    await page.getByRole("alertdialog", { name: "Redrive these executions?" }).getByRole("button", { name: "Redrive", exact: true }).click();
+    await page.getByRole("alert").getByText("must be later than since").waitFor();
+    await screenshot(page, "redrive-desktop");
+    await context.close();
   }, 90_000);
 });
