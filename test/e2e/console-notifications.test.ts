@@ -1,11 +1,12 @@
 // Notifications in the console, in a real browser against a real server whose notify steps post to
 // local receivers answering 503 (a retry schedule long enough that executions stay parked): a parked
 // execution with its next attempt and its attempts; the notification destinations view listing the
-// failing destination, disabled and enabled again after a confirmation; the bulk redrive form with
-// its counts and its continuation.
+// failing destination, cleared, disabled and enabled again after a confirmation (not offered to a
+// fund admin); states the console does not know; the bulk redrive form with its counts and continuation.
 import { once } from "node:events";
 import http from "node:http";
 import type net from "node:net";
+import type { Route } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { launchBrowser, screenshot, type TestBrowser } from "../support/browser.js";
 import { BOOTSTRAP, startTestServer, type TestServer } from "../support/server.js";
@@ -54,7 +55,39 @@ describe("notifications in the console", () => {
     expect(await execution.getByTestId("step-result").textContent()).toContain("pending");
     await screenshot(page, "execution-parked-desktop");
     await context.close();
+
+    // At phone width, nothing wider than the screen.
+    const { context: phone, page: small } = await openConsole(browser, "phone", ts.url, BOOTSTRAP, { path: `#/automations/${hook.id}` });
+    await small.getByTestId("attempt").first().waitFor();
+    await expectNoHorizontalScroll(small);
+    await screenshot(small, "execution-parked-phone");
+    await phone.close();
   }, 90_000);
+
+  it("shows an execution state and a destination state it does not know by their names", async () => {
+    const { hook, send } = await failingHook("Tell a third partner");
+    await send(1);
+    const { context, page } = await openConsole(browser, "desktop", ts.url, BOOTSTRAP, { path: `#/automations/${hook.id}` });
+    // The enumerations may gain values: the answers are rewritten in the browser to hold one.
+    const rewrite = (from: string, to: string) => async (route: Route) => {
+      const response = await route.fetch();
+      await route.fulfill({ response, body: (await response.text()).replaceAll(from, to) });
+    };
+    await page.route((url) => url.pathname === "/api/v1/automation_executions", rewrite("AUTOMATION_EXECUTION_STATE_PARKED", "AUTOMATION_EXECUTION_STATE_HIBERNATING"));
+    await page.getByTestId("execution-state").getByText("hibernating").waitFor();
+    await page.route((url) => url.pathname === "/api/v1/notification-destinations", rewrite("NOTIFICATION_DESTINATION_STATE_FAILING", "NOTIFICATION_DESTINATION_STATE_QUARANTINED"));
+    await page.getByRole("link", { name: "Notification destinations" }).click();
+    await page.getByTestId("destination-state").getByText("quarantined").first().waitFor();
+    await context.close();
+  }, 90_000);
+
+  it("is not offered to a fund administrator", async () => {
+    const fundAdmin = await ts.userClient(["ROLE_FUND_ADMIN"], "Fund admin");
+    const { context, page } = await openConsole(browser, "desktop", ts.url, fundAdmin);
+    await page.getByRole("link", { name: "Fund limits" }).waitFor();
+    expect(await page.getByRole("link", { name: "Notification destinations" }).count()).toBe(0);
+    await context.close();
+  }, 60_000);
 
   it("lists a failing destination, and disables and enables it after a confirmation", async () => {
     const { destination, send } = await failingHook("Tell the other partner");
@@ -68,6 +101,16 @@ describe("notifications in the console", () => {
     expect(await row.getByTestId("destination-error").textContent()).toBe("HTTP 503");
     await screenshot(page, "destinations-desktop");
 
+    // Enable on a failing one clears its failures (a destination known to be up again).
+    await row.getByRole("button", { name: `Enable ${destination}` }).click();
+    await page.getByRole("alertdialog", { name: `Enable ${destination}?` }).getByRole("button", { name: "Enable", exact: true }).click();
+    await page.getByTestId("destination-result").getByText(`${destination} is now healthy.`).waitFor();
+    await row.getByTestId("destination-state").getByText("healthy").waitFor();
+    expect(await row.getByRole("button", { name: `Enable ${destination}` }).count()).toBe(0);
+    await send(2);
+    await page.getByRole("button", { name: "Refresh" }).click();
+    await row.getByTestId("destination-state").getByText("failing").waitFor();
+
     await row.getByRole("button", { name: `Disable ${destination}` }).click();
     const dialog = page.getByRole("alertdialog", { name: `Disable ${destination}?` });
     await dialog.getByRole("button", { name: "Cancel" }).click();
@@ -77,6 +120,7 @@ describe("notifications in the console", () => {
     await dialog.getByRole("button", { name: "Disable", exact: true }).click();
     await page.getByTestId("destination-result").getByText(`${destination} is now disabled.`).waitFor();
     await row.getByTestId("destination-state").getByText("disabled").waitFor();
+    expect(await row.getByRole("button", { name: `Disable ${destination}` }).count()).toBe(0);
 
     await row.getByRole("button", { name: `Enable ${destination}` }).click();
     await page.getByRole("alertdialog", { name: `Enable ${destination}?` }).getByRole("button", { name: "Enable", exact: true }).click();
@@ -96,8 +140,11 @@ describe("notifications in the console", () => {
     const since = new Date(ts.clock.now() - 60_000).toISOString();
     // n = 0 fails its first step (a field the payload lacks): a failed execution; the others park.
     const { hook, send } = await failingHook("Redrive me", [evaluateStep("check", { q: "ctx.trigger.n > 0 ? 1 : ctx.trigger.missing" })]);
+    // A second apart, so that "oldest first" is this order.
     expect((await send(0)).state).toBe("AUTOMATION_EXECUTION_STATE_ERROR");
+    ts.clock.set(ts.clock.now() + 1_000);
     expect((await send(1)).state).toBe("AUTOMATION_EXECUTION_STATE_PARKED");
+    ts.clock.set(ts.clock.now() + 1_000);
     expect((await send(2)).state).toBe("AUTOMATION_EXECUTION_STATE_PARKED");
     ts.clock.set(ts.clock.now() + 60_000);
     const until = new Date(ts.clock.now()).toISOString();

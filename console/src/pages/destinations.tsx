@@ -1,7 +1,7 @@
 // Notification destinations (super admins): each host and port that notify steps post to and that
 // failed at least once, with its health (state, failures in a row, since when, the circuit's end,
-// when disabled, the last error), paged; Disable and Enable, each after a confirmation, with the
-// destination as the server answers it.
+// when disabled, the last error), paged; Disable and Enable (which also clears a failing one's
+// failures and circuit), each after a confirmation, with the destination as the server answers it.
 import { useState } from "preact/hooks";
 import { call, type Schemas, type Session } from "../api.js";
 import { ErrorText, ListStatus, newKey, Table, useAction, usePaged, When } from "../components.js";
@@ -36,8 +36,12 @@ function Confirm({ session, pending, onDone, onCancel }: { session: Session; pen
       <h4>{title}</h4>
       {action === "disable" ? (
         <p>No attempt is made to it any more: each notification to it fails its step at once (parked ones when they come due), until it is enabled again.</p>
+      ) : d.state === "NOTIFICATION_DESTINATION_STATE_DISABLED" ? (
+        <p>
+          Its failures and circuit are cleared: the next notification to it is attempted at once. Executions that failed while it was disabled stay failed: redrive them from their automation.
+        </p>
       ) : (
-        <p>Its failures and circuit are cleared: notifications go to it again, parked ones at their next attempt.</p>
+        <p>Its failures and circuit are cleared without waiting for the cool-down: for a destination known to be up again. The next notification to it is attempted at once.</p>
       )}
       <div class="actions">
         <button type="button" class={action === "disable" ? "danger" : "primary"} disabled={act.busy} onClick={() => void act.run()}>
@@ -95,6 +99,7 @@ export function DestinationsPage({ session }: { session: Session }) {
           {items.map(({ notificationDestination: d }) => {
             const state = destinationStateLabel(d.state);
             const disabled = d.state === "NOTIFICATION_DESTINATION_STATE_DISABLED";
+            const healthy = d.state === "NOTIFICATION_DESTINATION_STATE_HEALTHY";
             return (
               <tr key={d.id} data-testid="destination">
                 <td>
@@ -106,9 +111,18 @@ export function DestinationsPage({ session }: { session: Session }) {
                   </span>
                 </td>
                 <td>
-                  <button type="button" aria-label={`${disabled ? "Enable" : "Disable"} ${d.destination}`} onClick={() => ask(disabled ? "enable" : "disable", d)}>
-                    {disabled ? "Enable" : "Disable"}
-                  </button>
+                  <div class="actions">
+                    {disabled ? null : (
+                      <button type="button" aria-label={`Disable ${d.destination}`} onClick={() => ask("disable", d)}>
+                        Disable
+                      </button>
+                    )}
+                    {healthy ? null : (
+                      <button type="button" aria-label={`Enable ${d.destination}`} onClick={() => ask("enable", d)}>
+                        Enable
+                      </button>
+                    )}
+                  </div>
                 </td>
                 <td data-testid="destination-failures">{d.consecutiveFailures}</td>
                 <td>
