@@ -151,6 +151,10 @@ describe("notifications in the console", () => {
 
     const { context, page } = await openConsole(browser, "desktop", ts.url, BOOTSTRAP, { path: `#/automations/${hook.id}` });
     await page.getByRole("button", { name: "Redrive failed executions…" }).click();
+    await page.getByLabel("Since (RFC 3339)").fill("yesterday");
+    await page.getByRole("button", { name: "Redrive…" }).click();
+    await page.getByRole("alert").getByText("Since: an RFC 3339 date-time").waitFor();
+    expect(await page.getByRole("alertdialog").count()).toBe(0);
     await page.getByLabel("Since (RFC 3339)").fill(since);
     await page.getByLabel("Until (RFC 3339)").fill(until);
     await page.getByRole("button", { name: "Redrive…" }).click();

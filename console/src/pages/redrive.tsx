@@ -30,10 +30,6 @@ export function BulkRedrive({ session, automationId }: { session: Session; autom
   const [answers, setAnswers] = useState<Answer[]>([]);
   const last = answers[answers.length - 1];
 
-  const confirm = useAction(async () => {
-    setAnswers([]);
-    setAsked({ since: instant("Since", form.since), until: instant("Until", form.until), includeParked: form.includeParked });
-  });
   const send = useAction(async (range: Range, continuationToken: string) => {
     const answer = await call(
       session.client.POST("/api/v1/automations/{id}/executions/redrive", {
@@ -42,6 +38,12 @@ export function BulkRedrive({ session, automationId }: { session: Session; autom
       }),
     );
     setAnswers((a) => [...a, answer]);
+  });
+  const confirm = useAction(async () => {
+    setAnswers([]);
+    setAsked(null);
+    send.setError(null);
+    setAsked({ since: instant("Since", form.since), until: instant("Until", form.until), includeParked: form.includeParked });
   });
   const total = (k: "examinedCount" | "redrivenCount" | "madeDueCount" | "alreadyRedrivenCount") => answers.reduce((n, a) => n + a[k], 0);
 
