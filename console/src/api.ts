@@ -10,7 +10,7 @@ export interface Session {
   client: ApiClient;
   clientId: string;
   /** What the caller's role lets it do (the API answers 403 otherwise). */
-  can: { automations: boolean; subjectLimits: boolean; myLimits: boolean; audit: boolean };
+  can: { automations: boolean; subjectLimits: boolean; myLimits: boolean; audit: boolean; destinations: boolean };
   /** The fund policy's currency: every amount the console sends is in it. */
   currencyCode: string;
   /** Users' display names, for every place a user id is shown. */
@@ -49,13 +49,14 @@ export async function signIn(clientId: string, clientSecret: string): Promise<Se
   const client = createApiClient({ baseUrl: window.location.origin, credentials: { clientId, clientSecret } });
   // Every role may read the policy: this also obtains the first token, so bad credentials fail here.
   const { fundPolicy } = await call(client.GET("/api/v1/funds/policy"));
-  const [automations, subjectLimits, myLimits, audit, users] = await Promise.all([
+  const [automations, subjectLimits, myLimits, audit, destinations, users] = await Promise.all([
     allowed(client.GET("/api/v1/automations", { params: { query: { page_size: 10 } } })),
     allowed(client.POST("/api/v1/funds/subject-app-limits/search", { body: { pageSize: 10 } })),
     // An app's backend (ROLE_APP_SERVICE) has no fund of its own.
     allowed(client.GET("/api/v1/funds/my/app-limits", { params: { query: { page_size: 10 } } })),
     allowed(client.GET("/api/v1/audit-events", { params: { query: { page_size: 10 } } })),
+    allowed(client.GET("/api/v1/notification-destinations", { params: { query: { page_size: 10 } } })),
     userNames(client),
   ]);
-  return { client, clientId, can: { automations, subjectLimits, myLimits, audit }, currencyCode: fundPolicy.currencyCode, names: users };
+  return { client, clientId, can: { automations, subjectLimits, myLimits, audit, destinations }, currencyCode: fundPolicy.currencyCode, names: users };
 }

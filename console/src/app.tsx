@@ -6,6 +6,7 @@ import { AuditPage } from "./pages/audit.js";
 import { AutomationPage } from "./pages/automation.js";
 import { AutomationList, NewAutomation } from "./pages/automations.js";
 import { CapsAndPolicy } from "./pages/caps.js";
+import { DestinationsPage } from "./pages/destinations.js";
 import { LimitRow, LimitSearch, OpenRow } from "./pages/limits.js";
 import { MyLimits } from "./pages/my-limits.js";
 import { SpendsPage } from "./pages/spends.js";
@@ -57,6 +58,7 @@ function View({ session, route }: { session: Session; route: string[] }) {
   if (area === "caps" && can.subjectLimits) return <CapsAndPolicy session={session} />;
   if (area === "my" && can.myLimits) return <MyLimits session={session} />;
   if (area === "audit" && can.audit) return <AuditPage session={session} />;
+  if (area === "destinations" && can.destinations) return <DestinationsPage session={session} />;
   // The first view the role may use.
   if (can.automations) return <AutomationList session={session} />;
   if (can.subjectLimits) return <LimitSearch session={session} />;
@@ -80,6 +82,7 @@ export function App() {
   if (!session) return <SignIn onSignedIn={setSession} />;
   const links: [string, string, boolean][] = [
     ["automations", "Automations", session.can.automations],
+    ["destinations", "Notification destinations", session.can.destinations],
     ["limits", "Fund limits", session.can.subjectLimits],
     ["spends", "Spends", session.can.subjectLimits],
     ["caps", "Caps and policy", session.can.subjectLimits],

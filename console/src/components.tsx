@@ -250,3 +250,8 @@ export function useSearch<F>(initial: F) {
   };
   return { form, setForm, filters, generation, submit, apply };
 }
+
+/** A new Idempotency-Key (crypto.randomUUID needs a secure context; getRandomValues does not). */
+export function newKey(): string {
+  return Array.from(crypto.getRandomValues(new Uint8Array(16)), (b) => b.toString(16).padStart(2, "0")).join("");
+}

@@ -1,6 +1,6 @@
 // One automation: its state (publish, unpublish, the trigger toggle), its trigger (a webhook's
 // listener: URL, secret once, example requests, rotate; or its fund events), its steps, and its
-// delivery log (or, on fund events, its executions).
+// delivery log (or, on fund events, its executions), and, once published, redriving its failed executions.
 import { useEffect, useState } from "preact/hooks";
 import { call, type Schemas, type Session } from "../api.js";
 import { ErrorText, useAction } from "../components.js";
@@ -8,6 +8,7 @@ import { href, navigate } from "../route.js";
 import { takeSecret } from "../secrets.js";
 import { DeliveryLog, ExecutionLog } from "./deliveries.js";
 import { stateLabel } from "./automations.js";
+import { BulkRedrive } from "./redrive.js";
 import { StepsEditor } from "./steps.js";
 import { draftOf, triggerOf, TriggerInputs, TriggerPanel, webhookOf } from "./trigger.js";
 
@@ -120,6 +121,7 @@ export function AutomationPage({ session, id }: { session: Session; id: string }
       </section>
 
       <StepsEditor session={session} automation={automation} onSaved={setAutomation} />
+      {published ? <BulkRedrive session={session} automationId={id} /> : null}
       {onFundEvents ? <ExecutionLog session={session} automationId={id} /> : <DeliveryLog session={session} automationId={id} />}
     </article>
   );

@@ -1,5 +1,6 @@
 // The delivery log of an automation, newest first: each accepted event with its outcome and, when it
-// ran, its execution with each step's state, output and error; for an automation on fund events,
+// ran, its execution with each step's state, output and error (a parked one with its next attempt,
+// a notify step with its attempts so far); for an automation on fund events,
 // which receives no webhook, its executions, each with the fund event that started it. Both reload
 // while the page is open.
 import { call, type Schemas, type Session } from "../api.js";
@@ -30,26 +31,91 @@ async function deliveries(session: Session, automationId: string, page_token: st
   return { list: events.list.map(({ webhookEvent }) => ({ event: webhookEvent, execution: executions.get(webhookEvent.automationExecutionId ?? "") })), nextPageToken: events.nextPageToken };
 }
 
-function ExecutionView({ execution }: { execution: Execution }) {
+/** One attempt of a `notify` step, as its output records it (`output.attempts`). */
+interface Attempt {
+  attempt: number | null;
+  startedAt: string | null;
+  status: number | null;
+  error: string | null;
+  responseExcerpt: string | null;
+}
+
+const asText = (v: unknown): string | null => (typeof v === "string" && v ? v : null);
+const asNumber = (v: unknown): number | null => (typeof v === "number" ? v : null);
+
+/** The attempts of a `notify` step's output, read defensively: any other output has none. */
+export function attemptsOf(output: unknown): Attempt[] | null {
+  if (!output || typeof output !== "object" || !("attempts" in output)) return null;
+  const attempts: unknown = (output as { attempts: unknown }).attempts;
+  if (!Array.isArray(attempts)) return null;
+  return attempts.map((a: unknown) => {
+    const r = (a && typeof a === "object" ? a : {}) as Record<string, unknown>;
+    return { attempt: asNumber(r.attempt), startedAt: asText(r.startedAt), status: asNumber(r.status), error: asText(r.error), responseExcerpt: asText(r.responseExcerpt) };
+  });
+}
+
+function Attempts({ attempts }: { attempts: Attempt[] }) {
+  if (attempts.length === 0) return <p class="hint">No attempt made yet.</p>;
+  return (
+    <ol class="attempts" aria-label="Attempts">
+      {attempts.map((a, i) => (
+        <li data-testid="attempt">
+          Attempt {a.attempt ?? i + 1} · <When at={a.startedAt} /> · <span data-testid="attempt-status">{a.status === null ? "no answer" : `HTTP ${a.status}`}</span>
+          {a.error ? (
+            <>
+              {" "}
+              · <span class="error" data-testid="attempt-error">{a.error}</span>
+            </>
+          ) : null}
+          {a.responseExcerpt ? (
+            <>
+              {" "}
+              · <code>{a.responseExcerpt}</code>
+            </>
+          ) : null}
+        </li>
+      ))}
+    </ol>
+  );
+}
+
+export function ExecutionView({ execution }: { execution: Execution }) {
+  // A state this console does not know yet (the enumeration may gain values) is shown by its name.
+  const state = short(execution.state ?? "", "AUTOMATION_EXECUTION_STATE_") || "unknown";
+  const parked = execution.state === "AUTOMATION_EXECUTION_STATE_PARKED";
   return (
     <div class="execution" data-testid="execution">
       <p>
-        Execution <code>{execution.id}</code>: <strong data-testid="execution-state">{short(execution.state, "AUTOMATION_EXECUTION_STATE_")}</strong>
+        Execution <code>{execution.id}</code>: <strong class={`state ${state}`} data-testid="execution-state">{state}</strong>
         {execution.completedAt ? (
           <>
             {" "}
             at <When at={execution.completedAt} />
           </>
         ) : null}
+        {parked || execution.nextAttemptAt ? (
+          <>
+            {" "}
+            · next attempt <span data-testid="next-attempt"><When at={execution.nextAttemptAt} /></span>
+          </>
+        ) : null}
+        {execution.redriveOf ? <> · redrive of <code>{execution.redriveOf}</code></> : null}
+        {execution.redrivenBy ? <> · redriven by <code>{execution.redrivenBy}</code></> : null}
       </p>
+      {parked ? <p class="hint">Parked: a notification failed and is tried again at the next attempt (or its destination is paused); it holds no worker meanwhile.</p> : null}
       <ol class="results">
-        {execution.stepResults.map((r) => (
-          <li data-testid="step-result">
-            <span class="step-name">{r.stepName}</span> <span class={`state ${short(r.state, "STEP_STATE_")}`}>{short(r.state, "STEP_STATE_")}</span>
-            {r.error ? <p class="error">{r.error}</p> : null}
-            {r.output !== null && r.output !== undefined ? <Json value={r.output} /> : null}
-          </li>
-        ))}
+        {execution.stepResults.map((r) => {
+          const attempts = attemptsOf(r.output);
+          const stepState = short(r.state ?? "", "STEP_STATE_") || "unknown";
+          return (
+            <li data-testid="step-result">
+              <span class="step-name">{r.stepName}</span> <span class={`state ${stepState}`}>{stepState}</span>
+              {r.error ? <p class="error">{r.error}</p> : null}
+              {attempts ? <Attempts attempts={attempts} /> : null}
+              {r.output !== null && r.output !== undefined ? <Json value={r.output} /> : null}
+            </li>
+          );
+        })}
       </ol>
     </div>
   );

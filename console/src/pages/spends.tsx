@@ -5,7 +5,7 @@
 import { useState } from "preact/hooks";
 import { SpendAuthorizationStateValues } from "../../../generated/enums.js";
 import { call, type Schemas, type Session } from "../api.js";
-import { ErrorText, Field, ListStatus, Table, useAction, usePaged, useSearch, When } from "../components.js";
+import { ErrorText, Field, ListStatus, newKey, Table, useAction, usePaged, useSearch, When } from "../components.js";
 import { formatDecimal, formatMoney, fromNanos, parseAmount, percentOf, toNanos } from "../money.js";
 import { href } from "../route.js";
 import { USER_CHOICES, UserChoices, UserName } from "../users.js";
@@ -75,11 +75,6 @@ export function UsageView({ usage }: { usage: Schemas["SpendUsage"] | null | und
       </dl>
     </section>
   );
-}
-
-/** A new Idempotency-Key (crypto.randomUUID needs a secure context; getRandomValues does not). */
-function newKey(): string {
-  return Array.from(crypto.getRandomValues(new Uint8Array(16)), (b) => b.toString(16).padStart(2, "0")).join("");
 }
 
 const reversible = (a: Authorization) => toNanos(a.capturedAmount) - toNanos(a.reversedAmount);
