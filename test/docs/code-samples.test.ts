@@ -13,10 +13,8 @@ import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { createApiClient, unwrap, type ApiClient } from "../../src/client/index.js";
 import { sendWebhookEvent } from "../../src/client/webhook-sender.js";
 import type { SandboxInfo } from "../../scripts/sandbox/report.js";
-import { destinationId } from "../../src/automations/notification-destinations.js";
-import { loadConfig } from "../../src/config.js";
-import { openStorage } from "../../src/storage/connect.js";
 import { operations, responseErrors } from "../support/contract.js";
+import { failedDestination } from "../support/destinations.js";
 import { example200, keyDifferences } from "../support/example-keys.js";
 import { callerOf, RECORDING_CURL, recordedRequests, runClientProgram, typecheckClientProject, writeClientProject, type Caller } from "../support/doc-code.js";
 import { freePort, runToEnd } from "../support/process.js";
@@ -135,27 +133,10 @@ async function ownObjects(admin: ApiClient, info: SandboxInfo, userId: string) {
     },
     { timeout: 10_000, interval: 100 },
   );
-  await failedDestination(info);
+  // The examples' destination, as a notify step's failed attempts record one: no sandbox receiver may stand for that host.
+  await failedDestination(`sqlite:${info.database}`, "hooks.example.com:443", new Date().toISOString());
   const events = unwrap(await admin.GET("/api/v1/automations/{id}/webhook-events", { params: { path: { id: info.hmac.automationId } } })).list;
   return { pendingId: pending.id, credentialId: credential.id!, automationId: rotated, notifyingAutomationId: notifying, webhookEventId: events[0]!.webhookEvent.eventId, failedExecutionId };
-}
-
-/**
- * The examples' destination, hooks.example.com:443, as the notify step's failed attempts record
- * one: written in the sandbox's database, since no sandbox receiver may stand for that host.
- */
-async function failedDestination(info: SandboxInfo): Promise<void> {
-  const storage = await openStorage(loadConfig({ DATABASE_URL: `sqlite:${info.database}` }).database);
-  const at = new Date().toISOString();
-  const destination = "hooks.example.com:443";
-  try {
-    await storage.db
-      .insertInto("notification_destinations")
-      .values({ id: destinationId(destination), destination, consecutive_failures: 5, failing_since: at, open_until: null, disabled_at: null, last_error: "HTTP 503", updated_at: at })
-      .execute();
-  } finally {
-    await storage.close();
-  }
 }
 
 /** The sample's source with the sandbox's ids for the examples'. */

@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { unwrap } from "../../../src/client/index.js";
 import { operations, responseErrors } from "../../support/contract.js";
 import { testDialect } from "../../support/database.js";
+import { failedDestination } from "../../support/destinations.js";
 import { reliabilitySuite } from "../../support/reliability.js";
 import { DEFAULT_APP_ID, startTestServer, type TestServer } from "../../support/server.js";
 import { amount, DAY, funds, money, newAppId, shown, type Funds } from "../limits/helpers.js";
@@ -81,6 +82,10 @@ const TABLE: Record<string, Expect[]> = {
   "svc.api.automations.v1.AutomationExecutionService.BulkRedrive": SUPER,
   "svc.api.automations.v1.WebhookEventService.ListWebhookEvents": SUPER,
   "svc.api.automations.v1.WebhookEventService.Replay": SUPER,
+  "svc.api.automations.v1.NotificationDestinationService.List": SUPER,
+  "svc.api.automations.v1.NotificationDestinationService.Get": SUPER,
+  "svc.api.automations.v1.NotificationDestinationService.Enable": SUPER,
+  "svc.api.automations.v1.NotificationDestinationService.Disable": SUPER,
   "svc.api.webhooks.v1.IncomingWebhookService.Receive": INTAKE,
   "svc.api.audit.v1.AuditService.List": SUBJECTS,
 };
@@ -192,6 +197,9 @@ async function failedExecution(): Promise<string> {
   return event.body.webhookEvent.automationExecutionId;
 }
 
+/** A failed destination of its own. */
+const destination = () => failedDestination(ts.databaseUrl, `${newAppId()}.example.com:443`, new Date(ts.clock.now()).toISOString());
+
 const automationBody = () => ({ automation: { displayName: `authz ${newEventId()}`, isDraft: true, enabled: false, triggers: [{ webhook: { hmac: {} } }], automationSteps: [] } });
 
 /** A request each allowed caller would be granted: fixtures are made afresh where the call consumes them. */
@@ -262,6 +270,10 @@ const REQUESTS: Record<string, (caller: Caller) => Promise<Call>> = {
     await ts.server.worker.idle();
     return { path: { id: hook.id, event_id: event.body.webhookEvent.eventId }, body: {} };
   },
+  "svc.api.automations.v1.NotificationDestinationService.List": async () => ({}),
+  "svc.api.automations.v1.NotificationDestinationService.Get": async () => ({ path: { destination_id: await destination() } }),
+  "svc.api.automations.v1.NotificationDestinationService.Enable": async () => ({ path: { destination_id: await destination() }, body: {} }),
+  "svc.api.automations.v1.NotificationDestinationService.Disable": async () => ({ path: { destination_id: await destination() }, body: {} }),
   "svc.api.audit.v1.AuditService.List": async () => ({}),
   "svc.api.webhooks.v1.IncomingWebhookService.Receive": async () => {
     const raw = '{"matrix":true}';

@@ -9,10 +9,10 @@ import type { KnownAuditTargetKind } from "../../../generated/enums.js";
 import { paginate, unwrap, type ApiClient } from "../../../src/client/index.js";
 import { sql } from "kysely";
 import { moveAuditInbox } from "../../../src/audit/audit-inbox.js";
-import { destinationId } from "../../../src/automations/notification-destinations.js";
 import { loadConfig } from "../../../src/config.js";
 import { openStorage, type Storage } from "../../../src/storage/connect.js";
 import { contract, operations } from "../../support/contract.js";
+import { failedDestination } from "../../support/destinations.js";
 import { withDatabase } from "../../support/old-database.js";
 import { startTestServer, type TestServer, type TestUser } from "../../support/server.js";
 import { amount, expectError, funds, iso, money, newAppId, type Schemas } from "../limits/helpers.js";
@@ -101,17 +101,9 @@ async function fixedAfterFailing(): Promise<{ hook: Awaited<ReturnType<typeof cr
 const newExecution = (answer: Made["answer"]): Target => ({ kind: "AUDIT_TARGET_KIND_AUTOMATION_EXECUTION", id: (answer.data as { automationExecution: { id: string } }).automationExecution.id, userId: "", appId: "" });
 const answered = ({ answer }: Made) => (answer.data as { automationExecution: unknown }).automationExecution;
 
-/** A destination that failed (as a notify step's attempts would have recorded it), `disabled` or not. */
-async function failedDestination(disabled: boolean): Promise<Target> {
-  const destination = `${newAppId()}.example.com:443`;
-  const id = destinationId(destination);
-  const at = iso(ts.clock.now());
-  await withStorage(ts, (storage) =>
-    storage.db
-      .insertInto("notification_destinations")
-      .values({ id, destination, consecutive_failures: 7, failing_since: at, open_until: null, disabled_at: disabled ? at : null, last_error: "TIMEOUT", updated_at: at })
-      .execute(),
-  );
+/** A destination that failed, `disabled` or not. */
+async function failedOne(disabled: boolean): Promise<Target> {
+  const id = await failedDestination(ts.databaseUrl, `${newAppId()}.example.com:443`, iso(ts.clock.now()), disabled);
   return { kind: "AUDIT_TARGET_KIND_NOTIFICATION_DESTINATION", id, userId: "", appId: "" };
 }
 const onDestination = (action: "enable" | "disable") =>
@@ -232,8 +224,8 @@ const CASES: Record<string, Case> = {
     },
     after: answered,
   },
-  "svc.api.automations.v1.NotificationDestinationService.Enable": { prepare: () => failedDestination(true), act: onDestination("enable") },
-  "svc.api.automations.v1.NotificationDestinationService.Disable": { prepare: () => failedDestination(false), act: onDestination("disable") },
+  "svc.api.automations.v1.NotificationDestinationService.Enable": { prepare: () => failedOne(true), act: onDestination("enable") },
+  "svc.api.automations.v1.NotificationDestinationService.Disable": { prepare: () => failedOne(false), act: onDestination("disable") },
   // Recorded on the automation: what each of its transactions did, the range asked for (no state of the automation before it).
   "svc.api.automations.v1.AutomationExecutionService.BulkRedrive": {
     act: async () => {
