@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { unwrap } from "../../../src/client/index.js";
 import { contract, deref, operations } from "../../support/contract.js";
 import { example200, isObject, keyDifferences } from "../../support/example-keys.js";
+import { failedDestination } from "../../support/destinations.js";
 import { BOOTSTRAP, startTestServer, type TestServer } from "../../support/server.js";
 import { amount, DAY, funds, money, newAppId, type Funds } from "../limits/helpers.js";
 import { spends } from "../spends/helpers.js";
@@ -226,6 +227,21 @@ const CASES: Record<string, () => Promise<unknown>> = {
     expect(failed.state).toBe("AUTOMATION_EXECUTION_STATE_ERROR");
     return unwrap(await api.redrive(failed.id));
   },
+  "svc.api.automations.v1.AutomationExecutionService.BulkRedrive": async () => {
+    const failing = await createHooked(ts, { steps: steps() });
+    const event = await sendHmac(ts, failing.url, failing.secret, JSON.stringify({ event: "card.lost", userId: "no-such-user", appId: newAppId("hooked") }));
+    expect((await settled(ts, event.body.webhookEvent.automationExecutionId)).state).toBe("AUTOMATION_EXECUTION_STATE_ERROR");
+    ts.clock.advance(1);
+    const range = { since: "2026-01-01T00:00:00Z", until: new Date(ts.clock.now()).toISOString(), includeParked: true };
+    return unwrap(await ts.admin.POST("/api/v1/automations/{id}/executions/redrive", { params: { path: { id: failing.id } }, body: range }));
+  },
+  "svc.api.automations.v1.NotificationDestinationService.List": async () => {
+    await failedDestination(ts.databaseUrl, `${newAppId()}.example.com:443`, new Date(ts.clock.now()).toISOString());
+    return unwrap(await ts.admin.GET("/api/v1/notification-destinations"));
+  },
+  "svc.api.automations.v1.NotificationDestinationService.Get": async () => unwrap(await ts.admin.GET("/api/v1/notification-destinations/{destination_id}", await failedOne())),
+  "svc.api.automations.v1.NotificationDestinationService.Enable": async () => unwrap(await ts.admin.POST("/api/v1/notification-destinations/{destination_id}/enable", { ...(await failedOne()), body: {} })),
+  "svc.api.automations.v1.NotificationDestinationService.Disable": async () => unwrap(await ts.admin.POST("/api/v1/notification-destinations/{destination_id}/disable", { ...(await failedOne()), body: {} })),
   "svc.api.automations.v1.WebhookEventService.ListWebhookEvents": async () => unwrap(await api.events(hook.id)),
   "svc.api.automations.v1.WebhookEventService.Replay": async () => unwrap(await api.replay(hook.id, (await api.events(hook.id)).data!.list[0]!.webhookEvent.eventId)),
   "svc.api.webhooks.v1.IncomingWebhookService.Receive": async () => {
@@ -234,6 +250,9 @@ const CASES: Record<string, () => Promise<unknown>> = {
     return answer.body;
   },
 };
+
+/** A failed destination of its own, as the path parameters that name it. */
+const failedOne = async () => ({ params: { path: { destination_id: await failedDestination(ts.databaseUrl, `${newAppId()}.example.com:443`, new Date(ts.clock.now()).toISOString()) } } });
 
 describe("200 examples against real answers", () => {
   it("every operation of the contract has a case, and every case an operation", () => {

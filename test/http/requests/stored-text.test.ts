@@ -68,6 +68,7 @@ const NOT_STORED_TEXT = new Set([
   "TokenServiceCreateTokenRequest.scope",
   "TokenServiceCreateTokenRequest.*",
   "SubjectAppLimitServiceSearchRequest.pageToken",
+  "AutomationExecutionServiceBulkRedriveRequest.continuationToken",
   // An IANA time zone name: stored only when the server knows it.
   "FundPolicy.timeZone",
   // A notify step's URL: stored only as an https URL the outbound guard takes, normalized (automations/notify.test.ts).
