@@ -70,6 +70,7 @@ const TABLE: Record<string, Expect[]> = {
   "svc.api.automations.v1.AutomationService.CreateAutomation": SUPER,
   "svc.api.automations.v1.AutomationService.CheckAutomationSteps": SUPER,
   "svc.api.automations.v1.AutomationService.GetAutomation": SUPER,
+  "svc.api.automations.v1.AutomationService.GetNotificationPublicKey": SUPER,
   "svc.api.automations.v1.AutomationService.UpdateAutomation": SUPER,
   "svc.api.automations.v1.AutomationService.DeleteAutomation": SUPER,
   "svc.api.automations.v1.AutomationService.ListAutomations": SUPER,
