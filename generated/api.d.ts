@@ -5810,7 +5810,8 @@ export interface components {
          *             "setAppLimitExtension": null,
          *             "notify": {
          *               "url": "https://hooks.example.com/limits",
-         *               "bodyCel": "{\"type\": \"card.lost\", \"userId\": ctx.trigger.userId}"
+         *               "bodyCel": "{\"type\": \"card.lost\", \"userId\": ctx.trigger.userId}",
+         *               "signatureScheme": "NOTIFY_SIGNATURE_SCHEME_HMAC_SHA256"
          *             }
          *           }
          *         ],
@@ -12412,7 +12413,8 @@ export interface operations {
                      *             "setAppLimitExtension": null,
                      *             "notify": {
                      *               "url": "https://hooks.example.com/limits",
-                     *               "bodyCel": "{\"type\": \"card.lost\", \"userId\": ctx.trigger.userId}"
+                     *               "bodyCel": "{\"type\": \"card.lost\", \"userId\": ctx.trigger.userId}",
+                     *               "signatureScheme": "NOTIFY_SIGNATURE_SCHEME_HMAC_SHA256"
                      *             }
                      *           }
                      *         ],

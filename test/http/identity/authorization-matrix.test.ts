@@ -249,6 +249,12 @@ const REQUESTS: Record<string, (caller: Caller) => Promise<Call>> = {
     return { path: { id: created.id }, body: {} };
   },
   "svc.api.automations.v1.AutomationService.RotateNotificationSecret": async () => ({ path: { id: hook.id }, body: {} }),
+  "svc.api.automations.v1.AutomationService.GetNotificationPublicKey": async () => {
+    const created = await createHooked(ts);
+    const tell = { stepName: "tell", notify: { url: "https://hooks.example.com/limits", bodyCel: "{}", signatureScheme: "NOTIFY_SIGNATURE_SCHEME_ED25519" } };
+    unwrap(await automationsApi(ts.admin).update(created.id, { displayName: "signs with Ed25519", automationSteps: [tell] }, "automationSteps"));
+    return { path: { id: created.id } };
+  },
   "svc.api.automations.v1.AutomationExecutionService.ListAutomationExecutions": async () => ({ query: { automation_id: hook.id } }),
   "svc.api.automations.v1.AutomationExecutionService.GetAutomationExecution": async () => ({ path: { id: executionId } }),
   "svc.api.automations.v1.AutomationExecutionService.Redrive": async () => ({ path: { id: await failedExecution() }, body: {} }),
