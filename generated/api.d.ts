@@ -1282,6 +1282,44 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/automations/{id}/notification-public-key": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The id of the automation (server-generated, as `Automation.id`).
+                 * @example aut_5Xn2Bq8Rk4Lm7Pz1
+                 */
+                id: components["parameters"]["AutomationId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Get the public key that verifies an automation's Ed25519-signed notifications
+         * @description **Beta.** This operation may still change incompatibly in a minor release; every such change
+         *     is recorded in `CHANGELOG.md` under the release that makes it.
+         *
+         *     Answers the Ed25519 public key of the automation's `notify` steps signed with
+         *     `NOTIFY_SIGNATURE_SCHEME_ED25519` (see `StepNotify`): as Standard Webhooks write it
+         *     (`whpk_<base64>`) and as a JWK. Receivers verify the `v1a,` signatures of `webhook-signature`
+         *     with it; it may be published. The key pair is made by the automation's first save with such a
+         *     step and kept, with the automation, until it is deleted (it is not rotated; changing the step
+         *     back to HMAC keeps it). The private key is stored sealed and never returned.
+         *
+         *     Only `ROLE_SUPER_ADMIN` may call it (other roles get 403). An unknown id is 404
+         *     `AUTOMATION_NOT_FOUND`; an automation without a key pair (never saved with an Ed25519 step)
+         *     is 404 `NOTIFICATION_PUBLIC_KEY_NOT_FOUND`.
+         */
+        get: operations["svc.api.automations.v1.AutomationService.GetNotificationPublicKey"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/automations/{id}/webhook-events": {
         parameters: {
             query?: never;
@@ -2104,7 +2142,7 @@ export interface components {
          * @example INVALID_ARGUMENT
          * @enum {string}
          */
-        ErrorReason: "INVALID_ARGUMENT" | "MALFORMED_BODY" | "MALFORMED_PATH" | "MALFORMED_HTTP_REQUEST" | "REQUEST_TIMEOUT" | "HEADERS_TOO_LARGE" | "ROUTE_NOT_FOUND" | "METHOD_NOT_ALLOWED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "INTERNAL" | "UNAVAILABLE" | "MISSING_ACCESS_TOKEN" | "INVALID_ACCESS_TOKEN" | "ROLE_NOT_ALLOWED" | "INVALID_REQUEST" | "UNSUPPORTED_GRANT_TYPE" | "INVALID_SCOPE" | "INVALID_CLIENT" | "TOO_MANY_FAILED_ATTEMPTS" | "RATE_LIMITED" | "INVALID_PAGE_TOKEN" | "EMAIL_TAKEN" | "USER_NOT_FOUND" | "CREDENTIAL_NOT_FOUND" | "APP_IDS_REQUIRED" | "APP_IDS_NOT_ALLOWED" | "ROW_NOT_FOUND" | "APP_CAP_NOT_FOUND" | "INVALID_UPDATE_MASK" | "INVALID_CURRENCY" | "INVALID_TIME_ZONE" | "CURRENCY_IN_USE" | "CURRENCY_MISMATCH" | "INVALID_MONEY" | "MONEY_OUT_OF_RANGE" | "INVALID_TIMESTAMP" | "INVALID_PERIOD" | "PERIOD_WITHOUT_LIMIT" | "LIMIT_MISSING" | "LIMIT_KIND_MISSING" | "LIMIT_ONEOF_VIOLATION" | "LIMIT_ARM_NOT_ALLOWED" | "LIMIT_MONEY_MISSING" | "EXTENSION_LIMIT_MISSING" | "EXTENSION_EXPIRY_MISSING" | "EXTENSION_EXPIRY_NOT_IN_FUTURE" | "CONTROLS_EMPTY" | "AUTOMATION_NOT_FOUND" | "EXECUTION_NOT_FOUND" | "EXECUTION_NOT_FAILED" | "EXECUTION_ALREADY_REDRIVEN" | "AUTOMATION_IS_DRAFT" | "WEBHOOK_EVENT_NOT_FOUND" | "NOTIFICATION_DESTINATION_NOT_FOUND" | "EVENT_BODY_NOT_KEPT" | "REPLAY_IN_PROGRESS" | "NOT_HMAC_TRIGGER" | "DUPLICATE_STEP_NAME" | "DUPLICATE_EXPRESSION_NAME" | "CEL_INVALID" | "INVALID_JWKS_URL" | "INVALID_NOTIFICATION_URL" | "INVALID_CIDR" | "LISTENER_NOT_FOUND" | "SOURCE_NOT_ALLOWED" | "MISSING_HEADER" | "INVALID_HEADER" | "UNSUPPORTED_CONTENT_TYPE" | "TIMESTAMP_OUT_OF_WINDOW" | "INVALID_EVENT_ID" | "MISSING_SIGNATURE" | "INVALID_SIGNATURE" | "MISSING_AUTHORIZATION" | "INVALID_JWT" | "JWKS_UNAVAILABLE" | "DUPLICATE_EVENT" | "APP_NOT_ALLOWED" | "SUBJECT_NOT_ALLOWED" | "AUTHORIZATION_NOT_FOUND" | "AMOUNT_NOT_POSITIVE" | "HOLD_WITH_CAPTURE" | "AMOUNT_EXCEEDS_HOLD" | "AMOUNT_EXCEEDS_CAPTURED" | "AUTHORIZATION_NOT_PENDING" | "AUTHORIZATION_NOT_CAPTURED" | "NOTHING_TO_REVERSE" | "USAGE_OUT_OF_RANGE" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEY_IN_USE" | "CONSOLE_NOT_BUILT" | "DOCS_NOT_BUILT" | "NOT_FOUND" | (string & {});
+        ErrorReason: "INVALID_ARGUMENT" | "MALFORMED_BODY" | "MALFORMED_PATH" | "MALFORMED_HTTP_REQUEST" | "REQUEST_TIMEOUT" | "HEADERS_TOO_LARGE" | "ROUTE_NOT_FOUND" | "METHOD_NOT_ALLOWED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "INTERNAL" | "UNAVAILABLE" | "MISSING_ACCESS_TOKEN" | "INVALID_ACCESS_TOKEN" | "ROLE_NOT_ALLOWED" | "INVALID_REQUEST" | "UNSUPPORTED_GRANT_TYPE" | "INVALID_SCOPE" | "INVALID_CLIENT" | "TOO_MANY_FAILED_ATTEMPTS" | "RATE_LIMITED" | "INVALID_PAGE_TOKEN" | "EMAIL_TAKEN" | "USER_NOT_FOUND" | "CREDENTIAL_NOT_FOUND" | "APP_IDS_REQUIRED" | "APP_IDS_NOT_ALLOWED" | "ROW_NOT_FOUND" | "APP_CAP_NOT_FOUND" | "INVALID_UPDATE_MASK" | "INVALID_CURRENCY" | "INVALID_TIME_ZONE" | "CURRENCY_IN_USE" | "CURRENCY_MISMATCH" | "INVALID_MONEY" | "MONEY_OUT_OF_RANGE" | "INVALID_TIMESTAMP" | "INVALID_PERIOD" | "PERIOD_WITHOUT_LIMIT" | "LIMIT_MISSING" | "LIMIT_KIND_MISSING" | "LIMIT_ONEOF_VIOLATION" | "LIMIT_ARM_NOT_ALLOWED" | "LIMIT_MONEY_MISSING" | "EXTENSION_LIMIT_MISSING" | "EXTENSION_EXPIRY_MISSING" | "EXTENSION_EXPIRY_NOT_IN_FUTURE" | "CONTROLS_EMPTY" | "AUTOMATION_NOT_FOUND" | "EXECUTION_NOT_FOUND" | "EXECUTION_NOT_FAILED" | "EXECUTION_ALREADY_REDRIVEN" | "AUTOMATION_IS_DRAFT" | "WEBHOOK_EVENT_NOT_FOUND" | "NOTIFICATION_DESTINATION_NOT_FOUND" | "NOTIFICATION_PUBLIC_KEY_NOT_FOUND" | "EVENT_BODY_NOT_KEPT" | "REPLAY_IN_PROGRESS" | "NOT_HMAC_TRIGGER" | "DUPLICATE_STEP_NAME" | "DUPLICATE_EXPRESSION_NAME" | "CEL_INVALID" | "INVALID_JWKS_URL" | "INVALID_NOTIFICATION_URL" | "INVALID_CIDR" | "LISTENER_NOT_FOUND" | "SOURCE_NOT_ALLOWED" | "MISSING_HEADER" | "INVALID_HEADER" | "UNSUPPORTED_CONTENT_TYPE" | "TIMESTAMP_OUT_OF_WINDOW" | "INVALID_EVENT_ID" | "MISSING_SIGNATURE" | "INVALID_SIGNATURE" | "MISSING_AUTHORIZATION" | "INVALID_JWT" | "JWKS_UNAVAILABLE" | "DUPLICATE_EVENT" | "APP_NOT_ALLOWED" | "SUBJECT_NOT_ALLOWED" | "AUTHORIZATION_NOT_FOUND" | "AMOUNT_NOT_POSITIVE" | "HOLD_WITH_CAPTURE" | "AMOUNT_EXCEEDS_HOLD" | "AMOUNT_EXCEEDS_CAPTURED" | "AUTHORIZATION_NOT_PENDING" | "AUTHORIZATION_NOT_CAPTURED" | "NOTHING_TO_REVERSE" | "USAGE_OUT_OF_RANGE" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEY_IN_USE" | "CONSOLE_NOT_BUILT" | "DOCS_NOT_BUILT" | "NOT_FOUND" | (string & {});
         /**
          * @description AIP-193 `ErrorInfo`: the stable, machine-readable cause of an error. `reason` is
          *     UPPER_SNAKE_CASE and never changes meaning once published; `metadata` adds context
@@ -4967,6 +5005,26 @@ export interface components {
             reasonCel?: string;
         };
         /**
+         * @description How a `notify` step signs its notifications (`webhook-signature`, Standard Webhooks).
+         *
+         *     - `NOTIFY_SIGNATURE_SCHEME_HMAC_SHA256` (the default, and what an automation saved without it
+         *       uses): `v1,<base64 HMAC-SHA256>`, keyed with the automation's notification secret (`whsec_`),
+         *       which the receiver shares.
+         *     - `NOTIFY_SIGNATURE_SCHEME_ED25519`: `v1a,<base64 Ed25519 signature>`, made with the
+         *       automation's private key, which never leaves the server; the receiver verifies it with the
+         *       public key `AutomationService.GetNotificationPublicKey` answers (`whpk_`, or as a JWK).
+         *
+         *     Absent from a step means HMAC-SHA256, as for a step saved before this field existed; answers
+         *     show the step as it was saved. The first save of an automation with an Ed25519 step makes its
+         *     key pair. `NOTIFY_SIGNATURE_SCHEME_UNSPECIFIED` is refused (400).
+         *
+         *     This enumeration may gain values. Clients must accept values they do not know in responses;
+         *     the server refuses unknown values in requests with 400.
+         * @example NOTIFY_SIGNATURE_SCHEME_ED25519
+         * @enum {string}
+         */
+        NotifySignatureScheme: "NOTIFY_SIGNATURE_SCHEME_UNSPECIFIED" | "NOTIFY_SIGNATURE_SCHEME_HMAC_SHA256" | "NOTIFY_SIGNATURE_SCHEME_ED25519" | (string & {});
+        /**
          * @description Step kind `notify`: POSTs a JSON body, built by `bodyCel` over `ctx`, to `url`, signed as
          *     [Standard Webhooks](https://www.standardwebhooks.com) sign: headers `webhook-id` (the same for
          *     every attempt of the step, so the receiver can drop a repeat: `<execution id>_<stepName>`),
@@ -4974,7 +5032,11 @@ export interface components {
          *     (`v1,<base64 HMAC-SHA256 of "{webhook-id}.{webhook-timestamp}.{body}">`, keyed with the bytes of
          *     the automation's notification secret, `whsec_<base64>` of which the base64 part is decoded;
          *     while a rotated secret is in its grace period the header carries one signature per secret,
-         *     separated by a space). `Content-Type` is `application/json`. The request is declared in the
+         *     separated by a space). With `signatureScheme` `NOTIFY_SIGNATURE_SCHEME_ED25519` the signature
+         *     is instead `v1a,<base64 Ed25519 signature of "{webhook-id}.{webhook-timestamp}.{body}">`, made
+         *     with the automation's private key, which is never shown; the receiver verifies it with the public
+         *     key `AutomationService.GetNotificationPublicKey` answers (`whpk_<base64>`, or a JWK). One scheme
+         *     per step. `Content-Type` is `application/json`. The request is declared in the
          *     contract's `webhooks` (`notification`, and `fundEventNotification` for a fund event sent as it
          *     is); the guide "Receiving notifications" shows how a receiver verifies it.
          *
@@ -4999,7 +5061,7 @@ export interface components {
          *     `error` (null, or the class of the failure: `TIMEOUT`, `CONNECT_FAILED`, `DNS_FAILED`,
          *     `ADDRESS_REFUSED`, `HTTP_STATUS`) and `responseExcerpt` (at most the first 256 characters of
          *     the response body, control characters replaced; the body is read up to 4,096 bytes). The secret
-         *     is never in an output, an error or a log.
+         *     (or the private key) is never in an output, an error or a log.
          *
          *     Outbound addresses: `url` must be `https:` and reach a public address. A URL that is not https,
          *     carries credentials, or whose host is an IP literal of a loopback, private, link-local or
@@ -5026,6 +5088,7 @@ export interface components {
              * @example {"type": "limit.suspended", "userId": ctx.trigger.userId, "appId": ctx.trigger.appId}
              */
             bodyCel: string;
+            signatureScheme?: components["schemas"]["NotifySignatureScheme"];
         };
         /**
          * @description One step of an automation. Steps run in order, each with the context `ctx`:
@@ -5747,7 +5810,8 @@ export interface components {
          *             "setAppLimitExtension": null,
          *             "notify": {
          *               "url": "https://hooks.example.com/limits",
-         *               "bodyCel": "{\"type\": \"card.lost\", \"userId\": ctx.trigger.userId}"
+         *               "bodyCel": "{\"type\": \"card.lost\", \"userId\": ctx.trigger.userId}",
+         *               "signatureScheme": "NOTIFY_SIGNATURE_SCHEME_HMAC_SHA256"
          *             }
          *           }
          *         ],
@@ -5766,6 +5830,61 @@ export interface components {
              *     decoded bytes). The previous secret keeps signing, beside it, for the grace period.
              */
             notificationSecret: string;
+        };
+        /**
+         * @description The same public key as a JSON Web Key (RFC 8037): `kty` `OKP`, `crv` `Ed25519`, `x` the raw key
+         *     in base64url without padding. WebCrypto imports it as it is (`importKey("jwk", ...)`).
+         * @example {
+         *       "kty": "OKP",
+         *       "crv": "Ed25519",
+         *       "x": "kjWdsaRXvCQxYV1CR-PB97kUA2W0mIiFTKBz_0okviU"
+         *     }
+         */
+        NotificationPublicJwk: {
+            /**
+             * @description Key type.
+             * @example OKP
+             * @enum {string}
+             */
+            kty: "OKP";
+            /**
+             * @description Curve.
+             * @example Ed25519
+             * @enum {string}
+             */
+            crv: "Ed25519";
+            /**
+             * @description The 32-byte raw public key, base64url without padding.
+             * @example kjWdsaRXvCQxYV1CR-PB97kUA2W0mIiFTKBz_0okviU
+             */
+            x: string;
+        };
+        /**
+         * @description Answer of `AutomationService.GetNotificationPublicKey`.
+         * @example {
+         *       "publicKey": "whpk_kjWdsaRXvCQxYV1CR+PB97kUA2W0mIiFTKBz/0okviU=",
+         *       "jwk": {
+         *         "kty": "OKP",
+         *         "crv": "Ed25519",
+         *         "x": "kjWdsaRXvCQxYV1CR-PB97kUA2W0mIiFTKBz_0okviU"
+         *       },
+         *       "createdAt": "2026-11-20T09:00:00Z"
+         *     }
+         */
+        AutomationServiceGetNotificationPublicKeyResponse: {
+            /**
+             * @description The automation's Ed25519 public key as Standard Webhooks write it: `whpk_` and the standard
+             *     base64 of the 32-byte raw key. A receiver verifies `v1a,` signatures with it.
+             * @example whpk_kjWdsaRXvCQxYV1CR+PB97kUA2W0mIiFTKBz/0okviU=
+             */
+            publicKey: string;
+            jwk: components["schemas"]["NotificationPublicJwk"];
+            /**
+             * Format: date-time
+             * @description When the key pair was made (the first save of the automation with an Ed25519 `notify` step).
+             * @example 2026-11-20T09:00:00Z
+             */
+            createdAt: string;
         };
         /**
          * @description What became of an accepted inbound webhook event (every event in the delivery log was
@@ -7711,9 +7830,14 @@ export interface components {
          *     joined by periods), keyed with the secret's bytes: the base64 after `whsec_`, decoded. A
          *     receiver accepts the notification when any `v1` signature is one its secrets make.
          *
+         *     A step whose `signatureScheme` is `NOTIFY_SIGNATURE_SCHEME_ED25519` sends one `v1a,<base64>`
+         *     instead: the Ed25519 signature (64 bytes, standard base64, padded) of the same
+         *     `{webhook-id}.{webhook-timestamp}.{body}`, made with the automation's private key; a receiver
+         *     verifies it with the automation's public key (`whpk_<base64>` of the raw 32-byte key, or the
+         *     JWK, from `AutomationService.GetNotificationPublicKey`).
+         *
          *     Receivers must ignore entries of a version they do not know, as Standard Webhooks asks:
-         *     another version (an asymmetric `v1a,` Ed25519 signature, for instance) may be added beside the
-         *     `v1` ones.
+         *     another version may be added beside these.
          * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
          */
         NotificationWebhookSignature: string;
@@ -12289,7 +12413,8 @@ export interface operations {
                      *             "setAppLimitExtension": null,
                      *             "notify": {
                      *               "url": "https://hooks.example.com/limits",
-                     *               "bodyCel": "{\"type\": \"card.lost\", \"userId\": ctx.trigger.userId}"
+                     *               "bodyCel": "{\"type\": \"card.lost\", \"userId\": ctx.trigger.userId}",
+                     *               "signatureScheme": "NOTIFY_SIGNATURE_SCHEME_HMAC_SHA256"
                      *             }
                      *           }
                      *         ],
@@ -12333,6 +12458,76 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["IdempotencyKeyReused"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    "svc.api.automations.v1.AutomationService.GetNotificationPublicKey": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The id of the automation (server-generated, as `Automation.id`).
+                 * @example aut_5Xn2Bq8Rk4Lm7Pz1
+                 */
+                id: components["parameters"]["AutomationId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The automation's notification public key. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "publicKey": "whpk_kjWdsaRXvCQxYV1CR+PB97kUA2W0mIiFTKBz/0okviU=",
+                     *       "jwk": {
+                     *         "kty": "OKP",
+                     *         "crv": "Ed25519",
+                     *         "x": "kjWdsaRXvCQxYV1CR-PB97kUA2W0mIiFTKBz_0okviU"
+                     *       },
+                     *       "createdAt": "2026-11-20T09:00:00Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["AutomationServiceGetNotificationPublicKeyResponse"];
+                };
+            };
+            /** @description The request breaks the contract or a rule of this operation; `details` names the fields at fault. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Status"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            /** @description A resource the request names does not exist, or the automation has no key pair. */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Status"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -14070,9 +14265,14 @@ export interface operations {
                  *     joined by periods), keyed with the secret's bytes: the base64 after `whsec_`, decoded. A
                  *     receiver accepts the notification when any `v1` signature is one its secrets make.
                  *
+                 *     A step whose `signatureScheme` is `NOTIFY_SIGNATURE_SCHEME_ED25519` sends one `v1a,<base64>`
+                 *     instead: the Ed25519 signature (64 bytes, standard base64, padded) of the same
+                 *     `{webhook-id}.{webhook-timestamp}.{body}`, made with the automation's private key; a receiver
+                 *     verifies it with the automation's public key (`whpk_<base64>` of the raw 32-byte key, or the
+                 *     JWK, from `AutomationService.GetNotificationPublicKey`).
+                 *
                  *     Receivers must ignore entries of a version they do not know, as Standard Webhooks asks:
-                 *     another version (an asymmetric `v1a,` Ed25519 signature, for instance) may be added beside the
-                 *     `v1` ones.
+                 *     another version may be added beside these.
                  * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
                  */
                 "webhook-signature": components["parameters"]["NotificationWebhookSignature"];
@@ -14126,9 +14326,14 @@ export interface operations {
                  *     joined by periods), keyed with the secret's bytes: the base64 after `whsec_`, decoded. A
                  *     receiver accepts the notification when any `v1` signature is one its secrets make.
                  *
+                 *     A step whose `signatureScheme` is `NOTIFY_SIGNATURE_SCHEME_ED25519` sends one `v1a,<base64>`
+                 *     instead: the Ed25519 signature (64 bytes, standard base64, padded) of the same
+                 *     `{webhook-id}.{webhook-timestamp}.{body}`, made with the automation's private key; a receiver
+                 *     verifies it with the automation's public key (`whpk_<base64>` of the raw 32-byte key, or the
+                 *     JWK, from `AutomationService.GetNotificationPublicKey`).
+                 *
                  *     Receivers must ignore entries of a version they do not know, as Standard Webhooks asks:
-                 *     another version (an asymmetric `v1a,` Ed25519 signature, for instance) may be added beside the
-                 *     `v1` ones.
+                 *     another version may be added beside these.
                  * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
                  */
                 "webhook-signature": components["parameters"]["NotificationWebhookSignature"];

@@ -13,6 +13,7 @@ export type OperationId =
   | "svc.api.automations.v1.AutomationService.CreateAutomation"
   | "svc.api.automations.v1.AutomationService.DeleteAutomation"
   | "svc.api.automations.v1.AutomationService.GetAutomation"
+  | "svc.api.automations.v1.AutomationService.GetNotificationPublicKey"
   | "svc.api.automations.v1.AutomationService.ListAutomations"
   | "svc.api.automations.v1.AutomationService.RotateNotificationSecret"
   | "svc.api.automations.v1.AutomationService.RotateWebhookSecret"
@@ -125,6 +126,8 @@ export interface AutomationServiceHandlers<Ctx> {
   DeleteAutomation: Handler<"svc.api.automations.v1.AutomationService.DeleteAutomation", Ctx>;
   /** GET /api/v1/automations/{id} */
   GetAutomation: Handler<"svc.api.automations.v1.AutomationService.GetAutomation", Ctx>;
+  /** GET /api/v1/automations/{id}/notification-public-key */
+  GetNotificationPublicKey: Handler<"svc.api.automations.v1.AutomationService.GetNotificationPublicKey", Ctx>;
   /** GET /api/v1/automations */
   ListAutomations: Handler<"svc.api.automations.v1.AutomationService.ListAutomations", Ctx>;
   /** POST /api/v1/automations/{id}/notification-secret */
@@ -282,6 +285,7 @@ export const operationRoutes = [
   { operationId: "svc.api.automations.v1.AutomationService.CreateAutomation", service: "AutomationService", method: "post", path: "/api/v1/automations", secured: true, raw: false, maxBodyBytes: null, idempotencyKey: "optional" },
   { operationId: "svc.api.automations.v1.AutomationService.DeleteAutomation", service: "AutomationService", method: "delete", path: "/api/v1/automations/{id}", secured: true, raw: false, maxBodyBytes: null, idempotencyKey: null },
   { operationId: "svc.api.automations.v1.AutomationService.GetAutomation", service: "AutomationService", method: "get", path: "/api/v1/automations/{id}", secured: true, raw: false, maxBodyBytes: null, idempotencyKey: null },
+  { operationId: "svc.api.automations.v1.AutomationService.GetNotificationPublicKey", service: "AutomationService", method: "get", path: "/api/v1/automations/{id}/notification-public-key", secured: true, raw: false, maxBodyBytes: null, idempotencyKey: null },
   { operationId: "svc.api.automations.v1.AutomationService.ListAutomations", service: "AutomationService", method: "get", path: "/api/v1/automations", secured: true, raw: false, maxBodyBytes: null, idempotencyKey: null },
   { operationId: "svc.api.automations.v1.AutomationService.RotateNotificationSecret", service: "AutomationService", method: "post", path: "/api/v1/automations/{id}/notification-secret", secured: true, raw: false, maxBodyBytes: null, idempotencyKey: "optional" },
   { operationId: "svc.api.automations.v1.AutomationService.RotateWebhookSecret", service: "AutomationService", method: "post", path: "/api/v1/automations/{id}/webhook-secret", secured: true, raw: false, maxBodyBytes: null, idempotencyKey: "optional" },

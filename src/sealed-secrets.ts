@@ -1,6 +1,7 @@
 // Every kind of value the database holds sealed with SECRETS_KEY, one sample of each, for the key's
 // check (./storage/secrets-key.ts) by the server at start and by the key command before it seals.
 import { sealedNotificationSecretSample } from "./automations/notification-secrets.js";
+import { sealedNotificationKeySample } from "./automations/notification-signing-keys.js";
 import type { Config } from "./config.js";
 import { sealedAnswerSample } from "./http/idempotency.js";
 import { sealedSigningKeySample } from "./identity/signing-keys.js";
@@ -14,5 +15,6 @@ export function checkSealedSecrets(storage: Storage, box: Box, source: Config["s
     "kept answers": () => sealedAnswerSample(storage),
     "signing keys": () => sealedSigningKeySample(storage),
     "notification secrets": () => sealedNotificationSecretSample(storage),
+    "notification keys": () => sealedNotificationKeySample(storage),
   });
 }

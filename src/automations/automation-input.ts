@@ -102,6 +102,7 @@ export function walkSteps(
     } else if ("notify" in step && step.notify) {
       const s = step.notify;
       guard(() => {
+        if (s.signatureScheme === "NOTIFY_SIGNATURE_SCHEME_UNSPECIFIED") throw invalidField(`${at}.notify.signatureScheme`, "must be NOTIFY_SIGNATURE_SCHEME_HMAC_SHA256 or NOTIFY_SIGNATURE_SCHEME_ED25519 (or absent, HMAC-SHA256)");
         normalized = { ...step, notify: { ...s, url: checkNotificationUrl(s.url, `${at}.notify.url`, rules.notifications) } } as AutomationStep;
       });
       cel("notify.bodyCel", s.bodyCel, "any");

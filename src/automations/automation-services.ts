@@ -15,6 +15,7 @@ import { workerHandOff } from "./event-hand-off.js";
 import { Executions } from "./executions.js";
 import type { FundTriggers } from "./fund-triggers.js";
 import { NotificationSecrets } from "./notification-secrets.js";
+import { NotificationSigningKeys } from "./notification-signing-keys.js";
 import { DestinationSlots } from "./destination-slots.js";
 import { NotificationDestinations } from "./notification-destinations.js";
 import { Notifier } from "./notify.js";
@@ -46,7 +47,8 @@ export interface AutomationWiring {
 export function automationServices(w: AutomationWiring) {
   const { storage, clock, logger, config } = w;
   const notificationSecrets = new NotificationSecrets(clock, w.box, config.webhookSecretGraceSeconds);
-  const automations = new Automations(storage, clock, w.listeners, w.policy, w.pageTokens, notificationSecrets, {
+  const notificationKeys = new NotificationSigningKeys(clock, w.box);
+  const automations = new Automations(storage, clock, w.listeners, w.policy, w.pageTokens, notificationSecrets, notificationKeys, {
     baseUrl: config.baseUrl,
     allowInsecureJwks: config.jwksAllowInsecure,
     allowInsecureNotifications: config.notificationAllowInsecure,
@@ -55,7 +57,7 @@ export function automationServices(w: AutomationWiring) {
   const { maxInFlightPerDestination, health, ...settings } = config.notifications;
   const destinations = new NotificationDestinations(storage, clock, health, w.pageTokens);
   const notifier = new Notifier(clock, { ...w.notifications, allowInsecure: config.notificationAllowInsecure, settings, slots: new DestinationSlots(maxInFlightPerDestination), destinations });
-  const runner = new ExecutionRunner({ storage, clock, limits: w.limits, logger, notifier, notificationSecrets, observer: w.observer, fundTriggers: w.fundTriggers });
+  const runner = new ExecutionRunner({ storage, clock, limits: w.limits, logger, notifier, notificationSecrets, notificationKeys, observer: w.observer, fundTriggers: w.fundTriggers });
   const worker = new Worker({ storage, clock, events: w.events, logger, runner }, { ...WORKER_DEFAULTS, leaseMs, stuckMs: w.workerStuckMs ?? leaseMs });
   w.fundTriggers.attach(worker);
   const executions = new Executions(storage, w.pageTokens);

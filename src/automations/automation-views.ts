@@ -19,7 +19,10 @@ export function stepView(step: AutomationStep): AutomationStep {
   }
   if (step.unsuspendAppLimit) return { ...common, unsuspendAppLimit: step.unsuspendAppLimit };
   // The arms of the first four kinds have no `notify` field: only this one carries it.
-  if ("notify" in step && step.notify) return { ...common, notify: { url: step.notify.url, bodyCel: step.notify.bodyCel } };
+  if ("notify" in step && step.notify) {
+    const { url, bodyCel, signatureScheme } = step.notify;
+    return { ...common, notify: { url, bodyCel, ...(signatureScheme ? { signatureScheme } : {}) } };
+  }
   const s = step.setAppLimitExtension!;
   return {
     ...common,

@@ -17,6 +17,7 @@ import { checkTrigger, listenerUrl, type Listener, type Listeners } from "../web
 import { checkSteps, type AutomationStep, type StepRules } from "./automation-input.js";
 import { checkFundTrigger, fundTriggerView, type FundTriggers, type StoredFundTrigger } from "./fund-triggers.js";
 import type { NotificationSecrets } from "./notification-secrets.js";
+import type { NotificationPublicKey, NotificationSigningKeys } from "./notification-signing-keys.js";
 import { checkStepsReport, type StepCheckReport } from "./step-check.js";
 import { stepView, webhookTriggerView } from "./automation-views.js";
 
@@ -31,8 +32,17 @@ export interface Saved {
   notificationSecret: string | null;
 }
 
-/** Whether any of the steps is a `notify` step (its automation then needs a signing secret). */
-const notifies = (steps: readonly AutomationStep[]) => steps.some((s) => "notify" in s && s.notify);
+/** Whether any of the steps is a `notify` step signed with HMAC (its automation then needs a signing secret). */
+const notifies = (steps: readonly AutomationStep[]) => steps.some((s) => "notify" in s && s.notify && !signsWithEd25519(s));
+
+/** Whether any of the steps is a `notify` step signed with Ed25519 (its automation then needs a key pair). */
+const notifiesEd25519 = (steps: readonly AutomationStep[]) => steps.some(signsWithEd25519);
+
+/** Whether a step is a `notify` step signed `v1a,` (Ed25519); absent, a step signs with HMAC. */
+export const signsWithEd25519 = (step: AutomationStep): boolean => "notify" in step && step.notify?.signatureScheme === "NOTIFY_SIGNATURE_SCHEME_ED25519";
+
+export const notificationPublicKeyNotFound = (id: string) =>
+  notFound("NOTIFICATION_PUBLIC_KEY_NOT_FOUND", "the automation has no notification key pair: none of its saves had a notify step signed with Ed25519", { metadata: { automationId: id } });
 
 export interface Rotated {
   automation: Automation;
@@ -65,6 +75,7 @@ export class Automations {
     private readonly policy: FundPolicies,
     private readonly pageTokens: PageTokens,
     private readonly notificationSecrets: NotificationSecrets,
+    private readonly notificationKeys: NotificationSigningKeys,
     private readonly options: { baseUrl: string; allowInsecureJwks: boolean; allowInsecureNotifications: boolean },
     private readonly fundTriggers?: FundTriggers,
   ) {}
@@ -127,6 +138,7 @@ export class Automations {
         .execute();
       const webhookSecret = await this.listeners.save(db, id, trigger);
       const notificationSecret = notifies(steps) ? await this.notificationSecrets.ensure(db, id) : null;
+      if (notifiesEd25519(steps)) await this.notificationKeys.ensure(db, id);
       const saved = { automation: await this.load(db, id), webhookSecret: webhookSecret ?? null, notificationSecret };
       await recordAudit(db, origin, Date.parse(now), { operationId: "svc.api.automations.v1.AutomationService.CreateAutomation", target: automationTarget(id), before: null, after: saved.automation });
       await beforeCommit?.(db, saved);
@@ -169,6 +181,7 @@ export class Automations {
         .execute();
       const webhookSecret = trigger !== undefined ? await this.listeners.save(db, id, trigger) : undefined;
       const notificationSecret = steps && notifies(steps) ? await this.notificationSecrets.ensure(db, id) : null;
+      if (steps && notifiesEd25519(steps)) await this.notificationKeys.ensure(db, id);
       const automation = await this.load(db, id);
       await recordAudit(db, origin, at, { operationId: "svc.api.automations.v1.AutomationService.UpdateAutomation", target: automationTarget(id), before, after: automation });
       return { automation, webhookSecret: webhookSecret ?? null, notificationSecret };
@@ -186,12 +199,22 @@ export class Automations {
       await this.fundTriggers?.recordChange(db);
       await this.listeners.save(db, id, null);
       await this.notificationSecrets.remove(db, id);
+      await this.notificationKeys.remove(db, id);
       await db.deleteFrom("webhook_events").where("automation_id", "=", id).execute();
       await db.deleteFrom("fund_threshold_firings").where("automation_id", "=", id).execute();
       await db.deleteFrom("automations").where("id", "=", id).execute();
     }, { origin });
     this.listeners.changedHere();
     this.fundTriggers?.changedHere();
+  }
+
+  /** The public key that verifies the automation's Ed25519-signed notifications: 404 when the automation, or its key pair, does not exist. */
+  async notificationPublicKey(id: string): Promise<NotificationPublicKey> {
+    const db = this.storage.db;
+    const key = await this.notificationKeys.publicKey(db, id);
+    if (key) return key;
+    const exists = await db.selectFrom("automations").select("id").where("id", "=", id).executeTakeFirst();
+    throw exists ? notificationPublicKeyNotFound(id) : automationNotFound(id);
   }
 
   /** A new notification signing secret (the automation's first, if it had none); the replaced one keeps signing for the grace period. */

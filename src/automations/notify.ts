@@ -5,7 +5,7 @@
 // Each attempt is recorded for the step's output, never the secret nor the request's headers, and
 // traced as a client span that sends its `traceparent`.
 // docs/automations.md, "Outbound notifications: the `notify` step".
-import { createHmac } from "node:crypto";
+import { createHmac, sign, type KeyObject } from "node:crypto";
 import type { Clock } from "../core/clock.js";
 import { invalidField } from "../core/errors.js";
 import type { Origin } from "../core/origin.js";
@@ -104,9 +104,21 @@ export type DeliveryOutcome =
   /** To be tried again at `until` (ms since the epoch): after a failure that may pass, or without an attempt while its destination is at its cap. */
   | { kind: "parked"; delivery: Delivery; until: number };
 
+/**
+ * What a notification is signed with: the automation's `whsec_` secrets (`v1,`, HMAC-SHA256, the
+ * current one first), or its Ed25519 private key (`v1a,`).
+ */
+export type NotificationSigner = { kind: "hmac"; secrets: readonly string[] } | { kind: "ed25519"; privateKey: KeyObject };
+
 /** The Standard Webhooks signature of one attempt: `v1,<base64 HMAC-SHA256>` per secret, separated by spaces. */
 export function signature(secrets: readonly string[], webhookId: string, timestamp: number, body: string): string {
   return secrets.map((s) => `v1,${createHmac("sha256", signingKey(s)).update(`${webhookId}.${timestamp}.${body}`).digest("base64")}`).join(" ");
+}
+
+/** The `webhook-signature` of one attempt by `signer`: HMAC's `v1,` entries, or one `v1a,<base64 Ed25519 signature>`. */
+export function signatureBy(signer: NotificationSigner, webhookId: string, timestamp: number, body: string): string {
+  if (signer.kind === "hmac") return signature(signer.secrets, webhookId, timestamp, body);
+  return `v1a,${sign(null, Buffer.from(`${webhookId}.${timestamp}.${body}`, "utf8"), signer.privateKey).toString("base64")}`;
 }
 
 /** At most EXCERPT_CHARS of a response body, as text, control characters replaced. */
@@ -153,7 +165,7 @@ export class Notifier {
    * notification, unless its destination is disabled, its circuit open, or at its cap here.
    * `origin`: the execution's run (its span the parent of the attempt's client span).
    */
-  async attempt(url: string, body: string, webhookId: string, secrets: readonly string[], earlier: readonly DeliveryAttempt[], origin: Origin | undefined): Promise<DeliveryOutcome> {
+  async attempt(url: string, body: string, webhookId: string, signer: NotificationSigner, earlier: readonly DeliveryAttempt[], origin: Origin | undefined): Promise<DeliveryOutcome> {
     const { settings, slots, destinations } = this.options;
     const attempts = [...earlier];
     const delivery: Delivery = { webhookId, delivered: false, attempts };
@@ -176,7 +188,7 @@ export class Notifier {
     const n = earlier.length + 1;
     let attempt: Attempt;
     try {
-      attempt = await this.send(target, body, webhookId, secrets, n, earlier.length === 0 ? 0 : (settings.retryScheduleMs[n - 2] ?? 0), origin?.span);
+      attempt = await this.send(target, body, webhookId, signer, n, earlier.length === 0 ? 0 : (settings.retryScheduleMs[n - 2] ?? 0), origin?.span);
     } finally {
       free();
     }
@@ -195,7 +207,7 @@ export class Notifier {
     return { kind: "parked", delivery, until: this.clock.now() + jittered(Math.max(wait, attempt.retryAfterMs ?? 0)) };
   }
 
-  private async send(url: URL, body: string, webhookId: string, secrets: readonly string[], n: number, waitedMs: number, parent: Span | undefined): Promise<Attempt> {
+  private async send(url: URL, body: string, webhookId: string, signer: NotificationSigner, n: number, waitedMs: number, parent: Span | undefined): Promise<Attempt> {
     const { settings } = this.options;
     const startedAt = new Date(this.clock.now()).toISOString();
     const timestamp = Math.floor(this.clock.now() / 1000);
@@ -225,7 +237,7 @@ export class Notifier {
             "user-agent": USER_AGENT,
             "webhook-id": webhookId,
             "webhook-timestamp": String(timestamp),
-            "webhook-signature": signature(secrets, webhookId, timestamp, body),
+            "webhook-signature": signatureBy(signer, webhookId, timestamp, body),
             ...(traceparent ? { traceparent } : {}),
           },
           body: Buffer.from(body, "utf8"),

@@ -22,7 +22,8 @@ import { CelEvaluationError, checkExpression, evaluateBoolean, evaluateJson, eva
 import { ExecutionState, StepState, type StepResult } from "./executions.js";
 import type { FundTriggers } from "./fund-triggers.js";
 import type { NotificationSecrets } from "./notification-secrets.js";
-import { notificationBody, type DeliveryAttempt, type DeliveryOutcome, type Notifier } from "./notify.js";
+import type { NotificationSigningKeys } from "./notification-signing-keys.js";
+import { notificationBody, type DeliveryAttempt, type DeliveryOutcome, type NotificationSigner, type Notifier } from "./notify.js";
 import { OutputBudget } from "./resource-budget.js";
 import type { RunObserver } from "./run-observer.js";
 
@@ -30,7 +31,7 @@ const CHECKED_CACHE_SIZE = 2_000;
 
 export class ExecutionRunner {
   constructor(
-    private readonly deps: { storage: Storage; clock: Clock; limits: SubjectAppLimits; logger: Logger; notifier: Notifier; notificationSecrets: NotificationSecrets; observer?: RunObserver; fundTriggers?: FundTriggers },
+    private readonly deps: { storage: Storage; clock: Clock; limits: SubjectAppLimits; logger: Logger; notifier: Notifier; notificationSecrets: NotificationSecrets; notificationKeys: NotificationSigningKeys; observer?: RunObserver; fundTriggers?: FundTriggers },
   ) {}
 
   /** Expressions as checked when their automation was saved; checked once more per process, not per run. */
@@ -106,7 +107,8 @@ export class ExecutionRunner {
           // A call out, not a write: no transaction is held while it waits. Its output (the attempts)
           // is kept whether it was delivered or not, and while it waits for its next attempt.
           const body = notificationBody(evaluateJson(cel("notify.bodyCel", step.notify.bodyCel, "any"), ctx), `automationSteps[${i}].notify.bodyCel`);
-          const outcome = await this.notify(execution, step.stepName, step.notify.url, body, attemptsOf(result.output), origin);
+          const ed25519 = step.notify.signatureScheme === "NOTIFY_SIGNATURE_SCHEME_ED25519";
+          const outcome = await this.notify(execution, step.stepName, step.notify.url, body, ed25519, attemptsOf(result.output), origin);
           if (outcome.kind === "parked") {
             results[i] = { ...result, output: outcome.delivery };
             await saveResultsAlone(this.deps.storage, { ...saved(), parkedUntil: new Date(outcome.until).toISOString() }, origin);
@@ -146,17 +148,25 @@ export class ExecutionRunner {
   }
 
   /**
-   * Makes a `notify` step's next attempt, signed with the automation's secrets. Its `webhook-id` is
-   * the execution's id and the step's name: the same for every attempt, and for a run resumed after a
-   * crash, so that a receiver can drop a repeat.
+   * Makes a `notify` step's next attempt, signed with the automation's secrets, or its Ed25519 key
+   * when `ed25519`. Its `webhook-id` is the execution's id and the step's name: the same for every
+   * attempt, and for a run resumed after a crash, so that a receiver can drop a repeat.
    */
-  private async notify(execution: AutomationExecutionsTable, stepName: string, url: string, body: string, earlier: DeliveryAttempt[], origin: Origin | undefined): Promise<DeliveryOutcome> {
+  private async notify(execution: AutomationExecutionsTable, stepName: string, url: string, body: string, ed25519: boolean, earlier: DeliveryAttempt[], origin: Origin | undefined): Promise<DeliveryOutcome> {
     const webhookId = `${execution.id}_${stepName}`;
-    const secrets = await this.deps.notificationSecrets.signing(this.deps.storage.db, execution.automation_id);
-    if (secrets.length === 0) {
-      return { kind: "failed", delivery: { webhookId, delivered: false, attempts: earlier }, failure: "notification not sent: the automation has no notification secret (RotateNotificationSecret makes one)" };
+    const failed = (failure: string): DeliveryOutcome => ({ kind: "failed", delivery: { webhookId, delivered: false, attempts: earlier }, failure });
+    const { db } = this.deps.storage;
+    let signer: NotificationSigner;
+    if (ed25519) {
+      const privateKey = await this.deps.notificationKeys.signing(db, execution.automation_id);
+      if (!privateKey) return failed("notification not sent: the automation has no notification key pair (a save with an Ed25519 notify step makes one)");
+      signer = { kind: "ed25519", privateKey };
+    } else {
+      const secrets = await this.deps.notificationSecrets.signing(db, execution.automation_id);
+      if (secrets.length === 0) return failed("notification not sent: the automation has no notification secret (RotateNotificationSecret makes one)");
+      signer = { kind: "hmac", secrets };
     }
-    return this.deps.notifier.attempt(url, body, webhookId, secrets, earlier, origin);
+    return this.deps.notifier.attempt(url, body, webhookId, signer, earlier, origin);
   }
 
   /** A step's effect, through the same funds code as the API, in the step's transaction; its answer is the step's output. */

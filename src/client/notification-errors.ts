@@ -10,7 +10,7 @@ export type NotificationVerificationReason =
   | "TIMESTAMP_TOO_OLD"
   /** `webhook-timestamp` is further in the future than the tolerance. */
   | "TIMESTAMP_TOO_NEW"
-  /** No `v1` signature of the header is one the secrets make: another secret, or a changed id, timestamp or body. */
+  /** No `v1` (or `v1a`) signature of the header is one the secrets (or public keys) make: another key, or a changed id, timestamp or body. */
   | "NO_MATCHING_SIGNATURE"
   /** The signature is good but the body is not JSON in UTF-8. */
   | "INVALID_BODY";

@@ -1,16 +1,20 @@
 // For receivers of `notify` steps' notifications: verifies one as Standard Webhooks verify, a `v1`
 // signature of `{webhook-id}.{webhook-timestamp}.{body}` made by one of the receiver's `whsec_`
-// secrets and a timestamp within the tolerance of now, then answers the parsed body. WebCrypto,
+// secrets (or a `v1a` one by one of its `whpk_` public keys, notification-public-keys.ts) and a
+// timestamp within the tolerance of now, then answers the parsed body. WebCrypto,
 // atob and TextEncoder only, so it runs in Node 20+, browsers and edge runtimes alike. The reference's
 // guide "Receiving notifications" shows it in use.
 import { NotificationVerificationError } from "./notification-errors.js";
+import { matchesEd25519, publicKeyBytes } from "./notification-public-keys.js";
 
 /** A fetch `Headers`, or a record such as Node's `request.headers` (names in any case). */
 export type NotificationHeaders = Headers | Readonly<Record<string, string | readonly string[] | undefined>>;
 
 export interface VerifyNotificationOptions {
-  /** The automation's notification secrets, `whsec_<base64>`: during a rotation, the new one and the one it replaces. */
-  secrets: readonly string[];
+  /** The automation's notification secrets, `whsec_<base64>`: during a rotation, the new one and the one it replaces. Verifies `v1,` signatures. */
+  secrets?: readonly string[];
+  /** The automation's public keys, `whpk_<base64>` (GetNotificationPublicKey), for steps signed with Ed25519. Verifies `v1a,` signatures. */
+  publicKeys?: readonly string[];
   headers: NotificationHeaders;
   /** The body exactly as received, before any JSON parsing: the signature covers these bytes. */
   body: string | Uint8Array;
@@ -64,14 +68,16 @@ function keyBytes(secret: string, index: number): Uint8Array<ArrayBuffer> {
 /**
  * Verifies a notification and answers its body, parsed. Throws NotificationVerificationError (with
  * its `reason`) when it must be refused, and TypeError when the options themselves are wrong (no
- * secret, a secret that is not `whsec_<base64>`, a negative tolerance). Signature entries of a
- * version other than `v1` are ignored, as Standard Webhooks asks.
+ * secret nor public key, a secret that is not `whsec_<base64>`, a public key that is not
+ * `whpk_<base64>`, a negative tolerance). `v1` entries are checked with the secrets, `v1a` ones with
+ * the public keys; entries of other versions are ignored, as Standard Webhooks asks.
  */
 export async function verifyNotification<T = unknown>(options: VerifyNotificationOptions): Promise<T> {
-  const { secrets, headers, body, toleranceSeconds = DEFAULT_TOLERANCE_SECONDS, now = Date.now() } = options;
-  if (secrets.length === 0) throw new TypeError("secrets: at least one notification secret is needed");
+  const { secrets = [], publicKeys = [], headers, body, toleranceSeconds = DEFAULT_TOLERANCE_SECONDS, now = Date.now() } = options;
+  if (secrets.length === 0 && publicKeys.length === 0) throw new TypeError("secrets or publicKeys: at least one notification secret or public key is needed");
   if (!Number.isFinite(toleranceSeconds) || toleranceSeconds < 0) throw new TypeError("toleranceSeconds: a number of seconds, 0 or more");
   const keys = secrets.map(keyBytes);
+  const verifyingKeys = publicKeys.map(publicKeyBytes);
 
   const id = headerOf(headers, "webhook-id");
   const timestamp = headerOf(headers, "webhook-timestamp");
@@ -98,7 +104,8 @@ export async function verifyNotification<T = unknown>(options: VerifyNotificatio
     // subtle.verify compares in constant time: the time taken tells nothing of the expected signature.
     for (const candidate of candidates) if (!matched) matched = await crypto.subtle.verify("HMAC", key, candidate, signed);
   }
-  if (!matched) throw refuse("NO_MATCHING_SIGNATURE", "no v1 signature of webhook-signature is one the secrets make");
+  if (!matched && verifyingKeys.length > 0) matched = await matchesEd25519(verifyingKeys, signatures, signed);
+  if (!matched) throw refuse("NO_MATCHING_SIGNATURE", "no v1 or v1a signature of webhook-signature is one the secrets or public keys make");
 
   try {
     return JSON.parse(typeof body === "string" ? body : new TextDecoder("utf-8", { fatal: true }).decode(body)) as T;

@@ -70,6 +70,7 @@ export const ALLOWED_ROLES: Record<Exclude<OperationId, Unsecured>, readonly Rol
   "svc.api.audit.v1.AuditService.List": SUBJECTS,
   "svc.api.automations.v1.AutomationService.CreateAutomation": SUPER,
   "svc.api.automations.v1.AutomationService.GetAutomation": SUPER,
+  "svc.api.automations.v1.AutomationService.GetNotificationPublicKey": SUPER,
   "svc.api.automations.v1.AutomationService.UpdateAutomation": SUPER,
   "svc.api.automations.v1.AutomationService.DeleteAutomation": SUPER,
   "svc.api.automations.v1.AutomationService.ListAutomations": SUPER,

@@ -85,6 +85,7 @@ export interface Database {
   webhook_listeners: WebhookListenersTable;
   webhook_secrets: WebhookSecretsTable;
   notification_secrets: NotificationSecretsTable;
+  notification_signing_keys: NotificationSigningKeysTable;
   webhook_events: WebhookEventsTable;
   automation_executions: AutomationExecutionsTable;
   token_failures: TokenFailuresTable;
@@ -277,6 +278,15 @@ export interface WebhookSecretsTable {
   created_at: string;
   /** Null for the current secret; a rotated-out secret stays valid until then. */
   expires_at: string | null;
+}
+
+export interface NotificationSigningKeysTable {
+  automation_id: string;
+  /** AES-256-GCM sealed Ed25519 private key (`whsk_`, bound to its automation), never the plain key. */
+  sealed: string;
+  /** The raw 32-byte public key, standard base64: what is published. */
+  public_key: string;
+  created_at: string;
 }
 
 export interface NotificationSecretsTable {

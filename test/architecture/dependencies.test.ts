@@ -80,6 +80,7 @@ const TABLE_OWNERS: Readonly<Record<string, string>> = {
   automations: "automations",
   automation_executions: "automations",
   notification_secrets: "automations",
+  notification_signing_keys: "automations",
   fund_threshold_firings: "automations",
   notification_destinations: "automations",
   webhook_listeners: "webhooks",

@@ -187,6 +187,9 @@ describe("the mock answers every operation with data valid against the contract"
     const notification = ok("svc.api.automations.v1.AutomationService.RotateNotificationSecret", await api.POST("/api/v1/automations/{id}/notification-secret", { ...id, body: {} }));
     expect(notification.notificationSecret).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/);
     expect(notification.automation.automationSteps?.[0]).toMatchObject({ notify: { url: "https://hooks.example.com/limits" } });
+    const publicKey = ok("svc.api.automations.v1.AutomationService.GetNotificationPublicKey", await api.GET("/api/v1/automations/{id}/notification-public-key", id));
+    expect(publicKey.publicKey).toMatch(/^whpk_[A-Za-z0-9+/]{43}=$/);
+    expect(publicKey.jwk).toMatchObject({ kty: "OKP", crv: "Ed25519" });
     const checked = ok(
       "svc.api.automations.v1.AutomationService.CheckAutomationSteps",
       await api.POST("/api/v1/automation-steps/check", {

@@ -90,6 +90,7 @@ async function prepare(): Promise<Prepared> {
     "svc.api.funds.v1.SubjectAppLimitService.Delete": { user: user("Sam User").userId },
     "svc.api.automations.v1.AutomationService.RotateWebhookSecret": { automation: own.automationId },
     "svc.api.automations.v1.AutomationService.RotateNotificationSecret": { automation: own.notifyingAutomationId },
+    "svc.api.automations.v1.AutomationService.GetNotificationPublicKey": { automation: own.signingAutomationId },
     "svc.api.automations.v1.AutomationService.DeleteAutomation": { automation: own.automationId },
   };
   return {
@@ -110,7 +111,8 @@ async function ownObjects(admin: ApiClient, info: SandboxInfo, userId: string) {
   ).authorization;
   const credential = unwrap(await admin.POST("/api/v1/users/{user_id}/credentials", { params: { path: { user_id: userId } }, body: { displayName: "to revoke" } })).credential;
   const parse = { stepName: "parse", evaluateExpressions: { expressions: [{ name: "event", expression: "ctx.trigger.event" }] } };
-  const tell = { stepName: "tell", notify: { url: "https://hooks.example.com/limits", bodyCel: '{"type": ctx.trigger.event}' } };
+  const tell = { stepName: "tell", notify: { url: "https://hooks.example.com/limits", bodyCel: '{"type": ctx.trigger.event}', signatureScheme: "NOTIFY_SIGNATURE_SCHEME_HMAC_SHA256" as string } };
+  const signed = { stepName: "tell", notify: { ...tell.notify, signatureScheme: "NOTIFY_SIGNATURE_SCHEME_ED25519" } };
   const automation = async (displayName: string, step: typeof parse | typeof tell) =>
     unwrap(await admin.POST("/api/v1/automations", { body: { automation: { displayName, isDraft: false, enabled: true, triggers: [{ webhook: { hmac: {} } }], automationSteps: [step] } } })).automation.id!;
   const rotated = await automation("Rotated and deleted by the samples", parse);
@@ -123,6 +125,7 @@ async function ownObjects(admin: ApiClient, info: SandboxInfo, userId: string) {
     unwrap(await admin.DELETE("/api/v1/automations/{id}", { params: { path: { id: notifying } } }));
     notifying = await automation("Notifies, rotated by the samples", tell);
   }
+  const signing = await automation("Notifies signed with Ed25519, its public key read by the samples", signed);
   // A lost card of a user that does not exist: the seeded listener's suspend step fails.
   const sent = await sendWebhookEvent({ url: info.hmac.listenerUrl, body: JSON.stringify({ event: "card.lost", userId: "no-such-user", appId: "app-github" }), auth: { hmac: { secret: info.hmac.webhookSecret } } });
   const failedExecutionId = (sent.response as { webhookEvent: { automationExecutionId: string } }).webhookEvent.automationExecutionId;
@@ -136,7 +139,7 @@ async function ownObjects(admin: ApiClient, info: SandboxInfo, userId: string) {
   // The examples' destination, as a notify step's failed attempts record one: no sandbox receiver may stand for that host.
   await failedDestination(`sqlite:${info.database}`, "hooks.example.com:443", new Date().toISOString());
   const events = unwrap(await admin.GET("/api/v1/automations/{id}/webhook-events", { params: { path: { id: info.hmac.automationId } } })).list;
-  return { pendingId: pending.id, credentialId: credential.id!, automationId: rotated, notifyingAutomationId: notifying, webhookEventId: events[0]!.webhookEvent.eventId, failedExecutionId };
+  return { pendingId: pending.id, credentialId: credential.id!, automationId: rotated, notifyingAutomationId: notifying, signingAutomationId: signing, webhookEventId: events[0]!.webhookEvent.eventId, failedExecutionId };
 }
 
 /** The sample's source with the sandbox's ids for the examples'. */

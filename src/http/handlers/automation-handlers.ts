@@ -28,6 +28,7 @@ export function automationHandlers(deps: {
     AutomationService: {
       CreateAutomation: async ({ body }, ctx) => automations.create(body.automation, keepAnswer(ctx, (saved) => saved), ctx),
       GetAutomation: async ({ path }) => ({ automation: await automations.get(path.id) }),
+      GetNotificationPublicKey: async ({ path }) => automations.notificationPublicKey(path.id),
       UpdateAutomation: async ({ path, body }, ctx) => automations.update(path.id, body.automation, body.updateMask, ctx),
       DeleteAutomation: async ({ path }, ctx) => {
         await automations.delete(path.id, ctx);

@@ -71,6 +71,7 @@ const TABLE: Record<string, Expect[]> = {
   "svc.api.automations.v1.AutomationService.CreateAutomation": SUPER,
   "svc.api.automations.v1.AutomationService.CheckAutomationSteps": SUPER,
   "svc.api.automations.v1.AutomationService.GetAutomation": SUPER,
+  "svc.api.automations.v1.AutomationService.GetNotificationPublicKey": SUPER,
   "svc.api.automations.v1.AutomationService.UpdateAutomation": SUPER,
   "svc.api.automations.v1.AutomationService.DeleteAutomation": SUPER,
   "svc.api.automations.v1.AutomationService.ListAutomations": SUPER,
@@ -256,6 +257,12 @@ const REQUESTS: Record<string, (caller: Caller) => Promise<Call>> = {
     return { path: { id: created.id }, body: {} };
   },
   "svc.api.automations.v1.AutomationService.RotateNotificationSecret": async () => ({ path: { id: hook.id }, body: {} }),
+  "svc.api.automations.v1.AutomationService.GetNotificationPublicKey": async () => {
+    const created = await createHooked(ts);
+    const tell = { stepName: "tell", notify: { url: "https://hooks.example.com/limits", bodyCel: "{}", signatureScheme: "NOTIFY_SIGNATURE_SCHEME_ED25519" } };
+    unwrap(await automationsApi(ts.admin).update(created.id, { displayName: "signs with Ed25519", automationSteps: [tell] }, "automationSteps"));
+    return { path: { id: created.id } };
+  },
   "svc.api.automations.v1.AutomationExecutionService.ListAutomationExecutions": async () => ({ query: { automation_id: hook.id } }),
   "svc.api.automations.v1.AutomationExecutionService.GetAutomationExecution": async () => ({ path: { id: executionId } }),
   "svc.api.automations.v1.AutomationExecutionService.Redrive": async () => ({ path: { id: await failedExecution() }, body: {} }),

@@ -206,9 +206,14 @@ const CASES: Record<string, () => Promise<unknown>> = {
   "svc.api.automations.v1.AutomationService.ListAutomations": async () => unwrap(await api.list()),
   "svc.api.automations.v1.AutomationService.RotateWebhookSecret": async () => unwrap(await api.rotate(unwrap(await api.create(automationBody())).automation.id!)),
   "svc.api.automations.v1.AutomationService.RotateNotificationSecret": async () => {
-    const notifying = { ...automationBody(), automationSteps: [{ stepName: "tell", skipIfTrueCel: 'ctx.trigger.event != "card.lost"', notify: { url: "https://hooks.example.com/limits", bodyCel: '{"type": "card.lost", "userId": ctx.trigger.userId}' } }] };
+    const notifying = { ...automationBody(), automationSteps: [{ stepName: "tell", skipIfTrueCel: 'ctx.trigger.event != "card.lost"', notify: { url: "https://hooks.example.com/limits", bodyCel: '{"type": "card.lost", "userId": ctx.trigger.userId}', signatureScheme: "NOTIFY_SIGNATURE_SCHEME_HMAC_SHA256" } }] };
     const { automation } = unwrap(await api.create(notifying));
     return unwrap(await ts.admin.POST("/api/v1/automations/{id}/notification-secret", { params: { path: { id: automation.id! } }, body: {} }));
+  },
+  "svc.api.automations.v1.AutomationService.GetNotificationPublicKey": async () => {
+    const signed = { ...automationBody(), automationSteps: [{ stepName: "tell", notify: { url: "https://hooks.example.com/limits", bodyCel: "{}", signatureScheme: "NOTIFY_SIGNATURE_SCHEME_ED25519" } }] };
+    const { automation } = unwrap(await api.create(signed));
+    return unwrap(await ts.admin.GET("/api/v1/automations/{id}/notification-public-key", { params: { path: { id: automation.id! } } }));
   },
   "svc.api.automations.v1.AutomationService.CheckAutomationSteps": async () =>
     unwrap(
