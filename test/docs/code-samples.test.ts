@@ -119,13 +119,18 @@ async function ownObjects(admin: ApiClient, info: SandboxInfo, userId: string) {
   // Lists are by id, random, and the list's example shows automations of other kinds first: this one is not among them.
   const shown = (example200("svc.api.automations.v1.AutomationService.ListAutomations") as { list: unknown[] }).list.length;
   const listedFirst = async () => unwrap(await admin.GET("/api/v1/automations", {})).list.slice(0, shown).map((a) => a.automation.id);
-  let notifying = await automation("Notifies, rotated by the samples", tell);
-  for (let tries = 1; (await listedFirst()).includes(notifying); tries++) {
-    if (tries === 20) throw new Error(`the notify automation was listed first in 20 tries`);
-    unwrap(await admin.DELETE("/api/v1/automations/{id}", { params: { path: { id: notifying } } }));
-    notifying = await automation("Notifies, rotated by the samples", tell);
-  }
-  const signing = await automation("Notifies signed with Ed25519, its public key read by the samples", signed);
+  /** An automation with `step`, made again until the list's first items, which its example shows (of other kinds), do not hold it. */
+  const notListedFirst = async (displayName: string, step: typeof tell) => {
+    let id = await automation(displayName, step);
+    for (let tries = 1; (await listedFirst()).includes(id); tries++) {
+      if (tries === 20) throw new Error(`"${displayName}" was listed first in 20 tries`);
+      unwrap(await admin.DELETE("/api/v1/automations/{id}", { params: { path: { id } } }));
+      id = await automation(displayName, step);
+    }
+    return id;
+  };
+  const notifying = await notListedFirst("Notifies, rotated by the samples", tell);
+  const signing = await notListedFirst("Notifies signed with Ed25519, its public key read by the samples", signed);
   // A lost card of a user that does not exist: the seeded listener's suspend step fails.
   const sent = await sendWebhookEvent({ url: info.hmac.listenerUrl, body: JSON.stringify({ event: "card.lost", userId: "no-such-user", appId: "app-github" }), auth: { hmac: { secret: info.hmac.webhookSecret } } });
   const failedExecutionId = (sent.response as { webhookEvent: { automationExecutionId: string } }).webhookEvent.automationExecutionId;
