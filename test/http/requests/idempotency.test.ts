@@ -1,5 +1,5 @@
 // Idempotent retries through HTTP (the Idempotency-Key header) on UserService.Create,
-// CredentialService.Create, CreateAutomation, RotateWebhookSecret and RotateNotificationSecret: a retry answers the first
+// CredentialService.Create, CreateAutomation, RotateWebhookSecret, RotateNotificationSecret and a destination's Enable and Disable: a retry answers the first
 // answer again, secrets included, and does nothing more; a different request with the key is
 // refused; keys belong to the calling user; 20 requests at once with one key have one effect; an
 // answer is kept 24 hours, sealed at rest; a malformed key is 400; without the key nothing changes.
@@ -13,6 +13,7 @@ import { loadConfig } from "../../../src/config.js";
 import { openStorage, type Storage } from "../../../src/storage/connect.js";
 import { IdempotencyRecords } from "../../../src/storage/idempotency-records.js";
 import { createTestDatabase, type TestDatabase } from "../../support/database.js";
+import { failedDestination } from "../../support/destinations.js";
 import { startTestServer, type TestServer } from "../../support/server.js";
 import { expectError, reasonOf } from "../limits/helpers.js";
 import { appWithLimit, funds, money, spends } from "../spends/helpers.js";
@@ -230,6 +231,20 @@ describe("a retry with the same key and request answers the first answer and doe
     // The same key for another automation is another request: refused, and nothing is rotated.
     const other = await createHooked(ts);
     expectError(await ts.admin.POST("/api/v1/automations/{id}/notification-secret", { params: { path: { id: other.id }, ...header(key) }, body: {} }), 422, "IDEMPOTENCY_KEY_REUSED");
+  });
+
+  it("NotificationDestinationService Enable and Disable: a retry answers the destination as the first call left it; the key for another destination is 422", async () => {
+    const at = new Date(ts.clock.now()).toISOString();
+    for (const action of ["enable", "disable"] as const) {
+      const [one, other] = [await failedDestination(database.url, `${randomUUID()}.example.com:443`, at, true), await failedDestination(database.url, `${randomUUID()}.example.com:443`, at, true)];
+      const key = newKey();
+      const call = (id: string) => ts.admin.POST(`/api/v1/notification-destinations/{destination_id}/${action}`, { params: { path: { destination_id: id }, ...header(key) }, body: {} });
+      const first = unwrap(await call(one));
+      const again = await call(one);
+      expect(replayed(again)).toBe("true");
+      expect(unwrap(again)).toEqual(first);
+      expectError(await call(other), 422, "IDEMPOTENCY_KEY_REUSED");
+    }
   });
 
   it("a 4xx the operation answered is kept and replayed too (409 EMAIL_TAKEN), body and all", async () => {
