@@ -58,6 +58,8 @@ export interface Config {
   shutdown: { drainSeconds: number; timeoutSeconds: number };
   /** EXECUTION_LEASE_SECONDS: how long a worker's claim on an execution lasts before another worker may resume it. */
   executionLeaseSeconds: number;
+  /** EXECUTION_WORKER_RUNS: the runs one instance has under way at most. */
+  executionWorkerRuns: number;
   /**
    * How `notify` steps send: NOTIFY_RETRY_SCHEDULE, the waits before the attempts after the first;
    * NOTIFY_TIMEOUT_SECONDS, each attempt's; NOTIFY_MAX_IN_FLIGHT_PER_DESTINATION, the requests one
@@ -636,6 +638,7 @@ function serverConfig(env: Environment): Config {
     heapGrowthPercent: env.integer("HEAP_GROWTH_PERCENT", DEFAULT_HEAP_GROWTH_PERCENT, 0, 300),
     shutdown: shutdown(env),
     executionLeaseSeconds: leaseSeconds,
+    executionWorkerRuns: env.integer("EXECUTION_WORKER_RUNS", 128, 1, 1_024),
     notifications: notifications(env, leaseSeconds),
     bulkRedrive: { perSecond: env.integer("BULK_REDRIVE_PER_SECOND", 20, 1, 10_000), maxPerCall: env.integer("BULK_REDRIVE_MAX_PER_CALL", 10_000, 1, 100_000) },
     metrics: metrics(env, port),

@@ -36,7 +36,7 @@ export interface AutomationWiring {
   policy: FundPolicies;
   limits: SubjectAppLimits;
   fundTriggers: FundTriggers;
-  config: Pick<Config, "baseUrl" | "jwksAllowInsecure" | "notificationAllowInsecure" | "webhookSecretGraceSeconds" | "executionLeaseSeconds" | "notifications" | "bulkRedrive">;
+  config: Pick<Config, "baseUrl" | "jwksAllowInsecure" | "notificationAllowInsecure" | "webhookSecretGraceSeconds" | "executionLeaseSeconds" | "executionWorkerRuns" | "notifications" | "bulkRedrive">;
   /** How `notify` steps call out, beyond the configuration (tests: a DNS resolver, a CA). */
   notifications?: Omit<OutboundOptions, "allowInsecure">;
   observer?: RunObserver;
@@ -58,7 +58,7 @@ export function automationServices(w: AutomationWiring) {
   const destinations = new NotificationDestinations(storage, clock, health, w.pageTokens);
   const notifier = new Notifier(clock, { ...w.notifications, allowInsecure: config.notificationAllowInsecure, settings, slots: new DestinationSlots(maxInFlightPerDestination), destinations });
   const runner = new ExecutionRunner({ storage, clock, limits: w.limits, logger, notifier, notificationSecrets, notificationKeys, observer: w.observer, fundTriggers: w.fundTriggers });
-  const worker = new Worker({ storage, clock, events: w.events, logger, runner }, { ...WORKER_DEFAULTS, leaseMs, stuckMs: w.workerStuckMs ?? leaseMs });
+  const worker = new Worker({ storage, clock, events: w.events, logger, runner }, { ...WORKER_DEFAULTS, leaseMs, maxRuns: config.executionWorkerRuns, stuckMs: w.workerStuckMs ?? leaseMs });
   w.fundTriggers.attach(worker);
   const executions = new Executions(storage, w.pageTokens);
   // Redrives and replays are handed to this process's worker, as the intake's executions are.

@@ -479,7 +479,8 @@ describe.runIf(testDialect() === "postgres")("PostgreSQL", () => {
 
   it("workers stuck (no progress with runs due) while the database answers: /readyz 503 naming the workers; ready again once they progress", async () => {
     // No timeouts: a step waiting on a lock held elsewhere waits for as long as it is held.
-    const ts = await startTestServer({ DATABASE_STATEMENT_TIMEOUT_MS: "0", DATABASE_QUERY_TIMEOUT_MS: "0", RATE_LIMIT: "off" }, undefined, { workerStuckMs: 1_000 });
+    // One run at a time: the run that waits holds every slot, so nothing else can start (a stuck worker).
+    const ts = await startTestServer({ DATABASE_STATEMENT_TIMEOUT_MS: "0", DATABASE_QUERY_TIMEOUT_MS: "0", RATE_LIMIT: "off", EXECUTION_WORKER_RUNS: "1" }, undefined, { workerStuckMs: 1_000 });
     const locker = new pg.Client({ connectionString: ts.databaseUrl });
     await locker.connect();
     try {

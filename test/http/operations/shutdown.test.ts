@@ -425,7 +425,8 @@ describe(`two instances on one ${testDialect()} database, one of them stopped`, 
     "executions one instance holds and has not begun are released on SIGTERM and run by the other within a second; its run under way finishes before it exits",
     async () => {
       // No lock_timeout: the run under way is kept going by a lock the test holds past it.
-      cluster = await startInstances(2, ADMIN, BASE_URL, { SHUTDOWN_DRAIN_SECONDS: "2", SHUTDOWN_TIMEOUT_SECONDS: "20", RATE_LIMIT: "off", LOG_LEVEL: "info", DATABASE_LOCK_TIMEOUT_MS: "0" });
+      // One run at a time per instance: what the stopping one is handed while its run waits is not begun.
+      cluster = await startInstances(2, ADMIN, BASE_URL, { SHUTDOWN_DRAIN_SECONDS: "2", SHUTDOWN_TIMEOUT_SECONDS: "20", RATE_LIMIT: "off", LOG_LEVEL: "info", DATABASE_LOCK_TIMEOUT_MS: "0", EXECUTION_WORKER_RUNS: "1" });
       const [, stopped] = cluster.instances;
       const admin = cluster.clients[0]!;
       const { user } = unwrap(await admin.POST("/api/v1/users", { body: { displayName: "Held", email: `held-${randomUUID()}@example.com`, roles: ["ROLE_USER"] } }));
@@ -435,7 +436,7 @@ describe(`two instances on one ${testDialect()} database, one of them stopped`, 
       const quick = await hooked(admin, [evaluateStep("double", { n: "ctx.trigger.n * 2.0" })]);
 
       // The limit's lock, held here: the stopping instance's run of `blocking` waits for it, and its
-      // worker runs nothing else meanwhile (a run's batch ends together): what it is handed waits.
+      // worker, its one slot held, runs nothing else meanwhile: what it is handed waits.
       const holder = new pg.Client({ connectionString: cluster.database.url });
       await holder.connect();
       try {
