@@ -221,10 +221,12 @@ export class NotificationDestinations {
       when open_until > ${now} then ${sql.lit("NOTIFICATION_DESTINATION_STATE_CIRCUIT_OPEN")}
       when consecutive_failures > 0 then ${sql.lit("NOTIFICATION_DESTINATION_STATE_FAILING")}
       else ${sql.lit("NOTIFICATION_DESTINATION_STATE_HEALTHY")} end`;
+    // Grouped by the derived column: PostgreSQL takes a repeated expression with its own parameter for another.
+    const states = this.storage.db.selectFrom("notification_destinations").select(state.as("state")).as("states");
     const rows = await this.storage.db
-      .selectFrom("notification_destinations")
-      .select([state.as("state"), (eb) => eb.fn.countAll<number | string>().as("n")])
-      .groupBy(state)
+      .selectFrom(states)
+      .select(["states.state", (eb) => eb.fn.countAll<number | string>().as("n")])
+      .groupBy("states.state")
       .execute();
     return rows.map((r) => ({ state: r.state, count: Number(r.n) }));
   }

@@ -94,16 +94,16 @@ export class ExecutionMetrics implements RunObserver {
   /** Adds the gauges read when scraped. */
   watch(sources: ExecutionSources): void {
     const { storage, clock } = sources;
-    const counted = new ThrottledRead(() => countRunnable(storage.db, new Date(clock.now()).toISOString(), WAITING.cap), Number.NaN);
-    const waiting = () => counted.value();
-    const destinations = new ThrottledRead(sources.destinations, undefined);
+    // One read for both gauges, its queries one after the other: a scrape takes one connection at a time.
+    const counted = new ThrottledRead(async () => ({ waiting: await countRunnable(storage.db, new Date(clock.now()).toISOString(), WAITING.cap), destinations: await sources.destinations() }), undefined);
+    const waiting = async () => (await counted.value())?.waiting ?? Number.NaN;
     new Gauge({
       name: "tenant_api_notification_destinations",
       help: "Notification destinations that failed at least once, by state (NotificationDestinationState); the same on every instance; NaN when the database did not answer in time.",
       labelNames: ["state"],
       registers: [this.registry],
       async collect() {
-        const counts = await destinations.value();
+        const counts = (await counted.value())?.destinations;
         for (const state of DESTINATION_STATES) this.set({ state }, counts ? (counts.find((c) => c.state === state)?.count ?? 0) : Number.NaN);
       },
     });
