@@ -17,7 +17,7 @@ import type { Origin } from "../core/origin.js";
 import { pageSize, type Page, type PageTokens } from "../core/pagination.js";
 import type { Storage } from "../storage/connect.js";
 import type { NotificationDestinationsTable } from "../storage/schema.js";
-import { writeTransaction, type BeforeCommit, type Db } from "../storage/transactions.js";
+import { writeStatement, writeTransaction, type BeforeCommit, type Db } from "../storage/transactions.js";
 
 export type NotificationDestination = components["schemas"]["NotificationDestination"];
 
@@ -111,13 +111,16 @@ export class NotificationDestinations {
     if (row.open_until !== null && Date.parse(row.open_until) > now) return { kind: "wait", until: Date.parse(row.open_until) };
     if (row.consecutive_failures < this.settings.circuitFailures) return { kind: "send" };
     const trialUntil = iso(now + trialMs);
-    const taken = await this.storage.db
-      .updateTable("notification_destinations")
-      .set({ open_until: trialUntil })
-      .where("id", "=", row.id)
-      .where("disabled_at", "is", null)
-      .where((eb) => (row.open_until === null ? eb("open_until", "is", null) : eb("open_until", "=", row.open_until)))
-      .executeTakeFirst();
+    // Writes go through the storage's write path (on SQLite, its one writer), never beside it.
+    const taken = await writeStatement(this.storage, (db) =>
+      db
+        .updateTable("notification_destinations")
+        .set({ open_until: trialUntil })
+        .where("id", "=", row.id)
+        .where("disabled_at", "is", null)
+        .where((eb) => (row.open_until === null ? eb("open_until", "is", null) : eb("open_until", "=", row.open_until)))
+        .executeTakeFirst(),
+    );
     if (taken.numUpdatedRows > 0n) {
       this.saw(destination, { ...row, open_until: trialUntil });
       return { kind: "send" };
@@ -133,7 +136,7 @@ export class NotificationDestinations {
     const row = await this.read(destination);
     if (!row || (row.consecutive_failures === 0 && row.open_until === null)) return;
     const updated = { consecutive_failures: 0, failing_since: null, open_until: null, updated_at: iso(this.clock.now()) };
-    await this.storage.db.updateTable("notification_destinations").set(updated).where("id", "=", row.id).where("disabled_at", "is", null).execute();
+    await writeStatement(this.storage, (db) => db.updateTable("notification_destinations").set(updated).where("id", "=", row.id).where("disabled_at", "is", null).execute());
     this.saw(destination, { ...row, ...updated });
   }
 
