@@ -42,8 +42,9 @@ async function main(): Promise<void> {
   const stop = (signal: NodeJS.Signals) => {
     if (stoppingSince !== undefined) {
       // A terminal's Ctrl-C reaches both npm and the server, and npm forwards it too: the same signal twice.
-      if (performance.now() - stoppingSince < REPEATED_SIGNAL_MS) return;
-      return cut("second signal: exiting at once", { signal });
+      const sinceFirstMs = Math.round(performance.now() - stoppingSince);
+      if (sinceFirstMs < REPEATED_SIGNAL_MS) return;
+      return cut("second signal: exiting at once", { signal, sinceFirstMs });
     }
     const since = performance.now();
     stoppingSince = since;
