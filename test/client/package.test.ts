@@ -154,7 +154,7 @@ describe("npm run pack:client", () => {
     }, 60_000);
     afterAll(() => rmSync(project, { recursive: true, force: true }));
 
-    it("compiles as written (ESM, NodeNext, @types/node, strict) and its example calls a real server", async () => {
+    it("compiles as written (ESM, NodeNext, @types/node, strict), as does the consumer, and its example calls a real server", async () => {
       const files = filesOf(readFileSync(join(scratch, "node_modules/@tenant/access-api-client/README.md"), "utf8"));
       expect(Object.keys(files)).toEqual(["package.json", "tsconfig.json", "index.ts"]);
       expect(JSON.parse(files["tsconfig.json"]!).compilerOptions).toMatchObject({ strict: true });
@@ -166,6 +166,10 @@ describe("npm run pack:client", () => {
       expect((await run(tsc, ["--version"], { cwd: project })).stdout.trim()).toBe(`Version ${typescript}`);
       await run(tsc, ["-p", join(project, "tsconfig.json")], { cwd: project }).catch((e: { stdout: string }) => {
         throw new Error(`the README's project does not type-check with TypeScript ${typescript}:\n${e.stdout}`);
+      });
+      // The consumer above (written by the test before), in a browser's configuration: the DOM lib, no @types, the declarations checked.
+      await run(tsc, ["-p", join(scratch, "tsconfig.json"), "--noEmit"], { cwd: scratch }).catch((e: { stdout: string }) => {
+        throw new Error(`the consumer does not type-check with TypeScript ${typescript}:\n${e.stdout}`);
       });
       const env = { ...process.env, BASE_URL: ts.url, CLIENT_ID: BOOTSTRAP.clientId, CLIENT_SECRET: BOOTSTRAP.clientSecret };
       expect((await run(process.execPath, [join(project, "dist/index.js")], { cwd: project, env })).stdout).toBe("the fund's currency: USD\n");
