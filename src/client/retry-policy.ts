@@ -13,8 +13,8 @@ export interface RetryOptions {
   maxDelayMs?: number;
   /** Adds an Idempotency-Key (a random UUID) to a call of an operation that takes one, when the call sends none (default false). */
   generateIdempotencyKeys?: boolean;
-  /** How the client waits (default: a timer); tests pass their own. */
-  sleep?: (ms: number) => Promise<void>;
+  /** How the client waits (default: a timer that the call's abort signal cuts short); tests pass their own. */
+  sleep?: (ms: number, signal: AbortSignal) => Promise<void>;
   /** A number in [0, 1) for the jitter (default Math.random). */
   random?: () => number;
   /** The time in milliseconds since the epoch (default Date.now). */
@@ -34,10 +34,26 @@ export function retryPolicy(options: RetryOptions): RetryPolicy {
     maxElapsedMs: options.maxElapsedMs ?? 30_000,
     baseDelayMs: options.baseDelayMs ?? 250,
     maxDelayMs: options.maxDelayMs ?? 8_000,
-    sleep: options.sleep ?? ((ms) => new Promise((resolve) => setTimeout(resolve, ms))),
+    sleep: options.sleep ?? timer,
     random: options.random ?? Math.random,
     now: options.now ?? Date.now,
   };
+}
+
+/** Resolves after `ms`, or rejects with the abort's reason as soon as the call is aborted. */
+function timer(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal.aborted) return reject(signal.reason);
+    const abort = () => {
+      clearTimeout(id);
+      reject(signal.reason);
+    };
+    const id = setTimeout(() => {
+      signal.removeEventListener("abort", abort);
+      resolve();
+    }, ms);
+    signal.addEventListener("abort", abort, { once: true });
+  });
 }
 
 export const mayRetry = (request: Request): boolean => IDEMPOTENT_METHODS.includes(request.method) || request.headers.has("Idempotency-Key");

@@ -28,7 +28,7 @@ export function retryingFetch(fetch: typeof globalThis.fetch, options: RetryOpti
         throw outcome.error;
       }
       if ("response" in outcome) await outcome.response.body?.cancel();
-      await policy.sleep(wait);
+      await policy.sleep(wait, request.signal);
     }
   };
 }

@@ -132,6 +132,17 @@ describe("retryingFetch", () => {
     await expect(retryingFetch(aborted.fetch, clock().retry)(URL_)).rejects.toThrow("aborted");
     expect(aborted.sent).toHaveLength(1);
   });
+  it("stops waiting, and tries no more, once the call is aborted", async () => {
+    const { fetch, sent } = scripted(answer(503, { "Retry-After": "20" }), answer(200));
+    const aborting = new AbortController();
+    const waiting = retryingFetch(fetch, {})(URL_, { signal: aborting.signal });
+    setTimeout(() => aborting.abort(new Error("the caller gave up")), 50);
+    const started = Date.now();
+    await expect(waiting).rejects.toThrow("the caller gave up");
+    // Well before the 20 s the server asked for.
+    expect(Date.now() - started).toBeLessThan(10_000);
+    expect(sent).toHaveLength(1);
+  });
 });
 
 describe("createApiClient({ retry })", () => {
