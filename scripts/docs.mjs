@@ -21,14 +21,16 @@ const THIRD_PARTY_IMAGES = ["https://cdn.redoc.ly/redoc/logo-mini-full.svg", "ht
 
 /**
  * What Redoc's theme has no option for. A section without samples (the introduction, a guide) keeps
- * the middle panel's half of the row, its right half empty: it takes the whole row, so guide code
- * fits. A code block's copy button sits over its first line (the typed-client sample's import was
- * cut under it): the controls take a row of their own above the code.
+ * the middle panel's half of the row, its right half empty: it takes the whole row, and the few
+ * code lines longer than that wrap (Redoc's --code-wrap) rather than hide past the block's edge;
+ * a copy still copies them as written. A code block's copy button sits over its first line (the
+ * typed-client sample's import was cut under it): the controls take a row of their own above it.
  */
 const LAYOUT = `<style>
 @media screen and (min-width: 1280px) {
   [data-testid="middle-panel"]:has(+ [data-testid="right-panel"]:empty) { width: 100%; }
 }
+[data-testid="middle-panel"]:has(+ [data-testid="right-panel"]:empty) pre { --code-wrap: pre-wrap; overflow-wrap: anywhere; }
 [data-component-name="CodeBlock/CodeBlockControls"] { position: static; display: flex; justify-content: flex-end; }
 </style>`;
 
