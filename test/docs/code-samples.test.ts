@@ -279,6 +279,7 @@ let curlRuns: Map<string, Runs>;
 let typecheck: { code: number | null; out: string };
 let clientRuns: Map<string, Runs>;
 
+// Each typed-client sample runs twice, a tsx process each, one after the other: minutes on a busy machine.
 beforeAll(async () => {
   [curlSide, clientSide] = await Promise.all([curlSkipped ? undefined : prepare(), prepare()]);
   const clientDir = writeClientSamples(clientSide);
@@ -287,7 +288,7 @@ beforeAll(async () => {
     typecheckClientProject(clientDir),
     runClientSamples(clientSide, clientDir),
   ]);
-}, 420_000);
+}, 600_000);
 
 afterAll(async () => {
   for (const side of [curlSide, clientSide]) {
