@@ -1,7 +1,7 @@
 // The code samples of every operation (Redoc's `x-codeSamples`): a curl command and a program with
 // the typed client (@tenant/access-api-client), made from the operation's method, path, required
 // parameters' examples and request body example, so that they change with the contract.
-// test/docs/code-samples.test.ts runs every one of them against a seeded sandbox.
+// test/docs/code-samples.test.ts runs every one of them twice, as printed, against a seeded sandbox.
 //
 // What differs per deployment and per reader is read from environment variables (the contract's
 // introduction lists them): BASE_URL, TOKEN (which the token's curl sample exports), CLIENT_ID,
