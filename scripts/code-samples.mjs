@@ -1,23 +1,66 @@
 // The code samples of every operation (Redoc's `x-codeSamples`): a curl command and a program with
 // the typed client (@tenant/access-api-client), made from the operation's method, path, required
 // parameters' examples and request body example, so that they change with the contract.
-// test/docs/code-samples.test.ts runs every one of them against a seeded sandbox.
+// test/docs/code-samples.test.ts runs every one of them twice, as printed, against a seeded sandbox.
 //
-// What differs per deployment and per reader is left as environment variables the samples read:
-// BASE_URL, TOKEN (an access token, for curl), CLIENT_ID and CLIENT_SECRET (the reader's
-// credential) and WEBHOOK_SECRET (a listener's secret, for the webhook intake, which is signed
-// instead of carrying a token).
+// What differs per deployment and per reader is read from environment variables (the contract's
+// introduction lists them): BASE_URL, TOKEN (which the token's curl sample exports), CLIENT_ID,
+// CLIENT_SECRET, WEBHOOK_SECRET, and one per id a path takes (USER_ID, AUTOMATION_ID...), wherever
+// the id's example value appears. An Idempotency-Key is made anew at each run, so a sample runs twice.
 
 const FORM = "application/x-www-form-urlencoded";
 const JSON_MEDIA = "application/json";
 /** The token request's fields that are the reader's own credential. */
 const CREDENTIAL_FIELDS = { client_id: "CLIENT_ID", client_secret: "CLIENT_SECRET" };
 
+/**
+ * A value the sample does not write out: an environment variable, or a fresh idempotency key
+ * (FRESH_KEY). It stands in the request as a marker that each language then writes its own way.
+ */
+const marker = (name) => `\uE000${name}\uE000`;
+const MARKER = /\uE000([A-Z_]+)\uE000/g;
+const hasMarker = (text) => text.includes("\uE000");
+const FRESH_KEY = "FRESH_KEY";
+const inShell = (text) => text.replace(MARKER, (_, name) => (name === FRESH_KEY ? "$(uuidgen)" : `$${name}`));
+const tsExpression = (name) => (name === FRESH_KEY ? "crypto.randomUUID()" : `process.env.${name}!`);
+/** A marker as a whole string literal becomes the expression; one inside a template literal, its substitution. */
+const inTypeScript = (text) =>
+  text.replace(new RegExp(`"${MARKER.source}"`, "g"), (_, name) => tsExpression(name)).replace(MARKER, (_, name) => `\${${tsExpression(name)}}`);
+
+/** The variable of a path parameter: its name, or for `id` the collection's singular (`/automations/{id}`: AUTOMATION_ID). */
+const variableOf = (path, name) => (name === "id" ? `${/\/([\w-]+?)s?\/\{id\}/.exec(path)[1]}_id` : name).replaceAll("-", "_").toUpperCase();
+
+/** Every example value of a path parameter of the contract, and the variable a sample reads instead. */
+function idVariables(spec, deref) {
+  const variables = new Map();
+  for (const [path, item] of Object.entries(spec.paths)) {
+    for (const op of Object.values(item).filter((o) => o?.operationId)) {
+      for (const p of [...(item.parameters ?? []), ...(op.parameters ?? [])].map(deref).filter((x) => x.in === "path")) {
+        const example = p.example ?? deref(p.schema)?.example;
+        const variable = variableOf(path, p.name);
+        if (variables.has(example) && variables.get(example) !== variable) throw new Error(`code-samples: ${example} is the example of ${variables.get(example)} and ${variable}`);
+        variables.set(example, variable);
+      }
+    }
+  }
+  return variables;
+}
+
+/** `value` with every example id, at any depth, replaced by its variable's marker. */
+const withVariables = (value, variables) =>
+  typeof value === "string" && variables.has(value)
+    ? marker(variables.get(value))
+    : Array.isArray(value)
+      ? value.map((v) => withVariables(v, variables))
+      : value && typeof value === "object"
+        ? Object.fromEntries(Object.entries(value).map(([k, v]) => [k, withVariables(v, variables)]))
+        : value;
+
 /** The first example of a media type: `example`, else the first of `examples`. */
 const exampleOf = (media, deref) => media.example ?? deref(Object.values(media.examples ?? {})[0])?.value;
 
-/** A shell word in single quotes. */
-const shellQuoted = (text) => `'${text.replaceAll("'", `'\\''`)}'`;
+/** A shell word in single quotes, or in double quotes when it holds a marker, which the shell then expands. */
+const shellWord = (text) => (hasMarker(text) ? `"${inShell(text.replace(/[\\"`$]/g, "\\$&"))}"` : `'${text.replaceAll("'", `'\\''`)}'`);
 
 /** `value` as a TypeScript literal, continuing lines at `indent`; keys that are identifiers lose their quotes. */
 const tsLiteral = (value, indent) =>
@@ -34,28 +77,43 @@ function requestOf(spec, path, method, item, op) {
   const body = deref(op.requestBody);
   const mediaType = body ? Object.keys(body.content)[0] : undefined;
   const schemes = (op.security ?? spec.security ?? []).flatMap((requirement) => Object.keys(requirement));
+  const variables = idVariables(spec, deref);
+  // A key is new at each run: the example's, sent again with another request, is 422 IDEMPOTENCY_KEY_REUSED.
+  const headers = Object.fromEntries(Object.entries(byPlace("header")).map(([name, value]) => [name, name === "Idempotency-Key" ? marker(FRESH_KEY) : value]));
   return {
     method,
     path,
-    pathParams: byPlace("path"),
-    query: byPlace("query"),
+    pathParams: withVariables(byPlace("path"), variables),
+    query: withVariables(byPlace("query"), variables),
     // The webhook intake's headers are made by the signing, not copied from examples.
-    headers: schemes.includes("webhookHmac") ? {} : byPlace("header"),
+    headers: schemes.includes("webhookHmac") ? {} : headers,
     mediaType,
-    body: body ? exampleOf(body.content[mediaType], deref) : undefined,
+    body: body ? withVariables(exampleOf(body.content[mediaType], deref), variables) : undefined,
     auth: schemes.includes("webhookHmac") ? "webhook" : schemes.length > 0 ? "bearer" : "none",
   };
 }
 
-const filledPath = (request) => request.path.replace(/\{([^}]+)\}/g, (_, name) => encodeURIComponent(String(request.pathParams[name])));
+/** The path with its parameters' values, percent-encoded, or their markers. */
+const filledPath = (request) =>
+  request.path.replace(/\{([^}]+)\}/g, (_, name) => {
+    const value = String(request.pathParams[name]);
+    return hasMarker(value) ? value : encodeURIComponent(value);
+  });
 const queryString = (query) => (Object.keys(query).length === 0 ? "" : `?${new URLSearchParams(Object.entries(query).map(([k, v]) => [k, String(v)]))}`);
 
+/** A JSON body for curl: quoted as it is, or, when it reads variables, a here-document the shell expands them in. */
+function curlJsonBody(body) {
+  const json = JSON.stringify(body, null, 2);
+  if (!hasMarker(json)) return `-d ${shellWord(json.replaceAll("\n", "\n  "))}`;
+  return `-d @- <<JSON\n${inShell(json.replace(/[\\`$]/g, "\\$&"))}\nJSON`;
+}
+
 function curlSample(request) {
-  const url = `"$BASE_URL${filledPath(request)}${queryString(request.query)}"`;
+  const url = `"$BASE_URL${inShell(filledPath(request))}${inShell(queryString(request.query))}"`;
   if (request.auth === "webhook") {
     return [
       `# The listener's webhook secret signs the exact bytes sent, with the time and a new event id each.`,
-      `body=${shellQuoted(JSON.stringify(request.body))}`,
+      `body=${shellWord(JSON.stringify(request.body))}`,
       `timestamp=$(date +%s)`,
       `event_id=$(openssl rand -hex 16 | sed -E 's/(.{8})(.{4}).(.{3}).(.{3})(.{12})/\\1-\\2-4\\3-8\\4-\\5/')`,
       `signature=$(printf '%s.%s.%s' "$timestamp" "$event_id" "$body" |`,
@@ -68,17 +126,20 @@ function curlSample(request) {
       `  --data-binary "$body"`,
     ].join("\n");
   }
-  const lines = [`curl -X ${request.method.toUpperCase()} ${url}`];
+  // The token request is the one that sends the credential: its sample keeps the token in TOKEN, which the others send.
+  const tokenRequest = request.mediaType === FORM && Object.keys(request.body).some((name) => name in CREDENTIAL_FIELDS);
+  const lines = [`${tokenRequest ? "export TOKEN=$(curl -sS" : "curl"} -X ${request.method.toUpperCase()} ${url}`];
   if (request.auth === "bearer") lines.push(`-H "Authorization: Bearer $TOKEN"`);
-  for (const [name, value] of Object.entries(request.headers)) lines.push(`-H ${shellQuoted(`${name}: ${value}`)}`);
+  for (const [name, value] of Object.entries(request.headers)) lines.push(`-H ${shellWord(`${name}: ${value}`)}`);
   if (request.mediaType === FORM) {
     for (const [name, value] of Object.entries(request.body)) {
-      lines.push(name in CREDENTIAL_FIELDS ? `--data-urlencode "${name}=$${CREDENTIAL_FIELDS[name]}"` : `--data-urlencode ${shellQuoted(`${name}=${value}`)}`);
+      lines.push(name in CREDENTIAL_FIELDS ? `--data-urlencode "${name}=$${CREDENTIAL_FIELDS[name]}"` : `--data-urlencode ${shellWord(`${name}=${value}`)}`);
     }
   } else if (request.mediaType === JSON_MEDIA) {
-    lines.push(`-H "Content-Type: application/json"`, `-d ${shellQuoted(JSON.stringify(request.body, null, 2).replaceAll("\n", "\n  "))}`);
+    lines.push(`-H "Content-Type: application/json"`, curlJsonBody(request.body));
   }
-  return lines.join(" \\\n  ");
+  const command = lines.join(" \\\n  ");
+  return tokenRequest ? `# Sets TOKEN for the other samples; get a new one when it expires (expires_in seconds).\n${command} | jq -r .access_token)` : command;
 }
 
 const CLIENT_IMPORT = `import { createApiClient, unwrap } from "@tenant/access-api-client";`;
@@ -123,11 +184,11 @@ function clientSample(request) {
   return [CLIENT_IMPORT, ``, ...client, ``, `const answer = unwrap(\n  await ${call},\n);`, PRINT].join("\n");
 }
 
-/** The `x-codeSamples` of an operation. */
+/** The `x-codeSamples` of an operation; the variables they read are listed once, in the contract's introduction. */
 export function codeSamples(spec, path, method, item, op) {
   const request = requestOf(spec, path, method, item, op);
   return [
     { lang: "Shell", label: "curl", source: curlSample(request) },
-    { lang: "TypeScript", label: "Typed client", source: clientSample(request) },
+    { lang: "TypeScript", label: "Typed client", source: inTypeScript(clientSample(request)) },
   ];
 }
