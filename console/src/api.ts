@@ -3,6 +3,7 @@
 // page signs out), and what the caller may do, learned by asking the API.
 import { ApiRequestError, createApiClient, TokenError, unwrap, type ApiClient, type components } from "../../src/client/index.js";
 import { userNames, type UserNames } from "./users.js";
+import { fieldWords } from "./words.js";
 
 export type Schemas = components["schemas"];
 
@@ -29,8 +30,11 @@ export function describeError(error: unknown): string {
     return error.status === 401 || error.error === "invalid_client" ? "Sign-in refused: unknown client id or wrong secret." : `Sign-in failed: ${error.message}.`;
   }
   if (error instanceof ApiRequestError) {
-    const message = (error.body as { message?: unknown } | undefined)?.message;
-    if (typeof message !== "string") return `The server answered ${error.status}.`;
+    const body = error.body as { message?: unknown; details?: { fieldViolations?: { field: string; description: string }[] }[] } | undefined;
+    if (typeof body?.message !== "string") return `The server answered ${error.status}.`;
+    // The fields at fault named as the forms label them, not by their path in the request.
+    const violations = body.details?.flatMap((d) => d.fieldViolations ?? []) ?? [];
+    const message = violations.length ? violations.map((v) => `${fieldWords(v.field)}: ${v.description}`).join("; ") : body.message;
     return `${message} (${error.reason ? `${error.reason}, ` : ""}${error.status})`;
   }
   if (error instanceof TypeError) return "The server could not be reached.";

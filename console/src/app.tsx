@@ -50,7 +50,7 @@ function View({ session, route }: { session: Session; route: string[] }) {
     return <AutomationList session={session} />;
   }
   if (area === "limits" && can.subjectLimits) {
-    if (a === "open" && !b) return <OpenRow />;
+    if (a === "open" && !b) return <OpenRow session={session} />;
     if (a && b) return <LimitRow key={`${a}/${b}`} session={session} userId={a} appId={b} />;
     return <LimitSearch session={session} />;
   }

@@ -1,7 +1,9 @@
 // What the console says instead of the API's names: an audited operation in words ("Limit set"),
 // and a field path of a refused save (`automationSteps[0].evaluateExpressions.expressions[0].expression`)
 // as the console labels that field ("Step 1 (Evaluate expressions), expression 1").
-import type { OperationId } from "../../generated/server.js";
+import type { operations } from "../../generated/api.js";
+
+type OperationId = keyof operations;
 
 /** Every operation the contract audits (`x-audit` with a target), in words; a unit test keeps it complete. */
 export const OPERATION_WORDS: Partial<Record<OperationId, string>> = {
