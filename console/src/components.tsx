@@ -38,7 +38,12 @@ export function useAction<A extends unknown[]>(action: (...args: A) => Promise<s
     },
     [action],
   );
-  return { run, busy, error, setError, done };
+  /** Forgets the last run's error and what it did (what it said no longer holds). */
+  const clear = useCallback(() => {
+    setError(null);
+    setDone("");
+  }, []);
+  return { run, busy, error, setError, done, clear };
 }
 
 /** Next to a form's button: the error of its last run, or what it did (a status region that screen readers announce). */

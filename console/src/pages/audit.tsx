@@ -5,6 +5,7 @@ import { Field, Json, ListStatus, Table, usePaged, useSearch, When } from "../co
 import { AuditTargetKindValues } from "../../../generated/enums.js";
 import { formatLimitPer } from "../money.js";
 import { USER_CHOICES, UserChoices, UserName, type UserNames } from "../users.js";
+import { operationWords } from "../words.js";
 
 type AuditEvent = Schemas["AuditEvent"];
 
@@ -58,9 +59,6 @@ function limitChanges(before: unknown, after: unknown): string[] {
   ];
 }
 
-/** `svc.api.funds.v1.SubjectAppLimitService.Suspend` → `SubjectAppLimitService.Suspend`. */
-const operation = (id: string) => id.split(".").slice(-2).join(".");
-
 function Actor({ actor, names }: { actor: AuditEvent["actor"]; names: UserNames }) {
   if (actor.kind === "AUDIT_ACTOR_KIND_AUTOMATION_EXECUTION") {
     return (
@@ -102,7 +100,9 @@ function Events({ session, filters, withTarget }: { session: Session; filters: F
             <td>
               <When at={e.createdAt} />
             </td>
-            <td>{operation(e.operationId)}</td>
+            <td title={e.operationId} data-testid="audit-operation">
+              {operationWords(e.operationId)}
+            </td>
             {withTarget ? (
               <td>
                 <Target target={e.target} names={session.names} />
@@ -170,9 +170,9 @@ export function AuditPage({ session }: { session: Session }) {
             ))}
           </select>
         </Field>
-        {input("user_id", "User id", "2Qk3mN8rT1vX9yZ0", USER_CHOICES)}
-        {input("app_id", "App id", "app-salesforce")}
-        {input("actor_user_id", "Changed by (user id)", "7Hd2Kq9Lm4Np1Rs8", USER_CHOICES)}
+        {input("user_id", "User id", "user name or id", USER_CHOICES)}
+        {input("app_id", "App id", "e.g. app-salesforce")}
+        {input("actor_user_id", "Changed by (user id)", "user name or id", USER_CHOICES)}
         <UserChoices names={session.names} />
         <button type="submit">Filter</button>
       </form>

@@ -3,14 +3,14 @@
 // delivery log (or, on fund events, its executions), and, once published, redriving its failed executions.
 import { useEffect, useState } from "preact/hooks";
 import { call, type Schemas, type Session } from "../api.js";
-import { ErrorText, useAction } from "../components.js";
+import { ErrorText, Outcome, useAction } from "../components.js";
 import { href, navigate } from "../route.js";
 import { takeSecret } from "../secrets.js";
 import { DeliveryLog, ExecutionLog } from "./deliveries.js";
 import { stateLabel } from "./automations.js";
 import { BulkRedrive } from "./redrive.js";
 import { StepsEditor } from "./steps.js";
-import { draftOf, triggerOf, TriggerInputs, TriggerPanel, webhookOf } from "./trigger.js";
+import { draftOf, triggerOf, TriggerInputs, TriggerPanel, triggerSummary, webhookOf } from "./trigger.js";
 
 type Automation = Schemas["Automation"];
 type Mask = "isDraft" | "enabled" | "triggers";
@@ -33,14 +33,19 @@ export function AutomationPage({ session, id }: { session: Session; id: string }
     setAutomation(saved.automation);
     if (saved.webhookSecret) setSecret(saved.webhookSecret);
     setEditingTrigger(false);
+    return saved.automation;
   };
-  const update = useAction(save);
+  const update = useAction(async (change: Change, updateMask: Mask) => {
+    const saved = await save(change, updateMask);
+    return updateMask === "isDraft" ? (saved.isDraft === false ? "Published." : "Unpublished: back to a draft.") : `Trigger turned ${saved.enabled === false ? "off" : "on"}.`;
+  });
   // The draft is read inside the action: one that cannot be sent (thresholds typed wrong) is shown as its error.
-  const saveTrigger = useAction(() => save({ triggers: [triggerOf(trigger)] }, "triggers"));
+  const saveTrigger = useAction(async () => `Trigger saved: ${triggerSummary(await save({ triggers: [triggerOf(trigger)] }, "triggers"))}.`);
   const rotate = useAction(async () => {
     const rotated = await call(session.client.POST("/api/v1/automations/{id}/webhook-secret", { ...path, body: {} }));
     setAutomation(rotated.automation);
     setSecret(rotated.webhookSecret);
+    return "Webhook secret rotated: the new one is shown once, above.";
   });
   const remove = useAction(async () => {
     if (!window.confirm("Delete this automation? Its webhook URL stops working at once.")) return;
@@ -81,7 +86,8 @@ export function AutomationPage({ session, id }: { session: Session; id: string }
       {published && enabled ? null : (
         <p class="hint">{onFundEvents ? "Fund events start nothing" : "Events are accepted but not run"} until the automation is published and its trigger is on.</p>
       )}
-      <ErrorText error={update.error ?? remove.error} />
+      <Outcome action={update} />
+      <ErrorText error={remove.error} />
 
       <section aria-label="Trigger">
         <h2>Trigger</h2>
@@ -96,14 +102,16 @@ export function AutomationPage({ session, id }: { session: Session; id: string }
             type="button"
             onClick={() => {
               setTrigger(draftOf(automation.triggers?.[0]));
-              saveTrigger.setError(null);
+              saveTrigger.clear();
               setEditingTrigger(!editingTrigger);
             }}
           >
             {editingTrigger ? "Cancel" : automation.triggers?.length ? "Change trigger" : "Add trigger"}
           </button>
         </div>
-        <ErrorText error={rotate.error} />
+        <Outcome action={rotate} />
+        {/* The form closes on a save: what it did is said here, its refusals in the form. */}
+        <Outcome action={{ error: null, done: saveTrigger.done }} />
         {editingTrigger ? (
           <form
             onSubmit={(e) => {

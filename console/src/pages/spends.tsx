@@ -286,12 +286,12 @@ export function SpendsPage({ session, canAct }: { session: Session; canAct: bool
       <h1>Spend authorizations</h1>
       <p class="hint">Every authorization, newest first. A window start keeps those decided in the spend window starting at that instant: choose a row's to see its window.</p>
       <form class="row" role="search" onSubmit={submit}>
-        {input("userId", "User id", "2Qk3mN8rT1vX9yZ0", USER_CHOICES)}
+        {input("userId", "User id", "user name or id", USER_CHOICES)}
         <UserChoices names={session.names} />
-        {input("appId", "App id", "app-salesforce")}
+        {input("appId", "App id", "e.g. app-salesforce")}
         <StateSelect value={form.state} onChange={(state) => setForm({ ...form, state })} />
         {/* The server checks the instant (400 INVALID_TIMESTAMP, said under the form). */}
-        {input("windowStart", "Window start (RFC 3339)", "2026-11-01T00:00:00Z")}
+        {input("windowStart", "Window start (RFC 3339)", "e.g. 2026-11-01T00:00:00Z")}
         <button type="submit">Filter</button>
       </form>
       <Page key={generation} session={session} query={filters} pageSize={25} withSubject canAct={canAct} onChange={() => undefined} onWindow={(windowStart) => apply({ ...filters, windowStart })} />

@@ -76,7 +76,7 @@ function WebhookInputs({ draft, onChange }: { draft: TriggerDraft; onChange: (d:
       </div>
       {draft.method === "jwt" ? (
         <Field label="JWKS URL" hint="The HTTPS address of the sender's JSON Web Key Set.">
-          <input type="url" value={draft.jwksUrl} placeholder="https://sender.example.com/.well-known/jwks.json" onInput={(e) => onChange({ ...draft, jwksUrl: e.currentTarget.value })} />
+          <input type="url" value={draft.jwksUrl} placeholder="e.g. https://sender.example.com/.well-known/jwks.json" onInput={(e) => onChange({ ...draft, jwksUrl: e.currentTarget.value })} />
         </Field>
       ) : null}
       <Field label="Allowed source CIDRs" hint="One range per line, e.g. 203.0.113.0/24. Empty: any source.">
