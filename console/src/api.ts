@@ -11,7 +11,7 @@ export interface Session {
   client: ApiClient;
   clientId: string;
   /** What the caller's role lets it do (the API answers 403 otherwise). */
-  can: { automations: boolean; subjectLimits: boolean; myLimits: boolean; audit: boolean; destinations: boolean };
+  can: { automations: boolean; subjectLimits: boolean; myLimits: boolean; audit: boolean; destinations: boolean; users: boolean };
   /** The fund policy's currency: every amount the console sends is in it. */
   currencyCode: string;
   /** Users' display names, for every place a user id is shown. */
@@ -62,5 +62,5 @@ export async function signIn(clientId: string, clientSecret: string): Promise<Se
     allowed(client.GET("/api/v1/notification-destinations", { params: { query: { page_size: 10 } } })),
     userNames(client),
   ]);
-  return { client, clientId, can: { automations, subjectLimits, myLimits, audit, destinations }, currencyCode: fundPolicy.currencyCode, names: users };
+  return { client, clientId, can: { automations, subjectLimits, myLimits, audit, destinations, users: users.readable }, currencyCode: fundPolicy.currencyCode, names: users };
 }

@@ -8,6 +8,8 @@ import { ApiRequestError, unwrap, type ApiClient, type components } from "../../
 type User = components["schemas"]["User"];
 
 export interface UserNames {
+  /** Whether the caller may read users (only a super admin or a fund admin may). */
+  readable: boolean;
   /** The user of `id`, or null when it cannot be read (no such user, or the role may not read users). */
   get(id: string): Promise<User | null>;
   /** The user of `id` when already read: a list drawn again shows names at once, not ids first. */
@@ -25,7 +27,7 @@ export async function userNames(client: ApiClient): Promise<UserNames> {
   // Each id asked once: its answer, or the request under way.
   const cache = new Map<string, Promise<User | null>>();
   const { data, response } = await client.GET("/api/v1/users", { params: { query: { page_size: FIRST_PAGE } } });
-  if (response.status === 403) return { get: () => Promise.resolve(null), known: () => undefined, all: () => [] };
+  if (response.status === 403) return { readable: false, get: () => Promise.resolve(null), known: () => undefined, all: () => [] };
   if (!data) throw new ApiRequestError(response, undefined);
   for (const { user } of data.list) {
     read.set(user.id, user);
@@ -44,6 +46,7 @@ export async function userNames(client: ApiClient): Promise<UserNames> {
     }
   };
   return {
+    readable: true,
     get(id) {
       let user = cache.get(id);
       if (!user) cache.set(id, (user = fetchUser(id)));

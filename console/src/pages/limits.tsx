@@ -53,8 +53,9 @@ function Results({ session, filters }: { session: Session; filters: Filters }) {
   );
 }
 
-export function LimitSearch({ session }: { session: Session }) {
-  const { form, setForm, filters, generation, submit } = useSearch<Filters>({ users: "", apps: "", suspended: "" });
+/** The rows of every user, or of `userId` when given. */
+export function LimitSearch({ session, userId = "" }: { session: Session; userId?: string | undefined }) {
+  const { form, setForm, filters, generation, submit } = useSearch<Filters>({ users: userId, apps: "", suspended: "" });
   return (
     <section>
       <h1>Fund limits</h1>
