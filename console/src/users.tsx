@@ -86,6 +86,12 @@ export function useUserLabel(names: UserNames, id: string): string {
   return useUser(names, id)?.displayName ?? id;
 }
 
+/** A real user for example bodies: a subject with a fund first, else any user read; "" when none may be read. */
+export function exampleUserId(names: UserNames): string {
+  const users = names.all();
+  return (users.find((u) => u.roles.includes("ROLE_USER")) ?? users[0])?.id ?? "";
+}
+
 /** The id of the datalist that user id inputs name in `list`. */
 export const USER_CHOICES = "user-choices";
 

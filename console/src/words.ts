@@ -78,8 +78,13 @@ const TRIGGER_KINDS: Record<string, string> = { webhook: "Incoming webhook", fun
  */
 export function fieldWords(path: string): string {
   const parts: string[] = [];
-  // `body.` is how the server names the body in some violations.
-  const segments = path.replace(/^body\./, "").split(".");
+  // The body (`body.`) and the automation a form edits (`automation.`) go without saying; an index
+  // may come as a segment of its own (`triggers.0`).
+  const segments = path
+    .replace(/^body\./, "")
+    .replace(/^automation\./, "")
+    .replace(/\.(\d+)(?=\.|$)/g, "[$1]")
+    .split(".");
   for (let i = 0; i < segments.length; i++) {
     const [, name = "", index] = /^([^[]+)(?:\[(\d+)\])?$/.exec(segments[i] ?? "") ?? [];
     const number = index === undefined ? "" : ` ${Number(index) + 1}`;

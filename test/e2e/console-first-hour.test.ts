@@ -80,7 +80,7 @@ describe("a new administrator's first hour in the console", () => {
     await page.getByRole("link", { name: "Audit trail" }).click();
     await page.getByLabel("User id", { exact: true }).fill(alan.userId);
     await page.getByRole("button", { name: "Filter" }).click();
-    const change = page.getByTestId("audit-event").filter({ hasText: "SubjectAppLimitService.SetLimit" });
+    const change = page.getByTestId("audit-event").filter({ hasText: "Limit set" });
     await change.getByText("Alan Turing").waitFor();
     expect(await change.getByTestId("user-name").allTextContents()).toEqual(["Alan Turing", "Grace Hopper"]);
     await screenshot(page, "first-hour-audit-desktop");

@@ -6,6 +6,7 @@ import { call, type Schemas, type Session } from "../api.js";
 import { ErrorText, Outcome, useAction } from "../components.js";
 import { href, navigate } from "../route.js";
 import { takeSecret } from "../secrets.js";
+import { exampleUserId } from "../users.js";
 import { DeliveryLog, ExecutionLog } from "./deliveries.js";
 import { stateLabel } from "./automations.js";
 import { BulkRedrive } from "./redrive.js";
@@ -91,7 +92,7 @@ export function AutomationPage({ session, id }: { session: Session; id: string }
 
       <section aria-label="Trigger">
         <h2>Trigger</h2>
-        <TriggerPanel trigger={automation.triggers?.[0]} secret={secret} />
+        <TriggerPanel trigger={automation.triggers?.[0]} secret={secret} exampleUserId={exampleUserId(session.names)} />
         <div class="actions">
           {webhook && !("jwt" in webhook && webhook.jwt) ? (
             <button type="button" disabled={rotate.busy} onClick={() => void rotate.run()}>

@@ -7,8 +7,9 @@ import { call, type Schemas, type Session } from "../api.js";
 import { Copyable, ErrorText, Field, Json, Outcome, useAction } from "../components.js";
 import { parseAmount } from "../money.js";
 import { STEP_KINDS } from "../words.js";
-import { FUND_EVENT_EXAMPLE } from "../fund-event-example.js";
-import { EXAMPLE_BODY } from "../webhook-example.js";
+import { fundEventExample } from "../fund-event-example.js";
+import { exampleUserId } from "../users.js";
+import { exampleBody } from "../webhook-example.js";
 
 type Step = Schemas["AutomationStep"];
 type Report = Schemas["AutomationServiceCheckAutomationStepsResponse"];
@@ -154,7 +155,10 @@ function CelInput(props: { label: string; path: string; value: string; onInput: 
 
 export function StepsEditor({ session, automation, onSaved }: { session: Session; automation: Schemas["Automation"]; onSaved: (a: Schemas["Automation"]) => void }) {
   const [drafts, setDrafts] = useState<Draft[]>(() => (automation.automationSteps ?? []).map(fromStep));
-  const [sample, setSample] = useState(() => JSON.stringify(automation.triggers?.[0]?.fundEvents ? FUND_EVENT_EXAMPLE : JSON.parse(EXAMPLE_BODY), null, 2));
+  const [sample, setSample] = useState(() => {
+    const userId = exampleUserId(session.names);
+    return JSON.stringify(automation.triggers?.[0]?.fundEvents ? fundEventExample(userId) : JSON.parse(exampleBody(userId)), null, 2);
+  });
   const [newKind, setNewKind] = useState<Kind>("evaluateExpressions");
   const { report, error, sampleError } = useCheck(session, drafts, sample);
   const [notificationSecret, setNotificationSecret] = useState<string | null>(null);
