@@ -89,22 +89,25 @@ export function OpenRow({ session }: { session: Session }) {
   const [userId, setUser] = useState("");
   const [appId, setApp] = useState("");
   return (
-    <form
-      class="row"
-      onSubmit={(e) => {
-        e.preventDefault();
-        window.location.hash = href("limits", userId.trim(), appId.trim());
-      }}
-    >
-      <Field label="User id">
-        <input required value={userId} placeholder="user name or id" list={USER_CHOICES} onInput={(e) => setUser(e.currentTarget.value)} />
-      </Field>
-      <UserChoices names={session.names} />
-      <Field label="App id">
-        <input required value={appId} placeholder="e.g. app-salesforce" onInput={(e) => setApp(e.currentTarget.value)} />
-      </Field>
-      <button type="submit">Open</button>
-    </form>
+    <section>
+      <h1>Open a limit row</h1>
+      <form
+        class="row"
+        onSubmit={(e) => {
+          e.preventDefault();
+          window.location.hash = href("limits", userId.trim(), appId.trim());
+        }}
+      >
+        <Field label="User id">
+          <input required value={userId} placeholder="user name or id" list={USER_CHOICES} onInput={(e) => setUser(e.currentTarget.value)} />
+        </Field>
+        <UserChoices names={session.names} />
+        <Field label="App id">
+          <input required value={appId} placeholder="e.g. app-salesforce" onInput={(e) => setApp(e.currentTarget.value)} />
+        </Field>
+        <button type="submit">Open</button>
+      </form>
+    </section>
   );
 }
 
