@@ -147,9 +147,12 @@ describe("a console that offers, confirms and speaks plainly", () => {
   }, 120_000);
 
   it("a CEL error names the step and expression as the console shows them, and the examples name a user that exists", async () => {
-    const id = await automation("Words for CEL");
     await ts.userClient(["ROLE_USER"], "Example holder");
-    const { context, page } = await openConsole(browser, "desktop", ts.url, BOOTSTRAP, { path: `#/automations/${id}` });
+    const { context, page } = await openConsole(browser, "desktop", ts.url, BOOTSTRAP, { path: "#/automations/new" });
+    // Creating it confirms on the page that follows.
+    await page.getByLabel("Name").fill("Words for CEL");
+    await page.getByRole("button", { name: "Save" }).click();
+    await page.getByRole("status").getByText("Automation created: Words for CEL, a draft.").waitFor();
 
     // The example request and the sample payload name a user of the tenant.
     const example = (await page.getByTestId("example-request").textContent()) ?? "";

@@ -5,7 +5,7 @@ import { useEffect, useState } from "preact/hooks";
 import { call, type Schemas, type Session } from "../api.js";
 import { ErrorText, Outcome, useAction } from "../components.js";
 import { href, navigate } from "../route.js";
-import { takeSecret } from "../secrets.js";
+import { takeHandover } from "../secrets.js";
 import { exampleUserId } from "../users.js";
 import { DeliveryLog, ExecutionLog } from "./deliveries.js";
 import { stateLabel } from "./automations.js";
@@ -19,7 +19,9 @@ type Change = { isDraft?: boolean; enabled?: boolean; triggers?: ReturnType<type
 
 export function AutomationPage({ session, id }: { session: Session; id: string }) {
   const [automation, setAutomation] = useState<Automation | null>(null);
-  const [secret, setSecret] = useState<string | undefined>(() => takeSecret(id));
+  // What the creating form hands over, once: the secret it was issued, and what it did.
+  const [created] = useState(() => takeHandover(id));
+  const [secret, setSecret] = useState<string | undefined>(created?.secret);
   const [loadError, setLoadError] = useState<unknown>(null);
   const [editingTrigger, setEditingTrigger] = useState(false);
   const [trigger, setTrigger] = useState(draftOf(undefined));
@@ -87,7 +89,7 @@ export function AutomationPage({ session, id }: { session: Session; id: string }
       {published && enabled ? null : (
         <p class="hint">{onFundEvents ? "Fund events start nothing" : "Events are accepted but not run"} until the automation is published and its trigger is on.</p>
       )}
-      <Outcome action={update} />
+      <Outcome action={update.error || update.done ? update : { error: null, done: created?.said ?? "" }} />
       <ErrorText error={remove.error} />
 
       <section aria-label="Trigger">
