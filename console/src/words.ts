@@ -70,6 +70,12 @@ const FIELD_WORDS: Record<string, string> = {
   description: "description",
 };
 
+/** A server message about the field at `path` ("automationSteps[0].stepName: must be …") with the field in words. */
+export function messageWords(path: string, message: string): string {
+  const rest = message.startsWith(`${path}: `) ? message.slice(path.length + 2) : message;
+  return path ? `${fieldWords(path)}: ${rest}` : rest;
+}
+
 const TRIGGER_KINDS: Record<string, string> = { webhook: "Incoming webhook", fundEvents: "Fund events" };
 
 /**

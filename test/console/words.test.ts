@@ -3,7 +3,7 @@
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { parse } from "yaml";
-import { fieldWords, OPERATION_WORDS, operationWords } from "../../console/src/words.js";
+import { fieldWords, messageWords, OPERATION_WORDS, operationWords } from "../../console/src/words.js";
 
 const contract = parse(readFileSync(new URL("../../generated/openapi.yaml", import.meta.url), "utf8")) as { paths: Record<string, Record<string, { operationId?: string; "x-audit"?: { target?: string } }>> };
 const audited = Object.values(contract.paths)
@@ -38,5 +38,14 @@ describe("field paths in words", () => {
     ["limit.amount.money.nanos", "Limit, amount, money, nanos"],
   ])("%s reads %s", (path, words) => {
     expect(fieldWords(path)).toBe(words);
+  });
+});
+
+describe("server messages about a field", () => {
+  it("name the field in words instead of the path the message starts with", () => {
+    const path = "automationSteps[0].evaluateExpressions.expressions[0].expression";
+    expect(messageWords(path, `${path}: syntax error (at position 3)`)).toBe("Step 1 (Evaluate expressions), expression 1: syntax error (at position 3)");
+    expect(messageWords("automationSteps[1].stepName", "must be unique")).toBe("Step 2, step name: must be unique");
+    expect(messageWords("", "the steps are invalid")).toBe("the steps are invalid");
   });
 });

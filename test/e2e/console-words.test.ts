@@ -164,6 +164,9 @@ describe("a console that offers, confirms and speaks plainly", () => {
 
     await page.getByRole("button", { name: "Add step" }).click();
     await page.locator('li[aria-label="Step 1"]').getByLabel("Expression (CEL)").fill("ctx.trigger.(");
+    // Checked as typed, the problem under the expression names it the same way.
+    const underField = page.locator('[data-path="automationSteps[0].evaluateExpressions.expressions[0].expression"]');
+    await underField.getByText(/^Step 1 \(Evaluate expressions\), expression 1: /).waitFor();
     await page.getByRole("button", { name: "Save steps" }).click();
     const refusal = page.getByRole("region", { name: "Steps" }).getByRole("alert").filter({ hasText: "CEL_INVALID" });
     await refusal.waitFor();

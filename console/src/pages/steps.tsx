@@ -6,7 +6,7 @@ import { useEffect, useRef, useState } from "preact/hooks";
 import { call, type Schemas, type Session } from "../api.js";
 import { Copyable, ErrorText, Field, Json, Outcome, useAction } from "../components.js";
 import { parseAmount } from "../money.js";
-import { STEP_KINDS } from "../words.js";
+import { messageWords, STEP_KINDS } from "../words.js";
 import { fundEventExample } from "../fund-event-example.js";
 import { exampleUserId } from "../users.js";
 import { exampleBody } from "../webhook-example.js";
@@ -136,7 +136,7 @@ function CelInput(props: { label: string; path: string; value: string; onInput: 
       </Field>
       {problem ? (
         <p class="error" role="alert" data-path={props.path}>
-          {problem.message}
+          {messageWords(problem.path, problem.message)}
         </p>
       ) : evaluation ? (
         evaluation.error !== null ? (
@@ -229,7 +229,7 @@ export function StepsEditor({ session, automation, onSaved }: { session: Session
               </div>
               {stepProblems(i).map((p) => (
                 <p class="error" role="alert">
-                  {p.message}
+                  {messageWords(p.path, p.message)}
                 </p>
               ))}
               <CelInput label="Skip if true (CEL, optional)" path={`${at}.skipIfTrueCel`} value={d.skipIfTrueCel} onInput={(v) => update(i, { skipIfTrueCel: v })} report={report} placeholder="e.g. !ctx.steps.parse.isLost" />
