@@ -13,9 +13,8 @@ import { exampleBody } from "../webhook-example.js";
 
 type Step = Schemas["AutomationStep"];
 type Report = Schemas["AutomationServiceCheckAutomationStepsResponse"];
-type Kind = "evaluateExpressions" | "suspendAppLimit" | "unsuspendAppLimit" | "setAppLimitExtension" | "notify";
+type Kind = keyof typeof STEP_KINDS;
 
-const KINDS: Record<Kind, string> = STEP_KINDS;
 
 interface Draft {
   key: number;
@@ -214,7 +213,7 @@ export function StepsEditor({ session, automation, onSaved }: { session: Session
                 <Field label="Step name">
                   <input class="code" value={d.stepName} onInput={(e) => update(i, { stepName: e.currentTarget.value })} />
                 </Field>
-                <span class="kind">{KINDS[d.kind]}</span>
+                <span class="kind">{STEP_KINDS[d.kind]}</span>
                 <div class="actions">
                   <button type="button" disabled={i === 0} onClick={() => move(i, -1)} aria-label={`Move step ${i + 1} up`}>
                     ↑
@@ -283,7 +282,7 @@ export function StepsEditor({ session, automation, onSaved }: { session: Session
       <div class="row">
         <Field label="New step">
           <select value={newKind} onChange={(e) => setNewKind(e.currentTarget.value as Kind)}>
-            {Object.entries(KINDS).map(([k, label]) => (
+            {Object.entries(STEP_KINDS).map(([k, label]) => (
               <option value={k}>{label}</option>
             ))}
           </select>
