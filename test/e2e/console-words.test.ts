@@ -37,14 +37,14 @@ describe("a console that offers, confirms and speaks plainly", () => {
     const ada = await ts.userClient(["ROLE_USER"], "Ada Lovelace");
     const { context, page } = await openConsole(browser, "desktop", ts.url, admin, { path: "#/limits/open" });
 
-    // The user id input suggests users by name: the suggestion labelled with Ada's name carries her id.
-    const userInput = page.getByLabel("User id", { exact: true });
-    const list = await userInput.getAttribute("list");
-    const byName = page.locator(`datalist[id="${list}"] option[label^="Ada Lovelace"]`);
-    expect(await byName.count()).toBe(1);
-    const chosen = (await byName.getAttribute("value")) ?? "";
-    expect(chosen).toBe(ada.userId);
-    await userInput.fill(chosen);
+    // The user id input suggests users by name: typing part of it lists her; Enter puts in her id.
+    const userInput = page.getByRole("combobox", { name: "User id" });
+    await userInput.pressSequentially("ada lov");
+    await page.getByRole("listbox", { name: "Users" }).getByRole("option", { name: /^Ada Lovelace/ }).waitFor();
+    await screenshot(page, "words-user-suggestions-desktop");
+    await userInput.press("Enter");
+    expect(await userInput.inputValue()).toBe(ada.userId);
+    expect(await page.getByRole("listbox").count()).toBe(0);
     await page.getByLabel("App id").fill("app-salesforce");
     await page.getByRole("button", { name: "Open" }).click();
     await page.getByRole("heading", { name: "Ada Lovelace · app-salesforce" }).waitFor();
@@ -81,6 +81,15 @@ describe("a console that offers, confirms and speaks plainly", () => {
     const operations = await page.getByTestId("audit-operation").allTextContents();
     expect(operations).toEqual(expect.arrayContaining(["App cap set", "Limit set", "Suspended"]));
     expect(operations.filter((o) => o.includes("Service."))).toEqual([]);
+
+    // The audit trail's user filter suggests the same way; a click chooses.
+    const filter = page.getByRole("combobox", { name: "User id", exact: true });
+    await filter.pressSequentially("Lovelace");
+    await page.getByRole("option", { name: /^Ada Lovelace/ }).click();
+    expect(await filter.inputValue()).toBe(ada.userId);
+    await page.getByRole("button", { name: "Filter" }).click();
+    await page.getByTestId("audit-event").nth(2).waitFor();
+    expect(await page.getByTestId("audit-operation").allTextContents()).toEqual(["Unsuspended", "Suspended", "Limit set"]);
     await context.close();
   }, 90_000);
 

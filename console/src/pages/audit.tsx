@@ -4,7 +4,7 @@ import { call, type Schemas, type Session } from "../api.js";
 import { Field, Json, ListStatus, Table, usePaged, useSearch, When } from "../components.js";
 import { AuditTargetKindValues } from "../../../generated/enums.js";
 import { formatLimitPer } from "../money.js";
-import { USER_CHOICES, UserChoices, UserName, type UserNames } from "../users.js";
+import { UserInput, UserName, type UserNames } from "../users.js";
 import { operationWords } from "../words.js";
 
 type AuditEvent = Schemas["AuditEvent"];
@@ -152,9 +152,9 @@ export function LimitHistory({ session, userId, appId }: { session: Session; use
 
 export function AuditPage({ session }: { session: Session }) {
   const { form, setForm, filters, generation, submit } = useSearch<Filters>({});
-  const input = (name: keyof Filters, label: string, placeholder: string, list?: string) => (
+  const user = (name: "user_id" | "actor_user_id", label: string) => (
     <Field label={label}>
-      <input value={form[name] ?? ""} placeholder={placeholder} list={list} onInput={(e) => setForm({ ...form, [name]: e.currentTarget.value.trim() })} />
+      <UserInput names={session.names} value={form[name] ?? ""} onChange={(id) => setForm({ ...form, [name]: id })} />
     </Field>
   );
   return (
@@ -170,10 +170,11 @@ export function AuditPage({ session }: { session: Session }) {
             ))}
           </select>
         </Field>
-        {input("user_id", "User id", "user name or id", USER_CHOICES)}
-        {input("app_id", "App id", "e.g. app-salesforce")}
-        {input("actor_user_id", "Changed by (user id)", "user name or id", USER_CHOICES)}
-        <UserChoices names={session.names} />
+        {user("user_id", "User id")}
+        <Field label="App id">
+          <input value={form.app_id ?? ""} placeholder="e.g. app-salesforce" onInput={(e) => setForm({ ...form, app_id: e.currentTarget.value.trim() })} />
+        </Field>
+        {user("actor_user_id", "Changed by (user id)")}
         <button type="submit">Filter</button>
       </form>
       <Events key={generation} session={session} filters={filters} withTarget />

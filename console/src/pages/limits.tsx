@@ -9,7 +9,7 @@ import { href } from "../route.js";
 import { ControlsView, EffectiveView } from "./effective.js";
 import { LimitHistory } from "./audit.js";
 import { Authorizations } from "./spends.js";
-import { USER_CHOICES, UserChoices, UserName, useUserLabel } from "../users.js";
+import { UserInput, UserName, useUserLabel } from "../users.js";
 
 const ids = (text: string) => text.split(/[\s,]+/).filter(Boolean);
 
@@ -61,7 +61,7 @@ export function LimitSearch({ session, userId = "" }: { session: Session; userId
       <h1>Fund limits</h1>
       <form class="row" role="search" onSubmit={submit}>
         <Field label="User ids">
-          <input value={form.users} placeholder="user name or id" list={USER_CHOICES} onInput={(e) => setForm({ ...form, users: e.currentTarget.value })} />
+          <UserInput names={session.names} multiple value={form.users} onChange={(users) => setForm({ ...form, users })} />
         </Field>
         <Field label="App ids">
           <input value={form.apps} placeholder="e.g. app-salesforce" onInput={(e) => setForm({ ...form, apps: e.currentTarget.value })} />
@@ -73,7 +73,6 @@ export function LimitSearch({ session, userId = "" }: { session: Session; userId
             <option value="false">not suspended</option>
           </select>
         </Field>
-        <UserChoices names={session.names} />
         <button type="submit">Search</button>
       </form>
       <Results key={generation} session={session} filters={filters} />
@@ -99,9 +98,8 @@ export function OpenRow({ session }: { session: Session }) {
         }}
       >
         <Field label="User id">
-          <input required value={userId} placeholder="user name or id" list={USER_CHOICES} onInput={(e) => setUser(e.currentTarget.value)} />
+          <UserInput names={session.names} required value={userId} onChange={setUser} />
         </Field>
-        <UserChoices names={session.names} />
         <Field label="App id">
           <input required value={appId} placeholder="e.g. app-salesforce" onInput={(e) => setApp(e.currentTarget.value)} />
         </Field>
