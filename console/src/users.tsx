@@ -110,7 +110,7 @@ let inputs = 0;
  * Enter) puts in its id, since the API takes ids only. `multiple`: ids separated by commas, the
  * last one typed is the one suggested. A role that may not read users gets a plain input.
  */
-export function UserInput(props: { names: UserNames; value: string; onChange: (value: string) => void; multiple?: boolean; required?: boolean }) {
+export function UserInput(props: { label: string; names: UserNames; value: string; onChange: (value: string) => void; multiple?: boolean; required?: boolean }) {
   const { names, value, onChange, multiple = false } = props;
   const [id] = useState(() => `user-suggestions-${++inputs}`);
   const [open, setOpen] = useState(false);
@@ -135,44 +135,51 @@ export function UserInput(props: { names: UserNames; value: string; onChange: (v
       setOpen(false);
     }
   };
+  // Labelled like a Field, but by `for`: a label around the list would put the suggestions in the input's name.
   return (
-    <span class="combo">
-      <input
-        role="combobox"
-        aria-autocomplete="list"
-        aria-expanded={suggestions.length > 0}
-        aria-controls={id}
-        aria-activedescendant={suggestions.length > 0 ? `${id}-${Math.min(active, suggestions.length - 1)}` : undefined}
-        autoComplete="off"
-        required={props.required}
-        value={value}
-        placeholder={multiple ? "user names or ids" : "user name or id"}
-        onInput={(e) => {
-          onChange(e.currentTarget.value);
-          setActive(0);
-          setOpen(true);
-        }}
-        onKeyDown={onKeyDown}
-        onBlur={() => setOpen(false)}
-      />
-      {suggestions.length > 0 ? (
-        <ul id={id} role="listbox" aria-label="Users">
-          {suggestions.map((u, i) => (
-            <li
-              id={`${id}-${i}`}
-              role="option"
-              aria-selected={i === Math.min(active, suggestions.length - 1)}
-              // Chosen before the input's blur would close the list.
-              onMouseDown={(e) => {
-                e.preventDefault();
-                choose(u);
-              }}
-            >
-              {u.displayName} <span class="hint">{u.email}</span>
-            </li>
-          ))}
-        </ul>
-      ) : null}
-    </span>
+    <div class="field">
+      <label class="label" for={`${id}-input`}>
+        {props.label}
+      </label>
+      <span class="combo">
+        <input
+          id={`${id}-input`}
+          role="combobox"
+          aria-autocomplete="list"
+          aria-expanded={suggestions.length > 0}
+          aria-controls={id}
+          aria-activedescendant={suggestions.length > 0 ? `${id}-${Math.min(active, suggestions.length - 1)}` : undefined}
+          autoComplete="off"
+          required={props.required}
+          value={value}
+          placeholder={multiple ? "user names or ids" : "user name or id"}
+          onInput={(e) => {
+            onChange(e.currentTarget.value);
+            setActive(0);
+            setOpen(true);
+          }}
+          onKeyDown={onKeyDown}
+          onBlur={() => setOpen(false)}
+        />
+        {suggestions.length > 0 ? (
+          <ul id={id} role="listbox" aria-label="Users">
+            {suggestions.map((u, i) => (
+              <li
+                id={`${id}-${i}`}
+                role="option"
+                aria-selected={i === Math.min(active, suggestions.length - 1)}
+                // Chosen before the input's blur would close the list.
+                onMouseDown={(e) => {
+                  e.preventDefault();
+                  choose(u);
+                }}
+              >
+                {u.displayName} <span class="hint">{u.email}</span>
+              </li>
+            ))}
+          </ul>
+        ) : null}
+      </span>
+    </div>
   );
 }

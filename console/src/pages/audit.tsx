@@ -153,9 +153,7 @@ export function LimitHistory({ session, userId, appId }: { session: Session; use
 export function AuditPage({ session }: { session: Session }) {
   const { form, setForm, filters, generation, submit } = useSearch<Filters>({});
   const user = (name: "user_id" | "actor_user_id", label: string) => (
-    <Field label={label}>
-      <UserInput names={session.names} value={form[name] ?? ""} onChange={(id) => setForm({ ...form, [name]: id })} />
-    </Field>
+    <UserInput label={label} names={session.names} value={form[name] ?? ""} onChange={(id) => setForm({ ...form, [name]: id })} />
   );
   return (
     <section>

@@ -60,9 +60,7 @@ export function LimitSearch({ session, userId = "" }: { session: Session; userId
     <section>
       <h1>Fund limits</h1>
       <form class="row" role="search" onSubmit={submit}>
-        <Field label="User ids">
-          <UserInput names={session.names} multiple value={form.users} onChange={(users) => setForm({ ...form, users })} />
-        </Field>
+        <UserInput label="User ids" names={session.names} multiple value={form.users} onChange={(users) => setForm({ ...form, users })} />
         <Field label="App ids">
           <input value={form.apps} placeholder="e.g. app-salesforce" onInput={(e) => setForm({ ...form, apps: e.currentTarget.value })} />
         </Field>
@@ -97,9 +95,7 @@ export function OpenRow({ session }: { session: Session }) {
           window.location.hash = href("limits", userId.trim(), appId.trim());
         }}
       >
-        <Field label="User id">
-          <UserInput names={session.names} required value={userId} onChange={setUser} />
-        </Field>
+        <UserInput label="User id" names={session.names} required value={userId} onChange={setUser} />
         <Field label="App id">
           <input required value={appId} placeholder="e.g. app-salesforce" onInput={(e) => setApp(e.currentTarget.value)} />
         </Field>

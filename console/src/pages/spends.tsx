@@ -286,9 +286,7 @@ export function SpendsPage({ session, canAct }: { session: Session; canAct: bool
       <h1>Spend authorizations</h1>
       <p class="hint">Every authorization, newest first. A window start keeps those decided in the spend window starting at that instant: choose a row's to see its window.</p>
       <form class="row" role="search" onSubmit={submit}>
-        <Field label="User id">
-          <UserInput names={session.names} value={form.userId} onChange={(userId) => setForm({ ...form, userId })} />
-        </Field>
+        <UserInput label="User id" names={session.names} value={form.userId} onChange={(userId) => setForm({ ...form, userId })} />
         {input("appId", "App id", "e.g. app-salesforce")}
         <StateSelect value={form.state} onChange={(state) => setForm({ ...form, state })} />
         {/* The server checks the instant (400 INVALID_TIMESTAMP, said under the form). */}
