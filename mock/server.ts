@@ -3,6 +3,8 @@
 // real server refuses, in the contract's `Status` body. `--port N` (default 4010), `--host H`
 // (default 127.0.0.1). Run with tsx: it imports the server's own checks from src/.
 import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
+import { boundAddress, listenOn } from "../src/core/listen-address.js";
 import { createLogger } from "../src/core/logger.js";
 import { answerClientErrors } from "../src/http/client-error.js";
 import { createMockApp } from "./front.js";
@@ -19,7 +21,16 @@ const server = createServer(createMockApp({ prismUrl: prism.url, logger }));
 answerClientErrors(server, logger);
 const host = arg("--host", "127.0.0.1");
 const port = Number(arg("--port", "4010"));
-server.listen(port, host, () => process.stdout.write(`Mock of the tenant API listening on http://${host}:${port} (Prism behind it on ${prism.url})\n`));
+try {
+  await listenOn(server, port, host, { port: "--port", host: "--host" });
+} catch (e) {
+  process.stderr.write(`the mock cannot listen: ${(e as Error).message}\n`);
+  prism.child.kill("SIGTERM");
+  process.exit(2);
+}
+const bound = boundAddress(server.address() as AddressInfo);
+const reached = bound.urls ? `${bound.listening}, reached at ${bound.urls.join(", ")}` : bound.url;
+process.stdout.write(`Mock of the tenant API listening on ${reached} (Prism behind it on ${prism.url})\n`);
 
 const stop = (signal: NodeJS.Signals) => {
   server.close();

@@ -5,6 +5,7 @@
 //   generated/api.d.ts      types by openapi-typescript (typed client, handlers)
 //   generated/enums.ts      the known values of each enumeration
 //   generated/server.ts     server stubs: per-service handler interfaces and the operation table
+//   generated/idempotency.ts  the operations that take an Idempotency-Key (the typed client reads it)
 //   generated/docs.html     the Redoc page
 // `--out DIR` writes elsewhere (the staleness test compares a fresh run with the committed files).
 import { execFileSync } from "node:child_process";
@@ -192,6 +193,19 @@ lines.push(`  if (!handler) throw new Error(\`no handler for \${route.operationI
 lines.push(`  return handler.bind(service) as H;`);
 lines.push(`}`, ``);
 writeFileSync(join(outDir, "server.ts"), lines.join("\n"));
+
+// 4. What the typed client needs to know of idempotency at run time: which operations take a key
+// (it generates one for them when asked to, and retries their POSTs only with one).
+const keyed = ops.filter((o) => o.idempotencyKey !== null).map((o) => `${o.method.toUpperCase()} ${o.path}`).sort();
+const idempotencyLines = [
+  TS_HEADER,
+  `/** The operations that take an Idempotency-Key header, as "METHOD /path/template". */`,
+  `export const idempotencyKeyOperations = [`,
+  ...keyed.map((k) => `  ${q(k)},`),
+  `] as const;`,
+  ``,
+];
+writeFileSync(join(outDir, "idempotency.ts"), idempotencyLines.join("\n"));
 
 // 4. The Redoc page, from the same bundle.
 execFileSync(process.execPath, [join(root, "scripts/docs.mjs"), "--out", outDir], { stdio: ["ignore", "ignore", "inherit"] });

@@ -4,7 +4,7 @@
 import { resolve } from "node:path";
 import { DEFAULT_HEAP_GROWTH_PERCENT } from "./core/heap-growth.js";
 import { parseTrustProxy } from "./core/ip-address.js";
-import { whyNotListenable } from "./core/listen-address.js";
+import { whyNotListenable, whyPortNotListenable } from "./core/listen-address.js";
 import type { LogLevel } from "./core/logger.js";
 import type { RateLimitQuotas, RateQuota } from "./core/rate-limiter.js";
 
@@ -597,10 +597,15 @@ export const loadConfig = (env: NodeJS.ProcessEnv = process.env): Config => load
 export async function loadStartConfig(raw: NodeJS.ProcessEnv = process.env): Promise<Config> {
   const env = new Environment(raw);
   const config = serverConfig(env);
-  const listeners = [{ name: "HOST", host: config.host }, ...(config.metrics ? [{ name: "METRICS_HOST", host: config.metrics.host }] : [])];
-  for (const { name, host } of listeners) {
+  const listeners = [
+    { hostVariable: "HOST", host: config.host, portVariable: "PORT", port: config.port },
+    ...(config.metrics ? [{ hostVariable: "METRICS_HOST", host: config.metrics.host, portVariable: "METRICS_PORT", port: config.metrics.port }] : []),
+  ];
+  for (const { hostVariable, host, portVariable, port } of listeners) {
     const why = await whyNotListenable(host);
-    if (why !== undefined) env.invalid(name, `${name} "${host}" ${why}`);
+    if (why !== undefined) env.invalid(hostVariable, `${hostVariable} "${host}" ${why}`);
+    const whyPort = why === undefined ? await whyPortNotListenable(portVariable, hostVariable, host, port) : undefined;
+    if (whyPort !== undefined) env.invalid(portVariable, whyPort);
   }
   env.done();
   return config;

@@ -23,6 +23,7 @@ async function main(): Promise<void> {
     // What the socket is bound to (0.0.0.0: every address of the machine), and a URL that reaches it from here.
     listening: server.listening,
     url: server.url,
+    ...(server.urls ? { urls: server.urls } : {}),
     baseUrl: config.baseUrl,
     docs: `${server.url}/docs`,
     contract: `${server.url}/openapi.yaml`,

@@ -82,6 +82,8 @@ export interface RunningServer {
   url: string;
   /** The address and port it listens on, e.g. 0.0.0.0:8080. */
   listening: string;
+  /** Listening on every address: a URL for each address the machine has (IPv4 ones first). */
+  urls?: string[];
   /** The execution worker of this process (tests wait for it to be idle). */
   worker: Worker;
   /** Where Prometheus scrapes this server (`GET /metrics` on METRICS_PORT), from this machine; absent when metrics are off. */

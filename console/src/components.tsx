@@ -1,7 +1,7 @@
 // Small pieces every page uses: errors shown in words where they happened, copy buttons, paged
 // lists, and the limit form (arm, amount, period) shared by rows, caps, the policy and my limits.
 import type { ComponentChildren } from "preact";
-import { useCallback, useEffect, useRef, useState } from "preact/hooks";
+import { useCallback, useEffect, useLayoutEffect, useRef, useState } from "preact/hooks";
 import { PeriodKindValues } from "../../generated/enums.js";
 import { describeError } from "./api.js";
 import type { LimitArm } from "./money.js";
@@ -101,19 +101,38 @@ export function ListStatus({ error, loaded, count, empty }: { error: unknown; lo
   return loaded && count === 0 ? <p>{empty}</p> : null;
 }
 
-/** A table that scrolls sideways inside its own box on a narrow screen. */
+/**
+ * A table as wide as the page, its long cells wrapped; on a phone each row is a card. Each body
+ * cell is labelled with its column's header (`data-label`, which the card shows before it), set
+ * here after each render so that the pages' rows stay plain cells. The roles keep the table's
+ * semantics where the stylesheet gives its parts another display.
+ */
 export function Table({ headers, children }: { headers: string[]; children: ComponentChildren }) {
+  const body = useRef<HTMLTableSectionElement>(null);
+  useLayoutEffect(() => {
+    for (const row of Array.from(body.current?.rows ?? [])) {
+      row.setAttribute("role", "row");
+      Array.from(row.cells).forEach((cell, i) => {
+        cell.setAttribute("role", "cell");
+        cell.setAttribute("data-label", headers[i] ?? "");
+      });
+    }
+  });
   return (
     <div class="table">
-      <table>
-        <thead>
-          <tr>
+      <table role="table">
+        <thead role="rowgroup">
+          <tr role="row">
             {headers.map((h) => (
-              <th>{h}</th>
+              <th role="columnheader" scope="col">
+                {h}
+              </th>
             ))}
           </tr>
         </thead>
-        <tbody>{children}</tbody>
+        <tbody role="rowgroup" ref={body}>
+          {children}
+        </tbody>
       </table>
     </div>
   );

@@ -2,6 +2,7 @@
 // refusals answered with the contract's error body (./client-error.ts), and connections capped
 // below the open-file limit (./refused-connections.ts). Answers once it listens, or fails (a port taken).
 import type { RequestListener } from "node:http";
+import { listenOn } from "../core/listen-address.js";
 import type { Logger } from "../core/logger.js";
 import { answerClientErrors, type ParserRefusals } from "./client-error.js";
 import { Connections } from "./connections.js";
@@ -30,13 +31,7 @@ export async function listenApi(app: RequestListener, options: ApiListenerOption
   server.requestTimeout = 300_000;
   // Every header field is kept, none dropped past a count; limitHeaderFields refuses too many.
   server.maxHeadersCount = 0;
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(options.port, options.host, () => {
-      server.off("error", reject);
-      resolve();
-    });
-  });
+  await listenOn(server, options.port, options.host, { port: "PORT", host: "HOST" });
   reportRefusedConnections(server, "api", apiConnectionCap(openFileLimit(), options.databaseConnections), options.logger, options.refusedConnections);
   return connections;
 }

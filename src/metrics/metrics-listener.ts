@@ -4,7 +4,7 @@
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { Registry } from "prom-client";
-import { boundAddress } from "../core/listen-address.js";
+import { boundAddress, listenOn } from "../core/listen-address.js";
 import type { Logger } from "../core/logger.js";
 import { METRICS_CONNECTIONS, reportRefusedConnections, type RefusedConnectionsObserver } from "../http/refused-connections.js";
 import { exposition } from "./exposition.js";
@@ -31,13 +31,7 @@ export async function listenForScrapes(registry: Registry, port: number, host: s
       () => res.writeHead(500, { "Content-Type": "text/plain; charset=utf-8" }).end("the metrics could not be collected\n"),
     );
   });
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(port, host, () => {
-      server.off("error", reject);
-      resolve();
-    });
-  });
+  await listenOn(server, port, host, { port: "METRICS_PORT", host: "METRICS_HOST" });
   reportRefusedConnections(server, "metrics", METRICS_CONNECTIONS, logger, refusals);
   const { url, listening } = boundAddress(server.address() as AddressInfo);
   return {

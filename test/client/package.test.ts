@@ -4,7 +4,7 @@
 // compiled, and run against a real server: a token, a call, a list, and failures with their reason;
 // and a notification the server's signature function signed, verified and, changed, refused.
 // The package's README sets up a project of its own (ESM, NodeNext): its files, as written, compile
-// and the example runs.
+// with the registry's latest TypeScript 5 and its latest release, and the example runs.
 import { execFile } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -19,7 +19,6 @@ import { BOOTSTRAP, startTestServer, type TestServer } from "../support/server.j
 const run = promisify(execFile);
 const root = fileURLToPath(new URL("../..", import.meta.url));
 const scratch = mkdtempSync(join(tmpdir(), "client-package-"));
-const readmeProject = mkdtempSync(join(tmpdir(), "client-readme-"));
 const { version } = JSON.parse(readFileSync(join(root, "package.json"), "utf8")) as { version: string };
 
 let ts: TestServer;
@@ -32,8 +31,13 @@ beforeAll(async () => {
 afterAll(async () => {
   await ts?.stop();
   rmSync(scratch, { recursive: true, force: true });
-  rmSync(readmeProject, { recursive: true, force: true });
 });
+
+/** The version the registry answers for a spec (`typescript@5`: its newest 5.x). */
+async function registryVersion(spec: string): Promise<string> {
+  const versions = JSON.parse((await run("npm", ["view", spec, "version", "--json"])).stdout) as string | string[];
+  return typeof versions === "string" ? versions : versions.at(-1)!;
+}
 
 /** The files a README names and shows: a line opening with `name` and the code block after it. */
 const filesOf = (readme: string): Record<string, string> =>
@@ -138,19 +142,39 @@ describe("npm run pack:client", () => {
     expect(result.changed).toBe("NO_MATCHING_SIGNATURE");
   }, 120_000);
 
-  it("its README's setup compiles as written (ESM, NodeNext, @types/node) and its example calls a real server", async () => {
-    const files = filesOf(readFileSync(join(scratch, "node_modules/@tenant/access-api-client/README.md"), "utf8"));
-    expect(Object.keys(files)).toEqual(["package.json", "tsconfig.json", "index.ts"]);
-    for (const [name, text] of Object.entries(files)) writeFileSync(join(readmeProject, name), text);
-    // The README's `npm install`s: the package, and @types/node (the version this repository uses, which the npm cache holds).
-    const { version: typesNode } = JSON.parse(readFileSync(join(root, "node_modules/@types/node/package.json"), "utf8")) as { version: string };
-    await run("npm", ["install", "--prefer-offline", "--no-audit", "--no-fund", tarball, `@types/node@${typesNode}`], { cwd: readmeProject });
-    await run(join(root, "node_modules/.bin/tsc"), ["-p", join(readmeProject, "tsconfig.json")], { cwd: readmeProject }).catch((e: { stdout: string }) => {
-      throw new Error(`the README's project does not type-check:\n${e.stdout}`);
-    });
-    const env = { ...process.env, BASE_URL: ts.url, CLIENT_ID: BOOTSTRAP.clientId, CLIENT_SECRET: BOOTSTRAP.clientSecret };
-    expect((await run(process.execPath, [join(readmeProject, "dist/index.js")], { cwd: readmeProject, env })).stdout).toBe("the fund's currency: USD\n");
-    const refused = await run(process.execPath, [join(readmeProject, "dist/index.js")], { cwd: readmeProject, env: { ...env, CLIENT_SECRET: "not-the-secret" } });
-    expect(refused.stderr).toBe("check CLIENT_ID and CLIENT_SECRET\n");
-  }, 120_000);
+  // The README's `npm install --save-dev typescript` gets the registry's latest, which a partner
+  // compiles with: each is resolved when the test runs (a new release is tested the day it ships),
+  // next to the latest TypeScript 5. A registry out of reach fails the test.
+  describe.each(["5", "latest"])("its README's setup, with typescript@%s from the registry", (tag) => {
+    let project: string;
+    let typescript: string;
+    beforeAll(async () => {
+      project = mkdtempSync(join(tmpdir(), "client-readme-"));
+      typescript = await registryVersion(`typescript@${tag}`);
+    }, 60_000);
+    afterAll(() => rmSync(project, { recursive: true, force: true }));
+
+    it("compiles as written (ESM, NodeNext, @types/node, strict), as does the consumer, and its example calls a real server", async () => {
+      const files = filesOf(readFileSync(join(scratch, "node_modules/@tenant/access-api-client/README.md"), "utf8"));
+      expect(Object.keys(files)).toEqual(["package.json", "tsconfig.json", "index.ts"]);
+      expect(JSON.parse(files["tsconfig.json"]!).compilerOptions).toMatchObject({ strict: true });
+      for (const [name, text] of Object.entries(files)) writeFileSync(join(project, name), text);
+      // The README's `npm install`s: the package, @types/node (the version this repository uses, which the npm cache holds) and TypeScript.
+      const { version: typesNode } = JSON.parse(readFileSync(join(root, "node_modules/@types/node/package.json"), "utf8")) as { version: string };
+      await run("npm", ["install", "--prefer-offline", "--no-audit", "--no-fund", tarball, `@types/node@${typesNode}`, `typescript@${typescript}`], { cwd: project });
+      const tsc = join(project, "node_modules/.bin/tsc");
+      expect((await run(tsc, ["--version"], { cwd: project })).stdout.trim()).toBe(`Version ${typescript}`);
+      await run(tsc, ["-p", join(project, "tsconfig.json")], { cwd: project }).catch((e: { stdout: string }) => {
+        throw new Error(`the README's project does not type-check with TypeScript ${typescript}:\n${e.stdout}`);
+      });
+      // The consumer above (written by the test before), in a browser's configuration: the DOM lib, no @types, the declarations checked.
+      await run(tsc, ["-p", join(scratch, "tsconfig.json"), "--noEmit"], { cwd: scratch }).catch((e: { stdout: string }) => {
+        throw new Error(`the consumer does not type-check with TypeScript ${typescript}:\n${e.stdout}`);
+      });
+      const env = { ...process.env, BASE_URL: ts.url, CLIENT_ID: BOOTSTRAP.clientId, CLIENT_SECRET: BOOTSTRAP.clientSecret };
+      expect((await run(process.execPath, [join(project, "dist/index.js")], { cwd: project, env })).stdout).toBe("the fund's currency: USD\n");
+      const refused = await run(process.execPath, [join(project, "dist/index.js")], { cwd: project, env: { ...env, CLIENT_SECRET: "not-the-secret" } });
+      expect(refused.stderr).toBe("check CLIENT_ID and CLIENT_SECRET\n");
+    }, 180_000);
+  });
 });

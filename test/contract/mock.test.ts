@@ -1,12 +1,16 @@
 // What a partner team sees: every operation of the contract called on the running mock
 // (`npm run mock`'s command: Prism behind the mock's own request checks) through the typed client built on the generated
 // types, each answer valid against the contract. The last test checks that none was left out.
+import { createServer, type AddressInfo } from "node:net";
+import { fileURLToPath } from "node:url";
 import type { Middleware } from "openapi-fetch";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createApiClient, paginate, type ApiClient } from "../../src/client/index.js";
 import { operations, responseErrors } from "../support/contract.js";
 import { startMock } from "../support/mock.js";
-import { accepting, terminate, type Served } from "../support/process.js";
+import { accepting, runToEnd, terminate, type Served } from "../support/process.js";
+
+const root = fileURLToPath(new URL("../..", import.meta.url));
 
 let mock: Served;
 let api: ApiClient;
@@ -426,5 +430,19 @@ describe("npm run mock under a process manager", () => {
     expect(stopped.left, `still running after npm exited:\n${other.output()}`).toEqual([]);
     expect(stopped).toMatchObject({ code: 0, signal: null });
     expect(await accepting(port)).toBe(false);
+    expect(other.output()).toContain(`Mock of the tenant API listening on http://127.0.0.1:${port} (`);
+  }, 90_000);
+
+  it("a port another process holds: exit 2, naming --port and --host", async () => {
+    const holder = createServer();
+    await new Promise<void>((resolve) => holder.listen(0, "127.0.0.1", resolve));
+    const { port } = holder.address() as AddressInfo;
+    try {
+      const run = await runToEnd("npm", ["run", "--silent", "mock", "--", "--port", String(port)], {}, { cwd: root, timeoutMs: 60_000 });
+      expect(run.code, run.out).toBe(2);
+      expect(run.stderr).toContain(`the mock cannot listen: --port ${port} is in use on --host "127.0.0.1" by another process (EADDRINUSE): stop that process, or set --port (or --host) to a free one`);
+    } finally {
+      await new Promise((resolve) => holder.close(resolve));
+    }
   }, 90_000);
 });

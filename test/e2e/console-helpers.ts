@@ -10,7 +10,7 @@ export async function signIn(page: Page, credentials: { clientId: string; client
   await page.getByRole("button", { name: "Sign out" }).waitFor();
 }
 
-/** The page fits the viewport's width (wide tables scroll inside their own box). */
+/** The page fits the viewport's width (tables wrap their cells; on a phone their rows are cards). */
 export async function expectNoHorizontalScroll(page: Page): Promise<void> {
   // A string, evaluated in the page: the tests are typed for Node, without the DOM's globals.
   const [scrollWidth, innerWidth] = await page.evaluate<[number, number]>("[document.documentElement.scrollWidth, window.innerWidth]");

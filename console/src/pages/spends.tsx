@@ -154,7 +154,7 @@ function Page(props: { session: Session; query: Query; pageSize: number; withSub
     setDone("");
     setPending({ kind, authorization, key: newKey(), amount: formatDecimal(fromNanos(reversible(authorization), authorization.amount.currencyCode)) });
   };
-  // What a reader scans for first (whose, amount, state, what may be done) comes first: on a phone the rest scrolls.
+  // What a reader scans for first (whose, amount, state, what may be done) comes first, on a phone at the top of its card.
   const headers = [...(withSubject ? ["User"] : []), "Amount", "State", ...(canAct ? ["Action"] : []), ...(withSubject ? ["App"] : []), "Created", "Captured", "Reversed", "Hold expires", ...(withSubject ? ["Window start"] : []), "Id"];
   return (
     <>

@@ -1,8 +1,10 @@
 // The configuration as real processes read it, `npm start`'s and the commands' beside it: every
 // problem is named in one run, a line each naming its variable, with exit code 2, nothing created
 // and no secret echoed; NODE_ENV in any case; a HOST or METRICS_HOST this machine cannot listen
-// on; SECRETS_KEY beside SECRETS_KEY_FILE; timeouts that contradict each other.
+// on, or a PORT or METRICS_PORT another process holds; SECRETS_KEY beside SECRETS_KEY_FILE;
+// timeouts that contradict each other.
 import { mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { createServer, type Server } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
@@ -81,7 +83,32 @@ describe("the addresses to listen on are checked before anything is created", { 
     expect(await refusedStart({ METRICS_PORT: port, METRICS_HOST: "no-such-host.invalid" })).toEqual([expect.stringMatching(/^METRICS_HOST "no-such-host\.invalid" does not resolve to an address/)]);
     expect(await refusedStart({ METRICS_PORT: port, METRICS_HOST: "192.0.2.1" })).toEqual([`METRICS_HOST "192.0.2.1" is not an address of this machine (EADDRNOTAVAIL)`]);
   });
+
+  it("a PORT or METRICS_PORT another process holds is refused naming the variables that choose another", async () => {
+    const taken = await holdPort();
+    try {
+      const port = taken.port;
+      expect(await refusedStart({ HOST: "127.0.0.1", PORT: String(port) })).toEqual([
+        `PORT ${port} is in use on HOST "127.0.0.1" by another process (EADDRINUSE): stop that process, or set PORT (or HOST) to a free one`,
+      ]);
+      // Held on 127.0.0.1, the port is taken for every address too.
+      expect(await refusedStart({ METRICS_HOST: "0.0.0.0", METRICS_PORT: String(port) })).toEqual([
+        `METRICS_PORT ${port} is in use on METRICS_HOST "0.0.0.0" by another process (EADDRINUSE): stop that process, or set METRICS_PORT (or METRICS_HOST) to a free one`,
+      ]);
+    } finally {
+      await new Promise((resolve) => taken.server.close(resolve));
+    }
+  });
 });
+
+/** A port another server listens on at 127.0.0.1. */
+async function holdPort(): Promise<{ server: Server; port: number }> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const address = server.address();
+  if (address === null || typeof address === "string") throw new Error("a TCP server has a port");
+  return { server, port: address.port };
+}
 
 describe("variables that contradict each other are refused, naming both", { timeout: 120_000 }, () => {
   it("SECRETS_KEY and SECRETS_KEY_FILE", async () => {

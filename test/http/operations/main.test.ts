@@ -6,7 +6,7 @@
 import { execFileSync, spawnSync } from "node:child_process";
 import { request } from "node:http";
 import { mkdtempSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { networkInterfaces, tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, describe, expect, it } from "vitest";
@@ -129,7 +129,8 @@ describe("the server process", { timeout: 120_000 }, () => {
     expect(await tokenStatus(served.url, credential)).toBe(200);
     await served.stop();
     const lines = logLines(served.stdout());
-    expect(lines).toContainEqual(expect.objectContaining({ msg: "listening", listening: `0.0.0.0:${port}`, url: `http://127.0.0.1:${port}` }));
+    const everyAddress = Object.values(networkInterfaces()).flatMap((entries) => (entries ?? []).filter((entry) => entry.family === "IPv4").map((entry) => `http://${entry.address}:${port}`));
+    expect(lines).toContainEqual(expect.objectContaining({ msg: "listening", listening: `0.0.0.0:${port}`, url: `http://127.0.0.1:${port}`, urls: everyAddress }));
     expect(lines).toContainEqual(expect.objectContaining({ msg: expect.stringMatching(/^bootstrap super-admin created: /), clientId: credential.clientId, file }));
     expect(served.output()).not.toContain(credential.clientSecret);
     expect(served.output()).not.toContain(KEY);
