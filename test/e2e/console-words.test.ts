@@ -7,7 +7,7 @@ import { describe, expect, it } from "vitest";
 import { unwrap } from "../../src/client/index.js";
 import { serverAndBrowserForFile, screenshot, type TestBrowser } from "../support/browser.js";
 import { BOOTSTRAP, type TestServer } from "../support/server.js";
-import { openConsole } from "./console-helpers.js";
+import { expectNoHorizontalScroll, openConsole } from "./console-helpers.js";
 
 let ts: TestServer;
 let browser: TestBrowser;
@@ -116,6 +116,13 @@ describe("a console that offers, confirms and speaks plainly", () => {
     await page.getByRole("heading", { name: "Fund limits" }).waitFor();
     expect(await page.getByLabel("User ids").inputValue()).toBe(id);
     await context.close();
+
+    // On a phone the page fits the screen's width.
+    const phone = await openConsole(browser, "phone", ts.url, admin, { path: "#/users" });
+    await phone.page.getByTestId("user").first().waitFor();
+    await expectNoHorizontalScroll(phone.page);
+    await screenshot(phone.page, "words-users-phone");
+    await phone.context.close();
   }, 90_000);
 
   it("every placeholder on every page reads as a hint", async () => {
