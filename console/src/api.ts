@@ -3,6 +3,7 @@
 // page signs out), and what the caller may do, learned by asking the API.
 import { ApiRequestError, createApiClient, TokenError, unwrap, type ApiClient, type components } from "../../src/client/index.js";
 import { userNames, type UserNames } from "./users.js";
+import { fieldWords } from "./words.js";
 
 export type Schemas = components["schemas"];
 
@@ -10,7 +11,7 @@ export interface Session {
   client: ApiClient;
   clientId: string;
   /** What the caller's role lets it do (the API answers 403 otherwise). */
-  can: { automations: boolean; subjectLimits: boolean; myLimits: boolean; audit: boolean; destinations: boolean };
+  can: { automations: boolean; subjectLimits: boolean; myLimits: boolean; audit: boolean; destinations: boolean; users: boolean };
   /** The fund policy's currency: every amount the console sends is in it. */
   currencyCode: string;
   /** Users' display names, for every place a user id is shown. */
@@ -29,8 +30,11 @@ export function describeError(error: unknown): string {
     return error.status === 401 || error.error === "invalid_client" ? "Sign-in refused: unknown client id or wrong secret." : `Sign-in failed: ${error.message}.`;
   }
   if (error instanceof ApiRequestError) {
-    const message = (error.body as { message?: unknown } | undefined)?.message;
-    if (typeof message !== "string") return `The server answered ${error.status}.`;
+    const body = error.body as { message?: unknown; details?: { fieldViolations?: { field: string; description: string }[] }[] } | undefined;
+    if (typeof body?.message !== "string") return `The server answered ${error.status}.`;
+    // The fields at fault named as the forms label them, not by their path in the request.
+    const violations = body.details?.flatMap((d) => d.fieldViolations ?? []) ?? [];
+    const message = violations.length ? violations.map((v) => `${fieldWords(v.field)}: ${v.description}`).join("; ") : body.message;
     return `${message} (${error.reason ? `${error.reason}, ` : ""}${error.status})`;
   }
   if (error instanceof TypeError) return "The server could not be reached.";
@@ -58,5 +62,5 @@ export async function signIn(clientId: string, clientSecret: string): Promise<Se
     allowed(client.GET("/api/v1/notification-destinations", { params: { query: { page_size: 10 } } })),
     userNames(client),
   ]);
-  return { client, clientId, can: { automations, subjectLimits, myLimits, audit, destinations }, currencyCode: fundPolicy.currencyCode, names: users };
+  return { client, clientId, can: { automations, subjectLimits, myLimits, audit, destinations, users: users.readable }, currencyCode: fundPolicy.currencyCode, names: users };
 }

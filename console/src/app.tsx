@@ -10,6 +10,7 @@ import { DestinationsPage } from "./pages/destinations.js";
 import { LimitRow, LimitSearch, OpenRow } from "./pages/limits.js";
 import { MyLimits } from "./pages/my-limits.js";
 import { SpendsPage } from "./pages/spends.js";
+import { UsersPage } from "./pages/users.js";
 import { href, useRoute } from "./route.js";
 
 function SignIn({ onSignedIn }: { onSignedIn: (s: Session) => void }) {
@@ -50,14 +51,16 @@ function View({ session, route }: { session: Session; route: string[] }) {
     return <AutomationList session={session} />;
   }
   if (area === "limits" && can.subjectLimits) {
-    if (a === "open" && !b) return <OpenRow />;
+    if (a === "open" && !b) return <OpenRow session={session} />;
     if (a && b) return <LimitRow key={`${a}/${b}`} session={session} userId={a} appId={b} />;
-    return <LimitSearch session={session} />;
+    // `#/limits/<user id>`: that user's rows (the Users page links there).
+    return <LimitSearch key={a ?? ""} session={session} userId={a} />;
   }
   if (area === "spends" && can.subjectLimits) return <SpendsPage session={session} canAct />;
   if (area === "caps" && can.subjectLimits) return <CapsAndPolicy session={session} />;
   if (area === "my" && can.myLimits) return <MyLimits session={session} />;
   if (area === "audit" && can.audit) return <AuditPage session={session} />;
+  if (area === "users" && can.users) return <UsersPage session={session} />;
   if (area === "destinations" && can.destinations) return <DestinationsPage session={session} />;
   // The first view the role may use.
   if (can.automations) return <AutomationList session={session} />;
@@ -86,6 +89,7 @@ export function App() {
     ["limits", "Fund limits", session.can.subjectLimits],
     ["spends", "Spends", session.can.subjectLimits],
     ["caps", "Caps and policy", session.can.subjectLimits],
+    ["users", "Users", session.can.users],
     ["my", "My limits", session.can.myLimits],
     ["audit", "Audit trail", session.can.audit],
   ];

@@ -15,16 +15,21 @@ export function ErrorText({ error }: { error: unknown }) {
   );
 }
 
-/** Runs an action, keeping whether it is running and its error for display next to its button. */
-export function useAction<A extends unknown[]>(action: (...args: A) => Promise<void>) {
+/**
+ * Runs an action, keeping whether it is running, its error, and what it did: an action that
+ * writes returns its confirmation in words, which `Outcome` shows until the next run.
+ */
+export function useAction<A extends unknown[]>(action: (...args: A) => Promise<string | void>) {
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<unknown>(null);
+  const [done, setDone] = useState("");
   const run = useCallback(
     async (...args: A) => {
       setBusy(true);
       setError(null);
+      setDone("");
       try {
-        await action(...args);
+        setDone((await action(...args)) ?? "");
       } catch (e) {
         setError(e);
       } finally {
@@ -33,7 +38,22 @@ export function useAction<A extends unknown[]>(action: (...args: A) => Promise<v
     },
     [action],
   );
-  return { run, busy, error, setError };
+  /** Forgets the last run's error and what it did (what it said no longer holds). */
+  const clear = useCallback(() => {
+    setError(null);
+    setDone("");
+  }, []);
+  return { run, busy, error, setError, done, clear };
+}
+
+/** Next to a form's button: the error of its last run, or what it did (a status region that screen readers announce). */
+export function Outcome({ action }: { action: { error: unknown; done: string } }) {
+  if (action.error) return <ErrorText error={action.error} />;
+  return action.done ? (
+    <p class="ok" role="status">
+      {action.done}
+    </p>
+  ) : null;
 }
 
 async function copyText(text: string): Promise<void> {
@@ -227,7 +247,7 @@ export function LimitInputs(props: { draft: LimitDraft; onChange: (d: LimitDraft
       ) : null}
       {draft.arm === "amount" ? (
         <Field label={`Amount (${props.currencyCode})`}>
-          <input inputMode="decimal" value={draft.amount} placeholder="250.00" onInput={(e) => onChange({ ...draft, amount: e.currentTarget.value })} />
+          <input inputMode="decimal" value={draft.amount} placeholder="e.g. 250.00" onInput={(e) => onChange({ ...draft, amount: e.currentTarget.value })} />
         </Field>
       ) : null}
       {props.withPeriod && draft.arm === "amount" ? (

@@ -1,22 +1,22 @@
 // The sample `ctx.trigger` of a fund-event automation's steps: an event as the server makes it (a
-// Salesforce spend that took the month's usage past 80 %), typed by the contract so that it follows
-// the contract's changes. Only for checking expressions as they are typed; nothing is sent.
+// Salesforce spend of `userId`, a user of the tenant, that took the month's usage past 80 %), typed by
+// the contract so that it follows its changes. Only for checking expressions as typed; nothing is sent.
 import type { Schemas } from "./api.js";
 
 const usd = (units: string) => ({ currencyCode: "USD", units, nanos: 0 });
 const usage = { windowStart: "2026-11-01T00:00:00Z", windowEnd: "2026-12-01T00:00:00Z", spent: usd("60"), held: usd("25"), limit: usd("100"), remaining: usd("15") };
 
-export const FUND_EVENT_EXAMPLE: Schemas["FundEvent"] = {
+export const fundEventExample = (userId: string): Schemas["FundEvent"] => ({
   id: "fev_0PzW3nQ8kR2sT5vX",
   type: "FUND_EVENT_TYPE_USAGE_THRESHOLD_CROSSED",
   occurredAt: "2026-11-20T09:30:00Z",
-  userId: "2Qk3mN8rT1vX9yZ0",
+  userId,
   appId: "app-salesforce",
   depth: 0,
   causedBy: null,
   authorization: {
     id: "Sa4kP9mW2xQ7rT5n",
-    userId: "2Qk3mN8rT1vX9yZ0",
+    userId,
     appId: "app-salesforce",
     amount: usd("15"),
     state: "SPEND_AUTHORIZATION_STATE_PENDING",
@@ -40,4 +40,4 @@ export const FUND_EVENT_EXAMPLE: Schemas["FundEvent"] = {
   amount: null,
   usageThreshold: { percent: 80, usage },
   limitChange: null,
-};
+});

@@ -1,13 +1,18 @@
-// A webhook secret is shown once, on the page that follows the save that issued it. It passes from
-// the form to that page here, in memory, and is gone once taken.
-const revealed = new Map<string, string>();
-
-export function revealSecret(automationId: string, secret: string): void {
-  revealed.set(automationId, secret);
+// What the page that follows a new automation's save shows once: the webhook secret it issued and
+// what was done. It passes from the form to that page here, in memory, and is gone once taken.
+export interface Handover {
+  said: string;
+  secret?: string;
 }
 
-export function takeSecret(automationId: string): string | undefined {
-  const secret = revealed.get(automationId);
-  revealed.delete(automationId);
-  return secret;
+const handed = new Map<string, Handover>();
+
+export function handOver(automationId: string, handover: Handover): void {
+  handed.set(automationId, handover);
+}
+
+export function takeHandover(automationId: string): Handover | undefined {
+  const handover = handed.get(automationId);
+  handed.delete(automationId);
+  return handover;
 }

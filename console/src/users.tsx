@@ -8,6 +8,8 @@ import { ApiRequestError, unwrap, type ApiClient, type components } from "../../
 type User = components["schemas"]["User"];
 
 export interface UserNames {
+  /** Whether the caller may read users (only a super admin or a fund admin may). */
+  readable: boolean;
   /** The user of `id`, or null when it cannot be read (no such user, or the role may not read users). */
   get(id: string): Promise<User | null>;
   /** The user of `id` when already read: a list drawn again shows names at once, not ids first. */
@@ -25,7 +27,7 @@ export async function userNames(client: ApiClient): Promise<UserNames> {
   // Each id asked once: its answer, or the request under way.
   const cache = new Map<string, Promise<User | null>>();
   const { data, response } = await client.GET("/api/v1/users", { params: { query: { page_size: FIRST_PAGE } } });
-  if (response.status === 403) return { get: () => Promise.resolve(null), known: () => undefined, all: () => [] };
+  if (response.status === 403) return { readable: false, get: () => Promise.resolve(null), known: () => undefined, all: () => [] };
   if (!data) throw new ApiRequestError(response, undefined);
   for (const { user } of data.list) {
     read.set(user.id, user);
@@ -44,6 +46,7 @@ export async function userNames(client: ApiClient): Promise<UserNames> {
     }
   };
   return {
+    readable: true,
     get(id) {
       let user = cache.get(id);
       if (!user) cache.set(id, (user = fetchUser(id)));
@@ -83,21 +86,100 @@ export function useUserLabel(names: UserNames, id: string): string {
   return useUser(names, id)?.displayName ?? id;
 }
 
-/** The id of the datalist that user id inputs name in `list`. */
-export const USER_CHOICES = "user-choices";
+/** A real user for example bodies: a subject with a fund first, else any user read; "" when none may be read. */
+export function exampleUserId(names: UserNames): string {
+  const users = names.all();
+  return (users.find((u) => u.roles.includes("ROLE_USER")) ?? users[0])?.id ?? "";
+}
+
+/** How many users a user input suggests at once. */
+const SUGGESTED = 8;
+
+/** The users whose name, email or id contains `text` (any case); none for an id typed in full. */
+export function suggestUsers(users: User[], text: string): User[] {
+  const wanted = text.trim().toLowerCase();
+  if (!wanted || users.some((u) => u.id === text.trim())) return [];
+  return users.filter((u) => [u.displayName, u.email, u.id].some((v) => v.toLowerCase().includes(wanted))).slice(0, SUGGESTED);
+}
+
+let inputs = 0;
 
 /**
- * The users read so far as choices of a user id input (`list={USER_CHOICES}`): typing a name
- * offers its id, since the API filters by id only. Nothing when the role may not read users.
+ * A user id input that suggests users by name (the users read so far, see UserNames): typing a
+ * name, an email or part of an id lists the users that match; choosing one (click, or arrows and
+ * Enter) puts in its id, since the API takes ids only. `multiple`: ids separated by commas, the
+ * last one typed is the one suggested. A role that may not read users gets a plain input.
  */
-export function UserChoices({ names }: { names: UserNames }) {
-  const users = names.all();
-  if (users.length === 0) return null;
+export function UserInput(props: { label: string; names: UserNames; value: string; onChange: (value: string) => void; multiple?: boolean; required?: boolean }) {
+  const { names, value, onChange, multiple = false } = props;
+  const [id] = useState(() => `user-suggestions-${++inputs}`);
+  const [open, setOpen] = useState(false);
+  const [active, setActive] = useState(0);
+  const parts = multiple ? value.split(",") : [value];
+  const typed = parts[parts.length - 1] ?? "";
+  const suggestions = open ? suggestUsers(names.all(), typed) : [];
+  const choose = (user: User) => {
+    onChange(multiple ? [...parts.slice(0, -1).map((p) => p.trim()), user.id].join(", ") : user.id);
+    setOpen(false);
+  };
+  const onKeyDown = (e: KeyboardEvent) => {
+    if (suggestions.length === 0) return;
+    if (e.key === "ArrowDown" || e.key === "ArrowUp") {
+      e.preventDefault();
+      setActive((a) => (a + (e.key === "ArrowDown" ? 1 : suggestions.length - 1)) % suggestions.length);
+    } else if (e.key === "Enter") {
+      // Enter chooses the suggestion; it submits the form once none is shown.
+      e.preventDefault();
+      choose(suggestions[Math.min(active, suggestions.length - 1)]!);
+    } else if (e.key === "Escape") {
+      setOpen(false);
+    }
+  };
+  // Labelled like a Field, but by `for`: a label around the list would put the suggestions in the input's name.
   return (
-    <datalist id={USER_CHOICES}>
-      {users.map((u) => (
-        <option value={u.id} label={`${u.displayName} (${u.email})`} />
-      ))}
-    </datalist>
+    <div class="field">
+      <label class="label" for={`${id}-input`}>
+        {props.label}
+      </label>
+      <span class="combo">
+        <input
+          id={`${id}-input`}
+          role="combobox"
+          aria-autocomplete="list"
+          aria-expanded={suggestions.length > 0}
+          aria-controls={id}
+          aria-activedescendant={suggestions.length > 0 ? `${id}-${Math.min(active, suggestions.length - 1)}` : undefined}
+          autoComplete="off"
+          required={props.required}
+          value={value}
+          placeholder={multiple ? "user names or ids" : "user name or id"}
+          onInput={(e) => {
+            onChange(e.currentTarget.value);
+            setActive(0);
+            setOpen(true);
+          }}
+          onKeyDown={onKeyDown}
+          onBlur={() => setOpen(false)}
+        />
+        {suggestions.length > 0 ? (
+          <ul id={id} role="listbox" aria-label="Users">
+            {suggestions.map((u, i) => (
+              <li
+                id={`${id}-${i}`}
+                role="option"
+                aria-selected={i === Math.min(active, suggestions.length - 1)}
+                // Chosen before the input's blur would close the list.
+                onMouseDown={(e) => {
+                  e.preventDefault();
+                  choose(u);
+                }}
+              >
+                {u.displayName} <span class="hint">{u.email}</span>
+              </li>
+            ))}
+          </ul>
+        ) : null}
+      </span>
+    </div>
   );
 }

@@ -7,7 +7,10 @@ export function shellQuote(value: string): string {
   return `'${value.replace(/'/g, `'\\''`)}'`;
 }
 
-export const EXAMPLE_BODY = JSON.stringify({ event: "card.lost", userId: "2Qk3mN8rT1vX9yZ0", appId: "app-salesforce" });
+/** The example event, about `userId`: a user of the tenant, so that steps run on it act on someone who exists. */
+export function exampleBody(userId: string): string {
+  return JSON.stringify({ event: "card.lost", userId, appId: "app-salesforce" });
+}
 
 export interface ExampleTarget {
   url: string;
@@ -16,11 +19,12 @@ export interface ExampleTarget {
   secret?: string;
   /** The tenant base URL (`sub` of webhook JWTs). */
   baseUrl: string;
-  body?: string;
+  /** The event sent (`exampleBody`). */
+  body: string;
 }
 
 export function senderCommand(t: ExampleTarget): string {
-  const body = shellQuote(t.body ?? EXAMPLE_BODY);
+  const body = shellQuote(t.body);
   if (t.method === "hmac") {
     return `npx tsx scripts/send-webhook.ts --url ${shellQuote(t.url)} --secret=${t.secret ? shellQuote(t.secret) : '"$WEBHOOK_SECRET"'} \\\n  --body ${body}`;
   }
@@ -31,7 +35,7 @@ export function curlCommand(t: ExampleTarget): string {
   return [
     `URL=${shellQuote(t.url)}`,
     `SECRET=${t.secret ? shellQuote(t.secret) : '"$WEBHOOK_SECRET"'}`,
-    `BODY=${shellQuote(t.body ?? EXAMPLE_BODY)}`,
+    `BODY=${shellQuote(t.body)}`,
     `TS=$(date +%s)`,
     `ID=$(node -e 'console.log(crypto.randomUUID())')`,
     `SIG=$(printf '%s.%s.%s' "$TS" "$ID" "$BODY" | openssl dgst -sha256 -hmac "$SECRET" -binary | openssl base64 -A | tr '+/' '-_' | tr -d '=')`,

@@ -28,12 +28,12 @@ describe("the audit trail in the console", () => {
     const history = page.getByRole("region", { name: "History" });
     await history.getByTestId("audit-event").first().waitFor();
     expect(await history.getByTestId("audit-event").count()).toBe(1);
-    expect(await history.getByTestId("audit-event").first().textContent()).toContain("SubjectAppLimitService.SetLimit");
+    expect(await history.getByTestId("audit-event").first().textContent()).toContain("Limit set");
 
     const suspension = page.getByRole("region", { name: "Suspension" });
     await suspension.getByLabel("Reason").fill("Card reported lost");
     await suspension.getByRole("button", { name: "Suspend" }).click();
-    await history.getByText("SubjectAppLimitService.Suspend").waitFor();
+    await history.getByText("Suspended", { exact: true }).waitFor();
     const newest = history.getByTestId("audit-event").first();
     expect(await newest.textContent()).toContain(admin.userId);
     expect(await newest.locator("summary").textContent()).toBe("changed");

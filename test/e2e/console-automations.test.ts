@@ -94,7 +94,7 @@ describe("automations in the console", () => {
     await page.getByRole("button", { name: "Remove step 2" }).click();
     await page.locator('li[aria-label="Step 3"]').waitFor({ state: "detached" });
     await page.getByRole("button", { name: "Save steps" }).click();
-    await page.getByText("Steps saved.").waitFor();
+    await page.getByRole("status").getByText("Steps saved: ").waitFor();
     await page.getByRole("button", { name: "Publish" }).click();
     await page.getByTestId("automation-state").getByText("Published, trigger on").waitFor();
     await screenshot(page, "automation-steps-desktop");
@@ -146,7 +146,7 @@ describe("automations in the console", () => {
     await page.getByLabel("Allowed source CIDRs").fill("10.0.0.0/33");
     await page.getByRole("button", { name: "Save" }).click();
     await page.locator("form").getByRole("alert").getByText("400").waitFor();
-    expect(await page.locator("form").getByRole("alert").textContent()).toMatch(/allowedSourceCidrs/);
+    expect(await page.locator("form").getByRole("alert").textContent()).toMatch(/Trigger 1 \(Incoming webhook\), allowed source CIDRs/);
     await screenshot(page, "automation-error-desktop");
     await context.close();
   }, 60_000);

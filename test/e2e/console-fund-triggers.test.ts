@@ -54,10 +54,10 @@ describe("fund-event triggers in the console", () => {
 
     // The server's refusals, in words next to the form: a threshold out of range, a condition that does not compile.
     await page.getByLabel("Usage thresholds (%)").fill("80, 150");
-    await refused(page, "Save", /usageThresholdPercents.*400\)$/);
+    await refused(page, "Save", /Trigger 1 \(Fund events\), usage thresholds.*400\)$/);
     await page.getByLabel("Usage thresholds (%)").fill("80, 100");
     await page.getByLabel("Condition (CEL, optional)").fill('ctx.trigger.appId == "app-salesforce" &&');
-    await refused(page, "Save", /conditionCel.*\(CEL_INVALID, 400\)$/);
+    await refused(page, "Save", /Trigger 1 \(Fund events\), condition: .*\(CEL_INVALID, 400\)$/);
     await page.getByLabel("Usage thresholds (%)").fill("80 ninety");
     await refused(page, "Save", /"ninety" is not a whole percent/);
     await page.getByLabel("Usage thresholds (%)").fill("80, 100");
@@ -94,7 +94,7 @@ describe("fund-event triggers in the console", () => {
     await page.getByRole("button", { name: "Change trigger" }).click();
     await page.getByLabel("Limit suspended", { exact: true }).uncheck();
     await page.getByLabel("Spend declined", { exact: true }).uncheck();
-    await refused(page, "Save trigger", /eventTypes.*400\)$/);
+    await refused(page, "Save trigger", /event types.*400\)$/);
     await page.getByRole("button", { name: "Cancel" }).click();
 
     // The list says what each automation runs on.

@@ -4,7 +4,8 @@ import { call, type Schemas, type Session } from "../api.js";
 import { Field, Json, ListStatus, Table, usePaged, useSearch, When } from "../components.js";
 import { AuditTargetKindValues } from "../../../generated/enums.js";
 import { formatLimitPer } from "../money.js";
-import { USER_CHOICES, UserChoices, UserName, type UserNames } from "../users.js";
+import { UserInput, UserName, type UserNames } from "../users.js";
+import { operationWords } from "../words.js";
 
 type AuditEvent = Schemas["AuditEvent"];
 
@@ -58,9 +59,6 @@ function limitChanges(before: unknown, after: unknown): string[] {
   ];
 }
 
-/** `svc.api.funds.v1.SubjectAppLimitService.Suspend` → `SubjectAppLimitService.Suspend`. */
-const operation = (id: string) => id.split(".").slice(-2).join(".");
-
 function Actor({ actor, names }: { actor: AuditEvent["actor"]; names: UserNames }) {
   if (actor.kind === "AUDIT_ACTOR_KIND_AUTOMATION_EXECUTION") {
     return (
@@ -102,7 +100,9 @@ function Events({ session, filters, withTarget }: { session: Session; filters: F
             <td>
               <When at={e.createdAt} />
             </td>
-            <td>{operation(e.operationId)}</td>
+            <td title={e.operationId} data-testid="audit-operation">
+              {operationWords(e.operationId)}
+            </td>
             {withTarget ? (
               <td>
                 <Target target={e.target} names={session.names} />
@@ -152,10 +152,8 @@ export function LimitHistory({ session, userId, appId }: { session: Session; use
 
 export function AuditPage({ session }: { session: Session }) {
   const { form, setForm, filters, generation, submit } = useSearch<Filters>({});
-  const input = (name: keyof Filters, label: string, placeholder: string, list?: string) => (
-    <Field label={label}>
-      <input value={form[name] ?? ""} placeholder={placeholder} list={list} onInput={(e) => setForm({ ...form, [name]: e.currentTarget.value.trim() })} />
-    </Field>
+  const user = (name: "user_id" | "actor_user_id", label: string) => (
+    <UserInput label={label} names={session.names} value={form[name] ?? ""} onChange={(id) => setForm({ ...form, [name]: id })} />
   );
   return (
     <section>
@@ -170,10 +168,11 @@ export function AuditPage({ session }: { session: Session }) {
             ))}
           </select>
         </Field>
-        {input("user_id", "User id", "2Qk3mN8rT1vX9yZ0", USER_CHOICES)}
-        {input("app_id", "App id", "app-salesforce")}
-        {input("actor_user_id", "Changed by (user id)", "7Hd2Kq9Lm4Np1Rs8", USER_CHOICES)}
-        <UserChoices names={session.names} />
+        {user("user_id", "User id")}
+        <Field label="App id">
+          <input value={form.app_id ?? ""} placeholder="e.g. app-salesforce" onInput={(e) => setForm({ ...form, app_id: e.currentTarget.value.trim() })} />
+        </Field>
+        {user("actor_user_id", "Changed by (user id)")}
         <button type="submit">Filter</button>
       </form>
       <Events key={generation} session={session} filters={filters} withTarget />

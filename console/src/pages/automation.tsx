@@ -3,14 +3,15 @@
 // delivery log (or, on fund events, its executions), and, once published, redriving its failed executions.
 import { useEffect, useState } from "preact/hooks";
 import { call, type Schemas, type Session } from "../api.js";
-import { ErrorText, useAction } from "../components.js";
+import { ErrorText, Outcome, useAction } from "../components.js";
 import { href, navigate } from "../route.js";
-import { takeSecret } from "../secrets.js";
+import { takeHandover } from "../secrets.js";
+import { exampleUserId } from "../users.js";
 import { DeliveryLog, ExecutionLog } from "./deliveries.js";
 import { stateLabel } from "./automations.js";
 import { BulkRedrive } from "./redrive.js";
 import { StepsEditor } from "./steps.js";
-import { draftOf, triggerOf, TriggerInputs, TriggerPanel, webhookOf } from "./trigger.js";
+import { draftOf, triggerOf, TriggerInputs, TriggerPanel, triggerSummary, webhookOf } from "./trigger.js";
 
 type Automation = Schemas["Automation"];
 type Mask = "isDraft" | "enabled" | "triggers";
@@ -18,7 +19,9 @@ type Change = { isDraft?: boolean; enabled?: boolean; triggers?: ReturnType<type
 
 export function AutomationPage({ session, id }: { session: Session; id: string }) {
   const [automation, setAutomation] = useState<Automation | null>(null);
-  const [secret, setSecret] = useState<string | undefined>(() => takeSecret(id));
+  // What the creating form hands over, once: the secret it was issued, and what it did.
+  const [created] = useState(() => takeHandover(id));
+  const [secret, setSecret] = useState<string | undefined>(created?.secret);
   const [loadError, setLoadError] = useState<unknown>(null);
   const [editingTrigger, setEditingTrigger] = useState(false);
   const [trigger, setTrigger] = useState(draftOf(undefined));
@@ -33,14 +36,19 @@ export function AutomationPage({ session, id }: { session: Session; id: string }
     setAutomation(saved.automation);
     if (saved.webhookSecret) setSecret(saved.webhookSecret);
     setEditingTrigger(false);
+    return saved.automation;
   };
-  const update = useAction(save);
+  const update = useAction(async (change: Change, updateMask: Mask) => {
+    const saved = await save(change, updateMask);
+    return updateMask === "isDraft" ? (saved.isDraft === false ? "Published." : "Unpublished: back to a draft.") : `Trigger turned ${saved.enabled === false ? "off" : "on"}.`;
+  });
   // The draft is read inside the action: one that cannot be sent (thresholds typed wrong) is shown as its error.
-  const saveTrigger = useAction(() => save({ triggers: [triggerOf(trigger)] }, "triggers"));
+  const saveTrigger = useAction(async () => `Trigger saved: ${triggerSummary(await save({ triggers: [triggerOf(trigger)] }, "triggers"))}.`);
   const rotate = useAction(async () => {
     const rotated = await call(session.client.POST("/api/v1/automations/{id}/webhook-secret", { ...path, body: {} }));
     setAutomation(rotated.automation);
     setSecret(rotated.webhookSecret);
+    return "Webhook secret rotated: the new one is shown once, above.";
   });
   const remove = useAction(async () => {
     if (!window.confirm("Delete this automation? Its webhook URL stops working at once.")) return;
@@ -81,11 +89,12 @@ export function AutomationPage({ session, id }: { session: Session; id: string }
       {published && enabled ? null : (
         <p class="hint">{onFundEvents ? "Fund events start nothing" : "Events are accepted but not run"} until the automation is published and its trigger is on.</p>
       )}
-      <ErrorText error={update.error ?? remove.error} />
+      <Outcome action={update.error || update.done ? update : { error: null, done: created?.said ?? "" }} />
+      <ErrorText error={remove.error} />
 
       <section aria-label="Trigger">
         <h2>Trigger</h2>
-        <TriggerPanel trigger={automation.triggers?.[0]} secret={secret} />
+        <TriggerPanel trigger={automation.triggers?.[0]} secret={secret} exampleUserId={exampleUserId(session.names)} />
         <div class="actions">
           {webhook && !("jwt" in webhook && webhook.jwt) ? (
             <button type="button" disabled={rotate.busy} onClick={() => void rotate.run()}>
@@ -96,14 +105,16 @@ export function AutomationPage({ session, id }: { session: Session; id: string }
             type="button"
             onClick={() => {
               setTrigger(draftOf(automation.triggers?.[0]));
-              saveTrigger.setError(null);
+              saveTrigger.clear();
               setEditingTrigger(!editingTrigger);
             }}
           >
             {editingTrigger ? "Cancel" : automation.triggers?.length ? "Change trigger" : "Add trigger"}
           </button>
         </div>
-        <ErrorText error={rotate.error} />
+        <Outcome action={rotate} />
+        {/* The form closes on a save: what it did is said here, its refusals in the form. */}
+        <Outcome action={{ error: null, done: saveTrigger.done }} />
         {editingTrigger ? (
           <form
             onSubmit={(e) => {

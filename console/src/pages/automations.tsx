@@ -3,7 +3,7 @@ import { useState } from "preact/hooks";
 import { call, type Schemas, type Session } from "../api.js";
 import { ErrorText, Field, ListStatus, Table, useAction, usePaged, When } from "../components.js";
 import { href, navigate } from "../route.js";
-import { revealSecret } from "../secrets.js";
+import { handOver } from "../secrets.js";
 import { draftOf, triggerOf, TriggerInputs, triggerSummary } from "./trigger.js";
 
 export function stateLabel(a: Schemas["Automation"]): string {
@@ -51,7 +51,7 @@ export function NewAutomation({ session }: { session: Session }) {
       }),
     );
     const id = saved.automation.id ?? "";
-    if (saved.webhookSecret) revealSecret(id, saved.webhookSecret);
+    handOver(id, { said: `Automation created: ${saved.automation.displayName}, a draft.`, ...(saved.webhookSecret ? { secret: saved.webhookSecret } : {}) });
     navigate("automations", id);
   });
   return (

@@ -2,8 +2,8 @@
 // time zone of spend windows and the tenant default, the last layer).
 import { useEffect, useState } from "preact/hooks";
 import { call, type Schemas, type Session } from "../api.js";
-import { emptyLimitDraft, ErrorText, Field, LimitInputs, ListStatus, useAction, usePaged, When, type LimitDraft } from "../components.js";
-import { spendLimit } from "../money.js";
+import { emptyLimitDraft, ErrorText, Field, LimitInputs, ListStatus, Outcome, useAction, usePaged, When, type LimitDraft } from "../components.js";
+import { formatLimitPer, spendLimit } from "../money.js";
 import { ControlsView } from "./effective.js";
 
 /** Controls holding a base limit (and its period for an amount), as caps and the policy set them here. */
@@ -17,12 +17,14 @@ function AppCaps({ session }: { session: Session }) {
   const [appId, setAppId] = useState("");
   const [draft, setDraft] = useState<LimitDraft>(emptyLimitDraft);
   const set = useAction(async () => {
-    await call(client.POST("/api/v1/funds/app-caps/{app_id}", { params: { path: { app_id: appId.trim() } }, body: { controls: limitControls(draft, currencyCode) } }));
+    const { appCap } = await call(client.POST("/api/v1/funds/app-caps/{app_id}", { params: { path: { app_id: appId.trim() } }, body: { controls: limitControls(draft, currencyCode) } }));
     reload();
+    return `Cap set on ${appCap.appId}: ${formatLimitPer(appCap.controls?.limit, appCap.controls?.period)}.`;
   });
   const remove = useAction(async (id: string) => {
     await call(client.DELETE("/api/v1/funds/app-caps/{app_id}", { params: { path: { app_id: id } } }));
     reload();
+    return `Cap on ${id} removed.`;
   });
   return (
     <section aria-label="App caps">
@@ -42,17 +44,17 @@ function AppCaps({ session }: { session: Session }) {
           </li>
         ))}
       </ul>
-      <ErrorText error={remove.error} />
+      <Outcome action={remove} />
       {pager}
       <h3>Set a cap</h3>
       <Field label="App id">
-        <input value={appId} placeholder="app-github" onInput={(e) => setAppId(e.currentTarget.value)} />
+        <input value={appId} placeholder="e.g. app-github" onInput={(e) => setAppId(e.currentTarget.value)} />
       </Field>
       <LimitInputs draft={draft} onChange={setDraft} arms={["amount", "blocked", "unlimited"]} withPeriod currencyCode={currencyCode} />
       <button type="button" disabled={set.busy} onClick={() => void set.run()}>
         Set cap
       </button>
-      <ErrorText error={set.error} />
+      <Outcome action={set} />
     </section>
   );
 }
@@ -69,11 +71,13 @@ function Policy({ session }: { session: Session }) {
   const update = useAction(async (defaultControls: ReturnType<typeof limitControls> | null) => {
     const r = await call(client.POST("/api/v1/funds/policy", { body: { fundPolicy: { currencyCode: policy?.currencyCode ?? session.currencyCode, defaultControls }, updateMask: "defaultControls" } }));
     setPolicy(r.fundPolicy);
+    return r.fundPolicy.defaultControls ? `Tenant default set: ${formatLimitPer(r.fundPolicy.defaultControls.limit, r.fundPolicy.defaultControls.period)}.` : "Tenant default cleared.";
   });
   const updateZone = useAction(async () => {
     const fundPolicy = { currencyCode: policy?.currencyCode ?? session.currencyCode, defaultControls: null, timeZone: timeZone.trim() };
     const r = await call(client.POST("/api/v1/funds/policy", { body: { fundPolicy, updateMask: "timeZone" } }));
     setPolicy(r.fundPolicy);
+    return `Time zone set: ${r.fundPolicy.timeZone}.`;
   });
   return (
     <section aria-label="Fund policy">
@@ -97,14 +101,14 @@ function Policy({ session }: { session: Session }) {
           Clear default
         </button>
       </div>
-      <ErrorText error={update.error} />
+      <Outcome action={update} />
       <Field label="Time zone">
-        <input value={timeZone} placeholder="Europe/Paris" onInput={(e) => setTimeZone(e.currentTarget.value)} />
+        <input value={timeZone} placeholder="e.g. Europe/Paris" onInput={(e) => setTimeZone(e.currentTarget.value)} />
       </Field>
       <button type="button" disabled={updateZone.busy} onClick={() => void updateZone.run()}>
         Set time zone
       </button>
-      <ErrorText error={updateZone.error} />
+      <Outcome action={updateZone} />
     </section>
   );
 }

@@ -63,7 +63,7 @@ export function FundEventInputs({ draft, onChange }: { draft: FundEventsDraft; o
       </div>
       {draft.eventTypes.includes(THRESHOLD_TYPE) ? (
         <Field label="Usage thresholds (%)" hint="Whole percents of the window's amount limit, 1 to 100, e.g. 80, 100. Each fires once per subject, app and spend window.">
-          <input required inputMode="numeric" value={draft.thresholds} placeholder="80, 100" onInput={(e) => onChange({ ...draft, thresholds: e.currentTarget.value })} />
+          <input required inputMode="numeric" value={draft.thresholds} placeholder="e.g. 80, 100" onInput={(e) => onChange({ ...draft, thresholds: e.currentTarget.value })} />
         </Field>
       ) : null}
       <Field
@@ -74,7 +74,7 @@ export function FundEventInputs({ draft, onChange }: { draft: FundEventsDraft; o
           </>
         }
       >
-        <input class="code" spellcheck={false} maxLength={4096} value={draft.conditionCel} placeholder='ctx.trigger.appId == "app-salesforce"' onInput={(e) => onChange({ ...draft, conditionCel: e.currentTarget.value })} />
+        <input class="code" spellcheck={false} maxLength={4096} value={draft.conditionCel} placeholder='e.g. ctx.trigger.appId == "app-salesforce"' onInput={(e) => onChange({ ...draft, conditionCel: e.currentTarget.value })} />
       </Field>
     </fieldset>
   );

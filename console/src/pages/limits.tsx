@@ -3,13 +3,13 @@
 // suspend/unsuspend (with a reason), the extension, and the base limit.
 import { useEffect, useState } from "preact/hooks";
 import { call, type Schemas, type Session } from "../api.js";
-import { emptyLimitDraft, ErrorText, Field, LimitInputs, ListStatus, Table, useAction, usePaged, useSearch, When, type LimitDraft } from "../components.js";
-import { formatLimitPer, spendLimit } from "../money.js";
+import { emptyLimitDraft, ErrorText, Field, LimitInputs, ListStatus, Outcome, Table, useAction, usePaged, useSearch, When, type LimitDraft } from "../components.js";
+import { formatLimit, formatLimitPer, spendLimit } from "../money.js";
 import { href } from "../route.js";
 import { ControlsView, EffectiveView } from "./effective.js";
 import { LimitHistory } from "./audit.js";
 import { Authorizations } from "./spends.js";
-import { USER_CHOICES, UserChoices, UserName, useUserLabel } from "../users.js";
+import { UserInput, UserName, useUserLabel } from "../users.js";
 
 const ids = (text: string) => text.split(/[\s,]+/).filter(Boolean);
 
@@ -53,17 +53,16 @@ function Results({ session, filters }: { session: Session; filters: Filters }) {
   );
 }
 
-export function LimitSearch({ session }: { session: Session }) {
-  const { form, setForm, filters, generation, submit } = useSearch<Filters>({ users: "", apps: "", suspended: "" });
+/** The rows of every user, or of `userId` when given. */
+export function LimitSearch({ session, userId = "" }: { session: Session; userId?: string | undefined }) {
+  const { form, setForm, filters, generation, submit } = useSearch<Filters>({ users: userId, apps: "", suspended: "" });
   return (
     <section>
       <h1>Fund limits</h1>
       <form class="row" role="search" onSubmit={submit}>
-        <Field label="User ids">
-          <input value={form.users} placeholder="2Qk3mN8rT1vX9yZ0" list={USER_CHOICES} onInput={(e) => setForm({ ...form, users: e.currentTarget.value })} />
-        </Field>
+        <UserInput label="User ids" names={session.names} multiple value={form.users} onChange={(users) => setForm({ ...form, users })} />
         <Field label="App ids">
-          <input value={form.apps} placeholder="app-salesforce" onInput={(e) => setForm({ ...form, apps: e.currentTarget.value })} />
+          <input value={form.apps} placeholder="e.g. app-salesforce" onInput={(e) => setForm({ ...form, apps: e.currentTarget.value })} />
         </Field>
         <Field label="Suspended">
           <select value={form.suspended} onChange={(e) => setForm({ ...form, suspended: e.currentTarget.value as Filters["suspended"] })}>
@@ -72,7 +71,6 @@ export function LimitSearch({ session }: { session: Session }) {
             <option value="false">not suspended</option>
           </select>
         </Field>
-        <UserChoices names={session.names} />
         <button type="submit">Search</button>
       </form>
       <Results key={generation} session={session} filters={filters} />
@@ -84,25 +82,26 @@ export function LimitSearch({ session }: { session: Session }) {
 }
 
 /** Opens a row by its ids, also one that does not exist yet (setting its limit creates it). */
-export function OpenRow() {
+export function OpenRow({ session }: { session: Session }) {
   const [userId, setUser] = useState("");
   const [appId, setApp] = useState("");
   return (
-    <form
-      class="row"
-      onSubmit={(e) => {
-        e.preventDefault();
-        window.location.hash = href("limits", userId.trim(), appId.trim());
-      }}
-    >
-      <Field label="User id">
-        <input required value={userId} onInput={(e) => setUser(e.currentTarget.value)} />
-      </Field>
-      <Field label="App id">
-        <input required value={appId} onInput={(e) => setApp(e.currentTarget.value)} />
-      </Field>
-      <button type="submit">Open</button>
-    </form>
+    <section>
+      <h1>Open a limit row</h1>
+      <form
+        class="row"
+        onSubmit={(e) => {
+          e.preventDefault();
+          window.location.hash = href("limits", userId.trim(), appId.trim());
+        }}
+      >
+        <UserInput label="User id" names={session.names} required value={userId} onChange={setUser} />
+        <Field label="App id">
+          <input required value={appId} placeholder="e.g. app-salesforce" onInput={(e) => setApp(e.currentTarget.value)} />
+        </Field>
+        <button type="submit">Open</button>
+      </form>
+    </section>
   );
 }
 
@@ -132,29 +131,41 @@ export function LimitRow({ session, userId, appId }: { session: Session; userId:
 
   // Counts the changes made here: the history is read anew after each.
   const [changes, setChanges] = useState(0);
-  const act = (request: () => Promise<unknown>) => useAction(async () => {
-    await request();
-    setChanges((n) => n + 1);
-    await load();
+  // Each change says what it did, in the words of the row's page, from the row as the server answers it.
+  const act = <A extends unknown[]>(change: (...args: A) => Promise<string>) =>
+    useAction(async (...args: A) => {
+      const said = await change(...args);
+      setChanges((n) => n + 1);
+      await load();
+      return `${said}.`;
+    });
+  const on = `${who} on ${appId}`;
+  const suspended = !!row?.controls?.suspension;
+  const suspension = act(async () => {
+    if (suspended) {
+      await call(client.DELETE("/api/v1/funds/subject-app-limits/{user_id}/{app_id}/suspension", path));
+      return `Unsuspended ${on}`;
+    }
+    await call(client.POST("/api/v1/funds/subject-app-limits/{user_id}/{app_id}/suspension", { ...path, body: reason.trim() ? { reason: reason.trim() } : {} }));
+    return `Suspended ${on}`;
   });
-  const suspend = act(() => call(client.POST("/api/v1/funds/subject-app-limits/{user_id}/{app_id}/suspension", { ...path, body: reason.trim() ? { reason: reason.trim() } : {} })));
-  const unsuspend = act(() => call(client.DELETE("/api/v1/funds/subject-app-limits/{user_id}/{app_id}/suspension", path)));
-  const setBase = act(() =>
-    call(client.POST("/api/v1/funds/subject-app-limits/{user_id}/{app_id}/limit", { ...path, body: { limit: spendLimit(limit.arm, limit.amount, currencyCode), ...(limit.arm === "amount" ? { period: limit.period } : {}) } })),
-  );
-  const setExt = act(() => {
+  const setBase = act(async () => {
+    const body = { limit: spendLimit(limit.arm, limit.amount, currencyCode), ...(limit.arm === "amount" ? { period: limit.period } : {}) };
+    const { controls } = (await call(client.POST("/api/v1/funds/subject-app-limits/{user_id}/{app_id}/limit", { ...path, body }))).limit;
+    return `Limit set for ${on}: ${formatLimitPer(controls?.limit, controls?.period)}`;
+  });
+  const changeExtension = act(async (clear: boolean) => {
+    if (clear) {
+      await call(client.DELETE("/api/v1/funds/subject-app-limits/{user_id}/{app_id}/extension", path));
+      return `Extension cleared for ${on}`;
+    }
     const expires = new Date(extension.expiresAt);
     if (Number.isNaN(expires.getTime())) throw new Error("Choose when the extension expires.");
-    return call(
-      client.POST("/api/v1/funds/subject-app-limits/{user_id}/{app_id}/extension", {
-        ...path,
-        body: { limit: spendLimit(extension.arm, extension.amount, currencyCode), expiresAt: expires.toISOString(), ...(extension.reason.trim() ? { reason: extension.reason.trim() } : {}) },
-      }),
-    );
+    const body = { limit: spendLimit(extension.arm, extension.amount, currencyCode), expiresAt: expires.toISOString(), ...(extension.reason.trim() ? { reason: extension.reason.trim() } : {}) };
+    const { controls } = (await call(client.POST("/api/v1/funds/subject-app-limits/{user_id}/{app_id}/extension", { ...path, body }))).limit;
+    return `Extension set for ${on}: ${formatLimit(controls?.extension?.limit)} until ${expires.toLocaleString()}`;
   });
-  const clearExt = act(() => call(client.DELETE("/api/v1/funds/subject-app-limits/{user_id}/{app_id}/extension", path)));
 
-  const suspended = !!row?.controls?.suspension;
   return (
     <article>
       <p>
@@ -178,14 +189,14 @@ export function LimitRow({ session, userId, appId }: { session: Session; userId:
         <div class="row">
           {suspended ? null : (
             <Field label="Reason">
-              <input value={reason} maxLength={500} placeholder="Card reported lost" onInput={(e) => setReason(e.currentTarget.value)} />
+              <input value={reason} maxLength={500} placeholder="e.g. Card reported lost" onInput={(e) => setReason(e.currentTarget.value)} />
             </Field>
           )}
-          <button type="button" class={suspended ? "" : "danger"} disabled={suspend.busy || unsuspend.busy} onClick={() => void (suspended ? unsuspend.run() : suspend.run())}>
+          <button type="button" class={suspended ? "" : "danger"} disabled={suspension.busy} onClick={() => void suspension.run()}>
             {suspended ? "Unsuspend" : "Suspend"}
           </button>
         </div>
-        <ErrorText error={suspend.error ?? unsuspend.error} />
+        <Outcome action={suspension} />
       </section>
 
       <section aria-label="Extension">
@@ -200,16 +211,16 @@ export function LimitRow({ session, userId, appId }: { session: Session; userId:
           </Field>
         </div>
         <div class="actions">
-          <button type="button" disabled={setExt.busy} onClick={() => void setExt.run()}>
+          <button type="button" disabled={changeExtension.busy} onClick={() => void changeExtension.run(false)}>
             Set extension
           </button>
           {row?.controls?.extension ? (
-            <button type="button" disabled={clearExt.busy} onClick={() => void clearExt.run()}>
+            <button type="button" disabled={changeExtension.busy} onClick={() => void changeExtension.run(true)}>
               Clear extension
             </button>
           ) : null}
         </div>
-        <ErrorText error={setExt.error ?? clearExt.error} />
+        <Outcome action={changeExtension} />
       </section>
 
       <section aria-label="Base limit">
@@ -218,7 +229,7 @@ export function LimitRow({ session, userId, appId }: { session: Session; userId:
         <button type="button" disabled={setBase.busy} onClick={() => void setBase.run()}>
           Set limit
         </button>
-        <ErrorText error={setBase.error} />
+        <Outcome action={setBase} />
       </section>
 
       <LimitHistory key={changes} session={session} userId={userId} appId={appId} />

@@ -3,8 +3,8 @@
 // (amounts only, as the API accepts).
 import { useState } from "preact/hooks";
 import { call, type Schemas, type Session } from "../api.js";
-import { emptyLimitDraft, ErrorText, Field, LimitInputs, ListStatus, useAction, usePaged, type LimitDraft } from "../components.js";
-import { spendLimit } from "../money.js";
+import { emptyLimitDraft, ErrorText, Field, LimitInputs, ListStatus, Outcome, useAction, usePaged, type LimitDraft } from "../components.js";
+import { formatLimitPer, spendLimit } from "../money.js";
 import { ControlsView, EffectiveView } from "./effective.js";
 
 export function MyLimits({ session }: { session: Session }) {
@@ -20,14 +20,16 @@ export function MyLimits({ session }: { session: Session }) {
   });
   const set = useAction(async () => {
     const id = appId.trim();
-    await call(client.POST("/api/v1/funds/my/app-limits/{app_id}/limit", { ...path(id), body: { limit: spendLimit("amount", draft.amount, currencyCode), period: draft.period } }));
+    const { limit } = await call(client.POST("/api/v1/funds/my/app-limits/{app_id}/limit", { ...path(id), body: { limit: spendLimit("amount", draft.amount, currencyCode), period: draft.period } }));
     reload();
     await show.run(id);
+    return `Your limit on ${id} is set: ${formatLimitPer(limit.controls?.limit, limit.controls?.period)}.`;
   });
   const clear = useAction(async (id: string) => {
     await call(client.DELETE("/api/v1/funds/my/app-limits/{app_id}/limit", path(id)));
     reload();
     setEffective(null);
+    return `Your limit on ${id} is cleared.`;
   });
 
   return (
@@ -51,17 +53,18 @@ export function MyLimits({ session }: { session: Session }) {
           </li>
         ))}
       </ul>
-      <ErrorText error={show.error ?? clear.error} />
+      <ErrorText error={show.error} />
+      <Outcome action={clear} />
       {pager}
       <h2>Set my limit for an app</h2>
       <Field label="App id">
-        <input value={appId} placeholder="app-github" onInput={(e) => setAppId(e.currentTarget.value)} />
+        <input value={appId} placeholder="e.g. app-github" onInput={(e) => setAppId(e.currentTarget.value)} />
       </Field>
       <LimitInputs draft={draft} onChange={setDraft} arms={["amount"]} withPeriod currencyCode={currencyCode} />
       <button type="button" disabled={set.busy} onClick={() => void set.run()}>
         Set my limit
       </button>
-      <ErrorText error={set.error} />
+      <Outcome action={set} />
     </section>
   );
 }

@@ -8,7 +8,7 @@ import { call, type Schemas, type Session } from "../api.js";
 import { ErrorText, Field, ListStatus, newKey, Table, useAction, usePaged, useSearch, When } from "../components.js";
 import { formatDecimal, formatMoney, fromNanos, parseAmount, percentOf, toNanos } from "../money.js";
 import { href } from "../route.js";
-import { USER_CHOICES, UserChoices, UserName } from "../users.js";
+import { UserInput, UserName } from "../users.js";
 
 type Authorization = Schemas["SpendAuthorization"];
 
@@ -276,9 +276,9 @@ function StateSelect({ value, onChange }: { value: string; onChange: (state: str
 export function SpendsPage({ session, canAct }: { session: Session; canAct: boolean }) {
   const empty: Query = { userId: "", appId: "", state: "", windowStart: "" };
   const { form, setForm, filters, generation, submit, apply } = useSearch<Query>(empty);
-  const input = (name: "userId" | "appId" | "windowStart", label: string, placeholder: string, list?: string) => (
+  const input = (name: "appId" | "windowStart", label: string, placeholder: string) => (
     <Field label={label}>
-      <input value={form[name]} placeholder={placeholder} list={list} onInput={(e) => setForm({ ...form, [name]: e.currentTarget.value.trim() })} />
+      <input value={form[name]} placeholder={placeholder} onInput={(e) => setForm({ ...form, [name]: e.currentTarget.value.trim() })} />
     </Field>
   );
   return (
@@ -286,12 +286,11 @@ export function SpendsPage({ session, canAct }: { session: Session; canAct: bool
       <h1>Spend authorizations</h1>
       <p class="hint">Every authorization, newest first. A window start keeps those decided in the spend window starting at that instant: choose a row's to see its window.</p>
       <form class="row" role="search" onSubmit={submit}>
-        {input("userId", "User id", "2Qk3mN8rT1vX9yZ0", USER_CHOICES)}
-        <UserChoices names={session.names} />
-        {input("appId", "App id", "app-salesforce")}
+        <UserInput label="User id" names={session.names} value={form.userId} onChange={(userId) => setForm({ ...form, userId })} />
+        {input("appId", "App id", "e.g. app-salesforce")}
         <StateSelect value={form.state} onChange={(state) => setForm({ ...form, state })} />
         {/* The server checks the instant (400 INVALID_TIMESTAMP, said under the form). */}
-        {input("windowStart", "Window start (RFC 3339)", "2026-11-01T00:00:00Z")}
+        {input("windowStart", "Window start (RFC 3339)", "e.g. 2026-11-01T00:00:00Z")}
         <button type="submit">Filter</button>
       </form>
       <Page key={generation} session={session} query={filters} pageSize={25} withSubject canAct={canAct} onChange={() => undefined} onWindow={(windowStart) => apply({ ...filters, windowStart })} />

@@ -4,22 +4,17 @@
 // fund-event trigger). The notification secret of `notify` steps is shown once and can be rotated.
 import { useEffect, useRef, useState } from "preact/hooks";
 import { call, type Schemas, type Session } from "../api.js";
-import { Copyable, ErrorText, Field, Json, useAction } from "../components.js";
+import { Copyable, ErrorText, Field, Json, Outcome, useAction } from "../components.js";
 import { parseAmount } from "../money.js";
-import { FUND_EVENT_EXAMPLE } from "../fund-event-example.js";
-import { EXAMPLE_BODY } from "../webhook-example.js";
+import { messageWords, STEP_KINDS } from "../words.js";
+import { fundEventExample } from "../fund-event-example.js";
+import { exampleUserId } from "../users.js";
+import { exampleBody } from "../webhook-example.js";
 
 type Step = Schemas["AutomationStep"];
 type Report = Schemas["AutomationServiceCheckAutomationStepsResponse"];
-type Kind = "evaluateExpressions" | "suspendAppLimit" | "unsuspendAppLimit" | "setAppLimitExtension" | "notify";
+type Kind = keyof typeof STEP_KINDS;
 
-const KINDS: Record<Kind, string> = {
-  evaluateExpressions: "Evaluate expressions",
-  suspendAppLimit: "Suspend an app limit",
-  unsuspendAppLimit: "Unsuspend an app limit",
-  setAppLimitExtension: "Set an app limit extension",
-  notify: "Send a notification",
-};
 
 interface Draft {
   key: number;
@@ -140,7 +135,7 @@ function CelInput(props: { label: string; path: string; value: string; onInput: 
       </Field>
       {problem ? (
         <p class="error" role="alert" data-path={props.path}>
-          {problem.message}
+          {messageWords(problem.path, problem.message)}
         </p>
       ) : evaluation ? (
         evaluation.error !== null ? (
@@ -159,12 +154,13 @@ function CelInput(props: { label: string; path: string; value: string; onInput: 
 
 export function StepsEditor({ session, automation, onSaved }: { session: Session; automation: Schemas["Automation"]; onSaved: (a: Schemas["Automation"]) => void }) {
   const [drafts, setDrafts] = useState<Draft[]>(() => (automation.automationSteps ?? []).map(fromStep));
-  const [sample, setSample] = useState(() => JSON.stringify(automation.triggers?.[0]?.fundEvents ? FUND_EVENT_EXAMPLE : JSON.parse(EXAMPLE_BODY), null, 2));
+  const [sample, setSample] = useState(() => {
+    const userId = exampleUserId(session.names);
+    return JSON.stringify(automation.triggers?.[0]?.fundEvents ? fundEventExample(userId) : JSON.parse(exampleBody(userId)), null, 2);
+  });
   const [newKind, setNewKind] = useState<Kind>("evaluateExpressions");
   const { report, error, sampleError } = useCheck(session, drafts, sample);
-  const [saved, setSaved] = useState(false);
   const [notificationSecret, setNotificationSecret] = useState<string | null>(null);
-  useEffect(() => setSaved(false), [drafts]);
   const save = useAction(async () => {
     const automationSteps = drafts.map((d) => toStep(d, session.currencyCode));
     const answer = await call(
@@ -172,12 +168,16 @@ export function StepsEditor({ session, automation, onSaved }: { session: Session
     );
     onSaved(answer.automation);
     if (answer.notificationSecret) setNotificationSecret(answer.notificationSecret);
-    setSaved(true);
+    const count = answer.automation.automationSteps?.length ?? 0;
+    return `Steps saved: ${count === 1 ? "one step" : `${count} steps`}.`;
   });
+  // A change after the save: "saved" no longer holds.
+  useEffect(() => save.clear(), [drafts]);
   const rotate = useAction(async () => {
     const answer = await call(session.client.POST("/api/v1/automations/{id}/notification-secret", { params: { path: { id: automation.id ?? "" } }, body: {} }));
     onSaved(answer.automation);
     setNotificationSecret(answer.notificationSecret);
+    return "Notification secret rotated: the new one is shown once, above.";
   });
   const notifies = (automation.automationSteps ?? []).some((step) => "notify" in step && step.notify);
 
@@ -213,7 +213,7 @@ export function StepsEditor({ session, automation, onSaved }: { session: Session
                 <Field label="Step name">
                   <input class="code" value={d.stepName} onInput={(e) => update(i, { stepName: e.currentTarget.value })} />
                 </Field>
-                <span class="kind">{KINDS[d.kind]}</span>
+                <span class="kind">{STEP_KINDS[d.kind]}</span>
                 <div class="actions">
                   <button type="button" disabled={i === 0} onClick={() => move(i, -1)} aria-label={`Move step ${i + 1} up`}>
                     ↑
@@ -228,10 +228,10 @@ export function StepsEditor({ session, automation, onSaved }: { session: Session
               </div>
               {stepProblems(i).map((p) => (
                 <p class="error" role="alert">
-                  {p.message}
+                  {messageWords(p.path, p.message)}
                 </p>
               ))}
-              <CelInput label="Skip if true (CEL, optional)" path={`${at}.skipIfTrueCel`} value={d.skipIfTrueCel} onInput={(v) => update(i, { skipIfTrueCel: v })} report={report} placeholder="!ctx.steps.parse.isLost" />
+              <CelInput label="Skip if true (CEL, optional)" path={`${at}.skipIfTrueCel`} value={d.skipIfTrueCel} onInput={(v) => update(i, { skipIfTrueCel: v })} report={report} placeholder="e.g. !ctx.steps.parse.isLost" />
               {d.kind === "evaluateExpressions" ? (
                 <div class="expressions">
                   {d.expressions.map((e, j) => (
@@ -260,19 +260,19 @@ export function StepsEditor({ session, automation, onSaved }: { session: Session
                   <Field label="URL (https)">
                     <input class="code" value={d.url} onInput={(e) => update(i, { url: e.currentTarget.value })} />
                   </Field>
-                  {cel("Body (CEL, any JSON value)", "bodyCel", '{"userId": ctx.trigger.userId}')}
+                  {cel("Body (CEL, any JSON value)", "bodyCel", 'e.g. {"userId": ctx.trigger.userId}')}
                 </div>
               ) : (
                 <div class="grid">
                   {cel("User id (CEL)", "userIdCel")}
                   {cel("App id (CEL)", "appIdCel")}
-                  {d.kind === "setAppLimitExtension" ? cel("Expires at (CEL)", "expiresAtCel", "timestamp(ctx.trigger.until)") : null}
+                  {d.kind === "setAppLimitExtension" ? cel("Expires at (CEL)", "expiresAtCel", "e.g. timestamp(ctx.trigger.until)") : null}
                   {d.kind === "setAppLimitExtension" ? (
                     <Field label={`Extension limit (${session.currencyCode} amount, or "unlimited")`}>
                       <input value={d.extensionAmount} onInput={(e) => update(i, { extensionAmount: e.currentTarget.value })} />
                     </Field>
                   ) : null}
-                  {d.kind !== "unsuspendAppLimit" ? cel("Reason (CEL, optional)", "reasonCel", '"Card reported lost"') : null}
+                  {d.kind !== "unsuspendAppLimit" ? cel("Reason (CEL, optional)", "reasonCel", 'e.g. "Card reported lost"') : null}
                 </div>
               )}
             </li>
@@ -282,7 +282,7 @@ export function StepsEditor({ session, automation, onSaved }: { session: Session
       <div class="row">
         <Field label="New step">
           <select value={newKind} onChange={(e) => setNewKind(e.currentTarget.value as Kind)}>
-            {Object.entries(KINDS).map(([k, label]) => (
+            {Object.entries(STEP_KINDS).map(([k, label]) => (
               <option value={k}>{label}</option>
             ))}
           </select>
@@ -295,9 +295,8 @@ export function StepsEditor({ session, automation, onSaved }: { session: Session
         <button type="button" class="primary" disabled={save.busy} onClick={() => void save.run()}>
           Save steps
         </button>
-        {saved ? <span class="ok">Steps saved.</span> : null}
       </div>
-      <ErrorText error={save.error} />
+      <Outcome action={save} />
       {notificationSecret ? (
         <div class="secret">
           <Copyable label="Notification signing secret" value={notificationSecret} testId="notification-secret" />
@@ -312,7 +311,7 @@ export function StepsEditor({ session, automation, onSaved }: { session: Session
           <span class="hint">The secret it replaces keeps signing beside the new one for a grace period.</span>
         </div>
       ) : null}
-      <ErrorText error={rotate.error} />
+      <Outcome action={rotate} />
       {report && report.evaluations.length > 0 ? (
         <details>
           <summary>Every value with the sample</summary>

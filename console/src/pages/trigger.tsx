@@ -5,7 +5,7 @@
 import { useState } from "preact/hooks";
 import type { Schemas } from "../api.js";
 import { Copyable, CopyButton, Field } from "../components.js";
-import { curlCommand, senderCommand } from "../webhook-example.js";
+import { curlCommand, exampleBody, senderCommand } from "../webhook-example.js";
 import { FundEventInputs, FundEventsPanel, fundEventsDraftOf, fundEventsOf, fundEventsSummary, type FundEventsDraft } from "./fund-trigger.js";
 
 type Trigger = Schemas["AutomationTrigger"];
@@ -76,7 +76,7 @@ function WebhookInputs({ draft, onChange }: { draft: TriggerDraft; onChange: (d:
       </div>
       {draft.method === "jwt" ? (
         <Field label="JWKS URL" hint="The HTTPS address of the sender's JSON Web Key Set.">
-          <input type="url" value={draft.jwksUrl} placeholder="https://sender.example.com/.well-known/jwks.json" onInput={(e) => onChange({ ...draft, jwksUrl: e.currentTarget.value })} />
+          <input type="url" value={draft.jwksUrl} placeholder="e.g. https://sender.example.com/.well-known/jwks.json" onInput={(e) => onChange({ ...draft, jwksUrl: e.currentTarget.value })} />
         </Field>
       ) : null}
       <Field label="Allowed source CIDRs" hint="One range per line, e.g. 203.0.113.0/24. Empty: any source.">
@@ -99,20 +99,23 @@ export function triggerSummary(automation: Schemas["Automation"]): string {
   return "Of a kind this console does not know";
 }
 
-/** An automation's trigger, whatever its kind: the listener of a webhook, the events and condition of fund events. */
-export function TriggerPanel({ trigger, secret }: { trigger: Trigger | undefined; secret: string | undefined }) {
+/**
+ * An automation's trigger, whatever its kind: the listener of a webhook (its examples about
+ * `exampleUserId`), the events and condition of fund events.
+ */
+export function TriggerPanel({ trigger, secret, exampleUserId }: { trigger: Trigger | undefined; secret: string | undefined; exampleUserId: string }) {
   if (!trigger) return <p>No trigger: the automation never runs.</p>;
-  if (trigger.webhook) return <ListenerPanel webhook={trigger.webhook} secret={secret} />;
+  if (trigger.webhook) return <ListenerPanel webhook={trigger.webhook} secret={secret} userId={exampleUserId} />;
   if (trigger.fundEvents) return <FundEventsPanel trigger={trigger.fundEvents} />;
   return <p>A trigger of a kind this console does not know; the API shows it.</p>;
 }
 
 /** The listener's URL, the secret when it has just been issued, and example requests. */
-function ListenerPanel({ webhook, secret }: { webhook: Webhook; secret: string | undefined }) {
+function ListenerPanel({ webhook, secret, userId }: { webhook: Webhook; secret: string | undefined; userId: string }) {
   const [tab, setTab] = useState<"sender" | "curl">("sender");
   const method = "jwt" in webhook && webhook.jwt ? "jwt" : "hmac";
   const url = webhook.url ?? "";
-  const target = { url, method, baseUrl: window.location.origin, ...(secret ? { secret } : {}) } as const;
+  const target = { url, method, baseUrl: window.location.origin, body: exampleBody(userId), ...(secret ? { secret } : {}) } as const;
   const example = tab === "curl" && method === "hmac" ? curlCommand(target) : senderCommand(target);
   return (
     <section class="panel" aria-label="Listener">

@@ -5,7 +5,7 @@
 // signing is refused.
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { curlCommand, EXAMPLE_BODY, senderCommand, type ExampleTarget } from "../../../console/src/webhook-example.js";
+import { curlCommand, exampleBody, senderCommand, type ExampleTarget } from "../../../console/src/webhook-example.js";
 import { runToEnd } from "../../support/process.js";
 import { startTestServer, type TestServer } from "../../support/server.js";
 import { createHooked, errorInfo, executionsOf } from "./helpers.js";
@@ -25,7 +25,9 @@ const bash = (script: string, env: Record<string, string> = {}) => runToEnd("bas
 /** A listener of its own, and the console's target for it. */
 async function listener(name: string): Promise<{ target: ExampleTarget; secret: string; id: string }> {
   const hooked = await createHooked(ts, { displayName: `Console example: ${name}` });
-  return { target: { url: hooked.url, method: "hmac", secret: hooked.secret, baseUrl: ts.url }, secret: hooked.secret, id: hooked.id };
+  // The console puts a user of the tenant in the example.
+  const { userId } = await ts.userClient(["ROLE_USER"]);
+  return { target: { url: hooked.url, method: "hmac", secret: hooked.secret, baseUrl: ts.url, body: exampleBody(userId) }, secret: hooked.secret, id: hooked.id };
 }
 
 describe("the console's example requests for an HMAC listener", () => {
@@ -34,7 +36,7 @@ describe("the console's example requests for an HMAC listener", () => {
     const r = await bash(curlCommand(target));
     expect(r.code, r.out).toBe(0);
     expect(JSON.parse(r.stdout)).toMatchObject({ webhookEvent: { outcome: "WEBHOOK_EVENT_OUTCOME_EXECUTED" } });
-    expect((await executionsOf(ts.admin, id)).map((e) => e.context)).toEqual([{ trigger: JSON.parse(EXAMPLE_BODY) }]);
+    expect((await executionsOf(ts.admin, id)).map((e) => e.context)).toEqual([{ trigger: JSON.parse(target.body) }]);
   }, 120_000);
 
   it("the curl one-liner shown without the secret reads it from $WEBHOOK_SECRET", async () => {
@@ -60,6 +62,6 @@ describe("the console's example requests for an HMAC listener", () => {
     const { target, id } = await listener("sender script");
     const r = await bash(senderCommand(target));
     expect(r.code, r.out).toBe(0);
-    expect((await executionsOf(ts.admin, id)).map((e) => e.context)).toEqual([{ trigger: JSON.parse(EXAMPLE_BODY) }]);
+    expect((await executionsOf(ts.admin, id)).map((e) => e.context)).toEqual([{ trigger: JSON.parse(target.body) }]);
   }, 120_000);
 });
