@@ -562,9 +562,10 @@ describe("a collector that does not answer", () => {
   it("fails no request, and delays the shutdown by the flush's bound, not by the exporter's timeout", async () => {
     // An export would wait 60 s for the collector; the flush at shutdown gives up after TRACES_FLUSH_MS (2 s).
     const stuck = await startOne({ OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${port}`, OTEL_EXPORTER_OTLP_TIMEOUT: "60000" });
-    // Past the batch delay: exports are under way (and hang) while requests go on.
+    // Past the batch delay: exports are under way (and hang) while requests go on. A request held by
+    // the hung export would wait its 60 s: 20 s tells it from a loaded machine's slow answer.
     for (let i = 0; i < 20; i++) {
-      const answer = await fetch(`${stuck.url}/api/v1/users?page_size=1`, { headers: { Authorization: `Bearer ${token}` }, signal: AbortSignal.timeout(5_000) });
+      const answer = await fetch(`${stuck.url}/api/v1/users?page_size=1`, { headers: { Authorization: `Bearer ${token}` }, signal: AbortSignal.timeout(20_000) });
       expect(answer.status).toBe(200);
       await new Promise((r) => setTimeout(r, 50));
     }
@@ -575,7 +576,7 @@ describe("a collector that does not answer", () => {
     // the whole shutdown (its drain included, under a loaded test run) took well under that timeout.
     expect(stuck.output()).toContain("traces not flushed at shutdown");
     expect(performance.now() - signalled).toBeLessThan(30_000);
-  });
+  }, 90_000);
 });
 
 describe("a collector that refuses connections", () => {

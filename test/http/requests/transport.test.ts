@@ -182,7 +182,8 @@ describe("HEAD is the GET operation without the body", () => {
     const list = await rawRequest(ts.url, "HEAD", "/api/v1/users", { Authorization: `Bearer ${bearer}` });
     expect(list.status).toBe(200);
     expect(Number(list.headers["content-length"])).toBeGreaterThan(0);
-  });
+    // Eight requests for each GET operation, one after the other: a loaded run takes over 30 s.
+  }, 120_000);
 
   it("Allow names HEAD where GET is taken; HEAD where it is not is 405", async () => {
     const onList = await rawRequest(ts.url, "PUT", "/api/v1/users", { Authorization: `Bearer ${bearer}` });

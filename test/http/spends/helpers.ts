@@ -94,7 +94,7 @@ export interface SentQuery {
  * check's `select 1` (src/storage/reachability.ts) and the sweeps of idempotency records and webhook
  * events. Any of them may land on a connection a request used.
  */
-const BACKGROUND = /^(select "version" from "change_versions"|with lapsed as|select 1$)|"instance_heartbeats"|^delete from "(idempotency_records|webhook_events)" where "(created_at|received_at)" <=/;
+const BACKGROUND = /^(select "version" from "change_versions"|select \* from claim_executions\(|select 1$)|"instance_heartbeats"|^delete from "(idempotency_records|webhook_events)" where "(created_at|received_at)" <=/;
 
 /** A spend server and what it sent to PostgreSQL; `server` is set once the file's tests start. */
 export class WatchedServer {
