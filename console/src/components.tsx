@@ -102,6 +102,37 @@ export function ListStatus({ error, loaded, count, empty }: { error: unknown; lo
 }
 
 /**
+ * A question before a write, next to what it acts on: nothing is sent before `onConfirm`, and
+ * Cancel has the focus, so an Enter pressed by habit sends nothing.
+ */
+export function ConfirmPanel(props: {
+  title: string;
+  confirm: string;
+  danger: boolean;
+  busy: boolean;
+  error: unknown;
+  onConfirm: () => void;
+  onCancel: () => void;
+  children: ComponentChildren;
+}) {
+  return (
+    <section class="panel confirm" role="alertdialog" aria-label={props.title}>
+      <h4>{props.title}</h4>
+      {props.children}
+      <div class="actions">
+        <button type="button" class={props.danger ? "danger" : "primary"} disabled={props.busy} onClick={props.onConfirm}>
+          {props.confirm}
+        </button>
+        <button type="button" autoFocus disabled={props.busy} onClick={props.onCancel}>
+          Cancel
+        </button>
+      </div>
+      <ErrorText error={props.error} />
+    </section>
+  );
+}
+
+/**
  * A table as wide as the page, its long cells wrapped; on a phone each row is a card. Each body
  * cell is labelled with its column's header (`data-label`, which the card shows before it), set
  * here after each render so that the pages' rows stay plain cells. The roles keep the table's

@@ -4,7 +4,7 @@
 // failures and circuit), each after a confirmation, with the destination as the server answers it.
 import { useState } from "preact/hooks";
 import { call, type Schemas, type Session } from "../api.js";
-import { ErrorText, ListStatus, newKey, Table, useAction, usePaged, When } from "../components.js";
+import { ConfirmPanel, ListStatus, newKey, Table, useAction, usePaged, When } from "../components.js";
 
 type Destination = Schemas["NotificationDestination"];
 
@@ -32,8 +32,7 @@ function Confirm({ session, pending, onDone, onCancel }: { session: Session; pen
   });
   const title = action === "disable" ? `Disable ${d.destination}?` : `Enable ${d.destination}?`;
   return (
-    <section class="panel confirm" role="alertdialog" aria-label={title}>
-      <h4>{title}</h4>
+    <ConfirmPanel title={title} confirm={action === "disable" ? "Disable" : "Enable"} danger={action === "disable"} busy={act.busy} error={act.error} onConfirm={() => void act.run()} onCancel={onCancel}>
       {action === "disable" ? (
         <p>No attempt is made to it any more: each notification to it fails its step at once (parked ones when they come due), until it is enabled again.</p>
       ) : d.state === "NOTIFICATION_DESTINATION_STATE_DISABLED" ? (
@@ -43,16 +42,7 @@ function Confirm({ session, pending, onDone, onCancel }: { session: Session; pen
       ) : (
         <p>Its failures and circuit are cleared without waiting for the cool-down: for a destination known to be up again. The next notification to it is attempted at once.</p>
       )}
-      <div class="actions">
-        <button type="button" class={action === "disable" ? "danger" : "primary"} disabled={act.busy} onClick={() => void act.run()}>
-          {action === "disable" ? "Disable" : "Enable"}
-        </button>
-        <button type="button" autoFocus disabled={act.busy} onClick={onCancel}>
-          Cancel
-        </button>
-      </div>
-      <ErrorText error={act.error} />
-    </section>
+    </ConfirmPanel>
   );
 }
 

@@ -5,7 +5,7 @@
 import { useState } from "preact/hooks";
 import { SpendAuthorizationStateValues } from "../../../generated/enums.js";
 import { call, type Schemas, type Session } from "../api.js";
-import { ErrorText, Field, ListStatus, newKey, Table, useAction, usePaged, useSearch, When } from "../components.js";
+import { ConfirmPanel, Field, ListStatus, newKey, Table, useAction, usePaged, useSearch, When } from "../components.js";
 import { formatDecimal, formatMoney, fromNanos, parseAmount, percentOf, toNanos } from "../money.js";
 import { href } from "../route.js";
 import { UserInput, UserName } from "../users.js";
@@ -107,8 +107,7 @@ function Confirm({ session, pending, onAmount, onDone, onCancel }: { session: Se
   });
   const title = kind === "release" ? "Release this hold?" : "Reverse this spend?";
   return (
-    <section class="panel confirm" role="alertdialog" aria-label={title}>
-      <h4>{title}</h4>
+    <ConfirmPanel title={title} confirm={kind === "release" ? "Release the hold" : "Reverse"} danger busy={act.busy} error={act.error} onConfirm={() => void act.run()} onCancel={onCancel}>
       {kind === "release" ? (
         <p>
           The hold of <strong>{formatMoney(a.amount)}</strong> ({a.id}) stops counting now and can no longer be captured.
@@ -124,16 +123,7 @@ function Confirm({ session, pending, onAmount, onDone, onCancel }: { session: Se
           </Field>
         </>
       )}
-      <div class="actions">
-        <button type="button" class="danger" disabled={act.busy} onClick={() => void act.run()}>
-          {kind === "release" ? "Release the hold" : "Reverse"}
-        </button>
-        <button type="button" autoFocus disabled={act.busy} onClick={onCancel}>
-          Cancel
-        </button>
-      </div>
-      <ErrorText error={act.error} />
-    </section>
+    </ConfirmPanel>
   );
 }
 
