@@ -1,5 +1,5 @@
-// What the page that follows a new automation's save shows once: the webhook secret it issued and
-// what was done. It passes from the form to that page here, in memory, and is gone once taken.
+// What the page that follows a save shows once: the webhook secret a new automation was issued and
+// what was done (a deletion's, on the list). It passes to that page here, in memory, and is gone once taken.
 export interface Handover {
   said: string;
   secret?: string;
@@ -7,12 +7,15 @@ export interface Handover {
 
 const handed = new Map<string, Handover>();
 
-export function handOver(automationId: string, handover: Handover): void {
-  handed.set(automationId, handover);
+/** The key of the automation list's handover (an automation's own is its id). */
+export const AUTOMATION_LIST = "";
+
+export function handOver(page: string, handover: Handover): void {
+  handed.set(page, handover);
 }
 
-export function takeHandover(automationId: string): Handover | undefined {
-  const handover = handed.get(automationId);
-  handed.delete(automationId);
+export function takeHandover(page: string): Handover | undefined {
+  const handover = handed.get(page);
+  handed.delete(page);
   return handover;
 }

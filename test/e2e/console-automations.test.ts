@@ -140,6 +140,26 @@ describe("automations in the console", () => {
     await phone.close();
   }, 180_000);
 
+  it("deletes an automation after confirming in the page, and the list says so", async () => {
+    const made = unwrap(await ts.admin.POST("/api/v1/automations", { body: { automation: { displayName: "Short-lived" } } }));
+    const { context, page } = await openConsole(browser, "desktop", ts.url, BOOTSTRAP, { path: `#/automations/${made.automation.id}` });
+    await page.getByRole("heading", { name: "Short-lived" }).waitFor();
+    await page.getByRole("button", { name: "Delete" }).click();
+    const question = page.getByRole("alertdialog", { name: "Delete Short-lived?" });
+    expect(await question.textContent()).toContain("The executions it already has stay readable through the API.");
+    // Cancel sends nothing.
+    await question.getByRole("button", { name: "Cancel" }).click();
+    expect(await page.getByRole("alertdialog").count()).toBe(0);
+    expect((await ts.admin.GET("/api/v1/automations/{id}", { params: { path: { id: made.automation.id! } } })).response.status).toBe(200);
+
+    await page.getByRole("button", { name: "Delete" }).click();
+    await page.getByRole("alertdialog", { name: "Delete Short-lived?" }).getByRole("button", { name: "Delete" }).click();
+    await page.getByRole("heading", { name: "Automations" }).waitFor();
+    await page.getByRole("status").getByText("Automation deleted: Short-lived.").waitFor();
+    expect((await ts.admin.GET("/api/v1/automations/{id}", { params: { path: { id: made.automation.id! } } })).response.status).toBe(404);
+    await context.close();
+  }, 60_000);
+
   it("shows an API error in words next to the form that caused it", async () => {
     const { context, page } = await openConsole(browser, "desktop", ts.url, BOOTSTRAP, { path: "#/automations/new" });
     await page.getByLabel("Name").fill("Bad CIDR");

@@ -3,9 +3,9 @@
 // delivery log (or, on fund events, its executions), and, once published, redriving its failed executions.
 import { useEffect, useState } from "preact/hooks";
 import { call, type Schemas, type Session } from "../api.js";
-import { ErrorText, Outcome, useAction } from "../components.js";
+import { ConfirmPanel, ErrorText, Outcome, useAction } from "../components.js";
 import { href, navigate } from "../route.js";
-import { takeHandover } from "../secrets.js";
+import { AUTOMATION_LIST, handOver, takeHandover } from "../secrets.js";
 import { exampleUserId } from "../users.js";
 import { DeliveryLog, ExecutionLog } from "./deliveries.js";
 import { stateLabel } from "./automations.js";
@@ -50,9 +50,10 @@ export function AutomationPage({ session, id }: { session: Session; id: string }
     setSecret(rotated.webhookSecret);
     return "Webhook secret rotated: the new one is shown once, above.";
   });
+  const [deleting, setDeleting] = useState(false);
   const remove = useAction(async () => {
-    if (!window.confirm("Delete this automation? Its webhook URL stops working at once.")) return;
     await call(session.client.DELETE("/api/v1/automations/{id}", path));
+    handOver(AUTOMATION_LIST, { said: `Automation deleted: ${automation?.displayName ?? id}.` });
     navigate("automations");
   });
 
@@ -82,15 +83,30 @@ export function AutomationPage({ session, id }: { session: Session; id: string }
         <button type="button" disabled={update.busy} onClick={() => void update.run({ enabled: !enabled }, "enabled")}>
           {enabled ? "Turn trigger off" : "Turn trigger on"}
         </button>
-        <button type="button" class="danger" disabled={remove.busy} onClick={() => void remove.run()}>
+        <button type="button" class="danger" disabled={deleting} onClick={() => setDeleting(true)}>
           Delete
         </button>
       </div>
+      {deleting ? (
+        <ConfirmPanel
+          title={`Delete ${automation.displayName}?`}
+          confirm="Delete"
+          danger
+          busy={remove.busy}
+          error={remove.error}
+          onConfirm={() => void remove.run()}
+          onCancel={() => setDeleting(false)}
+        >
+          <p>
+            {webhook ? "Its webhook URL stops working at once (events sent to it are answered 404), and its delivery log goes with it. " : ""}
+            {onFundEvents ? "Fund events start it no more. " : ""}The executions it already has stay readable through the API.
+          </p>
+        </ConfirmPanel>
+      ) : null}
       {published && enabled ? null : (
         <p class="hint">{onFundEvents ? "Fund events start nothing" : "Events are accepted but not run"} until the automation is published and its trigger is on.</p>
       )}
       <Outcome action={update.error || update.done ? update : { error: null, done: created?.said ?? "" }} />
-      <ErrorText error={remove.error} />
 
       <section aria-label="Trigger">
         <h2>Trigger</h2>

@@ -1,9 +1,9 @@
 // The automation list and the form that creates one with its trigger (an incoming webhook or fund events).
 import { useState } from "preact/hooks";
 import { call, type Schemas, type Session } from "../api.js";
-import { ErrorText, Field, ListStatus, Table, useAction, usePaged, When } from "../components.js";
+import { ErrorText, Field, ListStatus, Outcome, Table, useAction, usePaged, When } from "../components.js";
 import { href, navigate } from "../route.js";
-import { handOver } from "../secrets.js";
+import { AUTOMATION_LIST, handOver, takeHandover } from "../secrets.js";
 import { draftOf, triggerOf, TriggerInputs, triggerSummary } from "./trigger.js";
 
 export function stateLabel(a: Schemas["Automation"]): string {
@@ -12,6 +12,7 @@ export function stateLabel(a: Schemas["Automation"]): string {
 
 export function AutomationList({ session }: { session: Session }) {
   const { items, loaded, error, pager } = usePaged((page_token) => call(session.client.GET("/api/v1/automations", { params: { query: { page_size: 25, page_token } } })));
+  const [said] = useState(() => takeHandover(AUTOMATION_LIST)?.said ?? "");
   return (
     <section>
       <header class="bar">
@@ -20,6 +21,7 @@ export function AutomationList({ session }: { session: Session }) {
           New automation
         </a>
       </header>
+      <Outcome action={{ error: null, done: said }} />
       <ListStatus error={error} loaded={loaded} count={items.length} empty="No automations yet." />
       <Table headers={["Name", "State", "Trigger", "Last run"]}>
       {items.map(({ automation: a }) => (
