@@ -140,7 +140,7 @@ export function UserInput(props: { label: string; names: UserNames; value: strin
   const wanted = open ? typed.trim() : "";
   useEffect(() => {
     if (!names.readable || !wanted || wanted.length > QUERY_MAX) return;
-    // Only the answer for the text now typed counts: a slower answer to older text is dropped.
+    // Only the answer for the text now typed redraws: a slower answer to older text is not shown.
     let live = true;
     const timer = setTimeout(() => void names.search(wanted).then(() => live && setFound((n) => n + 1)), SEARCH_DELAY_MS);
     return () => {
