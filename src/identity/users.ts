@@ -112,8 +112,9 @@ function likeLiteral(text: string): string {
 }
 
 /**
- * Lower case for A to Z only, on both databases: SQLite's lower() folds ASCII alone and
- * PostgreSQL's folds every letter, so PostgreSQL translates instead and both answer alike.
+ * Lower case for A to Z only, on both databases: SQLite's lower() folds ASCII alone, while
+ * PostgreSQL's folds every letter under most collations, so PostgreSQL translates instead and both
+ * answer alike whatever the database's collation.
  */
 function asciiLower(dialect: Storage["dialect"]): (column: string) => RawBuilder<string> {
   if (dialect === "sqlite") return (column) => sql<string>`lower(${sql.ref(column)})`;
