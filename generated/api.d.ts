@@ -66,6 +66,14 @@ export interface paths {
          *     `page_token` is omitted or empty on the first request and the previous `nextPageToken`
          *     after that; an empty `nextPageToken` means the end of the results has been reached.
          *
+         *     `query` keeps only the users whose display name or email contains it, or whose `id` is
+         *     it: letters `A` to `Z` match `a` to `z` (other characters match only themselves), and `%`,
+         *     `_` and `\` are plain characters, not patterns. The matches come in the same order and are
+         *     paged the same way. A page token is bound to the `query` it was issued for: used with
+         *     another `query`, or without one, it is 400 `INVALID_PAGE_TOKEN`. A `query` of more than 100
+         *     characters, or empty, is 400. For example `GET /api/v1/users?query=lovelace` finds Ada
+         *     Lovelace.
+         *
          *     The API users of other services authenticate with their credentials through the token
          *     endpoint (OAuth 2.0 client credentials, token URL `{base_url}/auth/v1/token`, credentials
          *     in the request body, not in headers; no scopes are defined).
@@ -7983,6 +7991,13 @@ export interface operations {
     "svc.api.iam.v1.UserService.List": {
         parameters: {
             query?: {
+                /**
+                 * @description Only the users whose display name or email contains this text (ASCII letters in any
+                 *     case), or whose `id` is this text. Text without control characters other than tab and
+                 *     newline, nor unpaired surrogates (see Text in the introduction).
+                 * @example lovelace
+                 */
+                query?: string;
                 /**
                  * @description Number of results per page. Default 25. Accepted range 10 to 100: a value below 10 is
                  *     treated as 10; a value above 100 is treated as 100, whatever its size (`2147483648` and

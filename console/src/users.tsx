@@ -1,7 +1,8 @@
 // Users shown by their display name, with their id beside it. The contract has no batch read of
-// users, so names come from UserService.List (its first page, read at sign-in) and UserService.Get
-// for any other id, each asked once per sign-in. Only a super admin may read users: for every other
-// role, and for an id no user has, the id is shown alone.
+// users, so names come from UserService.List (its first page, read at sign-in, and its `query` as a
+// user input is typed in) and UserService.Get for any other id, each asked once per sign-in. Only a
+// super admin or a fund admin may read users: for every other role, and for an id no user has, the
+// id is shown alone.
 import { useEffect, useState } from "preact/hooks";
 import { ApiRequestError, unwrap, type ApiClient, type components } from "../../src/client/index.js";
 
@@ -14,8 +15,10 @@ export interface UserNames {
   get(id: string): Promise<User | null>;
   /** The user of `id` when already read: a list drawn again shows names at once, not ids first. */
   known(id: string): User | undefined;
-  /** Every user read so far (the first page, and those read by id), by name. */
+  /** Every user read so far (the first page, those found and those read by id), by name. */
   all(): User[];
+  /** Asks the API for the users whose name or email contains `text` (or whose id it is); they join all(). */
+  search(text: string): Promise<void>;
 }
 
 /** How many users sign-in reads at once (the contract's largest page): a small tenant's every name. */
@@ -27,12 +30,15 @@ export async function userNames(client: ApiClient): Promise<UserNames> {
   // Each id asked once: its answer, or the request under way.
   const cache = new Map<string, Promise<User | null>>();
   const { data, response } = await client.GET("/api/v1/users", { params: { query: { page_size: FIRST_PAGE } } });
-  if (response.status === 403) return { readable: false, get: () => Promise.resolve(null), known: () => undefined, all: () => [] };
+  if (response.status === 403) return { readable: false, get: () => Promise.resolve(null), known: () => undefined, all: () => [], search: () => Promise.resolve() };
   if (!data) throw new ApiRequestError(response, undefined);
-  for (const { user } of data.list) {
-    read.set(user.id, user);
-    cache.set(user.id, Promise.resolve(user));
-  }
+  const remember = (users: readonly { user: User }[]) => {
+    for (const { user } of users) {
+      read.set(user.id, user);
+      cache.set(user.id, Promise.resolve(user));
+    }
+  };
+  remember(data.list);
   const fetchUser = async (id: string) => {
     try {
       const { user } = unwrap(await client.GET("/api/v1/users/{user_id}", { params: { path: { user_id: id } } }));
@@ -54,6 +60,12 @@ export async function userNames(client: ApiClient): Promise<UserNames> {
     },
     known: (id) => read.get(id),
     all: () => [...read.values()].sort((a, b) => a.displayName.localeCompare(b.displayName)),
+    async search(text) {
+      // One page is enough: a user input shows a few suggestions, and typing more narrows them. A
+      // failed search (the network, a 5xx) leaves the suggestions to the users already read.
+      const found = await client.GET("/api/v1/users", { params: { query: { query: text, page_size: SUGGESTED } } }).catch(() => undefined);
+      if (found?.data) remember(found.data.list);
+    },
   };
 }
 
@@ -95,6 +107,12 @@ export function exampleUserId(names: UserNames): string {
 /** How many users a user input suggests at once. */
 const SUGGESTED = 8;
 
+/** How long typing pauses before a user input asks the API, so a word typed asks once, not per key. */
+const SEARCH_DELAY_MS = 200;
+
+/** The longest text UserService.List's `query` takes. */
+const QUERY_MAX = 100;
+
 /** The users whose name, email or id contains `text` (any case); none for an id typed in full. */
 export function suggestUsers(users: User[], text: string): User[] {
   const wanted = text.trim().toLowerCase();
@@ -117,6 +135,19 @@ export function UserInput(props: { label: string; names: UserNames; value: strin
   const [active, setActive] = useState(0);
   const parts = multiple ? value.split(",") : [value];
   const typed = parts[parts.length - 1] ?? "";
+  // Bumped when a search's answer adds users, to suggest them too.
+  const [, setFound] = useState(0);
+  const wanted = open ? typed.trim() : "";
+  useEffect(() => {
+    if (!names.readable || !wanted || wanted.length > QUERY_MAX) return;
+    // Only the answer for the text now typed redraws: a slower answer to older text is not shown.
+    let live = true;
+    const timer = setTimeout(() => void names.search(wanted).then(() => live && setFound((n) => n + 1)), SEARCH_DELAY_MS);
+    return () => {
+      live = false;
+      clearTimeout(timer);
+    };
+  }, [names, wanted]);
   const suggestions = open ? suggestUsers(names.all(), typed) : [];
   const choose = (user: User) => {
     onChange(multiple ? [...parts.slice(0, -1).map((p) => p.trim()), user.id].join(", ") : user.id);

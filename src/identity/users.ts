@@ -6,6 +6,7 @@ import { userTarget } from "../audit/change.js";
 import type { Origin } from "../core/origin.js";
 import { conflict, invalidField, notFound } from "../core/errors.js";
 import { newId } from "../core/ids.js";
+import { sql, type RawBuilder } from "kysely";
 import { pageSize, type Page, type PageTokens } from "../core/pagination.js";
 import type { Storage } from "../storage/connect.js";
 import type { UsersTable } from "../storage/schema.js";
@@ -81,13 +82,41 @@ export class Users {
     return Number(n);
   }
 
-  /** Ordered by id. */
-  async list(size: number | undefined, token: string | undefined): Promise<Page<User>> {
-    const scope = "users";
+  /**
+   * Ordered by id; `query` keeps the users whose name or email contains it (ASCII letters in any
+   * case) or whose id it is. A page token is bound to the query it was issued for.
+   */
+  async list(size: number | undefined, token: string | undefined, query?: string): Promise<Page<User>> {
+    // Without a query the scope stays "users", so tokens issued before there was one still work.
+    const scope = query === undefined ? "users" : `users:${JSON.stringify(query)}`;
     const after = this.pageTokens.decode(scope, token, "query.page_token", 1);
     const limit = pageSize(size);
-    let query = this.storage.db.selectFrom("users").selectAll().orderBy("id").limit(limit + 1);
-    if (after) query = query.where("id", ">", String(after[0]));
-    return this.pageTokens.page(scope, await query.execute(), limit, (r) => [r.id], toUser);
+    let rows = this.storage.db.selectFrom("users").selectAll().orderBy("id").limit(limit + 1);
+    if (query !== undefined) {
+      const fold = asciiLower(this.storage.dialect);
+      const pattern = `%${likeLiteral(query.replace(/[A-Z]/g, (c) => c.toLowerCase()))}%`;
+      const contains = (column: "display_name" | "email") => sql<boolean>`${fold(column)} like ${pattern} escape ${LIKE_ESCAPE}`;
+      rows = rows.where((eb) => eb.or([contains("display_name"), contains("email"), eb("id", "=", query)]));
+    }
+    if (after) rows = rows.where("id", ">", String(after[0]));
+    return this.pageTokens.page(scope, await rows.execute(), limit, (r) => [r.id], toUser);
   }
+}
+
+const LIKE_ESCAPE = "\\";
+const ASCII_UPPER = "ABCDEFGHIJKLMNOPQRSTUVWXYZ";
+
+/** `text` as a LIKE pattern matching exactly it: `%`, `_` and the escape character escaped. */
+function likeLiteral(text: string): string {
+  return text.replace(/[\\%_]/g, (c) => LIKE_ESCAPE + c);
+}
+
+/**
+ * Lower case for A to Z only, on both databases: SQLite's lower() folds ASCII alone, while
+ * PostgreSQL's folds every letter under most collations, so PostgreSQL translates instead and both
+ * answer alike whatever the database's collation.
+ */
+function asciiLower(dialect: Storage["dialect"]): (column: string) => RawBuilder<string> {
+  if (dialect === "sqlite") return (column) => sql<string>`lower(${sql.ref(column)})`;
+  return (column) => sql<string>`translate(${sql.ref(column)}, ${ASCII_UPPER}, ${ASCII_UPPER.toLowerCase()})`;
 }

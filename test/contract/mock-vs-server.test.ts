@@ -110,6 +110,7 @@ const CASES: Record<string, () => Case> = {
   "no arm of a SpendLimit": () => ({ method: "POST", target: limitPath, ...json({ limit: {} }) }),
   "page_token not issued by the server": () => ({ method: "GET", target: "/api/v1/users?page_token=bm90LWEtcGFnZS10b2tlbg", headers: admin() }),
   "unknown query parameter": () => ({ method: "GET", target: "/api/v1/users?colour=blue", headers: admin() }),
+  "user query over 100 characters": () => ({ method: "GET", target: `/api/v1/users?query=${"a".repeat(101)}`, headers: admin() }),
   "missing required body field": () => ({ method: "POST", target: "/api/v1/users", ...json({ email: "ada@example.com", roles: ["ROLE_USER"] }) }),
   "wrong type in the body": () => ({ method: "POST", target: "/api/v1/users", ...json(user({ displayName: 42 })) }),
   "extra body property": () => ({ method: "POST", target: "/api/v1/users", ...json(user({ nickname: "Ada" })) }),

@@ -196,4 +196,38 @@ describe("a console that offers, confirms and speaks plainly", () => {
     await page.getByRole("region", { name: "Steps" }).getByRole("status").getByText("Steps saved: one step.").waitFor();
     await context.close();
   }, 90_000);
+
+  it("a user field finds a user beyond the first 100 the console read, by typing part of the name", async () => {
+    const admin = await ts.userClient(["ROLE_FUND_ADMIN"], "Far reader");
+    // As many users as there are now, plus 101: some user of this batch sorts after the first 100 ids.
+    const before = await allUserIds();
+    const batch = new Map<string, string>();
+    for (let i = 0; i < before.length + 101; i++) {
+      const displayName = `Bulk Person ${String(i).padStart(3, "0")}`;
+      const { user } = unwrap(await ts.admin.POST("/api/v1/users", { body: { displayName, email: `bulk${i}@example.com`, roles: ["ROLE_USER"] } }));
+      batch.set(user.id!, displayName);
+    }
+    const far = (await allUserIds()).slice(100).find((id) => batch.has(id))!;
+    const name = batch.get(far)!;
+
+    const { context, page } = await openConsole(browser, "desktop", ts.url, admin, { path: "#/limits/open" });
+    const userInput = page.getByRole("combobox", { name: "User id" });
+    await userInput.pressSequentially(name.slice("Bulk ".length).toLowerCase());
+    await page.getByRole("listbox", { name: "Users" }).getByRole("option", { name: new RegExp(`^${name}`) }).waitFor();
+    await userInput.press("Enter");
+    expect(await userInput.inputValue()).toBe(far);
+    await context.close();
+  }, 90_000);
 });
+
+/** Every user's id, in the API's order (ascending id). */
+async function allUserIds(): Promise<string[]> {
+  const ids: string[] = [];
+  let page_token = "";
+  do {
+    const page = unwrap(await ts.admin.GET("/api/v1/users", { params: { query: { page_size: 100, page_token } } }));
+    ids.push(...page.list.map(({ user }) => user.id!));
+    page_token = page.nextPageToken;
+  } while (page_token);
+  return ids;
+}

@@ -23,7 +23,7 @@ export function identityHandlers(deps: { grant: ClientCredentialsGrant; users: U
       Create: async ({ body }, ctx) => ({ user: await users.create(body, keepAnswer(ctx, (user) => ({ user })), ctx) }),
       Get: async ({ path }) => ({ user: await users.get(path.user_id) }),
       List: async ({ query }) => {
-        const page = await users.list(query.page_size, query.page_token);
+        const page = await users.list(query.page_size, query.page_token, query.query);
         return { list: page.items.map((user) => ({ user })), nextPageToken: page.nextPageToken };
       },
     },
