@@ -207,7 +207,7 @@ const idempotencyLines = [
 ];
 writeFileSync(join(outDir, "idempotency.ts"), idempotencyLines.join("\n"));
 
-// 4. The Redoc page, from the same bundle.
+// 5. The Redoc page, from the same bundle.
 execFileSync(process.execPath, [join(root, "scripts/docs.mjs"), "--out", outDir], { stdio: ["ignore", "ignore", "inherit"] });
 
 console.log(`generated ${ops.length} operations of ${services.length} services into ${outDir}`);

@@ -1,4 +1,5 @@
 // Users of the tenant: who they are and which roles they hold.
+import { sql, type RawBuilder } from "kysely";
 import type { components } from "../../generated/api.js";
 import type { Clock } from "../core/clock.js";
 import { recordAudit } from "../audit/audit-record.js";
@@ -6,7 +7,6 @@ import { userTarget } from "../audit/change.js";
 import type { Origin } from "../core/origin.js";
 import { conflict, invalidField, notFound } from "../core/errors.js";
 import { newId } from "../core/ids.js";
-import { sql, type RawBuilder } from "kysely";
 import { pageSize, type Page, type PageTokens } from "../core/pagination.js";
 import type { Storage } from "../storage/connect.js";
 import type { UsersTable } from "../storage/schema.js";
