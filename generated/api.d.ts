@@ -2006,6 +2006,224 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/webhooks/incoming/{listener_id}/standard-webhooks": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The id of the webhook listener, generated when an incoming-webhook trigger is saved on an
+                 *     automation (`IncomingWebhookTrigger.listenerId`). The complete URL, including this id, is
+                 *     generated and displayed when the trigger configuration is saved
+                 *     (`IncomingWebhookTrigger.url`). An unknown listener id is answered 404.
+                 * @example wh_7Hq2Lr9sVx3mNc8K
+                 */
+                listener_id: components["parameters"]["ListenerId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Receive a Standard Webhooks event
+         * @description A sender that signs by the Standard Webhooks specification (https://www.standardwebhooks.com,
+         *     every Svix-powered sender and many others) posts to the listener of a `standardWebhooks`
+         *     trigger, at its `url`, with no relay.
+         *
+         *     ## Request headers
+         *
+         *     | Header | Required | Description |
+         *     |---|---|---|
+         *     | Content-Type | yes | `application/json`; a `charset` parameter, if any, must be `utf-8` (any case), else 415 |
+         *     | Content-Encoding | no | Absent or `identity`; any other value is 415. |
+         *     | webhook-id | yes | The message id, the event id of the delivery (compared exactly): 1 to 128 letters, digits, `.`, `_`, `:` and `-`, beginning with a letter or digit. |
+         *     | webhook-timestamp | yes | Unix time in seconds (decimal string), within 5 minutes of the server's time. |
+         *     | webhook-signature | yes | Space-separated signatures, each `v1,<base64>` (HMAC-SHA256) or `v1a,<base64>` (Ed25519); at most 16. |
+         *
+         *     ## Signatures
+         *
+         *     The signature input is `{webhook-id}.{webhook-timestamp}.{body}`, the raw body's bytes.
+         *
+         *     - A listener without a `publicKey` accepts `v1,` signatures: base64 (standard, with padding)
+         *       HMAC-SHA256 keyed by the bytes of its `whsec_` secret's base64 part.
+         *     - A listener with a `publicKey` (`whpk_...`) accepts `v1a,` signatures: base64 Ed25519
+         *       signatures verified with the key.
+         *
+         *     The delivery is authentic when any one signature of the header matches: a sender rotating its
+         *     secret or key sends one signature per secret meanwhile. Signatures of the other version, and
+         *     of versions the specification may add, are ignored. The event type given to the steps
+         *     (`ctx.webhook.eventType`) is the body's `type`, when it is a string (the specification's
+         *     payload structure), else null.
+         *
+         *     This operation does not take the API's access token: every request must carry the signature
+         *     of the listener's sender. The intake is the same as that of `Receive`, in the same order,
+         *     with the same reasons: the rate limits of the source address first (429 `RATE_LIMITED` or
+         *     `TOO_MANY_FAILED_ATTEMPTS`), then an unknown listener, or one of another kind, 404
+         *     (`LISTENER_NOT_FOUND`); a source address outside the allowed CIDR list 403; a body over 64 KB
+         *     413; missing or malformed headers, a `Content-Type` other than `application/json` or a body
+         *     that is not valid JSON 400, and a `charset` other than `utf-8` or a `Content-Encoding` other
+         *     than `identity` 415, in the order of the header table; then authentication 401 (counted
+         *     against the address's budget of failed authentications on the listener); once
+         *     authenticated, the listener's rate limit (429 `RATE_LIMITED`, `listener`); then the event
+         *     id, deduplicated for 7 days: a second delivery of the same id is 409 (`DUPLICATE_EVENT`) and
+         *     does not run the automation again. Only deliveries that passed every check record their
+         *     event id; recording it and starting the automation's execution happen together before the
+         *     `200`. Signatures are compared in constant time, with every secret valid now: the current
+         *     one and, for the grace period after `RotateWebhookSecret`, the one it replaced.
+         *
+         *     The body is any valid JSON, at most 64 KB, as for `Receive`; the steps see it as
+         *     `ctx.trigger`, and the delivery's event id and event type as `ctx.webhook.eventId` and
+         *     `ctx.webhook.eventType`.
+         *
+         *     The 200 body is the recorded event (`{ "webhookEvent": {...} }`), the entry the delivery
+         *     log lists for it. Every error answer carries the API's one error body, `Status`.
+         */
+        post: operations["svc.api.webhooks.v1.IncomingWebhookService.ReceiveStandardWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/webhooks/incoming/{listener_id}/github": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The id of the webhook listener, generated when an incoming-webhook trigger is saved on an
+                 *     automation (`IncomingWebhookTrigger.listenerId`). The complete URL, including this id, is
+                 *     generated and displayed when the trigger configuration is saved
+                 *     (`IncomingWebhookTrigger.url`). An unknown listener id is answered 404.
+                 * @example wh_7Hq2Lr9sVx3mNc8K
+                 */
+                listener_id: components["parameters"]["ListenerId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Receive a GitHub webhook delivery
+         * @description GitHub, or a sender that signs as GitHub does, posts to the listener of a `github` trigger, at
+         *     its `url`, with no relay. In the repository's (or organization's, or app's) webhook settings,
+         *     set the payload URL to the listener's `url`, the content type to `application/json` (a form
+         *     body is 400) and the secret to the listener's `webhookSecret`.
+         *
+         *     ## Request headers
+         *
+         *     | Header | Required | Description |
+         *     |---|---|---|
+         *     | Content-Type | yes | `application/json`; a `charset` parameter, if any, must be `utf-8` (any case), else 415 |
+         *     | Content-Encoding | no | Absent or `identity`; any other value is 415. |
+         *     | X-GitHub-Delivery | yes | The delivery's GUID, the event id (compared exactly; a redelivery keeps it). |
+         *     | X-GitHub-Event | yes | The event's name (`push`, `ping`...), given to the steps as `ctx.webhook.eventType`. |
+         *     | X-Hub-Signature-256 | yes | `sha256=` and the hex HMAC-SHA256 of the raw body, keyed by the secret's UTF-8 bytes. |
+         *
+         *     GitHub's scheme signs no timestamp, so there is no timestamp window: a delivery replayed
+         *     within 7 days is refused by its `X-GitHub-Delivery` (409), and one replayed later is refused
+         *     only if its body is no longer the one signed. The older `X-Hub-Signature` (SHA-1) is ignored.
+         *
+         *     This operation does not take the API's access token: every request must carry the signature
+         *     of the listener's sender. The intake is the same as that of `Receive`, in the same order,
+         *     with the same reasons: the rate limits of the source address first (429 `RATE_LIMITED` or
+         *     `TOO_MANY_FAILED_ATTEMPTS`), then an unknown listener, or one of another kind, 404
+         *     (`LISTENER_NOT_FOUND`); a source address outside the allowed CIDR list 403; a body over 64 KB
+         *     413; missing or malformed headers, a `Content-Type` other than `application/json` or a body
+         *     that is not valid JSON 400, and a `charset` other than `utf-8` or a `Content-Encoding` other
+         *     than `identity` 415, in the order of the header table; then authentication 401 (counted
+         *     against the address's budget of failed authentications on the listener); once
+         *     authenticated, the listener's rate limit (429 `RATE_LIMITED`, `listener`); then the event
+         *     id, deduplicated for 7 days: a second delivery of the same id is 409 (`DUPLICATE_EVENT`) and
+         *     does not run the automation again. Only deliveries that passed every check record their
+         *     event id; recording it and starting the automation's execution happen together before the
+         *     `200`. Signatures are compared in constant time, with every secret valid now: the current
+         *     one and, for the grace period after `RotateWebhookSecret`, the one it replaced.
+         *
+         *     The body is any valid JSON, at most 64 KB, as for `Receive`; the steps see it as
+         *     `ctx.trigger`, and the delivery's event id and event type as `ctx.webhook.eventId` and
+         *     `ctx.webhook.eventType`.
+         *
+         *     The 200 body is the recorded event (`{ "webhookEvent": {...} }`), the entry the delivery
+         *     log lists for it. Every error answer carries the API's one error body, `Status`.
+         */
+        post: operations["svc.api.webhooks.v1.IncomingWebhookService.ReceiveGithubWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/webhooks/incoming/{listener_id}/stripe": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The id of the webhook listener, generated when an incoming-webhook trigger is saved on an
+                 *     automation (`IncomingWebhookTrigger.listenerId`). The complete URL, including this id, is
+                 *     generated and displayed when the trigger configuration is saved
+                 *     (`IncomingWebhookTrigger.url`). An unknown listener id is answered 404.
+                 * @example wh_7Hq2Lr9sVx3mNc8K
+                 */
+                listener_id: components["parameters"]["ListenerId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Receive a Stripe event
+         * @description Stripe, or a sender that signs as Stripe does, posts to the listener of a `stripe` trigger, at
+         *     its `url`, with no relay. Stripe makes the endpoint's signing secret (`whsec_...`, shown in
+         *     the dashboard or by `stripe listen`): give it to `RotateWebhookSecret` as `webhookSecret`.
+         *
+         *     ## Request headers
+         *
+         *     | Header | Required | Description |
+         *     |---|---|---|
+         *     | Content-Type | yes | `application/json`; a `charset` parameter, if any, must be `utf-8` (any case), else 415 |
+         *     | Content-Encoding | no | Absent or `identity`; any other value is 415. |
+         *     | Stripe-Signature | yes | `t=<Unix seconds>,v1=<hex>`, possibly with several `v1=` (at most 16) and other schemes' entries, which are ignored. `t=` must be within 5 minutes of the server's time. |
+         *
+         *     ## Signature and event id
+         *
+         *     The signature input is `{t}.{body}`; each `v1=` is the hex HMAC-SHA256 of it, keyed by the
+         *     UTF-8 bytes of the whole secret string (`whsec_` included), as Stripe's libraries compute it.
+         *     The delivery is authentic when any one `v1=` matches. The event id is the body's `id`
+         *     (`evt_...`, compared exactly), so the body must be a JSON object with a string `id` (400
+         *     otherwise); the event type given to the steps is its `type`, when it is a string.
+         *
+         *     This operation does not take the API's access token: every request must carry the signature
+         *     of the listener's sender. The intake is the same as that of `Receive`, in the same order,
+         *     with the same reasons: the rate limits of the source address first (429 `RATE_LIMITED` or
+         *     `TOO_MANY_FAILED_ATTEMPTS`), then an unknown listener, or one of another kind, 404
+         *     (`LISTENER_NOT_FOUND`); a source address outside the allowed CIDR list 403; a body over 64 KB
+         *     413; missing or malformed headers, a `Content-Type` other than `application/json` or a body
+         *     that is not valid JSON 400, and a `charset` other than `utf-8` or a `Content-Encoding` other
+         *     than `identity` 415, in the order of the header table; then authentication 401 (counted
+         *     against the address's budget of failed authentications on the listener); once
+         *     authenticated, the listener's rate limit (429 `RATE_LIMITED`, `listener`); then the event
+         *     id, deduplicated for 7 days: a second delivery of the same id is 409 (`DUPLICATE_EVENT`) and
+         *     does not run the automation again. Only deliveries that passed every check record their
+         *     event id; recording it and starting the automation's execution happen together before the
+         *     `200`. Signatures are compared in constant time, with every secret valid now: the current
+         *     one and, for the grace period after `RotateWebhookSecret`, the one it replaced.
+         *
+         *     The body is any valid JSON, at most 64 KB, as for `Receive`; the steps see it as
+         *     `ctx.trigger`, and the delivery's event id and event type as `ctx.webhook.eventId` and
+         *     `ctx.webhook.eventType`.
+         *
+         *     The 200 body is the recorded event (`{ "webhookEvent": {...} }`), the entry the delivery
+         *     log lists for it. Every error answer carries the API's one error body, `Status`.
+         */
+        post: operations["svc.api.webhooks.v1.IncomingWebhookService.ReceiveStripeWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export interface webhooks {
     notification: {
@@ -4685,6 +4903,17 @@ export interface components {
             authorization: components["schemas"]["SpendAuthorization"];
         };
         /**
+         * @description Optional IP restriction: the allowed source CIDR ranges (IPv4 or IPv6, with a prefix
+         *     length: `203.0.113.0/24`, `2001:db8::/32`; a single address is `/32` or `/128`).
+         *     Requests from other addresses are rejected with 403 (an IPv4-mapped IPv6 peer such as
+         *     `::ffff:203.0.113.7` matches IPv4 ranges). Empty or absent: any source.
+         * @example [
+         *       "203.0.113.0/24",
+         *       "2001:db8::/32"
+         *     ]
+         */
+        WebhookAllowedSourceCidrs: string[];
+        /**
          * @description JWT authentication of a webhook listener. The caller hosts a JWKS (JSON Web Key Set) at a
          *     stable HTTPS URL and gives the URL to the trigger configuration. The service fetches the keys
          *     to verify each token. Supported algorithms: RS256, ES256, EdDSA (RSA, ECDSA or Ed25519 keys).
@@ -4707,25 +4936,66 @@ export interface components {
             jwksUrl: string;
         };
         /**
+         * @description A listener for a sender that signs by the Standard Webhooks specification
+         *     (https://www.standardwebhooks.com: every Svix-powered sender and many others). The sender
+         *     sends `webhook-id`, `webhook-timestamp` and `webhook-signature`; the signature input is
+         *     `{webhook-id}.{webhook-timestamp}.{body}`.
+         *
+         *     - Without `publicKey` (absent or null): symmetric signatures, `v1,<base64 HMAC-SHA256>`,
+         *       keyed by the base64-decoded part of a `whsec_` secret. The service generates one
+         *       (`whsec_` and the base64 of 32 random bytes) and answers it once as `webhookSecret`; a
+         *       sender that makes its own (a Svix endpoint's "signing secret") is given to
+         *       `RotateWebhookSecret` as `webhookSecret`.
+         *     - With `publicKey`: asymmetric signatures, `v1a,<base64 Ed25519 signature>`, verified with
+         *       this key. The listener then has no secret; a sender rotating its key signs with both keys
+         *       for a while (the header carries both), and the new key replaces this one with
+         *       `UpdateAutomation`.
+         * @example {
+         *       "publicKey": null
+         *     }
+         */
+        StandardWebhooksAuth: {
+            /**
+             * @description The sender's Ed25519 public key in the specification's form: `whpk_` and the base64
+             *     (with padding) of the 32-byte key. Null or absent: the listener verifies `v1` HMAC
+             *     signatures with its secret. Answers carry it as saved, null when absent.
+             * @example whpk_gtVFaCliCkpHmooMSttu09tUx/KbUb/b73b/cHXymwg=
+             */
+            publicKey?: string | null;
+        };
+        /**
          * @description An incoming-webhook trigger: the configuration of the automation's webhook listener.
-         *     Saving it creates the listener: an id (`listenerId`), the complete URL (`url`), the
-         *     authentication method and, optionally, the allowed source CIDR ranges.
+         *     Saving it creates the listener: an id (`listenerId`), the complete URL (`url`), the kind of
+         *     sender it accepts with its authentication, and, optionally, the allowed source CIDR ranges.
          *
-         *     The authentication method is a oneof (`auth`): exactly one of `hmac` or `jwt` is set; the
-         *     other is absent or null. Answers carry every field: the unset method null, and
-         *     `allowedSourceCidrs` `[]` when any source is allowed.
+         *     The kind is a oneof (`auth`): exactly one of `hmac`, `jwt`, `standardWebhooks`, `github` or
+         *     `stripe` is set; the others are absent or null. Answers carry every field: the unset kinds
+         *     null, and `allowedSourceCidrs` `[]` when any source is allowed.
          *
-         *     - `hmac` (`{}`): the service generates a 256-bit secret and gives it as a base64url string,
-         *       `<SIGNING_SECRET>`, once, as `webhookSecret` in the answer of the save that creates it (and
-         *       of `RotateWebhookSecret`). It is never readable afterwards.
-         *     - `jwt` (`{ "jwksUrl": ... }`): tokens are verified with the keys of the caller's JWKS.
+         *     | Kind | The sender | Posts to (`url`) | Secret |
+         *     |---|---|---|---|
+         *     | `hmac` (`{}`) | signs `{timestamp}.{event_id}.{body}` with `Webhook-Signature` (this API's own scheme) | `/api/v1/webhooks/incoming/{listener_id}` | generated |
+         *     | `jwt` (`{ "jwksUrl": ... }`) | sends a JWT verified with the keys of its JWKS | `/api/v1/webhooks/incoming/{listener_id}` | none |
+         *     | `standardWebhooks` (`{}` or `{ "publicKey": ... }`) | signs by the Standard Webhooks specification (`webhook-id`, `webhook-timestamp`, `webhook-signature`) | `/api/v1/webhooks/incoming/{listener_id}/standard-webhooks` | `whsec_...`, generated or the sender's; none with a `publicKey` |
+         *     | `github` (`{}`) | signs as GitHub does (`X-Hub-Signature-256`, `X-GitHub-Delivery`, `X-GitHub-Event`) | `/api/v1/webhooks/incoming/{listener_id}/github` | generated or the sender's |
+         *     | `stripe` (`{}`) | signs as Stripe does (`Stripe-Signature: t=...,v1=...`) | `/api/v1/webhooks/incoming/{listener_id}/stripe` | `whsec_...`, generated or the sender's |
          *
-         *     A later save that keeps a webhook trigger keeps its listener (same `listenerId` and `url`)
-         *     and, while the method stays `hmac`, its secret. Removing the trigger, or deleting the
-         *     automation, removes the listener: its URL is answered 404.
+         *     A listener with a secret gets a generated one, in its sender's form (`WebhookSecret`), once, as
+         *     `webhookSecret` in the answer of the save that creates it (and of `RotateWebhookSecret`, which
+         *     also takes the sender's own secret for the kinds whose senders make one). It is never readable
+         *     afterwards.
+         *
+         *     A later save that keeps a webhook trigger keeps its listener (same `listenerId`) and, while
+         *     the kind keeps the same form of secret, its secret; a save that changes the kind to one with
+         *     another form of secret (or from none) generates a new one, answered once, and ends the old one
+         *     at once. The `url` follows the kind. Removing the trigger, or deleting the automation, removes
+         *     the listener: its URL is answered 404, and so is a delivery to the URL of another kind.
          * @example {
          *       "hmac": {},
          *       "jwt": null,
+         *       "standardWebhooks": null,
+         *       "github": null,
+         *       "stripe": null,
          *       "allowedSourceCidrs": [
          *         "203.0.113.0/24",
          *         "2001:db8::/32"
@@ -4737,13 +5007,10 @@ export interface components {
         IncomingWebhookTrigger: {
             hmac: components["schemas"]["Empty"];
             jwt?: null;
-            /**
-             * @description Optional IP restriction: the allowed source CIDR ranges (IPv4 or IPv6, with a prefix
-             *     length: `203.0.113.0/24`, `2001:db8::/32`; a single address is `/32` or `/128`).
-             *     Requests from other addresses are rejected with 403 (an IPv4-mapped IPv6 peer such as
-             *     `::ffff:203.0.113.7` matches IPv4 ranges). Empty or absent: any source.
-             */
-            allowedSourceCidrs?: string[];
+            standardWebhooks?: null;
+            github?: null;
+            stripe?: null;
+            allowedSourceCidrs?: components["schemas"]["WebhookAllowedSourceCidrs"];
             /** @description The listener id, generated when the trigger configuration is saved. Always present in responses; ignored in requests. */
             readonly listenerId?: string;
             /**
@@ -4756,18 +5023,63 @@ export interface components {
         } | {
             hmac?: null;
             jwt: components["schemas"]["WebhookJwtAuth"];
-            /**
-             * @description Optional IP restriction: the allowed source CIDR ranges (IPv4 or IPv6, with a prefix
-             *     length: `203.0.113.0/24`, `2001:db8::/32`; a single address is `/32` or `/128`).
-             *     Requests from other addresses are rejected with 403 (an IPv4-mapped IPv6 peer such as
-             *     `::ffff:203.0.113.7` matches IPv4 ranges). Empty or absent: any source.
-             */
-            allowedSourceCidrs?: string[];
+            standardWebhooks?: null;
+            github?: null;
+            stripe?: null;
+            allowedSourceCidrs?: components["schemas"]["WebhookAllowedSourceCidrs"];
             /** @description The listener id, generated when the trigger configuration is saved. Always present in responses; ignored in requests. */
             readonly listenerId?: string;
             /**
              * Format: uri
              * @description The complete intake URL, `BASE_URL` + `/api/v1/webhooks/incoming/{listener_id}`,
+             *     generated and displayed when the trigger configuration is saved. Always present in
+             *     responses; ignored in requests.
+             */
+            readonly url?: string;
+        } | {
+            hmac?: null;
+            jwt?: null;
+            standardWebhooks: components["schemas"]["StandardWebhooksAuth"];
+            github?: null;
+            stripe?: null;
+            allowedSourceCidrs?: components["schemas"]["WebhookAllowedSourceCidrs"];
+            /** @description The listener id, generated when the trigger configuration is saved. Always present in responses; ignored in requests. */
+            readonly listenerId?: string;
+            /**
+             * Format: uri
+             * @description The complete intake URL, `BASE_URL` + `/api/v1/webhooks/incoming/{listener_id}/standard-webhooks`,
+             *     generated and displayed when the trigger configuration is saved. Always present in
+             *     responses; ignored in requests.
+             */
+            readonly url?: string;
+        } | {
+            hmac?: null;
+            jwt?: null;
+            standardWebhooks?: null;
+            github: components["schemas"]["Empty"];
+            stripe?: null;
+            allowedSourceCidrs?: components["schemas"]["WebhookAllowedSourceCidrs"];
+            /** @description The listener id, generated when the trigger configuration is saved. Always present in responses; ignored in requests. */
+            readonly listenerId?: string;
+            /**
+             * Format: uri
+             * @description The complete intake URL, `BASE_URL` + `/api/v1/webhooks/incoming/{listener_id}/github`,
+             *     generated and displayed when the trigger configuration is saved. Always present in
+             *     responses; ignored in requests.
+             */
+            readonly url?: string;
+        } | {
+            hmac?: null;
+            jwt?: null;
+            standardWebhooks?: null;
+            github?: null;
+            stripe: components["schemas"]["Empty"];
+            allowedSourceCidrs?: components["schemas"]["WebhookAllowedSourceCidrs"];
+            /** @description The listener id, generated when the trigger configuration is saved. Always present in responses; ignored in requests. */
+            readonly listenerId?: string;
+            /**
+             * Format: uri
+             * @description The complete intake URL, `BASE_URL` + `/api/v1/webhooks/incoming/{listener_id}/stripe`,
              *     generated and displayed when the trigger configuration is saved. Always present in
              *     responses; ignored in requests.
              */
@@ -4857,6 +5169,9 @@ export interface components {
          *       "webhook": {
          *         "hmac": {},
          *         "jwt": null,
+         *         "standardWebhooks": null,
+         *         "github": null,
+         *         "stripe": null,
          *         "allowedSourceCidrs": [
          *           "203.0.113.0/24"
          *         ],
@@ -5208,6 +5523,9 @@ export interface components {
          *           "webhook": {
          *             "hmac": {},
          *             "jwt": null,
+         *             "standardWebhooks": null,
+         *             "github": null,
+         *             "stripe": null,
          *             "allowedSourceCidrs": [
          *               "203.0.113.0/24"
          *             ],
@@ -5303,6 +5621,9 @@ export interface components {
          *             "webhook": {
          *               "hmac": {},
          *               "jwt": null,
+         *               "standardWebhooks": null,
+         *               "github": null,
+         *               "stripe": null,
          *               "allowedSourceCidrs": [
          *                 "203.0.113.0/24"
          *               ],
@@ -5366,6 +5687,9 @@ export interface components {
          *                 "webhook": {
          *                   "hmac": {},
          *                   "jwt": null,
+         *                   "standardWebhooks": null,
+         *                   "github": null,
+         *                   "stripe": null,
          *                   "allowedSourceCidrs": [
          *                     "203.0.113.0/24"
          *                   ],
@@ -5445,6 +5769,18 @@ export interface components {
             automation: components["schemas"]["Automation"];
         };
         /**
+         * @description A webhook listener's signing secret, shown once, in the form its sender takes:
+         *
+         *     | Listener | Generated by the service | Accepted from the sender (`RotateWebhookSecret`) |
+         *     |---|---|---|
+         *     | `hmac` | 256 bits as base64url, no padding (43 characters) | never: the service always generates it |
+         *     | `standardWebhooks` (no `publicKey`) | `whsec_` and the base64 of 32 random bytes | `whsec_` and the base64 (padding optional) of 24 to 64 bytes |
+         *     | `github` | 256 bits as base64url, no padding (43 characters) | 16 to 256 printable ASCII characters (`!` to `~`) |
+         *     | `stripe` | `whsec_` and 32 letters and digits | `whsec_` and 16 to 250 letters and digits |
+         * @example KpTKA8y4giOWOIn5BAk9ncg-3Jg5Z4ZOxq1e6otAaVA
+         */
+        WebhookSecret: string;
+        /**
          * @description Answer of `AutomationService.CreateAutomation`.
          * @example {
          *       "automation": {
@@ -5458,6 +5794,9 @@ export interface components {
          *             "webhook": {
          *               "hmac": {},
          *               "jwt": null,
+         *               "standardWebhooks": null,
+         *               "github": null,
+         *               "stripe": null,
          *               "allowedSourceCidrs": [
          *                 "203.0.113.0/24"
          *               ],
@@ -5507,12 +5846,12 @@ export interface components {
         AutomationServiceCreateAutomationResponse: {
             automation: components["schemas"]["Automation"];
             /**
-             * @description The HMAC signing secret, `<SIGNING_SECRET>`: a 256-bit secret as a base64url string
-             *     (43 characters, no padding), when this save created an HMAC trigger, else null; shown
-             *     once, never readable afterwards (a lost secret is replaced by `RotateWebhookSecret`).
-             *     The HMAC key is this string exactly as provided, as UTF-8 bytes, not base64-decoded.
+             * @description The listener's new signing secret, in its sender's form (`WebhookSecret`: for `hmac`,
+             *     `<SIGNING_SECRET>`, 256 bits as base64url, 43 characters, whose UTF-8 bytes are the HMAC
+             *     key), when this save created a listener with a secret, else null; shown once, never
+             *     readable afterwards (a lost secret is replaced by `RotateWebhookSecret`).
              */
-            webhookSecret: string | null;
+            webhookSecret: components["schemas"]["WebhookSecret"] | null;
             /**
              * @description The signing secret of the automation's `notify` steps (`whsec_` and the base64 of 32
              *     random bytes; the HMAC key is the decoded bytes), when this save created it: the first
@@ -5535,6 +5874,9 @@ export interface components {
          *             "webhook": {
          *               "hmac": {},
          *               "jwt": null,
+         *               "standardWebhooks": null,
+         *               "github": null,
+         *               "stripe": null,
          *               "allowedSourceCidrs": [
          *                 "203.0.113.0/24"
          *               ],
@@ -5641,6 +5983,9 @@ export interface components {
          *             "webhook": {
          *               "hmac": {},
          *               "jwt": null,
+         *               "standardWebhooks": null,
+         *               "github": null,
+         *               "stripe": null,
          *               "allowedSourceCidrs": [
          *                 "203.0.113.0/24"
          *               ],
@@ -5690,12 +6035,12 @@ export interface components {
         AutomationServiceUpdateAutomationResponse: {
             automation: components["schemas"]["Automation"];
             /**
-             * @description The HMAC signing secret, `<SIGNING_SECRET>`: a 256-bit secret as a base64url string
-             *     (43 characters, no padding), when this save created a new HMAC secret (a webhook trigger
-             *     added with `hmac`, or switched from `jwt` to `hmac`), else null; shown once.
-             *     The HMAC key is this string exactly as provided, as UTF-8 bytes, not base64-decoded.
+             * @description The listener's new signing secret, in its sender's form (`WebhookSecret`: for `hmac`,
+             *     `<SIGNING_SECRET>`, 256 bits as base64url, 43 characters, whose UTF-8 bytes are the HMAC
+             *     key), when this save created a new secret (a webhook trigger added, or its kind changed to one with another form of secret), else null; shown once, never
+             *     readable afterwards (a lost secret is replaced by `RotateWebhookSecret`).
              */
-            webhookSecret: string | null;
+            webhookSecret: components["schemas"]["WebhookSecret"] | null;
             /**
              * @description The signing secret of the automation's `notify` steps (`whsec_` and the base64 of 32
              *     random bytes; the HMAC key is the decoded bytes), when this save created it: the first
@@ -5710,10 +6055,18 @@ export interface components {
          */
         AutomationServiceDeleteAutomationResponse: Record<string, never>;
         /**
-         * @description Request of `AutomationService.RotateWebhookSecret`, an empty object.
+         * @description Request of `AutomationService.RotateWebhookSecret`: `{}` to have the service generate the new
+         *     secret, or the sender's own secret as `webhookSecret`, for the listener kinds whose senders
+         *     make their own (a Stripe endpoint's or a Svix endpoint's signing secret, a secret typed into
+         *     GitHub's form). The secret is checked against its kind's form (`WebhookSecret`): a secret of
+         *     another form is 400 (`INVALID_ARGUMENT`), and so is any secret for an `hmac` listener, whose
+         *     secret the service always generates.
          * @example {}
          */
-        AutomationServiceRotateWebhookSecretRequest: Record<string, never>;
+        AutomationServiceRotateWebhookSecretRequest: {
+            /** @description The sender's signing secret, in the sender's form; absent to have the service generate one. */
+            webhookSecret?: components["schemas"]["WebhookSecret"];
+        };
         /**
          * @description Answer of `AutomationService.RotateWebhookSecret`.
          * @example {
@@ -5728,6 +6081,9 @@ export interface components {
          *             "webhook": {
          *               "hmac": {},
          *               "jwt": null,
+         *               "standardWebhooks": null,
+         *               "github": null,
+         *               "stripe": null,
          *               "allowedSourceCidrs": [
          *                 "203.0.113.0/24"
          *               ],
@@ -5776,10 +6132,11 @@ export interface components {
         AutomationServiceRotateWebhookSecretResponse: {
             automation: components["schemas"]["Automation"];
             /**
-             * @description The new HMAC signing secret: a 256-bit secret as a base64url string (43 characters, no
-             *     padding), shown once. The previous secret stays valid for the grace period.
+             * @description The listener's new current secret, in its sender's form (`WebhookSecret`): the one given
+             *     in the request, else a generated one, shown once. The previous secret stays valid for the
+             *     grace period, so that deliveries signed with either are accepted while the sender switches.
              */
-            webhookSecret: string;
+            webhookSecret: components["schemas"]["WebhookSecret"];
         };
         /**
          * @description Request of `AutomationService.RotateNotificationSecret`, an empty object.
@@ -5800,6 +6157,9 @@ export interface components {
          *             "webhook": {
          *               "hmac": {},
          *               "jwt": null,
+         *               "standardWebhooks": null,
+         *               "github": null,
+         *               "stripe": null,
          *               "allowedSourceCidrs": [
          *                 "203.0.113.0/24"
          *               ],
@@ -5913,11 +6273,12 @@ export interface components {
         WebhookEventOutcome: "WEBHOOK_EVENT_OUTCOME_UNSPECIFIED" | "WEBHOOK_EVENT_OUTCOME_EXECUTED" | "WEBHOOK_EVENT_OUTCOME_NOT_RUN_DRAFT" | "WEBHOOK_EVENT_OUTCOME_NOT_RUN_DISABLED" | (string & {});
         /**
          * @description One accepted inbound webhook event: an entry of the delivery log. An event is identified by
-         *     its event id (UUID v4) within its listener. Event records are kept for 7 days; a second
+         *     its event id within its listener (for `hmac` and `jwt` listeners a UUID v4). Event records are kept for 7 days; a second
          *     request with the same event id for the same listener within that time is answered 409 and
          *     is not recorded again. Requests answered 400, 401, 403, 404 or 413 are not recorded.
          * @example {
          *       "eventId": "3f1c9a52-7d4e-4b8a-9c21-5e6f7a8b9c0d",
+         *       "eventType": null,
          *       "listenerId": "wh_7Hq2Lr9sVx3mNc8K",
          *       "automationId": "aut_5Xn2Bq8Rk4Lm7Pz1",
          *       "receivedAt": "2026-11-20T09:30:00Z",
@@ -5928,10 +6289,18 @@ export interface components {
          */
         WebhookEvent: {
             /**
-             * @description The `Webhook-Event-Id` of the request, lowercased.
+             * @description The event id the listener deduplicates on: for `hmac` and `jwt` listeners the
+             *     `Webhook-Event-Id` of the request, lowercased (ids compare case-insensitively); for
+             *     `standardWebhooks` the `webhook-id`, for `github` the `X-GitHub-Delivery`, for `stripe` the
+             *     body's `id`, each as received (compared exactly).
              * @example 3f1c9a52-7d4e-4b8a-9c21-5e6f7a8b9c0d
              */
             eventId: string;
+            /**
+             * @description The event's type where the sender's scheme carries one (`WebhookDelivery.eventType`), else null.
+             * @example null
+             */
+            eventType: string | null;
             /** @example wh_7Hq2Lr9sVx3mNc8K */
             listenerId: string;
             /** @example aut_5Xn2Bq8Rk4Lm7Pz1 */
@@ -5958,6 +6327,7 @@ export interface components {
          * @example {
          *       "webhookEvent": {
          *         "eventId": "3f1c9a52-7d4e-4b8a-9c21-5e6f7a8b9c0d",
+         *         "eventType": null,
          *         "listenerId": "wh_7Hq2Lr9sVx3mNc8K",
          *         "automationId": "aut_5Xn2Bq8Rk4Lm7Pz1",
          *         "receivedAt": "2026-11-20T09:30:00Z",
@@ -5977,6 +6347,7 @@ export interface components {
          *         {
          *           "webhookEvent": {
          *             "eventId": "0b7e2d4f-91a3-4c6e-8f25-7d1a9b3c5e60",
+         *             "eventType": null,
          *             "listenerId": "wh_7Hq2Lr9sVx3mNc8K",
          *             "automationId": "aut_5Xn2Bq8Rk4Lm7Pz1",
          *             "receivedAt": "2026-11-20T09:41:12Z",
@@ -5988,6 +6359,7 @@ export interface components {
          *         {
          *           "webhookEvent": {
          *             "eventId": "3f1c9a52-7d4e-4b8a-9c21-5e6f7a8b9c0d",
+         *             "eventType": null,
          *             "listenerId": "wh_7Hq2Lr9sVx3mNc8K",
          *             "automationId": "aut_5Xn2Bq8Rk4Lm7Pz1",
          *             "receivedAt": "2026-11-20T09:30:00Z",
@@ -5999,6 +6371,7 @@ export interface components {
          *         {
          *           "webhookEvent": {
          *             "eventId": "9d4a6c2e-5b8f-4e1d-a7c3-2f6b8e0d4a91",
+         *             "eventType": null,
          *             "listenerId": "wh_7Hq2Lr9sVx3mNc8K",
          *             "automationId": "aut_5Xn2Bq8Rk4Lm7Pz1",
          *             "receivedAt": "2026-11-20T09:12:45Z",
@@ -6223,12 +6596,44 @@ export interface components {
             } | null;
         };
         /**
+         * @description The delivery that started a webhook-triggered execution, as the sender's scheme names it:
+         *     `ctx.webhook` in CEL. Null for an execution started by a fund event.
+         *
+         *     | Listener | `eventId` | `eventType` |
+         *     |---|---|---|
+         *     | `hmac`, `jwt` | `Webhook-Event-Id`, lowercased | null |
+         *     | `standardWebhooks` | `webhook-id` | the body's `type`, when it is a string (the specification's payload structure), else null |
+         *     | `github` | `X-GitHub-Delivery` | `X-GitHub-Event` (`push`, `pull_request`, `ping`...) |
+         *     | `stripe` | the body's `id` (`evt_...`) | the body's `type` (`invoice.paid`...) when it is a string, else null |
+         * @example {
+         *       "eventId": "72d3162e-cc78-11e3-81ab-4c9367dc0958",
+         *       "eventType": "push"
+         *     }
+         */
+        WebhookDelivery: {
+            /**
+             * @description The event id the listener deduplicated on (`WebhookEvent.eventId`).
+             * @example 72d3162e-cc78-11e3-81ab-4c9367dc0958
+             */
+            eventId: string;
+            /**
+             * @description The event's type, where the sender's scheme carries one; null otherwise, and null too when
+             *     the body's `type` is not 1 to 128 printable ASCII characters without spaces.
+             * @example push
+             */
+            eventType: string | null;
+        };
+        /**
          * @description The context data of an execution, `ctx` without the step outputs.
          * @example {
          *       "trigger": {
          *         "event": "card.lost",
          *         "userId": "2Qk3mN8rT1vX9yZ0",
          *         "appId": "app-salesforce"
+         *       },
+         *       "webhook": {
+         *         "eventId": "3f1c9a52-7d4e-4b8a-9c21-5e6f7a8b9c0d",
+         *         "eventType": null
          *       }
          *     }
          */
@@ -6238,6 +6643,11 @@ export interface components {
              *     received (`WebhookPayload`), or the fund event (`FundEvent`) of a fund-event trigger.
              */
             trigger: components["schemas"]["WebhookPayload"] | components["schemas"]["FundEvent"];
+            /**
+             * @description The delivery that started it, `ctx.webhook` in CEL: its event id and event type as the
+             *     sender's scheme names them (`WebhookDelivery`); null for a fund-event trigger.
+             */
+            webhook: components["schemas"]["WebhookDelivery"] | null;
         };
         /**
          * @description What started an automation execution.
@@ -6321,6 +6731,10 @@ export interface components {
          *           "event": "card.lost",
          *           "userId": "2Qk3mN8rT1vX9yZ0",
          *           "appId": "app-salesforce"
+         *         },
+         *         "webhook": {
+         *           "eventId": "3f1c9a52-7d4e-4b8a-9c21-5e6f7a8b9c0d",
+         *           "eventType": null
          *         }
          *       },
          *       "eventId": "3f1c9a52-7d4e-4b8a-9c21-5e6f7a8b9c0d",
@@ -6440,6 +6854,10 @@ export interface components {
          *             "event": "card.lost",
          *             "userId": "2Qk3mN8rT1vX9yZ0",
          *             "appId": "app-salesforce"
+         *           },
+         *           "webhook": {
+         *             "eventId": "3f1c9a52-7d4e-4b8a-9c21-5e6f7a8b9c0d",
+         *             "eventType": null
          *           }
          *         },
          *         "eventId": "3f1c9a52-7d4e-4b8a-9c21-5e6f7a8b9c0d",
@@ -6687,6 +7105,11 @@ export interface components {
              *     most 64 KB. When the field is absent the expressions are only checked.
              */
             samplePayload?: components["schemas"]["WebhookPayload"];
+            /**
+             * @description The delivery to evaluate the expressions with as `ctx.webhook` (with `samplePayload`);
+             *     absent, `ctx.webhook` is null, as in an execution started by a fund event.
+             */
+            sampleWebhook?: components["schemas"]["WebhookDelivery"];
         };
         /**
          * @description One problem of a step that a save would refuse with 400.
@@ -6872,6 +7295,10 @@ export interface components {
          *             "event": "card.lost",
          *             "userId": "2Qk3mN8rT1vX9yZ0",
          *             "appId": "app-salesforce"
+         *           },
+         *           "webhook": {
+         *             "eventId": "3f1c9a52-7d4e-4b8a-9c21-5e6f7a8b9c0d",
+         *             "eventType": null
          *           }
          *         },
          *         "eventId": "3f1c9a52-7d4e-4b8a-9c21-5e6f7a8b9c0d",
@@ -6945,6 +7372,10 @@ export interface components {
          *                 "event": "card.lost",
          *                 "userId": "2Qk3mN8rT1vX9yZ0",
          *                 "appId": "app-salesforce"
+         *               },
+         *               "webhook": {
+         *                 "eventId": "3f1c9a52-7d4e-4b8a-9c21-5e6f7a8b9c0d",
+         *                 "eventType": null
          *               }
          *             },
          *             "eventId": "3f1c9a52-7d4e-4b8a-9c21-5e6f7a8b9c0d",
@@ -7021,6 +7452,10 @@ export interface components {
          *             "event": "card.lost",
          *             "userId": "2Qk3mN8rT1vX9yZ0",
          *             "appId": "app-salesforce"
+         *           },
+         *           "webhook": {
+         *             "eventId": "3f1c9a52-7d4e-4b8a-9c21-5e6f7a8b9c0d",
+         *             "eventType": null
          *           }
          *         },
          *         "eventId": "3f1c9a52-7d4e-4b8a-9c21-5e6f7a8b9c0d",
@@ -7097,6 +7532,10 @@ export interface components {
          *             "event": "card.lost",
          *             "userId": "2Qk3mN8rT1vX9yZ0",
          *             "appId": "app-salesforce"
+         *           },
+         *           "webhook": {
+         *             "eventId": "3f1c9a52-7d4e-4b8a-9c21-5e6f7a8b9c0d",
+         *             "eventType": null
          *           }
          *         },
          *         "eventId": "3f1c9a52-7d4e-4b8a-9c21-5e6f7a8b9c0d",
@@ -7344,6 +7783,7 @@ export interface components {
          * @example {
          *       "webhookEvent": {
          *         "eventId": "3f1c9a52-7d4e-4b8a-9c21-5e6f7a8b9c0d",
+         *         "eventType": null,
          *         "listenerId": "wh_7Hq2Lr9sVx3mNc8K",
          *         "automationId": "aut_5Xn2Bq8Rk4Lm7Pz1",
          *         "receivedAt": "2026-11-20T09:30:00Z",
@@ -7815,6 +8255,37 @@ export interface components {
          * @example 3f1c9a52-7d4e-4b8a-9c21-5e6f7a8b9c0d
          */
         WebhookEventId: string;
+        /**
+         * @description Standard Webhooks: the message id, unique per event and the same on every retry of it; used for
+         *     idempotency (compared exactly). 1 to 128 letters, digits, `.`, `_`, `:` and `-`, beginning with
+         *     a letter or digit (`msg_2KWPBgLlAfxdpx2AI54pPJ85f4W`); anything else, or a missing header, is
+         *     400. The `{webhook-id}` part of the signature input.
+         * @example msg_2KWPBgLlAfxdpx2AI54pPJ85f4W
+         */
+        StandardWebhookId: string;
+        /**
+         * @description Standard Webhooks: the Unix time in seconds at which the message was signed (decimal string).
+         *     Must be within 5 minutes of the server's time (300 s either way), as `Webhook-Timestamp`; a
+         *     missing header, a value that is not a plain decimal string of Unix seconds, or a value outside
+         *     the window is 400. The `{webhook-timestamp}` part of the signature input.
+         * @example 1795167000
+         */
+        StandardWebhookTimestamp: string;
+        /**
+         * @description GitHub: the delivery's GUID, the same on a redelivery of it; the event id, used for idempotency
+         *     (compared exactly). 1 to 128 letters, digits, `.`, `_`, `:` and `-`, beginning with a letter or
+         *     digit; anything else, or a missing header, is 400. GitHub signs no timestamp: the 7-day
+         *     deduplication of this id is the listener's defence against a replayed delivery.
+         * @example 72d3162e-cc78-11e3-81ab-4c9367dc0958
+         */
+        GithubDelivery: string;
+        /**
+         * @description GitHub: the name of the event (`push`, `pull_request`, `ping`...), given to the steps as
+         *     `ctx.webhook.eventType`. 1 to 64 lowercase letters, digits, `_`, `.` and `-`; anything else,
+         *     or a missing header, is 400.
+         * @example push
+         */
+        GithubEvent: string;
         /**
          * @description The notification's id, `<execution id>_<stepName>` (`AutomationExecution.id` and `AutomationStep.stepName`): the same on every attempt of the step and
          *     when a run resumed after a crash sends it again. A receiver drops a repeat by it. Signed (the
@@ -11576,6 +12047,9 @@ export interface operations {
                      *                 "webhook": {
                      *                   "hmac": {},
                      *                   "jwt": null,
+                     *                   "standardWebhooks": null,
+                     *                   "github": null,
+                     *                   "stripe": null,
                      *                   "allowedSourceCidrs": [
                      *                     "203.0.113.0/24"
                      *                   ],
@@ -11633,6 +12107,9 @@ export interface operations {
                      *                   "jwt": {
                      *                     "jwksUrl": "https://billing.example.com/.well-known/jwks.json"
                      *                   },
+                     *                   "standardWebhooks": null,
+                     *                   "github": null,
+                     *                   "stripe": null,
                      *                   "allowedSourceCidrs": [],
                      *                   "listenerId": "wh_2Bn6Tz4Kq8Vd1Mx5",
                      *                   "url": "http://localhost:8080/api/v1/webhooks/incoming/wh_2Bn6Tz4Kq8Vd1Mx5"
@@ -11792,6 +12269,9 @@ export interface operations {
                      *             "webhook": {
                      *               "hmac": {},
                      *               "jwt": null,
+                     *               "standardWebhooks": null,
+                     *               "github": null,
+                     *               "stripe": null,
                      *               "allowedSourceCidrs": [
                      *                 "203.0.113.0/24"
                      *               ],
@@ -11873,6 +12353,9 @@ export interface operations {
                      *             "webhook": {
                      *               "hmac": {},
                      *               "jwt": null,
+                     *               "standardWebhooks": null,
+                     *               "github": null,
+                     *               "stripe": null,
                      *               "allowedSourceCidrs": [
                      *                 "203.0.113.0/24"
                      *               ],
@@ -12024,6 +12507,9 @@ export interface operations {
                      *             "webhook": {
                      *               "hmac": {},
                      *               "jwt": null,
+                     *               "standardWebhooks": null,
+                     *               "github": null,
+                     *               "stripe": null,
                      *               "allowedSourceCidrs": [
                      *                 "203.0.113.0/24"
                      *               ],
@@ -12246,6 +12732,9 @@ export interface operations {
                      *             "webhook": {
                      *               "hmac": {},
                      *               "jwt": null,
+                     *               "standardWebhooks": null,
+                     *               "github": null,
+                     *               "stripe": null,
                      *               "allowedSourceCidrs": [
                      *                 "203.0.113.0/24"
                      *               ],
@@ -12409,6 +12898,9 @@ export interface operations {
                      *             "webhook": {
                      *               "hmac": {},
                      *               "jwt": null,
+                     *               "standardWebhooks": null,
+                     *               "github": null,
+                     *               "stripe": null,
                      *               "allowedSourceCidrs": [
                      *                 "203.0.113.0/24"
                      *               ],
@@ -12600,6 +13092,7 @@ export interface operations {
                      *         {
                      *           "webhookEvent": {
                      *             "eventId": "0b7e2d4f-91a3-4c6e-8f25-7d1a9b3c5e60",
+                     *             "eventType": null,
                      *             "listenerId": "wh_7Hq2Lr9sVx3mNc8K",
                      *             "automationId": "aut_5Xn2Bq8Rk4Lm7Pz1",
                      *             "receivedAt": "2026-11-20T09:41:12Z",
@@ -12611,6 +13104,7 @@ export interface operations {
                      *         {
                      *           "webhookEvent": {
                      *             "eventId": "3f1c9a52-7d4e-4b8a-9c21-5e6f7a8b9c0d",
+                     *             "eventType": null,
                      *             "listenerId": "wh_7Hq2Lr9sVx3mNc8K",
                      *             "automationId": "aut_5Xn2Bq8Rk4Lm7Pz1",
                      *             "receivedAt": "2026-11-20T09:30:00Z",
@@ -12622,6 +13116,7 @@ export interface operations {
                      *         {
                      *           "webhookEvent": {
                      *             "eventId": "9d4a6c2e-5b8f-4e1d-a7c3-2f6b8e0d4a91",
+                     *             "eventType": null,
                      *             "listenerId": "wh_7Hq2Lr9sVx3mNc8K",
                      *             "automationId": "aut_5Xn2Bq8Rk4Lm7Pz1",
                      *             "receivedAt": "2026-11-20T09:12:45Z",
@@ -12752,6 +13247,10 @@ export interface operations {
                      *             "event": "card.lost",
                      *             "userId": "2Qk3mN8rT1vX9yZ0",
                      *             "appId": "app-salesforce"
+                     *           },
+                     *           "webhook": {
+                     *             "eventId": "3f1c9a52-7d4e-4b8a-9c21-5e6f7a8b9c0d",
+                     *             "eventType": null
                      *           }
                      *         },
                      *         "eventId": "3f1c9a52-7d4e-4b8a-9c21-5e6f7a8b9c0d",
@@ -13531,6 +14030,10 @@ export interface operations {
                      *                 "event": "card.lost",
                      *                 "userId": "2Qk3mN8rT1vX9yZ0",
                      *                 "appId": "app-github"
+                     *               },
+                     *               "webhook": {
+                     *                 "eventId": "6a2f8c1e-3d5b-4f7a-b9e0-1c4d7a2e8f53",
+                     *                 "eventType": null
                      *               }
                      *             },
                      *             "eventId": "6a2f8c1e-3d5b-4f7a-b9e0-1c4d7a2e8f53",
@@ -13566,6 +14069,10 @@ export interface operations {
                      *                 "event": "card.lost",
                      *                 "userId": "2Qk3mN8rT1vX9yZ0",
                      *                 "appId": "app-salesforce"
+                     *               },
+                     *               "webhook": {
+                     *                 "eventId": "3f1c9a52-7d4e-4b8a-9c21-5e6f7a8b9c0d",
+                     *                 "eventType": null
                      *               }
                      *             },
                      *             "eventId": "3f1c9a52-7d4e-4b8a-9c21-5e6f7a8b9c0d",
@@ -13683,6 +14190,10 @@ export interface operations {
                      *             "event": "card.lost",
                      *             "userId": "2Qk3mN8rT1vX9yZ0",
                      *             "appId": "app-salesforce"
+                     *           },
+                     *           "webhook": {
+                     *             "eventId": "3f1c9a52-7d4e-4b8a-9c21-5e6f7a8b9c0d",
+                     *             "eventType": null
                      *           }
                      *         },
                      *         "eventId": "3f1c9a52-7d4e-4b8a-9c21-5e6f7a8b9c0d",
@@ -13852,6 +14363,10 @@ export interface operations {
                      *             "event": "card.lost",
                      *             "userId": "2Qk3mN8rT1vX9yZ0",
                      *             "appId": "app-salesforce"
+                     *           },
+                     *           "webhook": {
+                     *             "eventId": "3f1c9a52-7d4e-4b8a-9c21-5e6f7a8b9c0d",
+                     *             "eventType": null
                      *           }
                      *         },
                      *         "eventId": "3f1c9a52-7d4e-4b8a-9c21-5e6f7a8b9c0d",
@@ -14163,6 +14678,455 @@ export interface operations {
                      * @example {
                      *       "webhookEvent": {
                      *         "eventId": "3f1c9a52-7d4e-4b8a-9c21-5e6f7a8b9c0d",
+                     *         "eventType": null,
+                     *         "listenerId": "wh_7Hq2Lr9sVx3mNc8K",
+                     *         "automationId": "aut_5Xn2Bq8Rk4Lm7Pz1",
+                     *         "receivedAt": "2026-11-20T09:30:00Z",
+                     *         "outcome": "WEBHOOK_EVENT_OUTCOME_EXECUTED",
+                     *         "notRunReason": null,
+                     *         "automationExecutionId": "exe_9Tg3Hs6Wq1Zc4Nv8"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["IncomingWebhookServiceReceiveResponse"];
+                };
+            };
+            /** @description The request breaks the contract or a rule of this operation; `details` names the fields at fault. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Status"];
+                };
+            };
+            /** @description The event's authentication failed. It counts against the source address's budget of failed authentications on this listener (`RateLimit` names it: `listener-failures`); once that is spent, the address's requests to the listener are 429 `TOO_MANY_FAILED_ATTEMPTS`. */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Status"];
+                };
+            };
+            /** @description The source address is not in the listener's allowed CIDR ranges. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Status"];
+                };
+            };
+            /** @description A resource the request names does not exist. */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Status"];
+                };
+            };
+            /** @description The request conflicts with the current state. */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Status"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            /** @description The body's `charset` is not `utf-8`, or it has a `Content-Encoding` other than `identity`: webhook bodies are sent, and signed, uncompressed. */
+            415: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Status"];
+                };
+            };
+            429: components["responses"]["WebhookTooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    "svc.api.webhooks.v1.IncomingWebhookService.ReceiveStandardWebhook": {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description Standard Webhooks: the message id, unique per event and the same on every retry of it; used for
+                 *     idempotency (compared exactly). 1 to 128 letters, digits, `.`, `_`, `:` and `-`, beginning with
+                 *     a letter or digit (`msg_2KWPBgLlAfxdpx2AI54pPJ85f4W`); anything else, or a missing header, is
+                 *     400. The `{webhook-id}` part of the signature input.
+                 * @example msg_2KWPBgLlAfxdpx2AI54pPJ85f4W
+                 */
+                "webhook-id": components["parameters"]["StandardWebhookId"];
+                /**
+                 * @description Standard Webhooks: the Unix time in seconds at which the message was signed (decimal string).
+                 *     Must be within 5 minutes of the server's time (300 s either way), as `Webhook-Timestamp`; a
+                 *     missing header, a value that is not a plain decimal string of Unix seconds, or a value outside
+                 *     the window is 400. The `{webhook-timestamp}` part of the signature input.
+                 * @example 1795167000
+                 */
+                "webhook-timestamp": components["parameters"]["StandardWebhookTimestamp"];
+            };
+            path: {
+                /**
+                 * @description The id of the webhook listener, generated when an incoming-webhook trigger is saved on an
+                 *     automation (`IncomingWebhookTrigger.listenerId`). The complete URL, including this id, is
+                 *     generated and displayed when the trigger configuration is saved
+                 *     (`IncomingWebhookTrigger.url`). An unknown listener id is answered 404.
+                 * @example wh_7Hq2Lr9sVx3mNc8K
+                 */
+                listener_id: components["parameters"]["ListenerId"];
+            };
+            cookie?: never;
+        };
+        /** @description Any valid JSON, at most 64 KB (65,536 bytes), UTF-8 without a byte order mark, numbers within the range of a double. Sent uncompressed with `Content-Type` `application/json`. */
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "type": "invoice.paid",
+                 *       "timestamp": "2026-11-20T09:30:00Z",
+                 *       "data": {
+                 *         "userId": "2Qk3mN8rT1vX9yZ0",
+                 *         "appId": "app-salesforce"
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["WebhookPayload"];
+            };
+        };
+        responses: {
+            /** @description Request accepted and automation triggered (or, when the automation is not published or its trigger toggle is not enabled, accepted and recorded as not run). */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "webhookEvent": {
+                     *         "eventId": "msg_2KWPBgLlAfxdpx2AI54pPJ85f4W",
+                     *         "eventType": "invoice.paid",
+                     *         "listenerId": "wh_7Hq2Lr9sVx3mNc8K",
+                     *         "automationId": "aut_5Xn2Bq8Rk4Lm7Pz1",
+                     *         "receivedAt": "2026-11-20T09:30:00Z",
+                     *         "outcome": "WEBHOOK_EVENT_OUTCOME_EXECUTED",
+                     *         "notRunReason": null,
+                     *         "automationExecutionId": "exe_9Tg3Hs6Wq1Zc4Nv8"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["IncomingWebhookServiceReceiveResponse"];
+                };
+            };
+            /** @description The request breaks the contract or a rule of this operation; `details` names the fields at fault. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Status"];
+                };
+            };
+            /** @description The event's authentication failed. It counts against the source address's budget of failed authentications on this listener (`RateLimit` names it: `listener-failures`); once that is spent, the address's requests to the listener are 429 `TOO_MANY_FAILED_ATTEMPTS`. */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Status"];
+                };
+            };
+            /** @description The source address is not in the listener's allowed CIDR ranges. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Status"];
+                };
+            };
+            /** @description A resource the request names does not exist. */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Status"];
+                };
+            };
+            /** @description The request conflicts with the current state. */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Status"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            /** @description The body's `charset` is not `utf-8`, or it has a `Content-Encoding` other than `identity`: webhook bodies are sent, and signed, uncompressed. */
+            415: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Status"];
+                };
+            };
+            429: components["responses"]["WebhookTooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    "svc.api.webhooks.v1.IncomingWebhookService.ReceiveGithubWebhook": {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description GitHub: the delivery's GUID, the same on a redelivery of it; the event id, used for idempotency
+                 *     (compared exactly). 1 to 128 letters, digits, `.`, `_`, `:` and `-`, beginning with a letter or
+                 *     digit; anything else, or a missing header, is 400. GitHub signs no timestamp: the 7-day
+                 *     deduplication of this id is the listener's defence against a replayed delivery.
+                 * @example 72d3162e-cc78-11e3-81ab-4c9367dc0958
+                 */
+                "X-GitHub-Delivery": components["parameters"]["GithubDelivery"];
+                /**
+                 * @description GitHub: the name of the event (`push`, `pull_request`, `ping`...), given to the steps as
+                 *     `ctx.webhook.eventType`. 1 to 64 lowercase letters, digits, `_`, `.` and `-`; anything else,
+                 *     or a missing header, is 400.
+                 * @example push
+                 */
+                "X-GitHub-Event": components["parameters"]["GithubEvent"];
+            };
+            path: {
+                /**
+                 * @description The id of the webhook listener, generated when an incoming-webhook trigger is saved on an
+                 *     automation (`IncomingWebhookTrigger.listenerId`). The complete URL, including this id, is
+                 *     generated and displayed when the trigger configuration is saved
+                 *     (`IncomingWebhookTrigger.url`). An unknown listener id is answered 404.
+                 * @example wh_7Hq2Lr9sVx3mNc8K
+                 */
+                listener_id: components["parameters"]["ListenerId"];
+            };
+            cookie?: never;
+        };
+        /** @description Any valid JSON, at most 64 KB (65,536 bytes), UTF-8 without a byte order mark, numbers within the range of a double. Sent uncompressed with `Content-Type` `application/json`. */
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "ref": "refs/heads/main",
+                 *       "repository": {
+                 *         "full_name": "example/billing"
+                 *       },
+                 *       "sender": {
+                 *         "login": "octocat"
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["WebhookPayload"];
+            };
+        };
+        responses: {
+            /** @description Request accepted and automation triggered (or, when the automation is not published or its trigger toggle is not enabled, accepted and recorded as not run). */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "webhookEvent": {
+                     *         "eventId": "72d3162e-cc78-11e3-81ab-4c9367dc0958",
+                     *         "eventType": "push",
+                     *         "listenerId": "wh_7Hq2Lr9sVx3mNc8K",
+                     *         "automationId": "aut_5Xn2Bq8Rk4Lm7Pz1",
+                     *         "receivedAt": "2026-11-20T09:30:00Z",
+                     *         "outcome": "WEBHOOK_EVENT_OUTCOME_EXECUTED",
+                     *         "notRunReason": null,
+                     *         "automationExecutionId": "exe_9Tg3Hs6Wq1Zc4Nv8"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["IncomingWebhookServiceReceiveResponse"];
+                };
+            };
+            /** @description The request breaks the contract or a rule of this operation; `details` names the fields at fault. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Status"];
+                };
+            };
+            /** @description The event's authentication failed. It counts against the source address's budget of failed authentications on this listener (`RateLimit` names it: `listener-failures`); once that is spent, the address's requests to the listener are 429 `TOO_MANY_FAILED_ATTEMPTS`. */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Status"];
+                };
+            };
+            /** @description The source address is not in the listener's allowed CIDR ranges. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Status"];
+                };
+            };
+            /** @description A resource the request names does not exist. */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Status"];
+                };
+            };
+            /** @description The request conflicts with the current state. */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Status"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            /** @description The body's `charset` is not `utf-8`, or it has a `Content-Encoding` other than `identity`: webhook bodies are sent, and signed, uncompressed. */
+            415: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Status"];
+                };
+            };
+            429: components["responses"]["WebhookTooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    "svc.api.webhooks.v1.IncomingWebhookService.ReceiveStripeWebhook": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The id of the webhook listener, generated when an incoming-webhook trigger is saved on an
+                 *     automation (`IncomingWebhookTrigger.listenerId`). The complete URL, including this id, is
+                 *     generated and displayed when the trigger configuration is saved
+                 *     (`IncomingWebhookTrigger.url`). An unknown listener id is answered 404.
+                 * @example wh_7Hq2Lr9sVx3mNc8K
+                 */
+                listener_id: components["parameters"]["ListenerId"];
+            };
+            cookie?: never;
+        };
+        /** @description Any valid JSON, at most 64 KB (65,536 bytes), UTF-8 without a byte order mark, numbers within the range of a double. Sent uncompressed with `Content-Type` `application/json`. */
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "id": "evt_1NG8Du2eZvKYlo2CUI79vXWy",
+                 *       "object": "event",
+                 *       "type": "invoice.paid",
+                 *       "data": {
+                 *         "object": {
+                 *           "id": "in_1NG8Du2eZvKYlo2C",
+                 *           "customer": "cus_9s6XKzkNRiz8i3"
+                 *         }
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["WebhookPayload"];
+            };
+        };
+        responses: {
+            /** @description Request accepted and automation triggered (or, when the automation is not published or its trigger toggle is not enabled, accepted and recorded as not run). */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "webhookEvent": {
+                     *         "eventId": "evt_1NG8Du2eZvKYlo2CUI79vXWy",
+                     *         "eventType": "invoice.paid",
                      *         "listenerId": "wh_7Hq2Lr9sVx3mNc8K",
                      *         "automationId": "aut_5Xn2Bq8Rk4Lm7Pz1",
                      *         "receivedAt": "2026-11-20T09:30:00Z",

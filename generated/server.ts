@@ -57,7 +57,10 @@ export type OperationId =
   | "svc.api.iam.v1.UserService.Create"
   | "svc.api.iam.v1.UserService.Get"
   | "svc.api.iam.v1.UserService.List"
-  | "svc.api.webhooks.v1.IncomingWebhookService.Receive";
+  | "svc.api.webhooks.v1.IncomingWebhookService.Receive"
+  | "svc.api.webhooks.v1.IncomingWebhookService.ReceiveGithubWebhook"
+  | "svc.api.webhooks.v1.IncomingWebhookService.ReceiveStandardWebhook"
+  | "svc.api.webhooks.v1.IncomingWebhookService.ReceiveStripeWebhook";
 
 type Content<T> = T extends { content: { "application/json": infer B } } ? B
   : T extends { content: { "application/x-www-form-urlencoded": infer F } } ? F : never;
@@ -157,6 +160,12 @@ export interface FundPolicyServiceHandlers<Ctx> {
 export interface IncomingWebhookServiceHandlers<Ctx> {
   /** POST /api/v1/webhooks/incoming/{listener_id} */
   Receive: RawHandler<"svc.api.webhooks.v1.IncomingWebhookService.Receive", Ctx>;
+  /** POST /api/v1/webhooks/incoming/{listener_id}/github */
+  ReceiveGithubWebhook: RawHandler<"svc.api.webhooks.v1.IncomingWebhookService.ReceiveGithubWebhook", Ctx>;
+  /** POST /api/v1/webhooks/incoming/{listener_id}/standard-webhooks */
+  ReceiveStandardWebhook: RawHandler<"svc.api.webhooks.v1.IncomingWebhookService.ReceiveStandardWebhook", Ctx>;
+  /** POST /api/v1/webhooks/incoming/{listener_id}/stripe */
+  ReceiveStripeWebhook: RawHandler<"svc.api.webhooks.v1.IncomingWebhookService.ReceiveStripeWebhook", Ctx>;
 }
 
 export interface MyFundLimitsServiceHandlers<Ctx> {
@@ -330,6 +339,9 @@ export const operationRoutes = [
   { operationId: "svc.api.iam.v1.UserService.Get", service: "UserService", method: "get", path: "/api/v1/users/{user_id}", secured: true, raw: false, maxBodyBytes: null, idempotencyKey: null },
   { operationId: "svc.api.iam.v1.UserService.List", service: "UserService", method: "get", path: "/api/v1/users", secured: true, raw: false, maxBodyBytes: null, idempotencyKey: null },
   { operationId: "svc.api.webhooks.v1.IncomingWebhookService.Receive", service: "IncomingWebhookService", method: "post", path: "/api/v1/webhooks/incoming/{listener_id}", secured: false, raw: true, maxBodyBytes: 65536, idempotencyKey: null },
+  { operationId: "svc.api.webhooks.v1.IncomingWebhookService.ReceiveGithubWebhook", service: "IncomingWebhookService", method: "post", path: "/api/v1/webhooks/incoming/{listener_id}/github", secured: false, raw: true, maxBodyBytes: 65536, idempotencyKey: null },
+  { operationId: "svc.api.webhooks.v1.IncomingWebhookService.ReceiveStandardWebhook", service: "IncomingWebhookService", method: "post", path: "/api/v1/webhooks/incoming/{listener_id}/standard-webhooks", secured: false, raw: true, maxBodyBytes: 65536, idempotencyKey: null },
+  { operationId: "svc.api.webhooks.v1.IncomingWebhookService.ReceiveStripeWebhook", service: "IncomingWebhookService", method: "post", path: "/api/v1/webhooks/incoming/{listener_id}/stripe", secured: false, raw: true, maxBodyBytes: 65536, idempotencyKey: null },
 ] as const satisfies readonly OperationRoute[];
 
 /** Binds a service's handler for an operation id, keeping the handler's exact type. */
