@@ -1231,18 +1231,24 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Rotate the HMAC secret of an automation's webhook listener
+         * Rotate the secret of an automation's webhook listener
          * @description **Beta.** This operation may still change incompatibly in a minor release; every such change
          *     is recorded in `CHANGELOG.md` under the release that makes it.
          *
-         *     Generates a new 256-bit HMAC secret for the automation's webhook listener and returns it
-         *     once as `webhookSecret` (a base64url string, 43 characters). The previous secret stays
-         *     valid for a grace period (a server setting, default 24 hours) so that a sender can switch
-         *     without losing events; during it a signature made with either secret is accepted. Only the
-         *     secret replaced by this rotation keeps a grace period: rotating again ends the grace period
-         *     of the one before.
+         *     Gives the automation's webhook listener a new current secret and returns it once as
+         *     `webhookSecret`: with `{}`, one the service generates in the form of the listener's kind
+         *     (`WebhookSecret`; for `hmac`, a 256-bit secret as a base64url string, 43 characters); with
+         *     `webhookSecret`, the sender's own secret, for the kinds whose senders make one
+         *     (`standardWebhooks` without a `publicKey`, `github`, `stripe`: a Stripe endpoint's signing
+         *     secret is made by Stripe). A given secret of another form than its kind's, or any given
+         *     secret for an `hmac` listener, is 400 (`INVALID_ARGUMENT`, not repeated in the answer). The
+         *     previous secret stays valid for a grace period (a server setting, default 24 hours) so that a
+         *     sender can switch without losing events; during it a signature made with either secret is
+         *     accepted. Only the secret replaced by this rotation keeps a grace period: rotating again ends
+         *     the grace period of the one before.
          *
-         *     An automation with no HMAC trigger (no trigger, or a JWT trigger) is 400 with reason
+         *     An automation with no listener signed with a shared secret (no webhook trigger, a `jwt`
+         *     trigger, or a `standardWebhooks` trigger with a `publicKey`) is 400 with reason
          *     `NOT_HMAC_TRIGGER`. Only `ROLE_SUPER_ADMIN` may call it (other roles get 403). An unknown
          *     id is 404.
          */
@@ -1378,7 +1384,7 @@ export interface paths {
                  */
                 id: components["parameters"]["AutomationId"];
                 /**
-                 * @description The event id of an entry of the automation's delivery log (`WebhookEvent.eventId`); compared case-insensitively.
+                 * @description The event id of an entry of the automation's delivery log (`WebhookEvent.eventId`), as listed; the UUID of an `hmac` or `jwt` listener's event is also found in any case.
                  * @example 3f1c9a52-7d4e-4b8a-9c21-5e6f7a8b9c0d
                  */
                 event_id: components["parameters"]["WebhookEventPathId"];
@@ -8215,7 +8221,7 @@ export interface components {
          */
         AutomationId: string;
         /**
-         * @description The event id of an entry of the automation's delivery log (`WebhookEvent.eventId`); compared case-insensitively.
+         * @description The event id of an entry of the automation's delivery log (`WebhookEvent.eventId`), as listed; the UUID of an `hmac` or `jwt` listener's event is also found in any case.
          * @example 3f1c9a52-7d4e-4b8a-9c21-5e6f7a8b9c0d
          */
         WebhookEventPathId: string;
@@ -13212,7 +13218,7 @@ export interface operations {
                  */
                 id: components["parameters"]["AutomationId"];
                 /**
-                 * @description The event id of an entry of the automation's delivery log (`WebhookEvent.eventId`); compared case-insensitively.
+                 * @description The event id of an entry of the automation's delivery log (`WebhookEvent.eventId`), as listed; the UUID of an `hmac` or `jwt` listener's event is also found in any case.
                  * @example 3f1c9a52-7d4e-4b8a-9c21-5e6f7a8b9c0d
                  */
                 event_id: components["parameters"]["WebhookEventPathId"];

@@ -15,32 +15,42 @@ import { requestId } from "../src/http/request-id.js";
 import { expressPath, findRoute } from "../src/http/route-table.js";
 import { bearerAccessToken } from "../src/identity/access-tokens.js";
 import { checkGrantRequest } from "../src/identity/client-credentials-grant.js";
-import { parseJsonBody } from "../src/webhooks/body.js";
-import { parseWebhookHeaders, type HeaderBag } from "../src/webhooks/headers.js";
-import { SIGNATURE_HEADER, verifyHmac } from "../src/webhooks/hmac.js";
+import { readDelivery } from "../src/webhooks/deliveries.js";
+import { GITHUB_HEADERS } from "../src/webhooks/github.js";
+import type { HeaderBag } from "../src/webhooks/headers.js";
+import { SIGNATURE_HEADER } from "../src/webhooks/hmac.js";
 import { bearerToken } from "../src/webhooks/jwt.js";
+import type { IntakeRoute } from "../src/webhooks/listener-kinds.js";
+import { signatureHeader } from "../src/webhooks/signature-match.js";
+import { STANDARD_WEBHOOK_HEADERS } from "../src/webhooks/standard-webhooks.js";
+import { STRIPE_SIGNATURE_HEADER } from "../src/webhooks/stripe.js";
 import { asLastPage } from "./last-page.js";
 import { prismRefusal } from "./prism-answer.js";
 import { preferForPrism } from "./prefer.js";
 
-const INTAKE = "svc.api.webhooks.v1.IncomingWebhookService.Receive";
+/** The intake's operations, each with its sender's kind and signature header. */
+const INTAKES: Record<string, { route: IntakeRoute; kind: "hmac" | "standardWebhooks" | "github" | "stripe"; signature: string }> = {
+  "svc.api.webhooks.v1.IncomingWebhookService.Receive": { route: "seed", kind: "hmac", signature: SIGNATURE_HEADER },
+  "svc.api.webhooks.v1.IncomingWebhookService.ReceiveStandardWebhook": { route: "standardWebhooks", kind: "standardWebhooks", signature: STANDARD_WEBHOOK_HEADERS.signature },
+  "svc.api.webhooks.v1.IncomingWebhookService.ReceiveGithubWebhook": { route: "github", kind: "github", signature: GITHUB_HEADERS.signature },
+  "svc.api.webhooks.v1.IncomingWebhookService.ReceiveStripeWebhook": { route: "stripe", kind: "stripe", signature: STRIPE_SIGNATURE_HEADER },
+};
 
 // Hop-by-hop headers and those fetch sets itself; Accept-Encoding is dropped so Prism answers plain bytes.
 const NOT_FORWARDED = new Set(["host", "connection", "keep-alive", "transfer-encoding", "content-length", "accept-encoding", "upgrade", "expect"]);
 
 /**
- * The intake's checks that need no listener, in the intake's order: the three headers, the JSON body,
- * then the sender's authentication present and well formed. A bearer JWT without a signature is a
- * JWT listener's sender; anything else must carry a signature. Neither can be verified here.
+ * The intake's checks that need no listener, in the intake's order: the kind's headers and the JSON
+ * body, then the sender's authentication present and well formed. At the seed's URL a bearer JWT
+ * without a signature is a JWT listener's sender; anything else must carry a signature. None can
+ * be verified here.
  */
-function checkIntake(headers: HeaderBag, body: Buffer): void {
-  parseWebhookHeaders(headers, systemClock);
-  parseJsonBody(body);
-  const signature = headers[SIGNATURE_HEADER.toLowerCase()];
+function checkIntake(intake: (typeof INTAKES)[string], headers: HeaderBag, body: Buffer): void {
+  readDelivery(intake.kind, headers, body, systemClock);
+  const signature = headers[intake.signature.toLowerCase()];
   const authorization = headers.authorization;
-  if (signature === undefined && typeof authorization === "string") bearerToken(authorization);
-  // Without a signature, verifyHmac refuses before it looks at any secret: the intake's MISSING_SIGNATURE.
-  else if (signature === undefined || signature === "") verifyHmac([], signature, "", "", body);
+  if (intake.route === "seed" && signature === undefined && typeof authorization === "string") bearerToken(authorization);
+  else signatureHeader(signature, intake.signature);
 }
 
 /** The validated body as bytes again, in the request's own media type (the parsers consumed the stream). */
@@ -85,16 +95,19 @@ export function createMockApp(options: { prismUrl: string; logger: Logger }): Ex
     next();
   });
 
-  const intake = operationRoutes.find((r) => r.operationId === INTAKE)!;
-  app.post(expressPath(intake.path), async (req: Request, res: Response, next: NextFunction) => {
-    try {
-      const body = await readRawBody(req, res, rawBodyLimit(intake));
-      checkIntake(joinedHeaders(req), body);
-      await relay(INTAKE, req, res, body);
-    } catch (e) {
-      next(e);
-    }
-  });
+  for (const route of operationRoutes) {
+    const intake = INTAKES[route.operationId];
+    if (!intake) continue;
+    app.post(expressPath(route.path), async (req: Request, res: Response, next: NextFunction) => {
+      try {
+        const body = await readRawBody(req, res, rawBodyLimit(route));
+        checkIntake(intake, joinedHeaders(req), body);
+        await relay(route.operationId, req, res, body);
+      } catch (e) {
+        next(e);
+      }
+    });
+  }
 
   app.use(requestValidation(contractPath, false));
   // The token request's grant type and scope, checked as the server checks them; the client is not known here.

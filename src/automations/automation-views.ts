@@ -4,6 +4,7 @@
 import type { components } from "../../generated/api.js";
 import { spendLimitView } from "../funds/fund-views.js";
 import type { SpendLimit } from "../funds/types.js";
+import type { ListenerKind } from "../webhooks/for-automations.js";
 import type { AutomationStep } from "./automation-input.js";
 
 type IncomingWebhookTrigger = components["schemas"]["IncomingWebhookTrigger"];
@@ -33,12 +34,26 @@ export function stepView(step: AutomationStep): AutomationStep {
 export interface ListenerConfig {
   listenerId: string;
   url: string;
-  method: string;
+  method: ListenerKind;
   jwksUrl: string | null;
+  publicKey: string | null;
   allowedSourceCidrs: string[];
 }
 
+const NO_AUTH = { hmac: null, jwt: null, standardWebhooks: null, github: null, stripe: null } as const;
+
 export function webhookTriggerView(listener: ListenerConfig): IncomingWebhookTrigger {
-  const common = { allowedSourceCidrs: listener.allowedSourceCidrs, listenerId: listener.listenerId, url: listener.url };
-  return listener.method === "jwt" ? { hmac: null, jwt: { jwksUrl: listener.jwksUrl ?? "" }, ...common } : { hmac: {}, jwt: null, ...common };
+  const common = { ...NO_AUTH, allowedSourceCidrs: listener.allowedSourceCidrs, listenerId: listener.listenerId, url: listener.url };
+  switch (listener.method) {
+    case "jwt":
+      return { ...common, jwt: { jwksUrl: listener.jwksUrl ?? "" } };
+    case "standardWebhooks":
+      return { ...common, standardWebhooks: { publicKey: listener.publicKey } };
+    case "github":
+      return { ...common, github: {} };
+    case "stripe":
+      return { ...common, stripe: {} };
+    case "hmac":
+      return { ...common, hmac: {} };
+  }
 }

@@ -13,12 +13,12 @@ import type { FundPolicies } from "../funds/fund-policy.js";
 import type { Storage } from "../storage/connect.js";
 import type { AutomationsTable, Database } from "../storage/schema.js";
 import { writeTransaction, type BeforeCommit, type Db } from "../storage/transactions.js";
-import { checkTrigger, listenerUrl, type Listener, type Listeners } from "../webhooks/for-automations.js";
+import { checkGivenSecret, checkTrigger, holdsSecret, listenerUrl, type Listener, type Listeners } from "../webhooks/for-automations.js";
 import { checkSteps, type AutomationStep, type StepRules } from "./automation-input.js";
 import { checkFundTrigger, fundTriggerView, type FundTriggers, type StoredFundTrigger } from "./fund-triggers.js";
 import type { NotificationSecrets } from "./notification-secrets.js";
 import type { NotificationPublicKey, NotificationSigningKeys } from "./notification-signing-keys.js";
-import { checkStepsReport, type StepCheckReport } from "./step-check.js";
+import { checkStepsReport, type StepCheckReport, type StepSample } from "./step-check.js";
 import { stepView, webhookTriggerView } from "./automation-views.js";
 
 export type Automation = components["schemas"]["Automation"];
@@ -86,7 +86,7 @@ export class Automations {
 
   private view(row: AutomationRow, listener: Listener | undefined): Automation {
     const triggers: Automation["triggers"] = listener
-      ? [{ webhook: webhookTriggerView({ listenerId: listener.id, url: listenerUrl(this.options.baseUrl, listener.id), method: listener.method, jwksUrl: listener.jwks_url, allowedSourceCidrs: JSON.parse(listener.allowed_cidrs) as string[] }), fundEvents: null }]
+      ? [{ webhook: webhookTriggerView({ listenerId: listener.id, url: listenerUrl(this.options.baseUrl, listener.id, listener.method), method: listener.method, jwksUrl: listener.jwks_url, publicKey: listener.public_key ?? null, allowedSourceCidrs: JSON.parse(listener.allowed_cidrs) as string[] }), fundEvents: null }]
       : row.fund_trigger
         ? [{ webhook: null, fundEvents: fundTriggerView(JSON.parse(row.fund_trigger) as StoredFundTrigger) }]
         : [];
@@ -149,7 +149,7 @@ export class Automations {
   }
 
   /** Checks steps as `create` and `update` would, and evaluates them against a sample payload; saves nothing. */
-  async checkSteps(steps: readonly AutomationStep[], sample: { value: unknown } | undefined): Promise<StepCheckReport> {
+  async checkSteps(steps: readonly AutomationStep[], sample: StepSample | undefined): Promise<StepCheckReport> {
     return checkStepsReport(steps, await this.rules(), sample);
   }
 
@@ -228,13 +228,17 @@ export class Automations {
     }, { origin });
   }
 
-  async rotateSecret(id: string, beforeCommit?: BeforeCommit<{ automation: Automation; webhookSecret: string }>, origin?: Origin): Promise<{ automation: Automation; webhookSecret: string }> {
+  /** `given`: the sender's own secret (RotateWebhookSecret's `webhookSecret`); absent, one is generated. */
+  async rotateSecret(id: string, given: string | undefined, beforeCommit?: BeforeCommit<{ automation: Automation; webhookSecret: string }>, origin?: Origin): Promise<{ automation: Automation; webhookSecret: string }> {
     const rotated = await writeTransaction(this.storage, { exclusive: [lockKey(id)] }, async (db) => {
       const automation = await this.load(db, id);
       const listener = await this.listeners.forAutomation(db, id);
-      if (!listener || listener.method !== "hmac") throw invalidArgument("NOT_HMAC_TRIGGER", "the automation has no HMAC webhook trigger");
+      if (!listener || !holdsSecret(listener.method, listener.public_key ?? null)) {
+        throw invalidArgument("NOT_HMAC_TRIGGER", "the automation has no webhook trigger signed with a shared secret");
+      }
+      const secret = given === undefined ? undefined : checkGivenSecret(listener.method, given, "body.webhookSecret");
       await this.listeners.recordChange(db);
-      const webhookSecret = await this.listeners.rotate(db, listener.id);
+      const webhookSecret = await this.listeners.rotate(db, listener, secret);
       await recordAudit(db, origin, this.clock.now(), { operationId: "svc.api.automations.v1.AutomationService.RotateWebhookSecret", target: webhookSecretTarget(id), before: null, after: ROTATED });
       const result = { automation, webhookSecret };
       await beforeCommit?.(db, result);
@@ -254,13 +258,13 @@ export class Automations {
       .leftJoin("webhook_listeners", "webhook_listeners.automation_id", "automations.id")
       .selectAll("automations")
       .select(lastExecutedAt)
-      .select(["webhook_listeners.id as l_id", "webhook_listeners.method as l_method", "webhook_listeners.jwks_url as l_jwks", "webhook_listeners.allowed_cidrs as l_cidrs", "webhook_listeners.created_at as l_created"])
+      .select(["webhook_listeners.id as l_id", "webhook_listeners.method as l_method", "webhook_listeners.jwks_url as l_jwks", "webhook_listeners.public_key as l_public_key", "webhook_listeners.allowed_cidrs as l_cidrs", "webhook_listeners.created_at as l_created"])
       .orderBy("automations.id")
       .limit(limit + 1);
     if (after) query = query.where("automations.id", ">", String(after[0]));
     const rows = await query.execute();
     return this.pageTokens.page(scope, rows, limit, (r) => [r.id], (r) =>
-      this.view(r, r.l_id ? { id: r.l_id, automation_id: r.id, method: r.l_method!, jwks_url: r.l_jwks, allowed_cidrs: r.l_cidrs!, created_at: r.l_created! } : undefined),
+      this.view(r, r.l_id ? { id: r.l_id, automation_id: r.id, method: r.l_method!, jwks_url: r.l_jwks, public_key: r.l_public_key, allowed_cidrs: r.l_cidrs!, created_at: r.l_created! } : undefined),
     );
   }
 }

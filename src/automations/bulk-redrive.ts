@@ -158,7 +158,7 @@ export class BulkRedrive {
           if (row.state === ExecutionState.ERROR && row.redriven_by !== null) done.alreadyRedrivenCount++;
           else if (row.state === ExecutionState.ERROR) {
             const due = iso(nextTurn());
-            const execution = rerunRow(redriveSource(row), (eventId, trigger) => newExecution(automationId, eventId, trigger, steps, at, undefined, origin));
+            const execution = rerunRow(redriveSource(row), (eventId, context) => newExecution(automationId, eventId, context, steps, at, undefined, origin));
             redrives.push({ ...execution, state: ExecutionState.PARKED, next_attempt_at: due });
           } else if (row.state === ExecutionState.PARKED) {
             const due = iso(nextTurn());

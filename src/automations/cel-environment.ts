@@ -35,8 +35,8 @@ export const celEnvironment = new Environment({
   enableOptionalTypes: true,
   limits: PARSE_LIMITS,
 })
-  .registerType(CONTEXT_TYPE, { fields: { trigger: "dyn", steps: "map<string, dyn>" } })
-  .registerVariable("ctx", CONTEXT_TYPE, { description: "trigger: the webhook's JSON body; steps: outputs of earlier steps" });
+  .registerType(CONTEXT_TYPE, { fields: { trigger: "dyn", webhook: "dyn", steps: "map<string, dyn>" } })
+  .registerVariable("ctx", CONTEXT_TYPE, { description: "trigger: the webhook's JSON body or the fund event; webhook: the delivery's eventId and eventType (null for a fund event); steps: outputs of earlier steps" });
 
 // ---- capture the evaluator --------------------------------------------------------------------
 

@@ -13,10 +13,12 @@ import { afterNode } from "./cel-environment.js";
 import { CelEvaluationError, codePointOffset } from "./cel-errors.js";
 import { toCelInput, toJsonValue, type CelInput, type JsonValue } from "./cel-values.js";
 
-/** The context of a step: `ctx.trigger` and `ctx.steps` in expressions. */
+/** The context of a step: `ctx.trigger`, `ctx.webhook` and `ctx.steps` in expressions. */
 export interface CelContext {
-  /** The webhook's JSON body. */
+  /** The webhook's JSON body, or the fund event. */
   trigger: unknown;
+  /** The webhook delivery's `{ eventId, eventType }`; null for a fund event. */
+  webhook: { eventId: string; eventType: string | null } | null;
   /** The outputs of earlier steps by step name (absent for steps that were skipped); own properties (`setOwn`: a step may be named `__proto__`). */
   steps: Readonly<Record<string, unknown>>;
 }
@@ -67,14 +69,14 @@ function isHardTimeout(error: unknown): boolean {
 // ---- evaluation -------------------------------------------------------------------------------
 
 /** The library's input: maps as `Map`s (see cel-values.ts), `ctx.steps` included, so a step may have any name. */
-function contextInput(ctx: CelContext): { ctx: { trigger: CelInput; steps: Map<string, CelInput> } } {
+function contextInput(ctx: CelContext): { ctx: { trigger: CelInput; webhook: CelInput; steps: Map<string, CelInput> } } {
   const steps = new Map<string, CelInput>();
   const source = ctx.steps ?? {};
   for (const name of Object.keys(source)) {
     const output = source[name];
     if (output !== undefined) steps.set(name, toCelInput(output));
   }
-  return { ctx: { trigger: toCelInput(ctx.trigger), steps } };
+  return { ctx: { trigger: toCelInput(ctx.trigger), webhook: toCelInput(ctx.webhook), steps } };
 }
 
 function toEvaluationError(error: unknown, compiled: CompiledExpression, budget: EvaluationBudget): CelEvaluationError {

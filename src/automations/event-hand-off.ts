@@ -7,7 +7,7 @@ import type { Worker } from "./worker.js";
 
 export function workerHandOff(worker: Pick<Worker, "directLease" | "take" | "notify" | "notRecorded">): ExecutionHandOff {
   return {
-    newExecution: (automationId, eventId, trigger, steps, receivedAt, origin) => newExecution(automationId, eventId, trigger, steps, receivedAt, worker.directLease(), origin),
+    newExecution: (automationId, eventId, context, steps, receivedAt, origin) => newExecution(automationId, eventId, context, steps, receivedAt, worker.directLease(), origin),
     recorded: (execution) => (execution.lease_until ? worker.take(execution) : worker.notify()),
     notRecorded: (execution) => worker.notRecorded(execution),
   };

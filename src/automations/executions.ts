@@ -9,6 +9,7 @@ import type { Origin } from "../core/origin.js";
 import { pageSize, servedWithin, type Page, type PageTokens } from "../core/pagination.js";
 import type { Storage } from "../storage/connect.js";
 import type { AutomationExecutionsTable } from "../storage/schema.js";
+import type { WebhookDelivery } from "../webhooks/for-automations.js";
 import type { AutomationStep } from "./automation-input.js";
 import { MAX_STORED_STEP_RESULTS_CHARS } from "./resource-budget.js";
 
@@ -60,7 +61,7 @@ export const toExecution = (row: ExecutionRow): AutomationExecution => ({
   id: row.id,
   automationId: row.automation_id,
   state: row.state,
-  context: JSON.parse(row.context) as AutomationExecution["context"],
+  context: contextView(row.context),
   eventId: row.event_id,
   origin: row.origin ?? ExecutionOrigin.TRIGGER,
   redriveOf: row.redrive_of ?? null,
@@ -90,13 +91,19 @@ function selectExecutions(storage: Storage) {
     );
 }
 
+/** What an execution runs over, stored as its `context`: `ctx.trigger`, and `ctx.webhook` for a webhook event's. */
+export interface ExecutionContext {
+  trigger: unknown;
+  webhook?: WebhookDelivery;
+}
+
 /**
  * A new execution of the automation's steps (`stepsJson`, as stored on the automation and copied as
- * it is) over `trigger`, created `at` (ISO): pending, or with `leaseUntil` already claimed (running)
+ * it is) over `context`, created `at` (ISO): pending, or with `leaseUntil` already claimed (running)
  * by the worker that will be handed it. The intake records it with its event
  * (webhooks/event-record.ts). `origin` is the request that accepted the event.
  */
-export function newExecution(automationId: string, eventId: string, trigger: unknown, stepsJson: string, at: string, leaseUntil?: string, origin?: Origin): AutomationExecutionsTable {
+export function newExecution(automationId: string, eventId: string, context: ExecutionContext, stepsJson: string, at: string, leaseUntil?: string, origin?: Origin): AutomationExecutionsTable {
   const steps = JSON.parse(stepsJson) as AutomationStep[];
   const results: StepResult[] = steps.map((s) => ({ stepName: s.stepName, state: StepState.PENDING, output: null, error: null }));
   return {
@@ -105,7 +112,7 @@ export function newExecution(automationId: string, eventId: string, trigger: unk
     automation_id: automationId,
     event_id: eventId,
     state: leaseUntil ? ExecutionState.RUNNING : ExecutionState.PENDING,
-    context: JSON.stringify({ trigger }),
+    context: JSON.stringify(context),
     steps: stepsJson,
     step_results: JSON.stringify(results),
     created_at: at,
@@ -115,6 +122,12 @@ export function newExecution(automationId: string, eventId: string, trigger: unk
     // The accepting request's trace goes with the event to whichever worker runs it.
     trace_parent: origin?.span?.traceparent() ?? null,
   };
+}
+
+/** The stored context as answered: `webhook` null for a fund event's execution. */
+function contextView(stored: string): AutomationExecution["context"] {
+  const { trigger, webhook } = JSON.parse(stored) as ExecutionContext;
+  return { trigger: trigger as AutomationExecution["context"]["trigger"], webhook: webhook ?? null };
 }
 
 export const executionNotFound = (id: string) => notFound("EXECUTION_NOT_FOUND", "no automation execution with this id", { metadata: { executionId: id } });

@@ -205,7 +205,7 @@ class Batch implements FundEventBatch {
   }
 
   private execution(t: KeptTrigger, event: FundEvent): AutomationExecutionsTable {
-    return { ...newExecution(t.automationId, event.id, event, t.steps, new Date(this.clock.now()).toISOString()), depth: this.depth };
+    return { ...newExecution(t.automationId, event.id, { trigger: event }, t.steps, new Date(this.clock.now()).toISOString()), depth: this.depth };
   }
 
   async record(db: Db, events: readonly FundEventFacts[]): Promise<void> {
@@ -276,7 +276,7 @@ class Batch implements FundEventBatch {
 function holds(trigger: KeptTrigger, event: FundEvent): boolean {
   if (!trigger.condition) return true;
   try {
-    return evaluateBoolean(trigger.condition, { trigger: event, steps: {} });
+    return evaluateBoolean(trigger.condition, { trigger: event, webhook: null, steps: {} });
   } catch {
     return false;
   }

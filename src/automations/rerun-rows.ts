@@ -6,12 +6,12 @@ import { failedPrecondition } from "../core/errors.js";
 import type { AutomationExecutionsTable } from "../storage/schema.js";
 import type { Db } from "../storage/transactions.js";
 import { automationNotFound } from "./automations.js";
-import { ExecutionOrigin } from "./executions.js";
+import { ExecutionOrigin, type ExecutionContext } from "./executions.js";
 
 /** What a rerun runs again: the event and its body as an execution kept them, and how it is linked. */
 export interface RerunSource {
   eventId: string | null;
-  /** `{ trigger }` as stored. */
+  /** `{ trigger, webhook }` as stored. */
   context: string;
   origin: (typeof ExecutionOrigin)["REDRIVE" | "REPLAY"];
   redriveOf: string | null;
@@ -43,10 +43,9 @@ export async function publishedSteps(db: Db, automationId: string): Promise<stri
 
 /**
  * The row of a rerun of `from`: `make` answers a new execution over the source's event id and
- * trigger (executions.ts `newExecution`, or the worker hand-off's), which is then linked to it.
+ * context (executions.ts `newExecution`, or the worker hand-off's), which is then linked to it.
  */
-export function rerunRow(from: RerunSource, make: (eventId: string, trigger: unknown) => AutomationExecutionsTable): AutomationExecutionsTable {
-  const { trigger } = JSON.parse(from.context) as { trigger: unknown };
-  // The hand-off's executions are a webhook event's; a rerun keeps its source's event id as it is.
-  return { ...make(from.eventId ?? "", trigger), event_id: from.eventId, origin: from.origin, redrive_of: from.redriveOf, depth: from.depth };
+export function rerunRow(from: RerunSource, make: (eventId: string, context: ExecutionContext) => AutomationExecutionsTable): AutomationExecutionsTable {
+  // The hand-off's executions are a webhook event's; a rerun keeps its source's event id and delivery as they are.
+  return { ...make(from.eventId ?? "", JSON.parse(from.context) as ExecutionContext), event_id: from.eventId, origin: from.origin, redrive_of: from.redriveOf, depth: from.depth };
 }

@@ -54,7 +54,8 @@ export class ExecutionReruns {
     const automation = await this.deps.storage.db.selectFrom("automations").select("id").where("id", "=", automationId).executeTakeFirst();
     if (!automation) throw automationNotFound(automationId);
     // Event ids compare case-insensitively; the log holds them lowercase.
-    const event = await this.deps.events.find(automationId, eventId.toLowerCase());
+    // Another sender's ids are kept as received; an hmac or jwt listener's UUIDs lowercased.
+    const event = (await this.deps.events.find(automationId, eventId)) ?? (await this.deps.events.find(automationId, eventId.toLowerCase()));
     if (!event) {
       throw notFound("WEBHOOK_EVENT_NOT_FOUND", "the automation's delivery log has no event with this id (unknown, or past its 7-day retention)", { metadata: { eventId } });
     }
@@ -100,7 +101,7 @@ export class ExecutionReruns {
         const steps = await publishedSteps(db, automationId);
         const now = clock.now();
         const at = new Date(now).toISOString();
-        execution = rerunRow(from, (eventId, trigger) => handOff.newExecution(automationId, eventId, trigger, steps, at, origin));
+        execution = rerunRow(from, (eventId, context) => handOff.newExecution(automationId, eventId, context, steps, at, origin));
         await db.insertInto("automation_executions").values(execution).execute();
         const view = toExecution({ ...execution, redriven_by: null });
         await recordAudit(db, origin, now, { operationId: made.operation, target: executionTarget(execution.id), before: null, after: view });

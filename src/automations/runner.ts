@@ -19,7 +19,7 @@ import { writeTransaction, type Db, type WriteOptions } from "../storage/transac
 import { databaseUnavailable } from "../storage/unavailable.js";
 import { checkComputedId, type AutomationStep } from "./automation-input.js";
 import { CelEvaluationError, checkExpression, evaluateBoolean, evaluateJson, evaluateString, evaluateTimestamp, setOwn, type CelContext, type CompiledExpression, type ExpectedResult } from "./cel.js";
-import { ExecutionState, StepState, type StepResult } from "./executions.js";
+import { ExecutionState, StepState, type ExecutionContext, type StepResult } from "./executions.js";
 import type { FundTriggers } from "./fund-triggers.js";
 import type { NotificationSecrets } from "./notification-secrets.js";
 import type { NotificationSigningKeys } from "./notification-signing-keys.js";
@@ -70,7 +70,7 @@ export class ExecutionRunner {
   private async runSteps(execution: AutomationExecutionsTable, origin: Origin | undefined): Promise<ExecutionEnd | typeof ExecutionState.PARKED> {
     const steps = JSON.parse(execution.steps) as AutomationStep[];
     const results = JSON.parse(execution.step_results) as StepResult[];
-    const { trigger } = JSON.parse(execution.context) as { trigger: unknown };
+    const { trigger, webhook } = JSON.parse(execution.context) as ExecutionContext;
     const saved = (state?: ExecutionEnd) => this.saved(execution, results, state);
     const persist = (state?: ExecutionEnd) => saveResultsAlone(this.deps.storage, saved(state), origin);
     const end = async (state: ExecutionEnd) => (await persist(state), state);
@@ -85,7 +85,7 @@ export class ExecutionRunner {
         continue;
       }
       const final = i === lastPending ? ExecutionState.DONE : undefined;
-      const ctx: CelContext = { trigger, steps: outputsBefore(steps, results, i) };
+      const ctx: CelContext = { trigger, webhook: webhook ?? null, steps: outputsBefore(steps, results, i) };
       const cel = (field: string, source: string, expect: ExpectedResult) => this.compiled(source, `automationSteps[${i}].${field}`, steps.slice(0, i).map((s) => s.stepName), expect);
       try {
         if (step.skipIfTrueCel && evaluateBoolean(cel("skipIfTrueCel", step.skipIfTrueCel, "bool"), ctx)) {

@@ -81,11 +81,18 @@ class ShownValues {
   }
 }
 
+/** What `CheckAutomationSteps` evaluates the steps with: its `samplePayload` and `sampleWebhook`. */
+export interface StepSample {
+  value: unknown;
+  webhook: CelContext["webhook"];
+}
+
 /**
  * Checks `steps` (paths start at `path`, as in the request) and, when `sample` is given, evaluates
- * them against `sample.value` as `ctx.trigger`. Throws a 400 only for a sample payload over the limit.
+ * them against `sample.value` as `ctx.trigger` and `sample.webhook` as `ctx.webhook`. Throws a 400
+ * only for a sample payload over the limit.
  */
-export function checkStepsReport(steps: readonly AutomationStep[], rules: StepRules, sample: { value: unknown } | undefined, path = "automationSteps"): StepCheckReport {
+export function checkStepsReport(steps: readonly AutomationStep[], rules: StepRules, sample: StepSample | undefined, path = "automationSteps"): StepCheckReport {
   if (sample && Buffer.byteLength(JSON.stringify(sample.value) ?? "", "utf8") > MAX_SAMPLE_PAYLOAD_BYTES) {
     throw invalidField("samplePayload", `larger than ${MAX_SAMPLE_PAYLOAD_BYTES} bytes as JSON`);
   }
@@ -112,7 +119,7 @@ export function checkStepsReport(steps: readonly AutomationStep[], rules: StepRu
     const stored = new OutputBudget();
     const shown = new ShownValues();
     steps.forEach((step, i) => {
-      const ctx: CelContext = { trigger: sample.value, steps: { ...outputs } };
+      const ctx: CelContext = { trigger: sample.value, webhook: sample.webhook, steps: { ...outputs } };
       const names = "evaluateExpressions" in step && step.evaluateExpressions ? step.evaluateExpressions.expressions.map((e) => e.name) : undefined;
       // As in a run: only an evaluateExpressions step that ran without error, and was not skipped,
       // has an output; its values count against the run's bounds as they are added.

@@ -19,7 +19,8 @@ export function mayActForApp(principal: Principal, appId: string): boolean {
   return principal.roles.includes("ROLE_APP_SERVICE") && principal.appIds.includes(appId);
 }
 
-type Unsecured = "svc.api.iam.v1.TokenService.CreateToken" | "svc.api.webhooks.v1.IncomingWebhookService.Receive";
+// The webhook intake's operations take no access token: each listener's sender signs its deliveries.
+type Unsecured = "svc.api.iam.v1.TokenService.CreateToken" | `svc.api.webhooks.v1.IncomingWebhookService.${string}`;
 
 const SUPER: readonly Role[] = ["ROLE_SUPER_ADMIN"];
 const FUNDS_ADMIN: readonly Role[] = ["ROLE_SUPER_ADMIN", "ROLE_FUND_ADMIN"];

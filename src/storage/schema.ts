@@ -263,8 +263,11 @@ export interface AutomationsTable {
 export interface WebhookListenersTable {
   id: string;
   automation_id: string;
-  method: "hmac" | "jwt";
+  /** The listener's kind (src/webhooks/listener-kinds.ts). */
+  method: "hmac" | "jwt" | "standardWebhooks" | "github" | "stripe";
   jwks_url: string | null;
+  /** A `standardWebhooks` listener's Ed25519 public key, `whpk_...`; null for every other listener. */
+  public_key?: string | null;
   /** string[] as JSON. */
   allowed_cidrs: string;
   created_at: string;
@@ -301,8 +304,10 @@ export interface NotificationSecretsTable {
 
 export interface WebhookEventsTable {
   listener_id: string;
-  /** Lower-case UUID. */
+  /** As the listener's kind names it (src/webhooks/listener-kinds.ts): an `hmac` or `jwt` listener's is a lower-case UUID. */
   event_id: string;
+  /** The event's type, where the sender's scheme carries one. */
+  event_type?: string | null;
   automation_id: string;
   received_at: string;
   outcome: string;
@@ -315,7 +320,7 @@ export interface AutomationExecutionsTable {
   automation_id: string;
   event_id: string | null;
   state: string;
-  /** { trigger } as JSON. */
+  /** { trigger, webhook } as JSON (`webhook`: the delivery, src/webhooks/delivery.ts; absent for a fund event). */
   context: string;
   /** The automation's steps as they were when the event arrived, as JSON. */
   steps: string;

@@ -19,6 +19,7 @@ const claimQuery = (db: QueryCreator<Database>, v: Claim) =>
     .values({
       listener_id: v.listener_id,
       event_id: v.event_id,
+      event_type: v.event_type ?? null,
       automation_id: v.automation_id,
       received_at: v.received_at,
       outcome: v.outcome,
@@ -29,6 +30,7 @@ const claimQuery = (db: QueryCreator<Database>, v: Claim) =>
       oc
         .columns(["listener_id", "event_id"])
         .doUpdateSet((eb) => ({
+          event_type: eb.ref("excluded.event_type"),
           automation_id: eb.ref("excluded.automation_id"),
           received_at: eb.ref("excluded.received_at"),
           outcome: eb.ref("excluded.outcome"),

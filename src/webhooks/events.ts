@@ -15,6 +15,7 @@ export const EVENT_RETENTION_MS = 7 * 24 * 3600 * 1000;
 
 export const toWebhookEvent = (row: WebhookEventsTable): WebhookEvent => ({
   eventId: row.event_id,
+  eventType: row.event_type ?? null,
   listenerId: row.listener_id,
   automationId: row.automation_id,
   receivedAt: row.received_at,

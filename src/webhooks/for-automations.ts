@@ -6,7 +6,9 @@
 // JWKS fetch's), and seal their signing secrets with the webhooks' SecretBox.
 export type { WebhookEvents } from "./events.js";
 export type { ExecutionHandOff } from "./intake.js";
-export { listenerUrl, type Listener, type Listeners } from "./listeners.js";
+export type { Listener, Listeners } from "./listeners.js";
+export { checkGivenSecret, holdsSecret, listenerUrl, type ListenerKind } from "./listener-kinds.js";
+export type { WebhookDelivery } from "./sender-event.js";
 export { checkTrigger } from "./webhook-trigger.js";
 export type { SecretBox } from "./secret-box.js";
 export type { OutboundAddressPolicy } from "./outbound-address.js";

@@ -40,10 +40,10 @@ const UNIX_SECONDS = /^[0-9]{1,19}$/;
 // UUID version 4: version nibble 4, variant 10xx (8, 9, a, b).
 const UUID_V4 = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/i;
 
-const field = (header: string) => `headers.${header}`;
+export const field = (header: string) => `headers.${header}`;
 
 /** One header's value: a repeated header (an array) is malformed, an empty one is missing. */
-function single(headers: HeaderBag, name: string): string | undefined | null {
+export function single(headers: HeaderBag, name: string): string | undefined | null {
   const lower = name.toLowerCase();
   let value = headers[lower];
   if (value === undefined) {
@@ -58,7 +58,8 @@ function single(headers: HeaderBag, name: string): string | undefined | null {
   return value === undefined || value === "" ? undefined : value;
 }
 
-function required(headers: HeaderBag, name: string): string {
+/** A required header's one value: 400 MISSING_HEADER when absent or empty, INVALID_HEADER when repeated. */
+export function required(headers: HeaderBag, name: string): string {
   const value = single(headers, name);
   if (value === undefined) throw invalidField(field(name), "is required", "MISSING_HEADER");
   if (value === null) throw invalidField(field(name), "must be sent once", "INVALID_HEADER");
@@ -73,21 +74,28 @@ export function checkContentType(value: string | undefined): void {
   }
 }
 
-/**
- * The `Webhook-Timestamp` value, checked: a plain decimal string of Unix seconds within
- * `toleranceSeconds` of the clock either way. Returned as received.
- */
-export function parseTimestamp(value: string | undefined, clock: Clock, toleranceSeconds = TIMESTAMP_TOLERANCE_SECONDS): string {
-  if (value === undefined || value === "") throw invalidField(field(TIMESTAMP_HEADER), "is required", "MISSING_HEADER");
-  if (!UNIX_SECONDS.test(value)) {
-    throw invalidField(field(TIMESTAMP_HEADER), "must be a decimal string of Unix seconds", "INVALID_TIMESTAMP");
-  }
+/** Whether `value`, decimal Unix seconds, is within `toleranceSeconds` of the clock either way. */
+export function withinWindow(value: string, clock: Clock, toleranceSeconds: number): boolean {
   if (!Number.isSafeInteger(toleranceSeconds) || toleranceSeconds < 0) throw new TypeError("toleranceSeconds must be a non-negative integer");
   // BigInt: 19 digits exceed Number's exact range; the comparison must stay exact.
   const skew = BigInt(value) - BigInt(Math.floor(clock.now() / 1000));
   const tolerance = BigInt(toleranceSeconds);
-  if (skew > tolerance || skew < -tolerance) {
-    throw invalidField(field(TIMESTAMP_HEADER), `must be within ${toleranceSeconds} s of the server's time`, "TIMESTAMP_OUT_OF_WINDOW");
+  return skew <= tolerance && skew >= -tolerance;
+}
+
+/** Plain decimal Unix seconds: no sign, space, decimal point or exponent; at most 19 digits. */
+export const isUnixSeconds = (value: string): boolean => UNIX_SECONDS.test(value);
+
+/**
+ * A timestamp header's value (`Webhook-Timestamp`, or Standard Webhooks' `webhook-timestamp`),
+ * checked: a plain decimal string of Unix seconds within `toleranceSeconds` of the clock either way.
+ * Returned as received.
+ */
+export function parseTimestamp(value: string | undefined, clock: Clock, toleranceSeconds = TIMESTAMP_TOLERANCE_SECONDS, header = TIMESTAMP_HEADER): string {
+  if (value === undefined || value === "") throw invalidField(field(header), "is required", "MISSING_HEADER");
+  if (!isUnixSeconds(value)) throw invalidField(field(header), "must be a decimal string of Unix seconds", "INVALID_TIMESTAMP");
+  if (!withinWindow(value, clock, toleranceSeconds)) {
+    throw invalidField(field(header), `must be within ${toleranceSeconds} s of the server's time`, "TIMESTAMP_OUT_OF_WINDOW");
   }
   return value;
 }
@@ -99,11 +107,8 @@ export function parseEventId(value: string | undefined): { eventId: string; even
   return { eventId: value.toLowerCase(), eventIdRaw: value };
 }
 
-/**
- * Checks the intake headers in order (Content-Type, its charset, Content-Encoding, timestamp, event
- * id); 400 on the first failure, 415 for a charset or encoding.
- */
-export function parseWebhookHeaders(headers: HeaderBag, clock: Clock, options: WebhookHeaderOptions = {}): WebhookHeaders {
+/** The headers of the body every intake checks first: Content-Type, its charset, Content-Encoding. */
+export function checkBodyHeaders(headers: HeaderBag): void {
   const contentType = required(headers, CONTENT_TYPE);
   checkContentType(contentType);
   checkJsonCharset(contentType);
@@ -111,6 +116,14 @@ export function parseWebhookHeaders(headers: HeaderBag, clock: Clock, options: W
   // Sent twice, it lists codings applied one after the other: not `identity` either.
   if (encoding === null) throw unsupportedBodyEncoding();
   checkContentEncoding(encoding);
+}
+
+/**
+ * Checks the intake headers in order (Content-Type, its charset, Content-Encoding, timestamp, event
+ * id); 400 on the first failure, 415 for a charset or encoding.
+ */
+export function parseWebhookHeaders(headers: HeaderBag, clock: Clock, options: WebhookHeaderOptions = {}): WebhookHeaders {
+  checkBodyHeaders(headers);
   const timestamp = parseTimestamp(required(headers, TIMESTAMP_HEADER), clock, options.toleranceSeconds);
   const { eventId, eventIdRaw } = parseEventId(required(headers, EVENT_ID_HEADER));
   return { timestamp, eventId, eventIdRaw };

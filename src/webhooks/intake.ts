@@ -1,6 +1,7 @@
-// The inbound webhook intake (seed 4.3, 5.2, 6, 7), in the order the contract states: the listener
-// (404), the source address (403), the body size (413), headers and body (400), authentication
-// (401), then idempotency (409). Only a request that passed every check records its event id, and
+// The inbound webhook intake (seed 4.3, 5.2, 6, 7), for every kind of listener, in the order the
+// contract states: the listener (404, and so is one of another kind than the URL's), the source
+// address (403), the body size (413), headers and body (400), authentication (401), then
+// idempotency (409). Only a request that passed every check records its event id, and
 // the record and the execution it starts commit together before the 200. The rate limits of the
 // listener come where their keys are proven: failures of the address first, before any work, and
 // the listener's own limit once the delivery authenticated, before its event id is checked.
@@ -11,17 +12,24 @@ import { isPathId } from "../core/ids.js";
 import { clientAddress } from "../core/ip-address.js";
 import type { Origin } from "../core/origin.js";
 import type { AutomationExecutionsTable } from "../storage/schema.js";
-import { parseJsonBody } from "./body.js";
+import { readDelivery, type ReadDelivery } from "./deliveries.js";
 import { toWebhookEvent, type WebhookEvent, type WebhookEvents } from "./events.js";
-import { parseWebhookHeaders, type HeaderBag } from "./headers.js";
+import { GITHUB_HEADERS, verifyGithub } from "./github.js";
+import type { HeaderBag } from "./headers.js";
 import { SIGNATURE_HEADER, verifyHmac } from "./hmac.js";
 import type { JwksCache } from "./jwks-cache.js";
 import { verifyWebhookJwt } from "./jwt.js";
-import { listenerUrl, type IntakeListener, type Listeners } from "./listeners.js";
+import { listenerUrl, routeOf, type IntakeRoute } from "./listener-kinds.js";
+import type { IntakeListener, Listeners } from "./listeners.js";
+import type { WebhookDelivery } from "./sender-event.js";
 import { isAllowed } from "./source-ip.js";
+import { STANDARD_WEBHOOK_HEADERS, verifyStandardWebhook } from "./standard-webhooks.js";
+import { STRIPE_SIGNATURE_HEADER, verifyStripe } from "./stripe.js";
 
 export interface IncomingRequest {
   listenerId: string;
+  /** The operation the request reached: a listener answers only at its kind's. */
+  route: IntakeRoute;
   headers: HeaderBag;
   readBody: () => Promise<Buffer>;
   remoteAddress: string;
@@ -60,8 +68,11 @@ export const WebhookOutcome = {
  * transaction, and handed back once that committed.
  */
 export interface ExecutionHandOff {
-  /** The execution of the automation's steps (JSON, as stored) the event starts, claimed at insert by this process's worker while it has room. */
-  newExecution(automationId: string, eventId: string, trigger: unknown, steps: string, receivedAt: string, origin: Origin | undefined): AutomationExecutionsTable;
+  /**
+   * The execution of the automation's steps (JSON, as stored) the event starts, over its body
+   * (`trigger`) and delivery (`webhook`), claimed at insert by this process's worker while it has room.
+   */
+  newExecution(automationId: string, eventId: string, context: { trigger: unknown; webhook?: WebhookDelivery }, steps: string, receivedAt: string, origin: Origin | undefined): AutomationExecutionsTable;
   /** Runs an execution from `newExecution` once its record committed. */
   recorded(execution: AutomationExecutionsTable): void;
   /** An execution from `newExecution` whose record failed: committed or not (a lost answer), it is not run here. */
@@ -88,18 +99,17 @@ export class WebhookIntake {
     if (!isPathId(request.listenerId)) throw listenerNotFound();
     request.limits.screen(request.listenerId);
     const listener = await listeners.findForIntake(request.listenerId);
-    if (!listener) throw listenerNotFound();
+    if (!listener || routeOf(listener.method) !== request.route) throw listenerNotFound();
     request.authenticatesWith?.(listener.method);
     const peer = clientAddress(request.remoteAddress, request.forwardedFor, this.deps.trustProxy);
     if (!isAllowed(JSON.parse(listener.allowed_cidrs) as string[], peer)) {
       throw permissionDenied("SOURCE_NOT_ALLOWED", "the source address is not in the listener's allowed CIDR ranges");
     }
     const rawBody = await request.readBody();
-    const { timestamp, eventId, eventIdRaw } = parseWebhookHeaders(request.headers, clock);
-    const trigger = parseJsonBody(rawBody);
+    const read = readDelivery(listener.method, request.headers, rawBody, clock);
 
     try {
-      await this.authenticate(listener, request, timestamp, eventIdRaw, rawBody);
+      await this.authenticate(listener, request, read, rawBody);
     } catch (e) {
       if (e instanceof ApiError && e.status === 401) request.limits.failed(request.listenerId);
       throw e;
@@ -107,28 +117,40 @@ export class WebhookIntake {
     request.authenticated?.();
     request.limits.authenticated(request.listenerId);
     // A read that answers most duplicates where it spares a write; the record settles the rest.
-    if (await this.deps.events.seen(listener.id, eventId)) throw duplicate();
-    const { event, execution } = await this.record(listener, eventId, trigger, origin);
+    if (await this.deps.events.seen(listener.id, read.delivery.eventId)) throw duplicate();
+    const { event, execution } = await this.record(listener, read.delivery, read.trigger, origin);
     if (execution) this.deps.handOff.recorded(execution);
     return event;
   }
 
-  /** 401 unless the request carries the listener's HMAC signature or a JWT its JWKS verifies. */
-  private async authenticate(listener: IntakeListener, request: IncomingRequest, timestamp: string, eventIdRaw: string, rawBody: Buffer): Promise<void> {
+  /** 401 unless the request carries a signature of the listener's sender, or a JWT its JWKS verifies. */
+  private async authenticate(listener: IntakeListener, request: IncomingRequest, read: ReadDelivery, rawBody: Buffer): Promise<void> {
     const { listeners, clock } = this.deps;
-    if (listener.method === "hmac") {
-      verifyHmac(listeners.openSecrets(listener), request.headers[SIGNATURE_HEADER.toLowerCase()], timestamp, eventIdRaw, rawBody);
-    } else {
-      await verifyWebhookJwt({
-        authorization: first(request.headers.authorization),
-        jwksUrl: listener.jwks_url ?? "",
-        cache: this.deps.jwks,
-        baseUrl: this.deps.baseUrl,
-        listenerUrl: listenerUrl(this.deps.baseUrl, listener.id),
-        eventId: eventIdRaw,
-        rawBody,
-        clock,
-      });
+    const header = (name: string) => request.headers[name.toLowerCase()];
+    switch (read.kind) {
+      case "hmac":
+        return void verifyHmac(listeners.openSecrets(listener), header(SIGNATURE_HEADER), read.timestamp, read.eventIdRaw, rawBody);
+      case "jwt":
+        await verifyWebhookJwt({
+          authorization: first(request.headers.authorization),
+          jwksUrl: listener.jwks_url ?? "",
+          cache: this.deps.jwks,
+          baseUrl: this.deps.baseUrl,
+          listenerUrl: listenerUrl(this.deps.baseUrl, listener.id, listener.method),
+          eventId: read.eventIdRaw,
+          rawBody,
+          clock,
+        });
+        return;
+      case "standardWebhooks": {
+        const publicKey = listener.public_key ?? null;
+        const verifier = publicKey === null ? { secrets: listeners.openSecrets(listener) } : { publicKey };
+        return verifyStandardWebhook(verifier, header(STANDARD_WEBHOOK_HEADERS.signature), read.delivery.eventId, read.timestamp, rawBody);
+      }
+      case "github":
+        return verifyGithub(listeners.openSecrets(listener), header(GITHUB_HEADERS.signature), rawBody);
+      case "stripe":
+        return verifyStripe(listeners.openSecrets(listener), header(STRIPE_SIGNATURE_HEADER), read.timestamp, rawBody);
     }
   }
 
@@ -137,7 +159,7 @@ export class WebhookIntake {
    * is off. The automation's state is the one read with the listener, a moment before: as if the
    * event had arrived that moment earlier.
    */
-  private async record(listener: IntakeListener, eventId: string, trigger: unknown, origin: Origin | undefined): Promise<{ event: WebhookEvent; execution?: AutomationExecutionsTable }> {
+  private async record(listener: IntakeListener, delivery: WebhookDelivery, trigger: unknown, origin: Origin | undefined): Promise<{ event: WebhookEvent; execution?: AutomationExecutionsTable }> {
     const { clock, events, handOff } = this.deps;
     const { automation } = listener;
     const receivedAt = new Date(clock.now()).toISOString();
@@ -147,10 +169,11 @@ export class WebhookIntake {
         : automation.enabled !== 1
           ? { outcome: WebhookOutcome.NOT_RUN_DISABLED, reason: "the automation's trigger toggle is not enabled" }
           : null;
-    const execution = notRun ? undefined : handOff.newExecution(listener.automation_id, eventId, trigger, automation.steps, receivedAt, origin);
+    const execution = notRun ? undefined : handOff.newExecution(listener.automation_id, delivery.eventId, { trigger, webhook: delivery }, automation.steps, receivedAt, origin);
     const row = {
       listener_id: listener.id,
-      event_id: eventId,
+      event_id: delivery.eventId,
+      event_type: delivery.eventType,
       automation_id: listener.automation_id,
       received_at: receivedAt,
       outcome: notRun?.outcome ?? WebhookOutcome.EXECUTED,

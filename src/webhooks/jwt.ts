@@ -7,7 +7,7 @@ import { decodeProtectedHeader, errors as joseErrors, jwtVerify, type JWTPayload
 import type { Clock } from "../core/clock.js";
 import { ApiError, unauthenticated } from "../core/errors.js";
 import { htbS256 } from "./body.js";
-import { constantTimeEqual } from "./hmac.js";
+import { constantTimeEqual } from "./constant-time.js";
 import type { JwksCache } from "./jwks-cache.js";
 
 /** Seed 5.2: RS256, ES256, EdDSA, nothing else (no `none`, no HMAC algorithms). */

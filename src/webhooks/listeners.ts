@@ -13,13 +13,11 @@ import { prepared } from "../storage/prepared.js";
 import type { Sealed } from "../storage/secrets-key.js";
 import type { AutomationsTable, WebhookListenersTable } from "../storage/schema.js";
 import type { Db } from "../storage/transactions.js";
+import { generateSecret, holdsSecret } from "./listener-kinds.js";
 import type { SecretBox } from "./secret-box.js";
 import type { WebhookTriggerConfig } from "./webhook-trigger.js";
 
 export type Listener = WebhookListenersTable;
-
-/** Where senders post to the listener: the JWT audience it accepts, and the URL its trigger shows. */
-export const listenerUrl = (baseUrl: string, listenerId: string): string => `${baseUrl}/api/v1/webhooks/incoming/${listenerId}`;
 
 export type IntakeListener = Listener & {
   /** Sealed, current one first; `expiresAt` set on a replaced one in its grace period. */
@@ -30,13 +28,13 @@ export type IntakeListener = Listener & {
 
 /**
  * What the kept listeners may hold: 4,096 of them, and 8 Mi characters of their steps, CIDRs, JWKS
- * URL and sealed secrets together (one automation's steps may take 256 KiB). The oldest goes first.
+ * URL, public key and sealed secrets together (one automation's steps may take 256 KiB). The oldest goes first.
  */
 const KEPT = { entries: 4096, size: 8 * 1024 * 1024 };
 
 /** What a kept listener is counted as: the characters of its fields that vary in size. */
 const keptSize = (l: IntakeListener): number =>
-  l.automation.steps.length + l.allowed_cidrs.length + (l.jwks_url?.length ?? 0) + l.secrets.reduce((n, s) => n + s.sealed.length, 0);
+  l.automation.steps.length + l.allowed_cidrs.length + (l.jwks_url?.length ?? 0) + (l.public_key?.length ?? 0) + l.secrets.reduce((n, s) => n + s.sealed.length, 0);
 
 /**
  * The listener and its automation's state, with each secret valid at `now`, newest first (a
@@ -87,15 +85,16 @@ export class Listeners {
     return new Date(this.clock.now() + offsetMs).toISOString();
   }
 
-  private async addSecret(db: Db, listenerId: string): Promise<string> {
-    const secret = secret256();
+  private async addSecret(db: Db, listenerId: string, secret: string): Promise<string> {
     await db.insertInto("webhook_secrets").values({ id: newId(), listener_id: listenerId, sealed: this.box.seal(secret, listenerId), created_at: this.iso(), expires_at: null }).execute();
     return secret;
   }
 
   /**
-   * Makes the automation's listener match its trigger: created, updated in place (same id and URL),
-   * or removed. Returns the new HMAC secret when this save created one.
+   * Makes the automation's listener match its trigger: created, updated in place (same id), or
+   * removed. A save that keeps the kind (and, for Standard Webhooks, keeps verifying with a secret)
+   * keeps the secrets; any other change of kind ends them at once and, when the new kind holds one,
+   * generates a secret in its form. Returns the new secret when this save generated one.
    */
   async save(db: Db, automationId: string, config: WebhookTriggerConfig | null): Promise<string | undefined> {
     const existing = await db.selectFrom("webhook_listeners").selectAll().where("automation_id", "=", automationId).executeTakeFirst();
@@ -106,25 +105,28 @@ export class Listeners {
       }
       return undefined;
     }
-    const fields = { method: config.method, jwks_url: config.jwksUrl, allowed_cidrs: JSON.stringify(config.allowedSourceCidrs) };
+    const fields = { method: config.method, jwks_url: config.jwksUrl, public_key: config.publicKey, allowed_cidrs: JSON.stringify(config.allowedSourceCidrs) };
+    const takesSecret = holdsSecret(config.method, config.publicKey);
     if (!existing) {
       const id = `wh_${base62(16)}`;
       await db.insertInto("webhook_listeners").values({ id, automation_id: automationId, created_at: this.iso(), ...fields }).execute();
-      return config.method === "hmac" ? this.addSecret(db, id) : undefined;
+      return takesSecret ? this.addSecret(db, id, generateSecret(config.method)) : undefined;
     }
     await db.updateTable("webhook_listeners").set(fields).where("id", "=", existing.id).execute();
-    if (config.method === "jwt") {
-      await db.deleteFrom("webhook_secrets").where("listener_id", "=", existing.id).execute();
-      return undefined;
-    }
-    return existing.method === "jwt" ? this.addSecret(db, existing.id) : undefined;
+    const keepsSecrets = takesSecret && existing.method === config.method && holdsSecret(existing.method, existing.public_key ?? null);
+    if (keepsSecrets) return undefined;
+    await db.deleteFrom("webhook_secrets").where("listener_id", "=", existing.id).execute();
+    return takesSecret ? this.addSecret(db, existing.id, generateSecret(config.method)) : undefined;
   }
 
-  /** A new current secret; the replaced one stays valid for the grace period, older ones end now. */
-  async rotate(db: Db, listenerId: string): Promise<string> {
-    await db.deleteFrom("webhook_secrets").where("listener_id", "=", listenerId).where("expires_at", "is not", null).execute();
-    await db.updateTable("webhook_secrets").set({ expires_at: this.iso(this.graceSeconds * 1000) }).where("listener_id", "=", listenerId).where("expires_at", "is", null).execute();
-    return this.addSecret(db, listenerId);
+  /**
+   * A new current secret, `given` (the sender's own, checked by the caller) or generated in the
+   * kind's form; the replaced one stays valid for the grace period, older ones end now.
+   */
+  async rotate(db: Db, listener: Listener, given?: string): Promise<string> {
+    await db.deleteFrom("webhook_secrets").where("listener_id", "=", listener.id).where("expires_at", "is not", null).execute();
+    await db.updateTable("webhook_secrets").set({ expires_at: this.iso(this.graceSeconds * 1000) }).where("listener_id", "=", listener.id).where("expires_at", "is", null).execute();
+    return this.addSecret(db, listener.id, given ?? generateSecret(listener.method));
   }
 
   async forAutomation(db: Db, automationId: string): Promise<Listener | undefined> {

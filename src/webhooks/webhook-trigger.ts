@@ -1,14 +1,20 @@
-// Checks an automation's webhook trigger as saved: its JWKS URL and source CIDRs. Returns the
-// listener's configuration to store (listeners.ts); null when the automation has no webhook trigger.
+// Checks an automation's webhook trigger as saved: its kind, JWKS URL, public key and source CIDRs.
+// Returns the listener's configuration to store (listeners.ts); null when the automation has no
+// webhook trigger.
 import type { components } from "../../generated/api.js";
+import { invalidField } from "../core/errors.js";
 import { checkJwksUrl } from "./jwks-fetch.js";
+import type { ListenerKind } from "./listener-kinds.js";
 import { parseCidrs } from "./source-ip.js";
+import { standardWebhookPublicKey } from "./standard-webhooks.js";
 
 type AutomationTriggerInput = components["schemas"]["AutomationTrigger"];
 
 export interface WebhookTriggerConfig {
-  method: "hmac" | "jwt";
+  method: ListenerKind;
   jwksUrl: string | null;
+  /** A `standardWebhooks` listener's `whpk_` key; null for every other. */
+  publicKey: string | null;
   allowedSourceCidrs: string[];
 }
 
@@ -19,9 +25,19 @@ export function checkTrigger(triggers: readonly AutomationTriggerInput[], allowI
   const webhook = trigger.webhook;
   const at = `${path}[0].webhook`;
   const allowedSourceCidrs = parseCidrs(webhook.allowedSourceCidrs ?? [], `${at}.allowedSourceCidrs`);
+  const config = { jwksUrl: null, publicKey: null, allowedSourceCidrs };
+  // The contract's oneof admits exactly one arm set.
   if ("jwt" in webhook && webhook.jwt) {
-    const jwksUrl = checkJwksUrl(webhook.jwt.jwksUrl, `${at}.jwt.jwksUrl`, { allowInsecure: allowInsecureJwks });
-    return { method: "jwt", jwksUrl, allowedSourceCidrs };
+    return { ...config, method: "jwt", jwksUrl: checkJwksUrl(webhook.jwt.jwksUrl, `${at}.jwt.jwksUrl`, { allowInsecure: allowInsecureJwks }) };
   }
-  return { method: "hmac", jwksUrl: null, allowedSourceCidrs };
+  if ("standardWebhooks" in webhook && webhook.standardWebhooks) {
+    const publicKey = webhook.standardWebhooks.publicKey ?? null;
+    if (publicKey !== null && !standardWebhookPublicKey(publicKey)) {
+      throw invalidField(`${at}.standardWebhooks.publicKey`, "must be an Ed25519 public key: whpk_ and the base64 of its 32 bytes");
+    }
+    return { ...config, method: "standardWebhooks", publicKey };
+  }
+  if ("github" in webhook && webhook.github) return { ...config, method: "github" };
+  if ("stripe" in webhook && webhook.stripe) return { ...config, method: "stripe" };
+  return { ...config, method: "hmac" };
 }

@@ -22,7 +22,7 @@ const PATH = "automation.automationSteps[1].skipIfTrueCel";
 const compile = (source: string, stepNames: readonly string[] = [], expectType?: ExpectedResult) =>
   checkExpression(source, PATH, { stepNames, expect: expectType });
 
-const context = (trigger: unknown, steps: Record<string, unknown> = {}): CelContext => ({ trigger, steps });
+const context = (trigger: unknown, steps: Record<string, unknown> = {}): CelContext => ({ trigger, webhook: null, steps });
 
 /** Compiles with the context's steps as the earlier steps, then evaluates. */
 const run = (source: string, trigger: unknown = {}, steps: Record<string, unknown> = {}, limits?: EvaluationLimits) =>
@@ -79,6 +79,15 @@ describe("reading ctx", () => {
     expect(run("ctx.steps.parse.isLost", trigger, steps)).toBe(true);
     expect(run('!ctx.steps["parse"].isLost', trigger, steps)).toBe(false);
     expect(run('ctx.steps.parse.isLost && ctx.trigger.event == "card.lost"', trigger, steps)).toBe(true);
+  });
+
+  it("reads the delivery's event id and type, null for a fund event's run", () => {
+    const delivery = { eventId: "72d3162e-cc78-11e3-81ab-4c9367dc0958", eventType: "push" };
+    const withDelivery = (source: string) => evaluate(compile(source), { trigger, webhook: delivery, steps: {} });
+    expect(withDelivery('ctx.webhook.eventType == "push"')).toBe(true);
+    expect(withDelivery("ctx.webhook.eventId")).toBe(delivery.eventId);
+    expect(evaluate(compile("ctx.webhook == null"), { trigger, webhook: { eventId: "evt_1", eventType: null }, steps: {} })).toBe(false);
+    expect(run("ctx.webhook == null")).toBe(true);
   });
 
   it("accepts any JSON value as the trigger", () => {

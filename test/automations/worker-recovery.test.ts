@@ -52,7 +52,7 @@ async function until(condition: () => boolean, what: string): Promise<void> {
 const stored = (id: string) => fresh.storage.db.selectFrom("automation_executions").select(["state", "lease_until", "attempts"]).where("id", "=", id).executeTakeFirstOrThrow();
 
 it("a run the database failed under is claimed again at once, under a new lease", async () => {
-  const execution = newExecution("aut_x", "evt_1", {}, STEPS, new Date(T0).toISOString());
+  const execution = newExecution("aut_x", "evt_1", { trigger: {} }, STEPS, new Date(T0).toISOString());
   await fresh.storage.db.insertInto("automation_executions").values(execution).execute();
   run = async () => {
     if (runs.length === 1) throw reset();
@@ -70,8 +70,8 @@ it("a run the database failed under is claimed again at once, under a new lease"
 
 it("an execution leased at insert whose record failed, yet committed: claimed again at once; one claimed since by another is left alone", async () => {
   const lease = new Date(T0 + WORKER_DEFAULTS.leaseMs).toISOString();
-  const committed = newExecution("aut_x", "evt_1", {}, STEPS, new Date(T0).toISOString(), lease);
-  const other = newExecution("aut_x", "evt_2", {}, STEPS, new Date(T0).toISOString(), lease);
+  const committed = newExecution("aut_x", "evt_1", { trigger: {} }, STEPS, new Date(T0).toISOString(), lease);
+  const other = newExecution("aut_x", "evt_2", { trigger: {} }, STEPS, new Date(T0).toISOString(), lease);
   await fresh.storage.db.insertInto("automation_executions").values([committed, { ...other, lease_until: "2026-11-23T10:05:00.000Z" }]).execute();
   worker.start();
   worker.notRecorded(committed);
@@ -92,7 +92,7 @@ it("stuck while its runs make no progress past stuckMs (every slot held: nothing
   worker.start();
   await worker.idle();
   expect(worker.stuck()).toBe(false);
-  await fresh.storage.db.insertInto("automation_executions").values(newExecution("aut_x", "evt_1", {}, STEPS, new Date(T0).toISOString())).execute();
+  await fresh.storage.db.insertInto("automation_executions").values(newExecution("aut_x", "evt_1", { trigger: {} }, STEPS, new Date(T0).toISOString())).execute();
   await until(() => runs.length === 1, "the run to start");
   expect(worker.stuck()).toBe(false);
   await until(() => worker.stuck(), "the worker to be stuck");
@@ -110,7 +110,7 @@ it("claims failing for a fault of ours (a schema that changed under it) do not m
   expect(worker.stuck()).toBe(false);
   expect(runs).toEqual([]);
   await column("lease_until_renamed", "lease_until");
-  await fresh.storage.db.insertInto("automation_executions").values(newExecution("aut_x", "evt_1", {}, STEPS, new Date(T0).toISOString())).execute();
+  await fresh.storage.db.insertInto("automation_executions").values(newExecution("aut_x", "evt_1", { trigger: {} }, STEPS, new Date(T0).toISOString())).execute();
   worker.notify();
   await until(() => runs.length === 1, "the execution to run");
 });

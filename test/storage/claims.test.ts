@@ -13,9 +13,9 @@ const LEASE = "2026-01-01T00:11:00.000Z";
 
 it("claims lapsed runs first, then the oldest pending, up to the limit, each once", async () => {
   const at = (s: number) => `2026-01-01T00:00:${String(s).padStart(2, "0")}.000Z`;
-  const pending = [1, 2, 3].map((s) => newExecution("aut_x", `evt_p${s}`, {}, STEPS, at(s)));
-  const lapsed = [4, 5].map((s) => newExecution("aut_x", `evt_l${s}`, {}, STEPS, at(s), "2026-01-01T00:09:00.000Z"));
-  const held = newExecution("aut_x", "evt_h", {}, STEPS, at(0), "2026-01-01T00:20:00.000Z");
+  const pending = [1, 2, 3].map((s) => newExecution("aut_x", `evt_p${s}`, { trigger: {} }, STEPS, at(s)));
+  const lapsed = [4, 5].map((s) => newExecution("aut_x", `evt_l${s}`, { trigger: {} }, STEPS, at(s), "2026-01-01T00:09:00.000Z"));
+  const held = newExecution("aut_x", "evt_h", { trigger: {} }, STEPS, at(0), "2026-01-01T00:20:00.000Z");
   await fresh.storage.db.insertInto("automation_executions").values([...pending, ...lapsed, held]).execute();
 
   const first = await claimExecutions(fresh.storage, NOW, LEASE, 3);

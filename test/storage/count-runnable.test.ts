@@ -19,13 +19,13 @@ const LAPSED_RUNS = 4;
 async function seed(): Promise<void> {
   let n = 0;
   const at = () => new Date(Date.parse("2026-01-01T00:00:00.000Z") + 1000 * n++).toISOString();
-  const pending = Array.from({ length: PENDING }, (_, i) => newExecution("aut_x", `evt_p${i}`, {}, STEPS, at()));
-  const lapsed = Array.from({ length: LAPSED_RUNS }, (_, i) => newExecution("aut_x", `evt_l${i}`, {}, STEPS, at(), LAPSED));
+  const pending = Array.from({ length: PENDING }, (_, i) => newExecution("aut_x", `evt_p${i}`, { trigger: {} }, STEPS, at()));
+  const lapsed = Array.from({ length: LAPSED_RUNS }, (_, i) => newExecution("aut_x", `evt_l${i}`, { trigger: {} }, STEPS, at(), LAPSED));
   // A lease that ends exactly now is not lapsed yet (lease_until < now).
-  const live = [LIVE, "2099-01-01T00:00:00.000Z", NOW].map((lease, i) => newExecution("aut_x", `evt_h${i}`, {}, STEPS, at(), lease));
+  const live = [LIVE, "2099-01-01T00:00:00.000Z", NOW].map((lease, i) => newExecution("aut_x", `evt_h${i}`, { trigger: {} }, STEPS, at(), lease));
   // Finished, whatever their lease said: never runnable.
   const finished = (["AUTOMATION_EXECUTION_STATE_DONE", "AUTOMATION_EXECUTION_STATE_ERROR", "AUTOMATION_EXECUTION_STATE_DONE"] as const).map((state, i) => ({
-    ...newExecution("aut_x", `evt_f${i}`, {}, STEPS, at(), i === 0 ? LAPSED : undefined),
+    ...newExecution("aut_x", `evt_f${i}`, { trigger: {} }, STEPS, at(), i === 0 ? LAPSED : undefined),
     state,
     completed_at: NOW,
     attempts: 1,

@@ -15,7 +15,7 @@ const LEASE = "2026-01-01T00:01:00.000Z";
 
 describe("saveResultsAlone", () => {
   it("saves each execution's own results, ending the lease only with a final state", async () => {
-    const executions = Array.from({ length: 6 }, (_, i) => newExecution("aut_x", `evt_${i}`, { i }, STEPS, `2026-01-01T00:00:0${i}.000Z`, LEASE));
+    const executions = Array.from({ length: 6 }, (_, i) => newExecution("aut_x", `evt_${i}`, { trigger: { i } }, STEPS, `2026-01-01T00:00:0${i}.000Z`, LEASE));
     await fresh.storage.db.insertInto("automation_executions").values(executions).execute();
     await Promise.all(
       executions.map((e, i) =>
@@ -34,7 +34,7 @@ describe("saveResultsAlone", () => {
 
   it("saves a queue larger than one UPDATE takes, in several", async () => {
     const big = "x".repeat(1024 * 1024);
-    const executions = Array.from({ length: 6 }, (_, i) => newExecution("aut_x", `evt_${i}`, {}, STEPS, `2026-01-01T00:00:0${i}.000Z`, LEASE));
+    const executions = Array.from({ length: 6 }, (_, i) => newExecution("aut_x", `evt_${i}`, { trigger: {} }, STEPS, `2026-01-01T00:00:0${i}.000Z`, LEASE));
     await fresh.storage.db.insertInto("automation_executions").values(executions).execute();
     await Promise.all(executions.map((e) => saveResultsAlone(fresh.storage, { id: e.id, lease: LEASE, stepResults: big, final: { state: "AUTOMATION_EXECUTION_STATE_DONE", completedAt: "2026-01-01T00:01:00.000Z" } })));
     const rows = await fresh.storage.db.selectFrom("automation_executions").select(["state", "step_results"]).execute();
@@ -42,7 +42,7 @@ describe("saveResultsAlone", () => {
   });
 
   it("fails a save the database refuses alone: the others queued with it are saved", async () => {
-    const executions = Array.from({ length: 4 }, (_, i) => newExecution("aut_x", `evt_${i}`, {}, STEPS, `2026-01-01T00:00:0${i}.000Z`, LEASE));
+    const executions = Array.from({ length: 4 }, (_, i) => newExecution("aut_x", `evt_${i}`, { trigger: {} }, STEPS, `2026-01-01T00:00:0${i}.000Z`, LEASE));
     await fresh.storage.db.insertInto("automation_executions").values(executions).execute();
     // A NUL character: PostgreSQL's text refuses it, SQLite's takes it (the runner saves JSON text, which escapes it).
     const refused = "[\"\u0000\"]";
@@ -59,7 +59,7 @@ describe("saveResultsAlone", () => {
   });
 
   it.runIf(process.env.TEST_DATABASE === "postgres")("fails the whole batch at once when the database is unavailable, without trying each save again", async () => {
-    const executions = Array.from({ length: 4 }, (_, i) => newExecution("aut_x", `evt_${i}`, {}, STEPS, `2026-01-01T00:00:0${i}.000Z`, LEASE));
+    const executions = Array.from({ length: 4 }, (_, i) => newExecution("aut_x", `evt_${i}`, { trigger: {} }, STEPS, `2026-01-01T00:00:0${i}.000Z`, LEASE));
     await fresh.storage.db.insertInto("automation_executions").values(executions).execute();
     const unavailable = Object.assign(new Error("connect ECONNREFUSED 127.0.0.1:5432"), { code: "ECONNREFUSED" });
     const queries = vi.spyOn(fresh.storage.db, "executeQuery").mockRejectedValue(unavailable);
@@ -73,7 +73,7 @@ describe("saveResultsAlone", () => {
   });
 
   it("saves nothing for a run whose lease passed to another: LeaseLost, the others queued with it saved; in a transaction too", async () => {
-    const executions = Array.from({ length: 3 }, (_, i) => newExecution("aut_x", `evt_${i}`, {}, STEPS, `2026-01-01T00:00:0${i}.000Z`, LEASE));
+    const executions = Array.from({ length: 3 }, (_, i) => newExecution("aut_x", `evt_${i}`, { trigger: {} }, STEPS, `2026-01-01T00:00:0${i}.000Z`, LEASE));
     await fresh.storage.db.insertInto("automation_executions").values(executions).execute();
     const other = "2026-01-01T00:02:00.000Z";
     await fresh.storage.db.updateTable("automation_executions").set({ lease_until: other }).where("id", "=", executions[1]!.id).execute();

@@ -18,8 +18,8 @@ const LEASE = new Date(T0 + 3_660_000).toISOString();
 
 let n = 0;
 const at = () => new Date(T0 + 1000 * n++).toISOString();
-const pending = (automation: string, count: number) => Array.from({ length: count }, () => newExecution(automation, `evt_${n}`, {}, STEPS, at()));
-const parked = (automation: string, due: string): AutomationExecutionsTable => ({ ...newExecution(automation, `evt_${n}`, {}, STEPS, at()), state: "AUTOMATION_EXECUTION_STATE_PARKED", next_attempt_at: due });
+const pending = (automation: string, count: number) => Array.from({ length: count }, () => newExecution(automation, `evt_${n}`, { trigger: {} }, STEPS, at()));
+const parked = (automation: string, due: string): AutomationExecutionsTable => ({ ...newExecution(automation, `evt_${n}`, { trigger: {} }, STEPS, at()), state: "AUTOMATION_EXECUTION_STATE_PARKED", next_attempt_at: due });
 const insert = (rows: AutomationExecutionsTable[]) => fresh.storage.db.insertInto("automation_executions").values(rows).execute();
 const claim = (limit: number, after = "") => claimExecutions(fresh.storage, NOW, LEASE, limit, after);
 const byAutomation = (rows: AutomationExecutionsTable[]) => rows.reduce<Record<string, number>>((c, r) => ({ ...c, [r.automation_id]: (c[r.automation_id] ?? 0) + 1 }), {});
@@ -68,7 +68,7 @@ it("due parked executions take half of a claim at most while pending ones wait, 
 
 it("runs whose lease lapsed come first, oldest first", async () => {
   await insert(pending("aut_a", 3));
-  const lapsed = newExecution("aut_z", "evt_lapsed", {}, STEPS, at(), new Date(T0).toISOString());
+  const lapsed = newExecution("aut_z", "evt_lapsed", { trigger: {} }, STEPS, at(), new Date(T0).toISOString());
   await insert([lapsed]);
   const claimed = await claim(1);
   expect(claimed.map((e) => e.id)).toEqual([lapsed.id]);

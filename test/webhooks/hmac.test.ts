@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { computeSignature, constantTimeEqual, verifyHmac } from "../../src/webhooks/hmac.js";
+import { constantTimeEqual } from "../../src/webhooks/constant-time.js";
+import { computeSignature, verifyHmac } from "../../src/webhooks/hmac.js";
 import { htbS256 } from "../../src/webhooks/body.js";
 import { vectors, type HmacVector } from "../support/vectors.js";
 import { caught, expectApiError } from "./helpers.js";

@@ -1,6 +1,6 @@
 // Handlers of AutomationService, AutomationExecutionService, WebhookEventService,
 // NotificationDestinationService and the webhook intake: translate, delegate, wrap.
-import type { ServiceHandlers } from "../../../generated/server.js";
+import type { RawOperationRequest, ServiceHandlers } from "../../../generated/server.js";
 import type { Automations } from "../../automations/automations.js";
 import type { BulkRedrive } from "../../automations/bulk-redrive.js";
 import type { AutomationExecution, Executions } from "../../automations/executions.js";
@@ -8,7 +8,11 @@ import type { NotificationDestination, NotificationDestinations } from "../../au
 import type { ExecutionReruns } from "../../automations/reruns.js";
 import type { WebhookEvents } from "../../webhooks/events.js";
 import type { WebhookIntake } from "../../webhooks/intake.js";
+import type { IntakeRoute } from "../../webhooks/listener-kinds.js";
 import { keepAnswer, type RequestContext } from "../context.js";
+
+/** What every intake operation's handler receives (x-raw-request), compared by shape: they share their path parameter. */
+type IntakeRequest = Pick<RawOperationRequest<"svc.api.webhooks.v1.IncomingWebhookService.Receive">, "path" | "headers" | "readBody" | "remoteAddress" | "forwardedFor">;
 
 type AutomationHandlers = Pick<ServiceHandlers<RequestContext>, "AutomationService" | "AutomationExecutionService" | "WebhookEventService" | "NotificationDestinationService" | "IncomingWebhookService">;
 
@@ -24,6 +28,16 @@ export function automationHandlers(deps: {
   const { automations, executions, reruns, bulkRedrive, events, intake, destinations } = deps;
   const keepDestination = (ctx: RequestContext) => keepAnswer(ctx, (notificationDestination: NotificationDestination) => ({ notificationDestination }));
   const keepStarted = (ctx: RequestContext) => keepAnswer(ctx, (automationExecution: AutomationExecution) => ({ automationExecution }));
+  /** The intake, as the operation of `route` reaches it: a listener answers only at its kind's. */
+  const receive =
+    (route: IntakeRoute) =>
+    async ({ path, headers, readBody, remoteAddress, forwardedFor }: IntakeRequest, ctx: RequestContext) => ({
+      // app.ts sets the limits on every raw request.
+      webhookEvent: await intake.receive(
+        { listenerId: path.listener_id, route, headers, readBody, remoteAddress, forwardedFor, limits: ctx.intakeLimits!, authenticatesWith: ctx.intakeAuthenticatesWith, authenticated: ctx.callerAuthenticated },
+        ctx,
+      ),
+    });
   return {
     AutomationService: {
       CreateAutomation: async ({ body }, ctx) => automations.create(body.automation, keepAnswer(ctx, (saved) => saved), ctx),
@@ -38,9 +52,9 @@ export function automationHandlers(deps: {
         const page = await automations.list(query.page_size, query.page_token);
         return { list: page.items.map((automation) => ({ automation })), nextPageToken: page.nextPageToken };
       },
-      RotateWebhookSecret: async ({ path }, ctx) => automations.rotateSecret(path.id, keepAnswer(ctx, (rotated) => rotated), ctx),
+      RotateWebhookSecret: async ({ path, body }, ctx) => automations.rotateSecret(path.id, body.webhookSecret, keepAnswer(ctx, (rotated) => rotated), ctx),
       RotateNotificationSecret: async ({ path }, ctx) => automations.rotateNotificationSecret(path.id, keepAnswer(ctx, (rotated) => rotated), ctx),
-      CheckAutomationSteps: async ({ body }) => automations.checkSteps(body.automationSteps, "samplePayload" in body ? { value: body.samplePayload } : undefined),
+      CheckAutomationSteps: async ({ body }) => automations.checkSteps(body.automationSteps, "samplePayload" in body ? { value: body.samplePayload, webhook: body.sampleWebhook ?? null } : undefined),
     },
     AutomationExecutionService: {
       GetAutomationExecution: async ({ path }) => ({ automationExecution: await executions.get(path.id) }),
@@ -70,13 +84,10 @@ export function automationHandlers(deps: {
       Disable: async ({ path }, ctx) => ({ notificationDestination: await destinations.set(path.destination_id, true, keepDestination(ctx), ctx) }),
     },
     IncomingWebhookService: {
-      Receive: async ({ path, headers, readBody, remoteAddress, forwardedFor }, ctx) => ({
-        // app.ts sets the limits on every raw request.
-        webhookEvent: await intake.receive(
-          { listenerId: path.listener_id, headers, readBody, remoteAddress, forwardedFor, limits: ctx.intakeLimits!, authenticatesWith: ctx.intakeAuthenticatesWith, authenticated: ctx.callerAuthenticated },
-          ctx,
-        ),
-      }),
+      Receive: receive("seed"),
+      ReceiveStandardWebhook: receive("standardWebhooks"),
+      ReceiveGithubWebhook: receive("github"),
+      ReceiveStripeWebhook: receive("stripe"),
     },
   };
 }

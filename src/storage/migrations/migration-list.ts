@@ -33,6 +33,7 @@ import { m0029 } from "./0029-spend-foreign-keys-dropped.js";
 import { m0030 } from "./0030-spend-decisions-on-seen-layers.js";
 import { m0031 } from "./0031-notification-delivery.js";
 import { m0032 } from "./0032-notification-signing-keys.js";
+import { m0033 } from "./0033-webhook-sender-kinds.js";
 import { type EarlierRelease, RUNS, RUNS_ON_POSTGRES, STOPS, type TextType } from "./migration-kit.js";
 
 export interface MigrationStep {
@@ -85,6 +86,7 @@ export function migrationSteps(dialect: "sqlite" | "postgres"): MigrationStep[] 
     ["0030_spend_decisions_on_seen_layers", m0030(dialect), RUNS],
     ["0031_notification_delivery", m0031(text, dialect), RUNS, ["automation_executions"]],
     ["0032_notification_signing_keys", m0032(text), RUNS],
+    ["0033_webhook_sender_kinds", m0033(text), RUNS, ["webhook_listeners", "webhook_events"]],
   ];
   return steps.map(([name, migration, earlier, locks = []]) => ({ name, migration, earlierReleaseRuns: earlier[dialect], locks: dialect === "postgres" ? locks : [] }));
 }

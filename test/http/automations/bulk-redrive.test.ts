@@ -72,7 +72,7 @@ async function withStorage<T>(server: TestServer, use: (storage: Awaited<ReturnT
 async function inserted(server: TestServer, automationId: string, at: number, count: number, fields: Partial<AutomationExecutionsTable>): Promise<string[]> {
   return withStorage(server, async (storage) => {
     const { steps } = await storage.db.selectFrom("automations").select("steps").where("id", "=", automationId).executeTakeFirstOrThrow();
-    const rows = Array.from({ length: count }, () => ({ ...newExecution(automationId, newEventId(), PAYLOAD, steps, iso(at)), ...fields }));
+    const rows = Array.from({ length: count }, () => ({ ...newExecution(automationId, newEventId(), { trigger: PAYLOAD }, steps, iso(at)), ...fields }));
     for (let i = 0; i < rows.length; i += 200) await storage.db.insertInto("automation_executions").values(rows.slice(i, i + 200)).execute();
     return rows.map((r) => r.id);
   });

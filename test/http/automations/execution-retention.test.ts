@@ -59,7 +59,7 @@ describe(`by age, on ${testDialect()}: EXECUTION_RETENTION_DAYS (30 by default) 
     const storage = await openStorage(loadConfig({ DATABASE_URL: ts.databaseUrl }).database);
     const running = async (leaseMs: number) => {
       const { steps } = await storage.db.selectFrom("automations").select("steps").where("id", "=", a.id).executeTakeFirstOrThrow();
-      const row = newExecution(a.id, newEventId(), { n: 99 }, steps, new Date(t0 + 10 * SECOND).toISOString(), new Date(t0 + leaseMs).toISOString());
+      const row = newExecution(a.id, newEventId(), { trigger: { n: 99 } }, steps, new Date(t0 + 10 * SECOND).toISOString(), new Date(t0 + leaseMs).toISOString());
       await storage.db.insertInto("automation_executions").values(row).execute();
       return row.id;
     };

@@ -64,7 +64,7 @@ async function heldElsewhere(hook: Hooked, eventId: string, fields: { origin?: s
   const storage = await openStorage(loadConfig({ DATABASE_URL: ts.databaseUrl }).database);
   try {
     const { steps } = await storage.db.selectFrom("automations").select("steps").where("id", "=", hook.id).executeTakeFirstOrThrow();
-    const row = { ...newExecution(hook.id, eventId, PAYLOAD, steps, new Date(ts.clock.now()).toISOString(), new Date(ts.clock.now() + 100 * DAY).toISOString()), ...fields };
+    const row = { ...newExecution(hook.id, eventId, { trigger: PAYLOAD }, steps, new Date(ts.clock.now()).toISOString(), new Date(ts.clock.now() + 100 * DAY).toISOString()), ...fields };
     await storage.db.insertInto("automation_executions").values(row).execute();
     return row.id;
   } finally {

@@ -36,7 +36,7 @@ describe("the console's example requests for an HMAC listener", () => {
     const r = await bash(curlCommand(target));
     expect(r.code, r.out).toBe(0);
     expect(JSON.parse(r.stdout)).toMatchObject({ webhookEvent: { outcome: "WEBHOOK_EVENT_OUTCOME_EXECUTED" } });
-    expect((await executionsOf(ts.admin, id)).map((e) => e.context)).toEqual([{ trigger: JSON.parse(target.body) }]);
+    expect((await executionsOf(ts.admin, id)).map((e) => e.context)).toEqual([{ trigger: JSON.parse(target.body), webhook: { eventId: expect.any(String), eventType: null } }]);
   }, 120_000);
 
   it("the curl one-liner shown without the secret reads it from $WEBHOOK_SECRET", async () => {
@@ -62,6 +62,6 @@ describe("the console's example requests for an HMAC listener", () => {
     const { target, id } = await listener("sender script");
     const r = await bash(senderCommand(target));
     expect(r.code, r.out).toBe(0);
-    expect((await executionsOf(ts.admin, id)).map((e) => e.context)).toEqual([{ trigger: JSON.parse(target.body) }]);
+    expect((await executionsOf(ts.admin, id)).map((e) => e.context)).toEqual([{ trigger: JSON.parse(target.body), webhook: { eventId: expect.any(String), eventType: null } }]);
   }, 120_000);
 });
