@@ -37,6 +37,8 @@ export interface RawRequest {
   chunkSize?: number;
   /** Connect to this address instead of the URL's host (e.g. "::1", "::ffff:127.0.0.1"). */
   connectTo?: string;
+  /** The intake operation whose contract the answer is checked against; default `Receive`. */
+  operationId?: string;
 }
 
 /**
@@ -75,7 +77,7 @@ export function postRaw(url: string, request: RawRequest = {}): Promise<Answer> 
             parsed = text;
           }
           const status = res.statusCode ?? 0;
-          expect(responseErrors(RECEIVE, status, parsed), `intake answered ${status} ${text.slice(0, 300)}`).toEqual([]);
+          expect(responseErrors(request.operationId ?? RECEIVE, status, parsed), `intake answered ${status} ${text.slice(0, 300)}`).toEqual([]);
           resolve({ status, body: parsed, headers: res.headers });
         });
       },
@@ -158,7 +160,7 @@ export function automationsApi(client: ApiClient) {
       client.POST("/api/v1/automations/{id}", { ...id(value), body: { automation, updateMask } as never }),
     delete: (value: string) => client.DELETE("/api/v1/automations/{id}", id(value)),
     list: (query: { page_size?: number; page_token?: string } = {}) => client.GET("/api/v1/automations", { params: { query } }),
-    rotate: (value: string) => client.POST("/api/v1/automations/{id}/webhook-secret", { ...id(value), body: {} }),
+    rotate: (value: string, body: unknown = {}) => client.POST("/api/v1/automations/{id}/webhook-secret", { ...id(value), body: body as never }),
     check: (body: unknown) => client.POST("/api/v1/automation-steps/check", { body: body as never }),
     events: (value: string, query: { page_size?: number; page_token?: string } = {}) =>
       client.GET("/api/v1/automations/{id}/webhook-events", { params: { path: { id: value }, query } }),
@@ -188,7 +190,7 @@ export interface Hooked {
   id: string;
   listenerId: string;
   url: string;
-  /** The HMAC secret (empty for a JWT listener). */
+  /** The listener's secret as answered (empty for a JWT listener, or a Standard Webhooks one with a public key). */
   secret: string;
 }
 
@@ -199,6 +201,8 @@ export interface HookOptions {
   cidrs?: string[];
   /** A JWT listener with this JWKS URL instead of HMAC. */
   jwksUrl?: string;
+  /** The trigger's kind arm as sent (`{ github: {} }`...), instead of HMAC. */
+  kind?: Record<string, unknown>;
   displayName?: string;
 }
 
@@ -206,7 +210,7 @@ let created = 0;
 
 /** Creates an automation with a webhook trigger (published and enabled unless told otherwise). */
 export async function createHooked(ts: TestServer, options: HookOptions = {}): Promise<Hooked> {
-  const webhook = options.jwksUrl ? { jwt: { jwksUrl: options.jwksUrl } } : { hmac: {} };
+  const webhook = options.kind ?? (options.jwksUrl ? { jwt: { jwksUrl: options.jwksUrl } } : { hmac: {} });
   const saved = unwrap(
     await automationsApi(ts.admin).create({
       displayName: options.displayName ?? `Automation ${++created}`,
