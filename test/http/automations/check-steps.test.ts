@@ -83,6 +83,16 @@ describe("CheckAutomationSteps", () => {
     expect(row.response.status).toBe(404);
   });
 
+  it("evaluates ctx.webhook as the sample delivery gives it, null without one", async () => {
+    const steps = [evaluateStep("seen", { type: "ctx.webhook.eventType", isNull: "ctx.webhook == null" })];
+    const values = async (body: Record<string, unknown>) => (await check({ automationSteps: steps, samplePayload: {}, ...body })).evaluations.map((e) => e.value);
+    expect(await values({ sampleWebhook: { eventId: "72d3162e-cc78-11e3-81ab-4c9367dc0958", eventType: "push" } })).toEqual(["push", false]);
+    expect((await check({ automationSteps: steps, samplePayload: {} })).evaluations.map((e) => [e.value, e.error === null])).toEqual([
+      [null, false],
+      [true, true],
+    ]);
+  });
+
   it("checks computed ids and result types as a run does, and reports a null payload's failures", async () => {
     const report = await check({
       automationSteps: [suspendStep("act", { userIdCel: '"not an id"', appIdCel: "ctx.trigger.appId" }, "ctx.trigger.flag")],
