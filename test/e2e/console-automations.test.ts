@@ -45,7 +45,7 @@ describe("automations in the console", () => {
     // Create, with the incoming-webhook trigger, HMAC, and a source restriction that admits loopback.
     await page.getByRole("link", { name: "New automation" }).click();
     await page.getByLabel("Name").fill("Suspend Salesforce when card lost");
-    await page.getByLabel("HMAC (shared secret)").check();
+    await page.getByLabel("HMAC (this API's scheme)").check();
     await page.getByLabel("Allowed source CIDRs").fill("127.0.0.0/8\n::1/128");
     await screenshot(page, "automation-new-desktop");
     await page.getByRole("button", { name: "Save" }).click();
