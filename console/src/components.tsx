@@ -95,6 +95,16 @@ export function Copyable({ label, value, testId }: { label: string; value: strin
   );
 }
 
+/** A secret shown once, the moment it is issued: copy it now, `then` says what to do afterwards. */
+export function OnceSecret({ label, value, testId, then }: { label: string; value: string; testId: string; then: string }) {
+  return (
+    <div class="secret">
+      <Copyable label={label} value={value} testId={testId} />
+      <p class="warning">Shown once: copy it now. {then}</p>
+    </div>
+  );
+}
+
 /** The error of a list, or the sentence saying it is empty. */
 export function ListStatus({ error, loaded, count, empty }: { error: unknown; loaded: boolean; count: number; empty: string }) {
   if (error) return <ErrorText error={error} />;

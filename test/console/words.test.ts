@@ -34,6 +34,8 @@ describe("field paths in words", () => {
     ["automationSteps[3].notify.bodyCel", "Step 4 (Send a notification), body"],
     ["triggers[0].fundEvents.conditionCel", "Trigger 1 (Fund events), condition"],
     ["body.triggers[0].webhook.jwt.jwksUrl", "Trigger 1 (Incoming webhook), jwt, JWKS URL"],
+    ["body.automation.triggers.0.webhook.standardWebhooks.publicKey", "Trigger 1 (Incoming webhook), Standard Webhooks, public key"],
+    ["body.webhookSecret", "Sender's secret"],
     ["body.automation.triggers.0.webhook.allowedSourceCidrs.0", "Trigger 1 (Incoming webhook), allowed source CIDRs 1"],
     ["limit.amount.money.nanos", "Limit, amount, money, nanos"],
   ])("%s reads %s", (path, words) => {

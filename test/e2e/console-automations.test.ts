@@ -45,7 +45,7 @@ describe("automations in the console", () => {
     // Create, with the incoming-webhook trigger, HMAC, and a source restriction that admits loopback.
     await page.getByRole("link", { name: "New automation" }).click();
     await page.getByLabel("Name").fill("Suspend Salesforce when card lost");
-    await page.getByLabel("HMAC (shared secret)").check();
+    await page.getByLabel("HMAC (this API's scheme)").check();
     await page.getByLabel("Allowed source CIDRs").fill("127.0.0.0/8\n::1/128");
     await screenshot(page, "automation-new-desktop");
     await page.getByRole("button", { name: "Save" }).click();
@@ -119,7 +119,8 @@ describe("automations in the console", () => {
     expect(answer.out, answer.out).toContain('"outcome":"WEBHOOK_EVENT_OUTCOME_EXECUTED"');
     await page.getByTestId("delivery").nth(1).waitFor(); // the log refreshes by itself
 
-    // Rotate the secret (a new one, shown once), unpublish, turn the trigger off.
+    // Rotate the secret (a new one, shown once: this API's HMAC secret is never the sender's), unpublish, turn the trigger off.
+    expect(await page.getByLabel("Sender's secret").count()).toBe(0);
     await page.getByRole("button", { name: "Rotate secret" }).click();
     await page.getByTestId("webhook-secret").filter({ hasNotText: secret }).waitFor();
     await page.getByRole("button", { name: "Unpublish" }).click();

@@ -144,6 +144,8 @@ describe("a console that offers, confirms and speaks plainly", () => {
     }
     await page.getByLabel("JWT (your JWKS)").check();
     seen.push(...(await placeholders(page)));
+    await page.getByLabel("Standard Webhooks (Svix and others)").check();
+    seen.push(...(await placeholders(page)));
     await page.getByLabel("Fund events", { exact: true }).check();
     await page.getByLabel("Usage threshold crossed", { exact: true }).check();
     seen.push(...(await placeholders(page)));

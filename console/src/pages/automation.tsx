@@ -1,6 +1,7 @@
 // One automation: its state (publish, unpublish, the trigger toggle), its trigger (a webhook's
-// listener: URL, secret once, example requests, rotate; or its fund events), its steps, and its
-// delivery log (or, on fund events, its executions), and, once published, redriving its failed executions.
+// listener: URL, secret once, what its sender is set up with, rotate; or its fund events), its
+// steps, and its delivery log (or, on fund events, its executions), and, once published,
+// redriving its failed executions.
 import { useEffect, useState } from "preact/hooks";
 import { call, type Schemas, type Session } from "../api.js";
 import { ConfirmPanel, ErrorText, Outcome, useAction } from "../components.js";
@@ -8,6 +9,7 @@ import { href, navigate } from "../route.js";
 import { AUTOMATION_LIST, handOver, takeHandover } from "../secrets.js";
 import { exampleUserId } from "../users.js";
 import { DeliveryLog, ExecutionLog } from "./deliveries.js";
+import { RotateSecret } from "./listener.js";
 import { stateLabel } from "./automations.js";
 import { BulkRedrive } from "./redrive.js";
 import { StepsEditor } from "./steps.js";
@@ -44,12 +46,6 @@ export function AutomationPage({ session, id }: { session: Session; id: string }
   });
   // The draft is read inside the action: one that cannot be sent (thresholds typed wrong) is shown as its error.
   const saveTrigger = useAction(async () => `Trigger saved: ${triggerSummary(await save({ triggers: [triggerOf(trigger)] }, "triggers"))}.`);
-  const rotate = useAction(async () => {
-    const rotated = await call(session.client.POST("/api/v1/automations/{id}/webhook-secret", { ...path, body: {} }));
-    setAutomation(rotated.automation);
-    setSecret(rotated.webhookSecret);
-    return "Webhook secret rotated: the new one is shown once, above.";
-  });
   const [deleting, setDeleting] = useState(false);
   const remove = useAction(async () => {
     await call(session.client.DELETE("/api/v1/automations/{id}", path));
@@ -111,12 +107,18 @@ export function AutomationPage({ session, id }: { session: Session; id: string }
       <section aria-label="Trigger">
         <h2>Trigger</h2>
         <TriggerPanel trigger={automation.triggers?.[0]} secret={secret} exampleUserId={exampleUserId(session.names)} />
+        {webhook ? (
+          <RotateSecret
+            session={session}
+            automationId={id}
+            webhook={webhook}
+            onRotated={(rotated, issued) => {
+              setAutomation(rotated);
+              setSecret(issued);
+            }}
+          />
+        ) : null}
         <div class="actions">
-          {webhook && !("jwt" in webhook && webhook.jwt) ? (
-            <button type="button" disabled={rotate.busy} onClick={() => void rotate.run()}>
-              Rotate secret
-            </button>
-          ) : null}
           <button
             type="button"
             onClick={() => {
@@ -128,7 +130,6 @@ export function AutomationPage({ session, id }: { session: Session; id: string }
             {editingTrigger ? "Cancel" : automation.triggers?.length ? "Change trigger" : "Add trigger"}
           </button>
         </div>
-        <Outcome action={rotate} />
         {/* The form closes on a save: what it did is said here, its refusals in the form. */}
         <Outcome action={{ error: null, done: saveTrigger.done }} />
         {editingTrigger ? (

@@ -1,4 +1,5 @@
-// The delivery log of an automation, newest first: each accepted event with its outcome and, when it
+// The delivery log of an automation, newest first: each accepted event with its type (where the
+// sender's scheme names one: GitHub's `push`, Stripe's `invoice.paid`), its outcome and, when it
 // ran, its execution with each step's state, output and error (a parked one with its next attempt,
 // a notify step with its attempts so far); for an automation on fund events,
 // which receives no webhook, its executions, each with the fund event that started it. Both reload
@@ -133,7 +134,8 @@ export function DeliveryLog({ session, automationId }: { session: Session; autom
         {items.map(({ event, execution }) => (
           <li key={event.eventId} data-testid="delivery">
             <p>
-              <When at={event.receivedAt} /> · event <code>{event.eventId}</code> ·{" "}
+              <When at={event.receivedAt} /> · event <code>{event.eventId}</code>
+              {event.eventType ? <> · <span data-testid="webhook-event-type">{event.eventType}</span></> : null} ·{" "}
               <strong data-testid="outcome">{short(event.outcome, "WEBHOOK_EVENT_OUTCOME_")}</strong>
               {event.notRunReason ? ` (${event.notRunReason})` : ""}
             </p>

@@ -4,7 +4,7 @@
 // fund-event trigger). The notification secret of `notify` steps is shown once and can be rotated.
 import { useEffect, useRef, useState } from "preact/hooks";
 import { call, type Schemas, type Session } from "../api.js";
-import { Copyable, ErrorText, Field, Json, Outcome, useAction } from "../components.js";
+import { ErrorText, Field, Json, OnceSecret, Outcome, useAction } from "../components.js";
 import { parseAmount } from "../money.js";
 import { messageWords, STEP_KINDS } from "../words.js";
 import { fundEventExample } from "../fund-event-example.js";
@@ -298,10 +298,7 @@ export function StepsEditor({ session, automation, onSaved }: { session: Session
       </div>
       <Outcome action={save} />
       {notificationSecret ? (
-        <div class="secret">
-          <Copyable label="Notification signing secret" value={notificationSecret} testId="notification-secret" />
-          <p class="warning">Shown once: copy it now. Receivers verify notifications with it (Standard Webhooks).</p>
-        </div>
+        <OnceSecret label="Notification signing secret" value={notificationSecret} testId="notification-secret" then="Receivers verify notifications with it (Standard Webhooks)." />
       ) : null}
       {notifies ? (
         <div class="actions">

@@ -1,20 +1,21 @@
-// An automation's trigger: the form that chooses its kind, an incoming webhook (HMAC or JWT with
-// its JWKS URL, the allowed source CIDRs) or fund events (./fund-trigger.tsx), and the listener
-// panel shown after a save: the complete URL and, once, the HMAC secret, each with a copy button,
-// and ready-to-paste example requests.
-import { useState } from "preact/hooks";
+// An automation's trigger: the form that chooses its kind, an incoming webhook (its listener's
+// kind: HMAC, JWT with its JWKS URL, Standard Webhooks with an optional public key, GitHub, Stripe;
+// the allowed source CIDRs) or fund events (./fund-trigger.tsx), and the panel that shows it.
 import type { Schemas } from "../api.js";
-import { Copyable, CopyButton, Field } from "../components.js";
-import { curlCommand, exampleBody, senderCommand } from "../webhook-example.js";
+import { Field } from "../components.js";
+import { KIND_LABELS, KIND_NAMES, kindOf, LISTENER_KINDS, publicKeyOf, type ListenerKind } from "../listener-kinds.js";
 import { FundEventInputs, FundEventsPanel, fundEventsDraftOf, fundEventsOf, fundEventsSummary, type FundEventsDraft } from "./fund-trigger.js";
+import { ListenerPanel } from "./listener.js";
 
 type Trigger = Schemas["AutomationTrigger"];
 type Webhook = Schemas["IncomingWebhookTrigger"];
 
 export interface TriggerDraft {
   kind: "webhook" | "fundEvents";
-  method: "hmac" | "jwt";
+  method: ListenerKind;
   jwksUrl: string;
+  /** A Standard Webhooks sender's Ed25519 key (`whpk_…`); empty: it signs with a secret. */
+  publicKey: string;
   cidrs: string;
   fundEvents: FundEventsDraft;
 }
@@ -24,8 +25,9 @@ export function draftOf(trigger: Trigger | undefined): TriggerDraft {
   const jwt = webhook && "jwt" in webhook && webhook.jwt ? webhook.jwt : null;
   return {
     kind: trigger?.fundEvents ? "fundEvents" : "webhook",
-    method: jwt ? "jwt" : "hmac",
+    method: (webhook && kindOf(webhook)) ?? "hmac",
     jwksUrl: jwt?.jwksUrl ?? "",
+    publicKey: (webhook && publicKeyOf(webhook)) ?? "",
     cidrs: (webhook?.allowedSourceCidrs ?? []).join("\n"),
     fundEvents: fundEventsDraftOf(trigger?.fundEvents),
   };
@@ -35,7 +37,23 @@ export function draftOf(trigger: Trigger | undefined): TriggerDraft {
 export function triggerOf(draft: TriggerDraft) {
   if (draft.kind === "fundEvents") return { fundEvents: fundEventsOf(draft.fundEvents) };
   const allowedSourceCidrs = draft.cidrs.split(/[\s,]+/).filter(Boolean);
-  return { webhook: draft.method === "jwt" ? { jwt: { jwksUrl: draft.jwksUrl.trim() }, allowedSourceCidrs } : { hmac: {}, allowedSourceCidrs } };
+  return { webhook: { ...listenerArm(draft), allowedSourceCidrs } };
+}
+
+/** The arm of the contract's oneof that the draft's kind sets. */
+function listenerArm(draft: TriggerDraft) {
+  switch (draft.method) {
+    case "jwt":
+      return { jwt: { jwksUrl: draft.jwksUrl.trim() } };
+    case "standardWebhooks":
+      return { standardWebhooks: draft.publicKey.trim() ? { publicKey: draft.publicKey.trim() } : {} };
+    case "github":
+      return { github: {} };
+    case "stripe":
+      return { stripe: {} };
+    case "hmac":
+      return { hmac: {} };
+  }
 }
 
 /** `hasListener`: the automation has a webhook listener now, which choosing fund events removes. */
@@ -66,17 +84,21 @@ function WebhookInputs({ draft, onChange }: { draft: TriggerDraft; onChange: (d:
   return (
     <fieldset>
       <legend>Incoming-webhook trigger</legend>
-      <div class="row" role="radiogroup" aria-label="Authentication">
-        <label class="choice">
-          <input type="radio" name="method" checked={draft.method === "hmac"} onChange={() => onChange({ ...draft, method: "hmac" })} /> HMAC (shared secret)
-        </label>
-        <label class="choice">
-          <input type="radio" name="method" checked={draft.method === "jwt"} onChange={() => onChange({ ...draft, method: "jwt" })} /> JWT (your JWKS)
-        </label>
+      <div class="row" role="radiogroup" aria-label="Sender">
+        {LISTENER_KINDS.map((kind) => (
+          <label class="choice" key={kind}>
+            <input type="radio" name="method" checked={draft.method === kind} onChange={() => onChange({ ...draft, method: kind })} /> {KIND_LABELS[kind]}
+          </label>
+        ))}
       </div>
       {draft.method === "jwt" ? (
         <Field label="JWKS URL" hint="The HTTPS address of the sender's JSON Web Key Set.">
           <input type="url" value={draft.jwksUrl} placeholder="e.g. https://sender.example.com/.well-known/jwks.json" onInput={(e) => onChange({ ...draft, jwksUrl: e.currentTarget.value })} />
+        </Field>
+      ) : null}
+      {draft.method === "standardWebhooks" ? (
+        <Field label="Public key (optional)" hint="The sender's Ed25519 key, whpk_…, for v1a signatures. Empty: it signs with a whsec_… secret (v1).">
+          <input value={draft.publicKey} placeholder="e.g. whpk_gtVFaCliCkpHmooMSttu09tUx/KbUb/b73b/cHXymwg=" onInput={(e) => onChange({ ...draft, publicKey: e.currentTarget.value })} />
         </Field>
       ) : null}
       <Field label="Allowed source CIDRs" hint="One range per line, e.g. 203.0.113.0/24. Empty: any source.">
@@ -94,7 +116,10 @@ export function webhookOf(automation: Schemas["Automation"]): Webhook | undefine
 export function triggerSummary(automation: Schemas["Automation"]): string {
   const trigger = automation.triggers?.[0];
   if (!trigger) return "None";
-  if (trigger.webhook) return "jwt" in trigger.webhook && trigger.webhook.jwt ? "Webhook, JWT" : "Webhook, HMAC";
+  if (trigger.webhook) {
+    const kind = kindOf(trigger.webhook);
+    return kind ? `Webhook, ${KIND_NAMES[kind]}` : "Webhook of a kind this console does not know";
+  }
   if (trigger.fundEvents) return fundEventsSummary(trigger.fundEvents);
   return "Of a kind this console does not know";
 }
@@ -108,44 +133,4 @@ export function TriggerPanel({ trigger, secret, exampleUserId }: { trigger: Trig
   if (trigger.webhook) return <ListenerPanel webhook={trigger.webhook} secret={secret} userId={exampleUserId} />;
   if (trigger.fundEvents) return <FundEventsPanel trigger={trigger.fundEvents} />;
   return <p>A trigger of a kind this console does not know; the API shows it.</p>;
-}
-
-/** The listener's URL, the secret when it has just been issued, and example requests. */
-function ListenerPanel({ webhook, secret, userId }: { webhook: Webhook; secret: string | undefined; userId: string }) {
-  const [tab, setTab] = useState<"sender" | "curl">("sender");
-  const method = "jwt" in webhook && webhook.jwt ? "jwt" : "hmac";
-  const url = webhook.url ?? "";
-  const target = { url, method, baseUrl: window.location.origin, body: exampleBody(userId), ...(secret ? { secret } : {}) } as const;
-  const example = tab === "curl" && method === "hmac" ? curlCommand(target) : senderCommand(target);
-  return (
-    <section class="panel" aria-label="Listener">
-      <Copyable label="Webhook URL" value={url} testId="webhook-url" />
-      {secret ? (
-        <div class="secret">
-          <Copyable label="Signing secret" value={secret} testId="webhook-secret" />
-          <p class="warning">Shown once: copy it now. It cannot be read again; rotate it to get a new one.</p>
-        </div>
-      ) : method === "hmac" ? (
-        <p class="hint">The signing secret was shown when it was issued. Rotate it to get a new one.</p>
-      ) : (
-        <p class="hint">
-          JWT: signed by a key of <code>{"jwt" in webhook && webhook.jwt ? webhook.jwt.jwksUrl : ""}</code>, with <code>sub</code> {window.location.origin} and <code>aud</code> the URL above.
-        </p>
-      )}
-      <div class="example">
-        <div class="tabs" role="tablist">
-          <button type="button" role="tab" aria-selected={tab === "sender"} onClick={() => setTab("sender")}>
-            Sender script
-          </button>
-          {method === "hmac" ? (
-            <button type="button" role="tab" aria-selected={tab === "curl"} onClick={() => setTab("curl")}>
-              curl
-            </button>
-          ) : null}
-        </div>
-        <pre data-testid="example-request">{example}</pre>
-        <CopyButton text={example} label="Copy example request" />
-      </div>
-    </section>
-  );
 }
