@@ -20,6 +20,13 @@ export const SENDER_OPERATIONS = {
 
 export const SENDER_KINDS = Object.keys(SENDER_OPERATIONS) as SenderKind[];
 
+/** The headers each kind's sender sets besides Content-Type. */
+export const SENDER_HEADERS: Record<SenderKind, readonly string[]> = {
+  standardWebhooks: ["webhook-id", "webhook-timestamp", "webhook-signature"],
+  github: ["X-GitHub-Delivery", "X-GitHub-Event", "X-Hub-Signature-256"],
+  stripe: ["Stripe-Signature"],
+};
+
 /** A secret of every sender's form that no listener holds. */
 export const UNKNOWN_SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
 
