@@ -23,10 +23,11 @@ const SEED = Number(process.env.FC_SEED ?? 20_261_120);
 const RUNS = Number(process.env.FC_RUNS ?? 25);
 const RECEIVE = "svc.api.webhooks.v1.IncomingWebhookService.Receive";
 const TOKEN = "svc.api.iam.v1.TokenService.CreateToken";
-/** The intake's operations and the headers their senders set: `send` signs each request, broken ones break a header. */
-const INTAKE_HEADERS: Record<string, readonly string[]> = {
-  [RECEIVE]: ["Webhook-Timestamp", "Webhook-Event-Id", "Webhook-Signature"],
-  ...Object.fromEntries(SENDER_KINDS.map((kind) => [SENDER_OPERATIONS[kind], SENDER_HEADERS[kind]])),
+/** The intake's operations, the headers their senders set (`send` signs each request) and values that break any of them. */
+const INTAKE_HEADERS: Record<string, { names: readonly string[]; bad: readonly string[] }> = {
+  [RECEIVE]: { names: ["Webhook-Timestamp", "Webhook-Event-Id", "Webhook-Signature"], bad: ["", "abc", "1e400", "9223372036854775808", "-1", "00000000-0000-0000-0000-000000000000", "x".repeat(5000)] },
+  // An event name takes "abc" and "-1": these break ids, timestamps, names and signatures alike.
+  ...Object.fromEntries(SENDER_KINDS.map((kind) => [SENDER_OPERATIONS[kind], { names: SENDER_HEADERS[kind], bad: ["", "Not an id!", "x".repeat(5000)] }])),
 };
 
 const counts = reliabilitySuite("hostile-input", testDialect());
@@ -154,9 +155,9 @@ function brokenRequest(op: Operation): fc.Arbitrary<Request> {
     ...r,
     query: [...r.query, [name, `\u0000${bad}`] as [string, string], ...(twice ? [[name, `\u0000${bad}`] as [string, string]] : [])],
   })).filter((r) => queryNames.length === 0 || r.query.length > 0));
-  const intakeHeaders = INTAKE_HEADERS[op.operationId];
-  if (intakeHeaders) {
-    ways.push(fc.tuple(valid, fc.constantFrom(...intakeHeaders), fc.constantFrom("", "abc", "1e400", "9223372036854775808", "-1", "00000000-0000-0000-0000-000000000000", "x".repeat(5000))).map(([r, name, bad]) => ({ ...r, headers: { [name]: bad } })));
+  const intake = INTAKE_HEADERS[op.operationId];
+  if (intake) {
+    ways.push(fc.tuple(valid, fc.constantFrom(...intake.names), fc.constantFrom(...intake.bad)).map(([r, name, bad]) => ({ ...r, headers: { [name]: bad } })));
   } else if (op.operationId !== TOKEN) {
     ways.push(fc.tuple(valid, fc.constantFrom(...BAD_AUTHORIZATIONS)).map(([r, authorization]) => ({ ...r, headers: { ...r.headers, Authorization: authorization } })));
     if (parametersOf(op).some((p) => p.name === "Idempotency-Key")) {
