@@ -12,7 +12,7 @@ import { example200 } from "../support/example-keys.js";
 import type { Served } from "../support/process.js";
 import { rawRequest, type RawAnswer } from "../support/raw-http.js";
 import { startMock } from "../support/mock.js";
-import { SENDER_KINDS, SENDER_OPERATIONS, senderBody, senderHeaders, senderListener, type SenderKind, type SenderListener } from "../support/sender-deliveries.js";
+import { SENDER_KINDS, SENDER_OPERATIONS, senderBody, senderHeaders, senderListeners, type SenderKind, type SenderListener } from "../support/sender-deliveries.js";
 import { BOOTSTRAP, startTestServer, type TestServer } from "../support/server.js";
 
 interface Case {
@@ -262,7 +262,7 @@ beforeAll(async () => {
   // Webhook timestamps are checked against each side's clock: the server's must read the real time.
   ts.clock.set(Date.now());
   hook = await createHooked(ts);
-  senders = Object.fromEntries(await Promise.all(SENDER_KINDS.map(async (kind) => [kind, await senderListener(ts, kind)] as const))) as Record<SenderKind, SenderListener>;
+  senders = await senderListeners(ts);
   const plain = await ts.userClient(["ROLE_USER"]);
   [adminToken, userToken] = await Promise.all([
     accessToken(ts.url, BOOTSTRAP.clientId, BOOTSTRAP.clientSecret),

@@ -61,11 +61,9 @@ export async function senderHeaders(kind: SenderKind, secret: string, body: stri
 }
 
 /** A body of `kind`'s sender: a Stripe event carries its id. */
-export const senderBody = (kind: SenderKind, id: string, fields: Record<string, unknown> = {}): string =>
-  JSON.stringify(kind === "stripe" ? { id, object: "event", type: "invoice.paid", ...fields } : { type: "invoice.paid", ...fields });
+export const senderBody = (kind: SenderKind, id: string): string => JSON.stringify(kind === "stripe" ? { id, object: "event", type: "invoice.paid" } : { type: "invoice.paid" });
 
 export interface SenderListener {
-  automationId: string;
   listenerId: string;
   url: string;
   /** The secret generated for the listener, answered once. */
@@ -77,7 +75,12 @@ export async function senderListener(ts: TestServer, kind: SenderKind): Promise<
   const automation = { displayName: `Sent by ${kind}`, isDraft: false, enabled: true, triggers: [{ webhook: { [kind]: {} } }], automationSteps: [] };
   const saved = unwrap(await ts.admin.POST("/api/v1/automations", { body: { automation } as never }));
   const trigger = webhookTrigger(saved.automation);
-  return { automationId: saved.automation.id!, listenerId: trigger!.listenerId!, url: trigger!.url!, secret: saved.webhookSecret ?? "" };
+  return { listenerId: trigger!.listenerId!, url: trigger!.url!, secret: saved.webhookSecret ?? "" };
+}
+
+/** A listener of each kind. */
+export async function senderListeners(ts: TestServer): Promise<Record<SenderKind, SenderListener>> {
+  return Object.fromEntries(await Promise.all(SENDER_KINDS.map(async (kind) => [kind, await senderListener(ts, kind)] as const))) as Record<SenderKind, SenderListener>;
 }
 
 /** A new event from `kind`'s sender to its listener, signed at the server's time: the answer's status and body. */

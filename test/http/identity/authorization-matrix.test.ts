@@ -10,7 +10,7 @@ import { operations, responseErrors } from "../../support/contract.js";
 import { testDialect } from "../../support/database.js";
 import { failedDestination } from "../../support/destinations.js";
 import { reliabilitySuite } from "../../support/reliability.js";
-import { SENDER_KINDS, senderBody, senderHeaders, senderListener, type SenderKind, type SenderListener } from "../../support/sender-deliveries.js";
+import { senderBody, senderHeaders, senderListeners, type SenderKind, type SenderListener } from "../../support/sender-deliveries.js";
 import { DEFAULT_APP_ID, startTestServer, type TestServer } from "../../support/server.js";
 import { amount, DAY, funds, money, newAppId, shown, type Funds } from "../limits/helpers.js";
 import { spends } from "../spends/helpers.js";
@@ -152,7 +152,7 @@ beforeAll(async () => {
   }
   bearer.set("forged", await forge(bearer.get("ROLE_SUPER_ADMIN")!));
   hook = await createHooked(ts);
-  senders = Object.fromEntries(await Promise.all(SENDER_KINDS.map(async (kind) => [kind, await senderListener(ts, kind)] as const))) as Record<SenderKind, SenderListener>;
+  senders = await senderListeners(ts);
   const event = await sendHmac(ts, hook.url, hook.secret);
   executionId = event.body.webhookEvent.automationExecutionId;
 });

@@ -14,7 +14,7 @@ import { testDialect } from "../../support/database.js";
 import { rawRequest, type RawAnswer } from "../../support/raw-http.js";
 import { reliabilitySuite } from "../../support/reliability.js";
 import { badUtf8, broken, deref, toJsonText, validValue, withBytes, type Schema } from "../../support/schema-arbitraries.js";
-import { SENDER_HEADERS, SENDER_KINDS, SENDER_OPERATIONS, senderHeaders, senderKindOf, senderListener, type SenderKind, type SenderListener } from "../../support/sender-deliveries.js";
+import { SENDER_HEADERS, SENDER_KINDS, SENDER_OPERATIONS, senderHeaders, senderKindOf, senderListeners, type SenderKind, type SenderListener } from "../../support/sender-deliveries.js";
 import { BOOTSTRAP, startTestServer, type TestServer } from "../../support/server.js";
 import { amount, funds, newAppId } from "../limits/helpers.js";
 import { createHooked, newEventId, sendHmac, unixTime, type Hooked } from "../webhooks/helpers.js";
@@ -49,7 +49,7 @@ beforeAll(async () => {
   unwrap(await funds(user.client).mySetLimit(app, { limit: amount("10") }));
   hook = await createHooked(ts);
   const event = await sendHmac(ts, hook.url, hook.secret);
-  senders = Object.fromEntries(await Promise.all(SENDER_KINDS.map(async (kind) => [kind, await senderListener(ts, kind)] as const))) as Record<SenderKind, SenderListener>;
+  senders = await senderListeners(ts);
   const credentials = unwrap(await ts.admin.GET("/api/v1/users/{user_id}/credentials", { params: { path: { user_id: user.userId } } }));
   const spend = unwrap(
     await ts.admin.POST("/api/v1/funds/spend-authorizations", {
