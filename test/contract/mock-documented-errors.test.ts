@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { contract, deref, operations } from "../support/contract.js";
 import { declaredErrors, type DeclaredError } from "../support/declared-errors.js";
 import { startMock } from "../support/mock.js";
+import { senderHeaders, senderKindOf, UNKNOWN_SECRET } from "../support/sender-deliveries.js";
 import type { Served } from "../support/process.js";
 
 type Node = Record<string, any>;
@@ -22,7 +23,7 @@ const paramExamples = new Map<string, string>(
 );
 
 /** A request the mock accepts for the operation: its path, a JWT-shaped token, its example body. */
-function wellFormed(operationId: string): { url: string; init: RequestInit } {
+async function wellFormed(operationId: string): Promise<{ url: string; init: RequestInit }> {
   const { path, method, op } = operations.find((o) => o.operationId === operationId)!;
   const url = mock.url + path.replace(/\{([a-z_]+)\}/g, (_, name: string) => paramExamples.get(name) ?? "x");
   const headers: Record<string, string> = {};
@@ -43,10 +44,18 @@ function wellFormed(operationId: string): { url: string; init: RequestInit } {
   for (const p of [...((contract.paths[path].parameters ?? []) as Node[]), ...((op.parameters ?? []) as Node[])].map((p) => deref(p))) {
     if (p.in === "header" && p.required === true) headers[p.name as string] = String(p.example);
   }
-  if (op["x-raw-request"] === true) {
-    Object.assign(headers, { "Webhook-Timestamp": String(Math.floor(Date.now() / 1000)), "Webhook-Event-Id": randomUUID(), "Webhook-Signature": "c2lnbmF0dXJl" });
-  }
+  if (op["x-raw-request"] === true) Object.assign(headers, await intakeHeaders(operationId, body ?? ""));
   return { url, init: { method: method.toUpperCase(), headers, ...(body === undefined ? {} : { body }) } };
+}
+
+/** The headers of a delivery of the operation's sender, timestamped now and signed with any secret (the mock verifies none). */
+async function intakeHeaders(operationId: string, body: string): Promise<Record<string, string>> {
+  const timestamp = String(Math.floor(Date.now() / 1000));
+  const kind = senderKindOf(operationId);
+  if (!kind) return { "Webhook-Timestamp": timestamp, "Webhook-Event-Id": randomUUID(), "Webhook-Signature": "c2lnbmF0dXJl" };
+  // A Stripe event's id is its body's; the example body has one.
+  const id = kind === "stripe" ? (JSON.parse(body) as { id: string }).id : randomUUID();
+  return senderHeaders(kind, UNKNOWN_SECRET, body, { id, timestamp });
 }
 
 const withoutRequestId = (body: Node): Node => ({
@@ -56,7 +65,7 @@ const withoutRequestId = (body: Node): Node => ({
 
 /** Asks the mock for `d` with `prefer`, and expects exactly its documented example, with the `Retry-After` its response declares. */
 async function expectForced(d: DeclaredError, prefer: string): Promise<void> {
-  const { url, init } = wellFormed(d.operationId);
+  const { url, init } = await wellFormed(d.operationId);
   const answer = await fetch(url, { ...init, headers: { ...(init.headers as Record<string, string>), Prefer: prefer } });
   const op = operations.find((o) => o.operationId === d.operationId)!;
   const media = deref(op.op.responses[String(d.status)]).content["application/json"] as Node;

@@ -8,14 +8,16 @@ import { readFileSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { hmacSignature } from "../../src/client/webhook-sender.js";
 import { createHooked, type Hooked } from "../http/webhooks/helpers.js";
+import { example200 } from "../support/example-keys.js";
 import type { Served } from "../support/process.js";
 import { rawRequest, type RawAnswer } from "../support/raw-http.js";
 import { startMock } from "../support/mock.js";
+import { SENDER_KINDS, SENDER_OPERATIONS, senderBody, senderHeaders, senderListeners, type SenderKind, type SenderListener } from "../support/sender-deliveries.js";
 import { BOOTSTRAP, startTestServer, type TestServer } from "../support/server.js";
 
 interface Case {
   method: string;
-  /** Request target; `{listener}` is replaced by the server's HMAC listener's path. */
+  /** Request target; `{listener}` is replaced by the path of the server's HMAC listener, `{github}` (a SenderKind) by that of its listener of the kind. */
   target: string;
   headers?: Record<string, string>;
   body?: string | Buffer;
@@ -54,6 +56,7 @@ function statedDifferences(): Map<string, StatedDifference> {
 let mock: Served;
 let ts: TestServer;
 let hook: Hooked;
+let senders: Record<SenderKind, SenderListener>;
 let adminToken: string;
 let userToken: string;
 
@@ -76,6 +79,9 @@ const form = (fields: Record<string, string>) => ({
 });
 const token = { grant_type: "client_credentials", client_id: BOOTSTRAP.clientId, client_secret: BOOTSTRAP.clientSecret };
 
+/** The headers a case sends: those set to undefined are left out. */
+const present = (headers: Record<string, string | undefined>): Record<string, string> => Object.fromEntries(Object.entries(headers).filter((e): e is [string, string] => e[1] !== undefined));
+
 /** A webhook request to the server's HMAC listener, signed with its secret unless told otherwise. */
 function webhook(over: { body?: string; headers?: Record<string, string | undefined>; eventId?: string; timestamp?: string; secret?: string } = {}): Case {
   const body = over.body ?? '{"event":"card.lost"}';
@@ -88,8 +94,18 @@ function webhook(over: { body?: string; headers?: Record<string, string | undefi
     "Webhook-Signature": hmacSignature(over.secret ?? hook.secret, timestamp, eventId, body),
     ...over.headers,
   };
-  return { method: "POST", target: "{listener}", headers: Object.fromEntries(Object.entries(headers).filter((e): e is [string, string] => e[1] !== undefined)), body };
+  return { method: "POST", target: "{listener}", headers: present(headers), body };
 }
+
+/** A delivery to the server's listener of `kind`, signed by its sender's library with the listener's secret. */
+async function delivery(kind: SenderKind, over: { body?: string; headers?: Record<string, string | undefined>; id?: string; timestamp?: string } = {}): Promise<Case> {
+  const id = over.id ?? `evt_${uuid().replaceAll("-", "")}`;
+  const body = over.body ?? senderBody(kind, id);
+  const signed = await senderHeaders(kind, senders[kind].secret, body, { id, timestamp: over.timestamp ?? now() });
+  return { method: "POST", target: `{${kind}}`, headers: present({ ...signed, ...over.headers }), body };
+}
+
+const stale = () => String(Number(now()) - 3600);
 
 const limitPath = "/api/v1/funds/my/app-limits/app-github/limit";
 
@@ -97,7 +113,7 @@ const limitPath = "/api/v1/funds/my/app-limits/app-github/limit";
  * Every case, by the name the documented table uses. Requests are built when the case runs, once the
  * server is up (tokens, the listener, the current time).
  */
-const CASES: Record<string, () => Case> = {
+const CASES: Record<string, () => Case | Promise<Case>> = {
   "page_size not an integer": () => ({ method: "GET", target: "/api/v1/users?page_size=ten", headers: admin() }),
   "page_size in exponent notation": () => ({ method: "GET", target: "/api/v1/users?page_size=1e2", headers: admin() }),
   "page_size in hexadecimal": () => ({ method: "GET", target: "/api/v1/funds/app-caps?page_size=0x10", headers: admin() }),
@@ -182,6 +198,24 @@ const CASES: Record<string, () => Case> = {
   "webhook with a wrong signature": () => webhook({ secret: "not-the-secret" }),
   "webhook to an unknown listener": () => ({ ...webhook(), target: "/api/v1/webhooks/incoming/wh_0000000000000000" }),
   "webhook event id sent twice": () => ({ ...webhook(), twice: true }),
+  "Standard Webhooks delivery without webhook-id": () => delivery("standardWebhooks", { headers: { "webhook-id": undefined } }),
+  "Standard Webhooks delivery without webhook-timestamp": () => delivery("standardWebhooks", { headers: { "webhook-timestamp": undefined } }),
+  "Standard Webhooks webhook-id breaking the event id rule": () => delivery("standardWebhooks", { id: "-msg" }),
+  "Standard Webhooks webhook-timestamp not a number": () => delivery("standardWebhooks", { headers: { "webhook-timestamp": "yesterday" } }),
+  "Standard Webhooks webhook-timestamp older than 300 s": () => delivery("standardWebhooks", { timestamp: stale() }),
+  "Standard Webhooks delivery without webhook-signature": () => delivery("standardWebhooks", { headers: { "webhook-signature": undefined } }),
+  "GitHub delivery without Content-Type": () => delivery("github", { headers: { "Content-Type": undefined } }),
+  "GitHub delivery without X-GitHub-Delivery": () => delivery("github", { headers: { "X-GitHub-Delivery": undefined } }),
+  "GitHub delivery without X-GitHub-Event": () => delivery("github", { headers: { "X-GitHub-Event": undefined } }),
+  "GitHub X-GitHub-Delivery breaking the event id rule": () => delivery("github", { id: "-72d3162e" }),
+  "GitHub X-GitHub-Event not an event name": () => delivery("github", { headers: { "X-GitHub-Event": "Pull Request" } }),
+  "GitHub delivery without X-Hub-Signature-256": () => delivery("github", { headers: { "X-Hub-Signature-256": undefined } }),
+  "Stripe event without id": () => delivery("stripe", { body: JSON.stringify({ object: "event", type: "invoice.paid" }) }),
+  "Stripe event id breaking the event id rule": () => delivery("stripe", { id: "-evt" }),
+  "Stripe event body not JSON": () => delivery("stripe", { body: "evt_1" }),
+  "Stripe-Signature without t=": () => delivery("stripe", { headers: { "Stripe-Signature": "v1=00" } }),
+  "Stripe-Signature t= older than 300 s": () => delivery("stripe", { timestamp: stale() }),
+  "Stripe event without Stripe-Signature": () => delivery("stripe", { headers: { "Stripe-Signature": undefined } }),
   "redrive of an unknown execution": () => ({ method: "POST", target: "/api/v1/automation_executions/exe_9Tg3Hs6Wq1Zc4Nv8/redrive", ...json({}) }),
   "redrive with a body field": () => ({ method: "POST", target: "/api/v1/automation_executions/exe_9Tg3Hs6Wq1Zc4Nv8/redrive", ...json({ force: true }) }),
   "bulk redrive of a range that has not ended": () => ({ method: "POST", target: "/api/v1/automations/aut_5Xn2Bq8Rk4Lm7Pz1/executions/redrive", ...json({ since: "2026-01-01T00:00:00Z", until: "2999-01-01T00:00:00Z" }) }),
@@ -189,8 +223,15 @@ const CASES: Record<string, () => Case> = {
   "bulk redrive with a malformed until": () => ({ method: "POST", target: "/api/v1/automations/aut_5Xn2Bq8Rk4Lm7Pz1/executions/redrive", ...json({ since: "2026-01-01T00:00:00Z", until: "tomorrow" }) }),
 };
 
+/** The path of a listener the target names, else the target. */
+function resolved(target: string): string {
+  const named = /^\{(\w+)\}$/.exec(target)?.[1];
+  if (named === undefined) return target;
+  return new URL(named === "listener" ? hook.url : senders[named as SenderKind].url).pathname;
+}
+
 async function send(baseUrl: string, c: Case, requestId: string): Promise<RawAnswer> {
-  const target = c.target === "{listener}" ? new URL(hook.url).pathname : c.target;
+  const target = resolved(c.target);
   const body = typeof c.body === "string" ? Buffer.from(c.body, "utf8") : c.body;
   const headers = { ...c.headers, "X-Request-Id": requestId };
   if (c.twice) await rawRequest(baseUrl, c.method, target, headers, body);
@@ -221,6 +262,7 @@ beforeAll(async () => {
   // Webhook timestamps are checked against each side's clock: the server's must read the real time.
   ts.clock.set(Date.now());
   hook = await createHooked(ts);
+  senders = await senderListeners(ts);
   const plain = await ts.userClient(["ROLE_USER"]);
   [adminToken, userToken] = await Promise.all([
     accessToken(ts.url, BOOTSTRAP.clientId, BOOTSTRAP.clientSecret),
@@ -237,7 +279,7 @@ describe("the mock and the server answer the same invalid requests alike", () =>
   });
 
   it.each(Object.keys(CASES))("%s", async (name) => {
-    const c = CASES[name]!();
+    const c = await CASES[name]!();
     const requestId = `cmp-${name.replace(/[^A-Za-z0-9]+/g, "-")}`;
     const [fromMock, fromServer] = (await Promise.all([send(mock.url, c, requestId), send(ts.url, c, requestId)])).map(seen) as [Seen, Seen];
     const stated = statedDifferences().get(name);
@@ -249,5 +291,14 @@ describe("the mock and the server answer the same invalid requests alike", () =>
       expect(fromServer.status, summary).toBeGreaterThanOrEqual(400);
       expect(fromMock, summary).toEqual(fromServer);
     }
+  });
+});
+
+describe("a well-formed delivery of each sender kind", () => {
+  it.each(SENDER_KINDS)("%s: the server records it; the mock answers the operation's example", async (kind) => {
+    const c = await delivery(kind);
+    const [fromMock, fromServer] = (await Promise.all([send(mock.url, c, "cmp-accepted"), send(ts.url, c, "cmp-accepted")])).map(seen) as [Seen, Seen];
+    expect(fromServer.status, JSON.stringify(fromServer.body)).toBe(200);
+    expect({ status: fromMock.status, body: fromMock.body }).toEqual({ status: 200, body: example200(SENDER_OPERATIONS[kind]) });
   });
 });

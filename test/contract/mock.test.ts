@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createApiClient, paginate, type ApiClient } from "../../src/client/index.js";
 import { operations, responseErrors } from "../support/contract.js";
 import { startMock } from "../support/mock.js";
+import { SENDER_OPERATIONS, senderBody, senderHeaders, UNKNOWN_SECRET, type SenderKind } from "../support/sender-deliveries.js";
 import { accepting, runToEnd, terminate, type Served } from "../support/process.js";
 
 const root = fileURLToPath(new URL("../..", import.meta.url));
@@ -260,6 +261,35 @@ describe("the mock answers every operation with data valid against the contract"
       }),
     );
     expect(received.webhookEvent.eventId).toBeTruthy();
+  });
+
+  it("the intake of each sender kind: any signature of the sender's scheme (no secret is known here)", async () => {
+    const listener = { listener_id: "wh_7Hq2Lr9sVx3mNc8K" };
+    const timestamp = String(Math.floor(Date.now() / 1000));
+    const id = "evt_1NG8Du2eZvKYlo2CUI79vXWy";
+    const signed = (kind: SenderKind) => senderHeaders(kind, UNKNOWN_SECRET, senderBody(kind, id), { id, timestamp });
+    const body = (kind: SenderKind) => JSON.parse(senderBody(kind, id)) as Record<string, unknown>;
+    const standard = ok(
+      SENDER_OPERATIONS.standardWebhooks,
+      await anonymous.POST("/api/v1/webhooks/incoming/{listener_id}/standard-webhooks", {
+        params: { path: listener, header: { "webhook-id": id, "webhook-timestamp": timestamp } },
+        headers: await signed("standardWebhooks"),
+        body: body("standardWebhooks"),
+      }),
+    );
+    const github = ok(
+      SENDER_OPERATIONS.github,
+      await anonymous.POST("/api/v1/webhooks/incoming/{listener_id}/github", {
+        params: { path: listener, header: { "X-GitHub-Delivery": id, "X-GitHub-Event": "push" } },
+        headers: await signed("github"),
+        body: body("github"),
+      }),
+    );
+    const stripe = ok(
+      SENDER_OPERATIONS.stripe,
+      await anonymous.POST("/api/v1/webhooks/incoming/{listener_id}/stripe", { params: { path: listener }, headers: await signed("stripe"), body: body("stripe") }),
+    );
+    for (const received of [standard, github, stripe]) expect(received.webhookEvent.eventType).toBeTruthy();
   });
 });
 

@@ -10,6 +10,7 @@ import { operations, responseErrors } from "../../support/contract.js";
 import { testDialect } from "../../support/database.js";
 import { failedDestination } from "../../support/destinations.js";
 import { reliabilitySuite } from "../../support/reliability.js";
+import { senderBody, senderHeaders, senderListeners, type SenderKind, type SenderListener } from "../../support/sender-deliveries.js";
 import { DEFAULT_APP_ID, startTestServer, type TestServer } from "../../support/server.js";
 import { amount, DAY, funds, money, newAppId, shown, type Funds } from "../limits/helpers.js";
 import { spends } from "../spends/helpers.js";
@@ -29,7 +30,7 @@ const ANYONE: Expect[] = [401, 401, 401, 200, 200, 200, 200];
 const SPENDERS: Expect[] = [401, 401, 401, 200, 200, 403, 200];
 // The token endpoint takes client credentials in the form body only: any Authorization header is 400.
 const TOKEN: Expect[] = [200, 400, 400, 400, 400, 400, 400];
-// The intake authenticates by the listener's HMAC or JWT; an access token is neither needed nor looked at.
+// The intake authenticates by the sender's signature (or JWT); an access token is neither needed nor looked at.
 const INTAKE: Expect[] = [200, 200, 200, 200, 200, 200, 200];
 
 const TABLE: Record<string, Expect[]> = {
@@ -88,6 +89,9 @@ const TABLE: Record<string, Expect[]> = {
   "svc.api.automations.v1.NotificationDestinationService.Enable": SUPER,
   "svc.api.automations.v1.NotificationDestinationService.Disable": SUPER,
   "svc.api.webhooks.v1.IncomingWebhookService.Receive": INTAKE,
+  "svc.api.webhooks.v1.IncomingWebhookService.ReceiveStandardWebhook": INTAKE,
+  "svc.api.webhooks.v1.IncomingWebhookService.ReceiveGithubWebhook": INTAKE,
+  "svc.api.webhooks.v1.IncomingWebhookService.ReceiveStripeWebhook": INTAKE,
   "svc.api.audit.v1.AuditService.List": SUBJECTS,
 };
 
@@ -114,6 +118,7 @@ let ts: TestServer;
 let admin: Funds;
 let subject: string;
 let hook: Hooked;
+let senders: Record<SenderKind, SenderListener>;
 let executionId: string;
 const me = new Map<Caller, Me>();
 const bearer = new Map<Caller, string | undefined>();
@@ -147,6 +152,7 @@ beforeAll(async () => {
   }
   bearer.set("forged", await forge(bearer.get("ROLE_SUPER_ADMIN")!));
   hook = await createHooked(ts);
+  senders = await senderListeners(ts);
   const event = await sendHmac(ts, hook.url, hook.secret);
   executionId = event.body.webhookEvent.automationExecutionId;
 });
@@ -286,7 +292,17 @@ const REQUESTS: Record<string, (caller: Caller) => Promise<Call>> = {
     const raw = '{"matrix":true}';
     return { path: { listener_id: hook.listenerId }, raw, headers: hmacHeaders(hook.secret, raw, unixTime(ts), newEventId()) };
   },
+  "svc.api.webhooks.v1.IncomingWebhookService.ReceiveStandardWebhook": () => senderCall("standardWebhooks"),
+  "svc.api.webhooks.v1.IncomingWebhookService.ReceiveGithubWebhook": () => senderCall("github"),
+  "svc.api.webhooks.v1.IncomingWebhookService.ReceiveStripeWebhook": () => senderCall("stripe"),
 };
+
+/** A delivery of a new event from `kind`'s sender to its listener, signed by the sender's library. */
+async function senderCall(kind: SenderKind): Promise<Call> {
+  const id = `evt_${newEventId().replaceAll("-", "")}`;
+  const raw = senderBody(kind, id);
+  return { path: { listener_id: senders[kind].listenerId }, raw, headers: await senderHeaders(kind, senders[kind].secret, raw, { id, timestamp: unixTime(ts) }) };
+}
 
 async function send(operationId: string, caller: Caller): Promise<{ status: number; body: unknown }> {
   const op = operations.find((o) => o.operationId === operationId)!;

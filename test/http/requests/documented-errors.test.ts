@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ALLOWED_ROLES } from "../../../src/identity/roles.js";
 import { declaredErrors } from "../../support/declared-errors.js";
 import { contract, deref, operations } from "../../support/contract.js";
+import { senderBody, senderHeaders, senderKindOf, senderListener, UNKNOWN_SECRET } from "../../support/sender-deliveries.js";
 import { BOOTSTRAP, startTestServer, type TestServer } from "../../support/server.js";
 import { createHooked, hmacHeaders, newEventId, unixTime } from "../webhooks/helpers.js";
 
@@ -77,21 +78,27 @@ async function overTheLimit(method: string, path: string, headers: Record<string
 }
 
 /**
- * The webhook intake's own limits, on a listener that exists: signed deliveries, each from an
- * address of its own, over the listener's quota; then forged ones from one address over its
- * failure budget. Answers both refusals.
+ * The webhook intake's own limits, on a listener of the operation's kind that exists: signed
+ * deliveries, each from an address of its own, over the listener's quota; then forged ones from
+ * one address over its failure budget. Answers both refusals.
  */
-async function overTheIntakeLimits(method: string, path: string) {
+async function overTheIntakeLimits(operationId: string, method: string, path: string) {
   limited.clock.advance(1000);
-  const hook = await createHooked(limited);
+  const kind = senderKindOf(operationId);
+  const hook = kind ? await senderListener(limited, kind) : await createHooked(limited);
   limited.clock.advance(1000);
   const target = urlOf(path, hook.listenerId, limited);
-  const deliver = (secret: string, from: Record<string, string>) => send(method, path, { ...hmacHeaders(secret, "{}", unixTime(limited), newEventId()), ...from }, "{}", target);
+  const deliver = async (secret: string, from: Record<string, string>) => {
+    const id = newEventId();
+    const body = kind ? senderBody(kind, id) : "{}";
+    const signed = kind ? await senderHeaders(kind, secret, body, { id, timestamp: unixTime(limited) }) : hmacHeaders(secret, body, unixTime(limited), id);
+    return send(method, path, { ...signed, ...from }, body, target);
+  };
   for (let i = 0; i < QUOTA; i++) expect((await deliver(hook.secret, newClient())).status).toBe(200);
   const overListener = refusal(await deliver(hook.secret, newClient()));
   const forger = newClient();
-  for (let i = 0; i < FAILURES; i++) expect((await deliver("not-the-secret", forger)).status).toBe(401);
-  return [overListener, refusal(await deliver("not-the-secret", forger))];
+  for (let i = 0; i < FAILURES; i++) expect((await deliver(UNKNOWN_SECRET, forger)).status).toBe(401);
+  return [overListener, refusal(await deliver(UNKNOWN_SECRET, forger))];
 }
 
 const documented = (operationId: string, status: number) =>
@@ -139,7 +146,7 @@ describe("the errors every operation documents", () => {
       expect(documented(operationId, 429)).toContainEqual(await overTheLimit(method, path, {}, "203.0.113.1"));
       if (secured) expect(documented(operationId, 429)).toContainEqual(await overTheLimit(method, path, { Authorization: `Bearer ${limitedToken}` }));
       if (op["x-raw-request"] === true) {
-        for (const answer of await overTheIntakeLimits(method, path)) expect(documented(operationId, 429)).toContainEqual(answer);
+        for (const answer of await overTheIntakeLimits(operationId, method, path)) expect(documented(operationId, 429)).toContainEqual(answer);
       }
     });
     if (takesJson) {

@@ -8,6 +8,7 @@ import { unwrap } from "../../../src/client/index.js";
 import { contract, deref, operations } from "../../support/contract.js";
 import { example200, isObject, keyDifferences } from "../../support/example-keys.js";
 import { failedDestination } from "../../support/destinations.js";
+import { deliver, senderListener, type SenderKind } from "../../support/sender-deliveries.js";
 import { BOOTSTRAP, startTestServer, type TestServer } from "../../support/server.js";
 import { amount, DAY, funds, money, newAppId, type Funds } from "../limits/helpers.js";
 import { spends } from "../spends/helpers.js";
@@ -254,7 +255,17 @@ const CASES: Record<string, () => Promise<unknown>> = {
     expect(answer.status).toBe(200);
     return answer.body;
   },
+  "svc.api.webhooks.v1.IncomingWebhookService.ReceiveStandardWebhook": () => delivered("standardWebhooks"),
+  "svc.api.webhooks.v1.IncomingWebhookService.ReceiveGithubWebhook": () => delivered("github"),
+  "svc.api.webhooks.v1.IncomingWebhookService.ReceiveStripeWebhook": () => delivered("stripe"),
 };
+
+/** A delivery accepted by a listener of `kind` of its own: the recorded event, with the execution it started. */
+async function delivered(kind: SenderKind): Promise<unknown> {
+  const answer = await deliver(ts, kind, await senderListener(ts, kind));
+  expect(answer.status, JSON.stringify(answer.body)).toBe(200);
+  return answer.body;
+}
 
 /** A failed destination of its own, as the path parameters that name it. */
 const failedOne = async () => ({ params: { path: { destination_id: await failedDestination(ts.databaseUrl, `${newAppId()}.example.com:443`, new Date(ts.clock.now()).toISOString()) } } });

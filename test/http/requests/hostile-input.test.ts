@@ -14,6 +14,7 @@ import { testDialect } from "../../support/database.js";
 import { rawRequest, type RawAnswer } from "../../support/raw-http.js";
 import { reliabilitySuite } from "../../support/reliability.js";
 import { badUtf8, broken, deref, toJsonText, validValue, withBytes, type Schema } from "../../support/schema-arbitraries.js";
+import { SENDER_HEADERS, SENDER_KINDS, SENDER_OPERATIONS, senderHeaders, senderKindOf, senderListeners, type SenderKind, type SenderListener } from "../../support/sender-deliveries.js";
 import { BOOTSTRAP, startTestServer, type TestServer } from "../../support/server.js";
 import { amount, funds, newAppId } from "../limits/helpers.js";
 import { createHooked, newEventId, sendHmac, unixTime, type Hooked } from "../webhooks/helpers.js";
@@ -22,11 +23,18 @@ const SEED = Number(process.env.FC_SEED ?? 20_261_120);
 const RUNS = Number(process.env.FC_RUNS ?? 25);
 const RECEIVE = "svc.api.webhooks.v1.IncomingWebhookService.Receive";
 const TOKEN = "svc.api.iam.v1.TokenService.CreateToken";
+/** The intake's operations, the headers their senders set (`send` signs each request) and values that break any of them. */
+const INTAKE_HEADERS: Record<string, { names: readonly string[]; bad: readonly string[] }> = {
+  [RECEIVE]: { names: ["Webhook-Timestamp", "Webhook-Event-Id", "Webhook-Signature"], bad: ["", "abc", "1e400", "9223372036854775808", "-1", "00000000-0000-0000-0000-000000000000", "x".repeat(5000)] },
+  // An event name takes "abc" and "-1": these break ids, timestamps, names and signatures alike.
+  ...Object.fromEntries(SENDER_KINDS.map((kind) => [SENDER_OPERATIONS[kind], { names: SENDER_HEADERS[kind], bad: ["", "Not an id!", "x".repeat(5000)] }])),
+};
 
 const counts = reliabilitySuite("hostile-input", testDialect());
 let ts: TestServer;
 let bearer: string;
 let hook: Hooked;
+let senders: Record<SenderKind, SenderListener>;
 /** Ids of things that exist, mixed into generated path parameters so requests reach past the 404s. */
 const known: Record<string, string[]> = {};
 
@@ -41,6 +49,7 @@ beforeAll(async () => {
   unwrap(await funds(user.client).mySetLimit(app, { limit: amount("10") }));
   hook = await createHooked(ts);
   const event = await sendHmac(ts, hook.url, hook.secret);
+  senders = await senderListeners(ts);
   const credentials = unwrap(await ts.admin.GET("/api/v1/users/{user_id}/credentials", { params: { path: { user_id: user.userId } } }));
   const spend = unwrap(
     await ts.admin.POST("/api/v1/funds/spend-authorizations", {
@@ -52,7 +61,9 @@ beforeAll(async () => {
     user_id: [user.userId],
     app_id: [app],
     credential_id: [credentials.list[0]!.credential.id!],
-    listener_id: [hook.listenerId],
+    // A listener answers only at its kind's operation.
+    [RECEIVE]: [hook.listenerId],
+    ...Object.fromEntries(SENDER_KINDS.map((kind) => [SENDER_OPERATIONS[kind], [senders[kind].listenerId]])),
     "automations/{id}": [hook.id],
     "automation_executions/{id}": [event.body.webhookEvent.automationExecutionId as string],
     authorization_id: [spend.authorization.id],
@@ -88,7 +99,7 @@ interface Request {
 }
 
 function pathParam(op: Operation, p: Parameter): fc.Arbitrary<string> {
-  const key = p.name === "id" ? op.path.match(/([a-z_]+)\/\{id\}/)?.[0] ?? "id" : p.name;
+  const key = p.name === "id" ? op.path.match(/([a-z_]+)\/\{id\}/)?.[0] ?? "id" : p.name === "listener_id" ? op.operationId : p.name;
   const ids = known[key] ?? [];
   const generated = validValue(p.schema) as fc.Arbitrary<string>;
   return ids.length > 0 ? fc.oneof({ weight: 2, arbitrary: fc.constantFrom(...ids) }, { weight: 1, arbitrary: generated }) : generated;
@@ -104,7 +115,7 @@ function validRequest(op: Operation): fc.Arbitrary<Request> {
       .map((p) => fc.option(validValue(p.schema).map((v) => [p.name, String(v)] as [string, string]), { nil: undefined })),
   );
   // The intake's headers are made by `send`; other operations' required headers (Authorize's Idempotency-Key) from their schemas.
-  const required = op.operationId === RECEIVE ? [] : params.filter((p) => p.in === "header" && p.required);
+  const required = op.operationId in INTAKE_HEADERS ? [] : params.filter((p) => p.in === "header" && p.required);
   const headers = fc.record(Object.fromEntries(required.map((p) => [p.name, validValue(p.schema)])));
   const schema = bodySchema(op);
   const body = schema ? validValue(schema) : fc.constant(undefined);
@@ -131,7 +142,7 @@ function brokenRequest(op: Operation): fc.Arbitrary<Request> {
     ways.push(valid.chain((r) => broken(r.body).map((body) => ({ ...r, body }))).filter((r) => requestBodyErrors(op.operationId, r.body).length > 0 || hasRaw(r.body)));
     ways.push(fc.tuple(valid, badUtf8).map(([r, bytes]) => ({ ...r, body: withBytes(serialize(op, r.body), bytes) })));
     ways.push(fc.tuple(valid, fc.constantFrom("{", '{"a":', "[1,]", "{'a':1}", "NaN", "x", "x".repeat(300_000))).map(([r, text]) => ({ ...r, body: Buffer.from(text) })));
-    if (op.operationId !== RECEIVE) ways.push(fc.tuple(valid, fc.constantFrom(...BAD_CONTENT_TYPES)).map(([r, type]) => ({ ...r, headers: { "Content-Type": type } })));
+    if (!(op.operationId in INTAKE_HEADERS)) ways.push(fc.tuple(valid, fc.constantFrom(...BAD_CONTENT_TYPES)).map(([r, type]) => ({ ...r, headers: { "Content-Type": type } })));
   }
   const pathParams = params.filter((p) => p.in === "path");
   if (pathParams.length > 0) {
@@ -144,8 +155,9 @@ function brokenRequest(op: Operation): fc.Arbitrary<Request> {
     ...r,
     query: [...r.query, [name, `\u0000${bad}`] as [string, string], ...(twice ? [[name, `\u0000${bad}`] as [string, string]] : [])],
   })).filter((r) => queryNames.length === 0 || r.query.length > 0));
-  if (op.operationId === RECEIVE) {
-    ways.push(fc.tuple(valid, fc.constantFrom("Webhook-Timestamp", "Webhook-Event-Id", "Webhook-Signature"), fc.constantFrom("", "abc", "1e400", "9223372036854775808", "-1", "00000000-0000-0000-0000-000000000000", "x".repeat(5000))).map(([r, name, bad]) => ({ ...r, headers: { [name]: bad } })));
+  const intake = INTAKE_HEADERS[op.operationId];
+  if (intake) {
+    ways.push(fc.tuple(valid, fc.constantFrom(...intake.names), fc.constantFrom(...intake.bad)).map(([r, name, bad]) => ({ ...r, headers: { [name]: bad } })));
   } else if (op.operationId !== TOKEN) {
     ways.push(fc.tuple(valid, fc.constantFrom(...BAD_AUTHORIZATIONS)).map(([r, authorization]) => ({ ...r, headers: { ...r.headers, Authorization: authorization } })));
     if (parametersOf(op).some((p) => p.name === "Idempotency-Key")) {
@@ -189,6 +201,9 @@ async function send(op: Operation, request: Request): Promise<RawAnswer> {
       "Webhook-Event-Id": eventId,
       "Webhook-Signature": createHmac("sha256", hook.secret).update(`${timestamp}.${eventId}.`).update(body ?? Buffer.alloc(0)).digest("base64url"),
     });
+  } else if (senderKindOf(op.operationId)) {
+    const kind = senderKindOf(op.operationId)!;
+    Object.assign(headers, await senderHeaders(kind, senders[kind].secret, (body ?? Buffer.alloc(0)).toString("utf8"), { id: newEventId(), timestamp: unixTime(ts) }));
   } else if (op.operationId !== TOKEN) {
     headers.Authorization = `Bearer ${bearer}`;
   }

@@ -8,13 +8,15 @@ import { contractPath, operations } from "../../support/contract.js";
 
 const shapes = RequestShapes.of(contractPath);
 const CHECK = "svc.api.automations.v1.AutomationService.CheckAutomationSteps";
-const RECEIVE = "svc.api.webhooks.v1.IncomingWebhookService.Receive";
+/** The intake's operations, one per kind of sender: each takes the sender's whole body as it is. */
+const INTAKES = operations.filter((op) => op.op["x-raw-request"] === true).map((op) => op.operationId);
 
 describe("the text places of request bodies", () => {
-  it("every body is text fields but a sample payload and the webhook body", () => {
-    const free = operations.filter((op) => ![CHECK, RECEIVE].includes(op.operationId));
+  it("every body is text fields but a sample payload and the webhook bodies", () => {
+    expect(INTAKES.length).toBe(4);
+    const free = operations.filter((op) => ![CHECK, ...INTAKES].includes(op.operationId));
     for (const op of free) expect(shapes.operation(op.operationId)?.body?.text ?? FIELDS, op.operationId).toBe(FIELDS);
-    expect(shapes.operation(RECEIVE)?.body?.text).toBe(DATA);
+    for (const intake of INTAKES) expect(shapes.operation(intake)?.body?.text, intake).toBe(DATA);
   });
 
   it("in CheckAutomationSteps, the sample payload and all below it is data; the steps are text fields", () => {

@@ -25,7 +25,6 @@ beforeAll(async () => {
 });
 afterAll(async () => ts?.stop());
 
-const RECEIVE = "svc.api.webhooks.v1.IncomingWebhookService.Receive";
 const MALFORMED_MESSAGE = "the request is not well-formed HTTP/1.1";
 
 function expectStatusBody(r: ParsedAnswer, status: number, reason: string, message?: string): void {
@@ -138,7 +137,8 @@ function declaredOnly(method: string, path: string, length: number, headers: Rec
 }
 
 describe("a Content-Length over the limit is 413 before the body is read, on every operation", () => {
-  for (const { operationId, method, path, op } of operations.filter((o) => o.operationId !== RECEIVE)) {
+  // The intake operations (raw requests) look their listener up first: an unknown one is 404 before its size.
+  for (const { operationId, method, path, op } of operations.filter((o) => o.op["x-raw-request"] !== true)) {
     it(`${operationId.replace(/^svc\.api\./, "")}: 10 MB declared is 413 at once, and the connection is closed`, async () => {
       // The token endpoint takes no Authorization header.
       const form = Boolean(op.requestBody?.content?.["application/x-www-form-urlencoded"]);
