@@ -1913,7 +1913,8 @@ export interface paths {
          *     (`RATE_LIMITED`, `metadata.policy` `source`), and so is a request from an address that has
          *     spent its budget of failed authentications on this listener (`TOO_MANY_FAILED_ATTEMPTS`,
          *     `listener-failures`; whatever the request carries, a valid signature too), both before the
-         *     listener is looked up or the body read. Every request that fails authentication (401) counts
+         *     listener is looked up or the body read; a query string (the intake takes no query
+         *     parameters, and no signature covers one) is 400 then too. Every request that fails authentication (401) counts
          *     against that budget; no other refusal does. Before authentication: an unknown listener is
          *     404, a source address outside the allowed CIDR list 403, a body over 64 KB 413 (a
          *     `Content-Length` over 64 KB before the body is read), then missing or malformed headers, a
@@ -2064,7 +2065,8 @@ export interface paths {
          *     This operation does not take the API's access token: every request must carry the signature
          *     of the listener's sender. The intake is the same as that of `Receive`, in the same order,
          *     with the same reasons: the rate limits of the source address first (429 `RATE_LIMITED` or
-         *     `TOO_MANY_FAILED_ATTEMPTS`), then an unknown listener, or one of another kind, 404
+         *     `TOO_MANY_FAILED_ATTEMPTS`), a query string 400 (the intake takes no query parameters, and no
+         *     signature covers one), then an unknown listener, or one of another kind, 404
          *     (`LISTENER_NOT_FOUND`); a source address outside the allowed CIDR list 403; a body over 64 KB
          *     413; missing or malformed headers, a `Content-Type` other than `application/json` or a body
          *     that is not valid JSON 400, and a `charset` other than `utf-8` or a `Content-Encoding` other
@@ -2133,7 +2135,8 @@ export interface paths {
          *     This operation does not take the API's access token: every request must carry the signature
          *     of the listener's sender. The intake is the same as that of `Receive`, in the same order,
          *     with the same reasons: the rate limits of the source address first (429 `RATE_LIMITED` or
-         *     `TOO_MANY_FAILED_ATTEMPTS`), then an unknown listener, or one of another kind, 404
+         *     `TOO_MANY_FAILED_ATTEMPTS`), a query string 400 (the intake takes no query parameters, and no
+         *     signature covers one), then an unknown listener, or one of another kind, 404
          *     (`LISTENER_NOT_FOUND`); a source address outside the allowed CIDR list 403; a body over 64 KB
          *     413; missing or malformed headers, a `Content-Type` other than `application/json` or a body
          *     that is not valid JSON 400, and a `charset` other than `utf-8` or a `Content-Encoding` other
@@ -2203,7 +2206,8 @@ export interface paths {
          *     This operation does not take the API's access token: every request must carry the signature
          *     of the listener's sender. The intake is the same as that of `Receive`, in the same order,
          *     with the same reasons: the rate limits of the source address first (429 `RATE_LIMITED` or
-         *     `TOO_MANY_FAILED_ATTEMPTS`), then an unknown listener, or one of another kind, 404
+         *     `TOO_MANY_FAILED_ATTEMPTS`), a query string 400 (the intake takes no query parameters, and no
+         *     signature covers one), then an unknown listener, or one of another kind, 404
          *     (`LISTENER_NOT_FOUND`); a source address outside the allowed CIDR list 403; a body over 64 KB
          *     413; missing or malformed headers, a `Content-Type` other than `application/json` or a body
          *     that is not valid JSON 400, and a `charset` other than `utf-8` or a `Content-Encoding` other

@@ -10,6 +10,7 @@ import type { Logger } from "../src/core/logger.js";
 import { contractPath } from "../src/core/package-root.js";
 import { joinedHeaders, requestValidation, TOKEN_PATH, tokenEndpointGuard } from "../src/http/app.js";
 import { errorResponse } from "../src/http/error-response.js";
+import { refuseQuery } from "../src/http/no-query.js";
 import { rawBodyLimit, readRawBody } from "../src/http/request-body.js";
 import { requestId } from "../src/http/request-id.js";
 import { expressPath, findRoute } from "../src/http/route-table.js";
@@ -100,6 +101,7 @@ export function createMockApp(options: { prismUrl: string; logger: Logger }): Ex
     if (!intake) continue;
     app.post(expressPath(route.path), async (req: Request, res: Response, next: NextFunction) => {
       try {
+        refuseQuery(req.originalUrl);
         const body = await readRawBody(req, res, rawBodyLimit(route));
         checkIntake(intake, joinedHeaders(req), body);
         await relay(route.operationId, req, res, body);

@@ -19,6 +19,7 @@ import { limitHeaderFields } from "./header-count.js";
 import { IDEMPOTENCY_KEY_HEADER, type Idempotency } from "./idempotency.js";
 import type { LockShedding } from "./lock-shedding.js";
 import { leanJsonAnswers } from "./json-answer.js";
+import { refuseQuery } from "./no-query.js";
 import { narrowOneOfFailures } from "./one-of-issues.js";
 import { parameterForm } from "./parameter-form.js";
 import type { RateLimits } from "./rate-limit.js";
@@ -212,6 +213,7 @@ export function createApp(options: AppOptions): Express {
     const limit = rawBodyLimit(route);
     rawHandlers.set(route.operationId, async (req: Request, res: Response, next: NextFunction) => {
       try {
+        refuseQuery(req.originalUrl);
         const body = await handler(
           {
             path: req.params as never,
