@@ -21,8 +21,12 @@ const marker = (name) => `\uE000${name}\uE000`;
 const MARKER = /\uE000([A-Z_]+)\uE000/g;
 const hasMarker = (text) => text.includes("\uE000");
 const FRESH_KEY = "FRESH_KEY";
-const inShell = (text) => text.replace(MARKER, (_, name) => (name === FRESH_KEY ? "$(uuidgen)" : `$${name}`));
-const tsExpression = (name) => (name === FRESH_KEY ? "crypto.randomUUID()" : `process.env.${name}!`);
+/** A new Stripe event id at each run: Stripe's ids are `evt_` and letters and digits. */
+const FRESH_STRIPE_ID = "FRESH_STRIPE_ID";
+const SHELL_FRESH = { [FRESH_KEY]: "$(uuidgen)", [FRESH_STRIPE_ID]: "evt_$(uuidgen | tr -d -)" };
+const TS_FRESH = { [FRESH_KEY]: "crypto.randomUUID()", [FRESH_STRIPE_ID]: '`evt_${crypto.randomUUID().replaceAll("-", "")}`' };
+const inShell = (text) => text.replace(MARKER, (_, name) => SHELL_FRESH[name] ?? `$${name}`);
+const tsExpression = (name) => TS_FRESH[name] ?? `process.env.${name}!`;
 /** A marker as a whole string literal becomes the expression; one inside a template literal, its substitution. */
 const inTypeScript = (text) =>
   text.replace(new RegExp(`"${MARKER.source}"`, "g"), (_, name) => tsExpression(name)).replace(MARKER, (_, name) => `\${${tsExpression(name)}}`);
@@ -68,6 +72,9 @@ const tsLiteral = (value, indent) =>
     .replace(/^(\s*)"([A-Za-z_$][\w$]*)":/gm, "$1$2:")
     .replaceAll("\n", `\n${indent}`);
 
+/** The webhook intake's security schemes, by the sender whose signing the sample does (SENDERS). */
+const WEBHOOK_SCHEMES = { webhookHmac: "hmac", standardWebhooksSignature: "standardWebhooks", githubSignature: "github", stripeSignature: "stripe" };
+
 /** What a sample needs of an operation: its request, as the contract's examples show it. */
 function requestOf(spec, path, method, item, op) {
   const deref = (node) => (node?.$ref ? node.$ref.slice(2).split("/").reduce((n, p) => n?.[p], spec) : node);
@@ -80,16 +87,20 @@ function requestOf(spec, path, method, item, op) {
   const variables = idVariables(spec, deref);
   // A key is new at each run: the example's, sent again with another request, is 422 IDEMPOTENCY_KEY_REUSED.
   const headers = Object.fromEntries(Object.entries(byPlace("header")).map(([name, value]) => [name, name === "Idempotency-Key" ? marker(FRESH_KEY) : value]));
+  const sender = schemes.map((scheme) => WEBHOOK_SCHEMES[scheme]).find(Boolean);
+  const example = body ? withVariables(exampleOf(body.content[mediaType], deref), variables) : undefined;
   return {
     method,
     path,
     pathParams: withVariables(byPlace("path"), variables),
     query: withVariables(byPlace("query"), variables),
     // The webhook intake's headers are made by the signing, not copied from examples.
-    headers: schemes.includes("webhookHmac") ? {} : headers,
+    headers: sender ? {} : headers,
     mediaType,
-    body: body ? withVariables(exampleOf(body.content[mediaType], deref), variables) : undefined,
-    auth: schemes.includes("webhookHmac") ? "webhook" : schemes.length > 0 ? "bearer" : "none",
+    // Stripe's event id is the body's: new at each run, as the other senders' header is.
+    body: sender === "stripe" ? { ...example, id: marker(FRESH_STRIPE_ID) } : example,
+    auth: sender ? "webhook" : schemes.length > 0 ? "bearer" : "none",
+    sender,
   };
 }
 
@@ -108,21 +119,113 @@ function curlJsonBody(body) {
   return `-d @- <<JSON\n${inShell(json.replace(/[\\`$]/g, "\\$&"))}\nJSON`;
 }
 
-function curlSample(request) {
-  const url = `"$BASE_URL${inShell(filledPath(request))}${inShell(queryString(request.query))}"`;
-  if (request.auth === "webhook") {
-    return [
-      `# The listener's webhook secret signs the exact bytes sent, with the time and a new event id each.`,
-      `body=${shellWord(JSON.stringify(request.body))}`,
+/** The hex HMAC-SHA256 of stdin keyed by the listener's secret string (openssl prints `<algorithm>(stdin)= <hex>`). */
+const HEX_HMAC = `openssl dgst -sha256 -hmac "$WEBHOOK_SECRET" | sed 's/.*= //'`;
+
+/** A typed-client sample that signs the body itself (node:crypto) and posts the bytes it signed, with the typed header parameters and the signature's header. */
+const signedClientSample = (request, signing) =>
+  [
+    `import { createHmac } from "node:crypto";`,
+    CLIENT_IMPORT,
+    ``,
+    `const event = ${tsLiteral(request.body, "")};`,
+    `// ${signing.comment}`,
+    `const body = JSON.stringify(event);`,
+    ...signing.clientSign,
+    `const client = createApiClient({ baseUrl: process.env.BASE_URL! });`,
+    ``,
+    `const answer = unwrap(`,
+    `  await client.POST(${JSON.stringify(request.path)}, {`,
+    `    params: {`,
+    ...(signing.clientHeaders ? [`      header: { ${signing.clientHeaders.map(([name, value]) => `${JSON.stringify(name)}: ${value}`).join(", ")} },`] : []),
+    `      path: ${tsLiteral(request.pathParams, "      ")},`,
+    `    },`,
+    `    body: event,`,
+    `    bodySerializer: () => body,`,
+    `    headers: { ${JSON.stringify(signing.signatureHeader[0])}: ${signing.signatureHeader[1]} },`,
+    `  }),`,
+    `);`,
+    PRINT,
+  ].join("\n");
+
+/**
+ * How each sender signs, for the intake's samples: the curl lines after `body=` and the headers
+ * they make, and the typed-client program. Each run signs with the time now and a new event id.
+ */
+const SENDERS = {
+  hmac: {
+    comment: "The listener's webhook secret signs the exact bytes sent, with the time and a new event id each.",
+    shell: [
       `timestamp=$(date +%s)`,
       `event_id=$(openssl rand -hex 16 | sed -E 's/(.{8})(.{4}).(.{3}).(.{3})(.{12})/\\1-\\2-4\\3-8\\4-\\5/')`,
       `signature=$(printf '%s.%s.%s' "$timestamp" "$event_id" "$body" |`,
       `  openssl dgst -sha256 -hmac "$WEBHOOK_SECRET" -binary | openssl base64 -A | tr '+/' '-_' | tr -d '=')`,
+    ],
+    shellHeaders: ["Webhook-Timestamp: $timestamp", "Webhook-Event-Id: $event_id", "Webhook-Signature: $signature"],
+    client: (request) =>
+      [
+        `import { sendWebhookEvent } from "@tenant/access-api-client/webhook-sender";`,
+        ``,
+        `// Signs the exact bytes sent with the listener's webhook secret, with the time and a new event id.`,
+        `const sent = await sendWebhookEvent({`,
+        `  url: \`\${process.env.BASE_URL}${filledPath(request)}\`,`,
+        `  body: JSON.stringify(${tsLiteral(request.body, "  ")}),`,
+        `  auth: { hmac: { secret: process.env.WEBHOOK_SECRET! } },`,
+        `});`,
+        `if (sent.status !== 200) throw new Error(\`the intake answered \${sent.status}: \${JSON.stringify(sent.response)}\`);`,
+        `const answer = sent.response;`,
+        PRINT,
+      ].join("\n"),
+  },
+  standardWebhooks: {
+    comment: "The listener's whsec_ secret signs id, time and exact body: its key is the bytes of the base64 after whsec_.",
+    shell: [
+      `timestamp=$(date +%s)`,
+      `message_id=$(uuidgen)`,
+      `key=$(printf %s "\${WEBHOOK_SECRET#whsec_}" | openssl base64 -d -A | od -An -tx1 | tr -d ' \\n')`,
+      `signature=$(printf '%s.%s.%s' "$message_id" "$timestamp" "$body" |`,
+      `  openssl dgst -sha256 -mac HMAC -macopt "hexkey:$key" -binary | openssl base64 -A)`,
+    ],
+    shellHeaders: ["webhook-id: $message_id", "webhook-timestamp: $timestamp", "webhook-signature: v1,$signature"],
+    clientSign: [
+      `const id = crypto.randomUUID();`,
+      `const timestamp = String(Math.floor(Date.now() / 1000));`,
+      `const key = Buffer.from(process.env.WEBHOOK_SECRET!.slice("whsec_".length), "base64");`,
+      `const signature = createHmac("sha256", key).update(\`\${id}.\${timestamp}.\${body}\`).digest("base64");`,
+    ],
+    clientHeaders: [["webhook-id", "id"], ["webhook-timestamp", "timestamp"]],
+    signatureHeader: ["webhook-signature", "`v1,${signature}`"],
+  },
+  github: {
+    comment: "The listener's secret signs the exact bytes sent; GitHub signs no time. A new delivery id each.",
+    shell: [`delivery=$(uuidgen)`, `signature=$(printf %s "$body" | ${HEX_HMAC})`],
+    shellHeaders: ["X-GitHub-Delivery: $delivery", "X-GitHub-Event: push", "X-Hub-Signature-256: sha256=$signature"],
+    clientSign: [`const signature = createHmac("sha256", process.env.WEBHOOK_SECRET!).update(body).digest("hex");`],
+    clientHeaders: [["X-GitHub-Delivery", "crypto.randomUUID()"], ["X-GitHub-Event", '"push"']],
+    signatureHeader: ["X-Hub-Signature-256", "`sha256=${signature}`"],
+  },
+  stripe: {
+    comment: "The listener's whsec_ secret, as a string, signs the time and the exact bytes sent; the event id is the body's.",
+    shell: [`timestamp=$(date +%s)`, `signature=$(printf '%s.%s' "$timestamp" "$body" | ${HEX_HMAC})`],
+    shellHeaders: ["Stripe-Signature: t=$timestamp,v1=$signature"],
+    clientSign: [
+      `const timestamp = Math.floor(Date.now() / 1000);`,
+      `const signature = createHmac("sha256", process.env.WEBHOOK_SECRET!).update(\`\${timestamp}.\${body}\`).digest("hex");`,
+    ],
+    signatureHeader: ["Stripe-Signature", "`t=${timestamp},v1=${signature}`"],
+  },
+};
+
+function curlSample(request) {
+  const url = `"$BASE_URL${inShell(filledPath(request))}${inShell(queryString(request.query))}"`;
+  if (request.auth === "webhook") {
+    const signing = SENDERS[request.sender];
+    return [
+      `# ${signing.comment}`,
+      `body=${shellWord(JSON.stringify(request.body))}`,
+      ...signing.shell,
       `curl -X POST ${url} \\`,
-      `  -H "Content-Type: application/json" \\`,
-      `  -H "Webhook-Timestamp: $timestamp" \\`,
-      `  -H "Webhook-Event-Id: $event_id" \\`,
-      `  -H "Webhook-Signature: $signature" \\`,
+      ...[`Content-Type: application/json`, ...signing.shellHeaders].map((header) => `  -H "${header}" \\`),
       `  --data-binary "$body"`,
     ].join("\n");
   }
@@ -146,21 +249,7 @@ const CLIENT_IMPORT = `import { createApiClient, unwrap } from "@tenant/access-a
 const PRINT = `console.log(JSON.stringify(answer, null, 2));`;
 
 function clientSample(request) {
-  if (request.auth === "webhook") {
-    return [
-      `import { sendWebhookEvent } from "@tenant/access-api-client/webhook-sender";`,
-      ``,
-      `// Signs the exact bytes sent with the listener's webhook secret, with the time and a new event id.`,
-      `const sent = await sendWebhookEvent({`,
-      `  url: \`\${process.env.BASE_URL}${filledPath(request)}\`,`,
-      `  body: JSON.stringify(${tsLiteral(request.body, "  ")}),`,
-      `  auth: { hmac: { secret: process.env.WEBHOOK_SECRET! } },`,
-      `});`,
-      `if (sent.status !== 200) throw new Error(\`the intake answered \${sent.status}: \${JSON.stringify(sent.response)}\`);`,
-      `const answer = sent.response;`,
-      PRINT,
-    ].join("\n");
-  }
+  if (request.auth === "webhook") return request.sender === "hmac" ? SENDERS.hmac.client(request) : signedClientSample(request, SENDERS[request.sender]);
   const init = [];
   const params = Object.entries({ header: request.headers, path: request.pathParams, query: request.query }).filter(([, values]) => Object.keys(values).length > 0);
   if (params.length > 0) init.push(`params: ${tsLiteral(Object.fromEntries(params), "    ")},`);

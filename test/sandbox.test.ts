@@ -1,6 +1,7 @@
 // `npm run sandbox` as a partner runs it: a real process on a free port, whose printed JSON (--json)
 // is all the test knows. Each printed credential gets a token and acts with its role; the printed
-// HMAC secret and JWT key sign events the real intake accepts (and a repeated event id is 409);
+// HMAC secret and JWT key sign events the real intake accepts (and a repeated event id is 409), and
+// so do the printed curl recipes of the Standard Webhooks, GitHub and Stripe listeners;
 // the seeded limits, spend authorizations and executions are there; the printed commands work in
 // the order printed; a restart starts again from nothing; SIGTERM to the npm process alone (as a
 // process manager sends it) stops the sandbox, its server and its JWKS server.
@@ -49,9 +50,10 @@ describe("npm run sandbox", () => {
 
   it("its text (without --json) shows every credential, the listeners, the secret and the key file", () => {
     const text = report(sandbox.info);
-    const { hmac, jwt, jwtKey, users, baseUrl } = sandbox.info;
+    const { hmac, standardWebhooks, github, stripe, jwt, jwtKey, users, baseUrl } = sandbox.info;
     const spends = sandbox.info.authorizations.map((a) => a.id);
-    for (const shown of [baseUrl, hmac.listenerUrl, hmac.webhookSecret, jwt.listenerUrl, jwt.jwksUrl, jwtKey.privateJwkFile, ...users.flatMap((u) => [u.clientId, u.clientSecret]), ...spends]) {
+    const senders = [standardWebhooks, github, stripe].flatMap((l) => [l.listenerUrl, l.webhookSecret]);
+    for (const shown of [baseUrl, hmac.listenerUrl, hmac.webhookSecret, ...senders, jwt.listenerUrl, jwt.jwksUrl, jwtKey.privateJwkFile, ...users.flatMap((u) => [u.clientId, u.clientSecret]), ...spends]) {
       expect(text).toContain(shown);
     }
   });
@@ -192,12 +194,19 @@ describe("npm run sandbox", () => {
     }
     const run = (script: string) => runToEnd("bash", ["-e", "-c", `cd '${root}'\n${script}`], { BASE_URL: "" });
 
-    const first = await run([shown.token, shown.spend, shown.hmacEvent, shown.hmacCurl, shown.jwtEvent].join("\n"));
+    const first = await run(Object.values(shown).join("\n"));
     // -e: every command exits 0, the spend (approved) and both sender scripts (2xx) included.
     expect(first.code, first.out).toBe(0);
     expect(first.stdout, "the call with the token").toMatch(/^\{"fundPolicy":/m);
     expect(first.stdout.match(/^=> 200$/gm), "the two sender scripts").toHaveLength(2);
-    expect(first.stdout, "the curl recipe").toMatch(/\{"webhookEvent":/);
+    // The curl recipes: HMAC, then Standard Webhooks, GitHub and Stripe, each event run, with the type its sender gave it.
+    const recorded = [...first.stdout.matchAll(/\{"webhookEvent":\{[^{}]*\}\}/g)].map((m) => (JSON.parse(m[0]) as { webhookEvent: { outcome: string; eventType: string | null } }).webhookEvent);
+    expect(recorded.map((e) => [e.outcome, e.eventType]), "the curl recipes").toEqual([
+      ["WEBHOOK_EVENT_OUTCOME_EXECUTED", null],
+      ["WEBHOOK_EVENT_OUTCOME_EXECUTED", "invoice.paid"],
+      ["WEBHOOK_EVENT_OUTCOME_EXECUTED", "push"],
+      ["WEBHOOK_EVENT_OUTCOME_EXECUTED", "invoice.paid"],
+    ]);
 
     // The events' executions run in the background; once the row they name is suspended, the printed spend again.
     const event = JSON.parse(/--body '(.*)'$/m.exec(shown.hmacEvent)![1]!) as { userId: string; appId: string };

@@ -1,5 +1,5 @@
 // What the sandbox prints: everything a partner needs to call it, with ready-to-paste commands.
-import type { Seeded } from "./seed.js";
+import type { SecretListener, Seeded } from "./seed.js";
 
 export interface SandboxInfo extends Seeded {
   baseUrl: string;
@@ -11,14 +11,47 @@ export interface SandboxInfo extends Seeded {
 /** Reads the access token from a token answer on stdin (Node, so that no jq is needed). */
 const READ_TOKEN = `node -p 'JSON.parse(require("fs").readFileSync(0, "utf8")).access_token'`;
 
+/** A new event id each time a recipe runs (Node: every sandbox reader has it). */
+const NEW_UUID = `$(node -e 'console.log(crypto.randomUUID())')`;
+
+/** The hex HMAC-SHA256 of stdin keyed by the secret's UTF-8 bytes (openssl prints `<algorithm>(stdin)= <hex>`). */
+const hexHmac = (secret: string) => `openssl dgst -sha256 -hmac '${secret}' | sed 's/.*= //'`;
+
+/** A curl that posts $BODY to `url` with `headers` (shell words, expanded). */
+const curlPost = (url: string, headers: string[]) =>
+  [`curl -sS -X POST '${url}' -H 'Content-Type: application/json' \\`, `  ${headers.map((h) => `-H "${h}"`).join(" ")} --data-binary "$BODY"`].join("\n");
+
 /** The curl recipe for a signed HMAC event (the reference's guide openapi/guides/webhooks.md), filled in. */
-function curlHmac(info: SandboxInfo, body: string): string {
-  return [
-    `BODY='${body}'; TS=$(date +%s); ID=$(node -e 'console.log(crypto.randomUUID())')`,
+const curlHmac = (info: SandboxInfo, event: string) =>
+  [
+    `BODY='${event}'; TS=$(date +%s); ID=${NEW_UUID}`,
     `SIG=$(printf '%s.%s.%s' "$TS" "$ID" "$BODY" | openssl dgst -sha256 -hmac '${info.hmac.webhookSecret}' -binary | openssl base64 -A | tr '+/' '-_' | tr -d '=')`,
-    `curl -sS -X POST '${info.hmac.listenerUrl}' -H 'Content-Type: application/json' -H "Webhook-Timestamp: $TS" \\`,
-    `  -H "Webhook-Event-Id: $ID" -H "Webhook-Signature: $SIG" --data-binary "$BODY"`,
+    curlPost(info.hmac.listenerUrl, ["Webhook-Timestamp: $TS", "Webhook-Event-Id: $ID", "Webhook-Signature: $SIG"]),
   ].join("\n");
+
+/** The curl recipes for the listeners of senders with a scheme of their own, signed as the guide signs for each, filled in. */
+function senderRecipes(info: SandboxInfo) {
+  const { standardWebhooks, github, stripe } = info;
+  return {
+    // The key is the bytes the base64 after whsec_ stands for, given to openssl as hex.
+    standardWebhooksCurl: [
+      `BODY='{"type":"invoice.paid","data":{"invoice":"in_1001"}}'; TS=$(date +%s); ID=msg_${NEW_UUID}`,
+      `KEY=$(printf %s '${standardWebhooks.webhookSecret.slice("whsec_".length)}' | openssl base64 -d -A | od -An -tx1 | tr -d ' \\n')`,
+      `SIG=$(printf '%s.%s.%s' "$ID" "$TS" "$BODY" | openssl dgst -sha256 -mac HMAC -macopt hexkey:$KEY -binary | openssl base64 -A)`,
+      curlPost(standardWebhooks.listenerUrl, ["webhook-id: $ID", "webhook-timestamp: $TS", "webhook-signature: v1,$SIG"]),
+    ].join("\n"),
+    githubCurl: [
+      `BODY='{"ref":"refs/heads/main","repository":{"full_name":"example/billing"}}'; ID=${NEW_UUID}`,
+      `SIG=$(printf %s "$BODY" | ${hexHmac(github.webhookSecret)})`,
+      curlPost(github.listenerUrl, ["X-GitHub-Delivery: $ID", "X-GitHub-Event: push", "X-Hub-Signature-256: sha256=$SIG"]),
+    ].join("\n"),
+    // Stripe's event id is the body's id.
+    stripeCurl: [
+      `ID=evt_${NEW_UUID}; BODY='{"id":"'$ID'","object":"event","type":"invoice.paid"}'; TS=$(date +%s)`,
+      `SIG=$(printf '%s.%s' "$TS" "$BODY" | ${hexHmac(stripe.webhookSecret)})`,
+      curlPost(stripe.listenerUrl, ["Stripe-Signature: t=$TS,v1=$SIG"]),
+    ].join("\n"),
+  };
 }
 
 /** The user the printed examples act for, and the row their webhook event suspends: Sam's GitHub limit, not the Salesforce row the printed spend uses. */
@@ -51,11 +84,19 @@ export function recipes(info: SandboxInfo) {
       `npx tsx scripts/send-webhook.ts --url ${info.jwt.listenerUrl} --jwk-file ${info.jwtKey.privateJwkFile} --kid ${info.jwtKey.kid} --alg ${info.jwtKey.alg} \\`,
       `  --base-url ${info.baseUrl} --body '${event}'`,
     ].join("\n"),
+    ...senderRecipes(info),
   };
 }
 
 /** `lines` indented by `spaces`. */
 const indented = (lines: string, spaces: number) => lines.replace(/^/gm, " ".repeat(spaces));
+
+/** A listener of a sender's own scheme: its URL, its secret and a signed request with curl. */
+const senderSection = (name: string, listener: SecretListener, curl: string) => [
+  `${name} listener (automation ${listener.automationId}): ${listener.listenerUrl}`,
+  `  webhook secret: ${listener.webhookSecret}`,
+  indented(curl, 2),
+];
 
 export function report(info: SandboxInfo): string {
   const shown = recipes(info);
@@ -96,6 +137,11 @@ export function report(info: SandboxInfo): string {
     `  JWKS served by the sandbox at ${info.jwt.jwksUrl} (an http loopback URL: the server runs with JWKS_ALLOW_INSECURE=1, for the sandbox only)`,
     `  private key: ${info.jwtKey.privateJwkFile} (kid ${info.jwtKey.kid}, ${info.jwtKey.alg})`,
     indented(shown.jwtEvent, 2),
+    ``,
+    `Listeners of senders with their own signing schemes (see Sending webhooks in the docs); their automations note ctx.webhook, the delivery's event id and type.`,
+    ...senderSection("Standard Webhooks", info.standardWebhooks, shown.standardWebhooksCurl),
+    ...senderSection("GitHub", info.github, shown.githubCurl),
+    ...senderSection("Stripe", info.stripe, shown.stripeCurl),
     ``,
     `Executions of the ${info.executionIds.length} seeded events: GET ${info.baseUrl}/api/v1/automation_executions (super admin), and each automation's delivery log.`,
     `Ctrl-C stops the sandbox.`,

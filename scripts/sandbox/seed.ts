@@ -1,7 +1,7 @@
 // What the sandbox holds, made through the real API with the typed client, as a tenant would make
 // it: users of each role with their credentials and a team past one page of users, limits on every layer, spend authorizations in each
-// state, an automation on a usage threshold, an HMAC and a JWT listener, and a few events through the real intake with the executions
-// they ran.
+// state, an automation on a usage threshold, a listener of each kind (HMAC, JWT, Standard Webhooks, GitHub, Stripe), and a few events
+// through the real intake with the executions they ran.
 import type { JWK } from "jose";
 import { createApiClient, unwrap, type ApiClient } from "../../src/client/index.js";
 import { sendWebhookEvent } from "../../src/client/webhook-sender.js";
@@ -19,6 +19,16 @@ export interface SeededUser {
   appIds: string[];
 }
 
+/** The listener kinds verified with a shared secret, the sandbox seeding each with a generated one. */
+type SecretKind = "hmac" | "standardWebhooks" | "github" | "stripe";
+
+/** A listener verified with a shared secret, and that secret. */
+export interface SecretListener {
+  automationId: string;
+  listenerUrl: string;
+  webhookSecret: string;
+}
+
 export interface Seeded {
   users: SeededUser[];
   currencyCode: string;
@@ -31,7 +41,11 @@ export interface Seeded {
   limits: { userId: string; appId: string; shows: string }[];
   /** The spend authorizations seeded, by what they show. */
   authorizations: { id: string; userId: string; appId: string; state: string; shows: string }[];
-  hmac: { automationId: string; listenerUrl: string; webhookSecret: string };
+  hmac: SecretListener;
+  /** The listeners of senders with a scheme of their own, each verified with a generated secret in its sender's form. */
+  standardWebhooks: SecretListener;
+  github: SecretListener;
+  stripe: SecretListener;
   jwt: { automationId: string; listenerUrl: string; jwksUrl: string };
   /** Ids of the executions the seeded events started. */
   executionIds: string[];
@@ -114,10 +128,20 @@ async function addSpends(funds: ApiClient, ada: SeededUser, sam: SeededUser): Pr
   ];
 }
 
-async function addListener(admin: ApiClient, displayName: string, webhook: { hmac: Record<string, never> } | { jwt: { jwksUrl: string } }) {
+/** Notes the delivery the execution started from: the sender's event id and type, which steps read as `ctx.webhook`. */
+const deliverySteps = [
+  { stepName: "note", evaluateExpressions: { expressions: [{ name: "eventId", expression: "ctx.webhook.eventId" }, { name: "eventType", expression: "ctx.webhook.eventType" }] } },
+];
+
+async function addListener(
+  admin: ApiClient,
+  displayName: string,
+  webhook: { [K in SecretKind]: Record<K, Record<string, never>> }[SecretKind] | { jwt: { jwksUrl: string } },
+  automationSteps: typeof cardLostSteps | typeof deliverySteps = cardLostSteps,
+): Promise<SecretListener> {
   const saved = unwrap(
     await admin.POST("/api/v1/automations", {
-      body: { automation: { displayName, isDraft: false, enabled: true, triggers: [{ webhook }], automationSteps: cardLostSteps } },
+      body: { automation: { displayName, isDraft: false, enabled: true, triggers: [{ webhook }], automationSteps } },
     }),
   );
   const first = saved.automation.triggers?.[0];
@@ -172,6 +196,9 @@ export async function seed(options: {
 
   const hmac = await addListener(admin, "Suspend the app limit when a card is lost (HMAC)", { hmac: {} });
   const jwt = await addListener(admin, "Suspend the app limit when a card is lost (JWT)", { jwt: { jwksUrl: options.jwksUrl } });
+  const standardWebhooks = await addListener(admin, "Note Standard Webhooks deliveries", { standardWebhooks: {} }, deliverySteps);
+  const github = await addListener(admin, "Note GitHub deliveries", { github: {} }, deliverySteps);
+  const stripe = await addListener(admin, "Note Stripe events", { stripe: {} }, deliverySteps);
 
   // Events through the real intake: one that suspends Ada's GitHub limit, one whose step is skipped, one signed as a JWT.
   const events = [
@@ -204,6 +231,9 @@ export async function seed(options: {
     ],
     authorizations,
     hmac,
+    standardWebhooks,
+    github,
+    stripe,
     jwt: { automationId: jwt.automationId, listenerUrl: jwt.listenerUrl, jwksUrl: options.jwksUrl },
     executionIds,
     thresholdAutomationId: threshold.automation.id!,

@@ -51,11 +51,23 @@ const ordered = [...operations].sort((a, b) => Number(a.method === "delete") - N
 interface Prepared {
   sandbox: RunningSandbox;
   dir: string;
-  env: { BASE_URL: string; WEBHOOK_SECRET: string };
+  env: { BASE_URL: string };
   /** The reader's credential and token: a user's for the operations on the caller's own limits, the super admin's for the rest. */
   callerFor: (operationId: string) => Caller;
   idsFor: (operationId: string) => Ids;
+  /** WEBHOOK_SECRET: the secret of the listener LISTENER_ID names. */
+  secretFor: (operationId: string) => { WEBHOOK_SECRET: string };
 }
+
+/** The intake operations of senders with their own schemes, each posting to the sandbox's listener of its kind (the others, to its HMAC listener). */
+const INTAKE_KINDS: Record<string, "standardWebhooks" | "github" | "stripe"> = {
+  "svc.api.webhooks.v1.IncomingWebhookService.ReceiveStandardWebhook": "standardWebhooks",
+  "svc.api.webhooks.v1.IncomingWebhookService.ReceiveGithubWebhook": "github",
+  "svc.api.webhooks.v1.IncomingWebhookService.ReceiveStripeWebhook": "stripe",
+};
+
+/** A listener's id: the segment after `/incoming/` of its URL, which a kind's suffix may follow. */
+const listenerIdOf = (url: string) => /\/incoming\/([^/]+)/.exec(url)![1]!;
 
 /**
  * Starts a sandbox and makes what samples that change state need of their own: a second pending
@@ -74,7 +86,7 @@ async function prepare(): Promise<Prepared> {
   const spend = (state: string) => info.authorizations.find((a) => a.state === state)!.id;
   const own = await ownObjects(admin, info, user("Ada User").userId);
   const callers = { admin: await callerOf(info.baseUrl, superAdmin), ada: await callerOf(info.baseUrl, user("Ada User")) };
-  const defaults: Ids = {
+  const defaults: Omit<Ids, "LISTENER_ID"> = {
     USER_ID: user("Ada User").userId,
     APP_ID: "app-salesforce",
     CREDENTIAL_ID: own.credentialId,
@@ -83,8 +95,8 @@ async function prepare(): Promise<Prepared> {
     AUTOMATION_EXECUTION_ID: own.failedExecutionId,
     EVENT_ID: own.webhookEventId,
     DESTINATION_ID: own.destinationId,
-    LISTENER_ID: info.hmac.listenerUrl.slice(info.hmac.listenerUrl.lastIndexOf("/") + 1),
   };
+  const listenerFor = (operationId: string) => info[INTAKE_KINDS[operationId] ?? "hmac"];
   const overrides: Record<string, Partial<Ids>> = {
     // The example's credential is bound to apps: only an app service's may be.
     "svc.api.iam.v1.CredentialService.Create": { USER_ID: user("Billing backend").userId },
@@ -100,9 +112,10 @@ async function prepare(): Promise<Prepared> {
   return {
     sandbox,
     dir,
-    env: { BASE_URL: info.baseUrl, WEBHOOK_SECRET: info.hmac.webhookSecret },
+    env: { BASE_URL: info.baseUrl },
     callerFor: (operationId) => (operationId.startsWith("svc.api.funds.v1.MyFundLimitsService.") ? callers.ada : callers.admin),
-    idsFor: (operationId) => ({ ...defaults, ...overrides[operationId] }),
+    idsFor: (operationId) => ({ ...defaults, LISTENER_ID: listenerIdOf(listenerFor(operationId).listenerUrl), ...overrides[operationId] }),
+    secretFor: (operationId) => ({ WEBHOOK_SECRET: listenerFor(operationId).webhookSecret }),
   };
 }
 
@@ -168,8 +181,8 @@ interface Runs {
 
 const RUNS = [1, 2] as const;
 
-/** The variables a sample of `operationId` runs with: the caller's credential and token, and the ids. */
-const variablesFor = (prepared: Prepared, operationId: string) => ({ ...prepared.callerFor(operationId), ...prepared.idsFor(operationId) });
+/** The variables a sample of `operationId` runs with: the caller's credential and token, the ids, and the listener's secret. */
+const variablesFor = (prepared: Prepared, operationId: string) => ({ ...prepared.callerFor(operationId), ...prepared.idsFor(operationId), ...prepared.secretFor(operationId) });
 
 /**
  * Runs every curl sample twice, as printed, in one bash process, in order: each run sourced in a

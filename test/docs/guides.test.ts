@@ -5,9 +5,12 @@
 // against the client package's types and run by tsx. The environment gives them what a reader
 // exports (BASE_URL, CLIENT_ID, CLIENT_SECRET: the super admin's; TOKEN; LISTENER_URL and
 // WEBHOOK_SECRET: the sandbox's HMAC listener; JWT_LISTENER_URL, PRIVATE_JWK_FILE and JWT_KID: its
-// JWT listener and key). Each block must end without an error, its
+// JWT listener and key; STANDARD_WEBHOOKS_LISTENER_URL and STANDARD_WEBHOOKS_SECRET, GITHUB_LISTENER_URL
+// and GITHUB_WEBHOOK_SECRET, STRIPE_LISTENER_URL and STRIPE_AUTOMATION_ID: its listeners of those
+// senders; STRIPE_WEBHOOK_SECRET: a secret as Stripe makes one, which the guide gives its listener). Each block must end without an error, its
 // requests answer 2xx (or the status and reason its `# Answers` comment declares, for its last
 // request), and each `json` or `text` block after it must be what it printed (guide-blocks.ts).
+import { randomBytes } from "node:crypto";
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -152,6 +155,14 @@ beforeAll(async () => {
     JWT_LISTENER_URL: info.jwt.listenerUrl,
     PRIVATE_JWK_FILE: info.jwtKey.privateJwkFile,
     JWT_KID: info.jwtKey.kid,
+    STANDARD_WEBHOOKS_LISTENER_URL: info.standardWebhooks.listenerUrl,
+    STANDARD_WEBHOOKS_SECRET: info.standardWebhooks.webhookSecret,
+    GITHUB_LISTENER_URL: info.github.listenerUrl,
+    GITHUB_WEBHOOK_SECRET: info.github.webhookSecret,
+    STRIPE_LISTENER_URL: info.stripe.listenerUrl,
+    STRIPE_AUTOMATION_ID: info.stripe.automationId,
+    // What a Stripe endpoint's signing secret looks like: the guide gives it to the listener, which was made with its own.
+    STRIPE_WEBHOOK_SECRET: `whsec_${randomBytes(24).toString("hex")}`,
   };
   const shell = (async () => {
     for (const [g, guide] of guides.entries()) {
