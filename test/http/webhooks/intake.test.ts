@@ -399,3 +399,14 @@ describe("retention: event records are kept 7 days", () => {
     expectAccepted(await sendHmac(ts, target.url, target.secret, "{}", { eventId }));
   });
 });
+
+describe("the URL", () => {
+  it("takes no query string: 400 before the listener is looked up, nothing recorded; a bare ? is no query", async () => {
+    const eventId = newEventId();
+    const answer = await sendHmac(ts, `${hook.url}?source=billing`, hook.secret, '{"a":1}', { eventId });
+    expectRefused(answer, 400, "INVALID_ARGUMENT");
+    expect(answer.body.message).toBe("query: must be absent: the webhook intake takes no query parameters");
+    expectRefused(await sendHmac(ts, `${hook.url.replace(hook.listenerId, "wh_unknown0000000")}?a=1`, hook.secret), 400, "INVALID_ARGUMENT");
+    expectAccepted(await sendHmac(ts, `${hook.url}?`, hook.secret, '{"a":1}', { eventId }));
+  });
+});

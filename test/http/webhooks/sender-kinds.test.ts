@@ -1,22 +1,20 @@
 // Listeners for senders with schemes of their own, through real HTTP, each delivery signed by the
-// sender's own library: Standard Webhooks (`standardwebhooks`), GitHub (`@octokit/webhooks-methods`)
-// and Stripe (`stripe`'s generateTestHeaderString); Standard Webhooks' `v1a` with node:crypto, which
-// its library does not sign. For each kind: accepted once per event id with what steps see, and
+// sender's own library (test/support/sender-deliveries.ts: `standardwebhooks`,
+// `@octokit/webhooks-methods`, `stripe`'s generateTestHeaderString); Standard Webhooks' `v1a` with
+// node:crypto, which its library does not sign. For each kind: accepted once per event id with what steps see, and
 // each refusal the contract documents, in the intake's order; the sender's own secret on rotation,
 // with the overlap; the URL of another kind answered 404.
 import { generateKeyPairSync, randomUUID, sign as signWith, type KeyObject } from "node:crypto";
-import { sign as githubSign } from "@octokit/webhooks-methods";
 import { Webhook } from "standardwebhooks";
-import Stripe from "stripe";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { unwrap } from "../../../src/client/index.js";
+import { senderHeaders, SENDER_OPERATIONS, type SenderKind } from "../../support/sender-deliveries.js";
 import { startTestServer, type TestServer } from "../../support/server.js";
 import { webhookTrigger } from "../../support/triggers.js";
 import { automationsApi, createHooked, evaluateStep, eventsOf, executionsOf, expectAccepted, expectRefused, postRaw, settled, type Answer, type Hooked } from "./helpers.js";
 
 const KB64 = 65_536;
 const DAY = 24 * 3600 * 1000;
-const stripe = new Stripe("sk_test_not_used_offline");
 
 /** What a test sends: the body and, for the kinds whose id is a header, the event id. */
 interface Event {
@@ -25,7 +23,7 @@ interface Event {
 }
 
 interface Sender {
-  kind: "standardWebhooks" | "github" | "stripe";
+  kind: SenderKind;
   operationId: string;
   suffix: string;
   /** The headers a correctly signed delivery of `event` carries, signed with `secret` at Unix second `at`. */
@@ -44,11 +42,9 @@ interface Sender {
 
 const standardWebhooks: Sender = {
   kind: "standardWebhooks",
-  operationId: "svc.api.webhooks.v1.IncomingWebhookService.ReceiveStandardWebhook",
+  operationId: SENDER_OPERATIONS.standardWebhooks,
   suffix: "/standard-webhooks",
-  async headers(secret, event, at) {
-    return { "Content-Type": "application/json", "webhook-id": event.id, "webhook-timestamp": String(at), "webhook-signature": new Webhook(secret).sign(event.id, new Date(at * 1000), event.body) };
-  },
+  headers: (secret, event, at) => senderHeaders("standardWebhooks", secret, event.body, { id: event.id, timestamp: String(at) }),
   event: (data = { userId: "u-1" }) => ({ id: `msg_${randomUUID().replaceAll("-", "")}`, body: JSON.stringify({ type: "invoice.paid", timestamp: "2026-11-20T09:30:00Z", data }) }),
   eventType: "invoice.paid",
   signatureHeader: "webhook-signature",
@@ -59,11 +55,9 @@ const standardWebhooks: Sender = {
 
 const github: Sender = {
   kind: "github",
-  operationId: "svc.api.webhooks.v1.IncomingWebhookService.ReceiveGithubWebhook",
+  operationId: SENDER_OPERATIONS.github,
   suffix: "/github",
-  async headers(secret, event) {
-    return { "Content-Type": "application/json", "X-GitHub-Delivery": event.id, "X-GitHub-Event": "push", "X-Hub-Signature-256": await githubSign(secret, event.body) };
-  },
+  headers: (secret, event, at) => senderHeaders("github", secret, event.body, { id: event.id, timestamp: String(at), event: "push" }),
   event: (data = { userId: "u-1" }) => ({ id: randomUUID(), body: JSON.stringify({ ref: "refs/heads/main", data }) }),
   eventType: "push",
   signatureHeader: "X-Hub-Signature-256",
@@ -74,11 +68,9 @@ const github: Sender = {
 
 const stripeSender: Sender = {
   kind: "stripe",
-  operationId: "svc.api.webhooks.v1.IncomingWebhookService.ReceiveStripeWebhook",
+  operationId: SENDER_OPERATIONS.stripe,
   suffix: "/stripe",
-  async headers(secret, event, at) {
-    return { "Content-Type": "application/json", "Stripe-Signature": stripe.webhooks.generateTestHeaderString({ payload: event.body, secret, timestamp: at }) };
-  },
+  headers: (secret, event, at) => senderHeaders("stripe", secret, event.body, { id: event.id, timestamp: String(at) }),
   event: (data = { userId: "u-1" }) => {
     const id = `evt_${randomUUID().replaceAll("-", "")}`;
     return { id, body: JSON.stringify({ id, object: "event", type: "invoice.paid", data: { object: data } }) };
@@ -185,6 +177,15 @@ describe.each([standardWebhooks, github, stripeSender])("a $kind listener", (sen
       expectRefused(answer, 404, "LISTENER_NOT_FOUND");
     }
     expectAccepted(await deliver(sender, hook.url, hook.secret, event));
+  });
+
+  it("refuses a query string (400), which no signature covers, before the listener is looked up", async () => {
+    const event = sender.event();
+    const answer = await deliver(sender, `${hook.url}?source=billing`, hook.secret, event);
+    expectRefused(answer, 400, "INVALID_ARGUMENT");
+    expect(answer.body.message).toBe("query: must be absent: the webhook intake takes no query parameters");
+    expectRefused(await deliver(sender, `${baseOf(hook.url)}/api/v1/webhooks/incoming/wh_unknown0000000${sender.suffix}?a=1`, hook.secret, event), 400, "INVALID_ARGUMENT");
+    expectAccepted(await deliver(sender, `${hook.url}?`, hook.secret, event));
   });
 
   it("checks the source address first: 403 before headers, body or signature", async () => {
