@@ -83,3 +83,25 @@ export function senderSetup(webhook: Webhook): SenderSetup {
       return { urlLabel: "Webhook URL", secretLabel: "Signing secret", settings: [], note: "" };
   }
 }
+
+/** A sample event id of each kind, as its sender names its events. */
+const SAMPLE_EVENT_IDS: Record<ListenerKind, string> = {
+  hmac: "3f1c9a52-7d4e-4b8a-9c21-5e6f7a8b9c0d",
+  jwt: "3f1c9a52-7d4e-4b8a-9c21-5e6f7a8b9c0d",
+  standardWebhooks: "msg_2KWPBgLlAfxdpx2AI54pPJ85f4W",
+  github: "72d3162e-cc78-11e3-81ab-4c9367dc0958",
+  stripe: "evt_1NG8Du2eZvKYlo2CUI79vXWy",
+};
+
+/**
+ * `ctx.webhook` for checking steps against `payload` as a delivery to this listener: the kind's
+ * sample id, and the event type its scheme gives (GitHub's a header, so a sample `push`; Standard
+ * Webhooks' and Stripe's the body's `type`). The contract's WebhookDelivery.
+ */
+export function sampleDelivery(webhook: Webhook, payload: unknown): components["schemas"]["WebhookDelivery"] {
+  const kind = kindOf(webhook) ?? "hmac";
+  const type = payload !== null && typeof payload === "object" && !Array.isArray(payload) ? (payload as { type?: unknown }).type : undefined;
+  const eventType = kind === "github" ? "push" : (kind === "standardWebhooks" || kind === "stripe") && typeof type === "string" && /^[\x21-\x7E]{1,128}$/.test(type) ? type : null;
+  const eventId = kind === "stripe" && typeof (payload as { id?: unknown } | null)?.id === "string" ? (payload as { id: string }).id : SAMPLE_EVENT_IDS[kind];
+  return { eventId, eventType };
+}

@@ -3,7 +3,7 @@
 // the words of the sender's settings.
 import { describe, expect, it } from "vitest";
 import type { components } from "../../generated/api.js";
-import { hasSecret, kindOf, publicKeyOf, senderSetup, takesSendersSecret } from "../../console/src/listener-kinds.js";
+import { hasSecret, kindOf, publicKeyOf, sampleDelivery, senderSetup, takesSendersSecret } from "../../console/src/listener-kinds.js";
 
 type Webhook = components["schemas"]["IncomingWebhookTrigger"];
 
@@ -37,5 +37,22 @@ describe("listener kinds", () => {
     expect(senderSetup(symmetric).note).toContain("whsec_");
     expect(senderSetup(signedWithKey).note).toContain("no secret");
     expect(senderSetup(hmac)).toEqual({ urlLabel: "Webhook URL", secretLabel: "Signing secret", settings: [], note: "" });
+  });
+});
+
+describe("the sample delivery the steps are checked with", () => {
+  const body = { id: "evt_sample1", type: "invoice.paid", userId: "u-1" };
+
+  it("gives each kind's event id and type as its scheme does", () => {
+    expect(sampleDelivery(hmac, body)).toEqual({ eventId: "3f1c9a52-7d4e-4b8a-9c21-5e6f7a8b9c0d", eventType: null });
+    expect(sampleDelivery(github, body)).toEqual({ eventId: "72d3162e-cc78-11e3-81ab-4c9367dc0958", eventType: "push" });
+    expect(sampleDelivery(symmetric, body)).toEqual({ eventId: "msg_2KWPBgLlAfxdpx2AI54pPJ85f4W", eventType: "invoice.paid" });
+    expect(sampleDelivery(stripe, body)).toEqual({ eventId: "evt_sample1", eventType: "invoice.paid" });
+  });
+
+  it("has no event type where the body's is not one the log keeps", () => {
+    expect(sampleDelivery(stripe, { type: "two words" }).eventType).toBeNull();
+    expect(sampleDelivery(symmetric, [1, 2]).eventType).toBeNull();
+    expect(sampleDelivery(stripe, null).eventId).toBe("evt_1NG8Du2eZvKYlo2CUI79vXWy");
   });
 });

@@ -63,6 +63,13 @@ describe("listener kinds in the console", () => {
     expect(sent.status, await sent.text()).toBe(200);
     await page.getByTestId("delivery").first().getByTestId("webhook-event-type").getByText("push", { exact: true }).waitFor();
 
+    // The steps are checked against the sample payload as a delivery from GitHub: ctx.webhook names its event.
+    await page.getByRole("button", { name: "Add step" }).click();
+    const step = 'li[aria-label="Step 1"]';
+    await page.locator(step).getByLabel("Name", { exact: true }).fill("event");
+    await page.locator(step).getByLabel("Expression (CEL)", { exact: true }).fill("ctx.webhook.eventType");
+    await page.locator(step).getByText('= "push"').waitFor();
+
     // Shown once: opened again, the page says where the secret went instead of showing it.
     await context.close();
     const { context: later, page: reopened } = await openConsole(browser, "desktop", ts.url, BOOTSTRAP, { path: `#/automations/${id}` });

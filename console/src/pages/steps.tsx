@@ -10,6 +10,10 @@ import { messageWords, STEP_KINDS } from "../words.js";
 import { fundEventExample } from "../fund-event-example.js";
 import { exampleUserId } from "../users.js";
 import { exampleBody } from "../webhook-example.js";
+import { sampleDelivery } from "../listener-kinds.js";
+import { webhookOf } from "./trigger.js";
+
+type Webhook = Schemas["IncomingWebhookTrigger"];
 
 type Step = Schemas["AutomationStep"];
 type Report = Schemas["AutomationServiceCheckAutomationStepsResponse"];
@@ -91,7 +95,7 @@ function toStep(d: Draft, currencyCode: string) {
 }
 
 /** Sends the steps and sample to CheckAutomationSteps shortly after the last keystroke; keeps the latest answer. */
-function useCheck(session: Session, drafts: Draft[], sample: string) {
+function useCheck(session: Session, drafts: Draft[], sample: string, webhook: Webhook | undefined) {
   const [report, setReport] = useState<Report | null>(null);
   const [error, setError] = useState<unknown>(null);
   const [sampleError, setSampleError] = useState<string | null>(null);
@@ -115,7 +119,9 @@ function useCheck(session: Session, drafts: Draft[], sample: string) {
         setError(e);
         return;
       }
-      call(session.client.POST("/api/v1/automation-steps/check", { body: { automationSteps, ...(hasSample ? { samplePayload } : {}) } })).then(
+      // A webhook's steps read the delivery too: the sample is checked as one delivered to this listener.
+      const sampleWebhook = hasSample && webhook ? { sampleWebhook: sampleDelivery(webhook, samplePayload) } : {};
+      call(session.client.POST("/api/v1/automation-steps/check", { body: { automationSteps, ...(hasSample ? { samplePayload } : {}), ...sampleWebhook } })).then(
         (r) => mine === sequence.current && (setReport(r), setError(null)),
         (e: unknown) => mine === sequence.current && setError(e),
       );
@@ -159,7 +165,7 @@ export function StepsEditor({ session, automation, onSaved }: { session: Session
     return JSON.stringify(automation.triggers?.[0]?.fundEvents ? fundEventExample(userId) : JSON.parse(exampleBody(userId)), null, 2);
   });
   const [newKind, setNewKind] = useState<Kind>("evaluateExpressions");
-  const { report, error, sampleError } = useCheck(session, drafts, sample);
+  const { report, error, sampleError } = useCheck(session, drafts, sample, webhookOf(automation));
   const [notificationSecret, setNotificationSecret] = useState<string | null>(null);
   const save = useAction(async () => {
     const automationSteps = drafts.map((d) => toStep(d, session.currencyCode));
