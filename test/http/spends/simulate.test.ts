@@ -3,8 +3,10 @@
 // refusals of Authorize, and a property: over random limits, periods, amounts and existing spends,
 // Simulate then Authorize agree when nothing changed between them.
 import fc from "fast-check";
+import { sql } from "kysely";
 import { describe, expect, it } from "vitest";
 import { unwrap } from "../../../src/client/index.js";
+import { testDialect } from "../../support/database.js";
 import { withDatabase } from "../../support/old-database.js";
 import type { TestServer } from "../../support/server.js";
 import { BLOCKED, DAY, expectError, UNLIMITED, type Funds, type Schemas } from "../limits/helpers.js";
@@ -152,6 +154,29 @@ describe("Simulate writes nothing", () => {
   });
 });
 
+describe("Simulate takes no lock longer than a read", () => {
+  // PostgreSQL, where a read and a lock are told apart by other connections (on SQLite every request,
+  // GetEffective's plain read too, waits for another process's write lock of the file).
+  it.runIf(testDialect() === "postgres")("answers while another connection holds the subject and app's spend lock and keeps the spend tables from any write or FOR UPDATE", async () => {
+    const app = await appWithLimit(admin, subject.userId, "100");
+    await authorized(spend, body(app, "60"));
+    const sim = await withDatabase(ts.databaseUrl, async (db) => {
+      await sql`begin`.execute(db);
+      await sql`select spend_lock_subject_app(${subject.userId}, ${app})`.execute(db);
+      // EXCLUSIVE lets a plain read pass, and nothing else.
+      await sql`lock table spend_usage, spend_authorizations, spend_ledger, idempotency_records in exclusive mode`.execute(db);
+      try {
+        const late = new Promise<"waited">((resolve) => setTimeout(() => resolve("waited"), 5_000));
+        return await Promise.race([spend.simulate(body(app, "40")), late]);
+      } finally {
+        await sql`rollback`.execute(db);
+      }
+    });
+    expect(sim).not.toBe("waited");
+    expect(unwrap(sim as Awaited<ReturnType<Spends["simulate"]>>).usage.remaining).toEqual(money("40"));
+  });
+});
+
 describe("Simulate is allowed to whoever may Authorize that subject and app", () => {
   it("an app service for its bound apps only (403 APP_NOT_ALLOWED otherwise); a user never (403 ROLE_NOT_ALLOWED)", async () => {
     const mine = await appWithLimit(admin, subject.userId, "100");
@@ -217,6 +242,7 @@ const caseArb = fc.record({
 describe("property: Simulate then Authorize agree when nothing changed between them", () => {
   it("over random limits, periods, amounts and existing holds and captures", async () => {
     let moved = 0;
+    const causes = new Set<string>();
     try {
       await fc.assert(
         fc.asyncProperty(caseArb, async (c) => {
@@ -230,6 +256,7 @@ describe("property: Simulate then Authorize agree when nothing changed between t
           if (c.suspended) unwrap(await admin.suspend(subject.userId, app, { reason: "paused" }));
           const ask = body(app, String(c.ask.units), { amount: money(String(c.ask.units), c.ask.nanos), ...(c.ask.capture ? { capture: true } : {}) });
           const sim = await expectAgreement(ask);
+          causes.add(sim.decision.cause);
           // The usage now is that of the window the decision is taken in.
           expect(sim.usage.windowStart).toBe(sim.decision.usage.windowStart);
         }),
@@ -238,6 +265,8 @@ describe("property: Simulate then Authorize agree when nothing changed between t
     } finally {
       ts.clock.advance(-moved);
     }
+    // The cases reached approvals and every kind of decline the limits drawn can make.
+    expect([...causes].sort()).toEqual(["SPEND_DECLINE_CAUSE_BLOCKED", "SPEND_DECLINE_CAUSE_LIMIT_EXCEEDED", "SPEND_DECLINE_CAUSE_SUSPENDED", "SPEND_DECLINE_CAUSE_UNSPECIFIED"]);
   }, 120_000);
 
   it("agree at the limit's edges, again and again in one window", async () => {
