@@ -1,8 +1,9 @@
 // Spend authorizations (SpendService): Authorize decides a spend against the limit in force and holds
-// it (or records it at once), Simulate answers the decision Authorize would make without making it,
-// Capture posts a hold, Release voids it, Reverse refunds a capture, Get answers one. Each is written under its subject and app's lock, on the state under that lock: read
-// after it, or on PostgreSQL read before it (or seen by the instance's last decision) and checked
-// under it by the one call that writes. Authorize also holds the fund policy's lock shared, as every
+// it (or records it at once), Simulate answers the decision Authorize would make without making it
+// (on a read, writing nothing), Capture posts a hold, Release voids it, Reverse refunds a capture,
+// Get answers one. Each write is made under its subject and app's lock, on the state under that
+// lock: read after it, or on PostgreSQL read before it (or seen by the instance's last decision) and
+// checked under it by the one call that writes. Authorize also holds the fund policy's lock shared, as every
 // writer of an amount does. Why: docs/spends.md, "How a spend is decided and counted".
 import type { components } from "../../../generated/api.js";
 import type { Clock } from "../../core/clock.js";
