@@ -928,6 +928,53 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/funds/spend-authorizations/simulate": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Simulate a spend authorization (a dry run of Authorize)
+         * @description **Beta.** This operation may still change incompatibly in a minor release; every such change
+         *     is recorded in `CHANGELOG.md` under the release that makes it.
+         *
+         *     Answers the decision `SpendService.Authorize` would make now for the same request, with its
+         *     trace, and the window's usage now, without making it: nothing is held, recorded or counted
+         *     (no authorization, no fund event, no change of the window's usage), and no lock is held longer
+         *     than a read. Use it to show what may still be spent ("you can spend 40 more this month":
+         *     `usage.remaining`), or to test a rule before acting.
+         *
+         *     The body is Authorize's (`SpendServiceSimulateRequest`), with its rules, and the decision is
+         *     Authorize's own: the limit in force resolved at the server's time, the window of its period,
+         *     and the same admission rule (`SpendDecision`). A decline is a normal answer (200, `decision.approved`
+         *     false, `decision.cause` set). When nothing changes between them, an Authorize sent right after
+         *     with the same body makes the same decision, with the same trace; a spend, a capture, a release,
+         *     an expiring hold, a limit change or a new window in between may change it. A simulation reserves
+         *     nothing: only Authorize holds an amount.
+         *
+         *     No `Idempotency-Key`: it writes nothing, and repeating it is harmless.
+         *
+         *     Refusals are Authorize's: 400 for a malformed request, an `amount` not greater than zero
+         *     (`AMOUNT_NOT_POSITIVE`), of another currency (`CURRENCY_MISMATCH`), or `holdSeconds` with
+         *     `capture` true (`HOLD_WITH_CAPTURE`); 404 for an unknown user (`USER_NOT_FOUND`); 409
+         *     `USAGE_OUT_OF_RANGE` when the window's usage plus the amount would not fit in an int64 of nanos
+         *     (only possible without an amount limit).
+         *
+         *     Callers: whoever may Authorize for that subject and app: `ROLE_SUPER_ADMIN` and
+         *     `ROLE_FUND_ADMIN` for any app; `ROLE_APP_SERVICE` for the apps its credential is bound to
+         *     (another app is 403 `APP_NOT_ALLOWED`); any other role is 403.
+         */
+        post: operations["svc.api.funds.v1.SpendService.Simulate"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/funds/spend-authorizations/{authorization_id}": {
         parameters: {
             query?: never;
@@ -4860,6 +4907,86 @@ export interface components {
         /** @description Answer of `SpendService.Authorize`: the authorization as it now stands. */
         SpendServiceAuthorizeResponse: {
             authorization: components["schemas"]["SpendAuthorization"];
+        };
+        /**
+         * @description Body of `SpendService.Simulate`: exactly the body of `SpendService.Authorize`
+         *     (`SpendServiceAuthorizeRequest`), with its fields and rules, so that the request an app is about
+         *     to send to Authorize can be sent here first as it is.
+         */
+        SpendServiceSimulateRequest: components["schemas"]["SpendServiceAuthorizeRequest"];
+        /**
+         * @description Answer of `SpendService.Simulate`: the decision `SpendService.Authorize` would make now for the
+         *     same request, and the window's usage now. Nothing was held, recorded or counted.
+         * @example {
+         *       "decision": {
+         *         "approved": true,
+         *         "cause": "SPEND_DECLINE_CAUSE_UNSPECIFIED",
+         *         "scope": "SCOPE_SUBJECT_APP",
+         *         "period": "PERIOD_KIND_MONTHLY",
+         *         "trace": [
+         *           "SCOPE_SUBJECT_APP: base limit USD 100 per PERIOD_KIND_MONTHLY -> limit",
+         *           "window 2026-11-01T00:00:00.000Z..2026-12-01T00:00:00.000Z: spent USD 40 + held USD 20 + USD 15 <= USD 100 -> approve"
+         *         ],
+         *         "usage": {
+         *           "windowStart": "2026-11-01T00:00:00Z",
+         *           "windowEnd": "2026-12-01T00:00:00Z",
+         *           "spent": {
+         *             "currencyCode": "USD",
+         *             "units": "40",
+         *             "nanos": 0
+         *           },
+         *           "held": {
+         *             "currencyCode": "USD",
+         *             "units": "35",
+         *             "nanos": 0
+         *           },
+         *           "limit": {
+         *             "currencyCode": "USD",
+         *             "units": "100",
+         *             "nanos": 0
+         *           },
+         *           "remaining": {
+         *             "currencyCode": "USD",
+         *             "units": "25",
+         *             "nanos": 0
+         *           }
+         *         }
+         *       },
+         *       "usage": {
+         *         "windowStart": "2026-11-01T00:00:00Z",
+         *         "windowEnd": "2026-12-01T00:00:00Z",
+         *         "spent": {
+         *           "currencyCode": "USD",
+         *           "units": "40",
+         *           "nanos": 0
+         *         },
+         *         "held": {
+         *           "currencyCode": "USD",
+         *           "units": "20",
+         *           "nanos": 0
+         *         },
+         *         "limit": {
+         *           "currencyCode": "USD",
+         *           "units": "100",
+         *           "nanos": 0
+         *         },
+         *         "remaining": {
+         *           "currencyCode": "USD",
+         *           "units": "40",
+         *           "nanos": 0
+         *         }
+         *       }
+         *     }
+         */
+        SpendServiceSimulateResponse: {
+            /**
+             * @description The decision Authorize would make now, with its trace; its `usage` is the window's
+             *     accounting as it would be just after that decision (an approved amount in `held`, or in
+             *     `spent` with `capture` true), as Authorize answers it.
+             */
+            decision: components["schemas"]["SpendDecision"];
+            /** @description The window's accounting now, before the simulated spend; `remaining` is what may still be authorized in it. */
+            usage: components["schemas"]["SpendUsage"];
         };
         /** @description Answer of `SpendService.Get`: the authorization as it now stands. */
         SpendServiceGetResponse: {
@@ -11304,6 +11431,87 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["IdempotencyKeyReused"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    "svc.api.funds.v1.SpendService.Simulate": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SpendServiceSimulateRequest"];
+            };
+        };
+        responses: {
+            /** @description The decision Authorize would make now (approved or declined, with its trace) and the window's usage now; nothing was written. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SpendServiceSimulateResponse"];
+                };
+            };
+            /** @description The request breaks the contract or a rule of this operation; `details` names the fields at fault. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Status"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            /** @description The caller is authenticated but may not do this. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Status"];
+                };
+            };
+            /** @description A resource the request names does not exist. */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Status"];
+                };
+            };
+            /** @description The decision cannot be made; Authorize would refuse it alike. */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Status"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];

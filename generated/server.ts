@@ -41,6 +41,7 @@ export type OperationId =
   | "svc.api.funds.v1.SpendService.List"
   | "svc.api.funds.v1.SpendService.Release"
   | "svc.api.funds.v1.SpendService.Reverse"
+  | "svc.api.funds.v1.SpendService.Simulate"
   | "svc.api.funds.v1.SubjectAppLimitService.ClearExtension"
   | "svc.api.funds.v1.SubjectAppLimitService.Delete"
   | "svc.api.funds.v1.SubjectAppLimitService.Get"
@@ -205,6 +206,8 @@ export interface SpendServiceHandlers<Ctx> {
   Release: Handler<"svc.api.funds.v1.SpendService.Release", Ctx>;
   /** POST /api/v1/funds/spend-authorizations/{authorization_id}/reverse */
   Reverse: Handler<"svc.api.funds.v1.SpendService.Reverse", Ctx>;
+  /** POST /api/v1/funds/spend-authorizations/simulate */
+  Simulate: Handler<"svc.api.funds.v1.SpendService.Simulate", Ctx>;
 }
 
 export interface SubjectAppLimitServiceHandlers<Ctx> {
@@ -322,6 +325,7 @@ export const operationRoutes = [
   { operationId: "svc.api.funds.v1.SpendService.List", service: "SpendService", method: "get", path: "/api/v1/funds/spend-authorizations", secured: true, raw: false, maxBodyBytes: null, idempotencyKey: null },
   { operationId: "svc.api.funds.v1.SpendService.Release", service: "SpendService", method: "post", path: "/api/v1/funds/spend-authorizations/{authorization_id}/release", secured: true, raw: false, maxBodyBytes: null, idempotencyKey: "optional" },
   { operationId: "svc.api.funds.v1.SpendService.Reverse", service: "SpendService", method: "post", path: "/api/v1/funds/spend-authorizations/{authorization_id}/reverse", secured: true, raw: false, maxBodyBytes: null, idempotencyKey: "optional" },
+  { operationId: "svc.api.funds.v1.SpendService.Simulate", service: "SpendService", method: "post", path: "/api/v1/funds/spend-authorizations/simulate", secured: true, raw: false, maxBodyBytes: null, idempotencyKey: null },
   { operationId: "svc.api.funds.v1.SubjectAppLimitService.ClearExtension", service: "SubjectAppLimitService", method: "delete", path: "/api/v1/funds/subject-app-limits/{user_id}/{app_id}/extension", secured: true, raw: false, maxBodyBytes: null, idempotencyKey: null },
   { operationId: "svc.api.funds.v1.SubjectAppLimitService.Delete", service: "SubjectAppLimitService", method: "delete", path: "/api/v1/funds/subject-app-limits/{user_id}/{app_id}", secured: true, raw: false, maxBodyBytes: null, idempotencyKey: null },
   { operationId: "svc.api.funds.v1.SubjectAppLimitService.Get", service: "SubjectAppLimitService", method: "get", path: "/api/v1/funds/subject-app-limits/{user_id}/{app_id}", secured: true, raw: false, maxBodyBytes: null, idempotencyKey: null },

@@ -1,6 +1,6 @@
 #!/usr/bin/env -S npx tsx
-// Spends from the shell, for partners trying the flow: authorizes, captures, releases, reverses,
-// gets and lists spend authorizations with client credentials, and prints the JSON answer.
+// Spends from the shell, for partners trying the flow: authorizes (or simulates), captures, releases,
+// reverses, gets and lists spend authorizations with client credentials, and prints the JSON answer.
 // `--help` prints the options (USAGE below); docs/spends.md's "Spend flow" shows a session.
 import { randomUUID } from "node:crypto";
 import { parseArgs } from "node:util";
@@ -10,6 +10,8 @@ const USAGE = `Usage: npx tsx scripts/spend.ts <command> [<authorization id>] [o
 
 Commands:
   authorize --user <user id> --app <app id> --amount <amount> [--hold-seconds <n>] [--capture] [--metadata key=value]...
+  simulate --user <user id> --app <app id> --amount <amount> [--hold-seconds <n>] [--capture] [--metadata key=value]...
+                                                    the decision authorize would make now, and the usage now; nothing is held
   capture <authorization id> [--amount <amount>]    the whole hold without --amount; a part releases the rest
   release <authorization id>
   reverse <authorization id> [--amount <amount>]    all that is not yet reversed without --amount
@@ -30,12 +32,12 @@ Options:
 Prints the answer's JSON on stdout (the Status body when the API refuses), the Idempotency-Key and
 errors on stderr.
 
-Exit code: 0 done (for authorize: approved), 1 authorize declined, 2 usage error,
+Exit code: 0 done (for authorize and simulate: approved), 1 declined (or would be), 2 usage error,
 3 the API refused the request (4xx/5xx) or could not be reached.
 `;
 
 const EXIT = { done: 0, declined: 1, usage: 2, failed: 3 } as const;
-const COMMANDS = ["authorize", "capture", "release", "reverse", "get", "list"] as const;
+const COMMANDS = ["authorize", "simulate", "capture", "release", "reverse", "get", "list"] as const;
 type Command = (typeof COMMANDS)[number];
 type Money = components["schemas"]["Money"];
 
@@ -97,10 +99,11 @@ if (values.help) {
   process.exit(EXIT.done);
 }
 const [command, id, ...extra] = positionals;
-if (!command) fail("a command is required: authorize, capture, release, reverse, get or list (--help lists them)");
+if (!command) fail("a command is required: authorize, simulate, capture, release, reverse, get or list (--help lists them)");
 if (!(COMMANDS as readonly string[]).includes(command)) fail(`unknown command "${command}" (--help lists the commands)`);
 const cmd = command as Command;
-const takesId = cmd !== "authorize" && cmd !== "list";
+const decides = cmd === "authorize" || cmd === "simulate";
+const takesId = !decides && cmd !== "list";
 if (takesId && !id) fail(`${cmd} needs the authorization id`);
 if (extra.length > 0 || (!takesId && id)) fail(`unexpected argument "${takesId ? extra[0] : id}"`);
 
@@ -108,7 +111,7 @@ const baseUrl = (values["base-url"] ?? process.env.BASE_URL ?? "") || "http://lo
 const clientId = values["client-id"] ?? process.env.CLIENT_ID;
 const clientSecret = values["client-secret"] ?? process.env.CLIENT_SECRET;
 if (!clientId || !clientSecret) fail("client credentials are required: --client-id and --client-secret=, or CLIENT_ID and CLIENT_SECRET");
-if (cmd === "authorize" && (!values.user || !values.app || !values.amount)) fail("authorize needs --user, --app and --amount");
+if (decides && (!values.user || !values.app || !values.amount)) fail(`${cmd} needs --user, --app and --amount`);
 // Checked before anything is sent (the currency, when not given, is asked of the server later).
 if (values.amount !== undefined) parseAmount(values.amount, "");
 const metadata = metadataOf(values.metadata);
@@ -132,8 +135,9 @@ function answer(result: { data?: unknown; error?: unknown; response: Response })
     const reason = (error as { details?: { reason?: string }[] } | undefined)?.details?.find((d) => d.reason)?.reason;
     fail(`the API answered ${response.status}${reason ? ` ${reason}` : ""}`, EXIT.failed);
   }
-  const state = (data as { authorization?: { state?: string } }).authorization?.state;
-  process.exit(cmd === "authorize" && state === "SPEND_AUTHORIZATION_STATE_DECLINED" ? EXIT.declined : EXIT.done);
+  const { authorization, decision } = data as { authorization?: { state?: string }; decision?: { approved?: boolean } };
+  const declined = authorization?.state === "SPEND_AUTHORIZATION_STATE_DECLINED" || decision?.approved === false;
+  process.exit(decides && declined ? EXIT.declined : EXIT.done);
 }
 
 async function run(): Promise<never> {
@@ -141,9 +145,10 @@ async function run(): Promise<never> {
   const header = { "Idempotency-Key": key };
   const path = { authorization_id: id! };
   const amount = values.amount === undefined ? {} : { amount: parseAmount(values.amount, await currency(client)) };
-  if (cmd !== "get" && cmd !== "list") process.stderr.write(`Idempotency-Key: ${key}\n`);
+  if (cmd !== "get" && cmd !== "list" && cmd !== "simulate") process.stderr.write(`Idempotency-Key: ${key}\n`);
   switch (cmd) {
-    case "authorize": {
+    case "authorize":
+    case "simulate": {
       const body = {
         userId: values.user!,
         appId: values.app!,
@@ -152,6 +157,7 @@ async function run(): Promise<never> {
         ...(values.capture ? { capture: true } : {}),
         ...(metadata ? { metadata } : {}),
       };
+      if (cmd === "simulate") return answer(await client.POST("/api/v1/funds/spend-authorizations/simulate", { body }));
       return answer(await client.POST("/api/v1/funds/spend-authorizations", { params: { header }, body }));
     }
     case "capture":

@@ -28,12 +28,29 @@ function segmentCount(path: string): number {
   return count;
 }
 
-// The routes by method and segment count, in the contract's order: a request tries only those that can match.
+/**
+ * Orders routes of one segment count so that, at the first segment where one has a literal and the
+ * other a parameter, the literal's comes first: a concrete path wins over a templated one
+ * (`/spend-authorizations/simulate` over `/spend-authorizations/{authorization_id}`), as OpenAPI
+ * matches them, whatever their order in the contract.
+ */
+function concreteFirst(a: CompiledRoute, b: CompiledRoute): number {
+  const as = a.route.path.split("/");
+  const bs = b.route.path.split("/");
+  for (let i = 0; i < as.length; i++) {
+    const aParameter = as[i]!.startsWith("{");
+    if (aParameter !== bs[i]?.startsWith("{")) return aParameter ? 1 : -1;
+  }
+  return 0;
+}
+
+// The routes by method and segment count, concrete first, else in the contract's order: a request tries only those that can match.
 const candidates = new Map<string, CompiledRoute[]>();
 for (const c of compiled) {
   const key = `${c.route.method} ${segmentCount(c.route.path)}`;
   candidates.set(key, [...(candidates.get(key) ?? []), c]);
 }
+for (const routes of candidates.values()) routes.sort(concreteFirst);
 
 /** The operation `method` and `path` call; HEAD calls the GET operation (RFC 9110 9.3.2: its answer without the body). */
 export function findRoute(method: string, path: string): OperationRoute | undefined {

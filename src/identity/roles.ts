@@ -62,6 +62,7 @@ export const ALLOWED_ROLES: Record<Exclude<OperationId, Unsecured>, readonly Rol
   "svc.api.funds.v1.MyFundLimitsService.ClearLimit": SUBJECTS,
   "svc.api.funds.v1.MyFundLimitsService.GetEffective": SUBJECTS,
   "svc.api.funds.v1.SpendService.Authorize": SPENDERS,
+  "svc.api.funds.v1.SpendService.Simulate": SPENDERS,
   "svc.api.funds.v1.SpendService.Capture": SPENDERS,
   "svc.api.funds.v1.SpendService.Release": SPENDERS,
   "svc.api.funds.v1.SpendService.Reverse": SPENDERS,

@@ -136,6 +136,7 @@ describe("the mock answers every operation with data valid against the contract"
       }),
     );
     const id = { params: { path: { authorization_id: authorized.authorization.id } } };
+    ok("svc.api.funds.v1.SpendService.Simulate", await api.POST("/api/v1/funds/spend-authorizations/simulate", { body: { userId: "2Qk3mN8rT1vX9yZ0", appId: "app-salesforce", amount: money } }));
     ok("svc.api.funds.v1.SpendService.Get", await api.GET("/api/v1/funds/spend-authorizations/{authorization_id}", id));
     ok("svc.api.funds.v1.SpendService.List", await api.GET("/api/v1/funds/spend-authorizations", { params: { query: { app_id: "app-salesforce" } } }));
     ok("svc.api.funds.v1.SpendService.Capture", await api.POST("/api/v1/funds/spend-authorizations/{authorization_id}/capture", { ...id, body: { amount: money } }));

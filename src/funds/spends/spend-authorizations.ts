@@ -1,8 +1,9 @@
 // Spend authorizations (SpendService): Authorize decides a spend against the limit in force and holds
-// it (or records it at once), Capture posts a hold, Release voids it, Reverse refunds a capture, Get
-// answers one. Each is written under its subject and app's lock, on the state under that lock: read
-// after it, or on PostgreSQL read before it (or seen by the instance's last decision) and checked
-// under it by the one call that writes. Authorize also holds the fund policy's lock shared, as every
+// it (or records it at once), Simulate answers the decision Authorize would make without making it
+// (on a read, writing nothing), Capture posts a hold, Release voids it, Reverse refunds a capture,
+// Get answers one. Each write is made under its subject and app's lock, on the state under that
+// lock: read after it, or on PostgreSQL read before it (or seen by the instance's last decision) and
+// checked under it by the one call that writes. Authorize also holds the fund policy's lock shared, as every
 // writer of an amount does. Why: docs/spends.md, "How a spend is decided and counted".
 import type { components } from "../../../generated/api.js";
 import type { Clock } from "../../core/clock.js";
@@ -22,10 +23,11 @@ import { decideSpend, type DeclineCause } from "./spend-decision.js";
 import type { SpendObserver } from "./spend-observer.js";
 import { ledgerEntry, type LedgerEntry } from "./spend-ledger.js";
 import { answeredState, asAuthorizedIn, authorizationView, rowById, windowOf, type SpendAuthorization, type SpendRow, type StoredState } from "./spend-rows.js";
-import { lockWindow, usageView, type Usage, type WindowKey } from "./spend-usage.js";
+import { lockWindow, unseededUsage, usageView, type SpendUsageView, type Usage, type WindowKey } from "./spend-usage.js";
 import { authorizeInOneCall, changeInOneCall, lockedRow, recordAuthorization, recordChange, type ChangeWrites, type DecidedOn } from "./spend-writes.js";
 
 type AuthorizeRequest = components["schemas"]["SpendServiceAuthorizeRequest"];
+type SpendDecisionView = components["schemas"]["SpendDecision"];
 
 
 /** An Authorize as the request asks it, validated but for its amount (whose currency is the policy's). */
@@ -69,12 +71,37 @@ interface Basis {
 }
 
 /**
- * Decides `request` at `now` against the limit in force and the window's usage before it (pure).
- * Throws for an amount not in the fund's currency or not positive, and as decideSpend does.
+ * The request of an Authorize or a Simulate as `access` may make it, validated but for its amount
+ * (whose currency is the policy's): 403 for an app outside `access`, 400 for a hold with a capture or
+ * out of range.
  */
-function decide(request: DecisionRequest, force: LimitInForce, usage: Usage, now: number): Decision {
+function decisionRequest(access: SpendAccess, body: AuthorizeRequest): DecisionRequest {
+  const { userId, appId } = body;
+  requireApp(access, appId);
+  const capture = body.capture === true;
+  if (capture && isSet(body.holdSeconds)) throw invalidField("body.holdSeconds", "must not be sent with capture true", "HOLD_WITH_CAPTURE");
+  const holdSeconds = body.holdSeconds ?? DEFAULT_HOLD_SECONDS;
+  if (!Number.isInteger(holdSeconds) || holdSeconds < 1) throw invalidField("body.holdSeconds", "must be >= 1");
+  if (holdSeconds > MAX_HOLD_SECONDS) throw invalidField("body.holdSeconds", `must be <= ${MAX_HOLD_SECONDS}`);
+  return { userId, appId, amount: body.amount, capture, holdSeconds, metadata: body.metadata ?? {} };
+}
+
+/** An outcome of `request` (pure): its stored state, the window's usage after it, and the decision as answered. */
+interface Outcome {
+  amount: bigint;
+  state: StoredState;
+  after: Usage;
+  cause: DeclineCause;
+  decision: SpendDecisionView;
+}
+
+/**
+ * The outcome of `request` against the limit in force and the window's usage before it (pure):
+ * Authorize's and Simulate's one decision. Throws for an amount not in the fund's currency or not
+ * positive, and as decideSpend does.
+ */
+function outcome(request: DecisionRequest, force: LimitInForce, usage: Usage): Outcome {
   const amount = positiveAmount(request.amount, force.currencyCode);
-  const { window } = force;
   const verdict = decideSpend(force, usage, amount);
   const state: StoredState = !verdict.approved ? "DECLINED" : request.capture ? "CAPTURED" : "PENDING";
   const after = { spent: usage.spent + (state === "CAPTURED" ? amount : 0n), held: usage.held + (state === "PENDING" ? amount : 0n) };
@@ -84,8 +111,15 @@ function decide(request: DecisionRequest, force: LimitInForce, usage: Usage, now
     scope: force.resolution.effective.scope,
     period: force.resolution.windowPeriod,
     trace: verdict.trace,
-    usage: usageView(window, after, force.limit, force.currencyCode),
+    usage: usageView(force.window, after, force.limit, force.currencyCode),
   };
+  return { amount, state, after, cause: verdict.cause, decision };
+}
+
+/** Decides `request` at `now` as `outcome` does, with the authorization it records (pure). */
+function decide(request: DecisionRequest, force: LimitInForce, usage: Usage, now: number): Decision {
+  const { amount, state, after, cause, decision } = outcome(request, force, usage);
+  const { window } = force;
   const created: SpendRow = {
     id: timeOrderedId(now, 8),
     user_id: request.userId,
@@ -105,7 +139,7 @@ function decide(request: DecisionRequest, force: LimitInForce, usage: Usage, now
   };
   const entry = state === "DECLINED" ? null : ledgerEntry(created.id, window, state === "PENDING" ? "HOLD" : "CAPTURE", amount, now);
   const view = authorizationView(created, created.created_at, { decision, metadata: request.metadata as SpendAuthorization["metadata"] });
-  return { created, entry, view, after, cause: verdict.cause };
+  return { created, entry, view, after, cause };
 }
 
 /** A change as decided on an authorization's row at `now`: the row as it becomes and what that writes. */
@@ -133,15 +167,7 @@ export class SpendAuthorizations {
   ) {}
 
   async authorize(access: SpendAccess, body: AuthorizeRequest, beforeCommit?: BeforeCommit<SpendAuthorization>, origin?: Origin): Promise<SpendAuthorization> {
-    const { userId, appId } = body;
-    requireApp(access, appId);
-    const capture = body.capture === true;
-    if (capture && isSet(body.holdSeconds)) throw invalidField("body.holdSeconds", "must not be sent with capture true", "HOLD_WITH_CAPTURE");
-    const holdSeconds = body.holdSeconds ?? DEFAULT_HOLD_SECONDS;
-    if (!Number.isInteger(holdSeconds) || holdSeconds < 1) throw invalidField("body.holdSeconds", "must be >= 1");
-    if (holdSeconds > MAX_HOLD_SECONDS) throw invalidField("body.holdSeconds", `must be <= ${MAX_HOLD_SECONDS}`);
-
-    const request: DecisionRequest = { userId, appId, amount: body.amount, capture, holdSeconds, metadata: body.metadata ?? {} };
+    const request = decisionRequest(access, body);
     const { view, cause } = await withFundEvents(this.events, DECISION_EVENTS, async (events) => {
       if (!events && this.storage.dialect === "postgres") {
         const decided = await this.authorizeOnSnapshot(request, beforeCommit, origin);
@@ -151,6 +177,20 @@ export class SpendAuthorizations {
     });
     this.observer?.decided(view.decision.approved, cause);
     return view;
+  }
+
+  /**
+   * The decision Authorize would make now for `body`, and the window's usage now, writing nothing:
+   * the layers and the usage read without a lock in one statement (GetEffective's), a window without
+   * its row yet summed without creating it, then Authorize's own decision on them.
+   */
+  async simulate(access: SpendAccess, body: AuthorizeRequest): Promise<{ decision: SpendDecisionView; usage: SpendUsageView }> {
+    const request = decisionRequest(access, body);
+    const now = this.clock.now();
+    const { force, usage } = await this.effective.snapshot(request.userId, request.appId, now, true);
+    const before = usage ?? (await unseededUsage(this.storage.db, force.window, iso(now)));
+    const { decision } = outcome(request, force, before);
+    return { decision, usage: usageView(force.window, before, force.limit, force.currencyCode) };
   }
 
   /**

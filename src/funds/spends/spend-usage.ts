@@ -67,31 +67,40 @@ const readStatement = prepared((db, v: WindowKey) =>
 );
 
 /**
- * The window's row created from the authorizations made in it (ids are time-ordered: the range of
- * its instants is a range of spend_authorizations_by_user_app), counting from `now`.
+ * What a window's row is seeded with at `now`: the sums of the authorizations made in it (ids are
+ * time-ordered: the range of its instants is a range of spend_authorizations_by_user_app).
  */
+const seedQuery = (from: From, v: WindowKey & { now: string; idFrom: string; idTo: string }) =>
+  from
+    .selectFrom("spend_authorizations")
+    .select([
+      sql<string>`${v.userId}`.as("user_id"),
+      sql<string>`${v.appId}`.as("app_id"),
+      sql<string>`${v.windowStart}`.as("window_start"),
+      sql<string>`${v.windowEnd}`.as("window_end"),
+      sql<bigint>`coalesce(sum(captured_nanos - reversed_nanos), 0)`.as("spent_nanos"),
+      sql<bigint>`coalesce(sum(case when state = 'PENDING' and expires_at > ${v.now} then amount_nanos else 0 end), 0)`.as("held_nanos"),
+      sql<string>`${v.now}`.as("held_through"),
+    ])
+    .where("user_id", "=", v.userId)
+    .where("app_id", "=", v.appId)
+    .where("id", ">=", v.idFrom)
+    .where("id", "<", v.idTo);
+
+/** The window's row created as `seedQuery` sums it, counting from `now`. */
 const seedStatement = prepared((db, v: WindowKey & { now: string; idFrom: string; idTo: string }) =>
   db
     .insertInto("spend_usage")
     .columns(["user_id", "app_id", "window_start", "window_end", "spent_nanos", "held_nanos", "held_through"])
-    .expression((eb) =>
-      eb
-        .selectFrom("spend_authorizations")
-        .select([
-          sql<string>`${v.userId}`.as("user_id"),
-          sql<string>`${v.appId}`.as("app_id"),
-          sql<string>`${v.windowStart}`.as("window_start"),
-          sql<string>`${v.windowEnd}`.as("window_end"),
-          sql<bigint>`coalesce(sum(captured_nanos - reversed_nanos), 0)`.as("spent_nanos"),
-          sql<bigint>`coalesce(sum(case when state = 'PENDING' and expires_at > ${v.now} then amount_nanos else 0 end), 0)`.as("held_nanos"),
-          sql<string>`${v.now}`.as("held_through"),
-        ])
-        .where("user_id", "=", v.userId)
-        .where("app_id", "=", v.appId)
-        .where("id", ">=", v.idFrom)
-        .where("id", "<", v.idTo),
-    )
+    .expression((eb) => seedQuery(eb, v))
     .returning([sql<string>`cast(spent_nanos as text)`.as("spent"), sql<string>`cast(held_nanos as text)`.as("held")]),
+);
+
+/** What `seedStatement` would create the window's row with, read without writing it. */
+const seedReadStatement = prepared((db, v: WindowKey & { now: string; idFrom: string; idTo: string }) =>
+  db
+    .selectFrom(seedQuery(db, v).as("seed"))
+    .select([sql<string>`cast(seed.spent_nanos as text)`.as("spent"), sql<string>`cast(seed.held_nanos as text)`.as("held")]),
 );
 
 /** Whether any authorization was made in the window (one probe of spend_authorizations_by_user_app). */
@@ -169,6 +178,15 @@ export async function lockWindow(db: Db, dialect: "sqlite" | "postgres", key: Wi
 /** Whether any spend was made in the window: a window without its row and without spends has nothing spent or held. */
 export async function anySpendIn(db: Db, key: WindowKey): Promise<boolean> {
   return (await anyMadeStatement.execute(db, { ...key, ...idRange(key) })).rows.length > 0;
+}
+
+/**
+ * The usage at `nowIso` of a window without its row yet, read without a lock and without creating
+ * the row: what a decision's lock would seed it with (a dry run's read).
+ */
+export async function unseededUsage(db: Db, key: WindowKey, nowIso: string): Promise<Usage> {
+  const row = (await seedReadStatement.execute(db, { ...key, now: nowIso, ...idRange(key) })).rows[0];
+  return { spent: BigInt(row?.spent ?? "0"), held: BigInt(row?.held ?? "0") };
 }
 
 /** PostgreSQL: spend_lock_window (src/storage/postgres-functions.sql). */

@@ -39,6 +39,7 @@ export function spendHandlers(deps: { spends: SpendAuthorizations; list: SpendLi
   return {
     SpendService: {
       Authorize: async ({ body }, ctx) => ({ authorization: await spends.authorize(access(ctx), body, keep(ctx), ctx) }),
+      Simulate: async ({ body }, ctx) => spends.simulate(access(ctx), body),
       Capture: async ({ path, body }, ctx) => ({ authorization: await spends.capture(access(ctx), path.authorization_id, body, keep(ctx), ctx) }),
       Release: async ({ path }, ctx) => ({ authorization: await spends.release(access(ctx), path.authorization_id, keep(ctx), ctx) }),
       Reverse: async ({ path, body }, ctx) => ({ authorization: await spends.reverse(access(ctx), path.authorization_id, body, keep(ctx), ctx) }),

@@ -64,6 +64,7 @@ const TABLE: Record<string, Expect[]> = {
   // Administrators and app services (a request for one of its bound apps) act on spends; a user
   // reads their own (the request names the caller's own authorization).
   "svc.api.funds.v1.SpendService.Authorize": SPENDERS,
+  "svc.api.funds.v1.SpendService.Simulate": SPENDERS,
   "svc.api.funds.v1.SpendService.Capture": SPENDERS,
   "svc.api.funds.v1.SpendService.Release": SPENDERS,
   "svc.api.funds.v1.SpendService.Reverse": SPENDERS,
@@ -247,6 +248,7 @@ const REQUESTS: Record<string, (caller: Caller) => Promise<Call>> = {
   "svc.api.funds.v1.MyFundLimitsService.ClearLimit": async (caller) => ({ path: { app_id: await ownRow(caller) } }),
   "svc.api.funds.v1.MyFundLimitsService.GetEffective": async (caller) => ({ path: { app_id: await ownRow(caller) } }),
   "svc.api.funds.v1.SpendService.Authorize": async (caller) => ({ headers: { "Idempotency-Key": newEventId() }, body: { userId: subject, appId: await spendApp(caller, subject), amount: money("1") } }),
+  "svc.api.funds.v1.SpendService.Simulate": async (caller) => ({ body: { userId: subject, appId: await spendApp(caller, subject), amount: money("1") } }),
   "svc.api.funds.v1.SpendService.Capture": async (caller) => ({ path: { authorization_id: await spendOf(caller, subject) }, body: {} }),
   "svc.api.funds.v1.SpendService.Release": async (caller) => ({ path: { authorization_id: await spendOf(caller, subject) }, body: {} }),
   "svc.api.funds.v1.SpendService.Reverse": async (caller) => ({ path: { authorization_id: await spendOf(caller, subject, true) }, body: {} }),

@@ -175,6 +175,7 @@ const CASES: Record<string, () => Promise<unknown>> = {
     return unwrap(await admin.capDelete(app));
   },
   "svc.api.funds.v1.SpendService.Authorize": async () => unwrap(await spends(ts.admin).authorize(await spendBody())),
+  "svc.api.funds.v1.SpendService.Simulate": async () => unwrap(await spends(ts.admin).simulate(await spendBody())),
   "svc.api.funds.v1.SpendService.Get": async () => unwrap(await spends(ts.admin).get(await pending())),
   "svc.api.funds.v1.SpendService.Capture": async () => unwrap(await spends(ts.admin).capture(await pending(), { amount: money("12", 500_000_000) })),
   "svc.api.funds.v1.SpendService.Release": async () => unwrap(await spends(ts.admin).release(await pending())),

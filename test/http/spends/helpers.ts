@@ -28,6 +28,7 @@ export function spends(client: ApiClient) {
     /** `key` null sends no Idempotency-Key; undefined a fresh one. */
     authorize: (body: unknown, k?: string | null) =>
       client.POST("/api/v1/funds/spend-authorizations", { params: { header: key(k) as never }, body: body as never }),
+    simulate: (body: unknown) => client.POST("/api/v1/funds/spend-authorizations/simulate", { body: body as never }),
     capture: (a: string, body: unknown = {}, k: string | null = null) =>
       client.POST("/api/v1/funds/spend-authorizations/{authorization_id}/capture", { params: { path: { authorization_id: a }, header: key(k) as never }, body: body as never }),
     release: (a: string, body: unknown = {}, k: string | null = null) =>

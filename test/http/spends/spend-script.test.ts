@@ -1,4 +1,4 @@
-// The spend command (scripts/spend.ts) as a partner runs it, against a real server: authorizes,
+// The spend command (scripts/spend.ts) as a partner runs it, against a real server: authorizes, simulates,
 // captures, reverses, releases, gets and lists with client credentials from flags or the
 // environment, prints the JSON answer (the Idempotency-Key on stderr), and exits 0 done or
 // approved, 1 declined, 2 usage error, 3 refused by the API or not reached.
@@ -71,6 +71,15 @@ describe("scripts/spend.ts", () => {
     expect(JSON.parse(refused.stdout)).toMatchObject({ code: 9, details: expect.arrayContaining([expect.objectContaining({ reason: "AUTHORIZATION_NOT_PENDING", metadata: { state: "SPEND_AUTHORIZATION_STATE_DECLINED" } })]) });
     expect(refused.stderr).toContain("spend: the API answered 409 AUTHORIZATION_NOT_PENDING");
 
+    // Simulate: the decision authorize would make, nothing held, no key; a decline is exit 1 too.
+    const wouldDecline = await spend("simulate", "--user", subject, "--app", APP, "--amount", "500");
+    expect(wouldDecline.code, wouldDecline.out).toBe(1);
+    expect(wouldDecline.stderr).toBe("");
+    expect(JSON.parse(wouldDecline.stdout)).toMatchObject({ decision: { approved: false, cause: "SPEND_DECLINE_CAUSE_LIMIT_EXCEEDED" }, usage: { remaining: expect.any(Object) } });
+    const wouldApprove = await spend("simulate", "--user", subject, "--app", APP, "--amount", "1", "--capture");
+    expect(wouldApprove.code, wouldApprove.out).toBe(0);
+    expect((JSON.parse(wouldApprove.stdout) as { decision: { approved: boolean } }).decision.approved).toBe(true);
+
     const unknown = await spend("get", "Sa0000000000000x");
     expect(unknown.code).toBe(3);
     expect(unknown.stderr).toContain("404 AUTHORIZATION_NOT_FOUND");
@@ -134,7 +143,7 @@ describe("scripts/spend.ts", () => {
     const help = await runSpend(["--help"]);
     expect(help.code).toBe(0);
     expect(help.out).toMatch(/^Usage: npx tsx scripts\/spend.ts/);
-    for (const word of ["authorize", "capture", "release", "reverse", "get", "list", "--base-url", "--client-id", "--client-secret=", "--idempotency-key", "--currency", "--amount", "--hold-seconds", "--capture", "--metadata", "--state", "BASE_URL", "CLIENT_SECRET"]) {
+    for (const word of ["authorize", "simulate", "capture", "release", "reverse", "get", "list", "--base-url", "--client-id", "--client-secret=", "--idempotency-key", "--currency", "--amount", "--hold-seconds", "--capture", "--metadata", "--state", "BASE_URL", "CLIENT_SECRET"]) {
       expect(help.out).toContain(word);
     }
   }, 120_000);
