@@ -54,7 +54,7 @@ const config = loadConfig({
   BOOTSTRAP_CREDENTIAL_FILE: "",
   LOG_LEVEL: process.env.LOG_LEVEL ?? "warn",
 });
-const server = await startServer({ config, logger: createLogger(config.logLevel) });
+const server = await startServer({ config, logger: createLogger(config.logLevel), sandbox: true });
 
 // The JWKS server is this process's: it ends with it. A second signal (npm forwards the terminal's
 // SIGINT that the process got too) changes nothing.
