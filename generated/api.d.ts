@@ -7860,8 +7860,8 @@ export interface components {
          * @description The sandbox's clock: the time every decision of the sandbox is made at (windows, hold expiries,
          *     extensions, tokens, automations' retries), that is the system time moved forward by `offset`.
          * @example {
-         *       "now": "2026-11-20T11:00:00.000Z",
-         *       "offset": "3600s"
+         *       "now": "2026-11-20T10:01:00.000Z",
+         *       "offset": "60s"
          *     }
          */
         SandboxClock: {
@@ -7869,9 +7869,9 @@ export interface components {
              * Format: date-time
              * @description The sandbox's current time (RFC 3339, UTC, milliseconds), as `Sandbox-Time` carries it.
              */
-            readonly now: string;
+            now: string;
             /** @description How far the clock has been moved ahead of the system time since the sandbox started, the sum of every `Advance`, as a protobuf `Duration` in JSON (whole seconds, `"0s"` at start). */
-            readonly offset: string;
+            offset: string;
         };
         /**
          * @description Answer of `SandboxClockService.Get`: the sandbox's clock.
@@ -7888,7 +7888,7 @@ export interface components {
         /**
          * @description Request of `SandboxClockService.Advance`.
          * @example {
-         *       "duration": "3600s"
+         *       "duration": "60s"
          *     }
          */
         SandboxClockServiceAdvanceRequest: {
@@ -7904,8 +7904,8 @@ export interface components {
          * @description Answer of `SandboxClockService.Advance`: the sandbox's clock after the move, once what fell due has run.
          * @example {
          *       "sandboxClock": {
-         *         "now": "2026-11-20T11:00:00.000Z",
-         *         "offset": "3600s"
+         *         "now": "2026-11-20T10:01:00.000Z",
+         *         "offset": "60s"
          *       }
          *     }
          */
@@ -14870,7 +14870,7 @@ export interface operations {
             content: {
                 /**
                  * @example {
-                 *       "duration": "3600s"
+                 *       "duration": "60s"
                  *     }
                  */
                 "application/json": components["schemas"]["SandboxClockServiceAdvanceRequest"];
@@ -14891,8 +14891,8 @@ export interface operations {
                     /**
                      * @example {
                      *       "sandboxClock": {
-                     *         "now": "2026-11-20T11:00:00.000Z",
-                     *         "offset": "3600s"
+                     *         "now": "2026-11-20T10:01:00.000Z",
+                     *         "offset": "60s"
                      *       }
                      *     }
                      */

@@ -1,13 +1,13 @@
 // What marks the sandbox's answers and refuses its operations elsewhere (app.ts): the operations of
 // the sandbox's services (svc.api.sandbox.v1), bound only on a server started as the sandbox.
 import type { RequestHandler } from "express";
-import type { OperationId, ServiceHandlers } from "../../generated/server.js";
+import type { ServiceHandlers } from "../../generated/server.js";
 import { notFound } from "../core/errors.js";
 
 /** The services of the sandbox (a name that is not one of the contract's fails the typecheck). */
 export type SandboxService = Extract<keyof ServiceHandlers<unknown>, "SandboxClockService">;
 
-export const isSandboxOnly = (operationId: OperationId): boolean => operationId.startsWith("svc.api.sandbox.");
+export const isSandboxOnly = (operationId: string): boolean => operationId.startsWith("svc.api.sandbox.");
 
 export const sandboxOnly = () => notFound("SANDBOX_ONLY", "the operation exists only in the sandbox");
 
