@@ -8502,7 +8502,8 @@ export interface components {
         "Idempotent-Replayed": "true";
         /**
          * @description The sandbox clock's time when the answer was made (RFC 3339, UTC, milliseconds): on every answer
-         *     of the sandbox (`npm run sandbox`), whatever its status, and on no answer of any other server. It
+         *     of the sandbox (`npm run sandbox`), whatever its status (all but those to requests refused before
+         *     they are read: 431, 408 and malformed HTTP), and on no answer of any other server. It
          *     is the time the server decided with: the system time moved forward by every
          *     `SandboxClockService.Advance` so far (guide: Testing with the sandbox clock).
          */
