@@ -1896,9 +1896,10 @@ export interface paths {
          *     `34560000s`, 400 days), then runs what fell due in the time skipped before it answers, as it
          *     would have run had the time passed: holds past their `expiresAt` are expired, extensions past
          *     theirs have lapsed and windows have rolled (every decision and read reads the moved clock),
-         *     automation executions whose retry came due are run, and the sweeps of ended threshold firings,
-         *     kept executions, audit events and idempotency records past their retention run. So a read
-         *     made after the answer sees the consequences. The clock never moves back: a sandbox starts
+         *     automation executions whose retry came due are run, the sweeps of what is past its retention
+         *     (executions, webhook event records, audit events, idempotency records, the firings of ended
+         *     windows) run, and signing keys due for rotation are rotated. So a read made after the answer
+         *     sees the consequences. The clock never moves back: a sandbox starts
          *     again at the system time (`npm run sandbox` anew). Access tokens expire by the moved clock
          *     too: a token issued before a move of more than `expires_in` seconds is 401 after it.
          *

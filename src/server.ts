@@ -114,7 +114,8 @@ export interface RunningServer {
 
 export async function startServer(options: ServerOptions): Promise<RunningServer> {
   const { config } = options;
-  const clock = options.sandbox ? new MovableClock(options.clock ?? systemClock) : (options.clock ?? systemClock);
+  const sandboxClock = options.sandbox ? new MovableClock(options.clock ?? systemClock) : undefined;
+  const clock = sandboxClock ?? options.clock ?? systemClock;
   const logger = options.logger ?? createLogger(config.logLevel);
   const stops = new StopList(logger);
   try {
@@ -163,9 +164,9 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     const timedTasks: BackgroundTask[] = [];
     const runDue = async () => {
       worker.notify();
-      await Promise.all([worker.idle(), retention.runNow(), ...timedTasks.map((task) => task.runNow())]);
+      await Promise.all([worker.idle(), worker.sweep(), retention.runNow(), ...timedTasks.map((task) => task.runNow())]);
     };
-    const sandbox = clock instanceof MovableClock ? new SandboxClock(storage, clock, runDue) : undefined;
+    const sandbox = sandboxClock && new SandboxClock(storage, sandboxClock, runDue);
     const app = createApp({
       ...{ logger, rateLimits, accessTokens, contractPath, docsPath, consoleDir, validateResponses: config.validateResponses, requestObservers: metrics?.requestObservers },
       idempotency: new Idempotency(idempotencyRecords, box(), spendKeptReferences(spends)),
@@ -173,7 +174,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       lockShedding: lockSheddingFor(config.database, storage, logger),
       unready: async () => unreadyReasons(await reachability.check(), worker.stuck()),
       stopping: () => stopping,
-      sandboxTime: sandbox && (() => clock.now()),
+      sandboxTime: sandboxClock && (() => sandboxClock.now()),
       handlers: {
         ...identityHandlers({ grant, users, credentials, trustProxy: config.trustProxy }),
         ...fundsHandlers(funds),
