@@ -4,7 +4,7 @@
 // other server answers both 404 SANDBOX_ONLY, before authentication, without the header.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { unwrap } from "../../../src/client/index.js";
-import { startTestServer, type TestServer, type TestUser } from "../../support/server.js";
+import { bootstrapToken, startTestServer, type TestServer, type TestUser } from "../../support/server.js";
 import { eventOf, fundAutomation, settledExecutions, stillExecutions } from "../automations/fund-events-helpers.js";
 import { amount, DAY, expectError, funds, HOUR, iso, money, newAppId } from "../limits/helpers.js";
 import { authorized, spends } from "../spends/helpers.js";
@@ -54,6 +54,16 @@ describe("Get and Advance", () => {
     const before = unwrap(await getClock()).sandboxClock;
     expectError(await advance(duration), 400, reason);
     expect(unwrap(await getClock()).sandboxClock).toEqual(before);
+  });
+
+  it("a query parameter is 400 (Get takes none); a body that is not JSON is 400 MALFORMED_BODY", async () => {
+    const token = await bootstrapToken(ts.url);
+    const auth = { Authorization: `Bearer ${token}` };
+    const query = await fetch(`${ts.url}/api/v1/sandbox/clock?page_size=10`, { headers: auth });
+    expect(await query.json()).toMatchObject({ code: 3, message: "query.page_size: Unknown query parameter 'page_size'" });
+    const body = await fetch(`${ts.url}/api/v1/sandbox/clock/advance`, { method: "POST", headers: { ...auth, "Content-Type": "application/json" }, body: '{"duration":' });
+    const refused = (await body.json()) as { message: string; details: { reason?: string }[] };
+    expect([body.status, refused.message, refused.details[0]?.reason]).toEqual([400, "the request body is not valid JSON", "MALFORMED_BODY"]);
   });
 
   it("the longest move (400 days) is taken", async () => {
