@@ -1897,6 +1897,73 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/sandbox/clock": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get the sandbox's clock
+         * @description **Beta.** This operation may still change incompatibly in a minor release; every such change
+         *     is recorded in `CHANGELOG.md` under the release that makes it.
+         *
+         *     **Sandbox only.** Answers the sandbox's current time (`now`) and how far it has been moved
+         *     ahead of the system time (`offset`, the sum of every `Advance`). Every answer of the sandbox
+         *     carries the same time in its `Sandbox-Time` header. On any server other than the sandbox
+         *     (`npm run sandbox`) the operation does not exist: 404 with reason `SANDBOX_ONLY`, before any
+         *     authentication, and no `Sandbox-Time`. Only `ROLE_SUPER_ADMIN` may call it (other roles get
+         *     403): the sandbox prints its super admin's credential. Guide: Testing with the sandbox clock.
+         */
+        get: operations["svc.api.sandbox.v1.SandboxClockService.Get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/sandbox/clock/advance": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Move the sandbox's clock forward
+         * @description **Beta.** This operation may still change incompatibly in a minor release; every such change
+         *     is recorded in `CHANGELOG.md` under the release that makes it.
+         *
+         *     **Sandbox only.** Moves the sandbox's clock forward by `duration` (whole seconds, `1s` to
+         *     `34560000s`, 400 days), then runs what fell due in the time skipped before it answers, as it
+         *     would have run had the time passed: holds past their `expiresAt` are expired, extensions past
+         *     theirs have lapsed and windows have rolled (every decision and read reads the moved clock),
+         *     automation executions whose retry came due are run, the sweeps of what is past its retention
+         *     (executions, webhook event records, audit events, idempotency records, the firings of ended
+         *     windows) run, and signing keys due for rotation are rotated. So a read made after the answer
+         *     sees the consequences. The clock never moves back: a sandbox starts
+         *     again at the system time (`npm run sandbox` anew). Access tokens expire by the moved clock
+         *     too: a token issued before a move of more than `expires_in` seconds is 401 after it.
+         *
+         *     `duration` `"0s"` is 400 `DURATION_NOT_POSITIVE`; over `34560000s` is 400
+         *     `DURATION_TOO_LONG`; another form is 400 `INVALID_ARGUMENT`. Audited
+         *     (`AUDIT_TARGET_KIND_SANDBOX_CLOCK`: the clock before and after). On any server other than the
+         *     sandbox the operation does not exist: 404 with reason `SANDBOX_ONLY`, before any
+         *     authentication, and no `Sandbox-Time`. Only `ROLE_SUPER_ADMIN` may call it (other roles get
+         *     403). Guide: Testing with the sandbox clock.
+         */
+        post: operations["svc.api.sandbox.v1.SandboxClockService.Advance"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/webhooks/incoming/{listener_id}": {
         parameters: {
             query?: never;
@@ -2425,7 +2492,7 @@ export interface components {
          * @example INVALID_ARGUMENT
          * @enum {string}
          */
-        ErrorReason: "INVALID_ARGUMENT" | "MALFORMED_BODY" | "MALFORMED_PATH" | "MALFORMED_HTTP_REQUEST" | "REQUEST_TIMEOUT" | "HEADERS_TOO_LARGE" | "ROUTE_NOT_FOUND" | "METHOD_NOT_ALLOWED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "INTERNAL" | "UNAVAILABLE" | "MISSING_ACCESS_TOKEN" | "INVALID_ACCESS_TOKEN" | "ROLE_NOT_ALLOWED" | "INVALID_REQUEST" | "UNSUPPORTED_GRANT_TYPE" | "INVALID_SCOPE" | "INVALID_CLIENT" | "TOO_MANY_FAILED_ATTEMPTS" | "RATE_LIMITED" | "INVALID_PAGE_TOKEN" | "EMAIL_TAKEN" | "USER_NOT_FOUND" | "CREDENTIAL_NOT_FOUND" | "APP_IDS_REQUIRED" | "APP_IDS_NOT_ALLOWED" | "ROW_NOT_FOUND" | "APP_CAP_NOT_FOUND" | "INVALID_UPDATE_MASK" | "INVALID_CURRENCY" | "INVALID_TIME_ZONE" | "CURRENCY_IN_USE" | "CURRENCY_MISMATCH" | "INVALID_MONEY" | "MONEY_OUT_OF_RANGE" | "INVALID_TIMESTAMP" | "INVALID_PERIOD" | "PERIOD_WITHOUT_LIMIT" | "LIMIT_MISSING" | "LIMIT_KIND_MISSING" | "LIMIT_ONEOF_VIOLATION" | "LIMIT_ARM_NOT_ALLOWED" | "LIMIT_MONEY_MISSING" | "EXTENSION_LIMIT_MISSING" | "EXTENSION_EXPIRY_MISSING" | "EXTENSION_EXPIRY_NOT_IN_FUTURE" | "CONTROLS_EMPTY" | "AUTOMATION_NOT_FOUND" | "EXECUTION_NOT_FOUND" | "EXECUTION_NOT_FAILED" | "EXECUTION_ALREADY_REDRIVEN" | "AUTOMATION_IS_DRAFT" | "WEBHOOK_EVENT_NOT_FOUND" | "NOTIFICATION_DESTINATION_NOT_FOUND" | "NOTIFICATION_PUBLIC_KEY_NOT_FOUND" | "EVENT_BODY_NOT_KEPT" | "REPLAY_IN_PROGRESS" | "NOT_HMAC_TRIGGER" | "DUPLICATE_STEP_NAME" | "DUPLICATE_EXPRESSION_NAME" | "CEL_INVALID" | "INVALID_JWKS_URL" | "INVALID_NOTIFICATION_URL" | "INVALID_CIDR" | "LISTENER_NOT_FOUND" | "SOURCE_NOT_ALLOWED" | "MISSING_HEADER" | "INVALID_HEADER" | "UNSUPPORTED_CONTENT_TYPE" | "TIMESTAMP_OUT_OF_WINDOW" | "INVALID_EVENT_ID" | "MISSING_SIGNATURE" | "INVALID_SIGNATURE" | "MISSING_AUTHORIZATION" | "INVALID_JWT" | "JWKS_UNAVAILABLE" | "DUPLICATE_EVENT" | "APP_NOT_ALLOWED" | "SUBJECT_NOT_ALLOWED" | "AUTHORIZATION_NOT_FOUND" | "AMOUNT_NOT_POSITIVE" | "HOLD_WITH_CAPTURE" | "AMOUNT_EXCEEDS_HOLD" | "AMOUNT_EXCEEDS_CAPTURED" | "AUTHORIZATION_NOT_PENDING" | "AUTHORIZATION_NOT_CAPTURED" | "NOTHING_TO_REVERSE" | "USAGE_OUT_OF_RANGE" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEY_IN_USE" | "CONSOLE_NOT_BUILT" | "DOCS_NOT_BUILT" | "NOT_FOUND" | (string & {});
+        ErrorReason: "INVALID_ARGUMENT" | "MALFORMED_BODY" | "MALFORMED_PATH" | "MALFORMED_HTTP_REQUEST" | "REQUEST_TIMEOUT" | "HEADERS_TOO_LARGE" | "ROUTE_NOT_FOUND" | "METHOD_NOT_ALLOWED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "INTERNAL" | "UNAVAILABLE" | "MISSING_ACCESS_TOKEN" | "INVALID_ACCESS_TOKEN" | "ROLE_NOT_ALLOWED" | "INVALID_REQUEST" | "UNSUPPORTED_GRANT_TYPE" | "INVALID_SCOPE" | "INVALID_CLIENT" | "TOO_MANY_FAILED_ATTEMPTS" | "RATE_LIMITED" | "INVALID_PAGE_TOKEN" | "EMAIL_TAKEN" | "USER_NOT_FOUND" | "CREDENTIAL_NOT_FOUND" | "APP_IDS_REQUIRED" | "APP_IDS_NOT_ALLOWED" | "ROW_NOT_FOUND" | "APP_CAP_NOT_FOUND" | "INVALID_UPDATE_MASK" | "INVALID_CURRENCY" | "INVALID_TIME_ZONE" | "CURRENCY_IN_USE" | "CURRENCY_MISMATCH" | "INVALID_MONEY" | "MONEY_OUT_OF_RANGE" | "INVALID_TIMESTAMP" | "INVALID_PERIOD" | "PERIOD_WITHOUT_LIMIT" | "LIMIT_MISSING" | "LIMIT_KIND_MISSING" | "LIMIT_ONEOF_VIOLATION" | "LIMIT_ARM_NOT_ALLOWED" | "LIMIT_MONEY_MISSING" | "EXTENSION_LIMIT_MISSING" | "EXTENSION_EXPIRY_MISSING" | "EXTENSION_EXPIRY_NOT_IN_FUTURE" | "CONTROLS_EMPTY" | "AUTOMATION_NOT_FOUND" | "EXECUTION_NOT_FOUND" | "EXECUTION_NOT_FAILED" | "EXECUTION_ALREADY_REDRIVEN" | "AUTOMATION_IS_DRAFT" | "WEBHOOK_EVENT_NOT_FOUND" | "NOTIFICATION_DESTINATION_NOT_FOUND" | "NOTIFICATION_PUBLIC_KEY_NOT_FOUND" | "EVENT_BODY_NOT_KEPT" | "REPLAY_IN_PROGRESS" | "NOT_HMAC_TRIGGER" | "DUPLICATE_STEP_NAME" | "DUPLICATE_EXPRESSION_NAME" | "CEL_INVALID" | "INVALID_JWKS_URL" | "INVALID_NOTIFICATION_URL" | "INVALID_CIDR" | "LISTENER_NOT_FOUND" | "SOURCE_NOT_ALLOWED" | "MISSING_HEADER" | "INVALID_HEADER" | "UNSUPPORTED_CONTENT_TYPE" | "TIMESTAMP_OUT_OF_WINDOW" | "INVALID_EVENT_ID" | "MISSING_SIGNATURE" | "INVALID_SIGNATURE" | "MISSING_AUTHORIZATION" | "INVALID_JWT" | "JWKS_UNAVAILABLE" | "DUPLICATE_EVENT" | "APP_NOT_ALLOWED" | "SUBJECT_NOT_ALLOWED" | "AUTHORIZATION_NOT_FOUND" | "AMOUNT_NOT_POSITIVE" | "HOLD_WITH_CAPTURE" | "AMOUNT_EXCEEDS_HOLD" | "AMOUNT_EXCEEDS_CAPTURED" | "AUTHORIZATION_NOT_PENDING" | "AUTHORIZATION_NOT_CAPTURED" | "NOTHING_TO_REVERSE" | "USAGE_OUT_OF_RANGE" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEY_IN_USE" | "CONSOLE_NOT_BUILT" | "DOCS_NOT_BUILT" | "NOT_FOUND" | "SANDBOX_ONLY" | "DURATION_NOT_POSITIVE" | "DURATION_TOO_LONG" | (string & {});
         /**
          * @description AIP-193 `ErrorInfo`: the stable, machine-readable cause of an error. `reason` is
          *     UPPER_SNAKE_CASE and never changes meaning once published; `metadata` adds context
@@ -7727,13 +7794,16 @@ export interface components {
          *       last); `id` is the destination's id.
          *     - `AUDIT_TARGET_KIND_WEBHOOK_SECRET`: an automation's webhook secret, rotated; `id` is the automation
          *       id. The secret itself is never recorded, nor any hash of it.
+         *     - `AUDIT_TARGET_KIND_SANDBOX_CLOCK`: the sandbox's clock, moved forward
+         *       (`SandboxClockService.Advance`, in the sandbox only); `id` is `sandbox-clock`, and `before` and
+         *       `after` are the clock (`SandboxClock`) before and after the move.
          *
          *     This enumeration may gain values. Clients must accept values they do not know in responses;
          *     the server refuses unknown values in requests with 400.
          * @example AUDIT_TARGET_KIND_SUBJECT_APP_LIMIT
          * @enum {string}
          */
-        AuditTargetKind: "AUDIT_TARGET_KIND_UNSPECIFIED" | "AUDIT_TARGET_KIND_SUBJECT_APP_LIMIT" | "AUDIT_TARGET_KIND_APP_CAP" | "AUDIT_TARGET_KIND_FUND_POLICY" | "AUDIT_TARGET_KIND_USER" | "AUDIT_TARGET_KIND_CREDENTIAL" | "AUDIT_TARGET_KIND_AUTOMATION" | "AUDIT_TARGET_KIND_WEBHOOK_SECRET" | "AUDIT_TARGET_KIND_AUTOMATION_EXECUTION" | "AUDIT_TARGET_KIND_NOTIFICATION_SECRET" | "AUDIT_TARGET_KIND_NOTIFICATION_DESTINATION" | (string & {});
+        AuditTargetKind: "AUDIT_TARGET_KIND_UNSPECIFIED" | "AUDIT_TARGET_KIND_SUBJECT_APP_LIMIT" | "AUDIT_TARGET_KIND_APP_CAP" | "AUDIT_TARGET_KIND_FUND_POLICY" | "AUDIT_TARGET_KIND_USER" | "AUDIT_TARGET_KIND_CREDENTIAL" | "AUDIT_TARGET_KIND_AUTOMATION" | "AUDIT_TARGET_KIND_WEBHOOK_SECRET" | "AUDIT_TARGET_KIND_AUTOMATION_EXECUTION" | "AUDIT_TARGET_KIND_NOTIFICATION_SECRET" | "AUDIT_TARGET_KIND_NOTIFICATION_DESTINATION" | "AUDIT_TARGET_KIND_SANDBOX_CLOCK" | (string & {});
         /**
          * @description What a change was made to. `userId` and `appId` are the target's subject and app where it has them, else empty.
          * @example {
@@ -7913,6 +7983,62 @@ export interface components {
             list: components["schemas"]["AuditEventView"][];
             /** @description The `page_token` of the next page; empty when the end of the results has been reached. */
             nextPageToken: string;
+        };
+        /**
+         * @description The sandbox's clock: the time every decision of the sandbox is made at (windows, hold expiries,
+         *     extensions, tokens, automations' retries), that is the system time moved forward by `offset`.
+         * @example {
+         *       "now": "2026-11-20T10:01:00.000Z",
+         *       "offset": "60s"
+         *     }
+         */
+        SandboxClock: {
+            /**
+             * Format: date-time
+             * @description The sandbox's current time (RFC 3339, UTC, milliseconds), as `Sandbox-Time` carries it.
+             */
+            now: string;
+            /** @description How far the clock has been moved ahead of the system time since the sandbox started, the sum of every `Advance`, as a protobuf `Duration` in JSON (whole seconds, `"0s"` at start). */
+            offset: string;
+        };
+        /**
+         * @description Answer of `SandboxClockService.Get`: the sandbox's clock.
+         * @example {
+         *       "sandboxClock": {
+         *         "now": "2026-11-20T10:00:00.000Z",
+         *         "offset": "0s"
+         *       }
+         *     }
+         */
+        SandboxClockServiceGetResponse: {
+            sandboxClock: components["schemas"]["SandboxClock"];
+        };
+        /**
+         * @description Request of `SandboxClockService.Advance`.
+         * @example {
+         *       "duration": "60s"
+         *     }
+         */
+        SandboxClockServiceAdvanceRequest: {
+            /**
+             * @description How far to move the clock forward, as a protobuf `Duration` in JSON, in whole seconds
+             *     (`"3600s"`): at least `1s` (`"0s"` is 400 `DURATION_NOT_POSITIVE`; a clock never moves back)
+             *     and at most 400 days, `34560000s` (else 400 `DURATION_TOO_LONG`), enough to roll a yearly
+             *     window. Another form (`"1h"`, `"-60s"`, `"1.5s"`) is 400 `INVALID_ARGUMENT`.
+             */
+            duration: string;
+        };
+        /**
+         * @description Answer of `SandboxClockService.Advance`: the sandbox's clock after the move, once what fell due has run.
+         * @example {
+         *       "sandboxClock": {
+         *         "now": "2026-11-20T10:01:00.000Z",
+         *         "offset": "60s"
+         *       }
+         *     }
+         */
+        SandboxClockServiceAdvanceResponse: {
+            sandboxClock: components["schemas"]["SandboxClock"];
         };
         /**
          * @description Answer 200 of the inbound webhook: the recorded event, the entry the delivery log lists for
@@ -8186,6 +8312,18 @@ export interface components {
                  *       ]
                  *     }
                  */
+                "application/json": components["schemas"]["Status"];
+            };
+        };
+        /** @description This server is not the sandbox: the operation exists only there (it carries no `Sandbox-Time`). */
+        SandboxOnly: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                RateLimit: components["headers"]["RateLimit"];
+                [name: string]: unknown;
+            };
+            content: {
                 "application/json": components["schemas"]["Status"];
             };
         };
@@ -8490,6 +8628,14 @@ export interface components {
         "Retry-After": number;
         /** @description Present, with the value `true`, on an answer replayed for a repeated `Idempotency-Key`; absent on an answer to a request that was processed. */
         "Idempotent-Replayed": "true";
+        /**
+         * @description The sandbox clock's time when the answer was made (RFC 3339, UTC, milliseconds): on every answer
+         *     of the sandbox (`npm run sandbox`), whatever its status (all but those to requests refused before
+         *     they are read: 431, 408 and malformed HTTP), and on no answer of any other server. It
+         *     is the time the server decided with: the system time moved forward by every
+         *     `SandboxClockService.Advance` so far (guide: Testing with the sandbox clock).
+         */
+        "Sandbox-Time": string;
     };
     pathItems: never;
 }
@@ -14829,6 +14975,160 @@ export interface operations {
                 };
             };
             413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    "svc.api.sandbox.v1.SandboxClockService.Get": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Answer of `SandboxClockService.Get`: the sandbox's clock. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Sandbox-Time": components["headers"]["Sandbox-Time"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "sandboxClock": {
+                     *         "now": "2026-11-20T10:00:00.000Z",
+                     *         "offset": "0s"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["SandboxClockServiceGetResponse"];
+                };
+            };
+            /** @description The request breaks the contract or a rule of this operation; `details` names the fields at fault. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Sandbox-Time": components["headers"]["Sandbox-Time"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Status"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["SandboxOnly"];
+            413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    "svc.api.sandbox.v1.SandboxClockService.Advance": {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Makes the request safe to retry: a unique value the client generates for one intended
+                 *     operation (a UUID v4 is a good choice), 1 to 255 printable ASCII characters. Sent again with
+                 *     the same request (same operation, path, query and JSON body; key order and whitespace do not
+                 *     matter) within 24 hours, it answers the first answer again (the same status and body,
+                 *     including a secret shown once, such as `clientSecret` or `webhookSecret`) with the header
+                 *     `Idempotent-Replayed: true`, and nothing is done a second time. A replayed error names the
+                 *     first request in its `RequestInfo`; `X-Request-Id` is the new request's.
+                 *
+                 *     - Keys belong to the calling user: two users never see each other's answers, and the
+                 *       credentials of one user share their keys, not their answers. A kept answer is replayed only
+                 *       to a caller that may make the request now: its role, its credential's apps and whose
+                 *       resource it names are checked again first, and a caller that may not make it gets the
+                 *       refusal it would get without the key (for example 403 `APP_NOT_ALLOWED`, or 404 for another
+                 *       app's spend authorization), never the kept answer.
+                 *     - The first answer is kept when the operation ran, whether it succeeded or failed with a 4xx
+                 *       (for example 409 for an email address in use): to try a changed request, use a new key.
+                 *       Nothing is kept for a refusal that depends on who asks (401, 403, and 404, which does not
+                 *       tell a resource that does not exist from one the caller may not see), for a 400 refusing a
+                 *       request that breaks the contract, or for a 500: such a request may be sent again with the
+                 *       same key, changed or not.
+                 *     - The same key with a different request is 422 with reason `IDEMPOTENCY_KEY_REUSED`, and
+                 *       nothing is done.
+                 *     - While a request with the key is still being processed, another one with it is 409 with
+                 *       reason `IDEMPOTENCY_KEY_IN_USE` and `Retry-After`; nothing is done for it. On the spend
+                 *       operations (Capture, Release, Reverse) it is not turned away: it runs, only the first to
+                 *       commit counts, and the others are answered its answer (`Idempotent-Replayed: true`) with
+                 *       nothing done for them; there 409 `IDEMPOTENCY_KEY_IN_USE` is left for a key held by a
+                 *       request still running on an instance of an earlier release.
+                 *     - After 24 hours the key may be used again, as if it were new.
+                 *
+                 *     A key that is empty, longer than 255 characters or not printable ASCII is 400 naming the
+                 *     header. Without the header the request is processed as it comes, every time.
+                 * @example 5f1d7c2e-8a4b-4c3d-9e2f-0a1b2c3d4e5f
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "duration": "60s"
+                 *     }
+                 */
+                "application/json": components["schemas"]["SandboxClockServiceAdvanceRequest"];
+            };
+        };
+        responses: {
+            /** @description Answer of `SandboxClockService.Advance`: the sandbox's clock after the move, once what fell due has run. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "Sandbox-Time": components["headers"]["Sandbox-Time"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "sandboxClock": {
+                     *         "now": "2026-11-20T10:01:00.000Z",
+                     *         "offset": "60s"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["SandboxClockServiceAdvanceResponse"];
+                };
+            };
+            /** @description The request breaks the contract or a rule of this operation; `details` names the fields at fault. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Sandbox-Time": components["headers"]["Sandbox-Time"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Status"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["SandboxOnly"];
+            409: components["responses"]["IdempotencyKeyInUse"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["IdempotencyKeyReused"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];

@@ -14,6 +14,7 @@ export const idempotencyKeyOperations = [
   "POST /api/v1/funds/spend-authorizations/{authorization_id}/reverse",
   "POST /api/v1/notification-destinations/{destination_id}/disable",
   "POST /api/v1/notification-destinations/{destination_id}/enable",
+  "POST /api/v1/sandbox/clock/advance",
   "POST /api/v1/users",
   "POST /api/v1/users/{user_id}/credentials",
 ] as const;

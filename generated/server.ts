@@ -58,6 +58,8 @@ export type OperationId =
   | "svc.api.iam.v1.UserService.Create"
   | "svc.api.iam.v1.UserService.Get"
   | "svc.api.iam.v1.UserService.List"
+  | "svc.api.sandbox.v1.SandboxClockService.Advance"
+  | "svc.api.sandbox.v1.SandboxClockService.Get"
   | "svc.api.webhooks.v1.IncomingWebhookService.Receive"
   | "svc.api.webhooks.v1.IncomingWebhookService.ReceiveGithubWebhook"
   | "svc.api.webhooks.v1.IncomingWebhookService.ReceiveStandardWebhook"
@@ -193,6 +195,13 @@ export interface NotificationDestinationServiceHandlers<Ctx> {
   List: Handler<"svc.api.automations.v1.NotificationDestinationService.List", Ctx>;
 }
 
+export interface SandboxClockServiceHandlers<Ctx> {
+  /** POST /api/v1/sandbox/clock/advance */
+  Advance: Handler<"svc.api.sandbox.v1.SandboxClockService.Advance", Ctx>;
+  /** GET /api/v1/sandbox/clock */
+  Get: Handler<"svc.api.sandbox.v1.SandboxClockService.Get", Ctx>;
+}
+
 export interface SpendServiceHandlers<Ctx> {
   /** POST /api/v1/funds/spend-authorizations */
   Authorize: Handler<"svc.api.funds.v1.SpendService.Authorize", Ctx>;
@@ -263,6 +272,7 @@ export interface ServiceHandlers<Ctx> {
   IncomingWebhookService: IncomingWebhookServiceHandlers<Ctx>;
   MyFundLimitsService: MyFundLimitsServiceHandlers<Ctx>;
   NotificationDestinationService: NotificationDestinationServiceHandlers<Ctx>;
+  SandboxClockService: SandboxClockServiceHandlers<Ctx>;
   SpendService: SpendServiceHandlers<Ctx>;
   SubjectAppLimitService: SubjectAppLimitServiceHandlers<Ctx>;
   TokenService: TokenServiceHandlers<Ctx>;
@@ -342,6 +352,8 @@ export const operationRoutes = [
   { operationId: "svc.api.iam.v1.UserService.Create", service: "UserService", method: "post", path: "/api/v1/users", secured: true, raw: false, maxBodyBytes: null, idempotencyKey: "optional" },
   { operationId: "svc.api.iam.v1.UserService.Get", service: "UserService", method: "get", path: "/api/v1/users/{user_id}", secured: true, raw: false, maxBodyBytes: null, idempotencyKey: null },
   { operationId: "svc.api.iam.v1.UserService.List", service: "UserService", method: "get", path: "/api/v1/users", secured: true, raw: false, maxBodyBytes: null, idempotencyKey: null },
+  { operationId: "svc.api.sandbox.v1.SandboxClockService.Advance", service: "SandboxClockService", method: "post", path: "/api/v1/sandbox/clock/advance", secured: true, raw: false, maxBodyBytes: null, idempotencyKey: "optional" },
+  { operationId: "svc.api.sandbox.v1.SandboxClockService.Get", service: "SandboxClockService", method: "get", path: "/api/v1/sandbox/clock", secured: true, raw: false, maxBodyBytes: null, idempotencyKey: null },
   { operationId: "svc.api.webhooks.v1.IncomingWebhookService.Receive", service: "IncomingWebhookService", method: "post", path: "/api/v1/webhooks/incoming/{listener_id}", secured: false, raw: true, maxBodyBytes: 65536, idempotencyKey: null },
   { operationId: "svc.api.webhooks.v1.IncomingWebhookService.ReceiveGithubWebhook", service: "IncomingWebhookService", method: "post", path: "/api/v1/webhooks/incoming/{listener_id}/github", secured: false, raw: true, maxBodyBytes: 65536, idempotencyKey: null },
   { operationId: "svc.api.webhooks.v1.IncomingWebhookService.ReceiveStandardWebhook", service: "IncomingWebhookService", method: "post", path: "/api/v1/webhooks/incoming/{listener_id}/standard-webhooks", secured: false, raw: true, maxBodyBytes: 65536, idempotencyKey: null },

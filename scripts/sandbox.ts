@@ -1,5 +1,6 @@
 // `npm run sandbox`: the real server, started as `npm start` starts it (the configuration from the
-// environment through loadConfig, then startServer), on a fresh SQLite database that is deleted and
+// environment through loadConfig, then startServer), but as the sandbox (startServer's `sandbox`:
+// its clock moved forward on demand, SandboxClockService), on a fresh SQLite database that is deleted and
 // recreated at every start, then seeded through the real API (scripts/sandbox/seed.ts). Prints what a
 // partner needs and writes it as JSON to <dir>/sandbox.json.
 //
@@ -54,7 +55,7 @@ const config = loadConfig({
   BOOTSTRAP_CREDENTIAL_FILE: "",
   LOG_LEVEL: process.env.LOG_LEVEL ?? "warn",
 });
-const server = await startServer({ config, logger: createLogger(config.logLevel) });
+const server = await startServer({ config, logger: createLogger(config.logLevel), sandbox: true });
 
 // The JWKS server is this process's: it ends with it. A second signal (npm forwards the terminal's
 // SIGINT that the process got too) changes nothing.

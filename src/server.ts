@@ -2,7 +2,7 @@
 // Tests start it in-process on an ephemeral port with a clock they control; main.ts starts it for real.
 import type { AddressInfo } from "node:net";
 import { DATABASE_DEFAULTS, type Config } from "./config.js";
-import { systemClock, type Clock } from "./core/clock.js";
+import { MovableClock, systemClock, type Clock } from "./core/clock.js";
 import { boundAddress } from "./core/listen-address.js";
 import { createLogger, type Logger } from "./core/logger.js";
 import { consoleDir, contractPath, docsPath } from "./core/package-root.js";
@@ -21,6 +21,7 @@ import { spendHandlers, spendKeptReferences } from "./http/handlers/spend-handle
 import { identityHandlers } from "./http/handlers/identity-handlers.js";
 import { automationHandlers } from "./http/handlers/automation-handlers.js";
 import { auditHandlers } from "./http/handlers/audit-handlers.js";
+import { sandboxHandlers } from "./http/handlers/sandbox-handlers.js";
 import type { InboxMove } from "./audit/audit-inbox.js";
 import { AuditTrail } from "./audit/audit-trail.js";
 import { startAuditUpkeep } from "./audit/audit-upkeep.js";
@@ -50,10 +51,18 @@ import { Listeners } from "./webhooks/listeners.js";
 import { SecretBox } from "./webhooks/secret-box.js";
 import { sharedKey } from "./storage/settings.js";
 import { startTracing } from "./tracing/start.js";
+import { SandboxClock } from "./sandbox/sandbox-clock.js";
+import type { BackgroundTask } from "./core/background-task.js";
 
 export interface ServerOptions {
   config: Config;
   clock?: Clock;
+  /**
+   * Started as the sandbox (scripts/sandbox.ts; never from the environment): the clock is `clock`
+   * (the system's) moved forward by SandboxClockService.Advance, whose operations are bound only
+   * then, and every answer carries the `Sandbox-Time` header.
+   */
+  sandbox?: boolean;
   logger?: Logger;
   /** How JWKS are fetched, beyond the configuration (tests: a DNS resolver, a CA, a stand-in public host). */
   jwksFetch?: Omit<FetchJwksOptions, "allowInsecure">;
@@ -105,7 +114,8 @@ export interface RunningServer {
 
 export async function startServer(options: ServerOptions): Promise<RunningServer> {
   const { config } = options;
-  const clock = options.clock ?? systemClock;
+  const sandboxClock = options.sandbox ? new MovableClock(options.clock ?? systemClock) : undefined;
+  const clock = sandboxClock ?? options.clock ?? systemClock;
   const logger = options.logger ?? createLogger(config.logLevel);
   const stops = new StopList(logger);
   try {
@@ -150,6 +160,13 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     if (rateLimits.active) await instances.start();
     const idempotencyRecords = new IdempotencyRecords(storage, clock);
     let stopping = false;
+    /** The background tasks that act on time: a move of the sandbox's clock runs them at once (runDue). */
+    const timedTasks: BackgroundTask[] = [];
+    const runDue = async () => {
+      worker.notify();
+      await Promise.all([worker.idle(), worker.sweep(), retention.runNow(), ...timedTasks.map((task) => task.runNow())]);
+    };
+    const sandbox = sandboxClock && new SandboxClock(storage, sandboxClock, runDue);
     const app = createApp({
       ...{ logger, rateLimits, accessTokens, contractPath, docsPath, consoleDir, validateResponses: config.validateResponses, requestObservers: metrics?.requestObservers },
       idempotency: new Idempotency(idempotencyRecords, box(), spendKeptReferences(spends)),
@@ -157,12 +174,14 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       lockShedding: lockSheddingFor(config.database, storage, logger),
       unready: async () => unreadyReasons(await reachability.check(), worker.stuck()),
       stopping: () => stopping,
+      sandboxTime: sandboxClock && (() => sandboxClock.now()),
       handlers: {
         ...identityHandlers({ grant, users, credentials, trustProxy: config.trustProxy }),
         ...fundsHandlers(funds),
         ...spendHandlers({ spends, list: funds.spendList }),
         ...automationHandlers({ automations, executions, reruns, bulkRedrive, events, intake, destinations }),
         ...auditHandlers({ audit: new AuditTrail(storage, pageTokens) }),
+        ...(sandbox && sandboxHandlers(sandbox)),
       },
     });
 
@@ -177,11 +196,12 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     const { days, count, sweepSeconds } = config.executionRetention;
     const retention = stops.started("execution retention", new ExecutionRetention({ storage, clock, logger }, { days, count }, { ...RETENTION_PACE, intervalMs: sweepSeconds * 1000, ...options.retentionPace }));
     retention.start();
-    stops.started("signing key upkeep", startKeyUpkeep(signingKeys, logger, options.signingKeysReloadMs));
-    stops.started("fund threshold firing sweep", startFiringsSweep(fundTriggers, clock, logger));
+    const timed = (name: string, task: BackgroundTask) => timedTasks.push(stops.started(name, task));
+    timed("signing key upkeep", startKeyUpkeep(signingKeys, logger, options.signingKeysReloadMs));
+    timed("fund threshold firing sweep", startFiringsSweep(fundTriggers, clock, logger));
     const onInboxMoved = metrics && (({ moved, caughtUp }: InboxMove) => metrics.database.auditInboxMoved(moved, caughtUp, clock.now()));
-    for (const task of startAuditUpkeep({ storage, clock, logger, retentionDays: config.auditRetentionDays, inboxMoveMs: options.auditInboxMoveMs, onInboxMoved })) stops.started("audit upkeep", task);
-    stops.started("idempotency record sweep", startIdempotencySweep(idempotencyRecords, logger));
+    for (const task of startAuditUpkeep({ storage, clock, logger, retentionDays: config.auditRetentionDays, inboxMoveMs: options.auditInboxMoveMs, onInboxMoved })) timed("audit upkeep", task);
+    timed("idempotency record sweep", startIdempotencySweep(idempotencyRecords, logger));
     stops.started("execution worker", worker);
     // The listener last, so that it stops first (the worker after it, releasing what its requests
     // committed); the worker runs once the listener is up, so a start refused its port runs nothing.

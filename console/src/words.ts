@@ -31,6 +31,7 @@ export const OPERATION_WORDS: Partial<Record<OperationId, string>> = {
   "svc.api.automations.v1.NotificationDestinationService.Disable": "Destination disabled",
   "svc.api.automations.v1.AutomationExecutionService.BulkRedrive": "Failed executions redriven",
   "svc.api.automations.v1.AutomationExecutionService.Redrive": "Execution redriven",
+  "svc.api.sandbox.v1.SandboxClockService.Advance": "Sandbox clock moved forward",
 };
 
 /** The words of an operation; one this console does not know yet reads as its service and method. */

@@ -17,6 +17,13 @@ export class BackgroundTask {
     }, this.intervalMs).unref();
   }
 
+  /** Runs it now, after the run under way if there is one (which may have begun before what calls for this one). */
+  async runNow(): Promise<void> {
+    await this.running;
+    this.running ??= this.run().finally(() => (this.running = undefined));
+    await this.running;
+  }
+
   async stop(): Promise<void> {
     clearInterval(this.timer);
     await this.running;

@@ -26,6 +26,7 @@ import type { RateLimits } from "./rate-limit.js";
 import { outputOnlyIgnored } from "./output-only.js";
 import { JSON_LIMIT_BYTES, notingEmptyBody, rawBodyLimit, readRawBody, refuseDeclaredOversize, requiredBody, unlessBodyless, verifyJson, wholeRequest } from "./request-body.js";
 import { requestId } from "./request-id.js";
+import { isSandboxOnly, sandboxOnly, sandboxTimeHeader, type SandboxService } from "./sandbox-routes.js";
 import { observeRequests, type RequestObserver } from "./request-outcome.js";
 import { onAuthenticated, requestSpan, spanOf } from "./request-span.js";
 import { RequestShapes } from "./request-shapes.js";
@@ -35,9 +36,14 @@ import { storableText } from "./storable-request.js";
 import { requireUtf8 } from "./strict-utf8.js";
 import { malformedPath, unavailable } from "./to-api-error.js";
 
+/** The handlers of every operation; the sandbox's own are there only on a server started as the sandbox. */
+export type AppHandlers = Omit<ServiceHandlers<RequestContext>, SandboxService> & Partial<Pick<ServiceHandlers<RequestContext>, SandboxService>>;
+
 export interface AppOptions {
   logger: Logger;
-  handlers: ServiceHandlers<RequestContext>;
+  handlers: AppHandlers;
+  /** The sandbox's clock, on a server started as the sandbox: every answer carries its time (`Sandbox-Time`). */
+  sandboxTime?: (() => number) | undefined;
   accessTokens: AccessTokens;
   /** Path of generated/openapi.yaml: validated against, and served at /openapi.yaml. */
   contractPath: string;
@@ -162,6 +168,7 @@ export function createApp(options: AppOptions): Express {
   app.set("etag", false);
   leanJsonAnswers(app);
 
+  if (options.sandboxTime) app.use(sandboxTimeHeader(options.sandboxTime));
   app.use(series(...(tracingOn() ? [requestSpan(options.traceContextTrusted)] : []), requestId, observeRequests([accessLog(logger), ...(options.requestObservers ?? [])]), limitHeaderFields));
 
   app.get("/healthz", (_req, res) => void res.json({ status: "ok" }));
@@ -185,6 +192,8 @@ export function createApp(options: AppOptions): Express {
     const route = routeOf(req);
     if (!route) return next(unroutable(req.path));
     res.locals.operationId = route.operationId;
+    // Not the sandbox: its operations are not bound, and say so before anything else.
+    if (!options.sandboxTime && isSandboxOnly(route.operationId)) return next(sandboxOnly());
     try {
       options.rateLimits.admitSource(req, res);
       if (options.lockShedding) admitPastLocks(options.lockShedding, route.operationId, res);
@@ -209,7 +218,7 @@ export function createApp(options: AppOptions): Express {
   const rawHandlers = new Map<string, RequestHandler>();
   for (const route of operationRoutes) {
     if (!route.raw) continue;
-    const handler = handlerFor(handlers, { ...route, raw: true as const });
+    const handler = handlerFor(handlers as ServiceHandlers<RequestContext>, { ...route, raw: true as const });
     const limit = rawBodyLimit(route);
     rawHandlers.set(route.operationId, async (req: Request, res: Response, next: NextFunction) => {
       try {
@@ -243,8 +252,8 @@ export function createApp(options: AppOptions): Express {
 
   const validatedHandlers = new Map<string, RequestHandler>();
   for (const route of operationRoutes) {
-    if (route.raw) continue;
-    const handler = handlerFor(handlers, { ...route, raw: false as const });
+    if (route.raw || !handlers[route.service]) continue;
+    const handler = handlerFor(handlers as ServiceHandlers<RequestContext>, { ...route, raw: false as const });
     validatedHandlers.set(route.operationId, async (req: Request, res: Response, next: NextFunction) => {
       try {
         const request = { path: req.params, query: req.query, body: req.body } as unknown as OperationRequest<typeof route.operationId>;

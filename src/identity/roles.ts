@@ -70,6 +70,9 @@ export const ALLOWED_ROLES: Record<Exclude<OperationId, Unsecured>, readonly Rol
   "svc.api.funds.v1.SpendService.List": SPEND_READERS,
   // What each sees is scoped by the handler: everything, the fund's targets, or a user's own limit rows.
   "svc.api.audit.v1.AuditService.List": SUBJECTS,
+  // The sandbox's clock (the sandbox only): its super admin moves it for the whole tenant.
+  "svc.api.sandbox.v1.SandboxClockService.Get": SUPER,
+  "svc.api.sandbox.v1.SandboxClockService.Advance": SUPER,
   "svc.api.automations.v1.AutomationService.CreateAutomation": SUPER,
   "svc.api.automations.v1.AutomationService.GetAutomation": SUPER,
   "svc.api.automations.v1.AutomationService.GetNotificationPublicKey": SUPER,

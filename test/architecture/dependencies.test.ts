@@ -51,7 +51,7 @@ const FLOORS: readonly (readonly string[])[] = [
   ["config.ts"],
   ["storage", "tracing"],
   ["audit", "webhooks"],
-  ["identity"],
+  ["identity", "sandbox"],
   ["funds"],
   ["automations"],
   ["http"],

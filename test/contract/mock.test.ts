@@ -241,6 +241,13 @@ describe("the mock answers every operation with data valid against the contract"
     expect(disabled.notificationDestination.state).toBe("NOTIFICATION_DESTINATION_STATE_DISABLED");
   });
 
+  it("the sandbox's clock: the mock answers its examples, as the sandbox would", async () => {
+    const clock = ok("svc.api.sandbox.v1.SandboxClockService.Get", await api.GET("/api/v1/sandbox/clock"));
+    expect(clock.sandboxClock).toEqual({ now: "2026-11-20T10:00:00.000Z", offset: "0s" });
+    const moved = ok("svc.api.sandbox.v1.SandboxClockService.Advance", await api.POST("/api/v1/sandbox/clock/advance", { body: { duration: "60s" } }));
+    expect(moved.sandboxClock).toEqual({ now: "2026-11-20T10:01:00.000Z", offset: "60s" });
+  });
+
   it("the audit trail", async () => {
     const listed = ok(
       "svc.api.audit.v1.AuditService.List",

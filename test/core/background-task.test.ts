@@ -27,4 +27,25 @@ describe("BackgroundTask", () => {
     await sleep(50);
     expect(runs).toBe(finished);
   });
+
+  it("runNow runs it at once, after the run under way (which began before what calls for it), never two at a time", async () => {
+    let running = 0;
+    let most = 0;
+    const starts: number[] = [];
+    const task = new BackgroundTask(60_000, async () => {
+      running++;
+      most = Math.max(most, running);
+      starts.push(starts.length);
+      await sleep(30);
+      running--;
+    });
+    await task.runNow();
+    expect(starts).toHaveLength(1);
+    const under = task.runNow();
+    await task.runNow();
+    await under;
+    expect(starts.length).toBeGreaterThanOrEqual(2);
+    expect(most).toBe(1);
+    await task.stop();
+  });
 });

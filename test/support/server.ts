@@ -66,7 +66,7 @@ const contractCheck: Middleware = {
 
 let counter = 0;
 
-export interface TestServerOptions extends Pick<ServerOptions, "jwksFetch" | "notifications" | "principalsPoll" | "fundPolicyPoll" | "listenersPoll" | "workerStuckMs" | "retentionPace" | "auditInboxMoveMs" | "signingKeysReloadMs"> {
+export interface TestServerOptions extends Pick<ServerOptions, "jwksFetch" | "notifications" | "principalsPoll" | "fundPolicyPoll" | "listenersPoll" | "workerStuckMs" | "retentionPace" | "auditInboxMoveMs" | "signingKeysReloadMs" | "sandbox"> {
   /** The DATABASE_URL the server is given for the database made for it, e.g. through a proxy of the test's. */
   reachDatabase?: (url: string) => Promise<string>;
 }
@@ -91,7 +91,7 @@ export async function startTestServer(env: Record<string, string> = {}, logs?: N
     VALIDATE_RESPONSES: "1",
     ...env,
   });
-  const server = await startServer({ config, clock, logger: logs ? createLogger("info", logs) : createLogger("silent"), jwksFetch: options.jwksFetch, notifications: options.notifications, principalsPoll: options.principalsPoll, fundPolicyPoll: options.fundPolicyPoll, listenersPoll: options.listenersPoll, workerStuckMs: options.workerStuckMs, retentionPace: options.retentionPace, auditInboxMoveMs: options.auditInboxMoveMs, signingKeysReloadMs: options.signingKeysReloadMs });
+  const server = await startServer({ config, clock, logger: logs ? createLogger("info", logs) : createLogger("silent"), jwksFetch: options.jwksFetch, notifications: options.notifications, principalsPoll: options.principalsPoll, fundPolicyPoll: options.fundPolicyPoll, listenersPoll: options.listenersPoll, workerStuckMs: options.workerStuckMs, retentionPace: options.retentionPace, auditInboxMoveMs: options.auditInboxMoveMs, signingKeysReloadMs: options.signingKeysReloadMs, sandbox: options.sandbox });
   const make = (credentials?: { clientId: string; clientSecret: string }) => {
     const c = createApiClient({ baseUrl: server.url, ...(credentials ? { credentials } : {}) });
     c.use(contractCheck);

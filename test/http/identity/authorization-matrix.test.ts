@@ -94,6 +94,8 @@ const TABLE: Record<string, Expect[]> = {
   "svc.api.webhooks.v1.IncomingWebhookService.ReceiveGithubWebhook": INTAKE,
   "svc.api.webhooks.v1.IncomingWebhookService.ReceiveStripeWebhook": INTAKE,
   "svc.api.audit.v1.AuditService.List": SUBJECTS,
+  "svc.api.sandbox.v1.SandboxClockService.Get": SUPER,
+  "svc.api.sandbox.v1.SandboxClockService.Advance": SUPER,
 };
 
 interface Call {
@@ -137,7 +139,8 @@ async function forge(real: string): Promise<string> {
 }
 
 beforeAll(async () => {
-  ts = await startTestServer();
+  // The sandbox, so that its own operations are bound (elsewhere they are 404 SANDBOX_ONLY to anyone).
+  ts = await startTestServer({}, undefined, { sandbox: true });
   admin = funds(ts.admin);
   subject = (await ts.userClient(["ROLE_USER"], "Subject")).userId;
   // Taken before the clock moves past its lifetime (900 s), so it is expired for the rest of the file.
@@ -290,6 +293,9 @@ const REQUESTS: Record<string, (caller: Caller) => Promise<Call>> = {
   "svc.api.automations.v1.NotificationDestinationService.Enable": async () => ({ path: { destination_id: await destination() }, body: {} }),
   "svc.api.automations.v1.NotificationDestinationService.Disable": async () => ({ path: { destination_id: await destination() }, body: {} }),
   "svc.api.audit.v1.AuditService.List": async () => ({}),
+  "svc.api.sandbox.v1.SandboxClockService.Get": async () => ({}),
+  // A second at a time: the intake's deliveries are signed with the test's clock, within their window.
+  "svc.api.sandbox.v1.SandboxClockService.Advance": async () => ({ body: { duration: "1s" } }),
   "svc.api.webhooks.v1.IncomingWebhookService.Receive": async () => {
     const raw = '{"matrix":true}';
     return { path: { listener_id: hook.listenerId }, raw, headers: hmacHeaders(hook.secret, raw, unixTime(ts), newEventId()) };

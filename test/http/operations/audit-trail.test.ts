@@ -26,7 +26,8 @@ let ts: TestServer;
 let root: TestUser;
 let rootCredentialId: string;
 beforeAll(async () => {
-  ts = await startTestServer();
+  // The sandbox, so that SandboxClockService.Advance is bound: every other operation is as elsewhere.
+  ts = await startTestServer({}, undefined, { sandbox: true });
   root = await ts.userClient(["ROLE_SUPER_ADMIN"], "Auditor root");
   rootCredentialId = (await credentialsOf(root.userId))[0]!.id!;
 });
@@ -73,6 +74,7 @@ const READ: Record<Exclude<KnownAuditTargetKind, "AUDIT_TARGET_KIND_UNSPECIFIED"
   AUDIT_TARGET_KIND_WEBHOOK_SECRET: async () => null,
   AUDIT_TARGET_KIND_NOTIFICATION_SECRET: async () => null,
   AUDIT_TARGET_KIND_AUTOMATION_EXECUTION: async (t) => orNull(await automationsApi(root.client).execution(t.id), (d) => (d as { automationExecution: unknown }).automationExecution),
+  AUDIT_TARGET_KIND_SANDBOX_CLOCK: async () => unwrap(await root.client.GET("/api/v1/sandbox/clock")).sandboxClock,
   AUDIT_TARGET_KIND_NOTIFICATION_DESTINATION: async (t) =>
     orNull(await root.client.GET("/api/v1/notification-destinations/{destination_id}", { params: { path: { destination_id: t.id } } }), (d) => d.notificationDestination),
 };
@@ -226,6 +228,10 @@ const CASES: Record<string, Case> = {
   },
   "svc.api.automations.v1.NotificationDestinationService.Enable": { prepare: () => failedOne(true), act: onDestination("enable") },
   "svc.api.automations.v1.NotificationDestinationService.Disable": { prepare: () => failedOne(false), act: onDestination("disable") },
+  "svc.api.sandbox.v1.SandboxClockService.Advance": {
+    prepare: async () => ({ kind: "AUDIT_TARGET_KIND_SANDBOX_CLOCK", id: "sandbox-clock", userId: "", appId: "" }),
+    act: onRow(() => root.client.POST("/api/v1/sandbox/clock/advance", { body: { duration: "1s" } })),
+  },
   // Recorded on the automation: what each of its transactions did, the range asked for (no state of the automation before it).
   "svc.api.automations.v1.AutomationExecutionService.BulkRedrive": {
     act: async () => {
@@ -292,7 +298,8 @@ describe("each audited operation records one event: the target read just before 
     const callerCredential = caller === root ? rootCredentialId : (await credentialsOf(mine.userId))[0]!.id;
     expect(event.actor).toEqual({ kind: "AUDIT_ACTOR_KIND_USER", userId: caller.userId, credentialId: callerCredential, automationId: "", executionId: "", eventId: "" });
     expect(event.requestId).toBe(answer.response.headers.get("x-request-id"));
-    expect(event.createdAt).toBe(new Date(ts.clock.now()).toISOString());
+    // The server's time: the test's clock, moved forward by the sandbox's Advance (Sandbox-Time).
+    expect(event.createdAt).toBe(answer.response.headers.get("sandbox-time"));
   });
 });
 

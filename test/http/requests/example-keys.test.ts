@@ -105,7 +105,8 @@ const automationBody = () => ({
 });
 
 beforeAll(async () => {
-  ts = await startTestServer();
+  // The sandbox, so that its own operations are bound; the others answer as on any server.
+  ts = await startTestServer({}, undefined, { sandbox: true });
   admin = funds(ts.admin);
   api = automationsApi(ts.admin);
   const subject = await ts.userClient(["ROLE_USER"], "Subject");
@@ -249,6 +250,9 @@ const CASES: Record<string, () => Promise<unknown>> = {
   "svc.api.automations.v1.NotificationDestinationService.Get": async () => unwrap(await ts.admin.GET("/api/v1/notification-destinations/{destination_id}", await failedOne())),
   "svc.api.automations.v1.NotificationDestinationService.Enable": async () => unwrap(await ts.admin.POST("/api/v1/notification-destinations/{destination_id}/enable", { ...(await failedOne()), body: {} })),
   "svc.api.automations.v1.NotificationDestinationService.Disable": async () => unwrap(await ts.admin.POST("/api/v1/notification-destinations/{destination_id}/disable", { ...(await failedOne()), body: {} })),
+  "svc.api.sandbox.v1.SandboxClockService.Get": async () => unwrap(await ts.admin.GET("/api/v1/sandbox/clock")),
+  // A second: the intake's cases after it sign with the test's clock, within its 5-minute window.
+  "svc.api.sandbox.v1.SandboxClockService.Advance": async () => unwrap(await ts.admin.POST("/api/v1/sandbox/clock/advance", { body: { duration: "1s" } })),
   "svc.api.automations.v1.WebhookEventService.ListWebhookEvents": async () => unwrap(await api.events(hook.id)),
   "svc.api.automations.v1.WebhookEventService.Replay": async () => unwrap(await api.replay(hook.id, (await api.events(hook.id)).data!.list[0]!.webhookEvent.eventId)),
   "svc.api.webhooks.v1.IncomingWebhookService.Receive": async () => {

@@ -32,7 +32,8 @@ let bearer: string;
 let hook: Hooked;
 
 beforeAll(async () => {
-  ts = await startTestServer();
+  // The sandbox, so that its own operations (bound there only) are sent hostile transport too.
+  ts = await startTestServer({}, undefined, { sandbox: true });
   bearer = await bootstrapToken(ts.url);
   hook = await createHooked(ts);
 });

@@ -12,7 +12,8 @@ let ts: TestServer;
 let auth: Record<string, string>;
 
 beforeAll(async () => {
-  ts = await startTestServer();
+  // The sandbox, so that its own operations (bound there only) are sent these bodies too.
+  ts = await startTestServer({}, undefined, { sandbox: true });
   auth = { Authorization: `Bearer ${await bootstrapToken(ts.url)}` };
 });
 afterAll(async () => ts?.stop());
