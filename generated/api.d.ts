@@ -2378,7 +2378,7 @@ export interface components {
          * @example INVALID_ARGUMENT
          * @enum {string}
          */
-        ErrorReason: "INVALID_ARGUMENT" | "MALFORMED_BODY" | "MALFORMED_PATH" | "MALFORMED_HTTP_REQUEST" | "REQUEST_TIMEOUT" | "HEADERS_TOO_LARGE" | "ROUTE_NOT_FOUND" | "METHOD_NOT_ALLOWED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "INTERNAL" | "UNAVAILABLE" | "MISSING_ACCESS_TOKEN" | "INVALID_ACCESS_TOKEN" | "ROLE_NOT_ALLOWED" | "INVALID_REQUEST" | "UNSUPPORTED_GRANT_TYPE" | "INVALID_SCOPE" | "INVALID_CLIENT" | "TOO_MANY_FAILED_ATTEMPTS" | "RATE_LIMITED" | "INVALID_PAGE_TOKEN" | "EMAIL_TAKEN" | "USER_NOT_FOUND" | "CREDENTIAL_NOT_FOUND" | "APP_IDS_REQUIRED" | "APP_IDS_NOT_ALLOWED" | "ROW_NOT_FOUND" | "APP_CAP_NOT_FOUND" | "INVALID_UPDATE_MASK" | "INVALID_CURRENCY" | "INVALID_TIME_ZONE" | "CURRENCY_IN_USE" | "CURRENCY_MISMATCH" | "INVALID_MONEY" | "MONEY_OUT_OF_RANGE" | "INVALID_TIMESTAMP" | "INVALID_PERIOD" | "PERIOD_WITHOUT_LIMIT" | "LIMIT_MISSING" | "LIMIT_KIND_MISSING" | "LIMIT_ONEOF_VIOLATION" | "LIMIT_ARM_NOT_ALLOWED" | "LIMIT_MONEY_MISSING" | "EXTENSION_LIMIT_MISSING" | "EXTENSION_EXPIRY_MISSING" | "EXTENSION_EXPIRY_NOT_IN_FUTURE" | "CONTROLS_EMPTY" | "AUTOMATION_NOT_FOUND" | "EXECUTION_NOT_FOUND" | "EXECUTION_NOT_FAILED" | "EXECUTION_ALREADY_REDRIVEN" | "AUTOMATION_IS_DRAFT" | "WEBHOOK_EVENT_NOT_FOUND" | "NOTIFICATION_DESTINATION_NOT_FOUND" | "NOTIFICATION_PUBLIC_KEY_NOT_FOUND" | "EVENT_BODY_NOT_KEPT" | "REPLAY_IN_PROGRESS" | "NOT_HMAC_TRIGGER" | "DUPLICATE_STEP_NAME" | "DUPLICATE_EXPRESSION_NAME" | "CEL_INVALID" | "INVALID_JWKS_URL" | "INVALID_NOTIFICATION_URL" | "INVALID_CIDR" | "LISTENER_NOT_FOUND" | "SOURCE_NOT_ALLOWED" | "MISSING_HEADER" | "INVALID_HEADER" | "UNSUPPORTED_CONTENT_TYPE" | "TIMESTAMP_OUT_OF_WINDOW" | "INVALID_EVENT_ID" | "MISSING_SIGNATURE" | "INVALID_SIGNATURE" | "MISSING_AUTHORIZATION" | "INVALID_JWT" | "JWKS_UNAVAILABLE" | "DUPLICATE_EVENT" | "APP_NOT_ALLOWED" | "SUBJECT_NOT_ALLOWED" | "AUTHORIZATION_NOT_FOUND" | "AMOUNT_NOT_POSITIVE" | "HOLD_WITH_CAPTURE" | "AMOUNT_EXCEEDS_HOLD" | "AMOUNT_EXCEEDS_CAPTURED" | "AUTHORIZATION_NOT_PENDING" | "AUTHORIZATION_NOT_CAPTURED" | "NOTHING_TO_REVERSE" | "USAGE_OUT_OF_RANGE" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEY_IN_USE" | "CONSOLE_NOT_BUILT" | "DOCS_NOT_BUILT" | "NOT_FOUND" | (string & {});
+        ErrorReason: "INVALID_ARGUMENT" | "MALFORMED_BODY" | "MALFORMED_PATH" | "MALFORMED_HTTP_REQUEST" | "REQUEST_TIMEOUT" | "HEADERS_TOO_LARGE" | "ROUTE_NOT_FOUND" | "METHOD_NOT_ALLOWED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "INTERNAL" | "UNAVAILABLE" | "MISSING_ACCESS_TOKEN" | "INVALID_ACCESS_TOKEN" | "ROLE_NOT_ALLOWED" | "INVALID_REQUEST" | "UNSUPPORTED_GRANT_TYPE" | "INVALID_SCOPE" | "INVALID_CLIENT" | "TOO_MANY_FAILED_ATTEMPTS" | "RATE_LIMITED" | "INVALID_PAGE_TOKEN" | "EMAIL_TAKEN" | "USER_NOT_FOUND" | "CREDENTIAL_NOT_FOUND" | "APP_IDS_REQUIRED" | "APP_IDS_NOT_ALLOWED" | "ROW_NOT_FOUND" | "APP_CAP_NOT_FOUND" | "INVALID_UPDATE_MASK" | "INVALID_CURRENCY" | "INVALID_TIME_ZONE" | "CURRENCY_IN_USE" | "CURRENCY_MISMATCH" | "INVALID_MONEY" | "MONEY_OUT_OF_RANGE" | "INVALID_TIMESTAMP" | "INVALID_PERIOD" | "PERIOD_WITHOUT_LIMIT" | "LIMIT_MISSING" | "LIMIT_KIND_MISSING" | "LIMIT_ONEOF_VIOLATION" | "LIMIT_ARM_NOT_ALLOWED" | "LIMIT_MONEY_MISSING" | "EXTENSION_LIMIT_MISSING" | "EXTENSION_EXPIRY_MISSING" | "EXTENSION_EXPIRY_NOT_IN_FUTURE" | "CONTROLS_EMPTY" | "PER_AUTHORIZATION_NOT_POSITIVE" | "AUTOMATION_NOT_FOUND" | "EXECUTION_NOT_FOUND" | "EXECUTION_NOT_FAILED" | "EXECUTION_ALREADY_REDRIVEN" | "AUTOMATION_IS_DRAFT" | "WEBHOOK_EVENT_NOT_FOUND" | "NOTIFICATION_DESTINATION_NOT_FOUND" | "NOTIFICATION_PUBLIC_KEY_NOT_FOUND" | "EVENT_BODY_NOT_KEPT" | "REPLAY_IN_PROGRESS" | "NOT_HMAC_TRIGGER" | "DUPLICATE_STEP_NAME" | "DUPLICATE_EXPRESSION_NAME" | "CEL_INVALID" | "INVALID_JWKS_URL" | "INVALID_NOTIFICATION_URL" | "INVALID_CIDR" | "LISTENER_NOT_FOUND" | "SOURCE_NOT_ALLOWED" | "MISSING_HEADER" | "INVALID_HEADER" | "UNSUPPORTED_CONTENT_TYPE" | "TIMESTAMP_OUT_OF_WINDOW" | "INVALID_EVENT_ID" | "MISSING_SIGNATURE" | "INVALID_SIGNATURE" | "MISSING_AUTHORIZATION" | "INVALID_JWT" | "JWKS_UNAVAILABLE" | "DUPLICATE_EVENT" | "APP_NOT_ALLOWED" | "SUBJECT_NOT_ALLOWED" | "AUTHORIZATION_NOT_FOUND" | "AMOUNT_NOT_POSITIVE" | "HOLD_WITH_CAPTURE" | "AMOUNT_EXCEEDS_HOLD" | "AMOUNT_EXCEEDS_CAPTURED" | "AUTHORIZATION_NOT_PENDING" | "AUTHORIZATION_NOT_CAPTURED" | "NOTHING_TO_REVERSE" | "USAGE_OUT_OF_RANGE" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEY_IN_USE" | "CONSOLE_NOT_BUILT" | "DOCS_NOT_BUILT" | "NOT_FOUND" | (string & {});
         /**
          * @description AIP-193 `ErrorInfo`: the stable, machine-readable cause of an error. `reason` is
          *     UPPER_SNAKE_CASE and never changes meaning once published; `metadata` adds context
@@ -3159,10 +3159,18 @@ export interface components {
          *     A lapsed extension falls back to the row's own base limit, not to the next layer.
          *     Unsuspending restores the limit that the suspension froze.
          *
-         *     Answers carry all four fields: `limit`, `extension` and `suspension` are null when unset, and
-         *     `period` is `PERIOD_KIND_UNSPECIFIED` when the row states no period of its own (no limit, or an
-         *     amount that takes the period of the next layer). Requests may leave any of them out; a
-         *     controls object read from an answer may be sent back as it is.
+         *     `perAuthorization` caps one authorization, whatever the window holds. It is resolved on its
+         *     own, by the same layering: the first layer (subject-app row, then app cap, then tenant default)
+         *     whose controls state one applies; a layer without one falls through. It applies only to a
+         *     spend the limit admits at all: a suspension, a `blocked` limit or no limit declines first. It
+         *     holds under an amount limit, an extension and an `unlimited` limit alike; an extension
+         *     replaces the row's total, never its cap.
+         *
+         *     Answers carry every field: `limit`, `extension`, `suspension` and `perAuthorization` are null
+         *     when unset, and `period` is `PERIOD_KIND_UNSPECIFIED` when the row states no period of its own
+         *     (no limit, or an amount that takes the period of the next layer). Requests may leave any of
+         *     them out (a controls object without `perAuthorization` states no cap); a controls object read
+         *     from an answer may be sent back as it is.
          * @example {
          *       "limit": {
          *         "amount": {
@@ -3177,7 +3185,12 @@ export interface components {
          *       },
          *       "period": "PERIOD_KIND_MONTHLY",
          *       "extension": null,
-         *       "suspension": null
+         *       "suspension": null,
+         *       "perAuthorization": {
+         *         "currencyCode": "USD",
+         *         "units": "50",
+         *         "nanos": 0
+         *       }
          *     }
          */
         SpendControls: {
@@ -3189,6 +3202,13 @@ export interface components {
             extension?: components["schemas"]["SpendExtension"] | null;
             /** @description Reversible freeze. */
             suspension?: components["schemas"]["SpendSuspension"] | null;
+            /**
+             * @description The most one authorization may take, in the fund currency; greater than zero (zero or a
+             *     currency other than `FundPolicy.currencyCode` is 400). Null or absent: this layer states no
+             *     cap and the next layer's applies. An Authorize above the cap in force is declined with cause
+             *     `SPEND_DECLINE_CAUSE_PER_AUTHORIZATION_EXCEEDED`.
+             */
+            perAuthorization?: components["schemas"]["Money"] | null;
         };
         /**
          * @description Administrator view of one subject's per-app limit row: the controls that cap what one app
@@ -3213,7 +3233,8 @@ export interface components {
          *         },
          *         "period": "PERIOD_KIND_MONTHLY",
          *         "extension": null,
-         *         "suspension": null
+         *         "suspension": null,
+         *         "perAuthorization": null
          *       },
          *       "createdAt": "2026-11-02T14:05:00Z",
          *       "updatedAt": "2026-11-02T14:05:00Z",
@@ -3266,7 +3287,8 @@ export interface components {
          *           },
          *           "period": "PERIOD_KIND_MONTHLY",
          *           "extension": null,
-         *           "suspension": null
+         *           "suspension": null,
+         *           "perAuthorization": null
          *         },
          *         "createdAt": "2026-11-02T14:05:00Z",
          *         "updatedAt": "2026-11-02T14:05:00Z",
@@ -3303,7 +3325,8 @@ export interface components {
          *               "suspension": {
          *                 "reason": "Card reported lost",
          *                 "suspendedAt": "2026-11-20T09:30:00Z"
-         *               }
+         *               },
+         *               "perAuthorization": null
          *             },
          *             "createdAt": "2026-11-02T14:05:00Z",
          *             "updatedAt": "2026-11-20T09:30:00Z",
@@ -3340,7 +3363,8 @@ export interface components {
          *           },
          *           "period": "PERIOD_KIND_MONTHLY",
          *           "extension": null,
-         *           "suspension": null
+         *           "suspension": null,
+         *           "perAuthorization": null
          *         },
          *         "createdAt": "2026-11-02T14:05:00Z",
          *         "updatedAt": "2026-11-02T14:05:00Z",
@@ -3362,7 +3386,10 @@ export interface components {
          *     `unlimited`). `limit` and `period` replace the row's base limit and period together: a
          *     request without `period` leaves the row with no period of its own (an amount then takes the
          *     period of the next layer that states one, else monthly). A period without a limit is 400.
-         *     The row's suspension and extension are kept in place.
+         *     The row's suspension and extension are kept in place. `perAuthorization` is the row's cap on
+         *     one authorization and is replaced with the limit: a request without it (or with null) leaves
+         *     the row with no cap of its own, so the next layer's applies. (`MyFundLimitsService.SetLimit`
+         *     carries no cap and keeps the row's.)
          *
          *     Money rules: every `currencyCode` must equal `FundPolicy.currencyCode` (else 400, reason `CURRENCY_MISMATCH`); `units` is a non-negative int64 as a decimal string, with `units * 10^9 + nanos` within int64 (the largest amount is units `9223372036` with nanos `854775807`; anything larger is 400); `nanos` is 0 to 999999999. An `amount` arm must carry its `money` (absent or null is 400). Two arms of `SpendLimit` set is 400.
          * @example {
@@ -3383,6 +3410,8 @@ export interface components {
             limit: components["schemas"]["SpendLimit"];
             /** @description Optional period of an amount limit. Only valid together with the limit it denominates; with a `blocked` or `unlimited` limit it is stored and has no effect. */
             period?: components["schemas"]["PeriodKind"];
+            /** @description Optional cap on one authorization, greater than zero, in the fund currency (see `SpendControls.perAuthorization`). Zero is 400 with reason `PER_AUTHORIZATION_NOT_POSITIVE`. */
+            perAuthorization?: components["schemas"]["Money"] | null;
         };
         /**
          * @description Answer of `SubjectAppLimitService.SetLimit`: the row after the change.
@@ -3405,7 +3434,8 @@ export interface components {
          *           },
          *           "period": "PERIOD_KIND_MONTHLY",
          *           "extension": null,
-         *           "suspension": null
+         *           "suspension": null,
+         *           "perAuthorization": null
          *         },
          *         "createdAt": "2026-11-02T14:05:00Z",
          *         "updatedAt": "2026-11-02T14:05:00Z",
@@ -3454,7 +3484,8 @@ export interface components {
          *           "suspension": {
          *             "reason": "Card reported lost",
          *             "suspendedAt": "2026-11-20T09:30:00Z"
-         *           }
+         *           },
+         *           "perAuthorization": null
          *         },
          *         "createdAt": "2026-11-02T14:05:00Z",
          *         "updatedAt": "2026-11-20T09:30:00Z",
@@ -3487,7 +3518,8 @@ export interface components {
          *           },
          *           "period": "PERIOD_KIND_MONTHLY",
          *           "extension": null,
-         *           "suspension": null
+         *           "suspension": null,
+         *           "perAuthorization": null
          *         },
          *         "createdAt": "2026-11-02T14:05:00Z",
          *         "updatedAt": "2026-11-21T08:00:00Z",
@@ -3573,7 +3605,8 @@ export interface components {
          *             "expiresAt": "2026-12-01T00:00:00Z",
          *             "reason": "Quarter-end travel"
          *           },
-         *           "suspension": null
+         *           "suspension": null,
+         *           "perAuthorization": null
          *         },
          *         "createdAt": "2026-11-02T14:05:00Z",
          *         "updatedAt": "2026-11-21T10:15:00Z",
@@ -3605,7 +3638,8 @@ export interface components {
          *           },
          *           "period": "PERIOD_KIND_MONTHLY",
          *           "extension": null,
-         *           "suspension": null
+         *           "suspension": null,
+         *           "perAuthorization": null
          *         },
          *         "createdAt": "2026-11-02T14:05:00Z",
          *         "updatedAt": "2026-11-22T16:45:00Z",
@@ -3767,7 +3801,8 @@ export interface components {
          *       "evaluatedAt": "2026-11-20T09:30:00Z",
          *       "trace": [
          *         "SCOPE_SUBJECT_APP: no row -> no opinion",
-         *         "SCOPE_APP_CAP: limit USD 1000 PERIOD_KIND_MONTHLY -> limit"
+         *         "SCOPE_APP_CAP: limit USD 1000 PERIOD_KIND_MONTHLY -> limit",
+         *         "SCOPE_TENANT_DEFAULT: per authorization USD 200 -> cap"
          *       ],
          *       "usage": {
          *         "windowStart": "2026-11-01T00:00:00Z",
@@ -3792,6 +3827,11 @@ export interface components {
          *           "units": "934",
          *           "nanos": 500000000
          *         }
+         *       },
+         *       "perAuthorization": {
+         *         "currencyCode": "USD",
+         *         "units": "200",
+         *         "nanos": 0
          *       }
          *     }
          */
@@ -3829,12 +3869,19 @@ export interface components {
              *     `limit` and `remaining` (what an authorization may still take now).
              */
             usage: components["schemas"]["SpendUsage"];
+            /**
+             * @description The cap on one authorization in force: that of the first layer whose controls state one
+             *     (`SpendControls.perAuthorization`), its line in `trace`; null when no layer states one or
+             *     the decision is a deny (nothing is admitted).
+             */
+            perAuthorization: components["schemas"]["Money"] | null;
         };
         /**
          * @description Answer of `SubjectAppLimitService.GetEffective`: the limit in force for the subject and app now, with the trace of the layers looked at.
          * @example {
          *       "effective": {
          *         "decision": "EFFECTIVE_DECISION_DENY",
+         *         "perAuthorization": null,
          *         "limit": null,
          *         "period": null,
          *         "scope": "SCOPE_SUBJECT_APP",
@@ -3885,7 +3932,8 @@ export interface components {
          *         },
          *         "period": "PERIOD_KIND_WEEKLY",
          *         "extension": null,
-         *         "suspension": null
+         *         "suspension": null,
+         *         "perAuthorization": null
          *       },
          *       "createdAt": "2026-11-20T09:30:00Z",
          *       "updatedAt": "2026-11-20T09:30:00Z"
@@ -3926,7 +3974,8 @@ export interface components {
          *           },
          *           "period": "PERIOD_KIND_WEEKLY",
          *           "extension": null,
-         *           "suspension": null
+         *           "suspension": null,
+         *           "perAuthorization": null
          *         },
          *         "createdAt": "2026-11-20T09:30:00Z",
          *         "updatedAt": "2026-11-20T09:30:00Z"
@@ -3957,7 +4006,8 @@ export interface components {
          *               },
          *               "period": "PERIOD_KIND_WEEKLY",
          *               "extension": null,
-         *               "suspension": null
+         *               "suspension": null,
+         *               "perAuthorization": null
          *             },
          *             "createdAt": "2026-11-20T09:30:00Z",
          *             "updatedAt": "2026-11-20T09:30:00Z"
@@ -3983,7 +4033,8 @@ export interface components {
          *               "suspension": {
          *                 "reason": "Card reported lost",
          *                 "suspendedAt": "2026-11-20T09:30:00Z"
-         *               }
+         *               },
+         *               "perAuthorization": null
          *             },
          *             "createdAt": "2026-11-02T14:05:00Z",
          *             "updatedAt": "2026-11-20T09:30:00Z"
@@ -4017,7 +4068,8 @@ export interface components {
          *           },
          *           "period": "PERIOD_KIND_WEEKLY",
          *           "extension": null,
-         *           "suspension": null
+         *           "suspension": null,
+         *           "perAuthorization": null
          *         },
          *         "createdAt": "2026-11-20T09:30:00Z",
          *         "updatedAt": "2026-11-20T09:30:00Z"
@@ -4076,7 +4128,8 @@ export interface components {
          *           },
          *           "period": "PERIOD_KIND_WEEKLY",
          *           "extension": null,
-         *           "suspension": null
+         *           "suspension": null,
+         *           "perAuthorization": null
          *         },
          *         "createdAt": "2026-11-20T09:30:00Z",
          *         "updatedAt": "2026-11-20T09:30:00Z"
@@ -4101,6 +4154,7 @@ export interface components {
          * @example {
          *       "effective": {
          *         "decision": "EFFECTIVE_DECISION_LIMIT",
+         *         "perAuthorization": null,
          *         "limit": {
          *           "amount": {
          *             "money": {
@@ -4172,7 +4226,8 @@ export interface components {
          *         },
          *         "period": "PERIOD_KIND_MONTHLY",
          *         "extension": null,
-         *         "suspension": null
+         *         "suspension": null,
+         *         "perAuthorization": null
          *       },
          *       "createdAt": "2026-11-01T12:00:00Z",
          *       "updatedAt": "2026-11-01T12:00:00Z",
@@ -4222,7 +4277,8 @@ export interface components {
          *           },
          *           "period": "PERIOD_KIND_MONTHLY",
          *           "extension": null,
-         *           "suspension": null
+         *           "suspension": null,
+         *           "perAuthorization": null
          *         },
          *         "createdAt": "2026-11-01T12:00:00Z",
          *         "updatedAt": "2026-11-01T12:00:00Z",
@@ -4255,7 +4311,8 @@ export interface components {
          *               },
          *               "period": "PERIOD_KIND_MONTHLY",
          *               "extension": null,
-         *               "suspension": null
+         *               "suspension": null,
+         *               "perAuthorization": null
          *             },
          *             "createdAt": "2026-11-01T12:00:00Z",
          *             "updatedAt": "2026-11-01T12:00:00Z",
@@ -4280,7 +4337,8 @@ export interface components {
          *               },
          *               "period": "PERIOD_KIND_QUARTERLY",
          *               "extension": null,
-         *               "suspension": null
+         *               "suspension": null,
+         *               "perAuthorization": null
          *             },
          *             "createdAt": "2026-11-01T12:05:00Z",
          *             "updatedAt": "2026-11-01T12:05:00Z",
@@ -4316,7 +4374,8 @@ export interface components {
          *           },
          *           "period": "PERIOD_KIND_MONTHLY",
          *           "extension": null,
-         *           "suspension": null
+         *           "suspension": null,
+         *           "perAuthorization": null
          *         },
          *         "createdAt": "2026-11-01T12:00:00Z",
          *         "updatedAt": "2026-11-01T12:00:00Z",
@@ -4378,7 +4437,8 @@ export interface components {
          *           },
          *           "period": "PERIOD_KIND_MONTHLY",
          *           "extension": null,
-         *           "suspension": null
+         *           "suspension": null,
+         *           "perAuthorization": null
          *         },
          *         "createdAt": "2026-11-01T12:00:00Z",
          *         "updatedAt": "2026-11-01T12:00:00Z",
@@ -4415,7 +4475,8 @@ export interface components {
          *         },
          *         "period": "PERIOD_KIND_MONTHLY",
          *         "extension": null,
-         *         "suspension": null
+         *         "suspension": null,
+         *         "perAuthorization": null
          *       },
          *       "updatedAt": "2026-11-01T12:00:00Z"
          *     }
@@ -4474,7 +4535,8 @@ export interface components {
          *           },
          *           "period": "PERIOD_KIND_MONTHLY",
          *           "extension": null,
-         *           "suspension": null
+         *           "suspension": null,
+         *           "perAuthorization": null
          *         },
          *         "updatedAt": "2026-11-01T12:00:00Z"
          *       }
@@ -4553,7 +4615,8 @@ export interface components {
          *           },
          *           "period": "PERIOD_KIND_MONTHLY",
          *           "extension": null,
-         *           "suspension": null
+         *           "suspension": null,
+         *           "perAuthorization": null
          *         },
          *         "updatedAt": "2026-11-20T09:30:00Z"
          *       }
@@ -4595,6 +4658,8 @@ export interface components {
          *     - `SPEND_DECLINE_CAUSE_NO_LIMIT`: no layer states an opinion (`CAUSE_NO_LIMIT`).
          *     - `SPEND_DECLINE_CAUSE_LIMIT_EXCEEDED`: an amount limit is in force and what the window has
          *       spent, plus what it holds, plus this amount, is more than the limit.
+         *     - `SPEND_DECLINE_CAUSE_PER_AUTHORIZATION_EXCEEDED`: the amount is more than the cap on one
+         *       authorization in force (`SpendControls.perAuthorization`), checked before the window's sums.
          *
          *     This enumeration may gain values. Clients must accept values they do not know in responses
          *     (the generated TypeScript types admit any string besides the known ones); the server refuses
@@ -4602,7 +4667,7 @@ export interface components {
          * @example SPEND_DECLINE_CAUSE_LIMIT_EXCEEDED
          * @enum {string}
          */
-        SpendDeclineCause: "SPEND_DECLINE_CAUSE_UNSPECIFIED" | "SPEND_DECLINE_CAUSE_SUSPENDED" | "SPEND_DECLINE_CAUSE_BLOCKED" | "SPEND_DECLINE_CAUSE_NO_LIMIT" | "SPEND_DECLINE_CAUSE_LIMIT_EXCEEDED" | (string & {});
+        SpendDeclineCause: "SPEND_DECLINE_CAUSE_UNSPECIFIED" | "SPEND_DECLINE_CAUSE_SUSPENDED" | "SPEND_DECLINE_CAUSE_BLOCKED" | "SPEND_DECLINE_CAUSE_NO_LIMIT" | "SPEND_DECLINE_CAUSE_LIMIT_EXCEEDED" | "SPEND_DECLINE_CAUSE_PER_AUTHORIZATION_EXCEEDED" | (string & {});
         /**
          * @description How an authorization was decided, at its `createdAt`. The limit in force is resolved by
          *     exactly the rule of `SubjectAppLimitService.GetEffective` (layers, per-row rule, period):
@@ -6785,7 +6850,8 @@ export interface components {
          *                 "suspension": {
          *                   "reason": "Card reported lost",
          *                   "suspendedAt": "2026-11-20T09:30:01Z"
-         *                 }
+         *                 },
+         *                 "perAuthorization": null
          *               },
          *               "createdAt": "2026-10-01T08:00:00Z",
          *               "updatedAt": "2026-11-20T09:30:01Z",
@@ -7349,7 +7415,8 @@ export interface components {
          *                   "suspension": {
          *                     "reason": "Card reported lost",
          *                     "suspendedAt": "2026-11-20T09:30:01Z"
-         *                   }
+         *                   },
+         *                   "perAuthorization": null
          *                 },
          *                 "createdAt": "2026-10-01T08:00:00Z",
          *                 "updatedAt": "2026-11-20T09:30:01Z",
@@ -7426,7 +7493,8 @@ export interface components {
          *                       "suspension": {
          *                         "reason": "Card reported lost",
          *                         "suspendedAt": "2026-11-20T09:30:01Z"
-         *                       }
+         *                       },
+         *                       "perAuthorization": null
          *                     },
          *                     "createdAt": "2026-10-01T08:00:00Z",
          *                     "updatedAt": "2026-11-20T09:30:01Z",
@@ -7506,7 +7574,8 @@ export interface components {
          *                   "suspension": {
          *                     "reason": "Card reported lost",
          *                     "suspendedAt": "2026-11-20T09:30:01Z"
-         *                   }
+         *                   },
+         *                   "perAuthorization": null
          *                 },
          *                 "createdAt": "2026-10-01T08:00:00Z",
          *                 "updatedAt": "2026-11-20T09:30:01Z",
@@ -7713,7 +7782,8 @@ export interface components {
          *           },
          *           "period": "PERIOD_KIND_MONTHLY",
          *           "extension": null,
-         *           "suspension": null
+         *           "suspension": null,
+         *           "perAuthorization": null
          *         },
          *         "createdAt": "2026-10-01T08:00:00Z",
          *         "updatedAt": "2026-10-01T08:00:00Z",
@@ -7740,7 +7810,8 @@ export interface components {
          *           "suspension": {
          *             "reason": "Card reported lost",
          *             "suspendedAt": "2026-11-20T09:30:01Z"
-         *           }
+         *           },
+         *           "perAuthorization": null
          *         },
          *         "createdAt": "2026-10-01T08:00:00Z",
          *         "updatedAt": "2026-11-20T09:30:01Z",
@@ -9157,7 +9228,8 @@ export interface operations {
                      *               "suspension": {
                      *                 "reason": "Card reported lost",
                      *                 "suspendedAt": "2026-11-20T09:30:00Z"
-                     *               }
+                     *               },
+                     *               "perAuthorization": null
                      *             },
                      *             "createdAt": "2026-11-02T14:05:00Z",
                      *             "updatedAt": "2026-11-20T09:30:00Z",
@@ -9241,7 +9313,8 @@ export interface operations {
                      *           },
                      *           "period": "PERIOD_KIND_MONTHLY",
                      *           "extension": null,
-                     *           "suspension": null
+                     *           "suspension": null,
+                     *           "perAuthorization": null
                      *         },
                      *         "createdAt": "2026-11-02T14:05:00Z",
                      *         "updatedAt": "2026-11-02T14:05:00Z",
@@ -9416,7 +9489,8 @@ export interface operations {
                      *           },
                      *           "period": "PERIOD_KIND_MONTHLY",
                      *           "extension": null,
-                     *           "suspension": null
+                     *           "suspension": null,
+                     *           "perAuthorization": null
                      *         },
                      *         "createdAt": "2026-11-02T14:05:00Z",
                      *         "updatedAt": "2026-11-02T14:05:00Z",
@@ -9521,7 +9595,8 @@ export interface operations {
                      *           "suspension": {
                      *             "reason": "Card reported lost",
                      *             "suspendedAt": "2026-11-20T09:30:00Z"
-                     *           }
+                     *           },
+                     *           "perAuthorization": null
                      *         },
                      *         "createdAt": "2026-11-02T14:05:00Z",
                      *         "updatedAt": "2026-11-20T09:30:00Z",
@@ -9614,7 +9689,8 @@ export interface operations {
                      *           },
                      *           "period": "PERIOD_KIND_MONTHLY",
                      *           "extension": null,
-                     *           "suspension": null
+                     *           "suspension": null,
+                     *           "perAuthorization": null
                      *         },
                      *         "createdAt": "2026-11-02T14:05:00Z",
                      *         "updatedAt": "2026-11-21T08:00:00Z",
@@ -9739,7 +9815,8 @@ export interface operations {
                      *             "expiresAt": "2026-12-01T00:00:00Z",
                      *             "reason": "Quarter-end travel"
                      *           },
-                     *           "suspension": null
+                     *           "suspension": null,
+                     *           "perAuthorization": null
                      *         },
                      *         "createdAt": "2026-11-02T14:05:00Z",
                      *         "updatedAt": "2026-11-21T10:15:00Z",
@@ -9832,7 +9909,8 @@ export interface operations {
                      *           },
                      *           "period": "PERIOD_KIND_MONTHLY",
                      *           "extension": null,
-                     *           "suspension": null
+                     *           "suspension": null,
+                     *           "perAuthorization": null
                      *         },
                      *         "createdAt": "2026-11-02T14:05:00Z",
                      *         "updatedAt": "2026-11-22T16:45:00Z",
@@ -9908,6 +9986,7 @@ export interface operations {
                      * @example {
                      *       "effective": {
                      *         "decision": "EFFECTIVE_DECISION_DENY",
+                     *         "perAuthorization": null,
                      *         "limit": null,
                      *         "period": null,
                      *         "scope": "SCOPE_SUBJECT_APP",
@@ -10030,7 +10109,8 @@ export interface operations {
                      *               },
                      *               "period": "PERIOD_KIND_WEEKLY",
                      *               "extension": null,
-                     *               "suspension": null
+                     *               "suspension": null,
+                     *               "perAuthorization": null
                      *             },
                      *             "createdAt": "2026-11-20T09:30:00Z",
                      *             "updatedAt": "2026-11-20T09:30:00Z"
@@ -10056,7 +10136,8 @@ export interface operations {
                      *               "suspension": {
                      *                 "reason": "Card reported lost",
                      *                 "suspendedAt": "2026-11-20T09:30:00Z"
-                     *               }
+                     *               },
+                     *               "perAuthorization": null
                      *             },
                      *             "createdAt": "2026-11-02T14:05:00Z",
                      *             "updatedAt": "2026-11-20T09:30:00Z"
@@ -10131,7 +10212,8 @@ export interface operations {
                      *           },
                      *           "period": "PERIOD_KIND_WEEKLY",
                      *           "extension": null,
-                     *           "suspension": null
+                     *           "suspension": null,
+                     *           "perAuthorization": null
                      *         },
                      *         "createdAt": "2026-11-20T09:30:00Z",
                      *         "updatedAt": "2026-11-20T09:30:00Z"
@@ -10233,7 +10315,8 @@ export interface operations {
                      *           },
                      *           "period": "PERIOD_KIND_WEEKLY",
                      *           "extension": null,
-                     *           "suspension": null
+                     *           "suspension": null,
+                     *           "perAuthorization": null
                      *         },
                      *         "createdAt": "2026-11-20T09:30:00Z",
                      *         "updatedAt": "2026-11-20T09:30:00Z"
@@ -10356,6 +10439,7 @@ export interface operations {
                      * @example {
                      *       "effective": {
                      *         "decision": "EFFECTIVE_DECISION_LIMIT",
+                     *         "perAuthorization": null,
                      *         "limit": {
                      *           "amount": {
                      *             "money": {
@@ -10486,7 +10570,8 @@ export interface operations {
                      *               },
                      *               "period": "PERIOD_KIND_MONTHLY",
                      *               "extension": null,
-                     *               "suspension": null
+                     *               "suspension": null,
+                     *               "perAuthorization": null
                      *             },
                      *             "createdAt": "2026-11-01T12:00:00Z",
                      *             "updatedAt": "2026-11-01T12:00:00Z",
@@ -10511,7 +10596,8 @@ export interface operations {
                      *               },
                      *               "period": "PERIOD_KIND_QUARTERLY",
                      *               "extension": null,
-                     *               "suspension": null
+                     *               "suspension": null,
+                     *               "perAuthorization": null
                      *             },
                      *             "createdAt": "2026-11-01T12:05:00Z",
                      *             "updatedAt": "2026-11-01T12:05:00Z",
@@ -10588,7 +10674,8 @@ export interface operations {
                      *           },
                      *           "period": "PERIOD_KIND_MONTHLY",
                      *           "extension": null,
-                     *           "suspension": null
+                     *           "suspension": null,
+                     *           "perAuthorization": null
                      *         },
                      *         "createdAt": "2026-11-01T12:00:00Z",
                      *         "updatedAt": "2026-11-01T12:00:00Z",
@@ -10694,7 +10781,8 @@ export interface operations {
                      *           },
                      *           "period": "PERIOD_KIND_MONTHLY",
                      *           "extension": null,
-                     *           "suspension": null
+                     *           "suspension": null,
+                     *           "perAuthorization": null
                      *         },
                      *         "createdAt": "2026-11-01T12:00:00Z",
                      *         "updatedAt": "2026-11-01T12:00:00Z",
@@ -10823,7 +10911,8 @@ export interface operations {
                      *           },
                      *           "period": "PERIOD_KIND_MONTHLY",
                      *           "extension": null,
-                     *           "suspension": null
+                     *           "suspension": null,
+                     *           "perAuthorization": null
                      *         },
                      *         "updatedAt": "2026-11-01T12:00:00Z"
                      *       }
@@ -10913,7 +11002,8 @@ export interface operations {
                      *           },
                      *           "period": "PERIOD_KIND_MONTHLY",
                      *           "extension": null,
-                     *           "suspension": null
+                     *           "suspension": null,
+                     *           "perAuthorization": null
                      *         },
                      *         "updatedAt": "2026-11-20T09:30:00Z"
                      *       }
@@ -14123,7 +14213,8 @@ export interface operations {
                      *                       "suspension": {
                      *                         "reason": "Card reported lost",
                      *                         "suspendedAt": "2026-11-20T09:30:01Z"
-                     *                       }
+                     *                       },
+                     *                       "perAuthorization": null
                      *                     },
                      *                     "createdAt": "2026-10-01T08:00:00Z",
                      *                     "updatedAt": "2026-11-20T09:30:01Z",
@@ -14244,7 +14335,8 @@ export interface operations {
                      *                   "suspension": {
                      *                     "reason": "Card reported lost",
                      *                     "suspendedAt": "2026-11-20T09:30:01Z"
-                     *                   }
+                     *                   },
+                     *                   "perAuthorization": null
                      *                 },
                      *                 "createdAt": "2026-10-01T08:00:00Z",
                      *                 "updatedAt": "2026-11-20T09:30:01Z",
@@ -14578,7 +14670,8 @@ export interface operations {
                      *                 },
                      *                 "period": "PERIOD_KIND_MONTHLY",
                      *                 "extension": null,
-                     *                 "suspension": null
+                     *                 "suspension": null,
+                     *                 "perAuthorization": null
                      *               },
                      *               "createdAt": "2026-11-20T09:30:00Z",
                      *               "updatedAt": "2026-11-20T09:30:00Z",
