@@ -59,7 +59,7 @@ describe("perAuthorization: the cap on one authorization", () => {
     // The subject's own SetLimit keeps the cap an administrator set.
     unwrap(await admin.setLimit(subject.userId, app, { limit: amount("500"), perAuthorization: money("40") }));
     const mine = unwrap(await subject.f.mySetLimit(app, { limit: amount("300") })).limit;
-    expect(mine.controls.perAuthorization).toEqual(money("40"));
+    expect(mine.controls?.perAuthorization).toEqual(money("40"));
     // The subject's ClearLimit keeps it too: the row then states only a cap, and the app cap decides the limit.
     const cleared = unwrap(await subject.f.myClearLimit(app));
     expect(cleared.limit?.controls).toEqual(shown({ perAuthorization: money("40") }));
