@@ -190,8 +190,8 @@ export function replaceControls(input: unknown, stored: Row, currencyCode: strin
 }
 
 /**
- * The currency of the amounts a control set holds (base limit, extension, cap per authorization), or null when it
- * holds none. Every stored amount is in the fund currency, so one code describes the set; a set
+ * The currency of the amounts a control set holds (base limit, extension, cap per authorization),
+ * or null when it holds none. Every stored amount is in the fund currency, so one code describes the set; a set
  * holding two would be refused by the currency check and is reported by its first.
  */
 export function amountCurrency(controls: Row): string | null {

@@ -20,10 +20,10 @@ import type { SubjectAppLimitsTable } from "../storage/schema.js";
 import { writeTransaction, type Db, type WriteOptions } from "../storage/transactions.js";
 import {
   amountCurrency,
-  parsePerAuthorization,
   isEmpty,
   parseExtension,
   parseLimitAndPeriod,
+  parsePerAuthorization,
   requireFutureExpiry,
   sameControls,
   withExtension,

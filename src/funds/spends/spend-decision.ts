@@ -1,6 +1,7 @@
 // The admission rule of a spend, pure: the resolution decides (a suspension, `blocked` or no limit
 // declines; `unlimited` approves), an amount above the cap per authorization in force declines, and
-// an amount limit approves only if spent + held + amount fits under it, in exact int64 nanos. The caller holds the window's lock while it asks and writes.
+// an amount limit approves only if spent + held + amount fits under it, in exact int64 nanos. The
+// caller holds the window's lock while it asks and writes.
 import { failedPrecondition } from "../../core/errors.js";
 import type { LimitInForce } from "../effective.js";
 import { formatMoney, fromNanos, MAX_NANOS } from "../money.js";
