@@ -2492,7 +2492,7 @@ export interface components {
          * @example INVALID_ARGUMENT
          * @enum {string}
          */
-        ErrorReason: "INVALID_ARGUMENT" | "MALFORMED_BODY" | "MALFORMED_PATH" | "MALFORMED_HTTP_REQUEST" | "REQUEST_TIMEOUT" | "HEADERS_TOO_LARGE" | "ROUTE_NOT_FOUND" | "METHOD_NOT_ALLOWED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "INTERNAL" | "UNAVAILABLE" | "MISSING_ACCESS_TOKEN" | "INVALID_ACCESS_TOKEN" | "ROLE_NOT_ALLOWED" | "INVALID_REQUEST" | "UNSUPPORTED_GRANT_TYPE" | "INVALID_SCOPE" | "INVALID_CLIENT" | "TOO_MANY_FAILED_ATTEMPTS" | "RATE_LIMITED" | "INVALID_PAGE_TOKEN" | "EMAIL_TAKEN" | "USER_NOT_FOUND" | "CREDENTIAL_NOT_FOUND" | "APP_IDS_REQUIRED" | "APP_IDS_NOT_ALLOWED" | "ROW_NOT_FOUND" | "APP_CAP_NOT_FOUND" | "INVALID_UPDATE_MASK" | "INVALID_CURRENCY" | "INVALID_TIME_ZONE" | "CURRENCY_IN_USE" | "CURRENCY_MISMATCH" | "INVALID_MONEY" | "MONEY_OUT_OF_RANGE" | "INVALID_TIMESTAMP" | "INVALID_PERIOD" | "PERIOD_WITHOUT_LIMIT" | "LIMIT_MISSING" | "LIMIT_KIND_MISSING" | "LIMIT_ONEOF_VIOLATION" | "LIMIT_ARM_NOT_ALLOWED" | "LIMIT_MONEY_MISSING" | "EXTENSION_LIMIT_MISSING" | "EXTENSION_EXPIRY_MISSING" | "EXTENSION_EXPIRY_NOT_IN_FUTURE" | "CONTROLS_EMPTY" | "AUTOMATION_NOT_FOUND" | "EXECUTION_NOT_FOUND" | "EXECUTION_NOT_FAILED" | "EXECUTION_ALREADY_REDRIVEN" | "AUTOMATION_IS_DRAFT" | "WEBHOOK_EVENT_NOT_FOUND" | "NOTIFICATION_DESTINATION_NOT_FOUND" | "NOTIFICATION_PUBLIC_KEY_NOT_FOUND" | "EVENT_BODY_NOT_KEPT" | "REPLAY_IN_PROGRESS" | "NOT_HMAC_TRIGGER" | "DUPLICATE_STEP_NAME" | "DUPLICATE_EXPRESSION_NAME" | "CEL_INVALID" | "INVALID_JWKS_URL" | "INVALID_NOTIFICATION_URL" | "INVALID_CIDR" | "LISTENER_NOT_FOUND" | "SOURCE_NOT_ALLOWED" | "MISSING_HEADER" | "INVALID_HEADER" | "UNSUPPORTED_CONTENT_TYPE" | "TIMESTAMP_OUT_OF_WINDOW" | "INVALID_EVENT_ID" | "MISSING_SIGNATURE" | "INVALID_SIGNATURE" | "MISSING_AUTHORIZATION" | "INVALID_JWT" | "JWKS_UNAVAILABLE" | "DUPLICATE_EVENT" | "APP_NOT_ALLOWED" | "SUBJECT_NOT_ALLOWED" | "AUTHORIZATION_NOT_FOUND" | "AMOUNT_NOT_POSITIVE" | "HOLD_WITH_CAPTURE" | "AMOUNT_EXCEEDS_HOLD" | "AMOUNT_EXCEEDS_CAPTURED" | "AUTHORIZATION_NOT_PENDING" | "AUTHORIZATION_NOT_CAPTURED" | "NOTHING_TO_REVERSE" | "USAGE_OUT_OF_RANGE" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEY_IN_USE" | "CONSOLE_NOT_BUILT" | "DOCS_NOT_BUILT" | "NOT_FOUND" | "SANDBOX_ONLY" | "DURATION_NOT_POSITIVE" | "DURATION_TOO_LONG" | (string & {});
+        ErrorReason: "INVALID_ARGUMENT" | "MALFORMED_BODY" | "MALFORMED_PATH" | "MALFORMED_HTTP_REQUEST" | "REQUEST_TIMEOUT" | "HEADERS_TOO_LARGE" | "ROUTE_NOT_FOUND" | "METHOD_NOT_ALLOWED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "INTERNAL" | "UNAVAILABLE" | "MISSING_ACCESS_TOKEN" | "INVALID_ACCESS_TOKEN" | "ROLE_NOT_ALLOWED" | "INVALID_REQUEST" | "UNSUPPORTED_GRANT_TYPE" | "INVALID_SCOPE" | "INVALID_CLIENT" | "TOO_MANY_FAILED_ATTEMPTS" | "RATE_LIMITED" | "INVALID_PAGE_TOKEN" | "EMAIL_TAKEN" | "USER_NOT_FOUND" | "CREDENTIAL_NOT_FOUND" | "APP_IDS_REQUIRED" | "APP_IDS_NOT_ALLOWED" | "ROW_NOT_FOUND" | "APP_CAP_NOT_FOUND" | "INVALID_UPDATE_MASK" | "INVALID_CURRENCY" | "INVALID_TIME_ZONE" | "CURRENCY_IN_USE" | "CURRENCY_MISMATCH" | "INVALID_MONEY" | "MONEY_OUT_OF_RANGE" | "INVALID_TIMESTAMP" | "INVALID_PERIOD" | "PERIOD_WITHOUT_LIMIT" | "LIMIT_MISSING" | "LIMIT_KIND_MISSING" | "LIMIT_ONEOF_VIOLATION" | "LIMIT_ARM_NOT_ALLOWED" | "LIMIT_MONEY_MISSING" | "EXTENSION_LIMIT_MISSING" | "EXTENSION_EXPIRY_MISSING" | "EXTENSION_EXPIRY_NOT_IN_FUTURE" | "CONTROLS_EMPTY" | "PER_AUTHORIZATION_NOT_POSITIVE" | "AUTOMATION_NOT_FOUND" | "EXECUTION_NOT_FOUND" | "EXECUTION_NOT_FAILED" | "EXECUTION_ALREADY_REDRIVEN" | "AUTOMATION_IS_DRAFT" | "WEBHOOK_EVENT_NOT_FOUND" | "NOTIFICATION_DESTINATION_NOT_FOUND" | "NOTIFICATION_PUBLIC_KEY_NOT_FOUND" | "EVENT_BODY_NOT_KEPT" | "REPLAY_IN_PROGRESS" | "NOT_HMAC_TRIGGER" | "DUPLICATE_STEP_NAME" | "DUPLICATE_EXPRESSION_NAME" | "CEL_INVALID" | "INVALID_JWKS_URL" | "INVALID_NOTIFICATION_URL" | "INVALID_CIDR" | "LISTENER_NOT_FOUND" | "SOURCE_NOT_ALLOWED" | "MISSING_HEADER" | "INVALID_HEADER" | "UNSUPPORTED_CONTENT_TYPE" | "TIMESTAMP_OUT_OF_WINDOW" | "INVALID_EVENT_ID" | "MISSING_SIGNATURE" | "INVALID_SIGNATURE" | "MISSING_AUTHORIZATION" | "INVALID_JWT" | "JWKS_UNAVAILABLE" | "DUPLICATE_EVENT" | "APP_NOT_ALLOWED" | "SUBJECT_NOT_ALLOWED" | "AUTHORIZATION_NOT_FOUND" | "AMOUNT_NOT_POSITIVE" | "HOLD_WITH_CAPTURE" | "AMOUNT_EXCEEDS_HOLD" | "AMOUNT_EXCEEDS_CAPTURED" | "AUTHORIZATION_NOT_PENDING" | "AUTHORIZATION_NOT_CAPTURED" | "NOTHING_TO_REVERSE" | "USAGE_OUT_OF_RANGE" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEY_IN_USE" | "CONSOLE_NOT_BUILT" | "DOCS_NOT_BUILT" | "NOT_FOUND" | "SANDBOX_ONLY" | "DURATION_NOT_POSITIVE" | "DURATION_TOO_LONG" | (string & {});
         /**
          * @description AIP-193 `ErrorInfo`: the stable, machine-readable cause of an error. `reason` is
          *     UPPER_SNAKE_CASE and never changes meaning once published; `metadata` adds context
@@ -3273,10 +3273,18 @@ export interface components {
          *     A lapsed extension falls back to the row's own base limit, not to the next layer.
          *     Unsuspending restores the limit that the suspension froze.
          *
-         *     Answers carry all four fields: `limit`, `extension` and `suspension` are null when unset, and
-         *     `period` is `PERIOD_KIND_UNSPECIFIED` when the row states no period of its own (no limit, or an
-         *     amount that takes the period of the next layer). Requests may leave any of them out; a
-         *     controls object read from an answer may be sent back as it is.
+         *     `perAuthorization` caps one authorization, whatever the window holds. It is resolved on its
+         *     own, by the same layering: the first layer (subject-app row, then app cap, then tenant default)
+         *     whose controls state one applies; a layer without one falls through. It applies only to a
+         *     spend the limit admits at all: a suspension, a `blocked` limit or no limit declines first. It
+         *     holds under an amount limit, an extension and an `unlimited` limit alike; an extension
+         *     replaces the row's total, never its cap.
+         *
+         *     Answers carry every field: `limit`, `extension`, `suspension` and `perAuthorization` are null
+         *     when unset, and `period` is `PERIOD_KIND_UNSPECIFIED` when the row states no period of its own
+         *     (no limit, or an amount that takes the period of the next layer). Requests may leave any of
+         *     them out (a controls object without `perAuthorization` states no cap); a controls object read
+         *     from an answer may be sent back as it is.
          * @example {
          *       "limit": {
          *         "amount": {
@@ -3291,7 +3299,12 @@ export interface components {
          *       },
          *       "period": "PERIOD_KIND_MONTHLY",
          *       "extension": null,
-         *       "suspension": null
+         *       "suspension": null,
+         *       "perAuthorization": {
+         *         "currencyCode": "USD",
+         *         "units": "50",
+         *         "nanos": 0
+         *       }
          *     }
          */
         SpendControls: {
@@ -3303,6 +3316,13 @@ export interface components {
             extension?: components["schemas"]["SpendExtension"] | null;
             /** @description Reversible freeze. */
             suspension?: components["schemas"]["SpendSuspension"] | null;
+            /**
+             * @description The most one authorization may take, in the fund currency; greater than zero (zero or a
+             *     currency other than `FundPolicy.currencyCode` is 400). Null or absent: this layer states no
+             *     cap and the next layer's applies. An Authorize above the cap in force is declined with cause
+             *     `SPEND_DECLINE_CAUSE_PER_AUTHORIZATION_EXCEEDED`.
+             */
+            perAuthorization?: components["schemas"]["Money"] | null;
         };
         /**
          * @description Administrator view of one subject's per-app limit row: the controls that cap what one app
@@ -3327,7 +3347,8 @@ export interface components {
          *         },
          *         "period": "PERIOD_KIND_MONTHLY",
          *         "extension": null,
-         *         "suspension": null
+         *         "suspension": null,
+         *         "perAuthorization": null
          *       },
          *       "createdAt": "2026-11-02T14:05:00Z",
          *       "updatedAt": "2026-11-02T14:05:00Z",
@@ -3380,7 +3401,8 @@ export interface components {
          *           },
          *           "period": "PERIOD_KIND_MONTHLY",
          *           "extension": null,
-         *           "suspension": null
+         *           "suspension": null,
+         *           "perAuthorization": null
          *         },
          *         "createdAt": "2026-11-02T14:05:00Z",
          *         "updatedAt": "2026-11-02T14:05:00Z",
@@ -3417,7 +3439,8 @@ export interface components {
          *               "suspension": {
          *                 "reason": "Card reported lost",
          *                 "suspendedAt": "2026-11-20T09:30:00Z"
-         *               }
+         *               },
+         *               "perAuthorization": null
          *             },
          *             "createdAt": "2026-11-02T14:05:00Z",
          *             "updatedAt": "2026-11-20T09:30:00Z",
@@ -3454,7 +3477,8 @@ export interface components {
          *           },
          *           "period": "PERIOD_KIND_MONTHLY",
          *           "extension": null,
-         *           "suspension": null
+         *           "suspension": null,
+         *           "perAuthorization": null
          *         },
          *         "createdAt": "2026-11-02T14:05:00Z",
          *         "updatedAt": "2026-11-02T14:05:00Z",
@@ -3476,7 +3500,10 @@ export interface components {
          *     `unlimited`). `limit` and `period` replace the row's base limit and period together: a
          *     request without `period` leaves the row with no period of its own (an amount then takes the
          *     period of the next layer that states one, else monthly). A period without a limit is 400.
-         *     The row's suspension and extension are kept in place.
+         *     The row's suspension and extension are kept in place. `perAuthorization` is the row's cap on
+         *     one authorization and is replaced with the limit: a request without it (or with null) leaves
+         *     the row with no cap of its own, so the next layer's applies. (`MyFundLimitsService.SetLimit`
+         *     carries no cap and keeps the row's.)
          *
          *     Money rules: every `currencyCode` must equal `FundPolicy.currencyCode` (else 400, reason `CURRENCY_MISMATCH`); `units` is a non-negative int64 as a decimal string, with `units * 10^9 + nanos` within int64 (the largest amount is units `9223372036` with nanos `854775807`; anything larger is 400); `nanos` is 0 to 999999999. An `amount` arm must carry its `money` (absent or null is 400). Two arms of `SpendLimit` set is 400.
          * @example {
@@ -3497,6 +3524,8 @@ export interface components {
             limit: components["schemas"]["SpendLimit"];
             /** @description Optional period of an amount limit. Only valid together with the limit it denominates; with a `blocked` or `unlimited` limit it is stored and has no effect. */
             period?: components["schemas"]["PeriodKind"];
+            /** @description Optional cap on one authorization, greater than zero, in the fund currency (see `SpendControls.perAuthorization`). Zero is 400 with reason `PER_AUTHORIZATION_NOT_POSITIVE`. */
+            perAuthorization?: components["schemas"]["Money"] | null;
         };
         /**
          * @description Answer of `SubjectAppLimitService.SetLimit`: the row after the change.
@@ -3519,7 +3548,8 @@ export interface components {
          *           },
          *           "period": "PERIOD_KIND_MONTHLY",
          *           "extension": null,
-         *           "suspension": null
+         *           "suspension": null,
+         *           "perAuthorization": null
          *         },
          *         "createdAt": "2026-11-02T14:05:00Z",
          *         "updatedAt": "2026-11-02T14:05:00Z",
@@ -3568,7 +3598,8 @@ export interface components {
          *           "suspension": {
          *             "reason": "Card reported lost",
          *             "suspendedAt": "2026-11-20T09:30:00Z"
-         *           }
+         *           },
+         *           "perAuthorization": null
          *         },
          *         "createdAt": "2026-11-02T14:05:00Z",
          *         "updatedAt": "2026-11-20T09:30:00Z",
@@ -3601,7 +3632,8 @@ export interface components {
          *           },
          *           "period": "PERIOD_KIND_MONTHLY",
          *           "extension": null,
-         *           "suspension": null
+         *           "suspension": null,
+         *           "perAuthorization": null
          *         },
          *         "createdAt": "2026-11-02T14:05:00Z",
          *         "updatedAt": "2026-11-21T08:00:00Z",
@@ -3687,7 +3719,8 @@ export interface components {
          *             "expiresAt": "2026-12-01T00:00:00Z",
          *             "reason": "Quarter-end travel"
          *           },
-         *           "suspension": null
+         *           "suspension": null,
+         *           "perAuthorization": null
          *         },
          *         "createdAt": "2026-11-02T14:05:00Z",
          *         "updatedAt": "2026-11-21T10:15:00Z",
@@ -3719,7 +3752,8 @@ export interface components {
          *           },
          *           "period": "PERIOD_KIND_MONTHLY",
          *           "extension": null,
-         *           "suspension": null
+         *           "suspension": null,
+         *           "perAuthorization": null
          *         },
          *         "createdAt": "2026-11-02T14:05:00Z",
          *         "updatedAt": "2026-11-22T16:45:00Z",
@@ -3881,7 +3915,8 @@ export interface components {
          *       "evaluatedAt": "2026-11-20T09:30:00Z",
          *       "trace": [
          *         "SCOPE_SUBJECT_APP: no row -> no opinion",
-         *         "SCOPE_APP_CAP: limit USD 1000 PERIOD_KIND_MONTHLY -> limit"
+         *         "SCOPE_APP_CAP: limit USD 1000 PERIOD_KIND_MONTHLY -> limit",
+         *         "SCOPE_TENANT_DEFAULT: per authorization USD 200 -> cap"
          *       ],
          *       "usage": {
          *         "windowStart": "2026-11-01T00:00:00Z",
@@ -3906,6 +3941,11 @@ export interface components {
          *           "units": "934",
          *           "nanos": 500000000
          *         }
+         *       },
+         *       "perAuthorization": {
+         *         "currencyCode": "USD",
+         *         "units": "200",
+         *         "nanos": 0
          *       }
          *     }
          */
@@ -3943,12 +3983,19 @@ export interface components {
              *     `limit` and `remaining` (what an authorization may still take now).
              */
             usage: components["schemas"]["SpendUsage"];
+            /**
+             * @description The cap on one authorization in force: that of the first layer whose controls state one
+             *     (`SpendControls.perAuthorization`), its line in `trace`; null when no layer states one or
+             *     the decision is a deny (nothing is admitted).
+             */
+            perAuthorization: components["schemas"]["Money"] | null;
         };
         /**
          * @description Answer of `SubjectAppLimitService.GetEffective`: the limit in force for the subject and app now, with the trace of the layers looked at.
          * @example {
          *       "effective": {
          *         "decision": "EFFECTIVE_DECISION_DENY",
+         *         "perAuthorization": null,
          *         "limit": null,
          *         "period": null,
          *         "scope": "SCOPE_SUBJECT_APP",
@@ -3999,7 +4046,8 @@ export interface components {
          *         },
          *         "period": "PERIOD_KIND_WEEKLY",
          *         "extension": null,
-         *         "suspension": null
+         *         "suspension": null,
+         *         "perAuthorization": null
          *       },
          *       "createdAt": "2026-11-20T09:30:00Z",
          *       "updatedAt": "2026-11-20T09:30:00Z"
@@ -4040,7 +4088,8 @@ export interface components {
          *           },
          *           "period": "PERIOD_KIND_WEEKLY",
          *           "extension": null,
-         *           "suspension": null
+         *           "suspension": null,
+         *           "perAuthorization": null
          *         },
          *         "createdAt": "2026-11-20T09:30:00Z",
          *         "updatedAt": "2026-11-20T09:30:00Z"
@@ -4071,7 +4120,8 @@ export interface components {
          *               },
          *               "period": "PERIOD_KIND_WEEKLY",
          *               "extension": null,
-         *               "suspension": null
+         *               "suspension": null,
+         *               "perAuthorization": null
          *             },
          *             "createdAt": "2026-11-20T09:30:00Z",
          *             "updatedAt": "2026-11-20T09:30:00Z"
@@ -4097,7 +4147,8 @@ export interface components {
          *               "suspension": {
          *                 "reason": "Card reported lost",
          *                 "suspendedAt": "2026-11-20T09:30:00Z"
-         *               }
+         *               },
+         *               "perAuthorization": null
          *             },
          *             "createdAt": "2026-11-02T14:05:00Z",
          *             "updatedAt": "2026-11-20T09:30:00Z"
@@ -4131,7 +4182,8 @@ export interface components {
          *           },
          *           "period": "PERIOD_KIND_WEEKLY",
          *           "extension": null,
-         *           "suspension": null
+         *           "suspension": null,
+         *           "perAuthorization": null
          *         },
          *         "createdAt": "2026-11-20T09:30:00Z",
          *         "updatedAt": "2026-11-20T09:30:00Z"
@@ -4190,7 +4242,8 @@ export interface components {
          *           },
          *           "period": "PERIOD_KIND_WEEKLY",
          *           "extension": null,
-         *           "suspension": null
+         *           "suspension": null,
+         *           "perAuthorization": null
          *         },
          *         "createdAt": "2026-11-20T09:30:00Z",
          *         "updatedAt": "2026-11-20T09:30:00Z"
@@ -4215,6 +4268,7 @@ export interface components {
          * @example {
          *       "effective": {
          *         "decision": "EFFECTIVE_DECISION_LIMIT",
+         *         "perAuthorization": null,
          *         "limit": {
          *           "amount": {
          *             "money": {
@@ -4286,7 +4340,8 @@ export interface components {
          *         },
          *         "period": "PERIOD_KIND_MONTHLY",
          *         "extension": null,
-         *         "suspension": null
+         *         "suspension": null,
+         *         "perAuthorization": null
          *       },
          *       "createdAt": "2026-11-01T12:00:00Z",
          *       "updatedAt": "2026-11-01T12:00:00Z",
@@ -4336,7 +4391,8 @@ export interface components {
          *           },
          *           "period": "PERIOD_KIND_MONTHLY",
          *           "extension": null,
-         *           "suspension": null
+         *           "suspension": null,
+         *           "perAuthorization": null
          *         },
          *         "createdAt": "2026-11-01T12:00:00Z",
          *         "updatedAt": "2026-11-01T12:00:00Z",
@@ -4369,7 +4425,8 @@ export interface components {
          *               },
          *               "period": "PERIOD_KIND_MONTHLY",
          *               "extension": null,
-         *               "suspension": null
+         *               "suspension": null,
+         *               "perAuthorization": null
          *             },
          *             "createdAt": "2026-11-01T12:00:00Z",
          *             "updatedAt": "2026-11-01T12:00:00Z",
@@ -4394,7 +4451,8 @@ export interface components {
          *               },
          *               "period": "PERIOD_KIND_QUARTERLY",
          *               "extension": null,
-         *               "suspension": null
+         *               "suspension": null,
+         *               "perAuthorization": null
          *             },
          *             "createdAt": "2026-11-01T12:05:00Z",
          *             "updatedAt": "2026-11-01T12:05:00Z",
@@ -4430,7 +4488,8 @@ export interface components {
          *           },
          *           "period": "PERIOD_KIND_MONTHLY",
          *           "extension": null,
-         *           "suspension": null
+         *           "suspension": null,
+         *           "perAuthorization": null
          *         },
          *         "createdAt": "2026-11-01T12:00:00Z",
          *         "updatedAt": "2026-11-01T12:00:00Z",
@@ -4492,7 +4551,8 @@ export interface components {
          *           },
          *           "period": "PERIOD_KIND_MONTHLY",
          *           "extension": null,
-         *           "suspension": null
+         *           "suspension": null,
+         *           "perAuthorization": null
          *         },
          *         "createdAt": "2026-11-01T12:00:00Z",
          *         "updatedAt": "2026-11-01T12:00:00Z",
@@ -4529,7 +4589,8 @@ export interface components {
          *         },
          *         "period": "PERIOD_KIND_MONTHLY",
          *         "extension": null,
-         *         "suspension": null
+         *         "suspension": null,
+         *         "perAuthorization": null
          *       },
          *       "updatedAt": "2026-11-01T12:00:00Z"
          *     }
@@ -4588,7 +4649,8 @@ export interface components {
          *           },
          *           "period": "PERIOD_KIND_MONTHLY",
          *           "extension": null,
-         *           "suspension": null
+         *           "suspension": null,
+         *           "perAuthorization": null
          *         },
          *         "updatedAt": "2026-11-01T12:00:00Z"
          *       }
@@ -4667,7 +4729,8 @@ export interface components {
          *           },
          *           "period": "PERIOD_KIND_MONTHLY",
          *           "extension": null,
-         *           "suspension": null
+         *           "suspension": null,
+         *           "perAuthorization": null
          *         },
          *         "updatedAt": "2026-11-20T09:30:00Z"
          *       }
@@ -4709,6 +4772,8 @@ export interface components {
          *     - `SPEND_DECLINE_CAUSE_NO_LIMIT`: no layer states an opinion (`CAUSE_NO_LIMIT`).
          *     - `SPEND_DECLINE_CAUSE_LIMIT_EXCEEDED`: an amount limit is in force and what the window has
          *       spent, plus what it holds, plus this amount, is more than the limit.
+         *     - `SPEND_DECLINE_CAUSE_PER_AUTHORIZATION_EXCEEDED`: the amount is more than the cap on one
+         *       authorization in force (`SpendControls.perAuthorization`), checked before the window's sums.
          *
          *     This enumeration may gain values. Clients must accept values they do not know in responses
          *     (the generated TypeScript types admit any string besides the known ones); the server refuses
@@ -4716,7 +4781,7 @@ export interface components {
          * @example SPEND_DECLINE_CAUSE_LIMIT_EXCEEDED
          * @enum {string}
          */
-        SpendDeclineCause: "SPEND_DECLINE_CAUSE_UNSPECIFIED" | "SPEND_DECLINE_CAUSE_SUSPENDED" | "SPEND_DECLINE_CAUSE_BLOCKED" | "SPEND_DECLINE_CAUSE_NO_LIMIT" | "SPEND_DECLINE_CAUSE_LIMIT_EXCEEDED" | (string & {});
+        SpendDeclineCause: "SPEND_DECLINE_CAUSE_UNSPECIFIED" | "SPEND_DECLINE_CAUSE_SUSPENDED" | "SPEND_DECLINE_CAUSE_BLOCKED" | "SPEND_DECLINE_CAUSE_NO_LIMIT" | "SPEND_DECLINE_CAUSE_LIMIT_EXCEEDED" | "SPEND_DECLINE_CAUSE_PER_AUTHORIZATION_EXCEEDED" | (string & {});
         /**
          * @description How an authorization was decided, at its `createdAt`. The limit in force is resolved by
          *     exactly the rule of `SubjectAppLimitService.GetEffective` (layers, per-row rule, period):
@@ -6979,7 +7044,8 @@ export interface components {
          *                 "suspension": {
          *                   "reason": "Card reported lost",
          *                   "suspendedAt": "2026-11-20T09:30:01Z"
-         *                 }
+         *                 },
+         *                 "perAuthorization": null
          *               },
          *               "createdAt": "2026-10-01T08:00:00Z",
          *               "updatedAt": "2026-11-20T09:30:01Z",
@@ -7543,7 +7609,8 @@ export interface components {
          *                   "suspension": {
          *                     "reason": "Card reported lost",
          *                     "suspendedAt": "2026-11-20T09:30:01Z"
-         *                   }
+         *                   },
+         *                   "perAuthorization": null
          *                 },
          *                 "createdAt": "2026-10-01T08:00:00Z",
          *                 "updatedAt": "2026-11-20T09:30:01Z",
@@ -7620,7 +7687,8 @@ export interface components {
          *                       "suspension": {
          *                         "reason": "Card reported lost",
          *                         "suspendedAt": "2026-11-20T09:30:01Z"
-         *                       }
+         *                       },
+         *                       "perAuthorization": null
          *                     },
          *                     "createdAt": "2026-10-01T08:00:00Z",
          *                     "updatedAt": "2026-11-20T09:30:01Z",
@@ -7700,7 +7768,8 @@ export interface components {
          *                   "suspension": {
          *                     "reason": "Card reported lost",
          *                     "suspendedAt": "2026-11-20T09:30:01Z"
-         *                   }
+         *                   },
+         *                   "perAuthorization": null
          *                 },
          *                 "createdAt": "2026-10-01T08:00:00Z",
          *                 "updatedAt": "2026-11-20T09:30:01Z",
@@ -7910,7 +7979,8 @@ export interface components {
          *           },
          *           "period": "PERIOD_KIND_MONTHLY",
          *           "extension": null,
-         *           "suspension": null
+         *           "suspension": null,
+         *           "perAuthorization": null
          *         },
          *         "createdAt": "2026-10-01T08:00:00Z",
          *         "updatedAt": "2026-10-01T08:00:00Z",
@@ -7937,7 +8007,8 @@ export interface components {
          *           "suspension": {
          *             "reason": "Card reported lost",
          *             "suspendedAt": "2026-11-20T09:30:01Z"
-         *           }
+         *           },
+         *           "perAuthorization": null
          *         },
          *         "createdAt": "2026-10-01T08:00:00Z",
          *         "updatedAt": "2026-11-20T09:30:01Z",
@@ -9430,7 +9501,8 @@ export interface operations {
                      *               "suspension": {
                      *                 "reason": "Card reported lost",
                      *                 "suspendedAt": "2026-11-20T09:30:00Z"
-                     *               }
+                     *               },
+                     *               "perAuthorization": null
                      *             },
                      *             "createdAt": "2026-11-02T14:05:00Z",
                      *             "updatedAt": "2026-11-20T09:30:00Z",
@@ -9514,7 +9586,8 @@ export interface operations {
                      *           },
                      *           "period": "PERIOD_KIND_MONTHLY",
                      *           "extension": null,
-                     *           "suspension": null
+                     *           "suspension": null,
+                     *           "perAuthorization": null
                      *         },
                      *         "createdAt": "2026-11-02T14:05:00Z",
                      *         "updatedAt": "2026-11-02T14:05:00Z",
@@ -9689,7 +9762,8 @@ export interface operations {
                      *           },
                      *           "period": "PERIOD_KIND_MONTHLY",
                      *           "extension": null,
-                     *           "suspension": null
+                     *           "suspension": null,
+                     *           "perAuthorization": null
                      *         },
                      *         "createdAt": "2026-11-02T14:05:00Z",
                      *         "updatedAt": "2026-11-02T14:05:00Z",
@@ -9794,7 +9868,8 @@ export interface operations {
                      *           "suspension": {
                      *             "reason": "Card reported lost",
                      *             "suspendedAt": "2026-11-20T09:30:00Z"
-                     *           }
+                     *           },
+                     *           "perAuthorization": null
                      *         },
                      *         "createdAt": "2026-11-02T14:05:00Z",
                      *         "updatedAt": "2026-11-20T09:30:00Z",
@@ -9887,7 +9962,8 @@ export interface operations {
                      *           },
                      *           "period": "PERIOD_KIND_MONTHLY",
                      *           "extension": null,
-                     *           "suspension": null
+                     *           "suspension": null,
+                     *           "perAuthorization": null
                      *         },
                      *         "createdAt": "2026-11-02T14:05:00Z",
                      *         "updatedAt": "2026-11-21T08:00:00Z",
@@ -10012,7 +10088,8 @@ export interface operations {
                      *             "expiresAt": "2026-12-01T00:00:00Z",
                      *             "reason": "Quarter-end travel"
                      *           },
-                     *           "suspension": null
+                     *           "suspension": null,
+                     *           "perAuthorization": null
                      *         },
                      *         "createdAt": "2026-11-02T14:05:00Z",
                      *         "updatedAt": "2026-11-21T10:15:00Z",
@@ -10105,7 +10182,8 @@ export interface operations {
                      *           },
                      *           "period": "PERIOD_KIND_MONTHLY",
                      *           "extension": null,
-                     *           "suspension": null
+                     *           "suspension": null,
+                     *           "perAuthorization": null
                      *         },
                      *         "createdAt": "2026-11-02T14:05:00Z",
                      *         "updatedAt": "2026-11-22T16:45:00Z",
@@ -10181,6 +10259,7 @@ export interface operations {
                      * @example {
                      *       "effective": {
                      *         "decision": "EFFECTIVE_DECISION_DENY",
+                     *         "perAuthorization": null,
                      *         "limit": null,
                      *         "period": null,
                      *         "scope": "SCOPE_SUBJECT_APP",
@@ -10303,7 +10382,8 @@ export interface operations {
                      *               },
                      *               "period": "PERIOD_KIND_WEEKLY",
                      *               "extension": null,
-                     *               "suspension": null
+                     *               "suspension": null,
+                     *               "perAuthorization": null
                      *             },
                      *             "createdAt": "2026-11-20T09:30:00Z",
                      *             "updatedAt": "2026-11-20T09:30:00Z"
@@ -10329,7 +10409,8 @@ export interface operations {
                      *               "suspension": {
                      *                 "reason": "Card reported lost",
                      *                 "suspendedAt": "2026-11-20T09:30:00Z"
-                     *               }
+                     *               },
+                     *               "perAuthorization": null
                      *             },
                      *             "createdAt": "2026-11-02T14:05:00Z",
                      *             "updatedAt": "2026-11-20T09:30:00Z"
@@ -10404,7 +10485,8 @@ export interface operations {
                      *           },
                      *           "period": "PERIOD_KIND_WEEKLY",
                      *           "extension": null,
-                     *           "suspension": null
+                     *           "suspension": null,
+                     *           "perAuthorization": null
                      *         },
                      *         "createdAt": "2026-11-20T09:30:00Z",
                      *         "updatedAt": "2026-11-20T09:30:00Z"
@@ -10506,7 +10588,8 @@ export interface operations {
                      *           },
                      *           "period": "PERIOD_KIND_WEEKLY",
                      *           "extension": null,
-                     *           "suspension": null
+                     *           "suspension": null,
+                     *           "perAuthorization": null
                      *         },
                      *         "createdAt": "2026-11-20T09:30:00Z",
                      *         "updatedAt": "2026-11-20T09:30:00Z"
@@ -10629,6 +10712,7 @@ export interface operations {
                      * @example {
                      *       "effective": {
                      *         "decision": "EFFECTIVE_DECISION_LIMIT",
+                     *         "perAuthorization": null,
                      *         "limit": {
                      *           "amount": {
                      *             "money": {
@@ -10759,7 +10843,8 @@ export interface operations {
                      *               },
                      *               "period": "PERIOD_KIND_MONTHLY",
                      *               "extension": null,
-                     *               "suspension": null
+                     *               "suspension": null,
+                     *               "perAuthorization": null
                      *             },
                      *             "createdAt": "2026-11-01T12:00:00Z",
                      *             "updatedAt": "2026-11-01T12:00:00Z",
@@ -10784,7 +10869,8 @@ export interface operations {
                      *               },
                      *               "period": "PERIOD_KIND_QUARTERLY",
                      *               "extension": null,
-                     *               "suspension": null
+                     *               "suspension": null,
+                     *               "perAuthorization": null
                      *             },
                      *             "createdAt": "2026-11-01T12:05:00Z",
                      *             "updatedAt": "2026-11-01T12:05:00Z",
@@ -10861,7 +10947,8 @@ export interface operations {
                      *           },
                      *           "period": "PERIOD_KIND_MONTHLY",
                      *           "extension": null,
-                     *           "suspension": null
+                     *           "suspension": null,
+                     *           "perAuthorization": null
                      *         },
                      *         "createdAt": "2026-11-01T12:00:00Z",
                      *         "updatedAt": "2026-11-01T12:00:00Z",
@@ -10967,7 +11054,8 @@ export interface operations {
                      *           },
                      *           "period": "PERIOD_KIND_MONTHLY",
                      *           "extension": null,
-                     *           "suspension": null
+                     *           "suspension": null,
+                     *           "perAuthorization": null
                      *         },
                      *         "createdAt": "2026-11-01T12:00:00Z",
                      *         "updatedAt": "2026-11-01T12:00:00Z",
@@ -11096,7 +11184,8 @@ export interface operations {
                      *           },
                      *           "period": "PERIOD_KIND_MONTHLY",
                      *           "extension": null,
-                     *           "suspension": null
+                     *           "suspension": null,
+                     *           "perAuthorization": null
                      *         },
                      *         "updatedAt": "2026-11-01T12:00:00Z"
                      *       }
@@ -11186,7 +11275,8 @@ export interface operations {
                      *           },
                      *           "period": "PERIOD_KIND_MONTHLY",
                      *           "extension": null,
-                     *           "suspension": null
+                     *           "suspension": null,
+                     *           "perAuthorization": null
                      *         },
                      *         "updatedAt": "2026-11-20T09:30:00Z"
                      *       }
@@ -14477,7 +14567,8 @@ export interface operations {
                      *                       "suspension": {
                      *                         "reason": "Card reported lost",
                      *                         "suspendedAt": "2026-11-20T09:30:01Z"
-                     *                       }
+                     *                       },
+                     *                       "perAuthorization": null
                      *                     },
                      *                     "createdAt": "2026-10-01T08:00:00Z",
                      *                     "updatedAt": "2026-11-20T09:30:01Z",
@@ -14598,7 +14689,8 @@ export interface operations {
                      *                   "suspension": {
                      *                     "reason": "Card reported lost",
                      *                     "suspendedAt": "2026-11-20T09:30:01Z"
-                     *                   }
+                     *                   },
+                     *                   "perAuthorization": null
                      *                 },
                      *                 "createdAt": "2026-10-01T08:00:00Z",
                      *                 "updatedAt": "2026-11-20T09:30:01Z",
@@ -14932,7 +15024,8 @@ export interface operations {
                      *                 },
                      *                 "period": "PERIOD_KIND_MONTHLY",
                      *                 "extension": null,
-                     *                 "suspension": null
+                     *                 "suspension": null,
+                     *                 "perAuthorization": null
                      *               },
                      *               "createdAt": "2026-11-20T09:30:00Z",
                      *               "updatedAt": "2026-11-20T09:30:00Z",

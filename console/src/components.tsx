@@ -4,7 +4,7 @@ import type { ComponentChildren } from "preact";
 import { useCallback, useEffect, useLayoutEffect, useRef, useState } from "preact/hooks";
 import { PeriodKindValues } from "../../generated/enums.js";
 import { describeError } from "./api.js";
-import type { LimitArm } from "./money.js";
+import { parseAmount, type LimitArm } from "./money.js";
 
 export function ErrorText({ error }: { error: unknown }) {
   if (error === null || error === undefined) return null;
@@ -268,12 +268,20 @@ export interface LimitDraft {
   arm: LimitArm;
   amount: string;
   period: string;
+  /** The cap on one authorization as typed; empty for none. */
+  perAuthorization: string;
 }
 
-export const emptyLimitDraft: LimitDraft = { arm: "amount", amount: "", period: "PERIOD_KIND_MONTHLY" };
+export const emptyLimitDraft: LimitDraft = { arm: "amount", amount: "", period: "PERIOD_KIND_MONTHLY", perAuthorization: "" };
 
-/** Inputs for a SpendLimit and its period; `arms` says which arms the scope accepts. */
-export function LimitInputs(props: { draft: LimitDraft; onChange: (d: LimitDraft) => void; arms: readonly LimitArm[]; withPeriod: boolean; currencyCode: string }) {
+/** The draft's cap on one authorization as the API takes it: null when none is typed. */
+export const draftCap = (draft: LimitDraft, currencyCode: string) => (draft.perAuthorization.trim() ? parseAmount(draft.perAuthorization, currencyCode) : null);
+
+/**
+ * Inputs for a SpendLimit and its period; `arms` says which arms the scope accepts. `withCap` adds
+ * the cap on one authorization, which the base limit's scopes set with it (never an extension).
+ */
+export function LimitInputs(props: { draft: LimitDraft; onChange: (d: LimitDraft) => void; arms: readonly LimitArm[]; withPeriod: boolean; withCap?: boolean; currencyCode: string }) {
   const { draft, onChange } = props;
   return (
     <div class="row">
@@ -298,6 +306,11 @@ export function LimitInputs(props: { draft: LimitDraft; onChange: (d: LimitDraft
               <option value={p}>{p.replace("PERIOD_KIND_", "").toLowerCase()}</option>
             ))}
           </select>
+        </Field>
+      ) : null}
+      {props.withCap ? (
+        <Field label={`Cap per authorization (${props.currencyCode})`} hint="Leave empty for none.">
+          <input inputMode="decimal" value={draft.perAuthorization} placeholder="e.g. 50.00" onInput={(e) => onChange({ ...draft, perAuthorization: e.currentTarget.value })} />
         </Field>
       ) : null}
     </div>

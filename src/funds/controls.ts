@@ -7,8 +7,9 @@ import { isRecord, isSet, parseReason, requireRecord } from "./guards.js";
 import { parseSpendLimit } from "./spends/spend-limit.js";
 import type { LimitContext } from "./spends/spend-limit.js";
 import { parseTimestamp } from "../core/timestamp.js";
+import { parseMoney, toNanos } from "./money.js";
 import { PERIOD_KINDS } from "./types.js";
-import type { PeriodKind, SpendControls, SpendExtension, SpendLimit, SpendSuspension } from "./types.js";
+import type { Money, PeriodKind, SpendControls, SpendExtension, SpendLimit, SpendSuspension } from "./types.js";
 import { controlsView, extensionView } from "./fund-views.js";
 
 /** A known PeriodKind, or undefined for absent and PERIOD_KIND_UNSPECIFIED (both mean "no period"). */
@@ -67,6 +68,14 @@ export function parseSuspension(input: unknown, path: string, now: number): Spen
   return { ...(reason === undefined ? {} : { reason }), suspendedAt };
 }
 
+/** A cap on one authorization: a Money of the fund currency greater than zero (absent or null: none). */
+export function parsePerAuthorization(input: unknown, currencyCode: string, path: string): Money | null {
+  if (!isSet(input)) return null;
+  const money = parseMoney(input, currencyCode, path);
+  if (toNanos(money) === 0n) throw invalidField(path, "must be greater than zero", "PER_AUTHORIZATION_NOT_POSITIVE");
+  return money;
+}
+
 /**
  * Validates a whole SpendControls as app caps and the tenant default carry it (all limit arms)
  * and returns it normalized. `path` is the controls' field path, e.g. `body.controls`.
@@ -79,6 +88,7 @@ export function parseControls(input: unknown, currencyCode: string, path: string
     period,
     extension: isSet(controls.extension) ? parseExtension(controls.extension, currencyCode, `${path}.extension`) : null,
     suspension: isSet(controls.suspension) ? parseSuspension(controls.suspension, `${path}.suspension`, now) : null,
+    perAuthorization: parsePerAuthorization(controls.perAuthorization, currencyCode, `${path}.perAuthorization`),
   });
 }
 
@@ -89,6 +99,7 @@ function compact(c: SpendControls): SpendControls {
     ...(c.limit && c.period && c.period !== "PERIOD_KIND_UNSPECIFIED" ? { period: c.period } : {}),
     ...(c.extension ? { extension: c.extension } : {}),
     ...(c.suspension ? { suspension: c.suspension } : {}),
+    ...(c.perAuthorization ? { perAuthorization: c.perAuthorization } : {}),
   };
 }
 
@@ -97,11 +108,13 @@ type Row = SpendControls | null | undefined;
 /**
  * Sets the base limit and its period; suspension and extension stay. The period belongs to the
  * limit it denominates, so a new limit without a period drops the old one (it then inherits).
+ * `caps`, when given (an administrator's SetLimit), replaces the row's cap per authorization
+ * with the limit; without it (the caller's own SetLimit) the stored cap stays.
  */
-export const withLimit = (controls: Row, limit: SpendLimit, period?: PeriodKind | null): SpendControls =>
-  compact({ ...controls, limit, period: period ?? undefined });
+export const withLimit = (controls: Row, limit: SpendLimit, period?: PeriodKind | null, caps?: Pick<SpendControls, "perAuthorization">): SpendControls =>
+  compact({ ...controls, limit, period: period ?? undefined, ...caps });
 
-/** Drops the base limit and its period; extension and suspension stay. */
+/** Drops the base limit and its period; extension, suspension and the cap per authorization stay. */
 export const withoutLimit = (controls: Row): SpendControls => compact({ ...controls, limit: null, period: undefined });
 
 /**
@@ -131,7 +144,7 @@ export const withoutExtension = (controls: Row): SpendControls => compact({ ...c
 
 /** Nothing left to state: the caller removes the row rather than keep an empty one. */
 export const isEmpty = (controls: Row): boolean =>
-  !controls || (!isSet(controls.limit) && !isSet(controls.extension) && !isSet(controls.suspension));
+  !controls || (!isSet(controls.limit) && !isSet(controls.extension) && !isSet(controls.suspension) && !isSet(controls.perAuthorization));
 
 /** A canonical JSON form (keys sorted), so stored and requested controls compare by value. */
 export function canonicalJson(value: unknown): string {
@@ -177,8 +190,8 @@ export function replaceControls(input: unknown, stored: Row, currencyCode: strin
 }
 
 /**
- * The currency of the amounts a control set holds (base limit and extension), or null when it
- * holds none. Every stored amount is in the fund currency, so one code describes the set; a set
+ * The currency of the amounts a control set holds (base limit, extension, cap per authorization),
+ * or null when it holds none. Every stored amount is in the fund currency, so one code describes the set; a set
  * holding two would be refused by the currency check and is reported by its first.
  */
 export function amountCurrency(controls: Row): string | null {
@@ -186,5 +199,5 @@ export function amountCurrency(controls: Row): string | null {
     const code = limit?.amount?.money?.currencyCode;
     if (code) return code;
   }
-  return null;
+  return controls?.perAuthorization?.currencyCode ?? null;
 }

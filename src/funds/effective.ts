@@ -16,6 +16,7 @@ import { spendWindowBounds, WINDOW_PERIODS, type WindowBounds } from "./spends/s
 import { amountLimit, anySpendIn, lockWindow, usageColumn, usageOf, usageView, type SpendUsageView, type Usage, type WindowKey } from "./spends/spend-usage.js";
 import type { EffectiveLimit, SpendControls, SpendLimitView } from "./types.js";
 import { spendLimitView } from "./fund-views.js";
+import { toNanos } from "./money.js";
 
 /** The resolution as answered: its limit with every arm present, and the current window's usage. */
 export type EffectiveLimitView = Omit<EffectiveLimit, "limit"> & { limit: SpendLimitView | null; usage: SpendUsageView };
@@ -28,6 +29,8 @@ export interface LimitInForce {
   window: WindowKey;
   /** The amount cap of an amount decision, else null. */
   limit: bigint | null;
+  /** The cap on one authorization in force, else null. */
+  perAuthorization: bigint | null;
 }
 
 type LayerValues = { userId: string; appId: string };
@@ -143,7 +146,8 @@ export class EffectiveLimits {
     ];
     const resolution = resolveLimit(layers, now);
     const window: WindowKey = { userId, appId, ...windows[resolution.windowPeriod] };
-    return { resolution, currencyCode: policy.currencyCode, window, limit: amountLimit(resolution.effective) };
+    const cap = resolution.effective.perAuthorization;
+    return { resolution, currencyCode: policy.currencyCode, window, limit: amountLimit(resolution.effective), perAuthorization: cap ? toNanos(cap) : null };
   }
 
   /**

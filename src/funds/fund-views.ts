@@ -32,4 +32,5 @@ export const controlsView = (controls: SpendControls): SpendControlsView => ({
   period: (controls.limit && controls.period) || "PERIOD_KIND_UNSPECIFIED",
   extension: controls.extension ? extensionView(controls.extension) : null,
   suspension: controls.suspension ? suspensionView(controls.suspension) : null,
+  perAuthorization: controls.perAuthorization ?? null,
 });

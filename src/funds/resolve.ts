@@ -45,8 +45,24 @@ export function resolveEffective(layers: readonly Layer[], now: number): Effecti
   return resolveLimit(layers, now).effective;
 }
 
-/** resolveEffective, with the window period (GetEffective's usage and Authorize both use it). */
+/**
+ * resolveEffective, with the window period (GetEffective's usage and Authorize both use it). The
+ * cap per authorization is resolved on its own, by the same layering: the first layer stating one
+ * applies, whichever layer decided the limit; none is in force under a deny (nothing is admitted).
+ */
 export function resolveLimit(layers: readonly Layer[], now: number): Resolution {
+  const { effective, windowPeriod } = resolveRows(layers, now);
+  if (effective.decision === "EFFECTIVE_DECISION_DENY") return { effective: { ...effective, perAuthorization: null }, windowPeriod };
+  const capping = layers.find((layer) => layer.controls?.perAuthorization);
+  const perAuthorization = capping?.controls?.perAuthorization ?? null;
+  if (capping && perAuthorization) effective.trace.push(`${capping.scope}: per authorization ${formatMoney(perAuthorization)} -> cap`);
+  return { effective: { ...effective, perAuthorization }, windowPeriod };
+}
+
+type RowsResolution = { effective: Omit<EffectiveLimit, "perAuthorization">; windowPeriod: WindowPeriod };
+
+/** The limit in force: the first layer with an opinion decides, each by the per-row rule. */
+function resolveRows(layers: readonly Layer[], now: number): RowsResolution {
   const evaluatedAt = new Date(now).toISOString();
   const trace: string[] = [];
 
@@ -61,7 +77,7 @@ export function resolveLimit(layers: readonly Layer[], now: number): Resolution 
     if (controls.suspension) {
       const reason = controls.suspension.reason ? ` (${quotedWithin(controls.suspension.reason, MAX_TRACE_REASON)})` : "";
       trace.push(`${scope}: suspended${reason} -> deny`);
-      const effective: EffectiveLimit = { decision: "EFFECTIVE_DECISION_DENY", limit: null, period: null, scope, cause: "CAUSE_SUSPENSION", evaluatedAt, trace };
+      const effective: RowsResolution["effective"] = { decision: "EFFECTIVE_DECISION_DENY", limit: null, period: null, scope, cause: "CAUSE_SUSPENSION", evaluatedAt, trace };
       return { effective, windowPeriod: period.period };
     }
 
@@ -88,7 +104,7 @@ export function resolveLimit(layers: readonly Layer[], now: number): Resolution 
   }
 
   trace.push("no layer states an opinion -> deny");
-  const effective: EffectiveLimit = { decision: "EFFECTIVE_DECISION_DENY", limit: null, period: null, scope: "SCOPE_UNSPECIFIED", cause: "CAUSE_NO_LIMIT", evaluatedAt, trace };
+  const effective: RowsResolution["effective"] = { decision: "EFFECTIVE_DECISION_DENY", limit: null, period: null, scope: "SCOPE_UNSPECIFIED", cause: "CAUSE_NO_LIMIT", evaluatedAt, trace };
   return { effective, windowPeriod: DEFAULT_PERIOD };
 }
 
@@ -127,7 +143,7 @@ function decide(
   period: ResolvedPeriod,
   evaluatedAt: string,
   trace: string[],
-): EffectiveLimit {
+): RowsResolution["effective"] {
   switch (limitKind(limit)) {
     case "blocked":
       trace.push(`${scope}: ${label} blocked -> deny`);

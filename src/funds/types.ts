@@ -44,6 +44,8 @@ export interface SpendControls {
   period?: PeriodKind;
   extension?: SpendExtension | null;
   suspension?: SpendSuspension | null;
+  /** The cap on one authorization this layer states (resolved on its own, by the same layering). */
+  perAuthorization?: Money | null;
 }
 
 /** A SpendLimit as answered: the arm that is set, the other two null. */
@@ -69,6 +71,7 @@ export interface SpendControlsView {
   period: PeriodKind;
   extension: SpendExtensionView | null;
   suspension: SpendSuspensionView | null;
+  perAuthorization: Money | null;
 }
 
 /** Resolution layers, most specific first; SCOPE_UNSPECIFIED when no layer decided. */
@@ -86,4 +89,6 @@ export interface EffectiveLimit {
   cause: EffectiveCause;
   evaluatedAt: string;
   trace: string[];
+  /** The cap on one authorization in force; null when no layer states one, or for a deny. */
+  perAuthorization: Money | null;
 }

@@ -87,6 +87,14 @@ describe("fund limits in the console", () => {
     await base.getByRole("alert").getByText("Enter an amount").waitFor();
     await screenshot(page, "limit-row-desktop");
 
+    // A limit with a cap on one authorization: shown with the row's controls and in the effective limit.
+    await base.getByLabel("Amount (USD)").fill("300");
+    await base.getByLabel("Cap per authorization (USD)").fill("40.50");
+    await base.getByRole("button", { name: "Set limit" }).click();
+    await page.getByTestId("controls-per-authorization").getByText("USD 40.50").waitFor();
+    expect(await page.getByRole("region", { name: "Effective limit" }).textContent()).toContain("at most USD 40.50 per authorization");
+    expect(await base.getByLabel("Cap per authorization (USD)").inputValue()).toBe("40.50");
+
     // App caps and the fund policy.
     await page.getByRole("link", { name: "Caps and policy" }).click();
     const caps = page.getByRole("region", { name: "App caps" });

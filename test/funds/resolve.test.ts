@@ -34,6 +34,7 @@ describe("resolveEffective: per-row rule", () => {
       cause: "CAUSE_SUSPENSION",
       evaluatedAt: NOW_ISO,
       trace: ['SCOPE_SUBJECT_APP: suspended ("Card reported lost") -> deny'],
+      perAuthorization: null,
     });
     expect(row).toEqual(snapshot);
   });
@@ -152,6 +153,7 @@ describe("resolveEffective: blocked, unlimited and no limit", () => {
       limit: null,
       period: null,
       scope: "SCOPE_UNSPECIFIED",
+      perAuthorization: null,
       cause: "CAUSE_NO_LIMIT",
       evaluatedAt: NOW_ISO,
       trace: [
@@ -244,5 +246,22 @@ describe("resolveEffective: answer shape", () => {
     // Counted in code points: 198 emoji and the quotes are 200; one more is clipped.
     expect(resolve({ suspension: { reason: "😀".repeat(198) } }).trace).toEqual([`SCOPE_SUBJECT_APP: suspended ("${"😀".repeat(198)}") -> deny`]);
     expect(resolve({ suspension: { reason: "😀".repeat(199) } }).trace).toEqual([`SCOPE_SUBJECT_APP: suspended ("${"😀".repeat(197)}…") -> deny`]);
+  });
+});
+
+describe("resolveEffective: the cap on one authorization", () => {
+  it("the first layer stating one sets it, whichever layer decides the limit; its line follows the deciding one", () => {
+    const r = resolve({ limit: amount("100") }, { perAuthorization: usd("20") }, { limit: amount("5"), perAuthorization: usd("60") });
+    expect(r).toMatchObject({ scope: "SCOPE_SUBJECT_APP", perAuthorization: usd("20") });
+    expect(r.trace.at(-1)).toBe("SCOPE_APP_CAP: per authorization USD 20 -> cap");
+    expect(resolve({ limit: amount("100"), perAuthorization: usd("40") }, { perAuthorization: usd("20") }).perAuthorization).toEqual(usd("40"));
+    expect(resolve(null, null, { limit: { unlimited: {} }, perAuthorization: usd("60") }).perAuthorization).toEqual(usd("60"));
+    expect(resolve({ limit: amount("100") }).perAuthorization).toBeNull();
+  });
+
+  it("none is in force under a deny: a suspension, blocked, or no limit", () => {
+    expect(resolve({ suspension: {}, perAuthorization: usd("20") }).perAuthorization).toBeNull();
+    expect(resolve({ limit: { blocked: {} } }, { perAuthorization: usd("20") }).perAuthorization).toBeNull();
+    expect(resolve({ perAuthorization: usd("20") }).perAuthorization).toBeNull();
   });
 });

@@ -2,7 +2,7 @@
 // window's usage, as shown for a subject's row, for the caller's own rows, for app caps and the policy.
 import type { Schemas } from "../api.js";
 import { When } from "../components.js";
-import { formatLimitPer } from "../money.js";
+import { formatLimitPer, formatMoney } from "../money.js";
 import { UsageView } from "./spends.js";
 
 const words = (value: string | null | undefined, prefix: string) => (value ? value.replace(prefix, "").toLowerCase().replace(/_/g, " ") : "—");
@@ -27,6 +27,8 @@ export function ControlsView({ controls }: { controls: Schemas["SpendControls"] 
           "none"
         )}
       </dd>
+      <dt>Cap per authorization</dt>
+      <dd data-testid="controls-per-authorization">{controls.perAuthorization ? formatMoney(controls.perAuthorization) : "none"}</dd>
       <dt>Suspension</dt>
       <dd data-testid="controls-suspension">
         {controls.suspension ? (
@@ -49,7 +51,8 @@ export function EffectiveView({ effective }: { effective: Schemas["EffectiveLimi
       <h3>Effective limit</h3>
       <p>
         <strong data-testid="effective-decision">{words(effective.decision, "EFFECTIVE_DECISION_")}</strong>
-        {effective.limit ? ` · ${formatLimitPer(effective.limit, effective.period)}` : ""} · by {words(effective.scope, "SCOPE_")} ({words(effective.cause, "CAUSE_")})
+        {effective.limit ? ` · ${formatLimitPer(effective.limit, effective.period)}` : ""}
+        {effective.perAuthorization ? ` · at most ${formatMoney(effective.perAuthorization)} per authorization` : ""} · by {words(effective.scope, "SCOPE_")} ({words(effective.cause, "CAUSE_")})
       </p>
       <ol class="trace" aria-label="Resolution trace">
         {effective.trace.map((line) => (

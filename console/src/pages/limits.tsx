@@ -3,8 +3,8 @@
 // suspend/unsuspend (with a reason), the extension, and the base limit.
 import { useEffect, useState } from "preact/hooks";
 import { call, type Schemas, type Session } from "../api.js";
-import { emptyLimitDraft, ErrorText, Field, LimitInputs, ListStatus, Outcome, Table, useAction, usePaged, useSearch, When, type LimitDraft } from "../components.js";
-import { formatLimit, formatLimitPer, spendLimit } from "../money.js";
+import { draftCap, emptyLimitDraft, ErrorText, Field, LimitInputs, ListStatus, Outcome, Table, useAction, usePaged, useSearch, When, type LimitDraft } from "../components.js";
+import { formatDecimal, formatLimit, formatLimitPer, spendLimit } from "../money.js";
 import { href } from "../route.js";
 import { ControlsView, EffectiveView } from "./effective.js";
 import { LimitHistory } from "./audit.js";
@@ -122,8 +122,12 @@ export function LimitRow({ session, userId, appId }: { session: Session; userId:
       client.GET("/api/v1/funds/subject-app-limits/{user_id}/{app_id}", path),
       call(client.GET("/api/v1/funds/subject-app-limits/{user_id}/{app_id}/effective", path)),
     ]);
-    setRow(got.response.status === 404 ? null : (await call(Promise.resolve(got))).limit);
+    const loaded = got.response.status === 404 ? null : (await call(Promise.resolve(got))).limit;
+    setRow(loaded);
     setEffective(resolved.effective);
+    // SetLimit replaces the row's cap with its limit: the input starts from the stored one, so setting a limit keeps it unless changed.
+    const cap = loaded?.controls?.perAuthorization;
+    setLimit((d) => ({ ...d, perAuthorization: cap ? formatDecimal(cap) : "" }));
   };
   useEffect(() => {
     load().then(() => setLoadError(null), setLoadError);
@@ -150,7 +154,7 @@ export function LimitRow({ session, userId, appId }: { session: Session; userId:
     return `Suspended ${on}`;
   });
   const setBase = act(async () => {
-    const body = { limit: spendLimit(limit.arm, limit.amount, currencyCode), ...(limit.arm === "amount" ? { period: limit.period } : {}) };
+    const body = { limit: spendLimit(limit.arm, limit.amount, currencyCode), ...(limit.arm === "amount" ? { period: limit.period } : {}), perAuthorization: draftCap(limit, currencyCode) };
     const { controls } = (await call(client.POST("/api/v1/funds/subject-app-limits/{user_id}/{app_id}/limit", { ...path, body }))).limit;
     return `Limit set for ${on}: ${formatLimitPer(controls?.limit, controls?.period)}`;
   });
@@ -225,7 +229,7 @@ export function LimitRow({ session, userId, appId }: { session: Session; userId:
 
       <section aria-label="Base limit">
         <h2>Base limit</h2>
-        <LimitInputs draft={limit} onChange={setLimit} arms={["amount", "blocked", "unlimited"]} withPeriod currencyCode={currencyCode} />
+        <LimitInputs draft={limit} onChange={setLimit} arms={["amount", "blocked", "unlimited"]} withPeriod withCap currencyCode={currencyCode} />
         <button type="button" disabled={setBase.busy} onClick={() => void setBase.run()}>
           Set limit
         </button>

@@ -1,12 +1,13 @@
 // The admission rule of a spend, pure: the resolution decides (a suspension, `blocked` or no limit
-// declines; `unlimited` approves), and an amount limit approves only if spent + held + amount fits
-// under it, in exact int64 nanos. The caller holds the window's lock while it asks and writes.
+// declines; `unlimited` approves), an amount above the cap per authorization in force declines, and
+// an amount limit approves only if spent + held + amount fits under it, in exact int64 nanos. The
+// caller holds the window's lock while it asks and writes.
 import { failedPrecondition } from "../../core/errors.js";
 import type { LimitInForce } from "../effective.js";
 import { formatMoney, fromNanos, MAX_NANOS } from "../money.js";
 import type { Usage } from "./spend-usage.js";
 
-export type DeclineCause = "SPEND_DECLINE_CAUSE_UNSPECIFIED" | "SPEND_DECLINE_CAUSE_SUSPENDED" | "SPEND_DECLINE_CAUSE_BLOCKED" | "SPEND_DECLINE_CAUSE_NO_LIMIT" | "SPEND_DECLINE_CAUSE_LIMIT_EXCEEDED";
+export type DeclineCause = "SPEND_DECLINE_CAUSE_UNSPECIFIED" | "SPEND_DECLINE_CAUSE_SUSPENDED" | "SPEND_DECLINE_CAUSE_BLOCKED" | "SPEND_DECLINE_CAUSE_NO_LIMIT" | "SPEND_DECLINE_CAUSE_LIMIT_EXCEEDED" | "SPEND_DECLINE_CAUSE_PER_AUTHORIZATION_EXCEEDED";
 
 export interface Verdict {
   approved: boolean;
@@ -34,6 +35,10 @@ export function decideSpend(force: LimitInForce, usage: Usage, amount: bigint): 
       return { approved: false, cause: "SPEND_DECLINE_CAUSE_NO_LIMIT", trace };
   }
   const money = (nanos: bigint) => formatMoney(fromNanos(nanos, force.currencyCode));
+  // The cap on one authorization, before the window's sums: no usage admits an amount above it.
+  if (force.perAuthorization !== null && amount > force.perAuthorization) {
+    return { approved: false, cause: "SPEND_DECLINE_CAUSE_PER_AUTHORIZATION_EXCEEDED", trace: [...trace, `amount ${money(amount)} > per authorization ${money(force.perAuthorization)} -> decline`] };
+  }
   const sum = `window ${force.window.windowStart}..${force.window.windowEnd}: spent ${money(usage.spent)} + held ${money(usage.held)} + ${money(amount)}`;
   const total = usage.spent + usage.held + amount;
   if (force.limit === null) {

@@ -25,6 +25,7 @@ interface ControlsShorthand {
   period?: string;
   extension?: { limit?: unknown; expiresAt?: string; reason?: string };
   suspension?: { reason?: string; suspendedAt?: string };
+  perAuthorization?: unknown;
 }
 
 /** Controls as answers show them: every field present, null (or "" for a reason, UNSPECIFIED for a period) when unset. */
@@ -33,6 +34,7 @@ export const shown = (c: ControlsShorthand) => ({
   period: c.period ?? "PERIOD_KIND_UNSPECIFIED",
   extension: c.extension ? { limit: c.extension.limit ?? null, expiresAt: c.extension.expiresAt ?? null, reason: c.extension.reason ?? "" } : null,
   suspension: c.suspension ? { reason: c.suspension.reason ?? "", suspendedAt: c.suspension.suspendedAt ?? null } : null,
+  perAuthorization: c.perAuthorization ?? null,
 });
 
 export interface Answer {
