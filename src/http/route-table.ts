@@ -44,17 +44,29 @@ function concreteFirst(a: CompiledRoute, b: CompiledRoute): number {
   return 0;
 }
 
-// The routes by method and segment count, concrete first, else in the contract's order: a request tries only those that can match.
-const candidates = new Map<string, CompiledRoute[]>();
+// The routes by segment count, concrete first, else in the contract's order: a request tries only those that can match.
+const bySegments = new Map<number, CompiledRoute[]>();
 for (const c of compiled) {
-  const key = `${c.route.method} ${segmentCount(c.route.path)}`;
-  candidates.set(key, [...(candidates.get(key) ?? []), c]);
+  const count = segmentCount(c.route.path);
+  bySegments.set(count, [...(bySegments.get(count) ?? []), c]);
 }
-for (const routes of candidates.values()) routes.sort(concreteFirst);
+for (const routes of bySegments.values()) routes.sort(concreteFirst);
+
+/**
+ * The routes of the path template `path` matches. The template is chosen before the method, as
+ * OpenAPI matches paths: a GET on `/spend-authorizations/simulate` is at that (POST-only) path, 405,
+ * never SpendService.Get with the id "simulate".
+ */
+function routesAt(path: string): CompiledRoute[] {
+  const routes = bySegments.get(segmentCount(path)) ?? [];
+  const template = routes.find((c) => c.pattern.test(path))?.route.path;
+  return template === undefined ? [] : routes.filter((c) => c.route.path === template);
+}
 
 /** The operation `method` and `path` call; HEAD calls the GET operation (RFC 9110 9.3.2: its answer without the body). */
 export function findRoute(method: string, path: string): OperationRoute | undefined {
-  return candidates.get(`${methodOf(method)} ${segmentCount(path)}`)?.find((c) => c.pattern.test(path))?.route;
+  const wanted = methodOf(method);
+  return routesAt(path).find((c) => c.route.method === wanted)?.route;
 }
 
 // Several steps of a request ask for its operation; the path and method they see do not change
@@ -96,6 +108,6 @@ export const expressPath = (template: string): string => template.replace(/\{([a
 
 /** The methods of the operations at `path`, upper-case, HEAD with GET (an `Allow` header's value); empty for no such path. */
 export function methodsAt(path: string): string[] {
-  const methods = compiled.filter((c) => c.pattern.test(path)).map((c) => c.route.method.toUpperCase());
+  const methods = routesAt(path).map((c) => c.route.method.toUpperCase());
   return (methods.includes("GET") ? [...methods, "HEAD"] : methods).sort();
 }
