@@ -35,11 +35,23 @@ const char = fc.oneof(
 );
 const anyString = (min: number, max: number) => fc.array(char, { minLength: min, maxLength: max }).map((cs) => cs.join("")).filter((s) => s.length >= min && s.length <= max);
 
+/**
+ * A pattern that is one character class repeated (`^[\x21-\x7E]+$`) with the schema's lengths
+ * written in (`{16,40}`): stringMatching makes short strings, and filtering them to a minLength of
+ * 16 would reject nearly every one, so generation would all but never end.
+ */
+function withLengths(pattern: string, min: number, max: number): string {
+  const repeated = /^\^(\[(?:\\.|[^\]\\])+\])([+*])\$$/.exec(pattern);
+  if (!repeated) return pattern;
+  const least = repeated[2] === "+" ? Math.max(min, 1) : min;
+  return `^${repeated[1]}{${least},${Math.max(least, max)}}$`;
+}
+
 function stringOf(s: Schema): fc.Arbitrary<string> {
   const min = s.minLength ?? 0;
   const max = Math.min(s.maxLength ?? 40, 40);
   let arb: fc.Arbitrary<string>;
-  if (s.pattern) arb = fc.stringMatching(new RegExp(s.pattern));
+  if (s.pattern) arb = fc.stringMatching(new RegExp(withLengths(s.pattern, min, max)));
   else if (s.format === "date-time") arb = fc.date({ min: new Date("2000-01-01"), max: new Date("2100-01-01"), noInvalidDate: true }).map((d) => d.toISOString());
   else if (s.format === "email") arb = fc.emailAddress();
   else if (s.format === "uri") arb = fc.webUrl();
