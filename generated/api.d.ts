@@ -3280,10 +3280,18 @@ export interface components {
          *     holds under an amount limit, an extension and an `unlimited` limit alike; an extension
          *     replaces the row's total, never its cap.
          *
-         *     Answers carry every field: `limit`, `extension`, `suspension` and `perAuthorization` are null
-         *     when unset, and `period` is `PERIOD_KIND_UNSPECIFIED` when the row states no period of its own
+         *     `maxAuthorizations` caps how many authorizations the current spend window may count, resolved
+         *     by the same layering on its own (the first layer stating one applies) and holding under the
+         *     same decisions as `perAuthorization`. A window counts an authorization made in it while it is a
+         *     pending hold that has not expired, and for good once it is captured (a reversal, even of all of
+         *     it, does not give its place back); a release, an expiry or a decline never counts. Authorize
+         *     declines an authorization that would take the count past the cap, with cause
+         *     `SPEND_DECLINE_CAUSE_MAX_AUTHORIZATIONS_REACHED`.
+         *
+         *     Answers carry every field: `limit`, `extension`, `suspension`, `perAuthorization` and
+         *     `maxAuthorizations` are null when unset, and `period` is `PERIOD_KIND_UNSPECIFIED` when the row states no period of its own
          *     (no limit, or an amount that takes the period of the next layer). Requests may leave any of
-         *     them out (a controls object without `perAuthorization` states no cap); a controls object read
+         *     them out (a controls object without `perAuthorization` or `maxAuthorizations` states no cap); a controls object read
          *     from an answer may be sent back as it is.
          * @example {
          *       "limit": {
@@ -3323,6 +3331,14 @@ export interface components {
              *     `SPEND_DECLINE_CAUSE_PER_AUTHORIZATION_EXCEEDED`.
              */
             perAuthorization?: components["schemas"]["Money"] | null;
+            /**
+             * Format: int32
+             * @description The most authorizations the current spend window of the resolved period may count (see
+             *     above), 1 to 1000000. Null or absent: this layer states no count and the next layer's
+             *     applies. An Authorize that would count one more than it allows is declined with cause
+             *     `SPEND_DECLINE_CAUSE_MAX_AUTHORIZATIONS_REACHED`.
+             */
+            maxAuthorizations?: number | null;
         };
         /**
          * @description Administrator view of one subject's per-app limit row: the controls that cap what one app
@@ -3348,7 +3364,8 @@ export interface components {
          *         "period": "PERIOD_KIND_MONTHLY",
          *         "extension": null,
          *         "suspension": null,
-         *         "perAuthorization": null
+         *         "perAuthorization": null,
+         *         "maxAuthorizations": null
          *       },
          *       "createdAt": "2026-11-02T14:05:00Z",
          *       "updatedAt": "2026-11-02T14:05:00Z",
@@ -3402,7 +3419,8 @@ export interface components {
          *           "period": "PERIOD_KIND_MONTHLY",
          *           "extension": null,
          *           "suspension": null,
-         *           "perAuthorization": null
+         *           "perAuthorization": null,
+         *           "maxAuthorizations": null
          *         },
          *         "createdAt": "2026-11-02T14:05:00Z",
          *         "updatedAt": "2026-11-02T14:05:00Z",
@@ -3440,7 +3458,8 @@ export interface components {
          *                 "reason": "Card reported lost",
          *                 "suspendedAt": "2026-11-20T09:30:00Z"
          *               },
-         *               "perAuthorization": null
+         *               "perAuthorization": null,
+         *               "maxAuthorizations": null
          *             },
          *             "createdAt": "2026-11-02T14:05:00Z",
          *             "updatedAt": "2026-11-20T09:30:00Z",
@@ -3478,7 +3497,8 @@ export interface components {
          *           "period": "PERIOD_KIND_MONTHLY",
          *           "extension": null,
          *           "suspension": null,
-         *           "perAuthorization": null
+         *           "perAuthorization": null,
+         *           "maxAuthorizations": null
          *         },
          *         "createdAt": "2026-11-02T14:05:00Z",
          *         "updatedAt": "2026-11-02T14:05:00Z",
@@ -3502,8 +3522,9 @@ export interface components {
          *     period of the next layer that states one, else monthly). A period without a limit is 400.
          *     The row's suspension and extension are kept in place. `perAuthorization` is the row's cap on
          *     one authorization and is replaced with the limit: a request without it (or with null) leaves
-         *     the row with no cap of its own, so the next layer's applies. (`MyFundLimitsService.SetLimit`
-         *     carries no cap and keeps the row's.)
+         *     the row with no cap of its own, so the next layer's applies; `maxAuthorizations`, the row's
+         *     count per window, likewise. (`MyFundLimitsService.SetLimit` carries neither and keeps the
+         *     row's.)
          *
          *     Money rules: every `currencyCode` must equal `FundPolicy.currencyCode` (else 400, reason `CURRENCY_MISMATCH`); `units` is a non-negative int64 as a decimal string, with `units * 10^9 + nanos` within int64 (the largest amount is units `9223372036` with nanos `854775807`; anything larger is 400); `nanos` is 0 to 999999999. An `amount` arm must carry its `money` (absent or null is 400). Two arms of `SpendLimit` set is 400.
          * @example {
@@ -3526,6 +3547,11 @@ export interface components {
             period?: components["schemas"]["PeriodKind"];
             /** @description Optional cap on one authorization, greater than zero, in the fund currency (see `SpendControls.perAuthorization`). Zero is 400 with reason `PER_AUTHORIZATION_NOT_POSITIVE`. */
             perAuthorization?: components["schemas"]["Money"] | null;
+            /**
+             * Format: int32
+             * @description Optional count of authorizations per window, 1 to 1000000 (see `SpendControls.maxAuthorizations`).
+             */
+            maxAuthorizations?: number | null;
         };
         /**
          * @description Answer of `SubjectAppLimitService.SetLimit`: the row after the change.
@@ -3549,7 +3575,8 @@ export interface components {
          *           "period": "PERIOD_KIND_MONTHLY",
          *           "extension": null,
          *           "suspension": null,
-         *           "perAuthorization": null
+         *           "perAuthorization": null,
+         *           "maxAuthorizations": null
          *         },
          *         "createdAt": "2026-11-02T14:05:00Z",
          *         "updatedAt": "2026-11-02T14:05:00Z",
@@ -3599,7 +3626,8 @@ export interface components {
          *             "reason": "Card reported lost",
          *             "suspendedAt": "2026-11-20T09:30:00Z"
          *           },
-         *           "perAuthorization": null
+         *           "perAuthorization": null,
+         *           "maxAuthorizations": null
          *         },
          *         "createdAt": "2026-11-02T14:05:00Z",
          *         "updatedAt": "2026-11-20T09:30:00Z",
@@ -3633,7 +3661,8 @@ export interface components {
          *           "period": "PERIOD_KIND_MONTHLY",
          *           "extension": null,
          *           "suspension": null,
-         *           "perAuthorization": null
+         *           "perAuthorization": null,
+         *           "maxAuthorizations": null
          *         },
          *         "createdAt": "2026-11-02T14:05:00Z",
          *         "updatedAt": "2026-11-21T08:00:00Z",
@@ -3720,7 +3749,8 @@ export interface components {
          *             "reason": "Quarter-end travel"
          *           },
          *           "suspension": null,
-         *           "perAuthorization": null
+         *           "perAuthorization": null,
+         *           "maxAuthorizations": null
          *         },
          *         "createdAt": "2026-11-02T14:05:00Z",
          *         "updatedAt": "2026-11-21T10:15:00Z",
@@ -3753,7 +3783,8 @@ export interface components {
          *           "period": "PERIOD_KIND_MONTHLY",
          *           "extension": null,
          *           "suspension": null,
-         *           "perAuthorization": null
+         *           "perAuthorization": null,
+         *           "maxAuthorizations": null
          *         },
          *         "createdAt": "2026-11-02T14:05:00Z",
          *         "updatedAt": "2026-11-22T16:45:00Z",
@@ -3827,6 +3858,13 @@ export interface components {
          *       otherwise (`unlimited`, `blocked`, a suspension, no limit).
          *     - `remaining`: `limit - spent - held`, never below zero (a limit lowered below what was
          *       already spent leaves zero); null when `limit` is null.
+         *     - `authorizations`: how many authorizations the window counts: its pending holds that have
+         *       not expired, and its captured authorizations (a reversal does not take one back out). A
+         *       release, an expiry or a decline is not counted.
+         *     - `maxAuthorizations`: the count the window is capped at (`SpendControls.maxAuthorizations`
+         *       in force); null when none is.
+         *     - `authorizationsRemaining`: `maxAuthorizations - authorizations`, never below zero; null when
+         *       `maxAuthorizations` is null.
          *
          *     A window's usage is every spend whose authorization instant (`createdAt`) lies inside the
          *     window, whatever period or time zone was in force when the spend was made. Changing a limit's
@@ -3859,7 +3897,10 @@ export interface components {
          *         "currencyCode": "USD",
          *         "units": "34",
          *         "nanos": 500000000
-         *       }
+         *       },
+         *       "authorizations": "2",
+         *       "maxAuthorizations": null,
+         *       "authorizationsRemaining": null
          *     }
          */
         SpendUsage: {
@@ -3879,6 +3920,21 @@ export interface components {
             limit: components["schemas"]["Money"] | null;
             /** @description What may still be authorized in the window; null when no amount limit is in force. */
             remaining: components["schemas"]["Money"] | null;
+            /**
+             * Format: int64
+             * @description How many authorizations the window counts now (see above), an int64 as a decimal string.
+             */
+            authorizations: string;
+            /**
+             * Format: int32
+             * @description The count of authorizations the window is capped at; null when no count is in force.
+             */
+            maxAuthorizations: number | null;
+            /**
+             * Format: int32
+             * @description How many more authorizations the window may count now; null when no count is in force.
+             */
+            authorizationsRemaining: number | null;
         };
         /**
          * @description The limit in force for one subject and one app at `evaluatedAt`, with how it was found.
@@ -3916,7 +3972,8 @@ export interface components {
          *       "trace": [
          *         "SCOPE_SUBJECT_APP: no row -> no opinion",
          *         "SCOPE_APP_CAP: limit USD 1000 PERIOD_KIND_MONTHLY -> limit",
-         *         "SCOPE_TENANT_DEFAULT: per authorization USD 200 -> cap"
+         *         "SCOPE_TENANT_DEFAULT: per authorization USD 200 -> cap",
+         *         "SCOPE_TENANT_DEFAULT: at most 20 authorizations per window -> count"
          *       ],
          *       "usage": {
          *         "windowStart": "2026-11-01T00:00:00Z",
@@ -3940,7 +3997,10 @@ export interface components {
          *           "currencyCode": "USD",
          *           "units": "934",
          *           "nanos": 500000000
-         *         }
+         *         },
+         *         "authorizations": "2",
+         *         "maxAuthorizations": 20,
+         *         "authorizationsRemaining": 18
          *       },
          *       "perAuthorization": {
          *         "currencyCode": "USD",
@@ -3989,6 +4049,14 @@ export interface components {
              *     the decision is a deny (nothing is admitted).
              */
             perAuthorization: components["schemas"]["Money"] | null;
+            /**
+             * Format: int32
+             * @description The count of authorizations per window in force: that of the first layer whose controls
+             *     state one (`SpendControls.maxAuthorizations`), its line in `trace`; null when no layer
+             *     states one or the decision is a deny. `usage` shows how many the window counts and how
+             *     many are left.
+             */
+            maxAuthorizations: number | null;
         };
         /**
          * @description Answer of `SubjectAppLimitService.GetEffective`: the limit in force for the subject and app now, with the trace of the layers looked at.
@@ -3996,6 +4064,7 @@ export interface components {
          *       "effective": {
          *         "decision": "EFFECTIVE_DECISION_DENY",
          *         "perAuthorization": null,
+         *         "maxAuthorizations": null,
          *         "limit": null,
          *         "period": null,
          *         "scope": "SCOPE_SUBJECT_APP",
@@ -4018,7 +4087,10 @@ export interface components {
          *             "nanos": 500000000
          *           },
          *           "limit": null,
-         *           "remaining": null
+         *           "remaining": null,
+         *           "authorizations": "2",
+         *           "maxAuthorizations": null,
+         *           "authorizationsRemaining": null
          *         }
          *       }
          *     }
@@ -4047,7 +4119,8 @@ export interface components {
          *         "period": "PERIOD_KIND_WEEKLY",
          *         "extension": null,
          *         "suspension": null,
-         *         "perAuthorization": null
+         *         "perAuthorization": null,
+         *         "maxAuthorizations": null
          *       },
          *       "createdAt": "2026-11-20T09:30:00Z",
          *       "updatedAt": "2026-11-20T09:30:00Z"
@@ -4089,7 +4162,8 @@ export interface components {
          *           "period": "PERIOD_KIND_WEEKLY",
          *           "extension": null,
          *           "suspension": null,
-         *           "perAuthorization": null
+         *           "perAuthorization": null,
+         *           "maxAuthorizations": null
          *         },
          *         "createdAt": "2026-11-20T09:30:00Z",
          *         "updatedAt": "2026-11-20T09:30:00Z"
@@ -4121,7 +4195,8 @@ export interface components {
          *               "period": "PERIOD_KIND_WEEKLY",
          *               "extension": null,
          *               "suspension": null,
-         *               "perAuthorization": null
+         *               "perAuthorization": null,
+         *               "maxAuthorizations": null
          *             },
          *             "createdAt": "2026-11-20T09:30:00Z",
          *             "updatedAt": "2026-11-20T09:30:00Z"
@@ -4148,7 +4223,8 @@ export interface components {
          *                 "reason": "Card reported lost",
          *                 "suspendedAt": "2026-11-20T09:30:00Z"
          *               },
-         *               "perAuthorization": null
+         *               "perAuthorization": null,
+         *               "maxAuthorizations": null
          *             },
          *             "createdAt": "2026-11-02T14:05:00Z",
          *             "updatedAt": "2026-11-20T09:30:00Z"
@@ -4183,7 +4259,8 @@ export interface components {
          *           "period": "PERIOD_KIND_WEEKLY",
          *           "extension": null,
          *           "suspension": null,
-         *           "perAuthorization": null
+         *           "perAuthorization": null,
+         *           "maxAuthorizations": null
          *         },
          *         "createdAt": "2026-11-20T09:30:00Z",
          *         "updatedAt": "2026-11-20T09:30:00Z"
@@ -4243,7 +4320,8 @@ export interface components {
          *           "period": "PERIOD_KIND_WEEKLY",
          *           "extension": null,
          *           "suspension": null,
-         *           "perAuthorization": null
+         *           "perAuthorization": null,
+         *           "maxAuthorizations": null
          *         },
          *         "createdAt": "2026-11-20T09:30:00Z",
          *         "updatedAt": "2026-11-20T09:30:00Z"
@@ -4269,6 +4347,7 @@ export interface components {
          *       "effective": {
          *         "decision": "EFFECTIVE_DECISION_LIMIT",
          *         "perAuthorization": null,
+         *         "maxAuthorizations": null,
          *         "limit": {
          *           "amount": {
          *             "money": {
@@ -4310,7 +4389,10 @@ export interface components {
          *             "currencyCode": "USD",
          *             "units": "934",
          *             "nanos": 500000000
-         *           }
+         *           },
+         *           "authorizations": "2",
+         *           "maxAuthorizations": null,
+         *           "authorizationsRemaining": null
          *         }
          *       }
          *     }
@@ -4341,7 +4423,8 @@ export interface components {
          *         "period": "PERIOD_KIND_MONTHLY",
          *         "extension": null,
          *         "suspension": null,
-         *         "perAuthorization": null
+         *         "perAuthorization": null,
+         *         "maxAuthorizations": null
          *       },
          *       "createdAt": "2026-11-01T12:00:00Z",
          *       "updatedAt": "2026-11-01T12:00:00Z",
@@ -4392,7 +4475,8 @@ export interface components {
          *           "period": "PERIOD_KIND_MONTHLY",
          *           "extension": null,
          *           "suspension": null,
-         *           "perAuthorization": null
+         *           "perAuthorization": null,
+         *           "maxAuthorizations": null
          *         },
          *         "createdAt": "2026-11-01T12:00:00Z",
          *         "updatedAt": "2026-11-01T12:00:00Z",
@@ -4426,7 +4510,8 @@ export interface components {
          *               "period": "PERIOD_KIND_MONTHLY",
          *               "extension": null,
          *               "suspension": null,
-         *               "perAuthorization": null
+         *               "perAuthorization": null,
+         *               "maxAuthorizations": null
          *             },
          *             "createdAt": "2026-11-01T12:00:00Z",
          *             "updatedAt": "2026-11-01T12:00:00Z",
@@ -4452,7 +4537,8 @@ export interface components {
          *               "period": "PERIOD_KIND_QUARTERLY",
          *               "extension": null,
          *               "suspension": null,
-         *               "perAuthorization": null
+         *               "perAuthorization": null,
+         *               "maxAuthorizations": null
          *             },
          *             "createdAt": "2026-11-01T12:05:00Z",
          *             "updatedAt": "2026-11-01T12:05:00Z",
@@ -4489,7 +4575,8 @@ export interface components {
          *           "period": "PERIOD_KIND_MONTHLY",
          *           "extension": null,
          *           "suspension": null,
-         *           "perAuthorization": null
+         *           "perAuthorization": null,
+         *           "maxAuthorizations": null
          *         },
          *         "createdAt": "2026-11-01T12:00:00Z",
          *         "updatedAt": "2026-11-01T12:00:00Z",
@@ -4552,7 +4639,8 @@ export interface components {
          *           "period": "PERIOD_KIND_MONTHLY",
          *           "extension": null,
          *           "suspension": null,
-         *           "perAuthorization": null
+         *           "perAuthorization": null,
+         *           "maxAuthorizations": null
          *         },
          *         "createdAt": "2026-11-01T12:00:00Z",
          *         "updatedAt": "2026-11-01T12:00:00Z",
@@ -4590,7 +4678,8 @@ export interface components {
          *         "period": "PERIOD_KIND_MONTHLY",
          *         "extension": null,
          *         "suspension": null,
-         *         "perAuthorization": null
+         *         "perAuthorization": null,
+         *         "maxAuthorizations": null
          *       },
          *       "updatedAt": "2026-11-01T12:00:00Z"
          *     }
@@ -4650,7 +4739,8 @@ export interface components {
          *           "period": "PERIOD_KIND_MONTHLY",
          *           "extension": null,
          *           "suspension": null,
-         *           "perAuthorization": null
+         *           "perAuthorization": null,
+         *           "maxAuthorizations": null
          *         },
          *         "updatedAt": "2026-11-01T12:00:00Z"
          *       }
@@ -4730,7 +4820,8 @@ export interface components {
          *           "period": "PERIOD_KIND_MONTHLY",
          *           "extension": null,
          *           "suspension": null,
-         *           "perAuthorization": null
+         *           "perAuthorization": null,
+         *           "maxAuthorizations": null
          *         },
          *         "updatedAt": "2026-11-20T09:30:00Z"
          *       }
@@ -4774,6 +4865,9 @@ export interface components {
          *       spent, plus what it holds, plus this amount, is more than the limit.
          *     - `SPEND_DECLINE_CAUSE_PER_AUTHORIZATION_EXCEEDED`: the amount is more than the cap on one
          *       authorization in force (`SpendControls.perAuthorization`), checked before the window's sums.
+         *     - `SPEND_DECLINE_CAUSE_MAX_AUTHORIZATIONS_REACHED`: the window already counts as many
+         *       authorizations as the count in force allows (`SpendControls.maxAuthorizations`), checked
+         *       after the cap on one authorization and before the window's amounts.
          *
          *     This enumeration may gain values. Clients must accept values they do not know in responses
          *     (the generated TypeScript types admit any string besides the known ones); the server refuses
@@ -4781,7 +4875,7 @@ export interface components {
          * @example SPEND_DECLINE_CAUSE_LIMIT_EXCEEDED
          * @enum {string}
          */
-        SpendDeclineCause: "SPEND_DECLINE_CAUSE_UNSPECIFIED" | "SPEND_DECLINE_CAUSE_SUSPENDED" | "SPEND_DECLINE_CAUSE_BLOCKED" | "SPEND_DECLINE_CAUSE_NO_LIMIT" | "SPEND_DECLINE_CAUSE_LIMIT_EXCEEDED" | "SPEND_DECLINE_CAUSE_PER_AUTHORIZATION_EXCEEDED" | (string & {});
+        SpendDeclineCause: "SPEND_DECLINE_CAUSE_UNSPECIFIED" | "SPEND_DECLINE_CAUSE_SUSPENDED" | "SPEND_DECLINE_CAUSE_BLOCKED" | "SPEND_DECLINE_CAUSE_NO_LIMIT" | "SPEND_DECLINE_CAUSE_LIMIT_EXCEEDED" | "SPEND_DECLINE_CAUSE_PER_AUTHORIZATION_EXCEEDED" | "SPEND_DECLINE_CAUSE_MAX_AUTHORIZATIONS_REACHED" | (string & {});
         /**
          * @description How an authorization was decided, at its `createdAt`. The limit in force is resolved by
          *     exactly the rule of `SubjectAppLimitService.GetEffective` (layers, per-row rule, period):
@@ -4825,7 +4919,10 @@ export interface components {
          *           "currencyCode": "USD",
          *           "units": "34",
          *           "nanos": 500000000
-         *         }
+         *         },
+         *         "authorizations": "2",
+         *         "maxAuthorizations": null,
+         *         "authorizationsRemaining": null
          *       }
          *     }
          */
@@ -4924,7 +5021,10 @@ export interface components {
          *             "currencyCode": "USD",
          *             "units": "34",
          *             "nanos": 500000000
-         *           }
+         *           },
+         *           "authorizations": "2",
+         *           "maxAuthorizations": null,
+         *           "authorizationsRemaining": null
          *         }
          *       },
          *       "metadata": {
@@ -5081,7 +5181,10 @@ export interface components {
          *             "currencyCode": "USD",
          *             "units": "25",
          *             "nanos": 0
-         *           }
+         *           },
+         *           "authorizations": "2",
+         *           "maxAuthorizations": null,
+         *           "authorizationsRemaining": null
          *         }
          *       },
          *       "usage": {
@@ -5106,7 +5209,10 @@ export interface components {
          *           "currencyCode": "USD",
          *           "units": "40",
          *           "nanos": 0
-         *         }
+         *         },
+         *         "authorizations": "2",
+         *         "maxAuthorizations": null,
+         *         "authorizationsRemaining": null
          *       }
          *     }
          */
@@ -6772,7 +6878,10 @@ export interface components {
          *               "currencyCode": "USD",
          *               "units": "15",
          *               "nanos": 0
-         *             }
+         *             },
+         *             "authorizations": "2",
+         *             "maxAuthorizations": null,
+         *             "authorizationsRemaining": null
          *           }
          *         },
          *         "metadata": {
@@ -6806,7 +6915,10 @@ export interface components {
          *             "currencyCode": "USD",
          *             "units": "15",
          *             "nanos": 0
-         *           }
+         *           },
+         *           "authorizations": "2",
+         *           "maxAuthorizations": null,
+         *           "authorizationsRemaining": null
          *         }
          *       },
          *       "limitChange": null
@@ -7045,7 +7157,8 @@ export interface components {
          *                   "reason": "Card reported lost",
          *                   "suspendedAt": "2026-11-20T09:30:01Z"
          *                 },
-         *                 "perAuthorization": null
+         *                 "perAuthorization": null,
+         *                 "maxAuthorizations": null
          *               },
          *               "createdAt": "2026-10-01T08:00:00Z",
          *               "updatedAt": "2026-11-20T09:30:01Z",
@@ -7610,7 +7723,8 @@ export interface components {
          *                     "reason": "Card reported lost",
          *                     "suspendedAt": "2026-11-20T09:30:01Z"
          *                   },
-         *                   "perAuthorization": null
+         *                   "perAuthorization": null,
+         *                   "maxAuthorizations": null
          *                 },
          *                 "createdAt": "2026-10-01T08:00:00Z",
          *                 "updatedAt": "2026-11-20T09:30:01Z",
@@ -7688,7 +7802,8 @@ export interface components {
          *                         "reason": "Card reported lost",
          *                         "suspendedAt": "2026-11-20T09:30:01Z"
          *                       },
-         *                       "perAuthorization": null
+         *                       "perAuthorization": null,
+         *                       "maxAuthorizations": null
          *                     },
          *                     "createdAt": "2026-10-01T08:00:00Z",
          *                     "updatedAt": "2026-11-20T09:30:01Z",
@@ -7769,7 +7884,8 @@ export interface components {
          *                     "reason": "Card reported lost",
          *                     "suspendedAt": "2026-11-20T09:30:01Z"
          *                   },
-         *                   "perAuthorization": null
+         *                   "perAuthorization": null,
+         *                   "maxAuthorizations": null
          *                 },
          *                 "createdAt": "2026-10-01T08:00:00Z",
          *                 "updatedAt": "2026-11-20T09:30:01Z",
@@ -7980,7 +8096,8 @@ export interface components {
          *           "period": "PERIOD_KIND_MONTHLY",
          *           "extension": null,
          *           "suspension": null,
-         *           "perAuthorization": null
+         *           "perAuthorization": null,
+         *           "maxAuthorizations": null
          *         },
          *         "createdAt": "2026-10-01T08:00:00Z",
          *         "updatedAt": "2026-10-01T08:00:00Z",
@@ -8008,7 +8125,8 @@ export interface components {
          *             "reason": "Card reported lost",
          *             "suspendedAt": "2026-11-20T09:30:01Z"
          *           },
-         *           "perAuthorization": null
+         *           "perAuthorization": null,
+         *           "maxAuthorizations": null
          *         },
          *         "createdAt": "2026-10-01T08:00:00Z",
          *         "updatedAt": "2026-11-20T09:30:01Z",
@@ -9502,7 +9620,8 @@ export interface operations {
                      *                 "reason": "Card reported lost",
                      *                 "suspendedAt": "2026-11-20T09:30:00Z"
                      *               },
-                     *               "perAuthorization": null
+                     *               "perAuthorization": null,
+                     *               "maxAuthorizations": null
                      *             },
                      *             "createdAt": "2026-11-02T14:05:00Z",
                      *             "updatedAt": "2026-11-20T09:30:00Z",
@@ -9587,7 +9706,8 @@ export interface operations {
                      *           "period": "PERIOD_KIND_MONTHLY",
                      *           "extension": null,
                      *           "suspension": null,
-                     *           "perAuthorization": null
+                     *           "perAuthorization": null,
+                     *           "maxAuthorizations": null
                      *         },
                      *         "createdAt": "2026-11-02T14:05:00Z",
                      *         "updatedAt": "2026-11-02T14:05:00Z",
@@ -9763,7 +9883,8 @@ export interface operations {
                      *           "period": "PERIOD_KIND_MONTHLY",
                      *           "extension": null,
                      *           "suspension": null,
-                     *           "perAuthorization": null
+                     *           "perAuthorization": null,
+                     *           "maxAuthorizations": null
                      *         },
                      *         "createdAt": "2026-11-02T14:05:00Z",
                      *         "updatedAt": "2026-11-02T14:05:00Z",
@@ -9869,7 +9990,8 @@ export interface operations {
                      *             "reason": "Card reported lost",
                      *             "suspendedAt": "2026-11-20T09:30:00Z"
                      *           },
-                     *           "perAuthorization": null
+                     *           "perAuthorization": null,
+                     *           "maxAuthorizations": null
                      *         },
                      *         "createdAt": "2026-11-02T14:05:00Z",
                      *         "updatedAt": "2026-11-20T09:30:00Z",
@@ -9963,7 +10085,8 @@ export interface operations {
                      *           "period": "PERIOD_KIND_MONTHLY",
                      *           "extension": null,
                      *           "suspension": null,
-                     *           "perAuthorization": null
+                     *           "perAuthorization": null,
+                     *           "maxAuthorizations": null
                      *         },
                      *         "createdAt": "2026-11-02T14:05:00Z",
                      *         "updatedAt": "2026-11-21T08:00:00Z",
@@ -10089,7 +10212,8 @@ export interface operations {
                      *             "reason": "Quarter-end travel"
                      *           },
                      *           "suspension": null,
-                     *           "perAuthorization": null
+                     *           "perAuthorization": null,
+                     *           "maxAuthorizations": null
                      *         },
                      *         "createdAt": "2026-11-02T14:05:00Z",
                      *         "updatedAt": "2026-11-21T10:15:00Z",
@@ -10183,7 +10307,8 @@ export interface operations {
                      *           "period": "PERIOD_KIND_MONTHLY",
                      *           "extension": null,
                      *           "suspension": null,
-                     *           "perAuthorization": null
+                     *           "perAuthorization": null,
+                     *           "maxAuthorizations": null
                      *         },
                      *         "createdAt": "2026-11-02T14:05:00Z",
                      *         "updatedAt": "2026-11-22T16:45:00Z",
@@ -10260,6 +10385,7 @@ export interface operations {
                      *       "effective": {
                      *         "decision": "EFFECTIVE_DECISION_DENY",
                      *         "perAuthorization": null,
+                     *         "maxAuthorizations": null,
                      *         "limit": null,
                      *         "period": null,
                      *         "scope": "SCOPE_SUBJECT_APP",
@@ -10282,7 +10408,10 @@ export interface operations {
                      *             "nanos": 500000000
                      *           },
                      *           "limit": null,
-                     *           "remaining": null
+                     *           "remaining": null,
+                     *           "authorizations": "2",
+                     *           "maxAuthorizations": null,
+                     *           "authorizationsRemaining": null
                      *         }
                      *       }
                      *     }
@@ -10383,7 +10512,8 @@ export interface operations {
                      *               "period": "PERIOD_KIND_WEEKLY",
                      *               "extension": null,
                      *               "suspension": null,
-                     *               "perAuthorization": null
+                     *               "perAuthorization": null,
+                     *               "maxAuthorizations": null
                      *             },
                      *             "createdAt": "2026-11-20T09:30:00Z",
                      *             "updatedAt": "2026-11-20T09:30:00Z"
@@ -10410,7 +10540,8 @@ export interface operations {
                      *                 "reason": "Card reported lost",
                      *                 "suspendedAt": "2026-11-20T09:30:00Z"
                      *               },
-                     *               "perAuthorization": null
+                     *               "perAuthorization": null,
+                     *               "maxAuthorizations": null
                      *             },
                      *             "createdAt": "2026-11-02T14:05:00Z",
                      *             "updatedAt": "2026-11-20T09:30:00Z"
@@ -10486,7 +10617,8 @@ export interface operations {
                      *           "period": "PERIOD_KIND_WEEKLY",
                      *           "extension": null,
                      *           "suspension": null,
-                     *           "perAuthorization": null
+                     *           "perAuthorization": null,
+                     *           "maxAuthorizations": null
                      *         },
                      *         "createdAt": "2026-11-20T09:30:00Z",
                      *         "updatedAt": "2026-11-20T09:30:00Z"
@@ -10589,7 +10721,8 @@ export interface operations {
                      *           "period": "PERIOD_KIND_WEEKLY",
                      *           "extension": null,
                      *           "suspension": null,
-                     *           "perAuthorization": null
+                     *           "perAuthorization": null,
+                     *           "maxAuthorizations": null
                      *         },
                      *         "createdAt": "2026-11-20T09:30:00Z",
                      *         "updatedAt": "2026-11-20T09:30:00Z"
@@ -10713,6 +10846,7 @@ export interface operations {
                      *       "effective": {
                      *         "decision": "EFFECTIVE_DECISION_LIMIT",
                      *         "perAuthorization": null,
+                     *         "maxAuthorizations": null,
                      *         "limit": {
                      *           "amount": {
                      *             "money": {
@@ -10754,7 +10888,10 @@ export interface operations {
                      *             "currencyCode": "USD",
                      *             "units": "934",
                      *             "nanos": 500000000
-                     *           }
+                     *           },
+                     *           "authorizations": "2",
+                     *           "maxAuthorizations": null,
+                     *           "authorizationsRemaining": null
                      *         }
                      *       }
                      *     }
@@ -10844,7 +10981,8 @@ export interface operations {
                      *               "period": "PERIOD_KIND_MONTHLY",
                      *               "extension": null,
                      *               "suspension": null,
-                     *               "perAuthorization": null
+                     *               "perAuthorization": null,
+                     *               "maxAuthorizations": null
                      *             },
                      *             "createdAt": "2026-11-01T12:00:00Z",
                      *             "updatedAt": "2026-11-01T12:00:00Z",
@@ -10870,7 +11008,8 @@ export interface operations {
                      *               "period": "PERIOD_KIND_QUARTERLY",
                      *               "extension": null,
                      *               "suspension": null,
-                     *               "perAuthorization": null
+                     *               "perAuthorization": null,
+                     *               "maxAuthorizations": null
                      *             },
                      *             "createdAt": "2026-11-01T12:05:00Z",
                      *             "updatedAt": "2026-11-01T12:05:00Z",
@@ -10948,7 +11087,8 @@ export interface operations {
                      *           "period": "PERIOD_KIND_MONTHLY",
                      *           "extension": null,
                      *           "suspension": null,
-                     *           "perAuthorization": null
+                     *           "perAuthorization": null,
+                     *           "maxAuthorizations": null
                      *         },
                      *         "createdAt": "2026-11-01T12:00:00Z",
                      *         "updatedAt": "2026-11-01T12:00:00Z",
@@ -11055,7 +11195,8 @@ export interface operations {
                      *           "period": "PERIOD_KIND_MONTHLY",
                      *           "extension": null,
                      *           "suspension": null,
-                     *           "perAuthorization": null
+                     *           "perAuthorization": null,
+                     *           "maxAuthorizations": null
                      *         },
                      *         "createdAt": "2026-11-01T12:00:00Z",
                      *         "updatedAt": "2026-11-01T12:00:00Z",
@@ -11185,7 +11326,8 @@ export interface operations {
                      *           "period": "PERIOD_KIND_MONTHLY",
                      *           "extension": null,
                      *           "suspension": null,
-                     *           "perAuthorization": null
+                     *           "perAuthorization": null,
+                     *           "maxAuthorizations": null
                      *         },
                      *         "updatedAt": "2026-11-01T12:00:00Z"
                      *       }
@@ -11276,7 +11418,8 @@ export interface operations {
                      *           "period": "PERIOD_KIND_MONTHLY",
                      *           "extension": null,
                      *           "suspension": null,
-                     *           "perAuthorization": null
+                     *           "perAuthorization": null,
+                     *           "maxAuthorizations": null
                      *         },
                      *         "updatedAt": "2026-11-20T09:30:00Z"
                      *       }
@@ -11436,7 +11579,10 @@ export interface operations {
                      *                   "currencyCode": "USD",
                      *                   "units": "34",
                      *                   "nanos": 500000000
-                     *                 }
+                     *                 },
+                     *                 "authorizations": "1",
+                     *                 "maxAuthorizations": null,
+                     *                 "authorizationsRemaining": null
                      *               }
                      *             },
                      *             "metadata": {
@@ -11501,7 +11647,10 @@ export interface operations {
                      *                   "currencyCode": "USD",
                      *                   "units": "34",
                      *                   "nanos": 500000000
-                     *                 }
+                     *                 },
+                     *                 "authorizations": "1",
+                     *                 "maxAuthorizations": null,
+                     *                 "authorizationsRemaining": null
                      *               }
                      *             },
                      *             "metadata": {
@@ -11833,7 +11982,10 @@ export interface operations {
                      *               "currencyCode": "USD",
                      *               "units": "34",
                      *               "nanos": 500000000
-                     *             }
+                     *             },
+                     *             "authorizations": "1",
+                     *             "maxAuthorizations": null,
+                     *             "authorizationsRemaining": null
                      *           }
                      *         },
                      *         "metadata": {
@@ -12009,7 +12161,10 @@ export interface operations {
                      *               "currencyCode": "USD",
                      *               "units": "34",
                      *               "nanos": 500000000
-                     *             }
+                     *             },
+                     *             "authorizations": "1",
+                     *             "maxAuthorizations": null,
+                     *             "authorizationsRemaining": null
                      *           }
                      *         },
                      *         "metadata": {
@@ -12193,7 +12348,10 @@ export interface operations {
                      *               "currencyCode": "USD",
                      *               "units": "34",
                      *               "nanos": 500000000
-                     *             }
+                     *             },
+                     *             "authorizations": "1",
+                     *             "maxAuthorizations": null,
+                     *             "authorizationsRemaining": null
                      *           }
                      *         },
                      *         "metadata": {
@@ -12385,7 +12543,10 @@ export interface operations {
                      *               "currencyCode": "USD",
                      *               "units": "34",
                      *               "nanos": 500000000
-                     *             }
+                     *             },
+                     *             "authorizations": "1",
+                     *             "maxAuthorizations": null,
+                     *             "authorizationsRemaining": null
                      *           }
                      *         },
                      *         "metadata": {
@@ -14568,7 +14729,8 @@ export interface operations {
                      *                         "reason": "Card reported lost",
                      *                         "suspendedAt": "2026-11-20T09:30:01Z"
                      *                       },
-                     *                       "perAuthorization": null
+                     *                       "perAuthorization": null,
+                     *                       "maxAuthorizations": null
                      *                     },
                      *                     "createdAt": "2026-10-01T08:00:00Z",
                      *                     "updatedAt": "2026-11-20T09:30:01Z",
@@ -14690,7 +14852,8 @@ export interface operations {
                      *                     "reason": "Card reported lost",
                      *                     "suspendedAt": "2026-11-20T09:30:01Z"
                      *                   },
-                     *                   "perAuthorization": null
+                     *                   "perAuthorization": null,
+                     *                   "maxAuthorizations": null
                      *                 },
                      *                 "createdAt": "2026-10-01T08:00:00Z",
                      *                 "updatedAt": "2026-11-20T09:30:01Z",
@@ -15025,7 +15188,8 @@ export interface operations {
                      *                 "period": "PERIOD_KIND_MONTHLY",
                      *                 "extension": null,
                      *                 "suspension": null,
-                     *                 "perAuthorization": null
+                     *                 "perAuthorization": null,
+                     *                 "maxAuthorizations": null
                      *               },
                      *               "createdAt": "2026-11-20T09:30:00Z",
                      *               "updatedAt": "2026-11-20T09:30:00Z",

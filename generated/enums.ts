@@ -59,7 +59,7 @@ export const SpendAuthorizationStateValues = ["SPEND_AUTHORIZATION_STATE_UNSPECI
 export type KnownSpendAuthorizationState = (typeof SpendAuthorizationStateValues)[number];
 export type SpendAuthorizationState = KnownSpendAuthorizationState | (string & {});
 
-export const SpendDeclineCauseValues = ["SPEND_DECLINE_CAUSE_UNSPECIFIED","SPEND_DECLINE_CAUSE_SUSPENDED","SPEND_DECLINE_CAUSE_BLOCKED","SPEND_DECLINE_CAUSE_NO_LIMIT","SPEND_DECLINE_CAUSE_LIMIT_EXCEEDED","SPEND_DECLINE_CAUSE_PER_AUTHORIZATION_EXCEEDED"] as const;
+export const SpendDeclineCauseValues = ["SPEND_DECLINE_CAUSE_UNSPECIFIED","SPEND_DECLINE_CAUSE_SUSPENDED","SPEND_DECLINE_CAUSE_BLOCKED","SPEND_DECLINE_CAUSE_NO_LIMIT","SPEND_DECLINE_CAUSE_LIMIT_EXCEEDED","SPEND_DECLINE_CAUSE_PER_AUTHORIZATION_EXCEEDED","SPEND_DECLINE_CAUSE_MAX_AUTHORIZATIONS_REACHED"] as const;
 export type KnownSpendDeclineCause = (typeof SpendDeclineCauseValues)[number];
 export type SpendDeclineCause = KnownSpendDeclineCause | (string & {});
 

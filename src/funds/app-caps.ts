@@ -69,7 +69,7 @@ export class AppCaps {
       const before = row ? controlsOf(row) : null;
       const after = replaceControls(input, before, currencyCode, "body.controls", now);
       if (isEmpty(after)) {
-        throw invalidField("body.controls", "must set at least one of limit, extension, suspension, perAuthorization (to remove the cap, delete it)", "CONTROLS_EMPTY");
+        throw invalidField("body.controls", "must set at least one of limit, extension, suspension, perAuthorization, maxAuthorizations (to remove the cap, delete it)", "CONTROLS_EMPTY");
       }
       if (row && sameControls(before, after)) return { answer: row };
       const columns = { controls: JSON.stringify(after), amount_currency: amountCurrency(after), updated_at: stamp };

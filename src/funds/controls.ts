@@ -76,6 +76,16 @@ export function parsePerAuthorization(input: unknown, currencyCode: string, path
   return money;
 }
 
+/** The most authorizations a window may count, as the contract bounds it. */
+export const MAX_AUTHORIZATIONS = 1_000_000;
+
+/** A count of authorizations per window: an integer from 1 to MAX_AUTHORIZATIONS (absent or null: none). */
+export function parseMaxAuthorizations(input: unknown, path: string): number | null {
+  if (!isSet(input)) return null;
+  if (!Number.isInteger(input) || (input as number) < 1 || (input as number) > MAX_AUTHORIZATIONS) throw invalidField(path, `must be an integer from 1 to ${MAX_AUTHORIZATIONS}`);
+  return input as number;
+}
+
 /**
  * Validates a whole SpendControls as app caps and the tenant default carry it (all limit arms)
  * and returns it normalized. `path` is the controls' field path, e.g. `body.controls`.
@@ -89,6 +99,7 @@ export function parseControls(input: unknown, currencyCode: string, path: string
     extension: isSet(controls.extension) ? parseExtension(controls.extension, currencyCode, `${path}.extension`) : null,
     suspension: isSet(controls.suspension) ? parseSuspension(controls.suspension, `${path}.suspension`, now) : null,
     perAuthorization: parsePerAuthorization(controls.perAuthorization, currencyCode, `${path}.perAuthorization`),
+    maxAuthorizations: parseMaxAuthorizations(controls.maxAuthorizations, `${path}.maxAuthorizations`),
   });
 }
 
@@ -100,6 +111,7 @@ function compact(c: SpendControls): SpendControls {
     ...(c.extension ? { extension: c.extension } : {}),
     ...(c.suspension ? { suspension: c.suspension } : {}),
     ...(c.perAuthorization ? { perAuthorization: c.perAuthorization } : {}),
+    ...(c.maxAuthorizations ? { maxAuthorizations: c.maxAuthorizations } : {}),
   };
 }
 
@@ -108,13 +120,13 @@ type Row = SpendControls | null | undefined;
 /**
  * Sets the base limit and its period; suspension and extension stay. The period belongs to the
  * limit it denominates, so a new limit without a period drops the old one (it then inherits).
- * `caps`, when given (an administrator's SetLimit), replaces the row's cap per authorization
- * with the limit; without it (the caller's own SetLimit) the stored cap stays.
+ * `caps`, when given (an administrator's SetLimit), replaces the row's cap per authorization and
+ * count per window with the limit; without it (the caller's own SetLimit) the stored ones stay.
  */
-export const withLimit = (controls: Row, limit: SpendLimit, period?: PeriodKind | null, caps?: Pick<SpendControls, "perAuthorization">): SpendControls =>
+export const withLimit = (controls: Row, limit: SpendLimit, period?: PeriodKind | null, caps?: Pick<SpendControls, "perAuthorization" | "maxAuthorizations">): SpendControls =>
   compact({ ...controls, limit, period: period ?? undefined, ...caps });
 
-/** Drops the base limit and its period; extension, suspension and the cap per authorization stay. */
+/** Drops the base limit and its period; extension, suspension and the caps stay. */
 export const withoutLimit = (controls: Row): SpendControls => compact({ ...controls, limit: null, period: undefined });
 
 /**
@@ -144,7 +156,7 @@ export const withoutExtension = (controls: Row): SpendControls => compact({ ...c
 
 /** Nothing left to state: the caller removes the row rather than keep an empty one. */
 export const isEmpty = (controls: Row): boolean =>
-  !controls || (!isSet(controls.limit) && !isSet(controls.extension) && !isSet(controls.suspension) && !isSet(controls.perAuthorization));
+  !controls || (!isSet(controls.limit) && !isSet(controls.extension) && !isSet(controls.suspension) && !isSet(controls.perAuthorization) && !isSet(controls.maxAuthorizations));
 
 /** A canonical JSON form (keys sorted), so stored and requested controls compare by value. */
 export function canonicalJson(value: unknown): string {

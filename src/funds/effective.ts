@@ -13,7 +13,7 @@ import { writeTransaction, type Db } from "../storage/transactions.js";
 import { storedPolicy, type FundPolicies, type StoredPolicy } from "./fund-policy.js";
 import { resolveLimit, type Resolution, type WindowPeriod } from "./resolve.js";
 import { spendWindowBounds, WINDOW_PERIODS, type WindowBounds } from "./spends/spend-window.js";
-import { amountLimit, anySpendIn, lockWindow, usageColumn, usageOf, usageView, type SpendUsageView, type Usage, type WindowKey } from "./spends/spend-usage.js";
+import { amountLimit, anySpendIn, lockWindow, NOTHING_USED, usageColumn, usageOf, usageView, type SpendUsageView, type Usage, type WindowKey } from "./spends/spend-usage.js";
 import type { EffectiveLimit, SpendControls, SpendLimitView } from "./types.js";
 import { spendLimitView } from "./fund-views.js";
 import { toNanos } from "./money.js";
@@ -31,6 +31,8 @@ export interface LimitInForce {
   limit: bigint | null;
   /** The cap on one authorization in force, else null. */
   perAuthorization: bigint | null;
+  /** The count of authorizations per window in force, else null. */
+  maxAuthorizations: number | null;
 }
 
 type LayerValues = { userId: string; appId: string };
@@ -146,8 +148,8 @@ export class EffectiveLimits {
     ];
     const resolution = resolveLimit(layers, now);
     const window: WindowKey = { userId, appId, ...windows[resolution.windowPeriod] };
-    const cap = resolution.effective.perAuthorization;
-    return { resolution, currencyCode: policy.currencyCode, window, limit: amountLimit(resolution.effective), perAuthorization: cap ? toNanos(cap) : null };
+    const { perAuthorization, maxAuthorizations } = resolution.effective;
+    return { resolution, currencyCode: policy.currencyCode, window, limit: amountLimit(resolution.effective), perAuthorization: perAuthorization ? toNanos(perAuthorization) : null, maxAuthorizations };
   }
 
   /**
@@ -157,7 +159,7 @@ export class EffectiveLimits {
    * are written only for windows with spends: a read of any app's usage stores nothing.
    */
   private async unwrittenUsage(window: WindowKey, now: number, origin: Origin | undefined): Promise<Usage> {
-    if (!(await anySpendIn(this.storage.db, window))) return { spent: 0n, held: 0n };
+    if (!(await anySpendIn(this.storage.db, window))) return NOTHING_USED;
     return writeTransaction(this.storage, { exclusive: [] }, (db) => lockWindow(db, this.storage.dialect, window, new Date(now).toISOString()), { origin });
   }
 
@@ -197,7 +199,7 @@ export class EffectiveLimits {
     return {
       ...effective,
       limit: effective.limit ? spendLimitView(effective.limit) : null,
-      usage: usageView(force.window, usage, force.limit, force.currencyCode),
+      usage: usageView(force, usage),
     };
   }
 }

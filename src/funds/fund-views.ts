@@ -33,4 +33,5 @@ export const controlsView = (controls: SpendControls): SpendControlsView => ({
   extension: controls.extension ? extensionView(controls.extension) : null,
   suspension: controls.suspension ? suspensionView(controls.suspension) : null,
   perAuthorization: controls.perAuthorization ?? null,
+  maxAuthorizations: controls.maxAuthorizations ?? null,
 });

@@ -47,19 +47,23 @@ export function resolveEffective(layers: readonly Layer[], now: number): Effecti
 
 /**
  * resolveEffective, with the window period (GetEffective's usage and Authorize both use it). The
- * cap per authorization is resolved on its own, by the same layering: the first layer stating one
- * applies, whichever layer decided the limit; none is in force under a deny (nothing is admitted).
+ * cap per authorization and the count per window are each resolved on their own, by the same
+ * layering: the first layer stating one applies, whichever layer decided the limit; none is in
+ * force under a deny (nothing is admitted).
  */
 export function resolveLimit(layers: readonly Layer[], now: number): Resolution {
   const { effective, windowPeriod } = resolveRows(layers, now);
-  if (effective.decision === "EFFECTIVE_DECISION_DENY") return { effective: { ...effective, perAuthorization: null }, windowPeriod };
+  if (effective.decision === "EFFECTIVE_DECISION_DENY") return { effective: { ...effective, perAuthorization: null, maxAuthorizations: null }, windowPeriod };
   const capping = layers.find((layer) => layer.controls?.perAuthorization);
   const perAuthorization = capping?.controls?.perAuthorization ?? null;
   if (capping && perAuthorization) effective.trace.push(`${capping.scope}: per authorization ${formatMoney(perAuthorization)} -> cap`);
-  return { effective: { ...effective, perAuthorization }, windowPeriod };
+  const counting = layers.find((layer) => layer.controls?.maxAuthorizations);
+  const maxAuthorizations = counting?.controls?.maxAuthorizations ?? null;
+  if (counting && maxAuthorizations) effective.trace.push(`${counting.scope}: at most ${maxAuthorizations} authorizations per window -> count`);
+  return { effective: { ...effective, perAuthorization, maxAuthorizations }, windowPeriod };
 }
 
-type RowsResolution = { effective: Omit<EffectiveLimit, "perAuthorization">; windowPeriod: WindowPeriod };
+type RowsResolution = { effective: Omit<EffectiveLimit, "perAuthorization" | "maxAuthorizations">; windowPeriod: WindowPeriod };
 
 /** The limit in force: the first layer with an opinion decides, each by the per-row rule. */
 function resolveRows(layers: readonly Layer[], now: number): RowsResolution {

@@ -23,6 +23,7 @@ import {
   isEmpty,
   parseExtension,
   parseLimitAndPeriod,
+  parseMaxAuthorizations,
   parsePerAuthorization,
   requireFutureExpiry,
   sameControls,
@@ -166,22 +167,24 @@ export class SubjectAppLimits {
   // ---- writes ------------------------------------------------------------------------------
 
   /** Sets the base limit and its period (creating the row); suspension and extension stay. */
-  async setLimit(userId: string, appId: string, body: { limit?: unknown; period?: unknown; perAuthorization?: unknown }, origin?: Origin): Promise<SubjectAppLimit> {
+  async setLimit(userId: string, appId: string, body: { limit?: unknown; period?: unknown; perAuthorization?: unknown; maxAuthorizations?: unknown }, origin?: Origin): Promise<SubjectAppLimit> {
     return this.setLimitIn({ userId, appId, mine: false }, "row", body, origin);
   }
 
   /** The caller's own SetLimit: only the amount arm. */
-  async setMyLimit(userId: string, appId: string, body: { limit?: unknown; period?: unknown; perAuthorization?: unknown }, origin?: Origin): Promise<SubjectAppLimit> {
+  async setMyLimit(userId: string, appId: string, body: { limit?: unknown; period?: unknown; perAuthorization?: unknown; maxAuthorizations?: unknown }, origin?: Origin): Promise<SubjectAppLimit> {
     return this.setLimitIn({ userId, appId, mine: true }, "my-limit", body, origin);
   }
 
-  private async setLimitIn(target: Target, context: LimitContext, body: { limit?: unknown; period?: unknown; perAuthorization?: unknown }, origin: Origin | undefined): Promise<SubjectAppLimit> {
+  private async setLimitIn(target: Target, context: LimitContext, body: { limit?: unknown; period?: unknown; perAuthorization?: unknown; maxAuthorizations?: unknown }, origin: Origin | undefined): Promise<SubjectAppLimit> {
     const operation = target.mine ? "svc.api.funds.v1.MyFundLimitsService.SetLimit" : "svc.api.funds.v1.SubjectAppLimitService.SetLimit";
     const row = await this.mutate(target, operation, true, (controls, currencyCode) => {
       const { limit, period } = parseLimitAndPeriod(body.limit, body.period, context, currencyCode, "body");
       if (!limit) throw invalidField("body.limit", "is required (to remove the limit, clear it)", "LIMIT_MISSING");
-      // The caller's own SetLimit carries no cap: the one an administrator set stays.
-      const caps = target.mine ? undefined : { perAuthorization: parsePerAuthorization(body.perAuthorization, currencyCode, "body.perAuthorization") };
+      // The caller's own SetLimit carries no caps: those an administrator set stay.
+      const caps = target.mine
+        ? undefined
+        : { perAuthorization: parsePerAuthorization(body.perAuthorization, currencyCode, "body.perAuthorization"), maxAuthorizations: parseMaxAuthorizations(body.maxAuthorizations, "body.maxAuthorizations") };
       return withLimit(controls, limit, period, caps);
     }, { origin });
     return row as SubjectAppLimit;

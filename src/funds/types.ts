@@ -46,6 +46,8 @@ export interface SpendControls {
   suspension?: SpendSuspension | null;
   /** The cap on one authorization this layer states (resolved on its own, by the same layering). */
   perAuthorization?: Money | null;
+  /** How many authorizations a window may count, as this layer states it (resolved likewise). */
+  maxAuthorizations?: number | null;
 }
 
 /** A SpendLimit as answered: the arm that is set, the other two null. */
@@ -72,6 +74,7 @@ export interface SpendControlsView {
   extension: SpendExtensionView | null;
   suspension: SpendSuspensionView | null;
   perAuthorization: Money | null;
+  maxAuthorizations: number | null;
 }
 
 /** Resolution layers, most specific first; SCOPE_UNSPECIFIED when no layer decided. */
@@ -91,4 +94,6 @@ export interface EffectiveLimit {
   trace: string[];
   /** The cap on one authorization in force; null when no layer states one, or for a deny. */
   perAuthorization: Money | null;
+  /** The count of authorizations per window in force; null likewise. */
+  maxAuthorizations: number | null;
 }

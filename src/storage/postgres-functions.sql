@@ -137,48 +137,73 @@ CREATE OR REPLACE FUNCTION public.spend_authorize(p_lock text, p_tenant_id text,
  RETURNS TABLE(outcome text, spent text, held text)
  LANGUAGE plpgsql
 AS $function$
+      begin
+        return query select d.outcome, d.spent, d.held from spend_authorize(p_lock, p_tenant_id, p_currency_code, p_time_zone, p_default_controls, p_policy_updated_at, p_spent, p_held, p_now,
+          p_id, p_user_id, p_app_id, p_amount, p_captured, p_state, p_expires_at, p_window_start, p_window_end, p_decision, p_metadata,
+          p_entry_id, p_entry_kind, p_entry_amount, p_kept_id, p_kept_fingerprint, p_kept_owner, p_kept_answer, p_kept_created_at, p_kept_retained,
+          p_wait, p_check_layers, p_row_controls, p_cap_controls, null::bigint) d;
+      end
+      $function$
+;
+
+CREATE OR REPLACE FUNCTION public.spend_authorize(p_lock text, p_tenant_id text, p_currency_code text, p_time_zone text, p_default_controls text, p_policy_updated_at text, p_spent bigint, p_held bigint, p_now text, p_id text, p_user_id text, p_app_id text, p_amount bigint, p_captured bigint, p_state text, p_expires_at text, p_window_start text, p_window_end text, p_decision text, p_metadata text, p_entry_id text, p_entry_kind text, p_entry_amount bigint, p_kept_id text, p_kept_fingerprint text, p_kept_owner text, p_kept_answer text, p_kept_created_at text, p_kept_retained text, p_wait boolean, p_check_layers boolean, p_row_controls text, p_cap_controls text, p_counted bigint)
+ RETURNS TABLE(outcome text, spent text, held text, counted text)
+ LANGUAGE plpgsql
+AS $function$
       declare
         v_spent bigint;
         v_held bigint;
+        v_counted bigint;
       begin
         if p_wait then
           perform pg_advisory_xact_lock_shared(hashtextextended(p_lock, 0));
         elsif not pg_try_advisory_xact_lock_shared(hashtextextended(p_lock, 0)) then
-          return query select 'busy', null::text, null::text;
+          return query select 'busy', null::text, null::text, null::text;
           return;
         end if;
         perform 1 from fund_policy p where p.tenant_id = p_tenant_id and p.currency_code = p_currency_code and p.time_zone = p_time_zone
           and p.default_controls is not distinct from p_default_controls and p.updated_at is not distinct from p_policy_updated_at;
         if not found then
-          return query select 'policy', null::text, null::text;
+          return query select 'policy', null::text, null::text, null::text;
           return;
         end if;
         if p_check_layers then
           perform 1 where (select l.controls from subject_app_limits l where l.user_id = p_user_id and l.app_id = p_app_id and l.deleted_at is null) is not distinct from p_row_controls
             and (select c.controls from app_caps c where c.app_id = p_app_id and c.deleted_at is null) is not distinct from p_cap_controls;
           if not found then
-            return query select 'layers', null::text, null::text;
+            return query select 'layers', null::text, null::text, null::text;
             return;
           end if;
         end if;
         if p_wait then
           perform spend_lock_subject_app(p_user_id, p_app_id);
         elsif not spend_try_lock_subject_app(p_user_id, p_app_id) then
-          return query select 'busy', null::text, null::text;
+          return query select 'busy', null::text, null::text, null::text;
           return;
         end if;
-        select w.spent::bigint, w.held::bigint into v_spent, v_held from spend_lock_window(p_user_id, p_app_id, p_window_start, p_window_end, p_now) w;
-        if v_spent <> p_spent or v_held <> p_held then
-          return query select 'usage', v_spent::text, v_held::text;
+        select w.spent::bigint, w.held::bigint, w.counted::bigint into v_spent, v_held, v_counted from spend_lock_window(p_user_id, p_app_id, p_window_start, p_window_end, p_now) w;
+        if v_spent <> p_spent or v_held <> p_held or (p_counted is not null and v_counted <> p_counted) then
+          return query select 'usage', v_spent::text, v_held::text, v_counted::text;
           return;
         end if;
         if not spend_keep_answer(p_kept_id, p_kept_fingerprint, p_kept_owner, p_kept_answer, p_kept_created_at, p_kept_retained) then
-          return query select 'taken', null::text, null::text;
+          return query select 'taken', null::text, null::text, null::text;
           return;
         end if;
         perform spend_record_authorization(p_id, p_user_id, p_app_id, p_currency_code, p_amount, p_captured, p_state, p_expires_at,
           p_window_start, p_window_end, p_decision, p_metadata, p_now, p_entry_id, p_entry_kind, p_entry_amount, p_now, p_captured, null, null, null);
-        return query select 'recorded', null::text, null::text;
+        return query select 'recorded', null::text, null::text, null::text;
+      end
+      $function$
+;
+
+CREATE OR REPLACE FUNCTION public.spend_captured_counter()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+      begin
+        update spend_usage set captured_count = captured_count + 1 where user_id = new.user_id and app_id = new.app_id and window_end > new.created_at and window_start <= new.created_at;
+        return null;
       end
       $function$
 ;
@@ -214,9 +239,9 @@ CREATE OR REPLACE FUNCTION public.spend_held_counter()
 AS $function$
       begin
         if tg_op = 'INSERT' then
-          update spend_usage set held_nanos = held_nanos + new.amount_nanos where user_id = new.user_id and app_id = new.app_id and window_end > new.created_at and window_start <= new.created_at and held_through < new.expires_at;
+          update spend_usage set held_nanos = held_nanos + new.amount_nanos, held_count = held_count + 1 where user_id = new.user_id and app_id = new.app_id and window_end > new.created_at and window_start <= new.created_at and held_through < new.expires_at;
         else
-          update spend_usage set held_nanos = held_nanos - old.amount_nanos where user_id = old.user_id and app_id = old.app_id and window_end > old.created_at and window_start <= old.created_at and held_through < old.expires_at;
+          update spend_usage set held_nanos = held_nanos - old.amount_nanos, held_count = held_count - 1 where user_id = old.user_id and app_id = old.app_id and window_end > old.created_at and window_start <= old.created_at and held_through < old.expires_at;
         end if;
         return null;
       end
@@ -283,45 +308,49 @@ AS $function$
 ;
 
 CREATE OR REPLACE FUNCTION public.spend_lock_window(p_user_id text, p_app_id text, p_window_start text, p_window_end text, p_now text)
- RETURNS TABLE(spent text, held text)
+ RETURNS TABLE(spent text, held text, counted text)
  LANGUAGE plpgsql
 AS $function$
       declare
         v_spent bigint;
         v_held bigint;
+        v_counted bigint;
         v_through text;
         v_moved bigint;
+        v_moved_count bigint;
       begin
         perform spend_lock_subject_app(p_user_id, p_app_id);
-        select u.spent_nanos, u.held_nanos, u.held_through into v_spent, v_held, v_through from spend_usage u
+        select u.spent_nanos, u.held_nanos, u.held_count + u.captured_count, u.held_through into v_spent, v_held, v_counted, v_through from spend_usage u
         where u.user_id = p_user_id and u.app_id = p_app_id and u.window_start = p_window_start and u.window_end = p_window_end;
         if not found then
           insert into spend_usage (user_id, app_id, window_start, window_end, spent_nanos, held_nanos, held_through)
           values (p_user_id, p_app_id, p_window_start, p_window_end, 0, 0, p_now)
           on conflict do nothing
-          returning spent_nanos, held_nanos into v_spent, v_held;
+          returning spent_nanos, held_nanos, held_count + captured_count into v_spent, v_held, v_counted;
           if found then
-            return query select v_spent::text, v_held::text;
+            return query select v_spent::text, v_held::text, v_counted::text;
             return;
           end if;
           -- Inserted meanwhile by a statement of the release before, which takes no subject-app lock.
-          select u.spent_nanos, u.held_nanos, u.held_through into v_spent, v_held, v_through from spend_usage u
+          select u.spent_nanos, u.held_nanos, u.held_count + u.captured_count, u.held_through into v_spent, v_held, v_counted, v_through from spend_usage u
           where u.user_id = p_user_id and u.app_id = p_app_id and u.window_start = p_window_start and u.window_end = p_window_end;
         end if;
-        select coalesce(sum(a.amount_nanos), 0) into v_moved from spend_authorizations a
+        select coalesce(sum(a.amount_nanos), 0), count(*) into v_moved, v_moved_count from spend_authorizations a
         where a.user_id = p_user_id and a.app_id = p_app_id and a.state = 'PENDING'
           and a.expires_at > least(v_through, p_now) and a.expires_at <= greatest(v_through, p_now)
           and a.created_at >= p_window_start and a.created_at < p_window_end;
         if p_now > v_through then
           v_held := v_held - v_moved;
-          if v_moved <> 0 then
-            update spend_usage set held_nanos = v_held, held_through = p_now
+          v_counted := v_counted - v_moved_count;
+          if v_moved_count <> 0 then
+            update spend_usage set held_nanos = held_nanos - v_moved, held_count = held_count - v_moved_count, held_through = p_now
             where user_id = p_user_id and app_id = p_app_id and window_start = p_window_start and window_end = p_window_end;
           end if;
         else
           v_held := v_held + v_moved;
+          v_counted := v_counted + v_moved_count;
         end if;
-        return query select v_spent::text, v_held::text;
+        return query select v_spent::text, v_held::text, v_counted::text;
       end
       $function$
 ;
@@ -453,8 +482,10 @@ CREATE OR REPLACE FUNCTION public.spend_usage_seeded()
 AS $function$
       begin
         select coalesce(sum(a.captured_nanos - a.reversed_nanos), 0),
-          coalesce(sum(a.amount_nanos) filter (where a.state = 'PENDING' and a.expires_at > new.held_through), 0)
-        into new.spent_nanos, new.held_nanos
+          coalesce(sum(a.amount_nanos) filter (where a.state = 'PENDING' and a.expires_at > new.held_through), 0),
+          count(*) filter (where a.state = 'PENDING' and a.expires_at > new.held_through),
+          count(*) filter (where a.state = 'CAPTURED')
+        into new.spent_nanos, new.held_nanos, new.held_count, new.captured_count
         from spend_authorizations a
         where a.user_id = new.user_id and a.app_id = new.app_id and a.id >= spend_id_prefix(new.window_start) and a.id < spend_id_prefix(new.window_end);
         return new;
@@ -510,6 +541,10 @@ AS $function$
 ;
 
 CREATE TRIGGER audit_events_append_only BEFORE UPDATE ON audit_events FOR EACH ROW EXECUTE FUNCTION audit_events_append_only();
+
+CREATE TRIGGER spend_captured_created AFTER INSERT ON spend_authorizations FOR EACH ROW WHEN (new.state = 'CAPTURED'::text) EXECUTE FUNCTION spend_captured_counter();
+
+CREATE TRIGGER spend_captured_entered AFTER UPDATE OF state ON spend_authorizations FOR EACH ROW WHEN (old.state <> 'CAPTURED'::text AND new.state = 'CAPTURED'::text) EXECUTE FUNCTION spend_captured_counter();
 
 CREATE TRIGGER spend_held_created AFTER INSERT ON spend_authorizations FOR EACH ROW WHEN (new.state = 'PENDING'::text) EXECUTE FUNCTION spend_held_counter();
 

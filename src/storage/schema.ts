@@ -149,6 +149,8 @@ export interface AuditEventsTable {
  * the decimal string of `cast(... as text)`, so no value passes through a lossy JS number.
  */
 export type Nanos = ColumnType<string, bigint | string, bigint | string>;
+/** An int64 count, read as a decimal string as nanos are. */
+export type Count = Nanos;
 
 /** A spend authorization (src/funds/spends/spend-authorizations.ts): the request, its decision, and where it stands. */
 export interface SpendAuthorizationsTable {
@@ -201,6 +203,10 @@ export interface SpendUsageTable {
   held_nanos: Generated<Nanos>;
   /** An ISO instant, or '' (before every instant). */
   held_through: Generated<string>;
+  /** How many pending holds `held_nanos` sums. */
+  held_count: Generated<Count>;
+  /** How many of the window's authorizations were captured (reversed or not). */
+  captured_count: Generated<Count>;
 }
 
 /** A running instance: each refreshes its row; rows not refreshed lately are of instances gone. */

@@ -23,7 +23,7 @@ import { decideSpend, type DeclineCause } from "./spend-decision.js";
 import type { SpendObserver } from "./spend-observer.js";
 import { ledgerEntry, type LedgerEntry } from "./spend-ledger.js";
 import { answeredState, asAuthorizedIn, authorizationView, rowById, windowOf, type SpendAuthorization, type SpendRow, type StoredState } from "./spend-rows.js";
-import { lockWindow, unseededUsage, usageView, type SpendUsageView, type Usage, type WindowKey } from "./spend-usage.js";
+import { lockWindow, NOTHING_USED, unseededUsage, usageView, type SpendUsageView, type Usage, type WindowKey } from "./spend-usage.js";
 import { authorizeInOneCall, changeInOneCall, lockedRow, recordAuthorization, recordChange, type ChangeWrites, type DecidedOn } from "./spend-writes.js";
 
 type AuthorizeRequest = components["schemas"]["SpendServiceAuthorizeRequest"];
@@ -51,7 +51,6 @@ interface Decision {
 
 /** How many times a one-call decision is decided again on the usage its call found before the transaction decides it. */
 const ONE_CALL_ATTEMPTS = 3;
-const NOTHING_USED: Usage = { spent: 0n, held: 0n };
 
 /** What this process last decided a subject and app's spend on: the layers, and the window's usage after the decision. */
 interface Seen {
@@ -104,14 +103,14 @@ function outcome(request: DecisionRequest, force: LimitInForce, usage: Usage): O
   const amount = positiveAmount(request.amount, force.currencyCode);
   const verdict = decideSpend(force, usage, amount);
   const state: StoredState = !verdict.approved ? "DECLINED" : request.capture ? "CAPTURED" : "PENDING";
-  const after = { spent: usage.spent + (state === "CAPTURED" ? amount : 0n), held: usage.held + (state === "PENDING" ? amount : 0n) };
+  const after = { spent: usage.spent + (state === "CAPTURED" ? amount : 0n), held: usage.held + (state === "PENDING" ? amount : 0n), count: usage.count + (verdict.approved ? 1n : 0n) };
   const decision = {
     approved: verdict.approved,
     cause: verdict.cause,
     scope: force.resolution.effective.scope,
     period: force.resolution.windowPeriod,
     trace: verdict.trace,
-    usage: usageView(force.window, after, force.limit, force.currencyCode),
+    usage: usageView(force, after),
   };
   return { amount, state, after, cause: verdict.cause, decision };
 }
@@ -190,7 +189,7 @@ export class SpendAuthorizations {
     const { force, usage } = await this.effective.snapshot(request.userId, request.appId, now, true);
     const before = usage ?? (await unseededUsage(this.storage.db, force.window, iso(now)));
     const { decision } = outcome(request, force, before);
-    return { decision, usage: usageView(force.window, before, force.limit, force.currencyCode) };
+    return { decision, usage: usageView(force, before) };
   }
 
   /**

@@ -1,13 +1,14 @@
 // The admission rule of a spend, pure: the resolution decides (a suspension, `blocked` or no limit
-// declines; `unlimited` approves), an amount above the cap per authorization in force declines, and
-// an amount limit approves only if spent + held + amount fits under it, in exact int64 nanos. The
-// caller holds the window's lock while it asks and writes.
+// declines; `unlimited` approves), an amount above the cap per authorization in force declines, so
+// does one more authorization than the count per window in force allows, and an amount limit
+// approves only if spent + held + amount fits under it, in exact int64 nanos. The caller holds the
+// window's lock while it asks and writes.
 import { failedPrecondition } from "../../core/errors.js";
 import type { LimitInForce } from "../effective.js";
 import { formatMoney, fromNanos, MAX_NANOS } from "../money.js";
 import type { Usage } from "./spend-usage.js";
 
-export type DeclineCause = "SPEND_DECLINE_CAUSE_UNSPECIFIED" | "SPEND_DECLINE_CAUSE_SUSPENDED" | "SPEND_DECLINE_CAUSE_BLOCKED" | "SPEND_DECLINE_CAUSE_NO_LIMIT" | "SPEND_DECLINE_CAUSE_LIMIT_EXCEEDED" | "SPEND_DECLINE_CAUSE_PER_AUTHORIZATION_EXCEEDED";
+export type DeclineCause = "SPEND_DECLINE_CAUSE_UNSPECIFIED" | "SPEND_DECLINE_CAUSE_SUSPENDED" | "SPEND_DECLINE_CAUSE_BLOCKED" | "SPEND_DECLINE_CAUSE_NO_LIMIT" | "SPEND_DECLINE_CAUSE_LIMIT_EXCEEDED" | "SPEND_DECLINE_CAUSE_PER_AUTHORIZATION_EXCEEDED" | "SPEND_DECLINE_CAUSE_MAX_AUTHORIZATIONS_REACHED";
 
 export interface Verdict {
   approved: boolean;
@@ -39,7 +40,12 @@ export function decideSpend(force: LimitInForce, usage: Usage, amount: bigint): 
   if (force.perAuthorization !== null && amount > force.perAuthorization) {
     return { approved: false, cause: "SPEND_DECLINE_CAUSE_PER_AUTHORIZATION_EXCEEDED", trace: [...trace, `amount ${money(amount)} > per authorization ${money(force.perAuthorization)} -> decline`] };
   }
-  const sum = `window ${force.window.windowStart}..${force.window.windowEnd}: spent ${money(usage.spent)} + held ${money(usage.held)} + ${money(amount)}`;
+  const window = `window ${force.window.windowStart}..${force.window.windowEnd}`;
+  // The count before the amounts: a window at its count admits nothing, however small.
+  if (force.maxAuthorizations !== null && usage.count >= BigInt(force.maxAuthorizations)) {
+    return { approved: false, cause: "SPEND_DECLINE_CAUSE_MAX_AUTHORIZATIONS_REACHED", trace: [...trace, `${window}: authorizations ${usage.count} + 1 > ${force.maxAuthorizations} -> decline`] };
+  }
+  const sum = `${window}: spent ${money(usage.spent)} + held ${money(usage.held)} + ${money(amount)}`;
   const total = usage.spent + usage.held + amount;
   if (force.limit === null) {
     if (total > MAX_NANOS) throw failedPrecondition("USAGE_OUT_OF_RANGE", "the window's usage plus this amount does not fit in an int64 of nanos");

@@ -283,6 +283,7 @@ type OneCallAuthorize = Pick<SpendRow, "id" | "user_id" | "app_id" | "amount" | 
 } & {
   spent: bigint;
   held: bigint;
+  counted: bigint;
   entry_id: string | null;
   entry_kind: string | null;
   entry_amount: bigint | null;
@@ -292,10 +293,10 @@ type OneCallAuthorize = Pick<SpendRow, "id" | "user_id" | "app_id" | "amount" | 
 const oneCallAuthorize = prepared((db, v: OneCallAuthorize) =>
   db
     .selectFrom(
-      sql<{ outcome: "recorded" | "busy" | "policy" | "layers" | "usage" | "taken"; spent: string | null; held: string | null }>`spend_authorize(${v.lock}, ${v.tenant_id}, ${v.policy_currency}, ${v.time_zone}, ${v.default_controls}, ${v.policy_updated_at},
+      sql<{ outcome: "recorded" | "busy" | "policy" | "layers" | "usage" | "taken"; spent: string | null; held: string | null; counted: string | null }>`spend_authorize(${v.lock}, ${v.tenant_id}, ${v.policy_currency}, ${v.time_zone}, ${v.default_controls}, ${v.policy_updated_at},
         ${v.spent}, ${v.held}, ${v.created_at}, ${v.id}, ${v.user_id}, ${v.app_id}, ${v.amount}, ${v.captured}, ${v.state}, ${v.expires_at}, ${v.window_start}, ${v.window_end},
         ${v.decision}, ${v.metadata}, ${v.entry_id}, ${v.entry_kind}, ${v.entry_amount},
-        ${v.kept_id}, ${v.kept_fingerprint}, ${v.kept_owner}, ${v.kept_answer}, ${v.kept_created_at}, ${v.kept_retained}, ${v.wait}, ${v.check_layers}, ${v.row_controls}, ${v.cap_controls})`.as("d"),
+        ${v.kept_id}, ${v.kept_fingerprint}, ${v.kept_owner}, ${v.kept_answer}, ${v.kept_created_at}, ${v.kept_retained}, ${v.wait}, ${v.check_layers}, ${v.row_controls}, ${v.cap_controls}, ${v.counted})`.as("d"),
     )
     .selectAll(),
 );
@@ -333,6 +334,7 @@ export async function authorizeInOneCall(db: Db, lock: string, on: DecidedOn, ro
     policy_updated_at: policy.updated_at,
     spent: on.usage.spent,
     held: on.usage.held,
+    counted: on.usage.count,
     entry_id: entry?.id ?? null,
     entry_kind: entry?.kind ?? null,
     entry_amount: entry?.amount_nanos ?? null,
@@ -350,7 +352,7 @@ export async function authorizeInOneCall(db: Db, lock: string, on: DecidedOn, ro
   const found = rows[0];
   if (!found) throw new Error("spend_authorize returned no row");
   if (found.outcome === "policy" || found.outcome === "busy" || found.outcome === "layers") return { outcome: found.outcome };
-  if (found.outcome === "usage") return { outcome: "usage", usage: { spent: BigInt(found.spent ?? "0"), held: BigInt(found.held ?? "0") } };
+  if (found.outcome === "usage") return { outcome: "usage", usage: { spent: BigInt(found.spent ?? "0"), held: BigInt(found.held ?? "0"), count: BigInt(found.counted ?? "0") } };
   answer?.settle(found.outcome === "recorded");
   return { outcome: "recorded" };
 }

@@ -26,6 +26,7 @@ interface ControlsShorthand {
   extension?: { limit?: unknown; expiresAt?: string; reason?: string };
   suspension?: { reason?: string; suspendedAt?: string };
   perAuthorization?: unknown;
+  maxAuthorizations?: number;
 }
 
 /** Controls as answers show them: every field present, null (or "" for a reason, UNSPECIFIED for a period) when unset. */
@@ -35,6 +36,7 @@ export const shown = (c: ControlsShorthand) => ({
   extension: c.extension ? { limit: c.extension.limit ?? null, expiresAt: c.extension.expiresAt ?? null, reason: c.extension.reason ?? "" } : null,
   suspension: c.suspension ? { reason: c.suspension.reason ?? "", suspendedAt: c.suspension.suspendedAt ?? null } : null,
   perAuthorization: c.perAuthorization ?? null,
+  maxAuthorizations: c.maxAuthorizations ?? null,
 });
 
 export interface Answer {

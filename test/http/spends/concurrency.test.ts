@@ -11,7 +11,7 @@ import { testDialect } from "../../support/database.js";
 import { reliabilitySuite } from "../../support/reliability.js";
 import { startTestServer, type TestServer } from "../../support/server.js";
 import { amount, funds, newAppId } from "../limits/helpers.js";
-import { expectExactDecision, expectSerialApprovals, expectUsageMatchesStates, fillExactly, NANOS, nanosOf, runMix, spends, usd, type Spends } from "./load-helpers.js";
+import { expectExactCount, expectExactDecision, expectSerialApprovals, expectUsageMatchesStates, fillExactly, NANOS, nanosOf, runMix, spends, usd, type Spends } from "./load-helpers.js";
 
 const N = 150;
 const LIMIT = 100n * NANOS;
@@ -54,6 +54,9 @@ describe(`${N} concurrent authorizations of 1.00 against a limit of 100.00 (${te
         expect(authorizations.map((a) => a.id).sort()).toEqual(decided.map((a) => a.id).sort());
       }), 120_000);
   }
+
+  it(`${N} concurrent authorizations against a count of 100 a window (maxAuthorizations), holds and direct spends: exactly 100 approved, each seeing a distinct count; released holds give back exactly their places, a reversal none`, () =>
+    counts.check(() => expectExactCount([s], ts.admin, userId)), 120_000);
 
   it("captures, releases, reversals and expiring holds interleaved with new authorizations: every decision exact, usage = the sum over the states, then the window fills exactly", () =>
     counts.check(async () => {

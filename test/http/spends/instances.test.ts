@@ -9,7 +9,7 @@ import { testDialect } from "../../support/database.js";
 import { startInstances, type Instances } from "../../support/instances.js";
 import { reliabilitySuite } from "../../support/reliability.js";
 import { amount, funds, newAppId } from "../limits/helpers.js";
-import { expectExactDecision, expectSerialApprovals, expectUsageMatchesStates, fillExactly, NANOS, nanosOf, runMix, spends, usd, type Spends } from "./load-helpers.js";
+import { expectExactCount, expectExactDecision, expectSerialApprovals, expectUsageMatchesStates, fillExactly, NANOS, nanosOf, runMix, spends, usd, type Spends } from "./load-helpers.js";
 
 const ADMIN = { clientId: "spend-admin", clientSecret: "spend-admin-secret-0123456789" };
 const N = 150;
@@ -51,6 +51,9 @@ describe(`spend admission on three instances on one ${testDialect()} database`, 
       expect(usage.remaining).toEqual(usd(0n));
       await expectUsageMatchesStates(s[0]!, userId, appId, LIMIT);
     }), 120_000);
+
+  it(`${N} concurrent authorizations against a count of 100 a window (maxAuthorizations), spread over the instances: exactly 100 approved; released holds give back exactly their places, a reversal none`, () =>
+    counts.check(() => expectExactCount(s, cluster!.clients[0]!, userId)), 120_000);
 
   it("one Idempotency-Key sent 30 times at once, spread over the instances: one authorization, every answer it, all but one replayed", () =>
     counts.check(async () => {

@@ -2,9 +2,10 @@
 // processes on one database): spend calls over the typed client, exact money in BigInt nanos, the
 // check that every decision was one a serial order gives, and the accounting recomputed from the
 // authorizations' states.
+import { randomUUID } from "node:crypto";
 import { expect } from "vitest";
 import { unwrap, type ApiClient } from "../../../src/client/index.js";
-import type { Schemas } from "../limits/helpers.js";
+import { funds, type Schemas } from "../limits/helpers.js";
 import { spends as spendCalls, type Authorization } from "./helpers.js";
 import { seeded } from "../../support/seeded.js";
 
@@ -80,23 +81,28 @@ export function expectExactDecision(a: Authorization, limit: bigint): bigint {
   return used;
 }
 
-/** spent and held of a window, recomputed from its authorizations as answered now (an expired hold is EXPIRED). */
-export function accountOf(authorizations: readonly Authorization[]): { spent: bigint; held: bigint } {
+/**
+ * spent, held and the count of a window, recomputed from its authorizations as answered now (an
+ * expired hold is EXPIRED): the count is its pending and captured ones, reversed or not.
+ */
+export function accountOf(authorizations: readonly Authorization[]): { spent: bigint; held: bigint; count: number } {
   let spent = 0n;
   let held = 0n;
+  let count = 0;
   for (const a of authorizations) {
     spent += nanosOf(a.capturedAmount) - nanosOf(a.reversedAmount);
     if (a.state === "SPEND_AUTHORIZATION_STATE_PENDING") held += nanosOf(a.amount);
+    if (a.state === "SPEND_AUTHORIZATION_STATE_PENDING" || a.state === "SPEND_AUTHORIZATION_STATE_CAPTURED") count++;
   }
-  return { spent, held };
+  return { spent, held, count };
 }
 
-/** The usage GetEffective answers equals the sums over the authorizations, and is within `limit`. */
+/** The usage GetEffective answers equals the sums and the count over the authorizations, and is within `limit`. */
 export async function expectUsageMatchesStates(s: Spends, userId: string, appId: string, limit: bigint): Promise<{ spent: bigint; held: bigint; authorizations: Authorization[] }> {
   const authorizations = await s.all(userId, appId);
   const usage = await s.usage(userId, appId);
-  const { spent, held } = accountOf(authorizations);
-  expect({ spent: nanosOf(usage.spent), held: nanosOf(usage.held) }).toEqual({ spent, held });
+  const { spent, held, count } = accountOf(authorizations);
+  expect({ spent: nanosOf(usage.spent), held: nanosOf(usage.held), count: usage.authorizations }).toEqual({ spent, held, count: String(count) });
   expect(spent + held).toBeLessThanOrEqual(limit);
   expect(usage.remaining && nanosOf(usage.remaining)).toBe(limit - spent - held);
   return { spent, held, authorizations };
@@ -225,4 +231,36 @@ export async function fillExactly(clients: readonly Spends[], userId: string, ap
   const approved = decided.filter((a) => a.decision.approved);
   expect(approved.length).toBe(Number(room));
   return approved;
+}
+
+/**
+ * The count per window under concurrency (SpendControls.maxAuthorizations), the requests spread
+ * over `clients`: with a count of 100 and room in the amount for all, 150 authorizations at once
+ * (half of them captured at once) approve exactly 100, each seeing a distinct count 1..100, the
+ * rest declined MAX_AUTHORIZATIONS_REACHED at 100; 10 holds released give back exactly 10 places
+ * to 20 more at once; a reversal gives back none; GetEffective counts what the states say.
+ */
+export async function expectExactCount(clients: readonly Spends[], admin: ApiClient, userId: string): Promise<void> {
+  const appId = `spend-count-${randomUUID()}`;
+  unwrap(await funds(admin).setLimit(userId, appId, { limit: { amount: { money: usd(1000n * NANOS) } }, maxAuthorizations: 100 }));
+  const at = (i: number) => clients[i % clients.length]!;
+  const burst = (n: number, capture: (i: number) => boolean) =>
+    Promise.all(Array.from({ length: n }, (_, i) => at(i).authorize({ userId, appId, amount: usd(NANOS), ...(capture(i) ? { capture: true } : {}) }).then((a) => unwrap(a).authorization)));
+  const decided = await burst(150, (i) => i % 2 === 1);
+  const approved = decided.filter((a) => a.decision.approved);
+  expect(approved).toHaveLength(100);
+  expect(approved.map((a) => Number(a.decision.usage.authorizations)).sort((a, b) => a - b)).toEqual(Array.from({ length: 100 }, (_, k) => k + 1));
+  for (const a of decided.filter((d) => !d.decision.approved)) {
+    expect(a.decision).toMatchObject({ cause: "SPEND_DECLINE_CAUSE_MAX_AUTHORIZATIONS_REACHED", usage: { authorizations: "100", maxAuthorizations: 100, authorizationsRemaining: 0 } });
+  }
+  const holds = approved.filter((a) => a.state === "SPEND_AUTHORIZATION_STATE_PENDING").slice(0, 10);
+  expect(holds).toHaveLength(10);
+  await Promise.all(holds.map((h, i) => at(i).release(h.id).then(unwrap)));
+  const again = await burst(20, () => false);
+  expect(again.filter((a) => a.decision.approved)).toHaveLength(10);
+  const captured = approved.find((a) => a.state === "SPEND_AUTHORIZATION_STATE_CAPTURED")!;
+  unwrap(await at(0).reverse(captured.id));
+  expect((await burst(1, () => false))[0]!.decision.cause).toBe("SPEND_DECLINE_CAUSE_MAX_AUTHORIZATIONS_REACHED");
+  await expectUsageMatchesStates(at(1), userId, appId, 1000n * NANOS);
+  expect(await at(2).usage(userId, appId)).toMatchObject({ authorizations: "100", maxAuthorizations: 100, authorizationsRemaining: 0 });
 }

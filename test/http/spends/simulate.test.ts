@@ -54,6 +54,9 @@ const written = () =>
     return tables;
   });
 
+/** The usage's count fields when no count is in force. */
+const NO_COUNT = { maxAuthorizations: null, authorizationsRemaining: null };
+
 describe("Simulate answers the decision Authorize would make now", () => {
   it("approved: the decision with its trace and the usage after it, and the usage now (you can spend 40 more this month)", async () => {
     const app = await appWithLimit(admin, subject.userId, "100");
@@ -70,9 +73,9 @@ describe("Simulate answers the decision Authorize would make now", () => {
           "SCOPE_SUBJECT_APP: base limit USD 100 per PERIOD_KIND_MONTHLY by default -> limit",
           `window ${NOV.windowStart}..${NOV.windowEnd}: spent USD 40 + held USD 20 + USD 15 <= USD 100 -> approve`,
         ],
-        usage: { ...NOV, spent: money("40"), held: money("35"), limit: money("100"), remaining: money("25") },
+        usage: { ...NOV, spent: money("40"), held: money("35"), limit: money("100"), remaining: money("25"), ...NO_COUNT, authorizations: "3" },
       },
-      usage: { ...NOV, spent: money("40"), held: money("20"), limit: money("100"), remaining: money("40") },
+      usage: { ...NOV, spent: money("40"), held: money("20"), limit: money("100"), remaining: money("40"), ...NO_COUNT, authorizations: "2" },
     });
     await expectAgreement(body(app, "15"));
   });
@@ -128,7 +131,7 @@ describe("Simulate answers the decision Authorize would make now", () => {
       unwrap(await admin.setLimit(subject.userId, app, { limit: amount("50"), period: "PERIOD_KIND_WEEKLY" }));
       const before = await written();
       const sim = await simulated(body(app, "40"));
-      expect(sim.usage).toEqual({ windowStart: "2026-11-16T00:00:00.000Z", windowEnd: "2026-11-23T00:00:00.000Z", spent: money("10"), held: money("0"), limit: money("50"), remaining: money("40") });
+      expect(sim.usage).toEqual({ windowStart: "2026-11-16T00:00:00.000Z", windowEnd: "2026-11-23T00:00:00.000Z", spent: money("10"), held: money("0"), limit: money("50"), remaining: money("40"), ...NO_COUNT, authorizations: "1" });
       // The weekly window's row is not created by a simulation.
       expect(await written()).toEqual(before);
       expect(sim.decision.approved).toBe(true);
@@ -236,17 +239,20 @@ const caseArb = fc.record({
   /** A period the limit is changed to after the spends (a window whose row is not written yet), or none. */
   newPeriod: fc.option(fc.constantFrom("PERIOD_KIND_DAILY", "PERIOD_KIND_WEEKLY", "PERIOD_KIND_YEARLY"), { nil: undefined }),
   suspended: fc.integer({ min: 0, max: 4 }).map((n) => n === 0),
+  /** The app cap's count of authorizations per window, or none. */
+  maxAuthorizations: fc.option(fc.integer({ min: 1, max: 4 }), { nil: undefined }),
   ask: fc.record({ units: fc.integer({ min: 0, max: 250 }), nanos: fc.constantFrom(0, 1, 999_999_999), capture: fc.boolean() }),
 });
 
 describe("property: Simulate then Authorize agree when nothing changed between them", () => {
-  it("over random limits, periods, amounts and existing holds and captures", async () => {
+  it("over random limits, counts, periods, amounts and existing holds and captures", async () => {
     let moved = 0;
     const causes = new Set<string>();
     try {
       await fc.assert(
         fc.asyncProperty(caseArb, async (c) => {
           const app = await appWithLimit(admin, subject.userId, c.limit, c.period);
+          if (c.maxAuthorizations) unwrap(await admin.capSet(app, { controls: { maxAuthorizations: c.maxAuthorizations } }));
           for (const s of c.spends) {
             await authorized(spend, body(app, String(s.units), { amount: money(String(s.units), s.nanos), ...(s.capture ? { capture: true } : { holdSeconds: s.holdSeconds }) }));
           }
@@ -266,7 +272,7 @@ describe("property: Simulate then Authorize agree when nothing changed between t
       ts.clock.advance(-moved);
     }
     // The cases reached approvals and every kind of decline the limits drawn can make.
-    expect([...causes].sort()).toEqual(["SPEND_DECLINE_CAUSE_BLOCKED", "SPEND_DECLINE_CAUSE_LIMIT_EXCEEDED", "SPEND_DECLINE_CAUSE_SUSPENDED", "SPEND_DECLINE_CAUSE_UNSPECIFIED"]);
+    expect([...causes].sort()).toEqual(["SPEND_DECLINE_CAUSE_BLOCKED", "SPEND_DECLINE_CAUSE_LIMIT_EXCEEDED", "SPEND_DECLINE_CAUSE_MAX_AUTHORIZATIONS_REACHED", "SPEND_DECLINE_CAUSE_SUSPENDED", "SPEND_DECLINE_CAUSE_UNSPECIFIED"]);
   }, 120_000);
 
   it("agree at the limit's edges, again and again in one window", async () => {
