@@ -32,14 +32,18 @@ export const spendLimits = (): { appId: string; units: bigint }[] =>
     { appId: `decline-${k}`, units: TIGHT_LIMIT_UNITS },
   ]).flat();
 
-/** A cap on one authorization on every spend row, above the bench's amounts: its check is paid for, never decides. */
+/**
+ * A cap on one authorization and a count per window on every spend row, above the bench's amounts
+ * and counts: their checks (and the count's upkeep) are paid for, never decide.
+ */
 const PER_AUTHORIZATION_CAP = { currencyCode: "USD", units: "1000", nanos: 0 };
+const MAX_AUTHORIZATIONS = 1_000_000;
 
-/** The subject of the spends, with its `spendLimits` (and `PER_AUTHORIZATION_CAP`). */
+/** The subject of the spends, with its `spendLimits` (and `PER_AUTHORIZATION_CAP`, `MAX_AUTHORIZATIONS`). */
 export async function setUpSpends(api: Api): Promise<string> {
   const spender = await api.createUser("Bench spender", "bench-spender@bench.example");
   for (const { appId, units } of spendLimits()) {
-    await api.call("POST", `/api/v1/funds/subject-app-limits/${spender}/${appId}/limit`, { limit: { amount: { money: { currencyCode: "USD", units: String(units), nanos: 0 } } }, period: "PERIOD_KIND_MONTHLY", perAuthorization: PER_AUTHORIZATION_CAP });
+    await api.call("POST", `/api/v1/funds/subject-app-limits/${spender}/${appId}/limit`, { limit: { amount: { money: { currencyCode: "USD", units: String(units), nanos: 0 } } }, period: "PERIOD_KIND_MONTHLY", perAuthorization: PER_AUTHORIZATION_CAP, maxAuthorizations: MAX_AUTHORIZATIONS });
   }
   return spender;
 }
