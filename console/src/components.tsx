@@ -270,18 +270,36 @@ export interface LimitDraft {
   period: string;
   /** The cap on one authorization as typed; empty for none. */
   perAuthorization: string;
+  /** The count of authorizations per window as typed; empty for none. */
+  maxAuthorizations: string;
 }
 
-export const emptyLimitDraft: LimitDraft = { arm: "amount", amount: "", period: "PERIOD_KIND_MONTHLY", perAuthorization: "" };
+export const emptyLimitDraft: LimitDraft = { arm: "amount", amount: "", period: "PERIOD_KIND_MONTHLY", perAuthorization: "", maxAuthorizations: "" };
 
-/** The draft's cap on one authorization as the API takes it: null when none is typed. */
-export const draftCap = (draft: LimitDraft, currencyCode: string) => (draft.perAuthorization.trim() ? parseAmount(draft.perAuthorization, currencyCode) : null);
+/** The most authorizations a window may count, as SpendControls.maxAuthorizations bounds it. */
+const MAX_AUTHORIZATIONS = 1_000_000;
+
+/** The draft's count per window as the API takes it: null when none is typed. */
+function draftCount(text: string): number | null {
+  const typed = text.trim();
+  if (!typed) return null;
+  const count = /^\d+$/.test(typed) ? Number(typed) : NaN;
+  if (!(count >= 1 && count <= MAX_AUTHORIZATIONS)) throw new Error(`Enter a whole number of authorizations per window, from 1 to ${MAX_AUTHORIZATIONS}.`);
+  return count;
+}
+
+/** The draft's cap on one authorization and count per window as the API takes them: null for each not typed. */
+export const draftCaps = (draft: LimitDraft, currencyCode: string) => ({
+  perAuthorization: draft.perAuthorization.trim() ? parseAmount(draft.perAuthorization, currencyCode) : null,
+  maxAuthorizations: draftCount(draft.maxAuthorizations),
+});
 
 /**
- * Inputs for a SpendLimit and its period; `arms` says which arms the scope accepts. `withCap` adds
- * the cap on one authorization, which the base limit's scopes set with it (never an extension).
+ * Inputs for a SpendLimit and its period; `arms` says which arms the scope accepts. `withCaps` adds
+ * the cap on one authorization and the count per window, which the base limit's scopes set with it
+ * (never an extension).
  */
-export function LimitInputs(props: { draft: LimitDraft; onChange: (d: LimitDraft) => void; arms: readonly LimitArm[]; withPeriod: boolean; withCap?: boolean; currencyCode: string }) {
+export function LimitInputs(props: { draft: LimitDraft; onChange: (d: LimitDraft) => void; arms: readonly LimitArm[]; withPeriod: boolean; withCaps?: boolean; currencyCode: string }) {
   const { draft, onChange } = props;
   return (
     <div class="row">
@@ -308,10 +326,15 @@ export function LimitInputs(props: { draft: LimitDraft; onChange: (d: LimitDraft
           </select>
         </Field>
       ) : null}
-      {props.withCap ? (
-        <Field label={`Cap per authorization (${props.currencyCode})`} hint="Leave empty for none.">
-          <input inputMode="decimal" value={draft.perAuthorization} placeholder="e.g. 50.00" onInput={(e) => onChange({ ...draft, perAuthorization: e.currentTarget.value })} />
-        </Field>
+      {props.withCaps ? (
+        <>
+          <Field label={`Cap per authorization (${props.currencyCode})`} hint="Leave empty for none.">
+            <input inputMode="decimal" value={draft.perAuthorization} placeholder="e.g. 50.00" onInput={(e) => onChange({ ...draft, perAuthorization: e.currentTarget.value })} />
+          </Field>
+          <Field label="Authorizations per window" hint="A whole number; leave empty for none.">
+            <input inputMode="numeric" value={draft.maxAuthorizations} placeholder="e.g. 20" onInput={(e) => onChange({ ...draft, maxAuthorizations: e.currentTarget.value })} />
+          </Field>
+        </>
       ) : null}
     </div>
   );

@@ -4,7 +4,17 @@
 import type { Schemas } from "./api.js";
 
 const usd = (units: string) => ({ currencyCode: "USD", units, nanos: 0 });
-const usage = { windowStart: "2026-11-01T00:00:00Z", windowEnd: "2026-12-01T00:00:00Z", spent: usd("60"), held: usd("25"), limit: usd("100"), remaining: usd("15") };
+const usage = {
+  windowStart: "2026-11-01T00:00:00Z",
+  windowEnd: "2026-12-01T00:00:00Z",
+  spent: usd("60"),
+  held: usd("25"),
+  limit: usd("100"),
+  remaining: usd("15"),
+  authorizations: "3",
+  maxAuthorizations: null,
+  authorizationsRemaining: null,
+};
 
 export const fundEventExample = (userId: string): Schemas["FundEvent"] => ({
   id: "fev_0PzW3nQ8kR2sT5vX",

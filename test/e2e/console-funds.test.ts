@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { unwrap, type ApiClient } from "../../src/client/index.js";
 import { launchBrowser, screenshot, type TestBrowser } from "../support/browser.js";
 import { startTestServer, type TestServer } from "../support/server.js";
-import { expectNoHorizontalScroll, openConsole } from "./console-helpers.js";
+import { expectNoHorizontalScroll, openConsole, signIn } from "./console-helpers.js";
 
 let ts: TestServer;
 let browser: TestBrowser;
@@ -87,25 +87,62 @@ describe("fund limits in the console", () => {
     await base.getByRole("alert").getByText("Enter an amount").waitFor();
     await screenshot(page, "limit-row-desktop");
 
-    // A limit with a cap on one authorization: shown with the row's controls and in the effective limit.
+    // A limit with a cap on one authorization and a count per window: shown with the row's controls
+    // and in the effective limit, the window's count used and left with its usage. A count that is
+    // not a whole number is said in words, and nothing is sent.
     await base.getByLabel("Amount (USD)").fill("300");
     await base.getByLabel("Cap per authorization (USD)").fill("40.50");
+    await base.getByLabel("Authorizations per window").fill("2.5");
+    await base.getByRole("button", { name: "Set limit" }).click();
+    await base.getByRole("alert").getByText("Enter a whole number of authorizations").waitFor();
+    await base.getByLabel("Authorizations per window").fill("2");
     await base.getByRole("button", { name: "Set limit" }).click();
     await page.getByTestId("controls-per-authorization").getByText("USD 40.50").waitFor();
-    expect(await page.getByRole("region", { name: "Effective limit" }).textContent()).toContain("at most USD 40.50 per authorization");
+    expect(await page.getByTestId("controls-max-authorizations").textContent()).toBe("2");
+    const effective = page.getByRole("region", { name: "Effective limit" });
+    expect(await effective.textContent()).toContain("at most USD 40.50 per authorization · at most 2 authorizations per window");
+    expect(await effective.getByTestId("usage-authorizations").textContent()).toBe("0 of 2");
     expect(await base.getByLabel("Cap per authorization (USD)").inputValue()).toBe("40.50");
+    expect(await base.getByLabel("Authorizations per window").inputValue()).toBe("2");
+
+    // Two authorizations use the window's count; a third is declined, in words. (The page is read
+    // anew after each: the console keeps its sign-in in memory only.)
+    await authorize(ts.admin, subject.userId, "app-salesforce", money("10"));
+    await page.reload();
+    await signIn(page, admin);
+    await effective.getByTestId("usage-authorizations").getByText("1 of 2").waitFor();
+    expect(await effective.getByTestId("usage-authorizations-remaining").textContent()).toBe("1");
+    await authorize(ts.admin, subject.userId, "app-salesforce", money("10"), true);
+    const third = await authorize(ts.admin, subject.userId, "app-salesforce", money("10"));
+    expect(third.decision.cause).toBe("SPEND_DECLINE_CAUSE_MAX_AUTHORIZATIONS_REACHED");
+    await page.reload();
+    await signIn(page, admin);
+    await effective.getByTestId("usage-authorizations").getByText("2 of 2").waitFor();
+    expect(await effective.getByTestId("usage-authorizations-remaining").textContent()).toBe("0");
+    const declinedRow = page.getByTestId("authorization").filter({ hasText: third.id });
+    await declinedRow.waitFor();
+    expect(await declinedRow.textContent()).toContain("declined (max authorizations reached)");
 
     // App caps and the fund policy.
     await page.getByRole("link", { name: "Caps and policy" }).click();
     const caps = page.getByRole("region", { name: "App caps" });
     await caps.getByLabel("App id").fill("app-github");
     await caps.getByLabel("Amount (USD)").fill("1000");
+    await caps.getByLabel("Authorizations per window").fill("5");
     await caps.getByRole("button", { name: "Set cap" }).click();
     await caps.getByRole("heading", { name: "app-github" }).waitFor();
+    expect(await caps.getByRole("listitem").filter({ hasText: "app-github" }).getByTestId("controls-max-authorizations").textContent()).toBe("5");
     const policy = page.getByRole("region", { name: "Fund policy" });
     await policy.getByLabel("Limit").selectOption("unlimited");
+    await policy.getByLabel("Authorizations per window").fill("7");
     await policy.getByRole("button", { name: "Set default" }).click();
     await policy.getByTestId("controls-limit").getByText("unlimited").waitFor();
+    expect(await policy.getByTestId("controls-max-authorizations").textContent()).toBe("7");
+    // Left empty, the default states no count (the tests after this one spend under the default).
+    await policy.getByLabel("Authorizations per window").fill("");
+    await policy.getByRole("button", { name: "Set default" }).click();
+    await policy.getByTestId("controls-max-authorizations").getByText("none").waitFor();
+    expect(unwrap(await ts.admin.GET("/api/v1/funds/app-caps/{app_id}", { params: { path: { app_id: "app-github" } } })).appCap.controls).toMatchObject({ maxAuthorizations: 5, perAuthorization: null });
     expect(await policy.getByTestId("policy-time-zone").textContent()).toBe("UTC");
     await policy.getByLabel("Time zone").fill("Mars/Olympus_Mons");
     await policy.getByRole("button", { name: "Set time zone" }).click();
@@ -113,7 +150,7 @@ describe("fund limits in the console", () => {
     await policy.getByLabel("Time zone").fill("Europe/Paris");
     await policy.getByRole("button", { name: "Set time zone" }).click();
     await policy.getByTestId("policy-time-zone").getByText("Europe/Paris").waitFor();
-    expect(unwrap(await ts.admin.GET("/api/v1/funds/policy")).fundPolicy).toMatchObject({ timeZone: "Europe/Paris", defaultControls: { limit: { unlimited: {} } } });
+    expect(unwrap(await ts.admin.GET("/api/v1/funds/policy")).fundPolicy).toMatchObject({ timeZone: "Europe/Paris", defaultControls: { limit: { unlimited: {} }, maxAuthorizations: null } });
     await screenshot(page, "caps-policy-desktop");
     await context.close();
 

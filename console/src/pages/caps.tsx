@@ -2,13 +2,13 @@
 // time zone of spend windows and the tenant default, the last layer).
 import { useEffect, useState } from "preact/hooks";
 import { call, type Schemas, type Session } from "../api.js";
-import { draftCap, emptyLimitDraft, ErrorText, Field, LimitInputs, ListStatus, Outcome, useAction, usePaged, When, type LimitDraft } from "../components.js";
+import { draftCaps, emptyLimitDraft, ErrorText, Field, LimitInputs, ListStatus, Outcome, useAction, usePaged, When, type LimitDraft } from "../components.js";
 import { formatLimitPer, spendLimit } from "../money.js";
 import { ControlsView } from "./effective.js";
 
-/** Controls holding a base limit (and its period for an amount), as caps and the policy set them here. */
+/** Controls holding a base limit (and its period for an amount) with its caps, as caps and the policy set them here. */
 function limitControls(draft: LimitDraft, currencyCode: string) {
-  return { limit: spendLimit(draft.arm, draft.amount, currencyCode), ...(draft.arm === "amount" ? { period: draft.period } : {}), perAuthorization: draftCap(draft, currencyCode) };
+  return { limit: spendLimit(draft.arm, draft.amount, currencyCode), ...(draft.arm === "amount" ? { period: draft.period } : {}), ...draftCaps(draft, currencyCode) };
 }
 
 function AppCaps({ session }: { session: Session }) {
@@ -50,7 +50,7 @@ function AppCaps({ session }: { session: Session }) {
       <Field label="App id">
         <input value={appId} placeholder="e.g. app-github" onInput={(e) => setAppId(e.currentTarget.value)} />
       </Field>
-      <LimitInputs draft={draft} onChange={setDraft} arms={["amount", "blocked", "unlimited"]} withPeriod withCap currencyCode={currencyCode} />
+      <LimitInputs draft={draft} onChange={setDraft} arms={["amount", "blocked", "unlimited"]} withPeriod withCaps currencyCode={currencyCode} />
       <button type="button" disabled={set.busy} onClick={() => void set.run()}>
         Set cap
       </button>
@@ -92,7 +92,7 @@ function Policy({ session }: { session: Session }) {
           <ControlsView controls={policy.defaultControls} />
         </>
       ) : null}
-      <LimitInputs draft={draft} onChange={setDraft} arms={["amount", "blocked", "unlimited"]} withPeriod withCap currencyCode={session.currencyCode} />
+      <LimitInputs draft={draft} onChange={setDraft} arms={["amount", "blocked", "unlimited"]} withPeriod withCaps currencyCode={session.currencyCode} />
       <div class="actions">
         <button type="button" disabled={update.busy} onClick={() => void update.run(limitControls(draft, session.currencyCode))}>
           Set default

@@ -29,6 +29,8 @@ export function ControlsView({ controls }: { controls: Schemas["SpendControls"] 
       </dd>
       <dt>Cap per authorization</dt>
       <dd data-testid="controls-per-authorization">{controls.perAuthorization ? formatMoney(controls.perAuthorization) : "none"}</dd>
+      <dt>Authorizations per window</dt>
+      <dd data-testid="controls-max-authorizations">{controls.maxAuthorizations ?? "none"}</dd>
       <dt>Suspension</dt>
       <dd data-testid="controls-suspension">
         {controls.suspension ? (
@@ -52,7 +54,8 @@ export function EffectiveView({ effective }: { effective: Schemas["EffectiveLimi
       <p>
         <strong data-testid="effective-decision">{words(effective.decision, "EFFECTIVE_DECISION_")}</strong>
         {effective.limit ? ` · ${formatLimitPer(effective.limit, effective.period)}` : ""}
-        {effective.perAuthorization ? ` · at most ${formatMoney(effective.perAuthorization)} per authorization` : ""} · by {words(effective.scope, "SCOPE_")} ({words(effective.cause, "CAUSE_")})
+        {effective.perAuthorization ? ` · at most ${formatMoney(effective.perAuthorization)} per authorization` : ""}
+        {effective.maxAuthorizations ? ` · at most ${effective.maxAuthorizations} authorization${effective.maxAuthorizations === 1 ? "" : "s"} per window` : ""} · by {words(effective.scope, "SCOPE_")} ({words(effective.cause, "CAUSE_")})
       </p>
       <ol class="trace" aria-label="Resolution trace">
         {effective.trace.map((line) => (

@@ -3,7 +3,7 @@
 // suspend/unsuspend (with a reason), the extension, and the base limit.
 import { useEffect, useState } from "preact/hooks";
 import { call, type Schemas, type Session } from "../api.js";
-import { draftCap, emptyLimitDraft, ErrorText, Field, LimitInputs, ListStatus, Outcome, Table, useAction, usePaged, useSearch, When, type LimitDraft } from "../components.js";
+import { draftCaps, emptyLimitDraft, ErrorText, Field, LimitInputs, ListStatus, Outcome, Table, useAction, usePaged, useSearch, When, type LimitDraft } from "../components.js";
 import { formatDecimal, formatLimit, formatLimitPer, spendLimit } from "../money.js";
 import { href } from "../route.js";
 import { ControlsView, EffectiveView } from "./effective.js";
@@ -125,9 +125,10 @@ export function LimitRow({ session, userId, appId }: { session: Session; userId:
     const loaded = got.response.status === 404 ? null : (await call(Promise.resolve(got))).limit;
     setRow(loaded);
     setEffective(resolved.effective);
-    // SetLimit replaces the row's cap with its limit: the input starts from the stored one, so setting a limit keeps it unless changed.
+    // SetLimit replaces the row's caps with its limit: the inputs start from the stored ones, so setting a limit keeps them unless changed.
     const cap = loaded?.controls?.perAuthorization;
-    setLimit((d) => ({ ...d, perAuthorization: cap ? formatDecimal(cap) : "" }));
+    const count = loaded?.controls?.maxAuthorizations;
+    setLimit((d) => ({ ...d, perAuthorization: cap ? formatDecimal(cap) : "", maxAuthorizations: count ? String(count) : "" }));
   };
   useEffect(() => {
     load().then(() => setLoadError(null), setLoadError);
@@ -154,7 +155,7 @@ export function LimitRow({ session, userId, appId }: { session: Session; userId:
     return `Suspended ${on}`;
   });
   const setBase = act(async () => {
-    const body = { limit: spendLimit(limit.arm, limit.amount, currencyCode), ...(limit.arm === "amount" ? { period: limit.period } : {}), perAuthorization: draftCap(limit, currencyCode) };
+    const body = { limit: spendLimit(limit.arm, limit.amount, currencyCode), ...(limit.arm === "amount" ? { period: limit.period } : {}), ...draftCaps(limit, currencyCode) };
     const { controls } = (await call(client.POST("/api/v1/funds/subject-app-limits/{user_id}/{app_id}/limit", { ...path, body }))).limit;
     return `Limit set for ${on}: ${formatLimitPer(controls?.limit, controls?.period)}`;
   });
@@ -229,7 +230,7 @@ export function LimitRow({ session, userId, appId }: { session: Session; userId:
 
       <section aria-label="Base limit">
         <h2>Base limit</h2>
-        <LimitInputs draft={limit} onChange={setLimit} arms={["amount", "blocked", "unlimited"]} withPeriod withCap currencyCode={currencyCode} />
+        <LimitInputs draft={limit} onChange={setLimit} arms={["amount", "blocked", "unlimited"]} withPeriod withCaps currencyCode={currencyCode} />
         <button type="button" disabled={setBase.busy} onClick={() => void setBase.run()}>
           Set limit
         </button>

@@ -24,10 +24,13 @@ interface Query {
 const words = (value: string, prefix: string) => value.replace(prefix, "").toLowerCase().replace(/_/g, " ");
 const stateWords = (state: string) => words(state, "SPEND_AUTHORIZATION_STATE_");
 
-/** The window's accounting: a bar (spent, then held, out of the limit) and the exact figures. */
+/**
+ * The window's accounting: a bar (spent, then held, out of the limit) and the exact figures, with
+ * the authorizations it counts and has left when a count is in force.
+ */
 export function UsageView({ usage }: { usage: Schemas["SpendUsage"] | null | undefined }) {
   if (!usage) return null;
-  const { spent, held, limit, remaining } = usage;
+  const { spent, held, limit, remaining, maxAuthorizations, authorizationsRemaining } = usage;
   let bar = null;
   if (limit) {
     const whole = toNanos(limit);
@@ -72,6 +75,20 @@ export function UsageView({ usage }: { usage: Schemas["SpendUsage"] | null | und
           <dt>Limit</dt>
           <dd data-testid="usage-limit">{limit ? formatMoney(limit) : "—"}</dd>
         </div>
+        {maxAuthorizations !== null ? (
+          <>
+            <div>
+              <dt>Authorizations</dt>
+              <dd data-testid="usage-authorizations">
+                {`${usage.authorizations} of ${maxAuthorizations}`}
+              </dd>
+            </div>
+            <div>
+              <dt>Authorizations left</dt>
+              <dd data-testid="usage-authorizations-remaining">{authorizationsRemaining}</dd>
+            </div>
+          </>
+        ) : null}
       </dl>
     </section>
   );
