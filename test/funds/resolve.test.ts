@@ -35,6 +35,7 @@ describe("resolveEffective: per-row rule", () => {
       evaluatedAt: NOW_ISO,
       trace: ['SCOPE_SUBJECT_APP: suspended ("Card reported lost") -> deny'],
       perAuthorization: null,
+      maxAuthorizations: null,
     });
     expect(row).toEqual(snapshot);
   });
@@ -154,6 +155,7 @@ describe("resolveEffective: blocked, unlimited and no limit", () => {
       period: null,
       scope: "SCOPE_UNSPECIFIED",
       perAuthorization: null,
+      maxAuthorizations: null,
       cause: "CAUSE_NO_LIMIT",
       evaluatedAt: NOW_ISO,
       trace: [
@@ -263,5 +265,19 @@ describe("resolveEffective: the cap on one authorization", () => {
     expect(resolve({ suspension: {}, perAuthorization: usd("20") }).perAuthorization).toBeNull();
     expect(resolve({ limit: { blocked: {} } }, { perAuthorization: usd("20") }).perAuthorization).toBeNull();
     expect(resolve({ perAuthorization: usd("20") }).perAuthorization).toBeNull();
+  });
+});
+
+describe("resolveEffective: the count of authorizations per window", () => {
+  it("the first layer stating one sets it, whichever layer decides the limit, on its own beside the cap; none under a deny", () => {
+    const r = resolve({ limit: amount("100"), perAuthorization: usd("5") }, { maxAuthorizations: 3 }, { maxAuthorizations: 9 });
+    expect(r).toMatchObject({ scope: "SCOPE_SUBJECT_APP", perAuthorization: usd("5"), maxAuthorizations: 3 });
+    expect(r.trace.slice(-2)).toEqual(["SCOPE_SUBJECT_APP: per authorization USD 5 -> cap", "SCOPE_APP_CAP: at most 3 authorizations per window -> count"]);
+    expect(resolve({ limit: amount("100"), maxAuthorizations: 20 }, { maxAuthorizations: 3 }).maxAuthorizations).toBe(20);
+    expect(resolve(null, null, { limit: { unlimited: {} }, maxAuthorizations: 7 }).maxAuthorizations).toBe(7);
+    expect(resolve({ limit: amount("100") }).maxAuthorizations).toBeNull();
+    expect(resolve({ suspension: {}, maxAuthorizations: 3 }).maxAuthorizations).toBeNull();
+    expect(resolve({ limit: { blocked: {} } }, { maxAuthorizations: 3 }).maxAuthorizations).toBeNull();
+    expect(resolve({ maxAuthorizations: 3 }).maxAuthorizations).toBeNull();
   });
 });
