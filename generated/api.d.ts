@@ -3312,7 +3312,8 @@ export interface components {
          *         "currencyCode": "USD",
          *         "units": "50",
          *         "nanos": 0
-         *       }
+         *       },
+         *       "maxAuthorizations": 20
          *     }
          */
         SpendControls: {
@@ -3866,6 +3867,10 @@ export interface components {
          *     - `authorizationsRemaining`: `maxAuthorizations - authorizations`, never below zero; null when
          *       `maxAuthorizations` is null.
          *
+         *     Every usage the server computes carries the three count fields. A usage recorded before windows
+         *     counted authorizations does not: the `decision` of an authorization made by an earlier release,
+         *     and the fund events and automation executions that carry it.
+         *
          *     A window's usage is every spend whose authorization instant (`createdAt`) lies inside the
          *     window, whatever period or time zone was in force when the spend was made. Changing a limit's
          *     period or the fund policy's `timeZone` never resets or hides money already spent or held: a
@@ -3924,17 +3929,17 @@ export interface components {
              * Format: int64
              * @description How many authorizations the window counts now (see above), an int64 as a decimal string.
              */
-            authorizations: string;
+            authorizations?: string;
             /**
              * Format: int32
              * @description The count of authorizations the window is capped at; null when no count is in force.
              */
-            maxAuthorizations: number | null;
+            maxAuthorizations?: number | null;
             /**
              * Format: int32
              * @description How many more authorizations the window may count now; null when no count is in force.
              */
-            authorizationsRemaining: number | null;
+            authorizationsRemaining?: number | null;
         };
         /**
          * @description The limit in force for one subject and one app at `evaluatedAt`, with how it was found.
@@ -4006,7 +4011,8 @@ export interface components {
          *         "currencyCode": "USD",
          *         "units": "200",
          *         "nanos": 0
-         *       }
+         *       },
+         *       "maxAuthorizations": 20
          *     }
          */
         EffectiveLimit: {

@@ -75,7 +75,7 @@ export function UsageView({ usage }: { usage: Schemas["SpendUsage"] | null | und
           <dt>Limit</dt>
           <dd data-testid="usage-limit">{limit ? formatMoney(limit) : "—"}</dd>
         </div>
-        {maxAuthorizations !== null ? (
+        {typeof maxAuthorizations === "number" ? (
           <>
             <div>
               <dt>Authorizations</dt>

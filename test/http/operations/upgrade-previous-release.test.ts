@@ -48,6 +48,12 @@ afterAll(async () => {
 });
 
 const approvedState = (answer: { body: any }) => answer.body?.authorization?.state;
+/**
+ * The previous release served as in production, its answers not checked against its own contract:
+ * what later releases add to an answer (a field its contract does not know, such as the window's
+ * count in a decision's usage) is served as written, which its development default would refuse.
+ */
+const serveOld = () => serveRelease({ ...env, VALIDATE_RESPONSES: "0" }, release);
 const stopAll = async () => {
   for (const server of running.splice(0)) await server.stop();
 };
@@ -56,7 +62,7 @@ const left = { another: "", replayKey: "", replayed: undefined as unknown, hook:
 
 describe(`a rolling upgrade from the previous release (${previous.commit.slice(0, 7)})`, () => {
   it("the previous release's server answers the acceptance flows on the database this release migrates under it", { timeout: 300_000 }, async () => {
-    const old = await serveRelease(env, release);
+    const old = await serveOld();
     running.push(old);
     const before = new Acceptance(old.url, ADMIN);
     const subject = (await before.subject()).body.user.id as string;
@@ -131,7 +137,7 @@ describe(`a rolling upgrade from the previous release (${previous.commit.slice(0
     const keys = await withDatabase(database.url, (db) => db.selectFrom("signing_keys").select("private_jwk").execute());
     expect(keys.map((k) => (k.private_jwk as string).startsWith("{"))).toEqual([true]);
 
-    const old = await serveRelease(env, release);
+    const old = await serveOld();
     running.push(old);
     const api = new Acceptance(old.url, ADMIN);
     expect((await api.token()).status).toBe(200);
