@@ -197,17 +197,6 @@ AS $function$
       $function$
 ;
 
-CREATE OR REPLACE FUNCTION public.spend_captured_counter()
- RETURNS trigger
- LANGUAGE plpgsql
-AS $function$
-      begin
-        update spend_usage set captured_count = captured_count + 1 where user_id = new.user_id and app_id = new.app_id and window_end > new.created_at and window_start <= new.created_at;
-        return null;
-      end
-      $function$
-;
-
 CREATE OR REPLACE FUNCTION public.spend_change(p_id text, p_user_id text, p_app_id text, p_window_start text, p_window_end text, p_was_state text, p_was_captured bigint, p_was_reversed bigint, p_state text, p_captured bigint, p_reversed bigint, p_at text, p_first_id text, p_first_kind text, p_first_amount bigint, p_second_id text, p_second_kind text, p_second_amount bigint, p_spent_delta bigint, p_kept_id text, p_kept_fingerprint text, p_kept_owner text, p_kept_answer text, p_kept_created_at text, p_kept_retained text, p_wait boolean)
  RETURNS text
  LANGUAGE plpgsql
@@ -238,10 +227,16 @@ CREATE OR REPLACE FUNCTION public.spend_held_counter()
  LANGUAGE plpgsql
 AS $function$
       begin
-        if tg_op = 'INSERT' then
+        if tg_op = 'UPDATE' then
+          update spend_usage set
+    held_nanos = held_nanos - case when held_through < old.expires_at then old.amount_nanos else 0 end,
+    held_count = held_count - case when held_through < old.expires_at then 1 else 0 end,
+    captured_count = captured_count + case when new.state = 'CAPTURED' then 1 else 0 end
+  where user_id = old.user_id and app_id = old.app_id and window_end > old.created_at and window_start <= old.created_at and (held_through < old.expires_at or new.state = 'CAPTURED');
+        elsif new.state = 'PENDING' then
           update spend_usage set held_nanos = held_nanos + new.amount_nanos, held_count = held_count + 1 where user_id = new.user_id and app_id = new.app_id and window_end > new.created_at and window_start <= new.created_at and held_through < new.expires_at;
         else
-          update spend_usage set held_nanos = held_nanos - old.amount_nanos, held_count = held_count - 1 where user_id = old.user_id and app_id = old.app_id and window_end > old.created_at and window_start <= old.created_at and held_through < old.expires_at;
+          update spend_usage set captured_count = captured_count + 1 where user_id = new.user_id and app_id = new.app_id and window_end > new.created_at and window_start <= new.created_at;
         end if;
         return null;
       end
@@ -542,9 +537,7 @@ AS $function$
 
 CREATE TRIGGER audit_events_append_only BEFORE UPDATE ON audit_events FOR EACH ROW EXECUTE FUNCTION audit_events_append_only();
 
-CREATE TRIGGER spend_captured_created AFTER INSERT ON spend_authorizations FOR EACH ROW WHEN (new.state = 'CAPTURED'::text) EXECUTE FUNCTION spend_captured_counter();
-
-CREATE TRIGGER spend_captured_entered AFTER UPDATE OF state ON spend_authorizations FOR EACH ROW WHEN (old.state <> 'CAPTURED'::text AND new.state = 'CAPTURED'::text) EXECUTE FUNCTION spend_captured_counter();
+CREATE TRIGGER spend_captured_created AFTER INSERT ON spend_authorizations FOR EACH ROW WHEN (new.state = 'CAPTURED'::text) EXECUTE FUNCTION spend_held_counter();
 
 CREATE TRIGGER spend_held_created AFTER INSERT ON spend_authorizations FOR EACH ROW WHEN (new.state = 'PENDING'::text) EXECUTE FUNCTION spend_held_counter();
 

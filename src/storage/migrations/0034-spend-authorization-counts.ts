@@ -27,31 +27,31 @@ async function countExisting(db: Kysely<any>): Promise<void> {
       captured_count = ${windowCount(sql.raw("a.state = 'CAPTURED'"))}`.execute(db);
 }
 
-/** SQLite's counters: the held ones counted with their amounts (0019's triggers, with a count), and captures. */
+/** A hold made: its amount and its place, in the windows whose held counters count it. */
+const holdMade = sql`update spend_usage set held_nanos = held_nanos + new.amount_nanos, held_count = held_count + 1 where ${holdingHeld("new")}`;
+
+/** An authorization captured at once: its place, in every window holding its instant. */
+const capturedMade = sql`update spend_usage set captured_count = captured_count + 1 where ${holding("new")}`;
+
+/**
+ * A hold ended (captured, released): its amount and place out of the held counters that count it
+ * and, captured, its place into every window's captured count, in one update of each window's
+ * row (a capture's counters change together).
+ */
+const holdEnded = sql`update spend_usage set
+    held_nanos = held_nanos - case when held_through < old.expires_at then old.amount_nanos else 0 end,
+    held_count = held_count - case when held_through < old.expires_at then 1 else 0 end,
+    captured_count = captured_count + case when new.state = 'CAPTURED' then 1 else 0 end
+  where ${holding("old")} and (held_through < old.expires_at or new.state = 'CAPTURED')`;
+
+/** SQLite's counters: 0019's held triggers with the count and the captures, and one for an authorization captured at once. */
 async function sqliteCountingTriggers(db: Kysely<any>): Promise<void> {
-  await sql`
-    create trigger spend_held_created after insert on spend_authorizations when new.state = 'PENDING'
-    begin
-      update spend_usage set held_nanos = held_nanos + new.amount_nanos, held_count = held_count + 1 where ${holdingHeld("new")};
-    end`.execute(db);
-  await sql`
-    create trigger spend_held_left after update of state on spend_authorizations when old.state = 'PENDING' and new.state <> 'PENDING'
-    begin
-      update spend_usage set held_nanos = held_nanos - old.amount_nanos, held_count = held_count - 1 where ${holdingHeld("old")};
-    end`.execute(db);
-  await sql`
-    create trigger spend_captured_created after insert on spend_authorizations when new.state = 'CAPTURED'
-    begin
-      update spend_usage set captured_count = captured_count + 1 where ${holding("new")};
-    end`.execute(db);
-  await sql`
-    create trigger spend_captured_entered after update of state on spend_authorizations when old.state <> 'CAPTURED' and new.state = 'CAPTURED'
-    begin
-      update spend_usage set captured_count = captured_count + 1 where ${holding("new")};
-    end`.execute(db);
+  await sql`create trigger spend_held_created after insert on spend_authorizations when new.state = 'PENDING' begin ${holdMade}; end`.execute(db);
+  await sql`create trigger spend_held_left after update of state on spend_authorizations when old.state = 'PENDING' and new.state <> 'PENDING' begin ${holdEnded}; end`.execute(db);
+  await sql`create trigger spend_captured_created after insert on spend_authorizations when new.state = 'CAPTURED' begin ${capturedMade}; end`.execute(db);
 }
 
-const SQLITE_TRIGGERS = ["spend_held_created", "spend_held_left", "spend_captured_created", "spend_captured_entered"];
+const SQLITE_TRIGGERS = ["spend_held_created", "spend_held_left", "spend_captured_created"];
 
 /** 0034 undone on SQLite, for a rollback to the release before it: 0019's triggers again, without the counts. */
 async function withoutCounts(db: Kysely<any>): Promise<void> {
@@ -63,7 +63,8 @@ async function withoutCounts(db: Kysely<any>): Promise<void> {
 
 // The count of a window (SpendControls.maxAuthorizations): its pending holds that expire after its
 // held_through, counted beside their amounts by the same triggers, sweep and seed (held_count), and
-// its captured authorizations, which stay counted whatever is reversed (captured_count). A window's
+// its captured authorizations, which stay counted whatever is reversed (captured_count; only a
+// pending hold or a new authorization becomes CAPTURED). A window's
 // count at an instant is the two, the held one corrected as the held amount is. Existing rows are
 // counted here from their authorizations, under this migration's locks.
 export const m0034 = (dialect: "sqlite" | "postgres"): Migration => ({
@@ -76,30 +77,23 @@ export const m0034 = (dialect: "sqlite" | "postgres"): Migration => ({
       for (const name of SQLITE_TRIGGERS.slice(0, 2)) await sql`drop trigger ${sql.raw(name)}`.execute(db);
       return sqliteCountingTriggers(db);
     }
+    // The held counter's function keeps its name (0019's triggers call it) and now keeps the counts.
     await sql`
       create or replace function spend_held_counter() returns trigger language plpgsql as $$
       begin
-        if tg_op = 'INSERT' then
-          update spend_usage set held_nanos = held_nanos + new.amount_nanos, held_count = held_count + 1 where ${holdingHeld("new")};
+        if tg_op = 'UPDATE' then
+          ${holdEnded};
+        elsif new.state = 'PENDING' then
+          ${holdMade};
         else
-          update spend_usage set held_nanos = held_nanos - old.amount_nanos, held_count = held_count - 1 where ${holdingHeld("old")};
+          ${capturedMade};
         end if;
         return null;
       end
       $$`.execute(db);
     await sql`
-      create function spend_captured_counter() returns trigger language plpgsql as $$
-      begin
-        update spend_usage set captured_count = captured_count + 1 where ${holding("new")};
-        return null;
-      end
-      $$`.execute(db);
-    await sql`
       create trigger spend_captured_created after insert on spend_authorizations
-      for each row when (new.state = 'CAPTURED') execute function spend_captured_counter()`.execute(db);
-    await sql`
-      create trigger spend_captured_entered after update of state on spend_authorizations
-      for each row when (old.state <> 'CAPTURED' and new.state = 'CAPTURED') execute function spend_captured_counter()`.execute(db);
+      for each row when (new.state = 'CAPTURED') execute function spend_held_counter()`.execute(db);
     await sql`
       create or replace function spend_usage_seeded() returns trigger language plpgsql as $$
       begin
