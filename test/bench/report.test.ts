@@ -184,11 +184,11 @@ describe("targets", () => {
     ]);
   });
 
-  it("hold Authorize to its floor (0.65× its req/s, 2× its p99, 1.7× its CPU per operation on SQLite, 1.8× on PostgreSQL) and to no overspend", () => {
+  it("hold Authorize to its floor (on SQLite 0.6× its req/s and 1.7× its CPU per operation, on PostgreSQL 0.65× and 1.8×; 2× its p99) and to no overspend", () => {
     const spends = { approved: 10, declined: 5, captured: 3, windows: 2, overspent: 0, wronglyDeclined: 0, samples: [] };
     const sqlite = (rps: number, p99: number, overspent = 0) => checkTargets({ ...section([measured("spend-authorize-approved", rps, p99), measured("floor-authorize-approved", 1000, 10)]), spends: { ...spends, overspent } }, 10_000, 4000);
-    expect(sqlite(650, 20).map((c) => [c.target, c.measured, c.met])).toEqual([
-      ["spend-authorize-approved ≥ 0.65× its floor's req/s", "0.65×", true],
+    expect(sqlite(600, 20).map((c) => [c.target, c.measured, c.met])).toEqual([
+      ["spend-authorize-approved ≥ 0.60× its floor's req/s", "0.60×", true],
       ["spend-authorize-approved p99 ≤ 2.00× its floor's", "2.00×", true],
       ["spend-authorize-approved: CPU per operation (server, the database in it) ≤ 1.70× its floor's", "1.00×", true],
       ["floor-authorize-approved: no error", "0", true],
@@ -196,7 +196,7 @@ describe("targets", () => {
       ["Authorize: 0 overspend (every approved decision and every window within its limit)", "0", true],
       ["Authorize: no decline while the limit had room", "0", true],
     ]);
-    expect(sqlite(649, 20.1, 1).map((c) => c.met)).toEqual([false, false, true, true, true, false, true]);
+    expect(sqlite(599, 20.1, 1).map((c) => c.met)).toEqual([false, false, true, true, true, false, true]);
     // On PostgreSQL the CPU per operation is the server's and PostgreSQL's together.
     const real = measured("spend-authorize-declined", 1000, 80);
     const floor = measured("floor-authorize-declined", 1000, 80);
@@ -208,14 +208,14 @@ describe("targets", () => {
     expect(over.filter((c) => c.target.includes("CPU")).map((c) => [c.measured, c.met])).toEqual([["1.81×", false]]);
   });
 
-  it("hold Capture and Release (against the capture floor) to 0.65× their floors' req/s, the HMAC intake to 0.6×, each to 1.7× its CPU, without a p99 bound", () => {
-    const checks = checkTargets(section([measured("hmac", 590, 5), measured("floor-hmac", 1000, 1), measured("spend-capture", 700), measured("spend-release", 649), measured("floor-capture", 1000, 5, { socket: 2 })]), 10_000, 4000);
+  it("hold Capture and Release (against the capture floor) and the HMAC intake to 0.6× their floors' req/s (the spends to 0.65× on PostgreSQL), each to 1.7× its CPU, without a p99 bound", () => {
+    const checks = checkTargets(section([measured("hmac", 590, 5), measured("floor-hmac", 1000, 1), measured("spend-capture", 700), measured("spend-release", 600), measured("floor-capture", 1000, 5, { socket: 2 })]), 10_000, 4000);
     expect(checks.filter((c) => c.target.includes("floor")).map((c) => [c.target, c.measured, c.met])).toEqual([
       ["hmac ≥ 0.60× its floor's req/s", "0.59×", false],
       ["hmac: CPU per operation (server, the database in it) ≤ 1.70× its floor's", "1.00×", true],
-      ["spend-capture ≥ 0.65× its floor's req/s", "0.70×", true],
+      ["spend-capture ≥ 0.60× its floor's req/s", "0.70×", true],
       ["spend-capture: CPU per operation (server, the database in it) ≤ 1.70× its floor's", "1.00×", true],
-      ["spend-release ≥ 0.65× its floor's req/s", "0.65×", false],
+      ["spend-release ≥ 0.60× its floor's req/s", "0.60×", true],
       ["spend-release: CPU per operation (server, the database in it) ≤ 1.70× its floor's", "1.00×", true],
       ["floor-hmac: no error", "0", true],
       ["floor-capture: no error", "2", false],
