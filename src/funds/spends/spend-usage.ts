@@ -1,9 +1,10 @@
 // The accounting of one subject, app and spend window on the window's usage row: spent (captured less
 // reversed) and held (a counter of the pending holds expiring after `held_through`, corrected at the
 // instant asked), and the authorizations it counts (held_count, those holds; captured_count, its
-// captured authorizations, reversed or not). A window counts every spend whose authorization instant lies in it: its row is
-// seeded from them when created, then every change updates every row whose window holds its instant,
-// under the subject-app's lock, so a row is never seeded while a change it would miss is in flight.
+// captured authorizations, reversed or not). A window counts every spend whose authorization
+// instant lies in it: its row is seeded from them when created, then every change updates every row
+// whose window holds its instant, under the subject-app's lock, so a row is never seeded while a
+// change it would miss is in flight.
 // Why: docs/spends.md, "How a spend is decided and counted".
 import { expressionBuilder, sql, type Expression, type ExpressionBuilder } from "kysely";
 import { timeOrderedPrefix } from "../../core/ids.js";
