@@ -42,7 +42,7 @@ describe("Authorize against an amount limit", () => {
         cause: "SPEND_DECLINE_CAUSE_UNSPECIFIED",
         scope: "SCOPE_SUBJECT_APP",
         period: "PERIOD_KIND_MONTHLY",
-        usage: { ...NOV, spent: money("0"), held: money("15"), limit: money("100"), remaining: money("85") },
+        usage: { ...NOV, spent: money("0"), held: money("15"), limit: money("100"), remaining: money("85"), authorizations: "1", maxAuthorizations: null, authorizationsRemaining: null },
       },
     });
     expect(a.id).toMatch(/^[0-9A-Za-z]{16}$/);
@@ -51,7 +51,7 @@ describe("Authorize against an amount limit", () => {
       "window 2026-11-01T00:00:00.000Z..2026-12-01T00:00:00.000Z: spent USD 0 + held USD 0 + USD 15 <= USD 100 -> approve",
     ]);
     expect(unwrap(await spend.get(a.id)).authorization).toEqual(a);
-    expect(await effectiveUsage(app)).toEqual({ ...NOV, spent: money("0"), held: money("15"), limit: money("100"), remaining: money("85") });
+    expect(await effectiveUsage(app)).toEqual({ ...NOV, spent: money("0"), held: money("15"), limit: money("100"), remaining: money("85"), authorizations: "1", maxAuthorizations: null, authorizationsRemaining: null });
   });
 
   it("approves exactly up to the limit (spent + held + amount <= limit) and declines one nano more, holding nothing", async () => {
@@ -71,7 +71,7 @@ describe("Authorize against an amount limit", () => {
     expect(exact.decision).toMatchObject({ approved: true, usage: { held: money("7"), remaining: money("0") } });
     expect((await auth(app, "0", { amount: money("0", 1) })).decision.approved).toBe(false);
     // Declined ones hold nothing: the usage is unchanged by them.
-    expect(await effectiveUsage(app)).toEqual({ ...NOV, spent: money("3"), held: money("7"), limit: money("10"), remaining: money("0") });
+    expect(await effectiveUsage(app)).toEqual({ ...NOV, spent: money("3"), held: money("7"), limit: money("10"), remaining: money("0"), authorizations: "3", maxAuthorizations: null, authorizationsRemaining: null });
   });
 
   it("a limit lowered mid-window below what is spent declines further spends (remaining 0, never negative); raised, it admits at once", async () => {
@@ -148,7 +148,7 @@ describe("unlimited: always approved, fully accounted", () => {
     const a = await auth(app, "250");
     expect(a.decision).toMatchObject({ approved: true, cause: "SPEND_DECLINE_CAUSE_UNSPECIFIED", usage: { spent: money("1000000"), held: money("250"), limit: null, remaining: null } });
     expect(a.decision.trace.at(-1)).toBe(`window ${NOV.windowStart}..${NOV.windowEnd}: spent USD 1000000 + held USD 0 + USD 250, unlimited -> approve`);
-    expect(await effectiveUsage(app)).toEqual({ ...NOV, spent: money("1000000"), held: money("250"), limit: null, remaining: null });
+    expect(await effectiveUsage(app)).toEqual({ ...NOV, spent: money("1000000"), held: money("250"), limit: null, remaining: null, authorizations: "2", maxAuthorizations: null, authorizationsRemaining: null });
   });
 
   it("amounts up to int64 max nanos are exact; a sum past int64 is 409 USAGE_OUT_OF_RANGE and changes nothing", async () => {

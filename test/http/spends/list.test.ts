@@ -156,7 +156,7 @@ describe("a user sees their own spends and usage only", () => {
     const app = await appWithLimit(admin, subject.userId, "100");
     await authorized(spend, { userId: subject.userId, appId: app, amount: money("30"), capture: true });
     await authorized(spend, { userId: subject.userId, appId: app, amount: money("5") });
-    const expected = { windowStart: "2026-11-01T00:00:00.000Z", windowEnd: "2026-12-01T00:00:00.000Z", spent: money("30"), held: money("5"), limit: money("100"), remaining: money("65") };
+    const expected = { windowStart: "2026-11-01T00:00:00.000Z", windowEnd: "2026-12-01T00:00:00.000Z", spent: money("30"), held: money("5"), limit: money("100"), remaining: money("65"), authorizations: "2", maxAuthorizations: null, authorizationsRemaining: null };
     expect(unwrap(await subject.f.myEffective(app)).effective.usage).toEqual(expected);
     expect(unwrap(await admin.effective(subject.userId, app)).effective.usage).toEqual(expected);
     // Another user's window for the same app is their own (empty, and no limit: NO_LIMIT).
