@@ -4926,7 +4926,7 @@ export interface components {
          *           "units": "34",
          *           "nanos": 500000000
          *         },
-         *         "authorizations": "2",
+         *         "authorizations": "3",
          *         "maxAuthorizations": null,
          *         "authorizationsRemaining": null
          *       }
@@ -5028,7 +5028,7 @@ export interface components {
          *             "units": "34",
          *             "nanos": 500000000
          *           },
-         *           "authorizations": "2",
+         *           "authorizations": "3",
          *           "maxAuthorizations": null,
          *           "authorizationsRemaining": null
          *         }
@@ -5188,7 +5188,7 @@ export interface components {
          *             "units": "25",
          *             "nanos": 0
          *           },
-         *           "authorizations": "2",
+         *           "authorizations": "3",
          *           "maxAuthorizations": null,
          *           "authorizationsRemaining": null
          *         }
@@ -6885,7 +6885,7 @@ export interface components {
          *               "units": "15",
          *               "nanos": 0
          *             },
-         *             "authorizations": "2",
+         *             "authorizations": "3",
          *             "maxAuthorizations": null,
          *             "authorizationsRemaining": null
          *           }
@@ -6922,7 +6922,7 @@ export interface components {
          *             "units": "15",
          *             "nanos": 0
          *           },
-         *           "authorizations": "2",
+         *           "authorizations": "3",
          *           "maxAuthorizations": null,
          *           "authorizationsRemaining": null
          *         }
@@ -11586,7 +11586,7 @@ export interface operations {
                      *                   "units": "34",
                      *                   "nanos": 500000000
                      *                 },
-                     *                 "authorizations": "1",
+                     *                 "authorizations": "3",
                      *                 "maxAuthorizations": null,
                      *                 "authorizationsRemaining": null
                      *               }
@@ -11654,7 +11654,7 @@ export interface operations {
                      *                   "units": "34",
                      *                   "nanos": 500000000
                      *                 },
-                     *                 "authorizations": "1",
+                     *                 "authorizations": "3",
                      *                 "maxAuthorizations": null,
                      *                 "authorizationsRemaining": null
                      *               }
@@ -11989,7 +11989,7 @@ export interface operations {
                      *               "units": "34",
                      *               "nanos": 500000000
                      *             },
-                     *             "authorizations": "1",
+                     *             "authorizations": "3",
                      *             "maxAuthorizations": null,
                      *             "authorizationsRemaining": null
                      *           }
@@ -12168,7 +12168,7 @@ export interface operations {
                      *               "units": "34",
                      *               "nanos": 500000000
                      *             },
-                     *             "authorizations": "1",
+                     *             "authorizations": "3",
                      *             "maxAuthorizations": null,
                      *             "authorizationsRemaining": null
                      *           }
@@ -12355,7 +12355,7 @@ export interface operations {
                      *               "units": "34",
                      *               "nanos": 500000000
                      *             },
-                     *             "authorizations": "1",
+                     *             "authorizations": "3",
                      *             "maxAuthorizations": null,
                      *             "authorizationsRemaining": null
                      *           }
@@ -12550,7 +12550,7 @@ export interface operations {
                      *               "units": "34",
                      *               "nanos": 500000000
                      *             },
-                     *             "authorizations": "1",
+                     *             "authorizations": "3",
                      *             "maxAuthorizations": null,
                      *             "authorizationsRemaining": null
                      *           }
