@@ -154,45 +154,93 @@ AS $function$
         v_spent bigint;
         v_held bigint;
         v_counted bigint;
+        v_through text;
+        v_moved bigint;
+        v_moved_count bigint;
       begin
         if p_wait then
           perform pg_advisory_xact_lock_shared(hashtextextended(p_lock, 0));
         elsif not pg_try_advisory_xact_lock_shared(hashtextextended(p_lock, 0)) then
-          return query select 'busy', null::text, null::text, null::text;
-          return;
+          outcome := 'busy'; return next; return;
         end if;
         perform 1 from fund_policy p where p.tenant_id = p_tenant_id and p.currency_code = p_currency_code and p.time_zone = p_time_zone
           and p.default_controls is not distinct from p_default_controls and p.updated_at is not distinct from p_policy_updated_at;
         if not found then
-          return query select 'policy', null::text, null::text, null::text;
-          return;
+          outcome := 'policy'; return next; return;
         end if;
         if p_check_layers then
           perform 1 where (select l.controls from subject_app_limits l where l.user_id = p_user_id and l.app_id = p_app_id and l.deleted_at is null) is not distinct from p_row_controls
             and (select c.controls from app_caps c where c.app_id = p_app_id and c.deleted_at is null) is not distinct from p_cap_controls;
           if not found then
-            return query select 'layers', null::text, null::text, null::text;
-            return;
+            outcome := 'layers'; return next; return;
           end if;
         end if;
         if p_wait then
-          perform spend_lock_subject_app(p_user_id, p_app_id);
-        elsif not spend_try_lock_subject_app(p_user_id, p_app_id) then
-          return query select 'busy', null::text, null::text, null::text;
-          return;
+          perform pg_advisory_xact_lock(hashtextextended('spend_usage:' || p_user_id || ':' || p_app_id, 0));
+        elsif not pg_try_advisory_xact_lock(hashtextextended('spend_usage:' || p_user_id || ':' || p_app_id, 0)) then
+          outcome := 'busy'; return next; return;
         end if;
-        select w.spent::bigint, w.held::bigint, w.counted::bigint into v_spent, v_held, v_counted from spend_lock_window(p_user_id, p_app_id, p_window_start, p_window_end, p_now) w;
+        -- spend_lock_window: the usage row (made, and seeded by its trigger, on the window's first
+        -- decision), corrected by the holds that expired between its held_through and now.
+        select u.spent_nanos, u.held_nanos, u.held_count + u.captured_count, u.held_through into v_spent, v_held, v_counted, v_through
+        from spend_usage u where user_id = p_user_id and app_id = p_app_id and window_start = p_window_start and window_end = p_window_end;
+        if not found then
+          insert into spend_usage (user_id, app_id, window_start, window_end, spent_nanos, held_nanos, held_through)
+          values (p_user_id, p_app_id, p_window_start, p_window_end, 0, 0, p_now)
+          on conflict do nothing
+          returning spent_nanos, held_nanos, held_count + captured_count, held_through into v_spent, v_held, v_counted, v_through;
+          if not found then
+            -- Inserted meanwhile by a statement of a release that takes no subject-app lock.
+            select u.spent_nanos, u.held_nanos, u.held_count + u.captured_count, u.held_through into v_spent, v_held, v_counted, v_through
+            from spend_usage u where user_id = p_user_id and app_id = p_app_id and window_start = p_window_start and window_end = p_window_end;
+          end if;
+        end if;
+        if v_through <> p_now then
+          select coalesce(sum(a.amount_nanos), 0), count(*) into v_moved, v_moved_count from spend_authorizations a
+          where a.user_id = p_user_id and a.app_id = p_app_id and a.state = 'PENDING'
+            and a.expires_at > least(v_through, p_now) and a.expires_at <= greatest(v_through, p_now)
+            and a.created_at >= p_window_start and a.created_at < p_window_end;
+          if p_now > v_through then
+            v_held := v_held - v_moved;
+            v_counted := v_counted - v_moved_count;
+            if v_moved_count <> 0 then
+              update spend_usage set held_nanos = held_nanos - v_moved, held_count = held_count - v_moved_count, held_through = p_now
+              where user_id = p_user_id and app_id = p_app_id and window_start = p_window_start and window_end = p_window_end;
+            end if;
+          else
+            v_held := v_held + v_moved;
+            v_counted := v_counted + v_moved_count;
+          end if;
+        end if;
         if v_spent <> p_spent or v_held <> p_held or (p_counted is not null and v_counted <> p_counted) then
-          return query select 'usage', v_spent::text, v_held::text, v_counted::text;
-          return;
+          outcome := 'usage'; spent := v_spent::text; held := v_held::text; counted := v_counted::text;
+          return next; return;
         end if;
-        if not spend_keep_answer(p_kept_id, p_kept_fingerprint, p_kept_owner, p_kept_answer, p_kept_created_at, p_kept_retained) then
-          return query select 'taken', null::text, null::text, null::text;
-          return;
+        if p_kept_id is not null then
+          insert into idempotency_records as r (id, fingerprint, owner, locked_until, answer, created_at)
+          values (p_kept_id, p_kept_fingerprint, p_kept_owner, null, p_kept_answer, p_kept_created_at)
+          on conflict (id) do update set fingerprint = excluded.fingerprint, owner = excluded.owner, locked_until = null,
+            answer = excluded.answer, created_at = excluded.created_at
+          where r.created_at <= p_kept_retained or (r.answer is null and r.locked_until <= p_kept_created_at);
+          if not found then
+            outcome := 'taken'; return next; return;
+          end if;
         end if;
-        perform spend_record_authorization(p_id, p_user_id, p_app_id, p_currency_code, p_amount, p_captured, p_state, p_expires_at,
-          p_window_start, p_window_end, p_decision, p_metadata, p_now, p_entry_id, p_entry_kind, p_entry_amount, p_now, p_captured, null, null, null);
-        return query select 'recorded', null::text, null::text, null::text;
+        -- spend_record_authorization: the row (its held trigger counts a hold), its ledger entry, and
+        -- what a capture at once spends.
+        insert into spend_authorizations (id, user_id, app_id, currency_code, amount_nanos, captured_nanos, reversed_nanos, state,
+          expires_at, window_start, window_end, decision, metadata, created_at, updated_at)
+        values (p_id, p_user_id, p_app_id, p_currency_code, p_amount, p_captured, 0, p_state,
+          p_expires_at, p_window_start, p_window_end, p_decision, p_metadata, p_now, p_now);
+        if p_entry_id is not null then
+          insert into spend_ledger (id, authorization_id, user_id, app_id, window_start, kind, amount_nanos, at)
+          values (p_entry_id, p_id, p_user_id, p_app_id, p_window_start, p_entry_kind, p_entry_amount, p_now);
+        end if;
+        if p_captured <> 0 then
+          update spend_usage set spent_nanos = spent_nanos + p_captured
+          where user_id = p_user_id and app_id = p_app_id and window_end > p_now and window_start <= p_now;
+        end if;
+        outcome := 'recorded'; return next;
       end
       $function$
 ;
@@ -201,10 +249,12 @@ CREATE OR REPLACE FUNCTION public.spend_change(p_id text, p_user_id text, p_app_
  RETURNS text
  LANGUAGE plpgsql
 AS $function$
+      declare
+        v_made text;
       begin
         if p_wait then
-          perform spend_lock_subject_app(p_user_id, p_app_id);
-        elsif not spend_try_lock_subject_app(p_user_id, p_app_id) then
+          perform pg_advisory_xact_lock(hashtextextended('spend_usage:' || p_user_id || ':' || p_app_id, 0));
+        elsif not pg_try_advisory_xact_lock(hashtextextended('spend_usage:' || p_user_id || ':' || p_app_id, 0)) then
           return 'busy';
         end if;
         perform 1 from spend_authorizations a
@@ -212,11 +262,30 @@ AS $function$
         if not found then
           return 'stale';
         end if;
-        if not spend_keep_answer(p_kept_id, p_kept_fingerprint, p_kept_owner, p_kept_answer, p_kept_created_at, p_kept_retained) then
-          return 'taken';
+        if p_kept_id is not null then
+          insert into idempotency_records as r (id, fingerprint, owner, locked_until, answer, created_at)
+          values (p_kept_id, p_kept_fingerprint, p_kept_owner, null, p_kept_answer, p_kept_created_at)
+          on conflict (id) do update set fingerprint = excluded.fingerprint, owner = excluded.owner, locked_until = null,
+            answer = excluded.answer, created_at = excluded.created_at
+          where r.created_at <= p_kept_retained or (r.answer is null and r.locked_until <= p_kept_created_at);
+          if not found then
+            return 'taken';
+          end if;
         end if;
-        perform spend_record_change(p_id, p_state, p_captured, p_reversed, p_at, p_user_id, p_app_id, p_window_start, p_window_end,
-          p_first_id, p_first_kind, p_first_amount, p_second_id, p_second_kind, p_second_amount, p_spent_delta, null, null, null);
+        -- spend_record_change: the row (its held trigger moves a hold's counters), its ledger
+        -- entries, and what it spends or gives back in the windows holding its instant.
+        update spend_authorizations set state = p_state, captured_nanos = p_captured, reversed_nanos = p_reversed, updated_at = p_at
+        where id = p_id returning created_at into v_made;
+        insert into spend_ledger (id, authorization_id, user_id, app_id, window_start, kind, amount_nanos, at)
+        values (p_first_id, p_id, p_user_id, p_app_id, p_window_start, p_first_kind, p_first_amount, p_at);
+        if p_second_id is not null then
+          insert into spend_ledger (id, authorization_id, user_id, app_id, window_start, kind, amount_nanos, at)
+          values (p_second_id, p_id, p_user_id, p_app_id, p_window_start, p_second_kind, p_second_amount, p_at);
+        end if;
+        if p_spent_delta <> 0 then
+          update spend_usage set spent_nanos = spent_nanos + p_spent_delta
+          where user_id = p_user_id and app_id = p_app_id and window_end > v_made and window_start <= v_made;
+        end if;
         return 'changed';
       end
       $function$

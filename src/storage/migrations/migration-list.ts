@@ -35,6 +35,7 @@ import { m0031 } from "./0031-notification-delivery.js";
 import { m0032 } from "./0032-notification-signing-keys.js";
 import { m0033 } from "./0033-webhook-sender-kinds.js";
 import { m0034 } from "./0034-spend-authorization-counts.js";
+import { m0035 } from "./0035-spend-calls-in-one-body.js";
 import { type EarlierRelease, RUNS, RUNS_ON_POSTGRES, STOPS, type TextType } from "./migration-kit.js";
 
 export interface MigrationStep {
@@ -89,6 +90,7 @@ export function migrationSteps(dialect: "sqlite" | "postgres"): MigrationStep[] 
     ["0032_notification_signing_keys", m0032(text), RUNS],
     ["0033_webhook_sender_kinds", m0033(text), RUNS, ["webhook_listeners", "webhook_events"]],
     ["0034_spend_authorization_counts", m0034(dialect), RUNS_ON_POSTGRES, ["spend_usage", "spend_authorizations"]],
+    ["0035_spend_calls_in_one_body", m0035(dialect), RUNS],
   ];
   return steps.map(([name, migration, earlier, locks = []]) => ({ name, migration, earlierReleaseRuns: earlier[dialect], locks: dialect === "postgres" ? locks : [] }));
 }
