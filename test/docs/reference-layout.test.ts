@@ -62,6 +62,8 @@ afterAll(async () => {
 async function guideBlocks(guide: string, expected: number): Promise<GuideBlock[]> {
   await page.goto(`${pathToFileURL(docsPath).href}#/${guide}`);
   await page.locator(`[data-section-id="/${guide}"]`).waitFor();
+  // Redoc may still be laying the page out after the hash changed: its first block shows it has.
+  if (expected > 0) await page.locator(`[data-section-id^="/${guide}"] [data-testid="middle-panel"] pre`).first().waitFor();
   // A string, evaluated in the page: the tests are typed for Node, without the DOM's globals.
   return page.evaluate<GuideBlock[]>(`(async () => {
     const found = new Map();
@@ -76,12 +78,17 @@ async function guideBlocks(guide: string, expected: number): Promise<GuideBlock[
         columnWidth: panel.parentElement.getBoundingClientRect().width - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight),
       };
     };
+    // The end of the page counts once it has held for a while with nothing new rendered: a page
+    // still being laid out may look short for a frame.
+    let framesAtEnd = 0;
     for (;;) {
+      const before = found.size;
       for (const section of document.querySelectorAll('[data-section-id^="/${guide}"]')) {
         section.querySelectorAll('[data-testid="middle-panel"] pre').forEach((pre, i) => found.set(section.getAttribute("data-section-id") + "#" + i, measure(pre)));
       }
       const atEnd = scrollY + innerHeight >= document.documentElement.scrollHeight;
-      if (found.size >= ${expected} || atEnd) return [...found.values()];
+      framesAtEnd = atEnd && found.size === before ? framesAtEnd + 1 : 0;
+      if (found.size >= ${expected} || framesAtEnd >= 30) return [...found.values()];
       scrollBy(0, innerHeight / 2);
       await new Promise((rendered) => requestAnimationFrame(() => requestAnimationFrame(rendered)));
     }
