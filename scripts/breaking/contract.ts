@@ -1,5 +1,5 @@
 // Reading a bundled OpenAPI 3.1 contract for the breaking-change check: local `$ref`s resolved, and
-// its operations listed by operation id.
+// its operations (of paths or of webhooks) listed by operation id.
 export type Node = Record<string, unknown>;
 
 export const isNode = (v: unknown): v is Node => typeof v === "object" && v !== null && !Array.isArray(v);
@@ -40,9 +40,11 @@ const METHODS = ["get", "put", "post", "delete", "options", "head", "patch", "tr
 export const parameterKey = (p: Node): string =>
   `${String(p.in)}.${p.in === "header" ? String(p.name).toLowerCase() : String(p.name)}`;
 
-export function operations(doc: Node): Map<string, Operation> {
+/** The operations of `doc`'s paths, or of its webhooks (each `path` then the webhook's name). */
+export function operations(doc: Node, section: "paths" | "webhooks" = "paths"): Map<string, Operation> {
   const found = new Map<string, Operation>();
-  for (const [path, item] of Object.entries(isNode(doc.paths) ? doc.paths : {})) {
+  const items = doc[section];
+  for (const [path, item] of Object.entries(isNode(items) ? items : {})) {
     const pathItem = resolve(doc, item).node;
     const shared = Array.isArray(pathItem.parameters) ? pathItem.parameters : [];
     for (const method of METHODS) {

@@ -1,9 +1,11 @@
 // Compares the operations of the released contract with the current ones: an operation removed,
 // renamed or moved; a request parameter or body newly required; a response status, media type or
-// header removed; and, through schemas.ts, every parameter, body and response schema.
+// header removed; and, through schemas.ts, every parameter, body and response schema. The
+// webhooks, whose requests the service sends, are compared by webhooks.ts.
 import { isNode, operations, resolve, type Node, type Operation } from "./contract.js";
 import { Findings, type BreakingChange } from "./findings.js";
 import { compareSchemas, type SchemaContext } from "./schemas.js";
+import { compareWebhooks } from "./webhooks.js";
 
 const route = (op: Operation) => `${op.method.toUpperCase()} ${op.path.replace(/\{[^}]*\}/g, "{}")}`;
 
@@ -57,7 +59,7 @@ function compareResponses(ctx: SchemaContext, a: Operation, b: Operation): void 
   }
 }
 
-/** The breaking changes from `before` (the released contract) to `after`, each with a stable id. */
+/** The breaking changes from `before` (the released contract) to `after`, each with a stable id: of its operations and its webhooks. */
 export function breakingChanges(before: Node, after: Node): BreakingChange[] {
   const findings = new Findings();
   const opsBefore = operations(before);
@@ -77,5 +79,6 @@ export function breakingChanges(before: Node, after: Node): BreakingChange[] {
     compareRequestBody(ctx, a, b);
     compareResponses(ctx, a, b);
   }
+  compareWebhooks(before, after, findings);
   return findings.list();
 }

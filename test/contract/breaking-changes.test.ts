@@ -16,9 +16,10 @@ const root = fileURLToPath(new URL("../..", import.meta.url));
 
 const GET = "svc.api.shop.v1.WidgetService.Get";
 const CREATE = "svc.api.shop.v1.WidgetService.Create";
+const CHANGED = "widgetChanged";
 const json = (ref: string) => ({ "application/json": { schema: { $ref: `#/components/schemas/${ref}` } } });
 
-/** A small released contract: get and create a widget. */
+/** A small released contract: get and create a widget, and the request a receiver gets when one changes. */
 function released(): Node {
   return {
     openapi: "3.1.0",
@@ -43,8 +44,23 @@ function released(): Node {
         },
       },
     },
+    webhooks: {
+      widgetChanged: {
+        post: {
+          operationId: CHANGED,
+          parameters: [{ name: "Webhook-Signature", in: "header", required: true, schema: { type: "string" } }],
+          requestBody: { required: true, content: json("WidgetChangedEvent") },
+          responses: { "2XX": { description: "delivered" } },
+        },
+      },
+    },
     components: {
       schemas: {
+        WidgetChangedEvent: {
+          type: "object",
+          required: ["widgetId", "kind"],
+          properties: { widgetId: { type: "string" }, kind: { type: "string", enum: ["CREATED", "RETIRED"] }, note: { type: "string" } },
+        },
         Widget: {
           type: "object",
           required: ["id", "name", "state"],
@@ -135,6 +151,18 @@ describe("breaking changes are found, each with its id", () => {
       ["response-nullable:Widget.color"],
     ],
     ["a media type removed", (d) => (d.paths["/widgets"].post.requestBody.content = { "text/plain": { schema: { type: "string" } } }), [`request-media-type-removed:${CREATE}:application/json`]],
+    ["a webhook no longer sent", (d) => delete d.webhooks.widgetChanged, [`webhook-removed:${CHANGED}`]],
+    ["a header a webhook no longer sends", (d) => (d.webhooks.widgetChanged.post.parameters = []), [`webhook-header-removed:${CHANGED}:header.webhook-signature`]],
+    ["a header a webhook may no longer send", (d) => (d.webhooks.widgetChanged.post.parameters[0].required = false), [`webhook-header-optional:${CHANGED}:header.webhook-signature`]],
+    ["a webhook's body that may no longer be sent", (d) => (d.webhooks.widgetChanged.post.requestBody.required = false), [`webhook-body-optional:${CHANGED}`]],
+    [
+      "a webhook's body in another media type",
+      (d) => (d.webhooks.widgetChanged.post.requestBody.content = { "text/plain": { schema: { type: "string" } } }),
+      [`webhook-media-type-removed:${CHANGED}:application/json`],
+    ],
+    ["a field a webhook's body no longer holds", (d) => delete d.components.schemas.WidgetChangedEvent.properties.widgetId, ["response-property-removed:WidgetChangedEvent.widgetId"]],
+    ["a value a webhook's receiver does not expect", (d) => d.components.schemas.WidgetChangedEvent.properties.kind.enum.push("MOVED"), ["response-enum-value-added:WidgetChangedEvent.kind"]],
+    ["a webhook's header of another type", (d) => (d.webhooks.widgetChanged.post.parameters[0].schema.type = "integer"), [`response-type-changed:${CHANGED}:header.webhook-signature`]],
   ])("%s", (_, change, ids) => {
     expect(idsAfter(change)).toEqual([...ids].sort());
   });
@@ -179,6 +207,10 @@ describe("changes that do not break clients pass", () => {
       "constraints loosened on a request",
       (d) => ((d.components.schemas.WidgetServiceCreateRequest.properties.priority.maximum = 20), delete d.components.schemas.Widget.properties.name.pattern),
     ],
+    ["a webhook added", (d) => (d.webhooks.widgetRetired = structuredClone(d.webhooks.widgetChanged)) && (d.webhooks.widgetRetired.post.operationId = "widgetRetired")],
+    ["a header a webhook sends added", (d) => d.webhooks.widgetChanged.post.parameters.push({ name: "Webhook-Id", in: "header", required: true, schema: { type: "string" } })],
+    ["a field added to a webhook's body", (d) => (d.components.schemas.WidgetChangedEvent.properties.at = { type: "string", format: "date-time" })],
+    ["an answer a webhook's receiver may give, added", (d) => (d.webhooks.widgetChanged.post.responses["410"] = { description: "gone: stop sending" })],
     ["a schema moved into its own component", (d) => ((d.components.schemas.Size = d.components.schemas.Widget.properties.size), (d.components.schemas.Widget.properties.size = { $ref: "#/components/schemas/Size" }))],
   ])("%s", (_, change) => {
     expect(idsAfter(change)).toEqual([]);
