@@ -90,6 +90,14 @@ const idempotencyOf = (params) => {
   const key = params.map(deref).find((p) => p?.in === "header" && p.name === "Idempotency-Key");
   return key ? (key.required === true ? "required" : "optional") : null;
 };
+// The JSON body's top-level properties marked writeOnly: secrets the caller sends, which the server keeps nowhere as given.
+const secretFieldsOf = (op) => {
+  const body = deref(deref(op.requestBody)?.content?.["application/json"]?.schema);
+  return Object.entries(body?.properties ?? {})
+    .filter(([, p]) => p.writeOnly === true || deref(p)?.writeOnly === true)
+    .map(([name]) => name)
+    .sort();
+};
 for (const [path, item] of Object.entries(spec.paths ?? {})) {
   for (const method of METHODS) {
     const op = item[method];
@@ -102,7 +110,7 @@ for (const [path, item] of Object.entries(spec.paths ?? {})) {
     const raw = op["x-raw-request"] === true;
     const maxBodyBytes = op["x-max-body-bytes"] ?? null;
     const idempotencyKey = idempotencyOf([...(item.parameters ?? []), ...(op.parameters ?? [])]);
-    ops.push({ id: op.operationId, area, service, name, method, path, secured, raw, maxBodyBytes, idempotencyKey });
+    ops.push({ id: op.operationId, area, service, name, method, path, secured, raw, maxBodyBytes, idempotencyKey, secretFields: secretFieldsOf(op) });
   }
 }
 ops.sort((a, b) => a.id.localeCompare(b.id));
@@ -176,11 +184,13 @@ lines.push(`  /** The largest request body the operation accepts (x-max-body-byt
 lines.push(`  readonly maxBodyBytes: number | null;`);
 lines.push(`  /** Whether the operation takes an Idempotency-Key header, and whether it must be sent; null when it takes none. */`);
 lines.push(`  readonly idempotencyKey: "optional" | "required" | null;`);
+lines.push(`  /** The request body's writeOnly properties: secrets the caller sends, kept nowhere as given (an idempotency fingerprint holds a keyed digest). */`);
+lines.push(`  readonly secretFields: readonly string[];`);
 lines.push(`}`, ``);
 lines.push(`/** The routing table: operation id to service method, method and path. */`);
 lines.push(`export const operationRoutes = [`);
 for (const o of ops) {
-  lines.push(`  { operationId: ${q(o.id)}, service: ${q(o.service)}, method: ${q(o.method)}, path: ${q(o.path)}, secured: ${o.secured}, raw: ${o.raw}, maxBodyBytes: ${o.maxBodyBytes}, idempotencyKey: ${q(o.idempotencyKey)} },`);
+  lines.push(`  { operationId: ${q(o.id)}, service: ${q(o.service)}, method: ${q(o.method)}, path: ${q(o.path)}, secured: ${o.secured}, raw: ${o.raw}, maxBodyBytes: ${o.maxBodyBytes}, idempotencyKey: ${q(o.idempotencyKey)}, secretFields: ${q(o.secretFields)} },`);
 }
 lines.push(`] as const satisfies readonly OperationRoute[];`, ``);
 lines.push(`/** Binds a service's handler for an operation id, keeping the handler's exact type. */`);

@@ -6,7 +6,7 @@
 // retries".
 import { createHash, randomUUID } from "node:crypto";
 import type { Request, Response } from "express";
-import type { OperationId } from "../../generated/server.js";
+import { operationRoutes, type OperationId } from "../../generated/server.js";
 import type { Storage } from "../storage/connect.js";
 import type { Sealed } from "../storage/secrets-key.js";
 import type { AnswerWrite, Db } from "../storage/transactions.js";
@@ -88,9 +88,11 @@ function canonicalJson(value: unknown): string {
   return JSON.stringify(value) ?? "null";
 }
 
-/** What makes two requests the same request. */
-const requestFingerprint = (operationId: string, req: Pick<Request, "params" | "query" | "body">): string =>
-  digest(canonicalJson([operationId, req.params, req.query, req.body ?? null]));
+/** The operations whose bodies carry secrets the caller sends (their writeOnly properties), with those properties. */
+const SECRET_FIELDS: ReadonlyMap<string, readonly string[]> = new Map(operationRoutes.filter((r) => r.secretFields.length > 0).map((r) => [r.operationId, r.secretFields]));
+
+/** The purpose of the keyed digests that stand for a secret in a fingerprint. */
+const SECRET_IN_FINGERPRINT = "idempotency fingerprint secret";
 
 export class Idempotency {
   constructor(
@@ -100,12 +102,27 @@ export class Idempotency {
   ) {}
 
   /**
+   * What makes two requests the same request. A secret the caller sent counts by its keyed digest:
+   * a plain hash of a secret a person typed could be guessed offline from a copy of the database.
+   */
+  private fingerprint(operationId: string, req: Pick<Request, "params" | "query" | "body">): string {
+    const secrets = SECRET_FIELDS.get(operationId);
+    let body: unknown = req.body ?? null;
+    if (secrets && body !== null && typeof body === "object") {
+      const given = { ...(body as Record<string, unknown>) };
+      for (const field of secrets) if (typeof given[field] === "string") given[field] = this.box.digest(given[field], SECRET_IN_FINGERPRINT);
+      body = given;
+    }
+    return digest(canonicalJson([operationId, req.params, req.query, body]));
+  }
+
+  /**
    * Answers `req` by `execute` (the operation's handler, answering 200) once for `caller`'s key, or
    * by the answer kept for it. Rejects with an ApiError for the error middleware to render.
    */
   async respond(req: Request, res: Response, operationId: string, caller: string, execute: (commitAnswer: CommitAnswer) => Promise<unknown>, origin?: Origin): Promise<void> {
     const id = digest(`${caller}\n${req.get(IDEMPOTENCY_KEY_HEADER)}`);
-    const fingerprint = requestFingerprint(operationId, req);
+    const fingerprint = this.fingerprint(operationId, req);
     if (KEPT_WITH_EFFECT.has(operationId)) return this.runThenKeep(res, operationId, id, fingerprint, execute, origin);
     const claim = await this.records.claim(id, fingerprint, origin);
     if (claim.kind !== "claimed") return this.answerFound(res, operationId, id, fingerprint, claim);

@@ -1,7 +1,8 @@
 // Seals webhook signing secrets with AES-256-GCM under a key kept outside the database, so a
-// database dump alone does not reveal them. The listener id is bound as associated data, so a
+// database dump alone does not reveal them, and digests with a key derived from it what is kept of
+// a secret only to recognise it again. The listener id is bound as associated data, so a
 // sealed secret copied onto another listener does not open.
-import { createCipheriv, createDecipheriv, randomBytes } from "node:crypto";
+import { createCipheriv, createDecipheriv, createHmac, hkdfSync, randomBytes } from "node:crypto";
 import { BoundedMap } from "../core/bounded-map.js";
 
 const VERSION = "v1";
@@ -15,8 +16,25 @@ export class SecretBox {
   // no longer looked up here.
   private readonly opened = new BoundedMap<string, string>({ entries: OPENED_CACHE_SIZE });
 
+  /** The keys of `digest`, one per purpose, derived from this box's key. */
+  private readonly digestKeys = new Map<string, Buffer>();
+
   constructor(private readonly key: Buffer) {
     if (key.length !== 32) throw new Error("the secrets key must be 32 bytes");
+  }
+
+  /**
+   * A keyed digest of `plain` for `purpose` (HMAC-SHA256 under a key derived from this box's by
+   * HKDF, never the sealing key itself): what is kept of a secret that need only be recognised
+   * again. Without the secrets key, nothing of the secret can be tried against it.
+   */
+  digest(plain: string, purpose: string): string {
+    let key = this.digestKeys.get(purpose);
+    if (!key) {
+      key = Buffer.from(hkdfSync("sha256", this.key, Buffer.alloc(0), `digest: ${purpose}`, 32));
+      this.digestKeys.set(purpose, key);
+    }
+    return createHmac("sha256", key).update(plain, "utf8").digest("base64url");
   }
 
   seal(plain: string, context: string): string {

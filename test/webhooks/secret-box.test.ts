@@ -1,6 +1,6 @@
 // Sealed webhook secrets: AES-256-GCM bound to the listener id, and the cache of opened secrets,
 // which must never answer for another listener or for a sealed text that does not open.
-import { randomBytes } from "node:crypto";
+import { createHash, createHmac, randomBytes } from "node:crypto";
 import { describe, expect, it } from "vitest";
 import { SecretBox } from "../../src/webhooks/secret-box.js";
 
@@ -39,5 +39,17 @@ describe("SecretBox", () => {
     const sealed = Array.from({ length: 1500 }, (_, i) => b.seal(`whsec_${i}`, `wh_${i}`));
     sealed.forEach((s, i) => expect(b.open(s, `wh_${i}`)).toBe(`whsec_${i}`));
     expect(b.open(sealed[0]!, "wh_0")).toBe("whsec_0");
+  });
+
+  it("digests a secret under its key and purpose: the same again, another for another key or purpose, never the plain hash", () => {
+    const key = randomBytes(32);
+    const [b, same, other] = [new SecretBox(key), new SecretBox(Buffer.from(key)), box()];
+    const d = b.digest("typed in GitHub's form 42", "fingerprint");
+    expect(same.digest("typed in GitHub's form 42", "fingerprint")).toBe(d);
+    expect(b.digest("typed in GitHub's form 43", "fingerprint")).not.toBe(d);
+    expect(other.digest("typed in GitHub's form 42", "fingerprint")).not.toBe(d);
+    expect(b.digest("typed in GitHub's form 42", "another purpose")).not.toBe(d);
+    expect(d).not.toBe(createHash("sha256").update("typed in GitHub's form 42").digest("base64url"));
+    expect(d).not.toBe(createHmac("sha256", key).update("typed in GitHub's form 42").digest("base64url"));
   });
 });

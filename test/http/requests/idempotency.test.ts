@@ -3,7 +3,7 @@
 // answer again, secrets included, and does nothing more; a different request with the key is
 // refused; keys belong to the calling user; 20 requests at once with one key have one effect; an
 // answer is kept 24 hours, sealed at rest; a malformed key is 400; without the key nothing changes.
-import { randomUUID } from "node:crypto";
+import { createHash, randomUUID } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -300,6 +300,33 @@ describe("the same key with a different request is 422 IDEMPOTENCY_KEY_REUSED, a
     unwrap(await rotate(one.id));
     expectError(await rotate(two.id), 422, "IDEMPOTENCY_KEY_REUSED");
     expectAccepted(await sendHmac(ts, two.url, two.secret));
+  });
+});
+
+describe("a secret the caller sends is kept by its keyed digest only", () => {
+  const ROTATE = "svc.api.automations.v1.AutomationService.RotateWebhookSecret";
+  /** The fingerprint of a RotateWebhookSecret request, as a plain hash of what was sent. */
+  const plainFingerprint = (id: string, body: object) =>
+    createHash("sha256").update(JSON.stringify([ROTATE, { id }, {}, body])).digest("base64url");
+  const fingerprints = async () => (await storage.db.selectFrom("idempotency_records").select("fingerprint").execute()).map((r) => r.fingerprint);
+
+  it("RotateWebhookSecret with a sender's typed secret: replayed for the same secret, 422 for another, and no plain hash of it stored", async () => {
+    const created = await ts.admin.POST("/api/v1/automations", { body: { automation: { displayName: "GitHub", isDraft: false, enabled: true, triggers: [{ webhook: { github: {} } }] } } });
+    const automationId = unwrap(created).automation.id!;
+    const rotate = (key: string, body: { webhookSecret?: string }) =>
+      ts.admin.POST("/api/v1/automations/{id}/webhook-secret", { params: { path: { id: automationId }, ...header(key) }, body });
+    // What a plain hash would be, checked on a request without a secret, whose fingerprint is one.
+    const generated = newKey();
+    unwrap(await rotate(generated, {}));
+    expect(await fingerprints()).toContain(plainFingerprint(automationId, {}));
+
+    const key = newKey();
+    const typed = "typed-in-GitHubs-form-42";
+    unwrap(await rotate(key, { webhookSecret: typed }));
+    const again = await rotate(key, { webhookSecret: typed });
+    expect(replayed(again)).toBe("true");
+    expectError(await rotate(key, { webhookSecret: "typed-in-GitHubs-form-43" }), 422, "IDEMPOTENCY_KEY_REUSED");
+    expect(await fingerprints()).not.toContain(plainFingerprint(automationId, { webhookSecret: typed }));
   });
 });
 
