@@ -4,6 +4,7 @@
 //                           with every operation's code samples (scripts/code-samples.mjs)
 //   generated/api.d.ts      types by openapi-typescript (typed client, handlers)
 //   generated/enums.ts      the known values of each enumeration
+//   generated/bounds.ts     the numeric bounds of the component schemas' properties (the console reads them)
 //   generated/server.ts     server stubs: per-service handler interfaces and the operation table
 //   generated/idempotency.ts  the operations that take an Idempotency-Key (the typed client reads it)
 //   generated/docs.html     the Redoc page
@@ -80,6 +81,20 @@ for (const [name, schema] of Object.entries(spec.components?.schemas ?? {}).sort
   enumLines.push("");
 }
 writeFileSync(join(outDir, "enums.ts"), enumLines.join("\n"));
+
+// The numeric bounds the component schemas' properties state, for what checks a value before it is
+// sent (the console): read from here, they cannot drift from the contract's.
+const boundLines = [TS_HEADER, "/** The `minimum` and `maximum` of each component schema's properties that state one, by schema and property. */", "export const bounds = {"];
+for (const [name, schema] of Object.entries(spec.components?.schemas ?? {}).sort(([a], [b]) => a.localeCompare(b))) {
+  const stated = Object.entries(schema.properties ?? {})
+    .map(([property, p]) => [property, Object.fromEntries(["minimum", "maximum"].filter((k) => typeof p[k] === "number").map((k) => [k, p[k]]))])
+    .filter(([, b]) => Object.keys(b).length > 0);
+  if (stated.length === 0) continue;
+  const key = (k) => (/^[A-Za-z_$][\w$]*$/.test(k) ? k : JSON.stringify(k));
+  boundLines.push(`  ${key(name)}: {`, ...stated.map(([property, b]) => `    ${key(property)}: { ${Object.entries(b).map(([k, v]) => `${k}: ${v}`).join(", ")} },`), "  },");
+}
+boundLines.push("} as const;", "");
+writeFileSync(join(outDir, "bounds.ts"), boundLines.join("\n"));
 
 // 3. Server stubs: one handler interface per service and the table that routes operation ids.
 const ID = /^svc\.api\.([a-z]+)\.v1\.([A-Za-z]+Service)\.([A-Za-z]+)$/;

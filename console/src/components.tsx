@@ -2,6 +2,7 @@
 // lists, and the limit form (arm, amount, period) shared by rows, caps, the policy and my limits.
 import type { ComponentChildren } from "preact";
 import { useCallback, useEffect, useLayoutEffect, useRef, useState } from "preact/hooks";
+import { bounds } from "../../generated/bounds.js";
 import { PeriodKindValues } from "../../generated/enums.js";
 import { describeError } from "./api.js";
 import { parseAmount, type LimitArm } from "./money.js";
@@ -276,15 +277,15 @@ export interface LimitDraft {
 
 export const emptyLimitDraft: LimitDraft = { arm: "amount", amount: "", period: "PERIOD_KIND_MONTHLY", perAuthorization: "", maxAuthorizations: "" };
 
-/** The most authorizations a window may count, as SpendControls.maxAuthorizations bounds it. */
-const MAX_AUTHORIZATIONS = 1_000_000;
+/** How many authorizations a window may be set to count: SpendControls.maxAuthorizations's bounds. */
+const { minimum: MIN_AUTHORIZATIONS, maximum: MAX_AUTHORIZATIONS } = bounds.SpendControls.maxAuthorizations;
 
 /** The draft's count per window as the API takes it: null when none is typed. */
 function draftCount(text: string): number | null {
   const typed = text.trim();
   if (!typed) return null;
   const count = /^\d+$/.test(typed) ? Number(typed) : NaN;
-  if (!(count >= 1 && count <= MAX_AUTHORIZATIONS)) throw new Error(`Enter a whole number of authorizations per window, from 1 to ${MAX_AUTHORIZATIONS}.`);
+  if (!(count >= MIN_AUTHORIZATIONS && count <= MAX_AUTHORIZATIONS)) throw new Error(`Enter a whole number of authorizations per window, from ${MIN_AUTHORIZATIONS} to ${MAX_AUTHORIZATIONS}.`);
   return count;
 }
 

@@ -14,7 +14,7 @@ afterAll(() => rmSync(fresh, { recursive: true, force: true }));
 describe("generated artifacts", () => {
   it("are what npm run generate makes from openapi/ now", () => {
     execFileSync(process.execPath, [join(root, "scripts/generate.mjs"), "--out", fresh], { stdio: "pipe" });
-    for (const file of ["openapi.yaml", "api.d.ts", "enums.ts", "server.ts", "idempotency.ts", "docs.html"]) {
+    for (const file of ["openapi.yaml", "api.d.ts", "enums.ts", "bounds.ts", "server.ts", "idempotency.ts", "docs.html"]) {
       const committed = readFileSync(join(root, "generated", file), "utf8");
       const regenerated = readFileSync(join(fresh, file), "utf8");
       expect(committed === regenerated, `generated/${file} is stale: run npm run generate`).toBe(true);
