@@ -164,7 +164,10 @@ export async function measureBacklogFairness(ctx: DeliveryContext, sizes: Delive
 export async function measureParkedIntake(ctx: DeliveryContext, sizes: DeliverySizes): Promise<{ off: Measured; on: Measured; parkedIntake: ParkedIntake }> {
   const receiver = await startNotificationReceiver();
   // No cap on requests in flight to the receiver (as many as the worker's runs): only the 503s park.
-  const { server, db, api, stop } = await ctx.startIsolated({ NOTIFY_RETRY_SCHEDULE: "1s,2s,4s", NOTIFY_MAX_IN_FLIGHT_PER_DESTINATION: "128" });
+  // Nor a circuit: a fifth answered 503 at random makes runs of 5 failures in a row (the default
+  // NOTIFY_CIRCUIT_FAILURES) over thousands of attempts, and each open circuit holds every parked
+  // execution for its cool-down, which is the circuit's cost, not parking's.
+  const { server, db, api, stop } = await ctx.startIsolated({ NOTIFY_RETRY_SCHEDULE: "1s,2s,4s", NOTIFY_MAX_IN_FLIGHT_PER_DESTINATION: "128", NOTIFY_CIRCUIT_FAILURES: "1000" });
   try {
     // Half of scenario 1's rate may be more than this server can take: each event's execution also sends a request.
     const probe = await api.createWebhookAutomation("bench notifying intake", { hmac: {} }, [notifyStep(receiver.url("/flaky"))]);
