@@ -2,6 +2,7 @@
 // The fields are not a oneof (seed 2.3): every mutation changes its own field and keeps the
 // others, so a suspension never erases the limit it froze and a lapsed extension stays stored.
 // Normalized controls omit unset fields (never null) and never carry PERIOD_KIND_UNSPECIFIED.
+import { canonicalJson } from "../core/canonical-json.js";
 import { invalidField } from "../core/errors.js";
 import { isRecord, isSet, parseReason, requireRecord } from "./guards.js";
 import { parseSpendLimit } from "./spends/spend-limit.js";
@@ -157,13 +158,6 @@ export const withoutExtension = (controls: Row): SpendControls => compact({ ...c
 /** Nothing left to state: the caller removes the row rather than keep an empty one. */
 export const isEmpty = (controls: Row): boolean =>
   !controls || (!isSet(controls.limit) && !isSet(controls.extension) && !isSet(controls.suspension) && !isSet(controls.perAuthorization) && !isSet(controls.maxAuthorizations));
-
-/** A canonical JSON form (keys sorted), so stored and requested controls compare by value. */
-export function canonicalJson(value: unknown): string {
-  return JSON.stringify(value, (_key, v: unknown) =>
-    isRecord(v) ? Object.fromEntries(Object.keys(v).sort().map((k) => [k, v[k]])) : v,
-  );
-}
 
 /** Equal as answers show them, so controls read and sent back (with their nulls and "") are the stored ones. */
 export const sameControls = (a: Row, b: Row): boolean => canonicalJson(controlsView(a ?? {})) === canonicalJson(controlsView(b ?? {}));

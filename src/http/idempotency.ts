@@ -4,13 +4,14 @@
 // KEPT_WITH_EFFECT run on every attempt and keep their answer in their effect's transaction. Whose keys
 // they are, which answers are kept, sealed or by reference, and why: docs/partners.md, "Idempotent
 // retries".
-import { createHash, randomUUID } from "node:crypto";
+import { hash, randomUUID } from "node:crypto";
 import type { Request, Response } from "express";
 import { operationRoutes, type OperationId } from "../../generated/server.js";
 import type { Storage } from "../storage/connect.js";
 import type { Sealed } from "../storage/secrets-key.js";
 import type { AnswerWrite, Db } from "../storage/transactions.js";
 import type { SecretBox } from "../webhooks/secret-box.js";
+import { canonicalJson } from "../core/canonical-json.js";
 import { ApiError, GrpcCode } from "../core/errors.js";
 import type { Origin } from "../core/origin.js";
 import type { Claim, IdempotencyRecords } from "../storage/idempotency-records.js";
@@ -76,17 +77,8 @@ export interface KeptByReference {
 /** A kept reference begins with this; JSON with "{", a sealed answer with its version ("v1."). */
 const REFERENCE = "@";
 
-const digest = (text: string) => createHash("sha256").update(text, "utf8").digest("base64url");
-
-/** JSON with object keys sorted at every level: two bodies that differ only in key order are one request. */
-function canonicalJson(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(",")}]`;
-  if (value !== null && typeof value === "object") {
-    const entries = Object.entries(value as Record<string, unknown>).filter(([, v]) => v !== undefined);
-    return `{${entries.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(",")}}`;
-  }
-  return JSON.stringify(value) ?? "null";
-}
+// crypto.hash, one call: a Hash object per digest was most of a fingerprint's cost (bench/RESULTS.md, "Spend decisions").
+const digest = (text: string) => hash("sha256", text, "base64url");
 
 /** The operations whose bodies carry secrets the caller sends (their writeOnly properties), with those properties. */
 const SECRET_FIELDS: ReadonlyMap<string, readonly string[]> = new Map(operationRoutes.filter((r) => r.secretFields.length > 0).map((r) => [r.operationId, r.secretFields]));

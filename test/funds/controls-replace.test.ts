@@ -1,7 +1,8 @@
 // The domain helpers the funds services add on top of controls.ts: whole-set replacement (app caps,
 // the tenant default), the future-expiry rule, value equality and the currency a set holds.
 import { describe, expect, it } from "vitest";
-import { amountCurrency, canonicalJson, replaceControls, requireFutureExpiry, sameControls } from "../../src/funds/controls.js";
+import { canonicalJson } from "../../src/core/canonical-json.js";
+import { amountCurrency, replaceControls, requireFutureExpiry, sameControls } from "../../src/funds/controls.js";
 import type { SpendControls, SpendLimit } from "../../src/funds/types.js";
 import { expectInvalid, usd } from "./helpers.js";
 

@@ -119,6 +119,7 @@ function outcome(request: DecisionRequest, force: LimitInForce, usage: Usage): O
 function decide(request: DecisionRequest, force: LimitInForce, usage: Usage, now: number): Decision {
   const { amount, state, after, cause, decision } = outcome(request, force, usage);
   const { window } = force;
+  const at = iso(now);
   const created: SpendRow = {
     id: timeOrderedId(now, 8),
     user_id: request.userId,
@@ -133,8 +134,8 @@ function decide(request: DecisionRequest, force: LimitInForce, usage: Usage, now
     window_end: window.windowEnd,
     decision: JSON.stringify(decision),
     metadata: JSON.stringify(request.metadata),
-    created_at: iso(now),
-    updated_at: iso(now),
+    created_at: at,
+    updated_at: at,
   };
   const entry = state === "DECLINED" ? null : ledgerEntry(created.id, window, state === "PENDING" ? "HOLD" : "CAPTURE", amount, now);
   const view = authorizationView(created, created.created_at, { decision, metadata: request.metadata as SpendAuthorization["metadata"] });
