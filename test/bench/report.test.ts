@@ -429,6 +429,14 @@ describe("the report", () => {
     expect(md).toContain("Server RSS after the full bench: 180 MiB");
   });
 
+  it("says when the round trips could not be counted, with the run's figures, and counts it a target not met", () => {
+    const section: Section = { ...report.sections[0]!, roundTripsFailed: "round trips of Capture: answers other than 200: {\"409\":20}" };
+    const md = renderMarkdown({ ...report, sections: [section] });
+    expect(md).toContain('were not counted: round trips of Capture: answers other than 200: {"409":20}');
+    expect(md).toMatch(/\| Round trips counted per operation\s+\|\s+failed \| \*\*no\*\* \|/);
+    expect(renderMarkdown(report)).not.toContain("Round trips counted per operation");
+  });
+
   it("says what the silent receiver left parked, each round of the fresh events with the backlog left, and what parking cost the intake", () => {
     const section: Section = {
       ...report.sections[0]!,
