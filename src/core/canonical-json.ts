@@ -6,7 +6,7 @@ export function canonicalJson(value: unknown): string {
   if (Array.isArray(value)) return `[${value.map((item) => canonicalJson(item)).join(",")}]`;
   const object = value as Record<string, unknown>;
   const members: string[] = [];
-  // Keys sort by UTF-16 code units, as JSON texts compare.
+  // Keys sort by UTF-16 code units (sort's default), as the fingerprints kept so far were made.
   for (const key of Object.keys(object).sort()) {
     const member = object[key];
     if (member !== undefined) members.push(`${JSON.stringify(key)}:${canonicalJson(member)}`);

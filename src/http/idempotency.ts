@@ -77,7 +77,7 @@ export interface KeptByReference {
 /** A kept reference begins with this; JSON with "{", a sealed answer with its version ("v1."). */
 const REFERENCE = "@";
 
-// crypto.hash, one call: a Hash object per digest was most of a fingerprint's cost (bench/RESULTS.md, "Spend decisions").
+// One call, without a Hash object per digest: two digests on every idempotent request.
 const digest = (text: string) => hash("sha256", text, "base64url");
 
 /** The operations whose bodies carry secrets the caller sends (their writeOnly properties), with those properties. */
