@@ -73,7 +73,7 @@ export const serverAuthorizations = (storage: Storage, api: Api, spender: string
         // A hold past its expiry is answered EXPIRED and refused a capture or a release (409): the
         // round trips are counted many minutes after the scenarios that left these holds, beyond the
         // default hold's 600 s. A minute's margin for the change scenario or the count that takes them.
-        .where((eb) => (state === "PENDING" ? eb("expires_at", ">", new Date(Date.now() + 60_000).toISOString()) : eb.lit(true)))
+        .$if(state === "PENDING", (q) => q.where("expires_at", ">", new Date(Date.now() + 60_000).toISOString()))
         // In the order they were made, apps interleaved as the floor's are: an order by app (the held
         // index's) would send the connections' changes to one subject and app at a time, to wait on its lock.
         .orderBy("id")
