@@ -80,6 +80,7 @@ end $function$
 CREATE OR REPLACE FUNCTION public.spend_add_spent(p_user_id text, p_app_id text, p_at text, p_delta bigint)
  RETURNS void
  LANGUAGE plpgsql
+ SET enable_seqscan TO 'off'
 AS $function$
       begin
         if p_delta <> 0 then
@@ -149,6 +150,7 @@ AS $function$
 CREATE OR REPLACE FUNCTION public.spend_authorize(p_lock text, p_tenant_id text, p_currency_code text, p_time_zone text, p_default_controls text, p_policy_updated_at text, p_spent bigint, p_held bigint, p_now text, p_id text, p_user_id text, p_app_id text, p_amount bigint, p_captured bigint, p_state text, p_expires_at text, p_window_start text, p_window_end text, p_decision text, p_metadata text, p_entry_id text, p_entry_kind text, p_entry_amount bigint, p_kept_id text, p_kept_fingerprint text, p_kept_owner text, p_kept_answer text, p_kept_created_at text, p_kept_retained text, p_wait boolean, p_check_layers boolean, p_row_controls text, p_cap_controls text, p_counted bigint)
  RETURNS TABLE(outcome text, spent text, held text, counted text)
  LANGUAGE plpgsql
+ SET enable_seqscan TO 'off'
 AS $function$
       declare
         v_spent bigint;
@@ -248,6 +250,7 @@ AS $function$
 CREATE OR REPLACE FUNCTION public.spend_change(p_id text, p_user_id text, p_app_id text, p_window_start text, p_window_end text, p_was_state text, p_was_captured bigint, p_was_reversed bigint, p_state text, p_captured bigint, p_reversed bigint, p_at text, p_first_id text, p_first_kind text, p_first_amount bigint, p_second_id text, p_second_kind text, p_second_amount bigint, p_spent_delta bigint, p_kept_id text, p_kept_fingerprint text, p_kept_owner text, p_kept_answer text, p_kept_created_at text, p_kept_retained text, p_wait boolean)
  RETURNS text
  LANGUAGE plpgsql
+ SET enable_seqscan TO 'off'
 AS $function$
       declare
         v_made text;
@@ -294,6 +297,7 @@ AS $function$
 CREATE OR REPLACE FUNCTION public.spend_held_counter()
  RETURNS trigger
  LANGUAGE plpgsql
+ SET enable_seqscan TO 'off'
 AS $function$
       begin
         if tg_op = 'UPDATE' then
@@ -374,6 +378,7 @@ AS $function$
 CREATE OR REPLACE FUNCTION public.spend_lock_window(p_user_id text, p_app_id text, p_window_start text, p_window_end text, p_now text)
  RETURNS TABLE(spent text, held text, counted text)
  LANGUAGE plpgsql
+ SET enable_seqscan TO 'off'
 AS $function$
       declare
         v_spent bigint;
@@ -499,6 +504,7 @@ AS $function$
 CREATE OR REPLACE FUNCTION public.spend_settle(p_user_id text, p_app_id text, p_window_start text, p_spent_delta bigint, p_answer_id text, p_answer_owner text, p_answer text)
  RETURNS boolean
  LANGUAGE plpgsql
+ SET enable_seqscan TO 'off'
 AS $function$
       begin
         if p_spent_delta <> 0 then
@@ -517,6 +523,7 @@ AS $function$
 CREATE OR REPLACE FUNCTION public.spend_settle(p_user_id text, p_app_id text, p_window_start text, p_window_end text, p_spent_delta bigint, p_answer_id text, p_answer_owner text, p_answer text)
  RETURNS boolean
  LANGUAGE plpgsql
+ SET enable_seqscan TO 'off'
 AS $function$
       begin
         if p_spent_delta <> 0 then

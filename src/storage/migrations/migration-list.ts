@@ -36,6 +36,7 @@ import { m0032 } from "./0032-notification-signing-keys.js";
 import { m0033 } from "./0033-webhook-sender-kinds.js";
 import { m0034 } from "./0034-spend-authorization-counts.js";
 import { m0035 } from "./0035-spend-calls-in-one-body.js";
+import { m0036 } from "./0036-spend-usage-by-key.js";
 import { type EarlierRelease, RUNS, RUNS_ON_POSTGRES, STOPS, type TextType } from "./migration-kit.js";
 
 export interface MigrationStep {
@@ -91,6 +92,7 @@ export function migrationSteps(dialect: "sqlite" | "postgres"): MigrationStep[] 
     ["0033_webhook_sender_kinds", m0033(text), RUNS, ["webhook_listeners", "webhook_events"]],
     ["0034_spend_authorization_counts", m0034(dialect), RUNS_ON_POSTGRES, ["spend_usage", "spend_authorizations"]],
     ["0035_spend_calls_in_one_body", m0035(dialect), RUNS],
+    ["0036_spend_usage_by_key", m0036(dialect), RUNS],
   ];
   return steps.map(([name, migration, earlier, locks = []]) => ({ name, migration, earlierReleaseRuns: earlier[dialect], locks: dialect === "postgres" ? locks : [] }));
 }
